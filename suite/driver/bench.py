@@ -1,0 +1,225 @@
+"""Validate, then time, every selected variant; return one row per (problem, shape, variant, stages).
+
+Validation: fresh random inputs for every variant and stage count, the output poisoned with NaN, every element
+compared with the problem's reference (torch, in higher precision where it matters). Only a variant that validates
+is timed.
+
+Timing: ``triton.testing.do_bench`` (CUDA events around each call; the L2 is flushed before every call by writing a
+256 MB buffer, outside the timed region; warm-up calls excluded), median and interquartile range of all samples.
+The ceiling of each (problem, shape) is timed interleaved with the variants: once before the first and once after
+each, its samples pooled, so the ratios compare numbers taken under the same conditions.
+
+Without a GPU: Triton kernels run in the interpreter and are validated (not timed); PTX modules are compiled for
+sm_90 and described (registers, shared memory, SASS); timings are marked as not measured.
+"""
+
+from __future__ import annotations
+
+import statistics
+import sys
+import time
+from dataclasses import dataclass, field
+from typing import Callable
+
+import torch
+
+from suite.info import KernelInfo
+from suite.problems import PROBLEMS, Problem
+from suite.registry import Variant, variants
+from suite.sass import summary
+
+CPU_ARCH = "sm_90"  # what PTX modules are compiled for when there is no GPU to ask
+
+
+@dataclass
+class Options:
+    problems: tuple[str, ...] = tuple(PROBLEMS)
+    backends: tuple[str, ...] | None = None  # None: all
+    stages: tuple[int, ...] | None = None  # None: each variant's own sweep
+    sizes: dict[str, tuple] = field(default_factory=dict)  # problem -> sizes; missing: the problem's defaults
+    quick: bool = False
+    seed: int = 0
+    warmup_ms: float = 25.0
+    rep_ms: float = 200.0
+
+
+def _row(problem: Problem, size, variant: Variant, stages) -> dict:
+    return {
+        "problem": problem.name,
+        "shape": problem.shape(size),
+        "dtype": problem.dtype,
+        "backend": variant.backend,
+        "variant": variant.name,
+        "stages": stages,
+        "baseline": variant.baseline,
+        "ceiling": variant.ceiling,
+        "median_ms": None,
+        "iqr_ms": None,
+        "spread": None,  # iqr / median
+        "samples": 0,
+        "throughput": None,
+        "unit": problem.unit,
+        "ratio_to_ceiling": None,
+        "valid": None,
+        "max_abs_error": None,
+        "rel_error": None,
+        "measured": False,
+        "note": "",
+    }
+
+
+def _add_info(row: dict, info: KernelInfo | None) -> None:
+    info = info or KernelInfo()
+    row.update({k: v for k, v in info.as_dict().items() if k not in ("sass", "stages")})
+    if info.stages is not None:
+        row["stages"] = info.stages
+    row["sass"] = summary(info.sass) if info.sass else None
+    row["sass_counts"] = info.sass or None
+
+
+def _stats(times_ms: list[float]) -> tuple[float, float]:
+    q = statistics.quantiles(times_ms, n=4) if len(times_ms) >= 2 else [times_ms[0]] * 3
+    return q[1], q[2] - q[0]
+
+
+class Progress:
+    """One line per step on stderr: [i/n] what is running."""
+
+    def __init__(self, total: int, enabled: bool = True):
+        self.total, self.done, self.enabled, self.t0 = total, 0, enabled, time.time()
+
+    def step(self, what: str) -> None:
+        self.done += 1
+        if self.enabled:
+            bar = "#" * (20 * self.done // max(1, self.total))
+            print(f"\r[{bar:<20}] {self.done}/{self.total} {time.time() - self.t0:6.1f}s {what[:70]:<70}",
+                  end="" if self.done < self.total else "\n", file=sys.stderr, flush=True)
+
+
+def selected(opts: Options) -> list[tuple[Problem, Variant, tuple]]:
+    """(problem, variant, stage counts) for everything the options select."""
+    out = []
+    for name in opts.problems:
+        for v in variants(name):
+            if opts.backends and v.backend not in opts.backends:
+                continue
+            stages = v.stages
+            if opts.stages is not None and stages != (None,):
+                stages = tuple(s for s in stages if s in opts.stages)
+                if not stages:
+                    continue
+            out.append((PROBLEMS[name], v, stages))
+    return out
+
+
+def sizes_for(problem: Problem, opts: Options, on_gpu: bool) -> tuple:
+    if problem.name in opts.sizes:
+        return opts.sizes[problem.name]
+    if not on_gpu:
+        return problem.cpu_sizes
+    return problem.quick_sizes if opts.quick else problem.default_sizes
+
+
+def _validate(problem: Problem, size, variant: Variant, stages, seed: int, device) -> tuple[dict, object]:
+    """Build the variant on fresh inputs, run it once on a NaN-poisoned output, compare. Returns the check fields
+    and the callable (for its KernelInfo)."""
+    inputs = problem.make_inputs(size, seed, device)
+    out = problem.make_output(inputs)
+    out.fill_(float("nan"))
+    fn = variant.factory(inputs, out, stages)
+    fn()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+    ref = (variant.reference or problem.reference)(inputs)
+    check = problem.check(out, ref)
+    return {"valid": check.valid, "max_abs_error": check.max_abs_error, "rel_error": check.rel_error,
+            "note": "" if check.valid else f"INVALID: {check.message}"}, fn
+
+
+def _time(fn: Callable[[], None], opts: Options) -> list[float]:
+    from triton.testing import do_bench
+
+    rep = opts.rep_ms / 4 if opts.quick else opts.rep_ms
+    return list(do_bench(fn, warmup=opts.warmup_ms, rep=rep, return_mode="all"))
+
+
+def run(opts: Options, on_gpu: bool, progress: bool = True) -> list[dict]:
+    """Every selected (problem, size, variant, stages): validated, timed on a GPU, described without one."""
+    device = torch.device("cuda" if on_gpu else "cpu")
+    plan = selected(opts)
+    jobs = [(p, size, v, s) for p, v, stages in plan for size in sizes_for(p, opts, on_gpu) for s in stages]
+    bar = Progress(len(jobs), progress)
+    rows: list[dict] = []
+    described: dict[str, dict] = {}
+    seed = opts.seed
+
+    for problem in {p.name: p for p, _, _ in plan}.values():
+        for size in sizes_for(problem, opts, on_gpu):
+            group = [(v, s) for p, sz, v, s in jobs if p is problem and sz == size]
+            timing_inputs = problem.make_inputs(size, 10_000 + seed, device) if on_gpu else None
+            ceiling = next((v for v, _ in group if v.ceiling), None)
+            ceiling_samples: list[float] = []
+            ceiling_fn = None
+
+            def time_ceiling() -> None:
+                nonlocal ceiling_fn
+                if ceiling is None or not on_gpu or ceiling.skip_reason():
+                    return
+                if ceiling_fn is None:
+                    ceiling_fn = ceiling.factory(timing_inputs, problem.make_output(timing_inputs), None)
+                ceiling_samples.extend(_time(ceiling_fn, opts))
+
+            time_ceiling()
+            group_rows = []
+            for variant, stages in group:
+                seed += 1
+                bar.step(f"{problem.name} {problem.shape(size)} {variant.label} stages={stages}")
+                row = _row(problem, size, variant, stages)
+                group_rows.append(row)
+                reason = variant.skip_reason()
+                if reason:
+                    if not on_gpu and variant.describe is not None:
+                        if variant.label not in described:
+                            described[variant.label] = variant.describe(CPU_ARCH)
+                        _add_info(row, described[variant.label].get(stages))
+                        row["note"] = f"compiled for {CPU_ARCH}, not run: {reason}"
+                    else:
+                        row["note"] = f"skipped: {reason}"
+                    continue
+                try:
+                    check, fn = _validate(problem, size, variant, stages, seed, device)
+                except ValueError as e:  # a configuration the kernel refuses (e.g. a ring too deep for the GPU)
+                    row.update(valid=False, note=f"refused: {e}")
+                    continue
+                row.update(check)
+                _add_info(row, getattr(fn, "info", None))
+                if not on_gpu or not row["valid"]:
+                    if not on_gpu:
+                        row["note"] = row["note"] or "validated in the Triton interpreter; not timed"
+                    continue
+                if variant is ceiling:
+                    continue  # timed interleaved, below
+                timed = variant.factory(timing_inputs, problem.make_output(timing_inputs), stages)
+                samples = _time(timed, opts)
+                median, iqr = _stats(samples)
+                row.update(median_ms=median, iqr_ms=iqr, spread=iqr / median, samples=len(samples), measured=True)
+                time_ceiling()
+
+            if ceiling_samples:
+                median, iqr = _stats(ceiling_samples)
+                for row in group_rows:
+                    if row["ceiling"] and row["valid"]:
+                        row.update(median_ms=median, iqr_ms=iqr, spread=iqr / median, samples=len(ceiling_samples),
+                                   measured=True)
+            work = problem.work(size)
+            ceiling_ms = next((r["median_ms"] for r in group_rows if r["ceiling"] and r["measured"]), None)
+            for row in group_rows:
+                if row["measured"]:
+                    row["throughput"] = work / (row["median_ms"] * 1e-3) / problem.scale
+                    if ceiling_ms:
+                        row["ratio_to_ceiling"] = ceiling_ms / row["median_ms"]
+                    if row["spread"] is not None and row["spread"] > 0.01:
+                        row["note"] = (row["note"] + " " if row["note"] else "") + (
+                            f"spread {100 * row['spread']:.1f}% > 1%")
+            rows.extend(group_rows)
+    return rows

@@ -1,0 +1,22 @@
+"""What the tables report about a compiled kernel, whichever backend built it."""
+
+from __future__ import annotations
+
+from dataclasses import asdict, dataclass, field
+
+
+@dataclass
+class KernelInfo:
+    smem_per_stage: int | None = None  # bytes of shared memory one pipeline stage holds
+    smem_total: int | None = None  # bytes of shared memory per block (dynamic + static)
+    registers: int | None = None  # per thread
+    spill_bytes: int | None = None  # local memory per thread (register spills, stack arrays); 0 = none
+    occupancy: int | None = None  # resident blocks per SM
+    threads: int | None = None  # per block
+    grid: int | None = None  # blocks launched
+    sass: dict[str, int] = field(default_factory=dict)  # instruction class -> count (suite.sass.INSTRUCTION_CLASSES)
+    stages: int | None = None  # pipeline depth, where the kernel chose it itself (the autotuned variant)
+    config: str = ""  # backend-specific configuration, e.g. the autotuner's choice
+
+    def as_dict(self) -> dict:
+        return asdict(self)

@@ -1,0 +1,141 @@
+"""The problems both backends solve: how to make inputs, the reference answer (in higher precision), how to judge
+an output against it, and how much work one solution does (for the throughput columns).
+
+A size is an int for ``vector`` (n) and an (M, N, K) tuple for ``gemm``.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Any, Callable
+
+import torch
+
+Inputs = tuple[torch.Tensor, ...]
+
+
+@dataclass(frozen=True)
+class Check:
+    valid: bool
+    max_abs_error: float
+    rel_error: float  # ||out - ref|| / ||ref||
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class Problem:
+    name: str
+    dtype: str  # for the tables: input -> output precision
+    unit: str  # throughput unit: "GB/s" (bytes read + written) or "TFLOP/s"
+    default_sizes: tuple  # a full run on a GPU
+    quick_sizes: tuple  # --quick on a GPU
+    cpu_sizes: tuple  # the Triton interpreter on a CPU
+    make_inputs: Callable[[Any, int, torch.device], Inputs]
+    make_output: Callable[[Inputs], torch.Tensor]  # uninitialized; the driver poisons it
+    reference: Callable[[Inputs], torch.Tensor]  # in higher precision where it matters
+    tolerance: dict  # rtol / atol for torch.testing.assert_close; 0 / 0 means bit-exact
+    work: Callable[[Any], float]  # bytes or flops of one solution, in the unit's base (B or FLOP)
+    scale: float  # work / seconds / scale = the unit
+
+    def shape(self, size) -> str:
+        return "x".join(str(s) for s in size) if isinstance(size, tuple) else str(size)
+
+    def check(self, out: torch.Tensor, ref: torch.Tensor) -> Check:
+        """Compare every element of ``out`` with ``ref``. A poisoned (NaN) element that the kernel left unwritten
+        fails the check."""
+        diff = (out.double() - ref.double()).abs()
+        max_abs = float(diff.max()) if diff.numel() else 0.0
+        ref_norm = float(ref.double().norm())
+        rel = float(diff.norm()) / ref_norm if ref_norm else float(diff.norm())
+        try:
+            torch.testing.assert_close(out.to(ref.dtype), ref, **self.tolerance, equal_nan=False)
+        except AssertionError as e:
+            return Check(False, max_abs, rel, str(e).strip().splitlines()[0] if str(e).strip() else "mismatch")
+        return Check(True, max_abs, rel)
+
+    def parse_size(self, text: str):
+        """'268435456' or '2^28' for vector; '8192' (a cube) or '4000x3000x1000' for gemm."""
+
+        def num(t: str) -> int:
+            t = t.strip().lower()
+            if "^" in t:
+                base, exp = t.split("^")
+                return int(base) ** int(exp)
+            return int(t)
+
+        parts = [num(p) for p in text.lower().split("x")]
+        if self.name == "gemm":
+            if len(parts) == 1:
+                parts *= 3
+            if len(parts) != 3:
+                raise ValueError(f"a gemm size is M, or MxNxK (got {text!r})")
+            return tuple(parts)
+        if len(parts) != 1:
+            raise ValueError(f"a vector size is one element count (got {text!r})")
+        return parts[0]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# vector: y = 2 * x, fp32, bit-exact
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _vector_inputs(n: int, seed: int, device: torch.device) -> Inputs:
+    g = torch.Generator(device=device).manual_seed(seed)
+    return (torch.randn(n, generator=g, device=device, dtype=torch.float32),)
+
+
+VECTOR = Problem(
+    name="vector",
+    dtype="fp32",
+    unit="GB/s",
+    default_sizes=(2**28,),  # 1 GiB in + 1 GiB out: 35x the 60 MiB L2
+    quick_sizes=(2**26,),
+    cpu_sizes=(3 * 4096 + 5,),  # several tiles and a ragged tail
+    make_inputs=_vector_inputs,
+    make_output=lambda inputs: torch.empty_like(inputs[0]),
+    reference=lambda inputs: inputs[0] * 2,  # exact in fp32
+    tolerance={"rtol": 0.0, "atol": 0.0},
+    work=lambda n: 2 * n * 4,  # bytes read + written
+    scale=1e9,
+)
+
+# ---------------------------------------------------------------------------------------------------------------
+# gemm: C = A @ B, fp16 in, fp32 accumulate, fp16 out
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _gemm_inputs(size: tuple[int, int, int], seed: int, device: torch.device) -> Inputs:
+    m, n, k = size
+    g = torch.Generator(device=device).manual_seed(seed)
+    a = torch.randn(m, k, generator=g, device=device, dtype=torch.float32).to(torch.float16)
+    # B scaled by 1/sqrt(K): every C element is ~N(0, 1) whatever K is, so the error bound need not grow with K.
+    b = (torch.randn(k, n, generator=g, device=device, dtype=torch.float32) / math.sqrt(k)).to(torch.float16)
+    return a, b
+
+
+def _gemm_reference(inputs: Inputs) -> torch.Tensor:
+    a, b = inputs
+    return a.double() @ b.double()  # exact products, double accumulation: the fp16 inputs' true product
+
+
+GEMM = Problem(
+    name="gemm",
+    dtype="fp16->fp32acc->fp16",
+    unit="TFLOP/s",
+    default_sizes=((8192, 8192, 8192), (4096, 4096, 4096), (4000, 3000, 1000)),
+    quick_sizes=((4096, 4096, 4096),),
+    cpu_sizes=((200, 264, 72), (67, 45, 40)),
+    make_inputs=_gemm_inputs,
+    make_output=lambda inputs: torch.empty(inputs[0].shape[0], inputs[1].shape[1], dtype=torch.float16,
+                                           device=inputs[0].device),
+    reference=_gemm_reference,
+    # The fp16 output alone is off by up to 2^-11 relative (half an ulp); fp32 accumulation of K products of ~N(0,1)
+    # terms adds ~sqrt(K) * 2^-24. rtol of 4 half-ulps and atol 1e-3 (C ~ N(0, 1)) bound both with margin.
+    tolerance={"rtol": 2e-3, "atol": 1e-3},
+    work=lambda size: 2 * size[0] * size[1] * size[2],
+    scale=1e12,
+)
+
+PROBLEMS: dict[str, Problem] = {p.name: p for p in (VECTOR, GEMM)}

@@ -1,0 +1,303 @@
+// gemm.cu: C = A * B, fp16 in, fp32 accumulate, fp16 out; A (M x K), B (K x N), C (M x N), all row-major.
+//
+// The seed text's reference design, a pipeline of pipelines:
+//   global --cp.async--> STAGES-deep shared-memory ring --ldmatrix--> 2 register fragment slots --mma.sync--> fp32
+// Block tile 128 x 256 x 32, 256 threads = 8 warps arranged 2 (M) x 4 (N), each warp owning a 64 x 64 tile of C as
+// 4 x 8 mma.sync.m16n8k16 accumulators (128 fp32 registers per thread).
+//
+// Shared-memory layout, per stage (24 KiB): A tile 128 x 32 (8 KiB, 64-byte rows), then B tile 32 x 256 (16 KiB,
+// 512-byte rows). Both are XOR-swizzled at 16-byte-chunk granularity, not padded:
+//   A: chunk c of row r is stored at chunk c ^ ((r >> 1) & 3). Two 64-byte rows share one 128-byte bank line, and
+//      ldmatrix reads 8 consecutive rows of one chunk column per phase: the swizzle spreads those 8 chunks over the
+//      8 distinct 16-byte slots of the bank line.
+//   B: chunk c of row r is stored at chunk c ^ (r & 7). Rows are 512 bytes, so without it the 8 rows an ldmatrix.trans
+//      phase reads would all hit the same 4 banks (8-way conflict); with it they land in 8 distinct slots.
+//   In both, the 8 chunks one cp.async phase writes (8 threads x 16 B) are a permutation inside one bank line, so the
+//   stores are conflict-free too. A swizzle keeps every stage a power-of-two size with no wasted bytes; padding
+//   would work as well but costs 1/8 more shared memory per stage.
+//
+// Template parameters: STAGES (1 = synchronous baseline, 2..5 = cp.async ring depth) and N_ALIGNED (N % 8 == 0, so
+// every 16-byte chunk of a B row is aligned and cp.async can fetch it; otherwise B is loaded with plain predicated
+// loads, correct for any N but without the async overlap for B).
+
+#include "ptx_wrappers.cuh"
+
+constexpr int BLOCK_M = 128;
+constexpr int BLOCK_N = 256;
+constexpr int BLOCK_K = 32;
+constexpr int THREADS = 256;
+constexpr int WARPS_N = 4;                                  // warps arranged WARPS_M (2) x WARPS_N (4)
+constexpr int WARP_M = 64;
+constexpr int WARP_N = 64;
+constexpr int MMA_M = 16, MMA_N = 8, MMA_K = 16;
+constexpr int WARP_TILES_M = WARP_M / MMA_M;               // 4 mma tiles down a warp's tile
+constexpr int WARP_TILES_N = WARP_N / MMA_N;               // 8 mma tiles across
+constexpr int K_STEPS = BLOCK_K / MMA_K;                   // 2 k-steps of 16 per K tile
+constexpr int A_ROW_BYTES = BLOCK_K * 2;                   // 64
+constexpr int B_ROW_BYTES = BLOCK_N * 2;                   // 512
+constexpr int A_STAGE_BYTES = BLOCK_M * A_ROW_BYTES;       // 8 KiB
+constexpr int B_STAGE_BYTES = BLOCK_K * B_ROW_BYTES;       // 16 KiB
+constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES; // 24 KiB
+constexpr int A_COPIES = A_STAGE_BYTES / 16 / THREADS;     // 2 cp.async of 16 B per thread per stage
+constexpr int B_COPIES = B_STAGE_BYTES / 16 / THREADS;     // 4
+constexpr int GROUP_M = 8;                                 // tile rows per rasterization group (L2 reuse)
+
+static_assert(K_STEPS == 2, "the register double buffer below alternates slots per k-step and assumes 2 per tile");
+static_assert(A_COPIES * THREADS * 16 == A_STAGE_BYTES && B_COPIES * THREADS * 16 == B_STAGE_BYTES, "copy split");
+
+struct TileCoords {
+    int m0, n0;  // first row / column of C this block computes
+};
+
+// Grouped rasterization: consecutive blocks walk GROUP_M tile rows down one group before moving right, so the
+// blocks resident at one time share A rows and B columns in L2.
+__device__ __forceinline__ TileCoords block_tile(int M, int N) {
+    const int tiles_m = (M + BLOCK_M - 1) / BLOCK_M;
+    const int tiles_n = (N + BLOCK_N - 1) / BLOCK_N;
+    const int pid = blockIdx.x;
+    const int group_size = GROUP_M * tiles_n;
+    const int first_m = (pid / group_size) * GROUP_M;
+    const int group_rows = min(tiles_m - first_m, GROUP_M);
+    const int in_group = pid % group_size;
+    return {(first_m + in_group % group_rows) * BLOCK_M, (in_group / group_rows) * BLOCK_N};
+}
+
+// Per-thread state of the global -> shared producer. Copy i of a thread covers row (first row + i * ROW_STEP) and the
+// same chunk column for every i, so one offset per operand describes all of its copies (and keeps registers free for
+// the accumulators): the swizzle term is unchanged by a whole multiple of 8 rows.
+constexpr int A_ROW_STEP = THREADS / (A_ROW_BYTES / 16);  // 64 rows between a thread's A copies
+constexpr int B_ROW_STEP = THREADS / (B_ROW_BYTES / 16);  // 8 rows between a thread's B copies
+struct Producer {
+    const half_bits* a_src;  // A[m0 + row][chunk * 8] of copy 0 (row clamped to 0 when out of range)
+    int a_rows_left;         // M - (m0 + row): copy i is in range when i * A_ROW_STEP < a_rows_left
+    int a_col;               // K column of this thread's A chunk within a tile
+    unsigned a_dst;          // swizzled byte offset of copy 0 inside an A stage
+    int b_row;               // K row of copy 0 within a tile
+    int b_col;               // absolute N column of this thread's B chunk
+    unsigned b_dst;          // swizzled byte offset of copy 0 inside a B stage
+};
+
+__device__ __forceinline__ Producer make_producer(const half_bits* A, int M, int K, TileCoords t) {
+    Producer p;
+    const int a_row = threadIdx.x / (A_ROW_BYTES / 16), a_chunk = threadIdx.x % (A_ROW_BYTES / 16);
+    p.a_rows_left = M - (t.m0 + a_row);
+    p.a_col = a_chunk * 8;
+    p.a_src = A + (long long)(p.a_rows_left > 0 ? t.m0 + a_row : 0) * K + a_chunk * 8;
+    p.a_dst = a_row * A_ROW_BYTES + ((a_chunk ^ ((a_row >> 1) & 3)) << 4);
+    const int b_row = threadIdx.x / (B_ROW_BYTES / 16), b_chunk = threadIdx.x % (B_ROW_BYTES / 16);
+    p.b_row = b_row;
+    p.b_col = t.n0 + b_chunk * 8;
+    p.b_dst = b_row * B_ROW_BYTES + ((b_chunk ^ (b_row & 7)) << 4);
+    return p;
+}
+
+// Producer: issue one K tile (A 128 x 32 and B 32 x 256) into one ring stage. Out-of-range rows and columns are
+// zero-filled (cp.async with 0 source bytes), so the mainloop never needs bounds checks.
+template <bool N_ALIGNED>
+__device__ __forceinline__ void load_tile(const Producer& p, const half_bits* B, int N, int K, int k_tile,
+                                          unsigned stage_base) {
+    const int k0 = k_tile * BLOCK_K;
+    const bool a_col_ok = k0 + p.a_col < K;  // K % 8 == 0: a chunk is all in or all out
+#pragma unroll
+    for (int i = 0; i < A_COPIES; ++i) {
+        const bool ok = a_col_ok && i * A_ROW_STEP < p.a_rows_left;
+        const half_bits* src = p.a_src + (long long)i * A_ROW_STEP * K + k0;
+        cp_async_16(stage_base + p.a_dst + i * A_ROW_STEP * A_ROW_BYTES, ok ? src : p.a_src, ok ? 16 : 0);
+    }
+    const unsigned b_base = stage_base + A_STAGE_BYTES + p.b_dst;
+    if constexpr (N_ALIGNED) {
+#pragma unroll
+        for (int i = 0; i < B_COPIES; ++i) {
+            const int k = k0 + p.b_row + i * B_ROW_STEP;
+            const bool ok = k < K && p.b_col < N;  // N % 8 == 0: a chunk is all in or all out
+            cp_async_16(b_base + i * B_ROW_STEP * B_ROW_BYTES, ok ? B + (long long)k * N + p.b_col : B, ok ? 16 : 0);
+        }
+    } else {
+        // Rows of B are not 16-byte aligned, so cp.async cannot fetch them: gather each chunk's 8 halves with plain
+        // predicated loads and store them with one 16-byte st.shared, one copy at a time (not unrolled, to keep the
+        // gathered values from competing with the accumulators for registers). They become visible to the other warps
+        // at the same barrier as the cp.async data.
+#pragma unroll 1
+        for (int i = 0; i < B_COPIES; ++i) {
+            const int k = k0 + p.b_row + i * B_ROW_STEP;
+            const half_bits* src = B + (long long)k * N + p.b_col;
+            unsigned packed[4];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) {
+                const unsigned lo = (k < K && p.b_col + 2 * j < N) ? src[2 * j] : 0u;
+                const unsigned hi = (k < K && p.b_col + 2 * j + 1 < N) ? src[2 * j + 1] : 0u;
+                packed[j] = lo | (hi << 16);
+            }
+            st_shared_v4(b_base + i * B_ROW_STEP * B_ROW_BYTES, packed[0], packed[1], packed[2], packed[3]);
+        }
+    }
+}
+
+// Per-thread ldmatrix row addresses (byte offsets inside a stage), following the swizzles above. Moving to another
+// k-step or 16-column pair only flips bits of the swizzled chunk index, so one offset per operand covers all of them.
+struct FragmentAddresses {
+    unsigned a;  // A: row warp_m*64 + lane%16, swizzled chunk lane/16; k-step kk: ^ (kk * 32); m-tile mi: + mi * 1 KiB
+    unsigned b;  // B: row lane%16, this warp's columns, swizzled chunk lane/16; k-step kk: + kk * 8 KiB; pair nj: ^ (nj * 32)
+};
+
+__device__ __forceinline__ FragmentAddresses make_fragment_addresses(int warp_m, int warp_n, int lane) {
+    const int a_row = warp_m * WARP_M + (lane & 15);
+    const int b_row = lane & 15;
+    return {
+        static_cast<unsigned>(a_row * A_ROW_BYTES + (((lane >> 4) ^ ((a_row >> 1) & 3)) << 4)),
+        static_cast<unsigned>(A_STAGE_BYTES + b_row * B_ROW_BYTES + warp_n * (WARP_N * 2) +
+                              (((lane >> 4) ^ (b_row & 7)) << 4)),
+    };
+}
+
+// Register fragments of one k-step: A for 4 m-tiles, B for 8 n-tiles.
+struct Fragments {
+    unsigned a[WARP_TILES_M][4];
+    unsigned b[WARP_TILES_N][2];
+};
+
+// Shared -> registers: the fragments of k-step `kk` of the tile in the stage at `stage_base`.
+__device__ __forceinline__ void load_fragments(Fragments& frag, const FragmentAddresses& addr, unsigned stage_base,
+                                               int kk) {
+#pragma unroll
+    for (int mi = 0; mi < WARP_TILES_M; ++mi)
+        ldmatrix_x4(stage_base + (addr.a ^ (kk * 32)) + mi * MMA_M * A_ROW_BYTES, frag.a[mi]);
+#pragma unroll
+    for (int nj = 0; nj < WARP_TILES_N / 2; ++nj) {
+        unsigned t[4];  // matrices: (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15)
+        ldmatrix_x4_trans(stage_base + (addr.b ^ (nj * 32)) + kk * MMA_K * B_ROW_BYTES, t);
+        frag.b[2 * nj][0] = t[0];
+        frag.b[2 * nj][1] = t[1];
+        frag.b[2 * nj + 1][0] = t[2];
+        frag.b[2 * nj + 1][1] = t[3];
+    }
+}
+
+// Tensor cores: the warp's 64 x 64 accumulators += one k-step of fragments.
+__device__ __forceinline__ void warp_mma(float (&acc)[WARP_TILES_M][WARP_TILES_N][4], const Fragments& frag) {
+#pragma unroll
+    for (int mi = 0; mi < WARP_TILES_M; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < WARP_TILES_N; ++ni) mma_m16n8k16(acc[mi][ni], frag.a[mi], frag.b[ni][0], frag.b[ni][1]);
+}
+
+// Epilogue: accumulators -> fp16 -> C, bounds-checked. Thread holds rows lane/4 and lane/4 + 8 of each mma tile,
+// columns 2 * (lane % 4) and +1; those two columns go out as one 32-bit store when N is even.
+__device__ __forceinline__ void store_accumulators(half_bits* C, int M, int N, int row0, int col0,
+                                                   const float (&acc)[WARP_TILES_M][WARP_TILES_N][4], int lane) {
+#pragma unroll
+    for (int mi = 0; mi < WARP_TILES_M; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < WARP_TILES_N; ++ni)
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {
+                const int row = row0 + mi * MMA_M + (lane >> 2) + half * 8;
+                const int col = col0 + ni * MMA_N + (lane & 3) * 2;
+                if (row >= M) continue;
+                const half2_bits v = pack_half2(acc[mi][ni][2 * half], acc[mi][ni][2 * half + 1]);
+                half_bits* dst = C + (long long)row * N + col;
+                if ((N & 1) == 0 && col + 1 < N) {
+                    *reinterpret_cast<half2_bits*>(dst) = v;
+                } else {
+                    if (col < N) dst[0] = (half_bits)(v & 0xffffu);
+                    if (col + 1 < N) dst[1] = (half_bits)(v >> 16);
+                }
+            }
+}
+
+template <int STAGES, bool N_ALIGNED>
+__global__ void __launch_bounds__(THREADS, 1)
+    gemm_f16_f32acc(const half_bits* __restrict__ A, const half_bits* __restrict__ B, half_bits* __restrict__ C,
+                    int M, int N, int K) {
+    static_assert(STAGES >= 1 && STAGES <= 8, "STAGES must be in 1..8");
+    extern __shared__ __align__(128) unsigned char smem[];  // (STAGES) x [A 128x32 | B 32x256] fp16, swizzled
+    const unsigned smem_base = smem_u32(smem);
+
+    const int lane = threadIdx.x % 32;
+    const int warp = threadIdx.x / 32;
+    const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
+    const TileCoords tile = block_tile(M, N);
+    const Producer producer = make_producer(A, M, K, tile);
+    const FragmentAddresses frag_addr = make_fragment_addresses(warp_m, warp_n, lane);
+    const int num_k_tiles = (K + BLOCK_K - 1) / BLOCK_K;
+
+    float acc[WARP_TILES_M][WARP_TILES_N][4];  // (4 m-tiles, 8 n-tiles, 4 values): this thread's part of 64x64
+#pragma unroll
+    for (int mi = 0; mi < WARP_TILES_M; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < WARP_TILES_N; ++ni)
+#pragma unroll
+            for (int v = 0; v < 4; ++v) acc[mi][ni][v] = 0.f;
+
+    Fragments frag[2];  // register double buffer: frag[kk % 2] feeds the mma while frag[(kk + 1) % 2] loads
+
+    if constexpr (STAGES == 1) {
+        // SYNCHRONOUS BASELINE: load a tile, wait for all of it, compute on it, repeat. No copy overlaps math.
+        for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
+            load_tile<N_ALIGNED>(producer, B, N, K, k_tile, smem_base);
+            cp_async_commit();
+            cp_async_wait<0>();  // the only group in flight is this tile: wait for all of it
+            __syncthreads();     // every thread's part of the tile has landed: any warp may now read any of it
+            load_fragments(frag[0], frag_addr, smem_base, 0);
+#pragma unroll
+            for (int kk = 0; kk < K_STEPS; ++kk) {
+                if (kk + 1 < K_STEPS) load_fragments(frag[(kk + 1) % 2], frag_addr, smem_base, kk + 1);
+                warp_mma(acc, frag[kk % 2]);
+            }
+            __syncthreads();  // every warp has finished reading the tile before the next load overwrites it
+        }
+    } else {
+        int k_tile_next = 0;       // next K tile the producer fetches
+        int smem_write_stage = 0;  // ring stage the producer fills next
+        int smem_read_stage = 0;   // ring stage the warps read fragments from
+
+        // PROLOGUE: fill STAGES - 1 stages, one commit group per K tile. A tile past K still commits an (empty) group
+        // so that "group i holds tile i" stays true for every wait below.
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) {
+            if (k_tile_next < num_k_tiles)
+                load_tile<N_ALIGNED>(producer, B, N, K, k_tile_next, smem_base + smem_write_stage * STAGE_BYTES);
+            cp_async_commit();
+            ++k_tile_next;
+            ++smem_write_stage;
+        }
+        cp_async_wait<STAGES - 2>();  // STAGES - 1 groups committed, tile 0 the oldest: let the newer STAGES - 2 fly
+        __syncthreads();              // tile 0, copied by all threads, is now visible to every warp
+        load_fragments(frag[0], frag_addr, smem_base + smem_read_stage * STAGE_BYTES, 0);
+
+        // MAINLOOP (steady state): per K tile, 2 k-steps; each k-step loads the next k-step's fragments while the
+        // tensor cores run on the current ones, and the first k-step also refills one ring stage from global.
+        for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
+#pragma unroll
+            for (int kk = 0; kk < K_STEPS; ++kk) {
+                if (kk == K_STEPS - 1) {
+                    // Committed so far: STAGES - 1 + (k_tile + 1) groups; the next tile, k_tile + 1, is followed by
+                    // STAGES - 2 newer ones: let those fly and wait only for it.
+                    cp_async_wait<STAGES - 2>();
+                    // Every thread's copies of tile k_tile + 1 have landed and every warp has finished its reads of
+                    // the stage the producer refills next; both are needed before either side moves on.
+                    __syncthreads();
+                    if (++smem_read_stage == STAGES) smem_read_stage = 0;  // wrap back to the start of the ring
+                }
+                // Next k-step's fragments: the second half of this tile, or the first half of the next one.
+                load_fragments(frag[(kk + 1) % 2], frag_addr, smem_base + smem_read_stage * STAGE_BYTES,
+                               (kk + 1) % K_STEPS);
+                if (kk == 0) {
+                    // Refill the stage the warps finished reading in the previous K tile (the barrier at its last
+                    // k-step guarantees no warp still reads it) with tile k_tile + STAGES - 1.
+                    if (k_tile_next < num_k_tiles)
+                        load_tile<N_ALIGNED>(producer, B, N, K, k_tile_next,
+                                             smem_base + smem_write_stage * STAGE_BYTES);
+                    cp_async_commit();
+                    ++k_tile_next;
+                    if (++smem_write_stage == STAGES) smem_write_stage = 0;  // wrap back to the start of the ring
+                }
+                warp_mma(acc, frag[kk % 2]);
+            }
+        }
+        cp_async_wait_all();  // only empty groups (tiles past K) can be pending; drain them before exit
+    }
+
+    // EPILOGUE
+    store_accumulators(C, M, N, tile.m0 + warp_m * WARP_M, tile.n0 + warp_n * WARP_N, acc, lane);
+}

@@ -1,0 +1,88 @@
+"""C = A @ B (fp16 in, fp32 accumulate, fp16 out) with the cp.async + ldmatrix + mma.sync pipeline of ``gemm.cu``."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from suite.checks import check_same_device, check_shape, check_tensor
+from suite.info import KernelInfo
+from suite.ptx import loader
+
+SOURCE = Path(__file__).with_name("gemm.cu")
+STAGES = (1, 2, 3, 4, 5)
+BLOCK_M, BLOCK_N, BLOCK_K = 128, 256, 32
+THREADS = 256
+STAGE_BYTES = (BLOCK_M * BLOCK_K + BLOCK_K * BLOCK_N) * 2  # 24 KiB: one A tile and one B tile, fp16
+
+
+def name_expression(stages: int, n_aligned: bool) -> str:
+    return f"gemm_f16_f32acc<{stages}, {'true' if n_aligned else 'false'}>"
+
+
+@functools.cache
+def build(arch: str | None = None) -> loader.CompiledModule:
+    """Every (STAGES, N_ALIGNED) instantiation of gemm.cu, compiled for ``arch`` (default: the current GPU)."""
+    exprs = tuple(name_expression(s, a) for s in STAGES for a in (True, False))
+    return loader.compile_cu(SOURCE, exprs, arch=arch)
+
+
+def check_inputs(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int) -> None:
+    if stages not in STAGES:
+        raise ValueError(f"stages must be one of {STAGES} (got {stages})")
+    for name, t in (("a", a), ("b", b), ("c", c)):
+        check_tensor(t, name, dtype=torch.float16, ndim=2, cuda=True)
+    check_same_device(("a", a), ("b", b), ("c", c))
+    (m, k), (kb, n) = a.shape, b.shape
+    if kb != k:
+        raise ValueError(f"a's columns must equal b's rows (a is {m}x{k}, b is {kb}x{n})")
+    check_shape(c, "c", (m, n))
+    if min(m, n, k) < 1:
+        raise ValueError(f"M, N and K must be >= 1 (got M={m}, N={n}, K={k})")
+    if k % 8:
+        raise ValueError(f"K must be a multiple of 8 so that rows of A are whole 16-byte chunks (got K={k})")
+    if max(m, n, k) >= 2**31:
+        raise ValueError("M, N and K must each fit in a 32-bit int")
+
+
+class Gemm:
+    """A launcher bound to (a, b, c, stages): ``Gemm(a, b, c, 3)()`` writes c = a @ b on torch's current stream."""
+
+    def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int):
+        check_inputs(a, b, c, stages)
+        (m, k), n = a.shape, b.shape[1]
+        module = build()
+        expr = name_expression(stages, n % 8 == 0)
+        self.kernel = module.kernel(expr)
+        self.smem_bytes = stages * STAGE_BYTES
+        loader.prepare(self.kernel, self.smem_bytes)  # refuses a STAGES whose ring does not fit this GPU
+        blocks_per_sm = loader.occupancy(self.kernel, THREADS, self.smem_bytes)
+        if blocks_per_sm < 1:
+            raise ValueError(f"stages={stages}: a block ({self.smem_bytes} B of shared memory) does not fit on an SM")
+        self.grid = -(-m // BLOCK_M) * -(-n // BLOCK_N)
+        self.args = (a.data_ptr(), b.data_ptr(), c.data_ptr(), np.int32(m), np.int32(n), np.int32(k))
+        res = module.resources()[expr]
+        self.info = KernelInfo(
+            smem_per_stage=STAGE_BYTES,
+            smem_total=self.smem_bytes + res.get("static_smem", 0),
+            registers=res.get("registers"),
+            spill_bytes=res.get("local", 0) + res.get("stack", 0),
+            occupancy=blocks_per_sm,
+            threads=THREADS,
+            grid=self.grid,
+            sass=module.instruction_classes()[expr],
+            config=f"{BLOCK_M}x{BLOCK_N}x{BLOCK_K}, 8 warps 2x4, 64x64 warp tile, N%8={'0' if n % 8 == 0 else 'nonzero'}",
+        )
+
+    def __call__(self) -> None:
+        loader.launch(self.kernel, self.grid, THREADS, self.smem_bytes, *self.args)
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor, stages: int = 3, out: torch.Tensor | None = None) -> torch.Tensor:
+    """c = a @ b with the STAGES-deep pipeline; allocates c unless ``out`` is given."""
+    c = torch.empty(a.shape[0], b.shape[1], dtype=torch.float16, device=a.device) if out is None else out
+    Gemm(a, b, c, stages)()
+    return c

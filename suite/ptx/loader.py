@@ -1,0 +1,329 @@
+"""NVRTC loader for the hand-written kernels: .cu file -> cubin (cached on disk) -> cuda.core Kernel -> launch.
+
+The four steps are cuda.core's own: ``ProgramOptions`` / ``Program`` / ``compile("cubin", name_expressions=...)`` /
+``get_kernel``. This module adds what a benchmark suite needs around them:
+
+* a disk cache keyed by everything that changes the cubin (source, every header it includes, arch, defines,
+  name expressions, NVRTC version), written atomically and verified by checksum on read, so a truncated or
+  corrupt entry is rebuilt instead of loaded;
+* compile errors that carry the .cu file name and the full NVRTC log;
+* launches on torch's current stream, with the kernel's dynamic shared-memory limit raised when it needs > 48 KiB;
+* a SASS and resource report of a cubin (via ``cuobjdump``), which works on a machine without a GPU.
+
+Nothing here runs at import time.
+"""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+import json
+import os
+import re
+import shutil
+import subprocess
+import tempfile
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from suite.sass import instruction_classes, split_functions
+
+CACHE_FORMAT = 1
+_HEADER_MAGIC = b"PIPESUITE-CUBIN"
+_INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+STATIC_SMEM_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-kernel attribute raised
+
+
+class KernelCompileError(RuntimeError):
+    """NVRTC rejected a .cu file. ``path`` is the file, ``log`` the full NVRTC log (file:line diagnostics)."""
+
+    def __init__(self, path: Path, arch: str, log: str):
+        self.path, self.arch, self.log = Path(path), arch, log
+        super().__init__(f"NVRTC failed to compile {self.path} for {arch}:\n{log}")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Compilation and the disk cache
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def cache_dir() -> Path:
+    """Where cubins are cached: $PIPESUITE_CACHE_DIR, else ~/.cache/pipesuite/cubin."""
+    env = os.environ.get("PIPESUITE_CACHE_DIR")
+    return Path(env) if env else Path.home() / ".cache" / "pipesuite" / "cubin"
+
+
+@functools.cache
+def nvrtc_version() -> tuple[int, int]:
+    from cuda.bindings import nvrtc
+
+    err, major, minor = nvrtc.nvrtcVersion()
+    if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+        raise RuntimeError(f"nvrtcVersion failed: {err}")
+    return int(major), int(minor)
+
+
+def included_sources(path: Path) -> list[Path]:
+    """The .cu file and every header it pulls in with #include "..." (recursively, relative to the includer)."""
+    seen: list[Path] = []
+    stack = [Path(path).resolve()]
+    while stack:
+        p = stack.pop()
+        if p in seen:
+            continue
+        seen.append(p)
+        for name in _INCLUDE_RE.findall(p.read_text()):
+            dep = (p.parent / name).resolve()
+            if dep.exists():
+                stack.append(dep)
+    return seen
+
+
+def cache_key(path: Path, arch: str, defines: tuple[str, ...], name_expressions: tuple[str, ...]) -> str:
+    h = hashlib.sha256()
+    h.update(f"format={CACHE_FORMAT};arch={arch};nvrtc={nvrtc_version()};".encode())
+    h.update(json.dumps([list(defines), list(name_expressions)]).encode())
+    for src in included_sources(path):
+        h.update(src.name.encode() + b"\0" + src.read_bytes() + b"\0")
+    return h.hexdigest()
+
+
+def _write_entry(entry: Path, cubin: bytes, symbols: dict[str, str]) -> None:
+    """Atomic write: a temp file in the same directory, then os.replace. Readers see the old entry or the new."""
+    header = json.dumps({"sha256": hashlib.sha256(cubin).hexdigest(), "size": len(cubin), "symbols": symbols})
+    entry.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=entry.name, suffix=".tmp")
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(_HEADER_MAGIC + b"\n" + header.encode() + b"\n" + cubin)
+        os.replace(tmp, entry)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def _read_entry(entry: Path) -> tuple[bytes, dict[str, str]] | None:
+    """The cached cubin and symbol map, or None when the entry is missing, truncated or corrupt."""
+    try:
+        blob = entry.read_bytes()
+        magic, header, cubin = blob.split(b"\n", 2)
+        meta = json.loads(header)
+        if magic != _HEADER_MAGIC or len(cubin) != meta["size"]:
+            return None
+        if hashlib.sha256(cubin).hexdigest() != meta["sha256"]:
+            return None
+        return cubin, dict(meta["symbols"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+@dataclass
+class CompiledModule:
+    """One .cu file compiled for one arch: the cubin, its name-expression -> symbol map, and where it came from."""
+
+    path: Path
+    arch: str
+    cubin: bytes
+    symbols: dict[str, str]
+    from_cache: bool
+    _kernels: dict = field(default_factory=dict, repr=False)
+    _memo: dict = field(default_factory=dict, repr=False)  # cuobjdump reports, computed once per module
+
+    def kernel(self, name_expression: str):
+        """The cuda.core Kernel for one template instantiation, e.g. ``"scale2_pipeline<3>"`` (needs a GPU)."""
+        if name_expression not in self.symbols:
+            raise KeyError(f"{name_expression!r} was not compiled from {self.path.name}; have {sorted(self.symbols)}")
+        if name_expression not in self._kernels:
+            from cuda.core import ObjectCode
+
+            _ensure_context()
+            obj = ObjectCode.from_cubin(self.cubin, name=self.path.name, symbol_mapping=self.symbols)
+            self._kernels[name_expression] = obj.get_kernel(name_expression)
+        return self._kernels[name_expression]
+
+    def sass(self) -> str:
+        if "sass" not in self._memo:
+            self._memo["sass"] = disassemble(self.cubin)
+        return self._memo["sass"]
+
+    def instruction_classes(self) -> dict[str, dict[str, int]]:
+        """Per name expression: counts of the SASS instruction classes the driver reports (suite.sass)."""
+        per_symbol = split_functions(self.sass())
+        return {expr: instruction_classes(per_symbol.get(sym, "")) for expr, sym in self.symbols.items()}
+
+    def resources(self) -> dict[str, dict[str, int]]:
+        """Per name expression: registers, stack, static shared memory and local memory, from cuobjdump -res-usage."""
+        if "usage" not in self._memo:
+            self._memo["usage"] = resource_usage(self.cubin)
+        usage = self._memo["usage"]
+        return {expr: usage.get(sym, {}) for expr, sym in self.symbols.items()}
+
+
+def compile_cu(
+    path: str | Path,
+    name_expressions: tuple[str, ...],
+    arch: str | None = None,
+    defines: tuple[str, ...] = (),
+    use_cache: bool = True,
+) -> CompiledModule:
+    """Compile ``path`` with NVRTC to a cubin for ``arch`` (default: the current GPU's ``sm_XY``).
+
+    ``defines`` are macros, ``"NAME"`` or ``"NAME=VALUE"``. Cached on disk; see the module docstring.
+    """
+    path = Path(path).resolve()
+    arch = arch or current_arch()
+    name_expressions = tuple(name_expressions)
+    key = cache_key(path, arch, tuple(defines), name_expressions)
+    entry = cache_dir() / f"{path.stem}-{arch}-{key[:32]}.cubin"
+    if use_cache and (hit := _read_entry(entry)) is not None:
+        cubin, symbols = hit
+        return CompiledModule(path, arch, cubin, symbols, from_cache=True)
+
+    from cuda.core import Program, ProgramOptions
+    from cuda.core._utils.cuda_utils import NVRTCError
+
+    program_options = ProgramOptions(
+        name=str(path), arch=arch, std="c++17", include_path=[str(path.parent)], define_macro=list(defines) or None
+    )
+    program = Program(path.read_text(), code_type="c++", options=program_options)
+    try:
+        obj = program.compile("cubin", name_expressions=name_expressions)
+    except NVRTCError as e:
+        raise KernelCompileError(path, arch, str(e).rstrip("\x00")) from None
+    finally:
+        program.close()
+    symbols = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in obj.symbol_mapping.items()}
+    cubin = bytes(obj.code)
+    if use_cache:
+        _write_entry(entry, cubin, symbols)
+    return CompiledModule(path, arch, cubin, symbols, from_cache=False)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The GPU in use, launches on torch's stream
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@functools.cache
+def _device():
+    import torch
+    from cuda.core import Device
+
+    dev = Device(torch.cuda.current_device())
+    dev.set_current()
+    return dev
+
+
+def _ensure_context() -> None:
+    import torch
+
+    torch.cuda.init()  # the primary context, shared by torch and cuda.core
+    _device()
+
+
+def current_arch() -> str:
+    """``sm_XY`` of torch's current GPU; raises when there is none (pass ``arch=`` explicitly then)."""
+    import torch
+
+    if not torch.cuda.is_available():
+        raise RuntimeError("no CUDA GPU is visible: pass arch='sm_90' (or another) to compile without one")
+    major, minor = torch.cuda.get_device_capability()
+    return f"sm_{major}{minor}"
+
+
+@functools.cache
+def _stream_for(handle: int):
+    from cuda.core import Stream
+
+    return Stream.from_handle(handle)
+
+
+@functools.cache
+def _raise_smem_limit(kernel, nbytes: int) -> None:
+    from cuda.bindings import driver
+
+    (err,) = driver.cuFuncSetAttribute(
+        kernel.handle, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes
+    )
+    if err != driver.CUresult.CUDA_SUCCESS:
+        raise RuntimeError(f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={nbytes}) failed: {err}")
+
+
+def device_smem_limit() -> int:
+    """Largest dynamic shared memory one block may opt in to on the current GPU (227 KiB on an H100/H200)."""
+    return int(_device().properties.max_shared_memory_per_block_optin)
+
+
+def prepare(kernel, smem_bytes: int) -> None:
+    """Make ``kernel`` launchable with ``smem_bytes`` of dynamic shared memory, or raise if the GPU has too little."""
+    limit = device_smem_limit()
+    if smem_bytes > limit:
+        raise ValueError(f"kernel needs {smem_bytes} B of shared memory per block; this GPU allows at most {limit} B")
+    if smem_bytes > STATIC_SMEM_LIMIT:
+        _raise_smem_limit(kernel, smem_bytes)
+
+
+def occupancy(kernel, threads: int, smem_bytes: int) -> int:
+    """Resident blocks per SM, from the driver's occupancy calculator."""
+    prepare(kernel, smem_bytes)
+    return int(kernel.occupancy.max_active_blocks_per_multiprocessor(threads, smem_bytes))
+
+
+def launch(kernel, grid, block, smem_bytes: int, *args) -> None:
+    """Launch on torch's current stream, ordered with torch's own work. ``args``: ints are pointers (64-bit);
+    pass numpy scalars (np.int32, np.int64) for integer parameters of other widths."""
+    import torch
+    from cuda.core import LaunchConfig
+    from cuda.core import launch as cuda_launch
+
+    prepare(kernel, smem_bytes)
+    stream = _stream_for(torch.cuda.current_stream().cuda_stream)
+    cuda_launch(stream, LaunchConfig(grid=grid, block=block, shmem_size=smem_bytes), kernel, *args)
+
+
+def num_sms() -> int:
+    return int(_device().properties.multiprocessor_count)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# SASS and resources, with the cuobjdump that ships in Triton's wheel (or the toolkit's)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@functools.cache
+def cuobjdump() -> str:
+    try:
+        import triton
+
+        bundled = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+        if bundled.exists():
+            return str(bundled)
+    except ImportError:
+        pass
+    found = shutil.which("cuobjdump")
+    if not found:
+        raise FileNotFoundError("cuobjdump not found (neither in Triton's wheel nor on PATH)")
+    return found
+
+
+def _cuobjdump(cubin: bytes, *flags: str) -> str:
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "k.cubin"
+        f.write_bytes(cubin)
+        return subprocess.run([cuobjdump(), *flags, str(f)], check=True, capture_output=True, text=True).stdout
+
+
+def disassemble(cubin: bytes) -> str:
+    return _cuobjdump(cubin, "-sass")
+
+
+_RES_RE = re.compile(r"Function (\S+):\s*\n?\s*REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)")
+
+
+def resource_usage(cubin: bytes) -> dict[str, dict[str, int]]:
+    """Per kernel symbol: registers per thread, stack frame, static shared memory and local memory (bytes)."""
+    text = _cuobjdump(cubin, "-res-usage")
+    return {
+        m[1]: {"registers": int(m[2]), "stack": int(m[3]), "static_smem": int(m[4]), "local": int(m[5])}
+        for m in _RES_RE.finditer(text)
+    }

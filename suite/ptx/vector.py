@@ -1,0 +1,78 @@
+"""y = 2 * x through the cp.async shared-memory ring of ``vector.cu``: build, validate inputs, launch."""
+
+from __future__ import annotations
+
+import functools
+from pathlib import Path
+
+import numpy as np
+import torch
+
+from suite.checks import check_same_device, check_shape, check_tensor
+from suite.info import KernelInfo
+from suite.ptx import loader
+
+SOURCE = Path(__file__).with_name("vector.cu")
+STAGES = (1, 2, 3, 4)
+THREADS = 256
+TILE_FLOATS = 4096  # THREADS x 4 chunks x 4 floats
+STAGE_BYTES = TILE_FLOATS * 4
+
+
+def name_expression(stages: int) -> str:
+    return f"scale2_pipeline<{stages}>"
+
+
+@functools.cache
+def build(arch: str | None = None) -> loader.CompiledModule:
+    """Every STAGES instantiation of vector.cu, compiled for ``arch`` (default: the current GPU)."""
+    return loader.compile_cu(SOURCE, tuple(name_expression(s) for s in STAGES), arch=arch)
+
+
+def check_inputs(x: torch.Tensor, y: torch.Tensor, stages: int) -> None:
+    if stages not in STAGES:
+        raise ValueError(f"stages must be one of {STAGES} (got {stages})")
+    check_tensor(x, "x", dtype=torch.float32, ndim=1, cuda=True)
+    check_tensor(y, "y", dtype=torch.float32, ndim=1, cuda=True)
+    check_same_device(("x", x), ("y", y))
+    check_shape(y, "y", tuple(x.shape))
+    if x.numel() < 1:
+        raise ValueError("x must hold at least one element")
+
+
+class Scale2:
+    """A launcher bound to (x, y, stages): ``Scale2(x, y, 3)()`` writes y = 2 * x on torch's current stream."""
+
+    def __init__(self, x: torch.Tensor, y: torch.Tensor, stages: int):
+        check_inputs(x, y, stages)
+        module = build()
+        self.kernel = module.kernel(name_expression(stages))
+        self.smem_bytes = stages * STAGE_BYTES
+        blocks_per_sm = loader.occupancy(self.kernel, THREADS, self.smem_bytes)
+        if blocks_per_sm < 1:
+            raise ValueError(f"stages={stages} needs {self.smem_bytes} B of shared memory: no block fits on an SM")
+        num_tiles = -(-x.numel() // TILE_FLOATS)
+        self.grid = max(1, min(loader.num_sms() * blocks_per_sm, num_tiles))  # persistent: each block loops
+        self.args = (x.data_ptr(), y.data_ptr(), np.int64(x.numel()))
+        expr = name_expression(stages)
+        res = module.resources()[expr]
+        self.info = KernelInfo(
+            smem_per_stage=STAGE_BYTES,
+            smem_total=self.smem_bytes + res.get("static_smem", 0),
+            registers=res.get("registers"),
+            spill_bytes=res.get("local", 0) + res.get("stack", 0),
+            occupancy=blocks_per_sm,
+            threads=THREADS,
+            grid=self.grid,
+            sass=module.instruction_classes()[expr],
+        )
+
+    def __call__(self) -> None:
+        loader.launch(self.kernel, self.grid, THREADS, self.smem_bytes, *self.args)
+
+
+def scale2(x: torch.Tensor, stages: int = 2, out: torch.Tensor | None = None) -> torch.Tensor:
+    """y = 2 * x with the STAGES-deep ring; allocates y unless ``out`` is given."""
+    y = torch.empty_like(x) if out is None else out
+    Scale2(x, y, stages)()
+    return y

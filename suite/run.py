@@ -1,0 +1,123 @@
+"""python -m suite.run: validate and time every variant this machine can run, print the tables, write results/.
+
+Examples:
+  python -m suite.run                                   # everything, default sizes
+  python -m suite.run --problem gemm --size 8192        # one problem, one size
+  python -m suite.run --problem vector --backend ptx --stages 1 3
+  python -m suite.run --list                            # the registered variants and their gates
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import sys
+from pathlib import Path
+
+PROBLEM_NAMES = ("vector", "gemm")
+BACKENDS = ("torch", "triton", "ptx")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = argparse.ArgumentParser(
+        prog="python -m suite.run",
+        description="Triton vs hand-written PTX, per software-pipeline depth: validate against torch, time, tabulate.",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )
+    p.add_argument("--problem", nargs="+", choices=PROBLEM_NAMES, help="problems to run (default: all)")
+    p.add_argument("--backend", nargs="+", choices=BACKENDS, help="backends to run (default: all)")
+    p.add_argument("--stages", nargs="+", type=int, metavar="S",
+                   help="stage counts to sweep (default: each variant's own; unstaged variants always run)")
+    p.add_argument("--size", nargs="+", metavar="SIZE",
+                   help="problem sizes: vector n ('268435456' or '2^28'), gemm 'M' (a cube) or 'MxNxK'. "
+                        "Needs a single --problem.")
+    p.add_argument("--out", type=Path, metavar="DIR",
+                   help="where to write table.md, results.csv, results.json and plots "
+                        "(default: results/<gpu>/<timestamp>/; results/cpu/<timestamp>/ without a GPU)")
+    p.add_argument("--quick", action="store_true", help="a short smoke run: smaller sizes, fewer repetitions")
+    p.add_argument("--seed", type=int, default=0, help="base seed; every validation draws a fresh one from it")
+    p.add_argument("--list", action="store_true", help="print the registered variants with their gates and exit")
+    p.add_argument("--json", action="store_true", help="print the results as JSON on stdout instead of tables")
+    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    args = p.parse_args(argv)
+    if args.size and (not args.problem or len(args.problem) != 1):
+        p.error("--size needs exactly one --problem (sizes mean different things per problem)")
+    if args.stages and any(s < 1 for s in args.stages):
+        p.error("--stages must be >= 1")
+    return args
+
+
+def list_variants() -> str:
+    from tabulate import tabulate
+
+    from suite.registry import variants
+
+    rows = []
+    for v in variants():
+        reason = v.skip_reason()
+        rows.append([v.problem, v.backend, v.name, ",".join("-" if s is None else str(s) for s in v.stages),
+                     "baseline" if v.baseline else "", "ceiling" if v.ceiling else "",
+                     (v.gate.__doc__ or v.gate.__name__).strip(), "yes" if reason is None else f"no: {reason}",
+                     v.description])
+    return tabulate(rows, headers=["problem", "backend", "variant", "stages", "", "", "gate", "runs here",
+                                   "what"], tablefmt="github")
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    import torch
+
+    on_gpu = torch.cuda.is_available()
+    if not on_gpu:
+        # Must happen before any Triton kernel module is imported: triton.jit reads it when it decorates.
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+    if args.list:
+        print(list_variants())
+        return 0
+
+    from suite.driver import meta as run_meta
+    from suite.driver import report
+    from suite.driver.bench import Options, run
+    from suite.problems import PROBLEMS
+
+    problems = tuple(args.problem or PROBLEM_NAMES)
+    sizes = {}
+    if args.size:
+        try:
+            sizes[problems[0]] = tuple(PROBLEMS[problems[0]].parse_size(s) for s in args.size)
+        except ValueError as e:
+            print(f"error: --size: {e}", file=sys.stderr)
+            return 2
+    opts = Options(problems=problems, backends=tuple(args.backend) if args.backend else None,
+                   stages=tuple(args.stages) if args.stages else None, sizes=sizes, quick=args.quick, seed=args.seed)
+
+    if not on_gpu:
+        print("No CUDA GPU here: Triton kernels run in the Triton interpreter at small sizes and are validated "
+              "against torch; PTX kernels are compiled for sm_90 and their SASS reported, not run. Nothing is "
+              "timed.", file=sys.stderr)
+    meta = run_meta.collect(on_gpu)
+    meta["gpu_state_before"] = run_meta.gpu_state() if on_gpu else {}
+    rows = run(opts, on_gpu, progress=not args.no_progress)
+    meta["gpu_state_after"] = run_meta.gpu_state() if on_gpu else {}
+    meta["command"] = "python -m suite.run " + " ".join(argv if argv is not None else sys.argv[1:])
+
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    out = args.out or Path("results") / (report.slug(meta["gpu"]) if on_gpu else "cpu") / stamp
+    written = report.write(rows, meta, out)
+    if args.json:
+        print(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
+    else:
+        print(report.table(rows))
+        print("\nwrote " + ", ".join(str(p) for p in written))
+    failed = [r for r in rows if r["valid"] is False]
+    if failed:
+        print(f"\n{len(failed)} variant(s) FAILED validation", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

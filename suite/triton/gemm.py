@@ -1,0 +1,167 @@
+"""C = A @ B (fp16 in, fp32 accumulate, fp16 out) in Triton: the PTX kernel's 128x256x32 tile with 8 warps, swept
+over ``num_stages``, and a ``tuned`` launcher that lets triton.autotune pick among a few Hopper-friendly tiles."""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from suite.checks import check_same_device, check_shape, check_tensor
+from suite.triton._compiled import kernel_info
+
+STAGES = (1, 2, 3, 4, 5)
+BLOCK_M, BLOCK_N, BLOCK_K = 128, 256, 32
+NUM_WARPS = 8
+GROUP_M = 8  # tile rows per rasterization group, as in the PTX kernel
+
+
+@triton.jit
+def gemm_kernel(
+    # pointers
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    # sizes
+    M,
+    N,
+    K,
+    # strides (elements)
+    stride_am,
+    stride_ak,
+    stride_bk,
+    stride_bn,
+    stride_cm,
+    stride_cn,
+    # meta-parameters
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
+    # -- map the program id to a C tile, GROUP_M tile rows at a time so concurrent programs share L2 --
+    pid = tl.program_id(0)
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    group_size = GROUP_M * tiles_n
+    first_m = (pid // group_size) * GROUP_M
+    group_rows = min(tiles_m - first_m, GROUP_M)
+    tile_m = first_m + (pid % group_size) % group_rows
+    tile_n = (pid % group_size) // group_rows
+
+    # -- pointers to the first K tile; rows / columns past M / N wrap (their results are masked at the store) --
+    rows = (tile_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
+    cols = (tile_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    ks = tl.arange(0, BLOCK_K)
+    a_ptrs = a_ptr + rows[:, None].to(tl.int64) * stride_am + ks[None, :] * stride_ak
+    b_ptrs = b_ptr + ks[:, None].to(tl.int64) * stride_bk + cols[None, :] * stride_bn
+
+    # -- iterate over K: num_stages decides how many K tiles are in flight ahead of the dot --
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        a = tl.load(a_ptrs, mask=ks[None, :] < K - k0, other=0.0)
+        b = tl.load(b_ptrs, mask=ks[:, None] < K - k0, other=0.0)
+        acc = tl.dot(a, b, acc)
+        a_ptrs += BLOCK_K * stride_ak
+        b_ptrs += BLOCK_K * stride_bk
+
+    # -- write back, fp32 -> fp16, masked to the matrix --
+    out_rows = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    out_cols = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    c_ptrs = c_ptr + out_rows[:, None].to(tl.int64) * stride_cm + out_cols[None, :] * stride_cn
+    tl.store(c_ptrs, acc.to(tl.float16), mask=(out_rows[:, None] < M) & (out_cols[None, :] < N))
+
+
+def tuning_configs() -> list[triton.Config]:
+    """The space the ``tuned`` variant searches: tiles that suit Hopper's wgmma, at their deepest fitting pipeline."""
+    return [
+        triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": GROUP_M}, num_stages=s, num_warps=w)
+        for bm, bn, bk, s, w in (
+            (128, 256, 64, 3, 8),
+            (128, 256, 64, 4, 8),
+            (128, 256, 32, 5, 8),
+            (256, 128, 64, 3, 8),
+            (256, 128, 64, 4, 8),
+            (128, 128, 64, 4, 4),
+            (128, 128, 64, 5, 8),
+        )
+    ]
+
+
+gemm_kernel_tuned = triton.autotune(configs=tuning_configs(), key=["M", "N", "K"])(triton.jit(gemm_kernel.fn))
+
+
+def check_inputs(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
+    on_gpu = a.device.type == "cuda"
+    for name, t in (("a", a), ("b", b), ("c", c)):
+        check_tensor(t, name, dtype=torch.float16, ndim=2, cuda=on_gpu)
+    check_same_device(("a", a), ("b", b), ("c", c))
+    (m, k), (kb, n) = a.shape, b.shape
+    if kb != k:
+        raise ValueError(f"a's columns must equal b's rows (a is {m}x{k}, b is {kb}x{n})")
+    check_shape(c, "c", (m, n))
+    if min(m, n, k) < 1:
+        raise ValueError(f"M, N and K must be >= 1 (got M={m}, N={n}, K={k})")
+
+
+def _args(a, b, c):
+    m, k = a.shape
+    n = b.shape[1]
+    return (a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
+
+
+class Gemm:
+    """The 128x256x32 tile, 8 warps, at ``stages``: ``Gemm(a, b, c, 3)()`` writes c = a @ b."""
+
+    def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int):
+        if stages not in STAGES:
+            raise ValueError(f"stages must be one of {STAGES} (got {stages})")
+        check_inputs(a, b, c)
+        self.args, self.stages = _args(a, b, c), stages
+        m, n = c.shape
+        self.grid = triton.cdiv(m, BLOCK_M) * triton.cdiv(n, BLOCK_N)
+        self.config = f"{BLOCK_M}x{BLOCK_N}x{BLOCK_K}, num_warps={NUM_WARPS}, num_stages={stages}"
+        self.info = kernel_info(None, (BLOCK_M * BLOCK_K + BLOCK_K * BLOCK_N) * 2, self.config, self.grid)
+        self._compiled = False
+
+    def __call__(self) -> None:
+        compiled = gemm_kernel[(self.grid,)](
+            *self.args, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,
+            num_warps=NUM_WARPS, num_stages=self.stages,
+        )
+        if not self._compiled and compiled is not None:
+            self._compiled = True
+            self.info = kernel_info(compiled, self.info.smem_per_stage, self.config, self.grid)
+
+
+class TunedGemm:
+    """triton.autotune over tuning_configs(); the chosen config is reported in ``info.config`` (GPU only)."""
+
+    def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor):
+        check_inputs(a, b, c)
+        self.args = _args(a, b, c)
+        m, n = c.shape
+        self.grid = lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
+        self.info = kernel_info(None, None, "autotuned", 0)
+        self._compiled = False
+
+    def __call__(self) -> None:
+        compiled = gemm_kernel_tuned[self.grid](*self.args)
+        if not self._compiled and compiled is not None:
+            self._compiled = True
+            cfg = gemm_kernel_tuned.best_config
+            bm, bn, bk = cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"], cfg.kwargs["BLOCK_K"]
+            m, n = self.args[2].shape
+            self.info = kernel_info(
+                compiled,
+                (bm * bk + bk * bn) * 2,
+                f"{bm}x{bn}x{bk}, num_warps={cfg.num_warps}, num_stages={cfg.num_stages} (autotuned)",
+                triton.cdiv(m, bm) * triton.cdiv(n, bn),
+            )
+            self.info.stages = cfg.num_stages
+
+
+def matmul(a: torch.Tensor, b: torch.Tensor, stages: int = 3, out: torch.Tensor | None = None) -> torch.Tensor:
+    c = torch.empty(a.shape[0], b.shape[1], dtype=torch.float16, device=a.device) if out is None else out
+    Gemm(a, b, c, stages)()
+    return c

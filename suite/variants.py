@@ -1,0 +1,125 @@
+"""Every registered variant. Adding one is a kernel module plus one decorated factory here.
+
+Kernel modules are imported inside the factories, so importing this file compiles and launches nothing, and the
+Triton modules see TRITON_INTERPRET as set by whoever runs them.
+"""
+
+from __future__ import annotations
+
+import torch
+
+from suite.info import KernelInfo
+from suite.registry import anywhere, gpu_or_interpreter, needs_gpu, register
+
+
+def _describe_ptx(module_name: str, exprs) -> "callable":
+    """describe(arch) for a PTX module: compile it for ``arch`` (no GPU needed) and report each stage's kernel."""
+
+    def describe(arch: str) -> dict[int, KernelInfo]:
+        import importlib
+
+        mod = importlib.import_module(f"suite.ptx.{module_name}")
+        built = mod.build(arch)
+        res, classes = built.resources(), built.instruction_classes()
+        out = {}
+        for stages in mod.STAGES:
+            expr = exprs(mod, stages)
+            r = res[expr]
+            out[stages] = KernelInfo(
+                smem_per_stage=mod.STAGE_BYTES,
+                smem_total=stages * mod.STAGE_BYTES + r.get("static_smem", 0),
+                registers=r.get("registers"),
+                spill_bytes=r.get("local", 0) + r.get("stack", 0),
+                threads=mod.THREADS,
+                sass=classes[expr],
+                config=f"{arch} cubin, {expr}",
+            )
+        return out
+
+    return describe
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# vector: y = 2 * x
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@register("vector", "torch", "mul", baseline=True, gate=anywhere, description="torch.mul(x, 2, out=y)")
+def torch_vector_mul(inputs, out, stages):
+    (x,) = inputs
+    return lambda: torch.mul(x, 2, out=out)
+
+
+@register(
+    "vector", "torch", "copy_", ceiling=True, gate=anywhere, reference=lambda inputs: inputs[0],
+    description="y.copy_(x): the device-to-device bandwidth ceiling (reads and writes as many bytes as y = 2x)",
+)
+def torch_vector_copy(inputs, out, stages):
+    (x,) = inputs
+    return lambda: out.copy_(x)
+
+
+@register(
+    "vector", "triton", "grid-stride", stages=(1, 2, 3, 4), gate=gpu_or_interpreter,
+    description="persistent grid-stride loop, 4096-float tiles, tl.range(num_stages=S)",
+)
+def triton_vector(inputs, out, stages):
+    from suite.triton.vector import Scale2
+
+    return Scale2(inputs[0], out, stages)
+
+
+@register(
+    "vector", "ptx", "cp.async ring", stages=(1, 2, 3, 4), gate=needs_gpu((8, 0)),
+    describe=_describe_ptx("vector", lambda mod, s: mod.name_expression(s)),
+    description="persistent grid, 16 KiB tiles through a STAGES-deep cp.async shared-memory ring",
+)
+def ptx_vector(inputs, out, stages):
+    from suite.ptx.vector import Scale2
+
+    return Scale2(inputs[0], out, stages)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# gemm: C = A @ B, fp16 in, fp32 accumulate, fp16 out
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@register(
+    "gemm", "torch", "cuBLAS", baseline=True, ceiling=True, gate=anywhere,
+    description="torch.matmul(a, b, out=c)",
+)
+def torch_gemm(inputs, out, stages):
+    a, b = inputs
+    return lambda: torch.matmul(a, b, out=out)
+
+
+@register(
+    "gemm", "triton", "128x256x32", stages=(1, 2, 3, 4, 5), gate=gpu_or_interpreter,
+    description="the PTX kernel's tile: 128x256x32, 8 warps, GROUP_M=8, swept over num_stages",
+)
+def triton_gemm(inputs, out, stages):
+    from suite.triton.gemm import Gemm
+
+    return Gemm(*inputs, out, stages)
+
+
+@register(
+    "gemm", "triton", "tuned", gate=needs_gpu((8, 0)),
+    description="triton.autotune over a few Hopper-friendly tiles and depths (suite.triton.gemm.tuning_configs)",
+)
+def triton_gemm_tuned(inputs, out, stages):
+    from suite.triton.gemm import TunedGemm
+
+    return TunedGemm(*inputs, out)
+
+
+@register(
+    "gemm", "ptx", "128x256x32 mma.sync", stages=(1, 2, 3, 4, 5), gate=needs_gpu((8, 0)),
+    describe=_describe_ptx("gemm", lambda mod, s: mod.name_expression(s, True)),
+    description="the seed's design: cp.async ring, ldmatrix into 2 register slots, mma.sync m16n8k16, 8 warps 2x4",
+)
+def ptx_gemm(inputs, out, stages):
+    from suite.ptx.gemm import Gemm
+
+    return Gemm(*inputs, out, stages)
