@@ -12,15 +12,12 @@ def check_tensor(
     *,
     dtype: torch.dtype,
     ndim: int,
-    cuda: bool,
     align_bytes: int = 16,
 ) -> None:
     """``t`` must be a torch.Tensor of ``dtype`` and rank ``ndim``, contiguous, with its data pointer aligned to
-    ``align_bytes``, and on a CUDA device when ``cuda`` is set."""
+    ``align_bytes``."""
     if not isinstance(t, torch.Tensor):
         raise ValueError(f"{name} must be a torch.Tensor (got {type(t).__name__})")
-    if cuda and t.device.type != "cuda":
-        raise ValueError(f"{name} must be a CUDA tensor for this backend (got device {t.device})")
     if t.dtype != dtype:
         raise ValueError(f"{name} must have dtype {dtype} (got {t.dtype})")
     if t.dim() != ndim:
@@ -43,3 +40,10 @@ def check_same_device(*named: tuple[str, torch.Tensor]) -> None:
 def check_shape(t: torch.Tensor, name: str, shape: tuple[int, ...]) -> None:
     if tuple(t.shape) != tuple(shape):
         raise ValueError(f"{name} must have shape {tuple(shape)} (got {tuple(t.shape)})")
+
+
+def check_cuda(*named: tuple[str, torch.Tensor]) -> None:
+    """Every tensor must live on a CUDA device (the PTX backend launches on the GPU, never on host memory)."""
+    for name, t in named:
+        if t.device.type != "cuda":
+            raise ValueError(f"{name} must be a CUDA tensor for this backend (got device {t.device})")

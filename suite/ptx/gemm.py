@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from suite.checks import check_same_device, check_shape, check_tensor
+from suite.checks import check_cuda, check_same_device, check_shape, check_tensor
 from suite.info import KernelInfo
 from suite.ptx import loader
 
@@ -34,7 +34,7 @@ def check_inputs(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int)
     if stages not in STAGES:
         raise ValueError(f"stages must be one of {STAGES} (got {stages})")
     for name, t in (("a", a), ("b", b), ("c", c)):
-        check_tensor(t, name, dtype=torch.float16, ndim=2, cuda=True)
+        check_tensor(t, name, dtype=torch.float16, ndim=2)
     check_same_device(("a", a), ("b", b), ("c", c))
     (m, k), (kb, n) = a.shape, b.shape
     if kb != k:
@@ -46,6 +46,7 @@ def check_inputs(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int)
         raise ValueError(f"K must be a multiple of 8 so that rows of A are whole 16-byte chunks (got K={k})")
     if max(m, n, k) >= 2**31:
         raise ValueError("M, N and K must each fit in a 32-bit int")
+    check_cuda(("a", a), ("b", b), ("c", c))
 
 
 class Gemm:

@@ -187,11 +187,12 @@ def compile_cu(
     )
     program = Program(path.read_text(), code_type="c++", options=program_options)
     try:
-        obj = program.compile("cubin", name_expressions=name_expressions)
+        obj, log = program.compile("cubin", name_expressions=name_expressions), None
     except NVRTCError as e:
-        raise KernelCompileError(path, arch, str(e).rstrip("\x00")) from None
-    finally:
-        program.close()
+        obj, log = None, str(e).rstrip("\x00")
+    del program  # released here, not later from a traceback's frame (cuda.core's finalizer dislikes late teardown)
+    if obj is None:
+        raise KernelCompileError(path, arch, log)
     symbols = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in obj.symbol_mapping.items()}
     cubin = bytes(obj.code)
     if use_cache:
@@ -233,20 +234,25 @@ def current_arch() -> str:
 
 @functools.cache
 def _stream_for(handle: int):
-    from cuda.core import Stream
+    """The cuda.core Stream for one of torch's stream handles (0 is the legacy default stream)."""
+    from cuda.core import LEGACY_DEFAULT_STREAM, Stream
 
-    return Stream.from_handle(handle)
+    return LEGACY_DEFAULT_STREAM if handle == 0 else Stream.from_handle(handle)
 
 
 @functools.cache
 def _raise_smem_limit(kernel, nbytes: int) -> None:
+    """Opt the kernel in to ``nbytes`` of dynamic shared memory (needed above 48 KiB)."""
     from cuda.bindings import driver
 
-    (err,) = driver.cuFuncSetAttribute(
-        kernel.handle, driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes
-    )
+    attr = driver.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES
+    handle = kernel.handle
+    if isinstance(handle, driver.CUkernel):  # cuda.core loads libraries: a context-independent CUkernel
+        (err,) = driver.cuKernelSetAttribute(attr, nbytes, handle, _device().device_id)
+    else:
+        (err,) = driver.cuFuncSetAttribute(handle, attr, nbytes)
     if err != driver.CUresult.CUDA_SUCCESS:
-        raise RuntimeError(f"cuFuncSetAttribute(MAX_DYNAMIC_SHARED_SIZE_BYTES={nbytes}) failed: {err}")
+        raise RuntimeError(f"setting MAX_DYNAMIC_SHARED_SIZE_BYTES={nbytes} failed: {err}")
 
 
 def device_smem_limit() -> int:

@@ -40,9 +40,8 @@ def scale2_kernel(
 def check_inputs(x: torch.Tensor, y: torch.Tensor, stages: int) -> None:
     if stages not in STAGES:
         raise ValueError(f"stages must be one of {STAGES} (got {stages})")
-    on_gpu = x.device.type == "cuda"
-    check_tensor(x, "x", dtype=torch.float32, ndim=1, cuda=on_gpu)
-    check_tensor(y, "y", dtype=torch.float32, ndim=1, cuda=on_gpu)
+    check_tensor(x, "x", dtype=torch.float32, ndim=1)
+    check_tensor(y, "y", dtype=torch.float32, ndim=1)
     check_same_device(("x", x), ("y", y))
     check_shape(y, "y", tuple(x.shape))
     if x.numel() < 1:

@@ -1,0 +1,26 @@
+import os
+
+import pytest
+import torch
+
+HAS_GPU = torch.cuda.is_available()
+if not HAS_GPU:
+    # Before any Triton kernel module is imported: triton.jit decides at decoration time whether to interpret.
+    os.environ.setdefault("TRITON_INTERPRET", "1")
+
+
+def pytest_collection_modifyitems(config, items):
+    if HAS_GPU:
+        return
+    skip = pytest.mark.skip(reason="needs a CUDA GPU")
+    for item in items:
+        if "gpu" in item.keywords:
+            item.add_marker(skip)
+
+
+@pytest.fixture
+def cache_dir(tmp_path, monkeypatch):
+    """A private, empty cubin cache for the test."""
+    d = tmp_path / "cubin-cache"
+    monkeypatch.setenv("PIPESUITE_CACHE_DIR", str(d))
+    return d

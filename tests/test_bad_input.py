@@ -1,0 +1,76 @@
+"""Bad input raises ValueError naming the rule, before anything is compiled or launched (CPU-checkable rules)."""
+
+import pytest
+import torch
+
+from suite.ptx import gemm as pgemm
+from suite.ptx import vector as pvector
+from suite.triton import gemm as tgemm
+from suite.triton import vector as tvector
+
+
+def _f32(n, offset=0):
+    return torch.randn(n + offset)[offset:]
+
+
+@pytest.mark.parametrize("mod", [pvector, tvector], ids=["ptx", "triton"])
+@pytest.mark.parametrize(
+    "x, y, rule",
+    [
+        (torch.randn(8, dtype=torch.float64), torch.empty(8), "dtype torch.float32"),
+        (torch.randn(4, 4), torch.empty(4, 4), "rank 1"),
+        (torch.randn(16)[::2], torch.empty(8), "contiguous"),
+        (_f32(8, offset=1), torch.empty(8), "16-byte boundary"),
+        (torch.randn(8), torch.empty(9), r"shape \(8,\)"),
+        (torch.randn(8), torch.empty(8, dtype=torch.float16), "dtype torch.float32"),
+    ],
+)
+def test_vector_rules(mod, x, y, rule):
+    with pytest.raises(ValueError, match=rule):
+        mod.Scale2(x, y, 2)
+
+
+@pytest.mark.parametrize("mod", [pvector, tvector], ids=["ptx", "triton"])
+def test_vector_unknown_stages(mod):
+    with pytest.raises(ValueError, match="stages must be one of"):
+        mod.Scale2(torch.randn(8), torch.empty(8), 9)
+
+
+def test_ptx_refuses_cpu_tensors():
+    with pytest.raises(ValueError, match="must be a CUDA tensor"):
+        pvector.Scale2(torch.randn(8), torch.empty(8), 2)
+    a, b, c = torch.randn(16, 16).half(), torch.randn(16, 16).half(), torch.empty(16, 16).half()
+    with pytest.raises(ValueError, match="must be a CUDA tensor"):
+        pgemm.Gemm(a, b, c, 3)
+
+
+def _h(*shape):
+    return torch.randn(*shape).half()
+
+
+@pytest.mark.parametrize("mod", [pgemm, tgemm], ids=["ptx", "triton"])
+@pytest.mark.parametrize(
+    "a, b, c, rule",
+    [
+        (torch.randn(16, 16), _h(16, 16), _h(16, 16), "dtype torch.float16"),
+        (_h(16), _h(16, 16), _h(16, 16), "rank 2"),
+        (_h(16, 32)[:, :16], _h(16, 16), _h(16, 16), "contiguous"),
+        (_h(16, 17)[:, 1:], _h(16, 16), _h(16, 16), "contiguous"),
+        (_h(16, 16), _h(24, 16), _h(16, 16), "a's columns must equal b's rows"),
+        (_h(16, 16), _h(16, 16), _h(16, 8), r"shape \(16, 16\)"),
+        (torch.randn(16 * 16 + 1).half()[1:].view(16, 16), _h(16, 16), _h(16, 16), "16-byte boundary"),
+    ],
+)
+def test_gemm_rules(mod, a, b, c, rule):
+    with pytest.raises(ValueError, match=rule):
+        mod.Gemm(a, b, c, 3)
+
+
+def test_ptx_gemm_k_multiple_of_8():
+    with pytest.raises(ValueError, match="K must be a multiple of 8"):
+        pgemm.check_inputs(_h(16, 12), _h(12, 16), _h(16, 16), 3)
+
+
+def test_gemm_unknown_stages():
+    with pytest.raises(ValueError, match="stages must be one of"):
+        pgemm.Gemm(_h(16, 16), _h(16, 16), _h(16, 16), 0)

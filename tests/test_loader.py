@@ -1,0 +1,94 @@
+"""The NVRTC loader without a GPU: compile, cache (hit, miss, corrupt, truncated), errors."""
+
+import shutil
+import textwrap
+
+import pytest
+
+from suite.ptx import loader
+
+KERNEL = textwrap.dedent(
+    """
+    #include "ptx_wrappers.cuh"
+    template <int S>
+    __global__ void tiny(float* y) { y[threadIdx.x] = S * 1.0f; }
+    """
+)
+
+
+@pytest.fixture
+def cu_file(tmp_path):
+    d = tmp_path / "src"
+    d.mkdir()
+    shutil.copy(loader.Path(loader.__file__).with_name("ptx_wrappers.cuh"), d / "ptx_wrappers.cuh")
+    f = d / "tiny.cu"
+    f.write_text(KERNEL)
+    return f
+
+
+def test_compile_names_instantiations(cache_dir, cu_file):
+    m = loader.compile_cu(cu_file, ("tiny<1>", "tiny<2>"), arch="sm_90")
+    assert set(m.symbols) == {"tiny<1>", "tiny<2>"}
+    assert m.symbols["tiny<2>"].startswith("_Z4tinyILi2E")
+    assert m.cubin[:4] == b"\x7fELF"
+    assert not m.from_cache
+
+
+def test_cache_hit_and_miss(cache_dir, cu_file):
+    first = loader.compile_cu(cu_file, ("tiny<1>",), arch="sm_90")
+    again = loader.compile_cu(cu_file, ("tiny<1>",), arch="sm_90")
+    assert again.from_cache and again.cubin == first.cubin and again.symbols == first.symbols
+    # each thing the key covers misses: another arch, another define, another instantiation set
+    assert not loader.compile_cu(cu_file, ("tiny<1>",), arch="sm_80").from_cache
+    assert not loader.compile_cu(cu_file, ("tiny<1>",), arch="sm_90", defines=("X=1",)).from_cache
+    assert not loader.compile_cu(cu_file, ("tiny<1>", "tiny<3>"), arch="sm_90").from_cache
+    assert len(list(cache_dir.glob("*.cubin"))) == 4
+
+
+def test_included_header_is_part_of_the_key(cache_dir, cu_file):
+    loader.compile_cu(cu_file, ("tiny<1>",), arch="sm_90")
+    header = cu_file.with_name("ptx_wrappers.cuh")
+    header.write_text(header.read_text() + "\n// edited\n")
+    assert not loader.compile_cu(cu_file, ("tiny<1>",), arch="sm_90").from_cache
+
+
+@pytest.mark.parametrize("damage", ["truncate", "flip", "garbage", "empty"])
+def test_corrupt_entry_is_rebuilt(cache_dir, cu_file, damage):
+    good = loader.compile_cu(cu_file, ("tiny<1>",), arch="sm_90")
+    (entry,) = cache_dir.glob("*.cubin")
+    blob = entry.read_bytes()
+    if damage == "truncate":
+        entry.write_bytes(blob[: len(blob) - 100])
+    elif damage == "flip":
+        entry.write_bytes(blob[:-10] + bytes([blob[-10] ^ 0xFF]) + blob[-9:])
+    elif damage == "garbage":
+        entry.write_bytes(b"not a cache entry at all")
+    else:
+        entry.write_bytes(b"")
+    rebuilt = loader.compile_cu(cu_file, ("tiny<1>",), arch="sm_90")
+    assert not rebuilt.from_cache and rebuilt.cubin == good.cubin
+    assert loader.compile_cu(cu_file, ("tiny<1>",), arch="sm_90").from_cache  # and the entry is whole again
+
+
+def test_compile_error_carries_file_line_and_log(cache_dir, cu_file):
+    cu_file.write_text(KERNEL.replace("S * 1.0f;", "S * 1.0f +;"))
+    with pytest.raises(loader.KernelCompileError) as info:
+        loader.compile_cu(cu_file, ("tiny<1>",), arch="sm_90")
+    err = info.value
+    assert err.path == cu_file
+    assert f"{cu_file}(4): error" in err.log  # file:line of the broken statement
+    assert "expected an expression" in str(err) and str(cu_file) in str(err)
+    assert not list(cache_dir.glob("*.cubin"))  # nothing cached for a failed build
+
+
+def test_unknown_name_expression_is_a_clear_error(cache_dir, cu_file):
+    m = loader.compile_cu(cu_file, ("tiny<1>",), arch="sm_90")
+    with pytest.raises(KeyError, match="tiny<7>"):
+        m.kernel("tiny<7>")
+
+
+def test_resource_usage_and_sass(cache_dir, cu_file):
+    m = loader.compile_cu(cu_file, ("tiny<1>",), arch="sm_90")
+    res = m.resources()["tiny<1>"]
+    assert res["registers"] > 0 and res["local"] == 0
+    assert "Function : " + m.symbols["tiny<1>"] in m.sass()
