@@ -13,9 +13,9 @@ shift || true
 } 2>&1 | tee "$OUT/env.log"
 status=0
 if [[ $what == tests || $what == all ]]; then
-  python3 -m pytest -q -m gpu tests/ -p no:cacheprovider 2>&1 | tee "$OUT/pytest-gpu.log" | tail -25 || status=1
+  timeout 330 python3 -m pytest -q -m gpu tests/ -p no:cacheprovider --maxfail=20 2>&1 | tee "$OUT/pytest-gpu.log" | tail -25 || status=1
 fi
 if [[ $what == suite || $what == all ]]; then
-  python3 -m suite.run --no-progress --out "$OUT/run" "$@" 2>&1 | tee "$OUT/suite.log" || status=1
+  timeout 400 python3 -m suite.run --no-progress --out "$OUT/run" "$@" 2>&1 | tee "$OUT/suite.log" || status=1
 fi
 exit $status
