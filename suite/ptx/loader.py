@@ -137,7 +137,8 @@ class CompiledModule:
             from cuda.core import ObjectCode
 
             _ensure_context()
-            obj = ObjectCode.from_cubin(self.cubin, name=self.path.name, symbol_mapping=self.symbols)
+            symbol_mapping = {expr: sym.encode() for expr, sym in self.symbols.items()}  # cuda.core wants bytes
+            obj = ObjectCode.from_cubin(self.cubin, name=self.path.name, symbol_mapping=symbol_mapping)
             self._kernels[name_expression] = obj.get_kernel(name_expression)
         return self._kernels[name_expression]
 
