@@ -12,8 +12,9 @@ from suite.info import KernelInfo
 from suite.registry import anywhere, gpu_or_interpreter, needs_gpu, register
 
 
-def _describe_ptx(module_name: str, exprs) -> "callable":
-    """describe(arch) for a PTX module: compile it for ``arch`` (no GPU needed) and report each stage's kernel."""
+def _describe_ptx(module_name: str, exprs, stage_bytes) -> "callable":
+    """describe(arch) for a PTX module: compile it for ``arch`` (no GPU needed) and report each stage's kernel.
+    ``exprs(mod, stages)`` names the instantiation, ``stage_bytes(mod)`` its shared memory per stage."""
 
     def describe(arch: str) -> dict[int, KernelInfo]:
         import importlib
@@ -26,8 +27,8 @@ def _describe_ptx(module_name: str, exprs) -> "callable":
             expr = exprs(mod, stages)
             r = res[expr]
             out[stages] = KernelInfo(
-                smem_per_stage=mod.STAGE_BYTES,
-                smem_total=stages * mod.STAGE_BYTES + r.get("static_smem", 0),
+                smem_per_stage=stage_bytes(mod),
+                smem_total=stages * stage_bytes(mod) + r.get("static_smem", 0),
                 registers=r.get("registers"),
                 spill_bytes=r.get("local", 0) + r.get("stack", 0),
                 threads=mod.THREADS,
@@ -71,7 +72,7 @@ def triton_vector(inputs, out, stages):
 
 @register(
     "vector", "ptx", "cp.async ring", stages=(1, 2, 3, 4), gate=needs_gpu((8, 0)),
-    describe=_describe_ptx("vector", lambda mod, s: mod.name_expression(s)),
+    describe=_describe_ptx("vector", lambda mod, s: mod.name_expression(s), lambda mod: mod.STAGE_BYTES),
     description="persistent grid, 16 KiB tiles through a STAGES-deep cp.async shared-memory ring",
 )
 def ptx_vector(inputs, out, stages):
@@ -116,10 +117,21 @@ def triton_gemm_tuned(inputs, out, stages):
 
 @register(
     "gemm", "ptx", "128x256x32 mma.sync", stages=(1, 2, 3, 4, 5), gate=needs_gpu((8, 0)),
-    describe=_describe_ptx("gemm", lambda mod, s: mod.name_expression(s, True)),
+    describe=_describe_ptx("gemm", lambda mod, s: mod.name_expression(s, True, 32), lambda mod: mod.stage_bytes(32)),
     description="the seed's design: cp.async ring, ldmatrix into 2 register slots, mma.sync m16n8k16, 8 warps 2x4",
 )
 def ptx_gemm(inputs, out, stages):
     from suite.ptx.gemm import Gemm
 
-    return Gemm(*inputs, out, stages)
+    return Gemm(*inputs, out, stages, block_k=32)
+
+
+@register(
+    "gemm", "ptx", "128x256x64 mma.sync", stages=(1, 2, 3, 4), gate=needs_gpu((8, 0)),
+    describe=_describe_ptx("gemm", lambda mod, s: mod.name_expression(s, True, 64), lambda mod: mod.stage_bytes(64)),
+    description="the same pipeline with BLOCK_K = 64: one block barrier per 4 k-steps instead of per 2",
+)
+def ptx_gemm_k64(inputs, out, stages):
+    from suite.ptx.gemm import Gemm
+
+    return Gemm(*inputs, out, stages, block_k=64)

@@ -2,48 +2,64 @@
 //
 // The seed text's reference design, a pipeline of pipelines:
 //   global --cp.async--> STAGES-deep shared-memory ring --ldmatrix--> 2 register fragment slots --mma.sync--> fp32
-// Block tile 128 x 256 x 32, 256 threads = 8 warps arranged 2 (M) x 4 (N), each warp owning a 64 x 64 tile of C as
-// 4 x 8 mma.sync.m16n8k16 accumulators (128 fp32 registers per thread).
+// Block tile 128 x 256 x BLOCK_K, 256 threads = 8 warps arranged 2 (M) x 4 (N), each warp owning a 64 x 64 tile of C
+// as 4 x 8 mma.sync.m16n8k16 accumulators (128 fp32 registers per thread). BLOCK_K = 32 is the seed's tile;
+// BLOCK_K = 64 halves the block barriers per multiply-add (one per 4 k-steps instead of per 2) at twice the shared
+// memory per stage.
 //
-// Shared-memory layout, per stage (24 KiB): A tile 128 x 32 (8 KiB, 64-byte rows), then B tile 32 x 256 (16 KiB,
-// 512-byte rows). Both are XOR-swizzled at 16-byte-chunk granularity, not padded:
-//   A: chunk c of row r is stored at chunk c ^ ((r >> 1) & 3). Two 64-byte rows share one 128-byte bank line, and
-//      ldmatrix reads 8 consecutive rows of one chunk column per phase: the swizzle spreads those 8 chunks over the
-//      8 distinct 16-byte slots of the bank line.
-//   B: chunk c of row r is stored at chunk c ^ (r & 7). Rows are 512 bytes, so without it the 8 rows an ldmatrix.trans
-//      phase reads would all hit the same 4 banks (8-way conflict); with it they land in 8 distinct slots.
-//   In both, the 8 chunks one cp.async phase writes (8 threads x 16 B) are a permutation inside one bank line, so the
-//   stores are conflict-free too. A swizzle keeps every stage a power-of-two size with no wasted bytes; padding
-//   would work as well but costs 1/8 more shared memory per stage.
+// Shared-memory layout, per stage: the A tile 128 x BLOCK_K (64- or 128-byte rows), then the B tile BLOCK_K x 256
+// (512-byte rows). Both are XOR-swizzled at 16-byte-chunk granularity, not padded:
+//   A, 64-byte rows:  chunk c of row r is stored at chunk c ^ ((r >> 1) & 3). Two rows share one 128-byte bank line,
+//                     and ldmatrix reads 8 consecutive rows of one chunk column per phase: the swizzle spreads those
+//                     8 chunks over the 8 distinct 16-byte slots of the bank line.
+//   A, 128-byte rows, and B: chunk c of row r is stored at chunk c ^ (r & 7). Without it the 8 rows an ldmatrix
+//                     phase reads would all hit the same 4 banks (8-way conflict); with it they land in 8 slots.
+//   In all cases the 8 chunks one cp.async phase writes (8 threads x 16 B) are a permutation inside one bank line,
+//   so the stores are conflict-free too. A swizzle keeps every stage a power-of-two size with no wasted bytes;
+//   padding would work as well but costs 1/8 more shared memory per stage.
 //
-// Template parameters: STAGES (1 = synchronous baseline, 2..5 = cp.async ring depth) and N_ALIGNED (N % 8 == 0, so
-// every 16-byte chunk of a B row is aligned and cp.async can fetch it; otherwise B is loaded with plain predicated
-// loads, correct for any N but without the async overlap for B).
+// Template parameters: STAGES (1 = synchronous baseline, 2.. = cp.async ring depth), N_ALIGNED (N % 8 == 0, so every
+// 16-byte chunk of a B row is aligned and cp.async can fetch it; otherwise B is loaded with plain predicated loads,
+// correct for any N but without the async overlap for B) and BLOCK_K (32 or 64).
 
 #include "ptx_wrappers.cuh"
 
 constexpr int BLOCK_M = 128;
 constexpr int BLOCK_N = 256;
-constexpr int BLOCK_K = 32;
 constexpr int THREADS = 256;
-constexpr int WARPS_N = 4;                                  // warps arranged WARPS_M (2) x WARPS_N (4)
+constexpr int WARPS_N = 4;  // warps arranged WARPS_M (2) x WARPS_N (4)
 constexpr int WARP_M = 64;
 constexpr int WARP_N = 64;
 constexpr int MMA_M = 16, MMA_N = 8, MMA_K = 16;
-constexpr int WARP_TILES_M = WARP_M / MMA_M;               // 4 mma tiles down a warp's tile
-constexpr int WARP_TILES_N = WARP_N / MMA_N;               // 8 mma tiles across
-constexpr int K_STEPS = BLOCK_K / MMA_K;                   // 2 k-steps of 16 per K tile
-constexpr int A_ROW_BYTES = BLOCK_K * 2;                   // 64
-constexpr int B_ROW_BYTES = BLOCK_N * 2;                   // 512
-constexpr int A_STAGE_BYTES = BLOCK_M * A_ROW_BYTES;       // 8 KiB
-constexpr int B_STAGE_BYTES = BLOCK_K * B_ROW_BYTES;       // 16 KiB
-constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES; // 24 KiB
-constexpr int A_COPIES = A_STAGE_BYTES / 16 / THREADS;     // 2 cp.async of 16 B per thread per stage
-constexpr int B_COPIES = B_STAGE_BYTES / 16 / THREADS;     // 4
-constexpr int GROUP_M = 8;                                 // tile rows per rasterization group (L2 reuse)
+constexpr int WARP_TILES_M = WARP_M / MMA_M;  // 4 mma tiles down a warp's tile
+constexpr int WARP_TILES_N = WARP_N / MMA_N;  // 8 mma tiles across
+constexpr int B_ROW_BYTES = BLOCK_N * 2;      // 512
+constexpr int GROUP_M = 8;                    // tile rows per rasterization group (L2 reuse)
 
-static_assert(K_STEPS == 2, "the register double buffer below alternates slots per k-step and assumes 2 per tile");
-static_assert(A_COPIES * THREADS * 16 == A_STAGE_BYTES && B_COPIES * THREADS * 16 == B_STAGE_BYTES, "copy split");
+// Everything that depends on BLOCK_K: stage sizes, copies per thread, the A swizzle.
+template <int BLOCK_K>
+struct KTile {
+    static_assert(BLOCK_K == 32 || BLOCK_K == 64, "BLOCK_K must be 32 or 64");
+    static constexpr int K_STEPS = BLOCK_K / MMA_K;             // 2 or 4 k-steps of 16 per K tile
+    static constexpr int A_ROW_BYTES = BLOCK_K * 2;             // 64 or 128
+    static constexpr int A_CHUNKS = A_ROW_BYTES / 16;           // 16-byte chunks per A row: 4 or 8
+    static constexpr int A_STAGE_BYTES = BLOCK_M * A_ROW_BYTES; // 8 or 16 KiB
+    static constexpr int B_STAGE_BYTES = BLOCK_K * B_ROW_BYTES; // 16 or 32 KiB
+    static constexpr int STAGE_BYTES = A_STAGE_BYTES + B_STAGE_BYTES;
+    static constexpr int A_COPIES = A_STAGE_BYTES / 16 / THREADS;  // cp.async of 16 B per thread per stage: 2 or 4
+    static constexpr int B_COPIES = B_STAGE_BYTES / 16 / THREADS;  // 4 or 8
+    static constexpr int A_ROW_STEP = THREADS / A_CHUNKS;          // rows between a thread's A copies: 64 or 32
+    static constexpr int B_ROW_STEP = THREADS / (B_ROW_BYTES / 16);  // 8
+    static_assert(K_STEPS % 2 == 0, "the register double buffer alternates slots per k-step: K_STEPS must be even");
+    static_assert(A_COPIES * THREADS * 16 == A_STAGE_BYTES && B_COPIES * THREADS * 16 == B_STAGE_BYTES, "copy split");
+
+    // Swizzled position of chunk `chunk` of A row `row` (see the header comment).
+    __device__ __forceinline__ static int a_swizzle(int row, int chunk) {
+        return A_CHUNKS == 4 ? chunk ^ ((row >> 1) & 3) : chunk ^ (row & 7);
+    }
+};
+
+__device__ __forceinline__ int b_swizzle(int row, int chunk) { return chunk ^ (row & 7); }
 
 struct TileCoords {
     int m0, n0;  // first row / column of C this block computes
@@ -65,8 +81,6 @@ __device__ __forceinline__ TileCoords block_tile(int M, int N) {
 // Per-thread state of the global -> shared producer. Copy i of a thread covers row (first row + i * ROW_STEP) and the
 // same chunk column for every i, so one offset per operand describes all of its copies (and keeps registers free for
 // the accumulators): the swizzle term is unchanged by a whole multiple of 8 rows.
-constexpr int A_ROW_STEP = THREADS / (A_ROW_BYTES / 16);  // 64 rows between a thread's A copies
-constexpr int B_ROW_STEP = THREADS / (B_ROW_BYTES / 16);  // 8 rows between a thread's B copies
 struct Producer {
     const half_bits* a_src;  // A[m0 + row][chunk * 8] of copy 0 (row clamped to 0 when out of range)
     int a_rows_left;         // M - (m0 + row): copy i is in range when i * A_ROW_STEP < a_rows_left
@@ -77,40 +91,44 @@ struct Producer {
     unsigned b_dst;          // swizzled byte offset of copy 0 inside a B stage
 };
 
+template <int BLOCK_K>
 __device__ __forceinline__ Producer make_producer(const half_bits* A, int M, int K, TileCoords t) {
+    using T = KTile<BLOCK_K>;
     Producer p;
-    const int a_row = threadIdx.x / (A_ROW_BYTES / 16), a_chunk = threadIdx.x % (A_ROW_BYTES / 16);
+    const int a_row = threadIdx.x / T::A_CHUNKS, a_chunk = threadIdx.x % T::A_CHUNKS;
     p.a_rows_left = M - (t.m0 + a_row);
     p.a_col = a_chunk * 8;
     p.a_src = A + (long long)(p.a_rows_left > 0 ? t.m0 + a_row : 0) * K + a_chunk * 8;
-    p.a_dst = a_row * A_ROW_BYTES + ((a_chunk ^ ((a_row >> 1) & 3)) << 4);
+    p.a_dst = a_row * T::A_ROW_BYTES + (T::a_swizzle(a_row, a_chunk) << 4);
     const int b_row = threadIdx.x / (B_ROW_BYTES / 16), b_chunk = threadIdx.x % (B_ROW_BYTES / 16);
     p.b_row = b_row;
     p.b_col = t.n0 + b_chunk * 8;
-    p.b_dst = b_row * B_ROW_BYTES + ((b_chunk ^ (b_row & 7)) << 4);
+    p.b_dst = b_row * B_ROW_BYTES + (b_swizzle(b_row, b_chunk) << 4);
     return p;
 }
 
-// Producer: issue one K tile (A 128 x 32 and B 32 x 256) into one ring stage. Out-of-range rows and columns are
-// zero-filled (cp.async with 0 source bytes), so the mainloop never needs bounds checks.
-template <bool N_ALIGNED>
+// Producer: issue one K tile (A 128 x BLOCK_K and B BLOCK_K x 256) into one ring stage. Out-of-range rows and
+// columns are zero-filled (cp.async with 0 source bytes), so the mainloop never needs bounds checks.
+template <bool N_ALIGNED, int BLOCK_K>
 __device__ __forceinline__ void load_tile(const Producer& p, const half_bits* B, int N, int K, int k_tile,
                                           unsigned stage_base) {
+    using T = KTile<BLOCK_K>;
     const int k0 = k_tile * BLOCK_K;
     const bool a_col_ok = k0 + p.a_col < K;  // K % 8 == 0: a chunk is all in or all out
 #pragma unroll
-    for (int i = 0; i < A_COPIES; ++i) {
-        const bool ok = a_col_ok && i * A_ROW_STEP < p.a_rows_left;
-        const half_bits* src = p.a_src + (long long)i * A_ROW_STEP * K + k0;
-        cp_async_16(stage_base + p.a_dst + i * A_ROW_STEP * A_ROW_BYTES, ok ? src : p.a_src, ok ? 16 : 0);
+    for (int i = 0; i < T::A_COPIES; ++i) {
+        const bool ok = a_col_ok && i * T::A_ROW_STEP < p.a_rows_left;
+        const half_bits* src = p.a_src + (long long)i * T::A_ROW_STEP * K + k0;
+        cp_async_16(stage_base + p.a_dst + i * T::A_ROW_STEP * T::A_ROW_BYTES, ok ? src : p.a_src, ok ? 16 : 0);
     }
-    const unsigned b_base = stage_base + A_STAGE_BYTES + p.b_dst;
+    const unsigned b_base = stage_base + T::A_STAGE_BYTES + p.b_dst;
     if constexpr (N_ALIGNED) {
 #pragma unroll
-        for (int i = 0; i < B_COPIES; ++i) {
-            const int k = k0 + p.b_row + i * B_ROW_STEP;
+        for (int i = 0; i < T::B_COPIES; ++i) {
+            const int k = k0 + p.b_row + i * T::B_ROW_STEP;
             const bool ok = k < K && p.b_col < N;  // N % 8 == 0: a chunk is all in or all out
-            cp_async_16(b_base + i * B_ROW_STEP * B_ROW_BYTES, ok ? B + (long long)k * N + p.b_col : B, ok ? 16 : 0);
+            cp_async_16(b_base + i * T::B_ROW_STEP * B_ROW_BYTES, ok ? B + (long long)k * N + p.b_col : B,
+                        ok ? 16 : 0);
         }
     } else {
         // Rows of B are not 16-byte aligned, so cp.async cannot fetch them: gather each chunk's 8 halves with plain
@@ -118,8 +136,8 @@ __device__ __forceinline__ void load_tile(const Producer& p, const half_bits* B,
         // gathered values from competing with the accumulators for registers). They become visible to the other warps
         // at the same barrier as the cp.async data.
 #pragma unroll 1
-        for (int i = 0; i < B_COPIES; ++i) {
-            const int k = k0 + p.b_row + i * B_ROW_STEP;
+        for (int i = 0; i < T::B_COPIES; ++i) {
+            const int k = k0 + p.b_row + i * T::B_ROW_STEP;
             const half_bits* src = B + (long long)k * N + p.b_col;
             unsigned packed[4];
 #pragma unroll
@@ -128,25 +146,28 @@ __device__ __forceinline__ void load_tile(const Producer& p, const half_bits* B,
                 const unsigned hi = (k < K && p.b_col + 2 * j + 1 < N) ? src[2 * j + 1] : 0u;
                 packed[j] = lo | (hi << 16);
             }
-            st_shared_v4(b_base + i * B_ROW_STEP * B_ROW_BYTES, packed[0], packed[1], packed[2], packed[3]);
+            st_shared_v4(b_base + i * T::B_ROW_STEP * B_ROW_BYTES, packed[0], packed[1], packed[2], packed[3]);
         }
     }
 }
 
-// Per-thread ldmatrix row addresses (byte offsets inside a stage), following the swizzles above. Moving to another
-// k-step or 16-column pair only flips bits of the swizzled chunk index, so one offset per operand covers all of them.
+// Per-thread ldmatrix row addresses (byte offsets inside a stage), following the swizzles above. The chunk index of
+// k-step kk is (2 * kk + lane / 16); since 2 * kk only touches bits the swizzle XORs, moving to another k-step (or,
+// for B, to another 16-column pair nj) is one XOR of the same offset: ^ (kk * 32), ^ (nj * 32).
 struct FragmentAddresses {
-    unsigned a;  // A: row warp_m*64 + lane%16, swizzled chunk lane/16; k-step kk: ^ (kk * 32); m-tile mi: + mi * 1 KiB
-    unsigned b;  // B: row lane%16, this warp's columns, swizzled chunk lane/16; k-step kk: + kk * 8 KiB; pair nj: ^ (nj * 32)
+    unsigned a;  // A: row warp_m*64 + lane%16, chunk lane/16 swizzled; m-tile mi: + mi * 16 rows
+    unsigned b;  // B: row lane%16, this warp's 64 columns, chunk lane/16 swizzled; k-step kk: + kk * 16 rows
 };
 
+template <int BLOCK_K>
 __device__ __forceinline__ FragmentAddresses make_fragment_addresses(int warp_m, int warp_n, int lane) {
+    using T = KTile<BLOCK_K>;
     const int a_row = warp_m * WARP_M + (lane & 15);
     const int b_row = lane & 15;
     return {
-        static_cast<unsigned>(a_row * A_ROW_BYTES + (((lane >> 4) ^ ((a_row >> 1) & 3)) << 4)),
-        static_cast<unsigned>(A_STAGE_BYTES + b_row * B_ROW_BYTES + warp_n * (WARP_N * 2) +
-                              (((lane >> 4) ^ (b_row & 7)) << 4)),
+        static_cast<unsigned>(a_row * T::A_ROW_BYTES + (T::a_swizzle(a_row, lane >> 4) << 4)),
+        static_cast<unsigned>(T::A_STAGE_BYTES + b_row * B_ROW_BYTES + warp_n * (WARP_N * 2) +
+                              (b_swizzle(b_row, lane >> 4) << 4)),
     };
 }
 
@@ -157,11 +178,13 @@ struct Fragments {
 };
 
 // Shared -> registers: the fragments of k-step `kk` of the tile in the stage at `stage_base`.
+template <int BLOCK_K>
 __device__ __forceinline__ void load_fragments(Fragments& frag, const FragmentAddresses& addr, unsigned stage_base,
                                                int kk) {
+    using T = KTile<BLOCK_K>;
 #pragma unroll
     for (int mi = 0; mi < WARP_TILES_M; ++mi)
-        ldmatrix_x4(stage_base + (addr.a ^ (kk * 32)) + mi * MMA_M * A_ROW_BYTES, frag.a[mi]);
+        ldmatrix_x4(stage_base + (addr.a ^ (kk * 32)) + mi * MMA_M * T::A_ROW_BYTES, frag.a[mi]);
 #pragma unroll
     for (int nj = 0; nj < WARP_TILES_N / 2; ++nj) {
         unsigned t[4];  // matrices: (k 0-7, n 0-7), (k 8-15, n 0-7), (k 0-7, n 8-15), (k 8-15, n 8-15)
@@ -205,20 +228,21 @@ __device__ __forceinline__ void store_accumulators(half_bits* C, int M, int N, i
             }
 }
 
-template <int STAGES, bool N_ALIGNED>
+template <int STAGES, bool N_ALIGNED, int BLOCK_K>
 __global__ void __launch_bounds__(THREADS, 1)
     gemm_f16_f32acc(const half_bits* __restrict__ A, const half_bits* __restrict__ B, half_bits* __restrict__ C,
                     int M, int N, int K) {
-    static_assert(STAGES >= 1 && STAGES <= 8, "STAGES must be in 1..8");
-    extern __shared__ __align__(128) unsigned char smem[];  // (STAGES) x [A 128x32 | B 32x256] fp16, swizzled
+    using T = KTile<BLOCK_K>;
+    static_assert(STAGES >= 1 && STAGES <= 8, "STAGES must be in 1..8 (cp.async.wait_group takes 0..7)");
+    extern __shared__ __align__(128) unsigned char smem[];  // (STAGES) x [A 128 x BLOCK_K | B BLOCK_K x 256], swizzled
     const unsigned smem_base = smem_u32(smem);
 
     const int lane = threadIdx.x % 32;
     const int warp = threadIdx.x / 32;
     const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
     const TileCoords tile = block_tile(M, N);
-    const Producer producer = make_producer(A, M, K, tile);
-    const FragmentAddresses frag_addr = make_fragment_addresses(warp_m, warp_n, lane);
+    const Producer producer = make_producer<BLOCK_K>(A, M, K, tile);
+    const FragmentAddresses frag_addr = make_fragment_addresses<BLOCK_K>(warp_m, warp_n, lane);
     const int num_k_tiles = (K + BLOCK_K - 1) / BLOCK_K;
 
     float acc[WARP_TILES_M][WARP_TILES_N][4];  // (4 m-tiles, 8 n-tiles, 4 values): this thread's part of 64x64
@@ -234,14 +258,14 @@ __global__ void __launch_bounds__(THREADS, 1)
     if constexpr (STAGES == 1) {
         // SYNCHRONOUS BASELINE: load a tile, wait for all of it, compute on it, repeat. No copy overlaps math.
         for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
-            load_tile<N_ALIGNED>(producer, B, N, K, k_tile, smem_base);
+            load_tile<N_ALIGNED, BLOCK_K>(producer, B, N, K, k_tile, smem_base);
             cp_async_commit();
             cp_async_wait<0>();  // the only group in flight is this tile: wait for all of it
             __syncthreads();     // every thread's part of the tile has landed: any warp may now read any of it
-            load_fragments(frag[0], frag_addr, smem_base, 0);
+            load_fragments<BLOCK_K>(frag[0], frag_addr, smem_base, 0);
 #pragma unroll
-            for (int kk = 0; kk < K_STEPS; ++kk) {
-                if (kk + 1 < K_STEPS) load_fragments(frag[(kk + 1) % 2], frag_addr, smem_base, kk + 1);
+            for (int kk = 0; kk < T::K_STEPS; ++kk) {
+                if (kk + 1 < T::K_STEPS) load_fragments<BLOCK_K>(frag[(kk + 1) % 2], frag_addr, smem_base, kk + 1);
                 warp_mma(acc, frag[kk % 2]);
             }
             __syncthreads();  // every warp has finished reading the tile before the next load overwrites it
@@ -256,21 +280,22 @@ __global__ void __launch_bounds__(THREADS, 1)
 #pragma unroll
         for (int s = 0; s < STAGES - 1; ++s) {
             if (k_tile_next < num_k_tiles)
-                load_tile<N_ALIGNED>(producer, B, N, K, k_tile_next, smem_base + smem_write_stage * STAGE_BYTES);
+                load_tile<N_ALIGNED, BLOCK_K>(producer, B, N, K, k_tile_next,
+                                              smem_base + smem_write_stage * T::STAGE_BYTES);
             cp_async_commit();
             ++k_tile_next;
             ++smem_write_stage;
         }
         cp_async_wait<STAGES - 2>();  // STAGES - 1 groups committed, tile 0 the oldest: let the newer STAGES - 2 fly
         __syncthreads();              // tile 0, copied by all threads, is now visible to every warp
-        load_fragments(frag[0], frag_addr, smem_base + smem_read_stage * STAGE_BYTES, 0);
+        load_fragments<BLOCK_K>(frag[0], frag_addr, smem_base + smem_read_stage * T::STAGE_BYTES, 0);
 
-        // MAINLOOP (steady state): per K tile, 2 k-steps; each k-step loads the next k-step's fragments while the
-        // tensor cores run on the current ones, and the first k-step also refills one ring stage from global.
+        // MAINLOOP (steady state): per K tile, K_STEPS k-steps; each k-step loads the next k-step's fragments while
+        // the tensor cores run on the current ones, and the first k-step also refills one ring stage from global.
         for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
 #pragma unroll
-            for (int kk = 0; kk < K_STEPS; ++kk) {
-                if (kk == K_STEPS - 1) {
+            for (int kk = 0; kk < T::K_STEPS; ++kk) {
+                if (kk == T::K_STEPS - 1) {
                     // Committed so far: STAGES - 1 + (k_tile + 1) groups; the next tile, k_tile + 1, is followed by
                     // STAGES - 2 newer ones: let those fly and wait only for it.
                     cp_async_wait<STAGES - 2>();
@@ -279,15 +304,15 @@ __global__ void __launch_bounds__(THREADS, 1)
                     __syncthreads();
                     if (++smem_read_stage == STAGES) smem_read_stage = 0;  // wrap back to the start of the ring
                 }
-                // Next k-step's fragments: the second half of this tile, or the first half of the next one.
-                load_fragments(frag[(kk + 1) % 2], frag_addr, smem_base + smem_read_stage * STAGE_BYTES,
-                               (kk + 1) % K_STEPS);
+                // Next k-step's fragments: the next k-step of this tile, or the first of the next one.
+                load_fragments<BLOCK_K>(frag[(kk + 1) % 2], frag_addr, smem_base + smem_read_stage * T::STAGE_BYTES,
+                                        (kk + 1) % T::K_STEPS);
                 if (kk == 0) {
                     // Refill the stage the warps finished reading in the previous K tile (the barrier at its last
                     // k-step guarantees no warp still reads it) with tile k_tile + STAGES - 1.
                     if (k_tile_next < num_k_tiles)
-                        load_tile<N_ALIGNED>(producer, B, N, K, k_tile_next,
-                                             smem_base + smem_write_stage * STAGE_BYTES);
+                        load_tile<N_ALIGNED, BLOCK_K>(producer, B, N, K, k_tile_next,
+                                                      smem_base + smem_write_stage * T::STAGE_BYTES);
                     cp_async_commit();
                     ++k_tile_next;
                     if (++smem_write_stage == STAGES) smem_write_stage = 0;  // wrap back to the start of the ring

@@ -13,26 +13,36 @@ from suite.info import KernelInfo
 from suite.ptx import loader
 
 SOURCE = Path(__file__).with_name("gemm.cu")
-STAGES = (1, 2, 3, 4, 5)
-BLOCK_M, BLOCK_N, BLOCK_K = 128, 256, 32
+STAGES = (1, 2, 3, 4, 5)  # compiled for every BLOCK_K; a ring that does not fit the GPU is refused at launch
+BLOCK_KS = (32, 64)  # 32: the seed's tile; 64: half the barriers per multiply-add, twice the bytes per stage
+BLOCK_M, BLOCK_N = 128, 256
 THREADS = 256
-STAGE_BYTES = (BLOCK_M * BLOCK_K + BLOCK_K * BLOCK_N) * 2  # 24 KiB: one A tile and one B tile, fp16
 
 
-def name_expression(stages: int, n_aligned: bool) -> str:
-    return f"gemm_f16_f32acc<{stages}, {'true' if n_aligned else 'false'}>"
+def stage_bytes(block_k: int = 32) -> int:
+    """Shared memory of one ring stage: an A tile (128 x BLOCK_K) and a B tile (BLOCK_K x 256), fp16."""
+    return (BLOCK_M * block_k + block_k * BLOCK_N) * 2
+
+
+STAGE_BYTES = stage_bytes(32)  # 24 KiB, the seed's
+
+
+def name_expression(stages: int, n_aligned: bool, block_k: int = 32) -> str:
+    return f"gemm_f16_f32acc<{stages}, {'true' if n_aligned else 'false'}, {block_k}>"
 
 
 @functools.cache
 def build(arch: str | None = None) -> loader.CompiledModule:
-    """Every (STAGES, N_ALIGNED) instantiation of gemm.cu, compiled for ``arch`` (default: the current GPU)."""
-    exprs = tuple(name_expression(s, a) for s in STAGES for a in (True, False))
+    """Every (STAGES, N_ALIGNED, BLOCK_K) instantiation of gemm.cu, for ``arch`` (default: the current GPU)."""
+    exprs = tuple(name_expression(s, a, k) for k in BLOCK_KS for s in STAGES for a in (True, False))
     return loader.compile_cu(SOURCE, exprs, arch=arch)
 
 
-def check_inputs(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int) -> None:
+def check_inputs(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int, block_k: int = 32) -> None:
     if stages not in STAGES:
         raise ValueError(f"stages must be one of {STAGES} (got {stages})")
+    if block_k not in BLOCK_KS:
+        raise ValueError(f"block_k must be one of {BLOCK_KS} (got {block_k})")
     for name, t in (("a", a), ("b", b), ("c", c)):
         check_tensor(t, name, dtype=torch.float16, ndim=2)
     check_same_device(("a", a), ("b", b), ("c", c))
@@ -52,13 +62,13 @@ def check_inputs(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int)
 class Gemm:
     """A launcher bound to (a, b, c, stages): ``Gemm(a, b, c, 3)()`` writes c = a @ b on torch's current stream."""
 
-    def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int):
-        check_inputs(a, b, c, stages)
+    def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int, block_k: int = 32):
+        check_inputs(a, b, c, stages, block_k)
         (m, k), n = a.shape, b.shape[1]
         module = build()
-        expr = name_expression(stages, n % 8 == 0)
+        expr = name_expression(stages, n % 8 == 0, block_k)
         self.kernel = module.kernel(expr)
-        self.smem_bytes = stages * STAGE_BYTES
+        self.smem_bytes = stages * stage_bytes(block_k)
         loader.prepare(self.kernel, self.smem_bytes)  # refuses a STAGES whose ring does not fit this GPU
         blocks_per_sm = loader.occupancy(self.kernel, THREADS, self.smem_bytes)
         if blocks_per_sm < 1:
@@ -67,7 +77,7 @@ class Gemm:
         self.args = (a.data_ptr(), b.data_ptr(), c.data_ptr(), np.int32(m), np.int32(n), np.int32(k))
         res = module.resources()[expr]
         self.info = KernelInfo(
-            smem_per_stage=STAGE_BYTES,
+            smem_per_stage=stage_bytes(block_k),
             smem_total=self.smem_bytes + res.get("static_smem", 0),
             registers=res.get("registers"),
             spill_bytes=res.get("local", 0) + res.get("stack", 0),
@@ -75,15 +85,17 @@ class Gemm:
             threads=THREADS,
             grid=self.grid,
             sass=module.instruction_classes()[expr],
-            config=f"{BLOCK_M}x{BLOCK_N}x{BLOCK_K}, 8 warps 2x4, 64x64 warp tile, N%8={'0' if n % 8 == 0 else 'nonzero'}",
+            config=f"{BLOCK_M}x{BLOCK_N}x{block_k}, 8 warps 2x4, 64x64 warp tile"
+            + ("" if n % 8 == 0 else ", N % 8 != 0: B through plain loads"),
         )
 
     def __call__(self) -> None:
         loader.launch(self.kernel, self.grid, THREADS, self.smem_bytes, *self.args)
 
 
-def matmul(a: torch.Tensor, b: torch.Tensor, stages: int = 3, out: torch.Tensor | None = None) -> torch.Tensor:
+def matmul(a: torch.Tensor, b: torch.Tensor, stages: int = 3, out: torch.Tensor | None = None,
+           block_k: int = 32) -> torch.Tensor:
     """c = a @ b with the STAGES-deep pipeline; allocates c unless ``out`` is given."""
     c = torch.empty(a.shape[0], b.shape[1], dtype=torch.float16, device=a.device) if out is None else out
-    Gemm(a, b, c, stages)()
+    Gemm(a, b, c, stages, block_k)()
     return c

@@ -13,10 +13,17 @@
 
 #include "ptx_wrappers.cuh"
 
+#ifndef VEC_CHUNKS_PER_THREAD  // tuning knob (NVRTC -D): 16-byte chunks each thread moves per tile
+#define VEC_CHUNKS_PER_THREAD 4
+#endif
+#ifndef VEC_STREAMING_STORES  // tuning knob: 1 = st.global.cs (evict-first), 0 = plain st.global
+#define VEC_STREAMING_STORES 1
+#endif
+
 constexpr int VEC_THREADS = 256;
-constexpr int VEC_CHUNKS = 4;                                  // 16-byte chunks per thread per tile
+constexpr int VEC_CHUNKS = VEC_CHUNKS_PER_THREAD;
 constexpr int VEC_CHUNK_FLOATS = 4;                            // fp32 values in one 16-byte chunk
-constexpr int VEC_TILE_FLOATS = VEC_THREADS * VEC_CHUNKS * VEC_CHUNK_FLOATS;  // 4096 floats = 16 KiB per stage
+constexpr int VEC_TILE_FLOATS = VEC_THREADS * VEC_CHUNKS * VEC_CHUNK_FLOATS;  // 4096 floats = 16 KiB by default
 constexpr int VEC_STAGE_BYTES = VEC_TILE_FLOATS * 4;
 
 // Producer: issue this thread's cp.async for tile `tile` into ring stage `stage`. Chunks past n are zero-filled
@@ -43,7 +50,10 @@ __device__ __forceinline__ void consume_tile(float* y, long long n, long long ti
 #pragma unroll
         for (int j = 0; j < 4; ++j) v[j] = __float_as_uint(2.0f * __uint_as_float(v[j]));
         if (first + VEC_CHUNK_FLOATS <= n) {
-            st_global_cs_v4(y + first, v[0], v[1], v[2], v[3]);
+            if (VEC_STREAMING_STORES)
+                st_global_cs_v4(y + first, v[0], v[1], v[2], v[3]);
+            else
+                st_global_v4(y + first, v[0], v[1], v[2], v[3]);
         } else {
 #pragma unroll
             for (int j = 0; j < 4; ++j)

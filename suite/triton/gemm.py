@@ -38,7 +38,15 @@ def gemm_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
+    ALIGNED: tl.constexpr,  # K and N are multiples of 8: rows of A, B and C start on 16-byte boundaries
 ):
+    # -- Triton only vectorizes (and cp.async-pipelines) loads it can prove 16-byte aligned: it checks integer
+    #    arguments for divisibility by 16, so a K like 1000 (rows of 2000 bytes) hides the alignment. Say it. --
+    if ALIGNED:
+        stride_am = tl.multiple_of(stride_am, 8)
+        stride_bk = tl.multiple_of(stride_bk, 8)
+        stride_cm = tl.multiple_of(stride_cm, 8)
+        K = tl.multiple_of(K, 8)
     # -- map the program id to a C tile, GROUP_M tile rows at a time so concurrent programs share L2 --
     pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BLOCK_M)
@@ -88,7 +96,7 @@ def tuning_configs() -> list[triton.Config]:
     ]
 
 
-gemm_kernel_tuned = triton.autotune(configs=tuning_configs(), key=["M", "N", "K"])(triton.jit(gemm_kernel.fn))
+gemm_kernel_tuned = triton.autotune(configs=tuning_configs(), key=["M", "N", "K", "ALIGNED"])(triton.jit(gemm_kernel.fn))
 
 
 def check_inputs(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
@@ -109,6 +117,11 @@ def _args(a, b, c):
     return (a, b, c, m, n, k, a.stride(0), a.stride(1), b.stride(0), b.stride(1), c.stride(0), c.stride(1))
 
 
+def _aligned(a, b, c) -> bool:
+    """Every row of A, B and C starts on a 16-byte boundary (contiguous fp16 tensors, 16-byte-aligned bases)."""
+    return a.shape[1] % 8 == 0 and b.shape[1] % 8 == 0 and all(t.data_ptr() % 16 == 0 for t in (a, b, c))
+
+
 class Gemm:
     """The 128x256x32 tile, 8 warps, at ``stages``: ``Gemm(a, b, c, 3)()`` writes c = a @ b."""
 
@@ -116,7 +129,7 @@ class Gemm:
         if stages not in STAGES:
             raise ValueError(f"stages must be one of {STAGES} (got {stages})")
         check_inputs(a, b, c)
-        self.args, self.stages = _args(a, b, c), stages
+        self.args, self.stages, self.aligned = _args(a, b, c), stages, _aligned(a, b, c)
         m, n = c.shape
         self.grid = triton.cdiv(m, BLOCK_M) * triton.cdiv(n, BLOCK_N)
         self.config = f"{BLOCK_M}x{BLOCK_N}x{BLOCK_K}, num_warps={NUM_WARPS}, num_stages={stages}"
@@ -125,7 +138,7 @@ class Gemm:
 
     def __call__(self) -> None:
         compiled = gemm_kernel[(self.grid,)](
-            *self.args, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,
+            *self.args, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, ALIGNED=self.aligned,
             num_warps=NUM_WARPS, num_stages=self.stages,
         )
         if not self._compiled and compiled is not None:
@@ -138,14 +151,14 @@ class TunedGemm:
 
     def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor):
         check_inputs(a, b, c)
-        self.args = _args(a, b, c)
+        self.args, self.aligned = _args(a, b, c), _aligned(a, b, c)
         m, n = c.shape
         self.grid = lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
         self.info = kernel_info(None, None, "autotuned", 0)
         self._compiled = False
 
     def __call__(self) -> None:
-        compiled = gemm_kernel_tuned[self.grid](*self.args)
+        compiled = gemm_kernel_tuned[self.grid](*self.args, ALIGNED=self.aligned)
         if not self._compiled and compiled is not None:
             self._compiled = True
             cfg = gemm_kernel_tuned.best_config
