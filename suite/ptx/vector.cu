@@ -19,8 +19,14 @@
 #ifndef VEC_STREAMING_STORES  // tuning knob: 1 = st.global.cs (evict-first), 0 = plain st.global
 #define VEC_STREAMING_STORES 1
 #endif
+#ifndef VEC_THREADS_PER_BLOCK  // tuning knob
+#define VEC_THREADS_PER_BLOCK 256
+#endif
+#ifndef VEC_CONTIGUOUS_TILES  // tuning knob: 1 = block b owns one contiguous run of tiles, 0 = grid-stride tiles
+#define VEC_CONTIGUOUS_TILES 0
+#endif
 
-constexpr int VEC_THREADS = 256;
+constexpr int VEC_THREADS = VEC_THREADS_PER_BLOCK;
 constexpr int VEC_CHUNKS = VEC_CHUNKS_PER_THREAD;
 constexpr int VEC_CHUNK_FLOATS = 4;                            // fp32 values in one 16-byte chunk
 constexpr int VEC_TILE_FLOATS = VEC_THREADS * VEC_CHUNKS * VEC_CHUNK_FLOATS;  // 4096 floats = 16 KiB by default
@@ -70,10 +76,18 @@ __global__ void __launch_bounds__(VEC_THREADS) scale2_pipeline(const float* __re
     const unsigned smem_base = smem_u32(smem);
 
     const long long num_tiles = (n + VEC_TILE_FLOATS - 1) / VEC_TILE_FLOATS;
+#if VEC_CONTIGUOUS_TILES
+    // Tiles this block owns: one contiguous run of ceil(num_tiles / gridDim.x).
+    const long long run = (num_tiles + gridDim.x - 1) / gridDim.x;
+    const long long first_tile = blockIdx.x * run;
+    const long long tile_stride = 1;
+    const long long my_tiles = first_tile < num_tiles ? min(run, num_tiles - first_tile) : 0;
+#else
+    // Tiles this block owns: first_tile, first_tile + tile_stride, ... below num_tiles.
     const long long first_tile = blockIdx.x;
     const long long tile_stride = gridDim.x;
-    // Tiles this block owns: first_tile, first_tile + tile_stride, ... below num_tiles.
     const long long my_tiles = first_tile < num_tiles ? (num_tiles - 1 - first_tile) / tile_stride + 1 : 0;
+#endif
 
     int smem_write_stage = 0;
     int smem_read_stage = 0;
