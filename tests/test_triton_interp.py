@@ -12,7 +12,7 @@ from suite.triton import vector as tvector  # noqa: E402
 
 
 @pytest.mark.parametrize("stages", tvector.STAGES)
-@pytest.mark.parametrize("n", [1, 3, 4, 4097, 3 * 4096 + 5, 5 * 4096])
+@pytest.mark.parametrize("n", [1, 3, 4, 4097, 3 * 8192 + 5, 5 * 8192])
 def test_vector_bit_exact(stages, n):
     g = torch.Generator().manual_seed(1000 * stages + n)
     x = torch.randn(n, generator=g)

@@ -1,5 +1,5 @@
-"""Sweep the vector kernels' knobs on a GPU (PTX: threads, chunks per thread, tile assignment, tiles per block;
-Triton: BLOCK, warps, programs) and print GB/s and % of copy_ measured in the same run. Used to choose the defaults
+"""Sweep the vector kernels' knobs on a GPU (PTX: threads, chunks per thread, tiles per block; Triton: BLOCK,
+warps, tiles per program) and print GB/s and % of copy_ measured in the same run. Used to choose the defaults
 in suite/ptx/vector.py and suite/triton/vector.py; not part of the suite's results.
 Run from the repository root: PYTHONPATH=. python3 tools/tune_vector.py"""
 
@@ -27,11 +27,10 @@ def bench(fn):
 
 copy_bw = bench(lambda: y.copy_(x))
 rows = []
-for threads, chunks, contiguous in itertools.product((128, 256), (4, 8), (0, 1)):
+for threads, chunks in itertools.product((128, 256), (4, 8)):
     mod = loader.compile_cu(
         vector.SOURCE, tuple(vector.name_expression(s) for s in vector.STAGES),
-        defines=(f"VEC_CHUNKS_PER_THREAD={chunks}", "VEC_STREAMING_STORES=0", f"VEC_THREADS_PER_BLOCK={threads}",
-                 f"VEC_CONTIGUOUS_TILES={contiguous}"))
+        defines=(f"VEC_CHUNKS_PER_THREAD={chunks}", f"VEC_THREADS_PER_BLOCK={threads}"))
     tile = threads * chunks * 4
     tiles = -(-N // tile)
     for stages in (1, 2, 4):
@@ -43,11 +42,12 @@ for threads, chunks, contiguous in itertools.product((128, 256), (4, 8), (0, 1))
             fn = lambda: loader.launch(k, grid, threads, smem, x.data_ptr(), y.data_ptr(), np.int64(N))
             bw = bench(fn)
             assert torch.equal(y, 2 * x)
-            rows.append((bw, f"ptx threads={threads} chunks={chunks} contiguous={contiguous} stages={stages} "
-                             f"occ={occ} tiles/block={per_block}"))
+            rows.append((bw, f"ptx threads={threads} chunks={chunks} stages={stages} occ={occ} "
+                             f"tiles/block={per_block}"))
 for block, warps, per_program, stages in itertools.product((2048, 4096, 8192), (4, 8), (1, 2, 4, 8), (1, 3)):
-    grid = -(-N // block) // per_program
-    fn = lambda: tv.scale2_kernel[(grid,)](x, y, N, BLOCK=block, NUM_STAGES=stages, num_warps=warps, num_stages=stages)
+    grid = -(-(-(-N // block)) // per_program)
+    fn = lambda: tv.scale2_kernel[(grid,)](x, y, N, BLOCK=block, TILES_PER_PROGRAM=per_program, NUM_STAGES=stages,
+                                           num_warps=warps, num_stages=stages)
     bw = bench(fn)
     assert torch.equal(y, 2 * x)
     rows.append((bw, f"triton BLOCK={block} warps={warps} tiles/program={per_program} stages={stages}"))

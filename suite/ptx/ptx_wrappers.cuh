@@ -62,12 +62,6 @@ __device__ __forceinline__ void st_global_v4(void* gmem_dst, unsigned r0, unsign
                  : "memory");
 }
 
-// 16-byte global store of four 32-bit registers; .cs marks the line as streamed (written once, not re-read).
-__device__ __forceinline__ void st_global_cs_v4(void* gmem_dst, unsigned r0, unsigned r1, unsigned r2, unsigned r3) {
-    asm volatile("st.global.cs.v4.u32 [%0], {%1, %2, %3, %4};\n" ::"l"(gmem_dst), "r"(r0), "r"(r1), "r"(r2), "r"(r3)
-                 : "memory");
-}
-
 // ---------------------------------------------------------------------------------------------------------------
 // Tensor-core fragments (sm_80+): ldmatrix and mma.sync.
 // ---------------------------------------------------------------------------------------------------------------

@@ -1,35 +1,30 @@
 // vector.cu: y = 2 * x (fp32) streamed through a STAGES-deep cp.async shared-memory ring.
 //
-// The seed text's single-block pipeline, generalized to a persistent grid: block b walks the tiles
-// b, b + gridDim.x, b + 2 * gridDim.x, ... Each tile is THREADS x CHUNKS 16-byte chunks (16 KiB); thread t copies
-// chunks t, t + THREADS, ... (coalesced across the warp) and later consumes exactly those chunks itself.
+// The seed text's single-block pipeline, generalized to a grid of many blocks: block b owns one contiguous run of
+// tiles (ceil(num_tiles / gridDim.x) of them; the launcher picks the grid) and streams it through its ring. Each tile
+// is THREADS x CHUNKS 16-byte chunks (32 KiB by default); thread t copies chunks t, t + THREADS, ... (coalesced
+// across the warp) and later consumes exactly those chunks itself.
 //
 // Synchronization: cp.async.wait_group makes a thread's own copies visible to that thread, and no thread ever reads a
 // chunk another thread copied, so the ring needs no __syncthreads at all. (The GEMM, where warps read what other
 // threads copied, is where the block barriers are needed and explained.)
 //
-// STAGES = 1 is the synchronous baseline: copy one tile, wait for it, consume it, repeat. STAGES = S keeps S - 1
-// tiles in flight per thread while it consumes one.
+// STAGES = 1 is the synchronous baseline: copy one tile, wait for it, consume it, repeat. STAGES = S keeps up to
+// S - 1 tiles in flight per thread while it consumes one.
 
 #include "ptx_wrappers.cuh"
 
-#ifndef VEC_CHUNKS_PER_THREAD  // tuning knob (NVRTC -D): 16-byte chunks each thread moves per tile
-#define VEC_CHUNKS_PER_THREAD 4
-#endif
-#ifndef VEC_STREAMING_STORES  // tuning knob: 1 = st.global.cs (evict-first), 0 = plain st.global
-#define VEC_STREAMING_STORES 1
+#ifndef VEC_CHUNKS_PER_THREAD  // tuning knob (NVRTC -D, see tools/tune_vector.py): 16-byte chunks per thread per tile
+#define VEC_CHUNKS_PER_THREAD 8
 #endif
 #ifndef VEC_THREADS_PER_BLOCK  // tuning knob
 #define VEC_THREADS_PER_BLOCK 256
-#endif
-#ifndef VEC_CONTIGUOUS_TILES  // tuning knob: 1 = block b owns one contiguous run of tiles, 0 = grid-stride tiles
-#define VEC_CONTIGUOUS_TILES 0
 #endif
 
 constexpr int VEC_THREADS = VEC_THREADS_PER_BLOCK;
 constexpr int VEC_CHUNKS = VEC_CHUNKS_PER_THREAD;
 constexpr int VEC_CHUNK_FLOATS = 4;                            // fp32 values in one 16-byte chunk
-constexpr int VEC_TILE_FLOATS = VEC_THREADS * VEC_CHUNKS * VEC_CHUNK_FLOATS;  // 4096 floats = 16 KiB by default
+constexpr int VEC_TILE_FLOATS = VEC_THREADS * VEC_CHUNKS * VEC_CHUNK_FLOATS;  // 8192 floats = 32 KiB by default
 constexpr int VEC_STAGE_BYTES = VEC_TILE_FLOATS * 4;
 
 // Producer: issue this thread's cp.async for tile `tile` into ring stage `stage`. Chunks past n are zero-filled
@@ -56,10 +51,7 @@ __device__ __forceinline__ void consume_tile(float* y, long long n, long long ti
 #pragma unroll
         for (int j = 0; j < 4; ++j) v[j] = __float_as_uint(2.0f * __uint_as_float(v[j]));
         if (first + VEC_CHUNK_FLOATS <= n) {
-            if (VEC_STREAMING_STORES)
-                st_global_cs_v4(y + first, v[0], v[1], v[2], v[3]);
-            else
-                st_global_v4(y + first, v[0], v[1], v[2], v[3]);
+            st_global_v4(y + first, v[0], v[1], v[2], v[3]);
         } else {
 #pragma unroll
             for (int j = 0; j < 4; ++j)
@@ -76,18 +68,10 @@ __global__ void __launch_bounds__(VEC_THREADS) scale2_pipeline(const float* __re
     const unsigned smem_base = smem_u32(smem);
 
     const long long num_tiles = (n + VEC_TILE_FLOATS - 1) / VEC_TILE_FLOATS;
-#if VEC_CONTIGUOUS_TILES
-    // Tiles this block owns: one contiguous run of ceil(num_tiles / gridDim.x).
+    // Tiles this block owns: one contiguous run of ceil(num_tiles / gridDim.x), the last run cut short.
     const long long run = (num_tiles + gridDim.x - 1) / gridDim.x;
     const long long first_tile = blockIdx.x * run;
-    const long long tile_stride = 1;
     const long long my_tiles = first_tile < num_tiles ? min(run, num_tiles - first_tile) : 0;
-#else
-    // Tiles this block owns: first_tile, first_tile + tile_stride, ... below num_tiles.
-    const long long first_tile = blockIdx.x;
-    const long long tile_stride = gridDim.x;
-    const long long my_tiles = first_tile < num_tiles ? (num_tiles - 1 - first_tile) / tile_stride + 1 : 0;
-#endif
 
     int smem_write_stage = 0;
     int smem_read_stage = 0;
@@ -96,7 +80,7 @@ __global__ void __launch_bounds__(VEC_THREADS) scale2_pipeline(const float* __re
     // end still commits an (empty) group, so that "group i holds tile i" stays true for the waits below.
 #pragma unroll
     for (int s = 0; s < STAGES - 1; ++s) {
-        if (s < my_tiles) load_tile(x, n, first_tile + s * tile_stride, smem_base + smem_write_stage * VEC_STAGE_BYTES);
+        if (s < my_tiles) load_tile(x, n, first_tile + s, smem_base + smem_write_stage * VEC_STAGE_BYTES);
         cp_async_commit();
         ++smem_write_stage;
     }
@@ -108,7 +92,7 @@ __global__ void __launch_bounds__(VEC_THREADS) scale2_pipeline(const float* __re
         // stage read just below, after the wait.
         const long long future = i + STAGES - 1;
         if (future < my_tiles)
-            load_tile(x, n, first_tile + future * tile_stride, smem_base + smem_write_stage * VEC_STAGE_BYTES);
+            load_tile(x, n, first_tile + future, smem_base + smem_write_stage * VEC_STAGE_BYTES);
         cp_async_commit();
         if (++smem_write_stage == STAGES) smem_write_stage = 0;  // wrap back to the start of the ring
 
@@ -116,7 +100,7 @@ __global__ void __launch_bounds__(VEC_THREADS) scale2_pipeline(const float* __re
         // stay in flight and wait only for tile i.
         cp_async_wait<STAGES - 1>();
 
-        consume_tile(y, n, first_tile + i * tile_stride, smem_base + smem_read_stage * VEC_STAGE_BYTES);
+        consume_tile(y, n, first_tile + i, smem_base + smem_read_stage * VEC_STAGE_BYTES);
         if (++smem_read_stage == STAGES) smem_read_stage = 0;  // wrap back to the start of the ring
     }
 
