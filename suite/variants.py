@@ -61,8 +61,8 @@ def torch_vector_copy(inputs, out, stages):
 
 
 @register(
-    "vector", "triton", "grid-stride", stages=(1, 2, 3, 4), gate=gpu_or_interpreter,
-    description="persistent grid-stride loop, 4096-float tiles, tl.range(num_stages=S)",
+    "vector", "triton", "tile loop", stages=(1, 2, 3, 4), gate=gpu_or_interpreter,
+    description="each program loops over 2 tiles of 32 KiB, tl.range(num_stages=S)",
 )
 def triton_vector(inputs, out, stages):
     from suite.triton.vector import Scale2
@@ -73,7 +73,7 @@ def triton_vector(inputs, out, stages):
 @register(
     "vector", "ptx", "cp.async ring", stages=(1, 2, 3, 4), gate=needs_gpu((8, 0)),
     describe=_describe_ptx("vector", lambda mod, s: mod.name_expression(s), lambda mod: mod.STAGE_BYTES),
-    description="persistent grid, 16 KiB tiles through a STAGES-deep cp.async shared-memory ring",
+    description="each block streams 2 tiles of 32 KiB through a STAGES-deep cp.async shared-memory ring",
 )
 def ptx_vector(inputs, out, stages):
     from suite.ptx.vector import Scale2
