@@ -5,6 +5,7 @@ Examples:
   python -m suite.run --problem gemm --size 8192        # one problem, one size
   python -m suite.run --problem vector --backend ptx --stages 1 3
   python -m suite.run --list                            # the registered variants and their gates
+  python -m suite.run --compare OLD/results.json NEW/results.json
 """
 
 from __future__ import annotations
@@ -31,15 +32,21 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--backend", nargs="+", choices=BACKENDS, help="backends to run (default: all)")
     p.add_argument("--stages", nargs="+", type=int, metavar="S",
                    help="stage counts to sweep (default: each variant's own; unstaged variants always run)")
-    p.add_argument("--size", nargs="+", metavar="SIZE",
+    p.add_argument("--variant", nargs="+", metavar="NAME",
+                   help="only these variants, by name or backend:name (see --list); unstaged ceilings are kept")
+    p.add_argument("--size", "--shapes", nargs="+", metavar="SIZE", dest="size",
                    help="problem sizes: vector n ('268435456' or '2^28'), gemm 'M' (a cube) or 'MxNxK'. "
                         "Needs a single --problem.")
+    p.add_argument("--dtype", choices=("fp32", "fp16"),
+                   help="only problems of this input dtype (vector: fp32; gemm: fp16 in, fp32 accumulate)")
     p.add_argument("--out", type=Path, metavar="DIR",
                    help="where to write table.md, results.csv, results.json and plots "
                         "(default: results/<gpu>/<timestamp>/; results/cpu/<timestamp>/ without a GPU)")
     p.add_argument("--quick", action="store_true", help="a short smoke run: smaller sizes, fewer repetitions")
     p.add_argument("--seed", type=int, default=0, help="base seed; every validation draws a fresh one from it")
     p.add_argument("--list", action="store_true", help="print the registered variants with their gates and exit")
+    p.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"), type=Path,
+                   help="compare two results.json files row by row (SAME / FASTER / SLOWER) and exit")
     p.add_argument("--json", action="store_true", help="print the results as JSON on stdout instead of tables")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     args = p.parse_args(argv)
@@ -77,6 +84,16 @@ def main(argv=None) -> int:
     if args.list:
         print(list_variants())
         return 0
+    if args.compare:
+        from suite.driver.compare import compare
+
+        try:
+            table, _ = compare(*args.compare)
+        except (OSError, ValueError) as e:
+            print(f"error: --compare: {e}", file=sys.stderr)
+            return 2
+        print(table)
+        return 0
 
     from suite.driver import meta as run_meta
     from suite.driver import report
@@ -84,6 +101,20 @@ def main(argv=None) -> int:
     from suite.problems import PROBLEMS
 
     problems = tuple(args.problem or PROBLEM_NAMES)
+    if args.dtype:
+        problems = tuple(p for p in problems if PROBLEMS[p].dtype.startswith(args.dtype))
+        if not problems:
+            print(f"error: --dtype {args.dtype}: no selected problem takes {args.dtype} inputs", file=sys.stderr)
+            return 2
+    if args.variant:
+        from suite.registry import variants
+
+        known = {v.name for v in variants()} | {v.label for v in variants()}
+        unknown = [n for n in args.variant if n not in known]
+        if unknown:
+            print(f"error: --variant: unknown {', '.join(map(repr, unknown))}; known: {', '.join(sorted(known))}",
+                  file=sys.stderr)
+            return 2
     sizes = {}
     if args.size:
         try:
@@ -92,6 +123,7 @@ def main(argv=None) -> int:
             print(f"error: --size: {e}", file=sys.stderr)
             return 2
     opts = Options(problems=problems, backends=tuple(args.backend) if args.backend else None,
+                   variants=tuple(args.variant) if args.variant else None,
                    stages=tuple(args.stages) if args.stages else None, sizes=sizes, quick=args.quick, seed=args.seed)
 
     if not on_gpu:

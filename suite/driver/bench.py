@@ -23,6 +23,7 @@ from typing import Callable
 
 import torch
 
+from suite.driver import meta as run_meta
 from suite.info import KernelInfo
 from suite.problems import PROBLEMS, Problem
 from suite.registry import Variant, variants
@@ -35,6 +36,7 @@ CPU_ARCH = "sm_90"  # what PTX modules are compiled for when there is no GPU to 
 class Options:
     problems: tuple[str, ...] = tuple(PROBLEMS)
     backends: tuple[str, ...] | None = None  # None: all
+    variants: tuple[str, ...] | None = None  # names or backend:name; None: all (ceilings always run)
     stages: tuple[int, ...] | None = None  # None: each variant's own sweep
     sizes: dict[str, tuple] = field(default_factory=dict)  # problem -> sizes; missing: the problem's defaults
     quick: bool = False
@@ -64,6 +66,7 @@ def _row(problem: Problem, size, variant: Variant, stages) -> dict:
         "max_abs_error": None,
         "rel_error": None,
         "measured": False,
+        "throttled": None,
         "note": "",
     }
 
@@ -103,6 +106,8 @@ def selected(opts: Options) -> list[tuple[Problem, Variant, tuple]]:
         for v in variants(name):
             if opts.backends and v.backend not in opts.backends:
                 continue
+            if opts.variants and not v.ceiling and v.name not in opts.variants and v.label not in opts.variants:
+                continue
             stages = v.stages
             if opts.stages is not None and stages != (None,):
                 stages = tuple(s for s in stages if s in opts.stages)
@@ -136,11 +141,34 @@ def _validate(problem: Problem, size, variant: Variant, stages, seed: int, devic
             "note": "" if check.valid else f"INVALID: {check.message}"}, fn
 
 
-def _time(fn: Callable[[], None], opts: Options) -> list[float]:
+def _time(fn: Callable[[], None], opts: Options, rep_scale: float = 1.0) -> list[float]:
     from triton.testing import do_bench
 
-    rep = opts.rep_ms / 4 if opts.quick else opts.rep_ms
+    rep = (opts.rep_ms / 4 if opts.quick else opts.rep_ms) * rep_scale
     return list(do_bench(fn, warmup=opts.warmup_ms, rep=rep, return_mode="all"))
+
+
+MAX_SPREAD = 0.01  # interquartile range / median above which a row is re-timed, then flagged
+
+
+def _measure(fn: Callable[[], None], opts: Options, on_gpu: bool) -> dict:
+    """Time ``fn``; if the relative spread is above MAX_SPREAD, time it again with twice the repetitions and pool the
+    samples (clocks often settle). Reads the GPU's clocks and throttle state right after."""
+    from suite.driver.meta import gpu_state
+
+    samples = _time(fn, opts)
+    if _spread(samples) > MAX_SPREAD:
+        samples += _time(fn, opts, rep_scale=2.0)
+    median, iqr = _stats(samples)
+    state = gpu_state() if on_gpu else {}
+    return {"median_ms": median, "iqr_ms": iqr, "spread": iqr / median, "samples": len(samples), "measured": True,
+            "sm_clock_mhz": state.get("sm_clock_mhz"), "temperature_c": state.get("temperature_c"),
+            "throttled": state.get("throttled")}
+
+
+def _spread(samples: list[float]) -> float:
+    median, iqr = _stats(samples)
+    return iqr / median
 
 
 def run(opts: Options, on_gpu: bool, progress: bool = True) -> list[dict]:
@@ -159,15 +187,17 @@ def run(opts: Options, on_gpu: bool, progress: bool = True) -> list[dict]:
             timing_inputs = problem.make_inputs(size, 10_000 + seed, device) if on_gpu else None
             ceiling = next((v for v, _ in group if v.ceiling), None)
             ceiling_samples: list[float] = []
+            ceiling_throttled = False
             ceiling_fn = None
 
             def time_ceiling() -> None:
-                nonlocal ceiling_fn
+                nonlocal ceiling_fn, ceiling_throttled
                 if ceiling is None or not on_gpu or ceiling.skip_reason():
                     return
                 if ceiling_fn is None:
                     ceiling_fn = ceiling.factory(timing_inputs, problem.make_output(timing_inputs), None)
                 ceiling_samples.extend(_time(ceiling_fn, opts))
+                ceiling_throttled |= bool(run_meta.gpu_state().get("throttled"))
 
             time_ceiling()
             group_rows = []
@@ -182,7 +212,7 @@ def run(opts: Options, on_gpu: bool, progress: bool = True) -> list[dict]:
                         if variant.label not in described:
                             described[variant.label] = variant.describe(CPU_ARCH)
                         _add_info(row, described[variant.label].get(stages))
-                        row["note"] = f"compiled for {CPU_ARCH}, not run: {reason}"
+                        row["built_for"] = CPU_ARCH  # compiled and described; not run: `reason`
                     else:
                         row["note"] = f"skipped: {reason}"
                     continue
@@ -194,15 +224,11 @@ def run(opts: Options, on_gpu: bool, progress: bool = True) -> list[dict]:
                 row.update(check)
                 _add_info(row, getattr(fn, "info", None))
                 if not on_gpu or not row["valid"]:
-                    if not on_gpu:
-                        row["note"] = row["note"] or "validated in the Triton interpreter; not timed"
-                    continue
+                    continue  # without a GPU: validated (Triton in the interpreter), never timed
                 if variant is ceiling:
                     continue  # timed interleaved, below
                 timed = variant.factory(timing_inputs, problem.make_output(timing_inputs), stages)
-                samples = _time(timed, opts)
-                median, iqr = _stats(samples)
-                row.update(median_ms=median, iqr_ms=iqr, spread=iqr / median, samples=len(samples), measured=True)
+                row.update(_measure(timed, opts, on_gpu))
                 time_ceiling()
 
             if ceiling_samples:
@@ -210,7 +236,8 @@ def run(opts: Options, on_gpu: bool, progress: bool = True) -> list[dict]:
                 for row in group_rows:
                     if row["ceiling"] and row["valid"]:
                         row.update(median_ms=median, iqr_ms=iqr, spread=iqr / median, samples=len(ceiling_samples),
-                                   measured=True)
+                                   measured=True, throttled=ceiling_throttled,
+                                   note="timed interleaved with every variant of this shape, samples pooled")
             work = problem.work(size)
             ceiling_ms = next((r["median_ms"] for r in group_rows if r["ceiling"] and r["measured"]), None)
             for row in group_rows:
@@ -218,8 +245,12 @@ def run(opts: Options, on_gpu: bool, progress: bool = True) -> list[dict]:
                     row["throughput"] = work / (row["median_ms"] * 1e-3) / problem.scale
                     if ceiling_ms:
                         row["ratio_to_ceiling"] = ceiling_ms / row["median_ms"]
-                    if row["spread"] is not None and row["spread"] > 0.01:
-                        row["note"] = (row["note"] + " " if row["note"] else "") + (
-                            f"spread {100 * row['spread']:.1f}% > 1%")
+                    flags = []
+                    if row["spread"] is not None and row["spread"] > MAX_SPREAD:
+                        flags.append(f"spread {100 * row['spread']:.1f}% > {100 * MAX_SPREAD:g}%")
+                    if row.get("throttled"):
+                        flags.append("GPU reported a clock slowdown (power/thermal) at the end of timing")
+                    if flags:
+                        row["note"] = "; ".join(([row["note"]] if row["note"] else []) + flags)
             rows.extend(group_rows)
     return rows

@@ -15,26 +15,44 @@ def _version(dist: str) -> str | None:
         return None
 
 
-_SMI_FIELDS = ("clocks.sm", "clocks.mem", "temperature.gpu", "power.draw", "clocks_throttle_reasons.active")
+_STATE_FIELDS = ("clocks.sm", "clocks.mem", "temperature.gpu", "power.draw")
+_REASON_FIELDS = ("clocks_event_reasons.active", "clocks_throttle_reasons.active")  # new name, then the old one
+# Reasons that mean the clocks were pulled down (power cap, thermal or hardware slowdown), not idle or app settings.
+THROTTLE_MASK = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
 
 
-def gpu_state() -> dict:
-    """SM / memory clocks (MHz), temperature (C), power (W) and active throttle-reason bitmask, from nvidia-smi.
-    Read-only: the suite never changes clocks. Empty when nvidia-smi is not there."""
+def _smi(fields: tuple[str, ...]) -> list[str] | None:
     try:
         out = subprocess.run(
-            ["nvidia-smi", f"--query-gpu={','.join(_SMI_FIELDS)}", "--format=csv,noheader,nounits", "-i", "0"],
+            ["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits", "-i", "0"],
             capture_output=True, text=True, timeout=10, check=True,
         ).stdout.strip().splitlines()[0]
     except (OSError, subprocess.SubprocessError, IndexError):
+        return None
+    return [v.strip() for v in out.split(",")]
+
+
+def gpu_state() -> dict:
+    """SM / memory clocks (MHz), temperature (C), power (W), the active clock-event (throttle) reasons bitmask and
+    whether any of them is a slowdown. Read-only: the suite never changes clocks. Empty without nvidia-smi."""
+    values = _smi(_STATE_FIELDS)
+    if values is None:
         return {}
-    state = {}
-    for key, value in zip(("sm_clock_mhz", "mem_clock_mhz", "temperature_c", "power_w", "throttle_reasons"),
-                          (v.strip() for v in out.split(","))):
+    state: dict = {}
+    for key, value in zip(("sm_clock_mhz", "mem_clock_mhz", "temperature_c", "power_w"), values):
         try:
-            state[key] = int(value, 16) if key == "throttle_reasons" else float(value)
+            state[key] = float(value)
         except ValueError:
             state[key] = value
+    for field in _REASON_FIELDS:
+        reasons = _smi((field,))
+        if reasons is not None:
+            try:
+                state["throttle_reasons"] = int(reasons[0], 16)
+                state["throttled"] = bool(state["throttle_reasons"] & THROTTLE_MASK)
+            except ValueError:
+                pass
+            break
     return state
 
 

@@ -15,7 +15,7 @@ CSV_FIELDS = (
     "problem", "shape", "dtype", "backend", "variant", "stages", "median_ms", "iqr_ms", "spread", "samples",
     "throughput", "unit", "ratio_to_ceiling", "valid", "max_abs_error", "rel_error", "smem_per_stage", "smem_total",
     "registers", "spill_bytes", "occupancy", "threads", "grid", "sass", "config", "baseline", "ceiling", "measured",
-    "throttled", "note",
+    "sm_clock_mhz", "temperature_c", "throttled", "built_for", "note",
 )
 
 
@@ -24,12 +24,18 @@ def _kib(nbytes) -> str:
 
 
 def _perf(row: dict) -> str:
+    """The throughput, or why there is none: FAIL (invalid), 'valid, not timed' (no GPU: interpreter),
+    'built <arch>, not run' (no GPU: PTX compiled only), 'skipped'."""
     if row.get("valid") is False:
         return "FAIL"
-    if not row.get("measured"):
-        return "n/m" if row.get("valid") or row.get("sass") else "-"
-    digits = 0 if row["unit"] == "GB/s" else 1
-    return f"{row['throughput']:.{digits}f}"
+    if row.get("measured"):
+        digits = 0 if row["unit"] == "GB/s" else 1
+        return f"{row['throughput']:.{digits}f}" + (" (throttled)" if row.get("throttled") else "")
+    if row.get("valid"):
+        return "valid, not timed"
+    if row.get("built_for"):
+        return f"built {row['built_for']}, not run"
+    return "skipped"
 
 
 def _pct(row: dict) -> str:

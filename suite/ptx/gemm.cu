@@ -268,7 +268,9 @@ __global__ void __launch_bounds__(THREADS, 1)
                 if (kk + 1 < T::K_STEPS) load_fragments<BLOCK_K>(frag[(kk + 1) % 2], frag_addr, smem_base, kk + 1);
                 warp_mma(acc, frag[kk % 2]);
             }
+#ifndef PIPESUITE_FAULT_NO_REUSE_BARRIER  // fault injection for the sanitizer self-test (suite/sanitize.py) only
             __syncthreads();  // every warp has finished reading the tile before the next load overwrites it
+#endif
         }
     } else {
         int k_tile_next = 0;       // next K tile the producer fetches
