@@ -92,3 +92,27 @@ def test_resource_usage_and_sass(cache_dir, cu_file):
     res = m.resources()["tiny<1>"]
     assert res["registers"] > 0 and res["local"] == 0
     assert "Function : " + m.symbols["tiny<1>"] in m.sass()
+
+
+def _compile_in_child(args):
+    path, cache = args
+    import os
+
+    os.environ["PIPESUITE_CACHE_DIR"] = cache
+    from suite.ptx import loader as child_loader
+
+    m = child_loader.compile_cu(path, ("tiny<1>", "tiny<2>"), arch="sm_90")
+    return m.cubin, m.symbols
+
+
+def test_two_processes_compiling_at_once_leave_one_valid_entry(cache_dir, cu_file):
+    import multiprocessing as mp
+
+    ctx = mp.get_context("spawn")
+    with ctx.Pool(2) as pool:
+        (cubin1, sym1), (cubin2, sym2) = pool.map(_compile_in_child, [(str(cu_file), str(cache_dir))] * 2)
+    assert cubin1 == cubin2 and sym1 == sym2
+    entries = list(cache_dir.iterdir())
+    assert len(entries) == 1 and entries[0].suffix == ".cubin", entries  # no temp files left behind
+    hit = loader.compile_cu(cu_file, ("tiny<1>", "tiny<2>"), arch="sm_90")
+    assert hit.from_cache and hit.cubin == cubin1

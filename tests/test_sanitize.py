@@ -1,0 +1,34 @@
+"""The sanitizer report parser (CPU), and on a GPU the self-test: a broken variant must be reported as a race."""
+
+import shutil
+
+import pytest
+
+from suite.sanitize import parse, run_tool
+
+REPORT = """========= COMPUTE-SANITIZER
+CASE ptx:128x256x32 mma.sync stages=1 shape=200x264x72 valid=True
+========= Error: Race reported between Write access at void gemm_f16_f32acc<1, false, 32>(const unsigned short *, const unsigned short *, unsigned short *, int, int, int)+0x1a0
+=========     and Read access at void gemm_f16_f32acc<1, false, 32>(const unsigned short *, const unsigned short *, unsigned short *, int, int, int)+0x1c0 [512 hazards]
+=========
+========= Invalid __global__ write of size 4 bytes
+=========     at void scale2_pipeline<3>(const float *, float *, long long)+0x70
+=========     by thread (0,0,0) in block (0,0,0)
+=========
+========= RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)
+"""
+
+
+def test_parse_attributes_findings_to_instantiations():
+    total, per_kernel = parse(REPORT)
+    assert total == 2
+    assert per_kernel == {"gemm_f16_f32acc<1, false, 32>": 1, "scale2_pipeline<3>": 1}
+    assert parse("========= ERROR SUMMARY: 0 errors\n") == (0, {})
+    assert parse("no sanitizer output")[0] is None  # a tool that did not run is not 'clean'
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not shutil.which("compute-sanitizer"), reason="needs compute-sanitizer")
+def test_racecheck_catches_the_missing_reuse_barrier(tmp_path):
+    total, per_kernel, report = run_tool("racecheck", "broken", tmp_path)
+    assert total and total > 0, report[-2000:]
