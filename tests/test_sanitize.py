@@ -4,9 +4,19 @@ import shutil
 
 import pytest
 
-from suite.sanitize import parse, run_tool
+from suite.sanitize import normalize, parse, run_tool
 
+# Shaped like compute-sanitizer 2025's real output on an H200 (racecheck of the broken GEMM, abridged).
 REPORT = """========= COMPUTE-SANITIZER
+========= Error: Potential WAR hazard detected at __shared__ 0x1000 in block (0,0,0) :
+=========     Read Thread (96,0,0) at void gemm_f16_f32acc<(int)1, (bool)1, (int)32>(const unsigned short *, const unsigned short *, unsigned short *, int, int, int)+0x1620
+=========     Write Thread (192,0,0) at void gemm_f16_f32acc<(int)1, (bool)1, (int)32>(const unsigned short *, const unsigned short *, unsigned short *, int, int, int)+0x1250
+=========     Current Value : 111, Incoming Value : 0
+=========     Saved host backtrace up to driver entry point at kernel launch time
+=========         Host Frame:  [0x4cd39] in cydriver.cpython-312-x86_64-linux-gnu.so
+=========
+========= Program hit CUDA_ERROR_INVALID_VALUE (error 1) due to "invalid argument" on CUDA API call to cuGetProcAddress_v2.
+=========
 CASE ptx:128x256x32 mma.sync stages=1 shape=200x264x72 valid=True
 ========= Error: Race reported between Write access at void gemm_f16_f32acc<1, false, 32>(const unsigned short *, const unsigned short *, unsigned short *, int, int, int)+0x1a0
 =========     and Read access at void gemm_f16_f32acc<1, false, 32>(const unsigned short *, const unsigned short *, unsigned short *, int, int, int)+0x1c0 [512 hazards]
@@ -15,14 +25,16 @@ CASE ptx:128x256x32 mma.sync stages=1 shape=200x264x72 valid=True
 =========     at void scale2_pipeline<3>(const float *, float *, long long)+0x70
 =========     by thread (0,0,0) in block (0,0,0)
 =========
-========= RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)
+========= RACECHECK SUMMARY: 3 hazards displayed (239712 errors, 38592 warnings)
 """
 
 
 def test_parse_attributes_findings_to_instantiations():
     total, per_kernel = parse(REPORT)
-    assert total == 2
-    assert per_kernel == {"gemm_f16_f32acc<1, false, 32>": 1, "scale2_pipeline<3>": 1}
+    assert total == 239712  # all errors, not the displayed hazards
+    assert per_kernel == {"gemm_f16_f32acc<1, true, 32>": 1, "gemm_f16_f32acc<1, false, 32>": 1,
+                          "scale2_pipeline<3>": 1}
+    assert normalize("scale2_pipeline<(int)4>") == "scale2_pipeline<4>"
     assert parse("========= ERROR SUMMARY: 0 errors\n") == (0, {})
     assert parse("no sanitizer output")[0] is None  # a tool that did not run is not 'clean'
 
