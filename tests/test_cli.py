@@ -5,6 +5,7 @@ import subprocess
 import sys
 
 import pytest
+import torch
 
 from suite.driver import compare, report
 from suite.run import main
@@ -120,3 +121,35 @@ def test_list_shows_gates(capsys):
     assert main(["--list"]) == 0
     out = capsys.readouterr().out
     assert "cp.async ring" in out and "a CUDA GPU of compute capability >= 8.0" in out
+
+
+def test_driver_timing_logic_with_a_fake_clock(monkeypatch):
+    """The GPU path of the driver on CPU tensors: do_bench and nvidia-smi replaced by fakes, so the ratios, the
+    interleaved ceiling, re-timing of noisy rows and the flags are checked for real."""
+    from suite.driver import bench
+
+    calls = []
+
+    def fake_time(fn, opts, rep_scale=1.0):
+        calls.append(rep_scale)
+        fn()  # the real kernel (torch on the CPU / the Triton interpreter) still runs
+        if len(calls) == 2:  # the first variant timed is noisy once: it must be re-timed with more repetitions
+            return [1.0, 2.0, 3.0, 4.0]
+        return [1.0] * 8 if len(calls) % 2 else [2.0] * 8
+
+    monkeypatch.setattr(bench, "_time", fake_time)
+    monkeypatch.setattr(bench.run_meta, "gpu_state", lambda: {"throttled": True, "sm_clock_mhz": 1500.0})
+    opts = bench.Options(problems=("vector",), sizes={"vector": (3 * 8192 + 5,)}, backends=("torch", "triton"),
+                         stages=(2,))
+    rows = bench.run(opts, on_gpu=True, progress=False, device=torch.device("cpu"))
+    by = {(r["backend"], r["variant"]): r for r in rows}
+    ceiling = by[("torch", "copy_")]
+    assert ceiling["measured"] and ceiling["ratio_to_ceiling"] == 1.0 and ceiling["sm_clock_mhz"] == 1500.0
+    assert "interleaved" in ceiling["note"] and ceiling["throttled"]
+    for r in rows:
+        assert r["valid"] and r["measured"]
+        assert r["throughput"] == pytest.approx(2 * (3 * 8192 + 5) * 4 / (r["median_ms"] * 1e-3) / 1e9)
+        assert r["ratio_to_ceiling"] == pytest.approx(ceiling["median_ms"] / r["median_ms"])
+        assert "clock slowdown" in r["note"]
+    assert 2.0 in calls  # the noisy row was timed again with twice the repetitions
+    assert any("spread" in r["note"] for r in rows)

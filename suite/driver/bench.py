@@ -171,9 +171,10 @@ def _spread(samples: list[float]) -> float:
     return iqr / median
 
 
-def run(opts: Options, on_gpu: bool, progress: bool = True) -> list[dict]:
-    """Every selected (problem, size, variant, stages): validated, timed on a GPU, described without one."""
-    device = torch.device("cuda" if on_gpu else "cpu")
+def run(opts: Options, on_gpu: bool, progress: bool = True, device: torch.device | None = None) -> list[dict]:
+    """Every selected (problem, size, variant, stages): validated, timed on a GPU, described without one.
+    ``device`` defaults to the GPU when ``on_gpu`` (tests pass the CPU to exercise the timing logic)."""
+    device = device or torch.device("cuda" if on_gpu else "cpu")
     plan = selected(opts)
     jobs = [(p, size, v, s) for p, v, stages in plan for size in sizes_for(p, opts, on_gpu) for s in stages]
     bar = Progress(len(jobs), progress)
@@ -187,17 +188,19 @@ def run(opts: Options, on_gpu: bool, progress: bool = True) -> list[dict]:
             timing_inputs = problem.make_inputs(size, 10_000 + seed, device) if on_gpu else None
             ceiling = next((v for v, _ in group if v.ceiling), None)
             ceiling_samples: list[float] = []
-            ceiling_throttled = False
+            ceiling_state = {"throttled": False}
             ceiling_fn = None
 
             def time_ceiling() -> None:
-                nonlocal ceiling_fn, ceiling_throttled
+                nonlocal ceiling_fn
                 if ceiling is None or not on_gpu or ceiling.skip_reason():
                     return
                 if ceiling_fn is None:
                     ceiling_fn = ceiling.factory(timing_inputs, problem.make_output(timing_inputs), None)
                 ceiling_samples.extend(_time(ceiling_fn, opts))
-                ceiling_throttled |= bool(run_meta.gpu_state().get("throttled"))
+                state = run_meta.gpu_state()
+                ceiling_state.update(sm_clock_mhz=state.get("sm_clock_mhz"), temperature_c=state.get("temperature_c"),
+                                     throttled=ceiling_state["throttled"] or bool(state.get("throttled")))
 
             time_ceiling()
             group_rows = []
@@ -236,7 +239,7 @@ def run(opts: Options, on_gpu: bool, progress: bool = True) -> list[dict]:
                 for row in group_rows:
                     if row["ceiling"] and row["valid"]:
                         row.update(median_ms=median, iqr_ms=iqr, spread=iqr / median, samples=len(ceiling_samples),
-                                   measured=True, throttled=ceiling_throttled,
+                                   measured=True, **ceiling_state,
                                    note="timed interleaved with every variant of this shape, samples pooled")
             work = problem.work(size)
             ceiling_ms = next((r["median_ms"] for r in group_rows if r["ceiling"] and r["measured"]), None)
