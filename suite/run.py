@@ -57,22 +57,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
-def list_variants() -> str:
-    from tabulate import tabulate
-
-    from suite.registry import variants
-
-    rows = []
-    for v in variants():
-        reason = v.skip_reason()
-        rows.append([v.problem, v.backend, v.name, ",".join("-" if s is None else str(s) for s in v.stages),
-                     "baseline" if v.baseline else "", "ceiling" if v.ceiling else "",
-                     (v.gate.__doc__ or v.gate.__name__).strip(), "yes" if reason is None else f"no: {reason}",
-                     v.description])
-    return tabulate(rows, headers=["problem", "backend", "variant", "stages", "", "", "gate", "runs here",
-                                   "what"], tablefmt="github")
-
-
 def main(argv=None) -> int:
     args = parse_args(argv)
     import torch
@@ -82,7 +66,9 @@ def main(argv=None) -> int:
         # Must happen before any Triton kernel module is imported: triton.jit reads it when it decorates.
         os.environ.setdefault("TRITON_INTERPRET", "1")
     if args.list:
-        print(list_variants())
+        from suite.driver.report import variant_table
+
+        print(variant_table())
         return 0
     if args.compare:
         from suite.driver.compare import compare
@@ -107,9 +93,9 @@ def main(argv=None) -> int:
             print(f"error: --dtype {args.dtype}: no selected problem takes {args.dtype} inputs", file=sys.stderr)
             return 2
     if args.variant:
-        from suite.registry import variants
+        from suite.driver.bench import variant_names
 
-        known = {v.name for v in variants()} | {v.label for v in variants()}
+        known = variant_names()
         unknown = [n for n in args.variant if n not in known]
         if unknown:
             print(f"error: --variant: unknown {', '.join(map(repr, unknown))}; known: {', '.join(sorted(known))}",

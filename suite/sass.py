@@ -6,7 +6,12 @@ and the driver reports the same instruction classes for each.
 
 from __future__ import annotations
 
+import functools
 import re
+import shutil
+import subprocess
+import tempfile
+from pathlib import Path
 
 # SASS opcode (the mnemonic before the first '.') -> the class the tables report.
 INSTRUCTION_CLASSES: dict[str, tuple[str, ...]] = {
@@ -44,3 +49,47 @@ def instruction_classes(sass: str) -> dict[str, int]:
 def summary(classes: dict[str, int]) -> str:
     """Short form for a table cell, e.g. ``LDGSTS LDSM HMMA``: the opcodes of the classes present (spills excepted)."""
     return " ".join(INSTRUCTION_CLASSES[c][0] for c, n in classes.items() if n and c != "local_memory") or "-"
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# cuobjdump: the one that ships in Triton's wheel, else the toolkit's
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@functools.cache
+def cuobjdump() -> str:
+    try:
+        import triton
+
+        bundled = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
+        if bundled.exists():
+            return str(bundled)
+    except ImportError:
+        pass
+    found = shutil.which("cuobjdump")
+    if not found:
+        raise FileNotFoundError("cuobjdump not found (neither in Triton's wheel nor on PATH)")
+    return found
+
+
+def _cuobjdump(cubin: bytes, *flags: str) -> str:
+    with tempfile.TemporaryDirectory() as d:
+        f = Path(d) / "k.cubin"
+        f.write_bytes(cubin)
+        return subprocess.run([cuobjdump(), *flags, str(f)], check=True, capture_output=True, text=True).stdout
+
+
+def disassemble(cubin: bytes) -> str:
+    return _cuobjdump(cubin, "-sass")
+
+
+_RES_RE = re.compile(r"Function (\S+):\s*\n?\s*REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)")
+
+
+def resource_usage(cubin: bytes) -> dict[str, dict[str, int]]:
+    """Per kernel symbol: registers per thread, stack frame, static shared memory and local memory (bytes)."""
+    text = _cuobjdump(cubin, "-res-usage")
+    return {
+        m[1]: {"registers": int(m[2]), "stack": int(m[3]), "static_smem": int(m[4]), "local": int(m[5])}
+        for m in _RES_RE.finditer(text)
+    }

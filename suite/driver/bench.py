@@ -99,6 +99,11 @@ class Progress:
                   end="" if self.done < self.total else "\n", file=sys.stderr, flush=True)
 
 
+def variant_names() -> set[str]:
+    """Every name a variant answers to on the command line: its name and backend:name."""
+    return {v.name for v in variants()} | {v.label for v in variants()}
+
+
 def selected(opts: Options) -> list[tuple[Problem, Variant, tuple]]:
     """(problem, variant, stage counts) for everything the options select."""
     out = []
@@ -151,16 +156,14 @@ def _time(fn: Callable[[], None], opts: Options, rep_scale: float = 1.0) -> list
 MAX_SPREAD = 0.01  # interquartile range / median above which a row is re-timed, then flagged
 
 
-def _measure(fn: Callable[[], None], opts: Options, on_gpu: bool) -> dict:
+def _measure(fn: Callable[[], None], opts: Options) -> dict:
     """Time ``fn``; if the relative spread is above MAX_SPREAD, time it again with twice the repetitions and pool the
     samples (clocks often settle). Reads the GPU's clocks and throttle state right after."""
-    from suite.driver.meta import gpu_state
-
     samples = _time(fn, opts)
     if _spread(samples) > MAX_SPREAD:
         samples += _time(fn, opts, rep_scale=2.0)
     median, iqr = _stats(samples)
-    state = gpu_state() if on_gpu else {}
+    state = run_meta.gpu_state()
     return {"median_ms": median, "iqr_ms": iqr, "spread": iqr / median, "samples": len(samples), "measured": True,
             "sm_clock_mhz": state.get("sm_clock_mhz"), "temperature_c": state.get("temperature_c"),
             "throttled": state.get("throttled")}
@@ -169,6 +172,25 @@ def _measure(fn: Callable[[], None], opts: Options, on_gpu: bool) -> dict:
 def _spread(samples: list[float]) -> float:
     median, iqr = _stats(samples)
     return iqr / median
+
+
+def _throughput_and_flags(problem: Problem, size, group_rows: list[dict]) -> None:
+    """Throughput and ratio to the ceiling of one shape's measured rows; notes for noisy or throttled ones."""
+    work = problem.work(size)
+    ceiling_ms = next((r["median_ms"] for r in group_rows if r["ceiling"] and r["measured"]), None)
+    for row in group_rows:
+        if not row["measured"]:
+            continue
+        row["throughput"] = work / (row["median_ms"] * 1e-3) / problem.scale
+        if ceiling_ms:
+            row["ratio_to_ceiling"] = ceiling_ms / row["median_ms"]
+        flags = []
+        if row["spread"] > MAX_SPREAD:
+            flags.append(f"spread {100 * row['spread']:.1f}% > {100 * MAX_SPREAD:g}%")
+        if row.get("throttled"):
+            flags.append("GPU reported a clock slowdown (power/thermal) at the end of timing")
+        if flags:
+            row["note"] = "; ".join(([row["note"]] if row["note"] else []) + flags)
 
 
 def run(opts: Options, on_gpu: bool, progress: bool = True, device: torch.device | None = None) -> list[dict]:
@@ -231,7 +253,7 @@ def run(opts: Options, on_gpu: bool, progress: bool = True, device: torch.device
                 if variant is ceiling:
                     continue  # timed interleaved, below
                 timed = variant.factory(timing_inputs, problem.make_output(timing_inputs), stages)
-                row.update(_measure(timed, opts, on_gpu))
+                row.update(_measure(timed, opts))
                 time_ceiling()
 
             if ceiling_samples:
@@ -241,19 +263,6 @@ def run(opts: Options, on_gpu: bool, progress: bool = True, device: torch.device
                         row.update(median_ms=median, iqr_ms=iqr, spread=iqr / median, samples=len(ceiling_samples),
                                    measured=True, **ceiling_state,
                                    note="timed interleaved with every variant of this shape, samples pooled")
-            work = problem.work(size)
-            ceiling_ms = next((r["median_ms"] for r in group_rows if r["ceiling"] and r["measured"]), None)
-            for row in group_rows:
-                if row["measured"]:
-                    row["throughput"] = work / (row["median_ms"] * 1e-3) / problem.scale
-                    if ceiling_ms:
-                        row["ratio_to_ceiling"] = ceiling_ms / row["median_ms"]
-                    flags = []
-                    if row["spread"] is not None and row["spread"] > MAX_SPREAD:
-                        flags.append(f"spread {100 * row['spread']:.1f}% > {100 * MAX_SPREAD:g}%")
-                    if row.get("throttled"):
-                        flags.append("GPU reported a clock slowdown (power/thermal) at the end of timing")
-                    if flags:
-                        row["note"] = "; ".join(([row["note"]] if row["note"] else []) + flags)
+            _throughput_and_flags(problem, size, group_rows)
             rows.extend(group_rows)
     return rows

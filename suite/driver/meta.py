@@ -71,9 +71,10 @@ def collect(on_gpu: bool) -> dict:
         "mode": "gpu" if on_gpu else "cpu (Triton interpreter; PTX compiled, not run)",
     }
     try:
-        from suite.ptx.loader import nvrtc_version
+        from cuda.bindings import nvrtc
 
-        meta["nvrtc"] = "%d.%d" % nvrtc_version()
+        _, major, minor = nvrtc.nvrtcVersion()
+        meta["nvrtc"] = f"{major}.{minor}"
     except Exception as e:  # noqa: BLE001 - report, don't fail the run over a version string
         meta["nvrtc"] = f"unavailable ({e})"
     if on_gpu:

@@ -103,6 +103,21 @@ def table(rows: list[dict], fmt: str = "github") -> str:
     return "\n\n".join(blocks)
 
 
+def variant_table() -> str:
+    """The registered variants with their stage sweeps, roles, gates and whether they run here (--list)."""
+    from suite.registry import variants
+
+    rows = []
+    for v in variants():
+        reason = v.skip_reason()
+        rows.append([v.problem, v.backend, v.name, ",".join("-" if s is None else str(s) for s in v.stages),
+                     " ".join(role for role, on in (("baseline", v.baseline), ("ceiling", v.ceiling)) if on),
+                     (v.gate.__doc__ or v.gate.__name__).strip(), "yes" if reason is None else f"no: {reason}",
+                     v.description])
+    return tabulate(rows, headers=["problem", "backend", "variant", "stages", "role", "gate", "runs here", "what"],
+                    tablefmt="github")
+
+
 def _atomic_write(path: Path, text: str) -> None:
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
     with os.fdopen(fd, "w", newline="") as f:

@@ -8,7 +8,7 @@ The four steps are cuda.core's own: ``ProgramOptions`` / ``Program`` / ``compile
   corrupt entry is rebuilt instead of loaded;
 * compile errors that carry the .cu file name and the full NVRTC log;
 * launches on torch's current stream, with the kernel's dynamic shared-memory limit raised when it needs > 48 KiB;
-* a SASS and resource report of a cubin (via ``cuobjdump``), which works on a machine without a GPU.
+* a SASS and resource report of each instantiation (suite.sass, via ``cuobjdump``), without a GPU.
 
 Nothing here runs at import time.
 """
@@ -20,13 +20,11 @@ import hashlib
 import json
 import os
 import re
-import shutil
-import subprocess
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from suite.sass import instruction_classes, split_functions
+from suite.sass import disassemble, instruction_classes, resource_usage, split_functions
 
 CACHE_FORMAT = 1
 _HEADER_MAGIC = b"PIPESUITE-CUBIN"
@@ -290,47 +288,3 @@ def launch(kernel, grid, block, smem_bytes: int, *args) -> None:
 
 def num_sms() -> int:
     return int(_device().properties.multiprocessor_count)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# SASS and resources, with the cuobjdump that ships in Triton's wheel (or the toolkit's)
-# ---------------------------------------------------------------------------------------------------------------
-
-
-@functools.cache
-def cuobjdump() -> str:
-    try:
-        import triton
-
-        bundled = Path(triton.__file__).parent / "backends" / "nvidia" / "bin" / "cuobjdump"
-        if bundled.exists():
-            return str(bundled)
-    except ImportError:
-        pass
-    found = shutil.which("cuobjdump")
-    if not found:
-        raise FileNotFoundError("cuobjdump not found (neither in Triton's wheel nor on PATH)")
-    return found
-
-
-def _cuobjdump(cubin: bytes, *flags: str) -> str:
-    with tempfile.TemporaryDirectory() as d:
-        f = Path(d) / "k.cubin"
-        f.write_bytes(cubin)
-        return subprocess.run([cuobjdump(), *flags, str(f)], check=True, capture_output=True, text=True).stdout
-
-
-def disassemble(cubin: bytes) -> str:
-    return _cuobjdump(cubin, "-sass")
-
-
-_RES_RE = re.compile(r"Function (\S+):\s*\n?\s*REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)")
-
-
-def resource_usage(cubin: bytes) -> dict[str, dict[str, int]]:
-    """Per kernel symbol: registers per thread, stack frame, static shared memory and local memory (bytes)."""
-    text = _cuobjdump(cubin, "-res-usage")
-    return {
-        m[1]: {"registers": int(m[2]), "stack": int(m[3]), "static_smem": int(m[4]), "local": int(m[5])}
-        for m in _RES_RE.finditer(text)
-    }

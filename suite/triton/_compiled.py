@@ -4,7 +4,7 @@ from its cubin, occupancy from the same limits the hardware applies."""
 from __future__ import annotations
 
 from suite.info import KernelInfo
-from suite.sass import instruction_classes
+from suite.sass import disassemble, instruction_classes
 
 # Per-SM limits of sm_80 / sm_90 (identical on both): registers, threads, resident blocks.
 _REGS_PER_SM, _THREADS_PER_SM, _BLOCKS_PER_SM = 65536, 2048, 32
@@ -14,8 +14,6 @@ def kernel_info(compiled, smem_per_stage: int | None, config: str, grid: int) ->
     if compiled is None or not hasattr(compiled, "metadata"):  # interpreter: nothing was compiled
         return KernelInfo(smem_per_stage=smem_per_stage, config=config, grid=grid)
     import torch
-
-    from suite.ptx.loader import disassemble
 
     threads = compiled.metadata.num_warps * 32
     shared = int(compiled.metadata.shared)
