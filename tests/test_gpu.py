@@ -71,3 +71,15 @@ def test_ptx_gemm_refuses_a_ring_deeper_than_shared_memory(monkeypatch):
     a = torch.randn(64, 64, device="cuda").half()
     with pytest.raises(ValueError, match="shared memory"):
         gemm.Gemm(a, a, torch.empty_like(a), 5)
+
+
+def test_ptx_gemm_refuses_a_ring_that_does_not_fit_this_gpu():
+    """BLOCK_K = 64 at 5 stages needs 240 KiB of shared memory per block; an H100/H200 allows 227 KiB."""
+    from suite.ptx import gemm, loader
+
+    need = 5 * gemm.stage_bytes(64)
+    if need <= loader.device_smem_limit():
+        pytest.skip("this GPU fits a 240 KiB ring")
+    a = torch.randn(256, 256, device="cuda").half()
+    with pytest.raises(ValueError, match=f"needs {need} B of shared memory per block"):
+        gemm.Gemm(a, a, torch.empty_like(a), 5, block_k=64)
