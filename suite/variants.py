@@ -21,21 +21,11 @@ def _describe_ptx(module_name: str, exprs, stage_bytes) -> "callable":
 
         mod = importlib.import_module(f"suite.ptx.{module_name}")
         built = mod.build(arch)
-        res, classes = built.resources(), built.instruction_classes()
-        out = {}
-        for stages in mod.STAGES:
-            expr = exprs(mod, stages)
-            r = res[expr]
-            out[stages] = KernelInfo(
-                smem_per_stage=stage_bytes(mod),
-                smem_total=stages * stage_bytes(mod) + r.get("static_smem", 0),
-                registers=r.get("registers"),
-                spill_bytes=r.get("local", 0) + r.get("stack", 0),
-                threads=mod.THREADS,
-                sass=classes[expr],
-                config=f"{arch} cubin, {expr}",
-            )
-        return out
+        return {
+            stages: built.kernel_info(exprs(mod, stages), stage_bytes(mod), stages, threads=mod.THREADS,
+                                      config=f"{arch} cubin, {exprs(mod, stages)}")
+            for stages in mod.STAGES
+        }
 
     return describe
 

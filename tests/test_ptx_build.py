@@ -49,3 +49,12 @@ def test_sass_classifier_reads_real_listings():
     fake = "        /*0010*/                   LDSM.16.M88.4 R4, [R2] ;\n        /*0020*/  @!P0 HMMA.16816.F32 R8, R4, R6, R8 ;"
     got = instruction_classes(fake)
     assert got["ldmatrix"] == 1 and got["mma"] == 1 and got["async_copy"] == 0
+
+
+def test_kernel_info_from_the_cubin():
+    info = gemm.build("sm_90").kernel_info(gemm.name_expression(3, True, 64), gemm.stage_bytes(64), 3,
+                                           occupancy=1, threads=256, grid=42, config="c")
+    assert info.smem_per_stage == 48 * 1024 and info.smem_total >= 3 * 48 * 1024
+    assert 200 <= info.registers <= 255 and info.spill_bytes == 0
+    assert info.sass["mma"] > 0 and info.sass["ldmatrix"] > 0 and info.sass["async_copy"] > 0
+    assert (info.occupancy, info.threads, info.grid, info.config) == (1, 256, 42, "c")

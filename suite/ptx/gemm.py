@@ -9,7 +9,6 @@ import numpy as np
 import torch
 
 from suite.checks import check_cuda, check_same_device, check_shape, check_tensor
-from suite.info import KernelInfo
 from suite.ptx import loader
 
 SOURCE = Path(__file__).with_name("gemm.cu")
@@ -75,16 +74,8 @@ class Gemm:
             raise ValueError(f"stages={stages}: a block ({self.smem_bytes} B of shared memory) does not fit on an SM")
         self.grid = -(-m // BLOCK_M) * -(-n // BLOCK_N)
         self.args = (a.data_ptr(), b.data_ptr(), c.data_ptr(), np.int32(m), np.int32(n), np.int32(k))
-        res = module.resources()[expr]
-        self.info = KernelInfo(
-            smem_per_stage=stage_bytes(block_k),
-            smem_total=self.smem_bytes + res.get("static_smem", 0),
-            registers=res.get("registers"),
-            spill_bytes=res.get("local", 0) + res.get("stack", 0),
-            occupancy=blocks_per_sm,
-            threads=THREADS,
-            grid=self.grid,
-            sass=module.instruction_classes()[expr],
+        self.info = module.kernel_info(
+            expr, stage_bytes(block_k), stages, occupancy=blocks_per_sm, threads=THREADS, grid=self.grid,
             config=f"{BLOCK_M}x{BLOCK_N}x{block_k}, 8 warps 2x4, 64x64 warp tile"
             + ("" if n % 8 == 0 else ", N % 8 != 0: B through plain loads"),
         )

@@ -24,6 +24,7 @@ import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from suite.info import KernelInfo
 from suite.sass import disassemble, instruction_classes, resource_usage, split_functions
 
 CACHE_FORMAT = 1
@@ -149,6 +150,19 @@ class CompiledModule:
         """Per name expression: counts of the SASS instruction classes the driver reports (suite.sass)."""
         per_symbol = split_functions(self.sass())
         return {expr: instruction_classes(per_symbol.get(sym, "")) for expr, sym in self.symbols.items()}
+
+    def kernel_info(self, name_expression: str, smem_per_stage: int, stages: int, **fields) -> KernelInfo:
+        """What the tables report about one instantiation, from the cubin alone (no GPU): shared memory of its
+        ring plus static, registers, spills and SASS classes. ``fields`` add launch facts (occupancy, grid...)."""
+        res = self.resources()[name_expression]
+        return KernelInfo(
+            smem_per_stage=smem_per_stage,
+            smem_total=stages * smem_per_stage + res.get("static_smem", 0),
+            registers=res.get("registers"),
+            spill_bytes=res.get("local", 0) + res.get("stack", 0),
+            sass=self.instruction_classes()[name_expression],
+            **fields,
+        )
 
     def resources(self) -> dict[str, dict[str, int]]:
         """Per name expression: registers, stack, static shared memory and local memory, from cuobjdump -res-usage."""

@@ -9,7 +9,6 @@ import numpy as np
 import torch
 
 from suite.checks import check_cuda, check_same_device, check_shape, check_tensor
-from suite.info import KernelInfo
 from suite.ptx import loader
 
 SOURCE = Path(__file__).with_name("vector.cu")
@@ -58,17 +57,8 @@ class Scale2:
         num_tiles = -(-x.numel() // TILE_FLOATS)
         self.grid = -(-num_tiles // TILES_PER_BLOCK)  # each block streams a run of TILES_PER_BLOCK tiles
         self.args = (x.data_ptr(), y.data_ptr(), np.int64(x.numel()))
-        expr = name_expression(stages)
-        res = module.resources()[expr]
-        self.info = KernelInfo(
-            smem_per_stage=STAGE_BYTES,
-            smem_total=self.smem_bytes + res.get("static_smem", 0),
-            registers=res.get("registers"),
-            spill_bytes=res.get("local", 0) + res.get("stack", 0),
-            occupancy=blocks_per_sm,
-            threads=THREADS,
-            grid=self.grid,
-            sass=module.instruction_classes()[expr],
+        self.info = module.kernel_info(
+            name_expression(stages), STAGE_BYTES, stages, occupancy=blocks_per_sm, threads=THREADS, grid=self.grid,
             config=f"{TILE_FLOATS * 4 // 1024} KiB tiles, {TILES_PER_BLOCK} per block, {THREADS} threads",
         )
 
