@@ -47,3 +47,33 @@ def check_cuda(*named: tuple[str, torch.Tensor]) -> None:
     for name, t in named:
         if t.device.type != "cuda":
             raise ValueError(f"{name} must be a CUDA tensor for this backend (got device {t.device})")
+
+
+def check_stages(stages, allowed: tuple[int, ...]) -> None:
+    if stages not in allowed:
+        raise ValueError(f"stages must be one of {allowed} (got {stages})")
+
+
+def check_vector_operands(x: torch.Tensor, y: torch.Tensor) -> None:
+    """y = 2 * x: x and y fp32, 1-D, contiguous, 16-byte aligned, same device and shape, at least one element."""
+    check_tensor(x, "x", dtype=torch.float32, ndim=1)
+    check_tensor(y, "y", dtype=torch.float32, ndim=1)
+    check_same_device(("x", x), ("y", y))
+    check_shape(y, "y", tuple(x.shape))
+    if x.numel() < 1:
+        raise ValueError("x must hold at least one element")
+
+
+def check_gemm_operands(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> tuple[int, int, int]:
+    """C = A @ B: fp16, 2-D, contiguous, 16-byte aligned, same device, A (M x K), B (K x N), C (M x N), all >= 1.
+    Returns (M, N, K)."""
+    for name, t in (("a", a), ("b", b), ("c", c)):
+        check_tensor(t, name, dtype=torch.float16, ndim=2)
+    check_same_device(("a", a), ("b", b), ("c", c))
+    (m, k), (kb, n) = a.shape, b.shape
+    if kb != k:
+        raise ValueError(f"a's columns must equal b's rows (a is {m}x{k}, b is {kb}x{n})")
+    check_shape(c, "c", (m, n))
+    if min(m, n, k) < 1:
+        raise ValueError(f"M, N and K must be >= 1 (got M={m}, N={n}, K={k})")
+    return m, n, k

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from suite.checks import check_cuda, check_same_device, check_shape, check_tensor
+from suite.checks import check_cuda, check_gemm_operands, check_stages
 from suite.ptx import loader
 
 SOURCE = Path(__file__).with_name("gemm.cu")
@@ -38,19 +38,10 @@ def build(arch: str | None = None) -> loader.CompiledModule:
 
 
 def check_inputs(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int, block_k: int = 32) -> None:
-    if stages not in STAGES:
-        raise ValueError(f"stages must be one of {STAGES} (got {stages})")
+    check_stages(stages, STAGES)
     if block_k not in BLOCK_KS:
         raise ValueError(f"block_k must be one of {BLOCK_KS} (got {block_k})")
-    for name, t in (("a", a), ("b", b), ("c", c)):
-        check_tensor(t, name, dtype=torch.float16, ndim=2)
-    check_same_device(("a", a), ("b", b), ("c", c))
-    (m, k), (kb, n) = a.shape, b.shape
-    if kb != k:
-        raise ValueError(f"a's columns must equal b's rows (a is {m}x{k}, b is {kb}x{n})")
-    check_shape(c, "c", (m, n))
-    if min(m, n, k) < 1:
-        raise ValueError(f"M, N and K must be >= 1 (got M={m}, N={n}, K={k})")
+    m, n, k = check_gemm_operands(a, b, c)
     if k % 8:
         raise ValueError(f"K must be a multiple of 8 so that rows of A are whole 16-byte chunks (got K={k})")
     if max(m, n, k) >= 2**31:

@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from suite.checks import check_cuda, check_same_device, check_shape, check_tensor
+from suite.checks import check_cuda, check_stages, check_vector_operands
 from suite.ptx import loader
 
 SOURCE = Path(__file__).with_name("vector.cu")
@@ -32,14 +32,8 @@ def build(arch: str | None = None) -> loader.CompiledModule:
 
 
 def check_inputs(x: torch.Tensor, y: torch.Tensor, stages: int) -> None:
-    if stages not in STAGES:
-        raise ValueError(f"stages must be one of {STAGES} (got {stages})")
-    check_tensor(x, "x", dtype=torch.float32, ndim=1)
-    check_tensor(y, "y", dtype=torch.float32, ndim=1)
-    check_same_device(("x", x), ("y", y))
-    check_shape(y, "y", tuple(x.shape))
-    if x.numel() < 1:
-        raise ValueError("x must hold at least one element")
+    check_stages(stages, STAGES)
+    check_vector_operands(x, y)
     check_cuda(("x", x), ("y", y))
 
 

@@ -7,7 +7,7 @@ import torch
 import triton
 import triton.language as tl
 
-from suite.checks import check_same_device, check_shape, check_tensor
+from suite.checks import check_gemm_operands, check_stages
 from suite.triton._compiled import kernel_info
 
 STAGES = (1, 2, 3, 4, 5)
@@ -99,18 +99,6 @@ def tuning_configs() -> list[triton.Config]:
 gemm_kernel_tuned = triton.autotune(configs=tuning_configs(), key=["M", "N", "K", "ALIGNED"])(triton.jit(gemm_kernel.fn))
 
 
-def check_inputs(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> None:
-    for name, t in (("a", a), ("b", b), ("c", c)):
-        check_tensor(t, name, dtype=torch.float16, ndim=2)
-    check_same_device(("a", a), ("b", b), ("c", c))
-    (m, k), (kb, n) = a.shape, b.shape
-    if kb != k:
-        raise ValueError(f"a's columns must equal b's rows (a is {m}x{k}, b is {kb}x{n})")
-    check_shape(c, "c", (m, n))
-    if min(m, n, k) < 1:
-        raise ValueError(f"M, N and K must be >= 1 (got M={m}, N={n}, K={k})")
-
-
 def _args(a, b, c):
     m, k = a.shape
     n = b.shape[1]
@@ -126,9 +114,8 @@ class Gemm:
     """The 128x256x32 tile, 8 warps, at ``stages``: ``Gemm(a, b, c, 3)()`` writes c = a @ b."""
 
     def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int):
-        if stages not in STAGES:
-            raise ValueError(f"stages must be one of {STAGES} (got {stages})")
-        check_inputs(a, b, c)
+        check_stages(stages, STAGES)
+        check_gemm_operands(a, b, c)
         self.args, self.stages, self.aligned = _args(a, b, c), stages, _aligned(a, b, c)
         m, n = c.shape
         self.grid = triton.cdiv(m, BLOCK_M) * triton.cdiv(n, BLOCK_N)
@@ -150,7 +137,7 @@ class TunedGemm:
     """triton.autotune over tuning_configs(); the chosen config is reported in ``info.config`` (GPU only)."""
 
     def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor):
-        check_inputs(a, b, c)
+        check_gemm_operands(a, b, c)
         self.args, self.aligned = _args(a, b, c), _aligned(a, b, c)
         m, n = c.shape
         self.grid = lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)

@@ -7,7 +7,7 @@ import torch
 import triton
 import triton.language as tl
 
-from suite.checks import check_same_device, check_shape, check_tensor
+from suite.checks import check_stages, check_vector_operands
 from suite.triton._compiled import kernel_info
 
 STAGES = (1, 2, 3, 4)
@@ -40,14 +40,8 @@ def scale2_kernel(
 
 
 def check_inputs(x: torch.Tensor, y: torch.Tensor, stages: int) -> None:
-    if stages not in STAGES:
-        raise ValueError(f"stages must be one of {STAGES} (got {stages})")
-    check_tensor(x, "x", dtype=torch.float32, ndim=1)
-    check_tensor(y, "y", dtype=torch.float32, ndim=1)
-    check_same_device(("x", x), ("y", y))
-    check_shape(y, "y", tuple(x.shape))
-    if x.numel() < 1:
-        raise ValueError("x must hold at least one element")
+    check_stages(stages, STAGES)
+    check_vector_operands(x, y)
 
 
 def num_programs(n: int) -> int:
