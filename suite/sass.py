@@ -79,6 +79,7 @@ def _cuobjdump(cubin: bytes, *flags: str) -> str:
         return subprocess.run([cuobjdump(), *flags, str(f)], check=True, capture_output=True, text=True).stdout
 
 
+@functools.lru_cache(maxsize=64)  # the same cubin is asked about by each launcher built from it
 def disassemble(cubin: bytes) -> str:
     return _cuobjdump(cubin, "-sass")
 
@@ -86,6 +87,7 @@ def disassemble(cubin: bytes) -> str:
 _RES_RE = re.compile(r"Function (\S+):\s*\n?\s*REG:(\d+) STACK:(\d+) SHARED:(\d+) LOCAL:(\d+)")
 
 
+@functools.lru_cache(maxsize=64)
 def resource_usage(cubin: bytes) -> dict[str, dict[str, int]]:
     """Per kernel symbol: registers per thread, stack frame, static shared memory and local memory (bytes)."""
     text = _cuobjdump(cubin, "-res-usage")

@@ -126,7 +126,6 @@ class CompiledModule:
     symbols: dict[str, str]
     from_cache: bool
     _kernels: dict = field(default_factory=dict, repr=False)
-    _memo: dict = field(default_factory=dict, repr=False)  # cuobjdump reports, computed once per module
 
     def kernel(self, name_expression: str):
         """The cuda.core Kernel for one template instantiation, e.g. ``"scale2_pipeline<3>"`` (needs a GPU)."""
@@ -142,9 +141,7 @@ class CompiledModule:
         return self._kernels[name_expression]
 
     def sass(self) -> str:
-        if "sass" not in self._memo:
-            self._memo["sass"] = disassemble(self.cubin)
-        return self._memo["sass"]
+        return disassemble(self.cubin)  # cached per cubin
 
     def instruction_classes(self) -> dict[str, dict[str, int]]:
         """Per name expression: counts of the SASS instruction classes the driver reports (suite.sass)."""
@@ -166,9 +163,7 @@ class CompiledModule:
 
     def resources(self) -> dict[str, dict[str, int]]:
         """Per name expression: registers, stack, static shared memory and local memory, from cuobjdump -res-usage."""
-        if "usage" not in self._memo:
-            self._memo["usage"] = resource_usage(self.cubin)
-        usage = self._memo["usage"]
+        usage = resource_usage(self.cubin)  # cached per cubin
         return {expr: usage.get(sym, {}) for expr, sym in self.symbols.items()}
 
 
