@@ -185,7 +185,7 @@ def write(rows: list[dict], meta: dict, out_dir: Path) -> list[Path]:
     to temporary names first and renamed into place, so an interrupted run leaves no half-written file."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    md = f"# pipesuite results\n\n" + "\n".join(f"- {k}: {v}" for k, v in meta.items()) + "\n\n" + table(rows) + "\n"
+    md = "# pipesuite results\n\n" + "\n".join(f"- {k}: {v}" for k, v in meta.items()) + "\n\n" + table(rows) + "\n"
     for name, text in (("table.md", md), ("results.csv", to_csv(rows)),
                        ("results.json", json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))):
         _atomic_write(out_dir / name, text)

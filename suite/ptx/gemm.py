@@ -23,9 +23,6 @@ def stage_bytes(block_k: int = 32) -> int:
     return (BLOCK_M * block_k + block_k * BLOCK_N) * 2
 
 
-STAGE_BYTES = stage_bytes(32)  # 24 KiB, the seed's
-
-
 def name_expression(stages: int, n_aligned: bool, block_k: int = 32) -> str:
     return f"gemm_f16_f32acc<{stages}, {'true' if n_aligned else 'false'}, {block_k}>"
 
