@@ -41,6 +41,16 @@ def needs_gpu(min_capability: tuple[int, int] = (8, 0)) -> Callable[[], str | No
     return gate
 
 
+def needs_sm90a() -> str | None:
+    """Kernels built for sm_90a (wgmma, setmaxnreg): that code runs on compute capability 9.0 exactly."""
+    if not torch.cuda.is_available():
+        return "needs a CUDA GPU of compute capability 9.0 (sm_90a: wgmma, setmaxnreg)"
+    cc = torch.cuda.get_device_capability()
+    if cc != (9, 0):
+        return f"needs compute capability 9.0 exactly: sm_90a code (wgmma, setmaxnreg) (this GPU: {cc[0]}.{cc[1]})"
+    return None
+
+
 def gpu_or_interpreter() -> str | None:
     if torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET") == "1":
         return None

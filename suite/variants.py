@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 
 from suite.info import KernelInfo
-from suite.registry import anywhere, gpu_or_interpreter, needs_gpu, register
+from suite.registry import anywhere, gpu_or_interpreter, needs_gpu, needs_sm90a, register
 
 
 def _describe_ptx(module_name: str, exprs, stage_bytes) -> "callable":
@@ -96,11 +96,12 @@ def triton_gemm(inputs, out, stages):
 
 
 @register(
-    "gemm", "triton", "tuned", gate=needs_gpu((8, 0)),
-    description="triton.autotune over a few Hopper-friendly tiles and depths (suite.triton.gemm.tuning_configs)",
+    "gemm", "triton", "tuned", gate=needs_gpu((9, 0)),
+    description="triton.autotune over tiles, depths and both schedules (one program per tile, persistent) of the "
+                "tensor-descriptor kernel (suite.triton.gemm_desc.tuning_configs)",
 )
 def triton_gemm_tuned(inputs, out, stages):
-    from suite.triton.gemm import TunedGemm
+    from suite.triton.gemm_desc import TunedGemm
 
     return TunedGemm(*inputs, out)
 
@@ -125,3 +126,66 @@ def ptx_gemm_k64(inputs, out, stages):
     from suite.ptx.gemm import Gemm
 
     return Gemm(*inputs, out, stages, block_k=64)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# gemm on Hopper: TMA + mbarrier + wgmma (PTX), tensor descriptors (Triton)
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _describe_tma(config_name: str) -> "callable":
+    """describe(arch) for a gemm_tma.cu config: always built for sm_90a (wgmma exists only there), whatever arch the
+    driver asks for."""
+
+    def describe(arch: str) -> dict[int, KernelInfo]:
+        from suite.ptx import gemm_tma
+
+        config = gemm_tma.CONFIGS[config_name]
+        built = gemm_tma.build()
+        return {
+            stages: built.kernel_info(config.name_expression(stages), config.stage_bytes, stages,
+                                      threads=config.threads,
+                                      config=f"{gemm_tma.ARCH} cubin, {config.name_expression(stages)}")
+            for stages in config.stages
+        }
+
+    return describe
+
+
+def _register_tma(config_name: str, stages: tuple, description: str) -> None:
+    def factory(inputs, out, s):
+        from suite.ptx.gemm_tma import CONFIGS, Gemm
+
+        return Gemm(*inputs, out, CONFIGS[config_name], s)
+
+    register("gemm", "ptx", f"{config_name} tma+wgmma", stages=stages, gate=needs_sm90a,
+             describe=_describe_tma(config_name), description=description)(factory)
+
+
+# The ladder (suite/ptx/gemm_tma.py CONFIGS): each rung adds one technique. Stage lists are every ring that fits.
+_register_tma("128x128x64 ws", (2, 3, 4, 5, 6),
+              "TMA into an mbarrier ring (full/empty per stage), wgmma from shared memory; 1 producer warp, "
+              "1 consumer warpgroup, setmaxnreg")
+_register_tma("128x256x64 ws 2wg", (2, 3, 4), "the same with two consumer warpgroups (64x256 each): twice the tile")
+_register_tma("128x256x64 ws 2wg persistent", (2, 3, 4),
+              "the same, persistent: one block per SM walks the tiles (grouped), the ring runs on across tiles")
+
+
+@register(
+    "gemm", "triton", "128x256x64 desc", stages=(2, 3, 4), gate=gpu_or_interpreter,
+    description="tensor descriptors (TMA on Hopper), one program per tile, 8 warps, swept over num_stages",
+)
+def triton_gemm_desc(inputs, out, stages):
+    from suite.triton.gemm_desc import DescGemm
+
+    return DescGemm(*inputs, out, stages, persistent=False)
+
+
+@register(
+    "gemm", "triton", "128x256x64 desc persistent", stages=(2, 3), gate=gpu_or_interpreter,
+    description="tensor descriptors, one program per SM over all tiles (tl.range(..., flatten=True)), 8 warps",
+)
+def triton_gemm_desc_persistent(inputs, out, stages):
+    from suite.triton.gemm_desc import DescGemm
+
+    return DescGemm(*inputs, out, stages, persistent=True)

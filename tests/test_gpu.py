@@ -43,6 +43,10 @@ GEMM_SHAPES = [
     (333, 77, 24),  # odd N, K < BLOCK_K
     (1100, 700, 264),  # 9 x 3 tiles: a rasterization group cut short
     (2048, 2048, 2048),
+    (257, 129, 24),  # the Hopper kernels' odd shapes: N odd (B copied to a padded pitch for TMA)
+    (4000, 3000, 1000),  # K % 64 != 0: the last K tile is partly past the edge (TMA zero-fills it)
+    (8191, 8193, 4104),  # every dimension ragged, large
+    (128, 256, 65536),  # one tile, a long K loop: the ring wraps many times
 ]
 
 

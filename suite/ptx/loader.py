@@ -17,9 +17,11 @@ from __future__ import annotations
 
 import functools
 import hashlib
+import io
 import json
 import os
 import re
+import sys
 import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -87,9 +89,10 @@ def cache_key(path: Path, arch: str, defines: tuple[str, ...], name_expressions:
     return h.hexdigest()
 
 
-def _write_entry(entry: Path, cubin: bytes, symbols: dict[str, str]) -> None:
+def _write_entry(entry: Path, cubin: bytes, symbols: dict[str, str], log: str = "") -> None:
     """Atomic write: a temp file in the same directory, then os.replace. Readers see the old entry or the new."""
-    header = json.dumps({"sha256": hashlib.sha256(cubin).hexdigest(), "size": len(cubin), "symbols": symbols})
+    header = json.dumps({"sha256": hashlib.sha256(cubin).hexdigest(), "size": len(cubin), "symbols": symbols,
+                         "log": log})
     entry.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=entry.name, suffix=".tmp")
     try:
@@ -101,8 +104,8 @@ def _write_entry(entry: Path, cubin: bytes, symbols: dict[str, str]) -> None:
         raise
 
 
-def _read_entry(entry: Path) -> tuple[bytes, dict[str, str]] | None:
-    """The cached cubin and symbol map, or None when the entry is missing, truncated or corrupt."""
+def _read_entry(entry: Path) -> tuple[bytes, dict[str, str], str] | None:
+    """The cached cubin, symbol map and build log, or None when the entry is missing, truncated or corrupt."""
     try:
         blob = entry.read_bytes()
         magic, header, cubin = blob.split(b"\n", 2)
@@ -111,7 +114,7 @@ def _read_entry(entry: Path) -> tuple[bytes, dict[str, str]] | None:
             return None
         if hashlib.sha256(cubin).hexdigest() != meta["sha256"]:
             return None
-        return cubin, dict(meta["symbols"])
+        return cubin, dict(meta["symbols"]), str(meta.get("log", ""))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -125,6 +128,7 @@ class CompiledModule:
     cubin: bytes
     symbols: dict[str, str]
     from_cache: bool
+    log: str = ""  # NVRTC's and ptxas's warnings from the build (empty when there were none)
     _kernels: dict = field(default_factory=dict, repr=False)
 
     def kernel(self, name_expression: str):
@@ -184,8 +188,8 @@ def compile_cu(
     key = cache_key(path, arch, tuple(defines), name_expressions)
     entry = cache_dir() / f"{path.stem}-{arch}-{key[:32]}.cubin"
     if use_cache and (hit := _read_entry(entry)) is not None:
-        cubin, symbols = hit
-        return CompiledModule(path, arch, cubin, symbols, from_cache=True)
+        cubin, symbols, log = hit
+        return CompiledModule(path, arch, cubin, symbols, from_cache=True, log=log)
 
     from cuda.core import Program, ProgramOptions
     from cuda.core._utils.cuda_utils import NVRTCError
@@ -194,8 +198,9 @@ def compile_cu(
         name=str(path), arch=arch, std="c++17", include_path=[str(path.parent)], define_macro=list(defines) or None
     )
     program = Program(path.read_text(), code_type="c++", options=program_options)
+    warnings = io.StringIO()  # the build log of a successful compile: ptxas warnings such as C7510 land here
     try:
-        obj, log = program.compile("cubin", name_expressions=name_expressions), None
+        obj, log = program.compile("cubin", name_expressions=name_expressions, logs=warnings), None
     except NVRTCError as e:
         obj, log = None, str(e).rstrip("\x00")
     del program  # released here, not later from a traceback's frame (cuda.core's finalizer dislikes late teardown)
@@ -203,9 +208,12 @@ def compile_cu(
         raise KernelCompileError(path, arch, log)
     symbols = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in obj.symbol_mapping.items()}
     cubin = bytes(obj.code)
+    build_log = warnings.getvalue().rstrip("\x00").strip()
+    if build_log:
+        print(f"{path.name} ({arch}): {build_log}", file=sys.stderr)  # warnings are shown, never swallowed
     if use_cache:
-        _write_entry(entry, cubin, symbols)
-    return CompiledModule(path, arch, cubin, symbols, from_cache=False)
+        _write_entry(entry, cubin, symbols, build_log)
+    return CompiledModule(path, arch, cubin, symbols, from_cache=False, log=build_log)
 
 
 # ---------------------------------------------------------------------------------------------------------------

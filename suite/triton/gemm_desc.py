@@ -1,0 +1,207 @@
+"""C = A @ B (fp16 in, fp32 accumulate, fp16 out) in Triton through tensor descriptors (TMA on Hopper), one program
+per output tile or persistent (one program per SM looping over tiles), swept over ``num_stages``; and the ``tuned``
+launcher, which lets triton.autotune pick among these kernels' tiles, depths and both schedules.
+
+Tensor descriptors need every row pitch to be a multiple of 16 bytes. When K or N is not a multiple of 8, the
+launcher copies A or B into a buffer with a padded pitch on every call (counted in the time, said in the config)."""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from suite.checks import check_gemm_operands, check_stages
+from suite.triton._compiled import kernel_info
+
+BLOCK_M, BLOCK_N, BLOCK_K = 128, 256, 64
+NUM_WARPS = 8
+GROUP_M = 8
+STAGES = (2, 3, 4)  # 4 stages of 128x256x64 need 192 KiB of ring
+STAGES_PERSISTENT = (2, 3)  # the persistent kernel also stages its C tile in shared memory: 4 does not fit
+
+
+@triton.jit
+def _tile_origin(tile, tiles_m, tiles_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+    """Tile index -> first row and column of C, GROUP_M tile rows at a time (programs in flight share L2)."""
+    group_size = GROUP_M * tiles_n
+    first_m = (tile // group_size) * GROUP_M
+    group_rows = min(tiles_m - first_m, GROUP_M)
+    tile_m = first_m + (tile % group_size) % group_rows
+    tile_n = (tile % group_size) // group_rows
+    return tile_m * BLOCK_M, tile_n * BLOCK_N
+
+
+@triton.jit
+def gemm_desc_kernel(
+    # pointers
+    a_ptr,
+    b_ptr,
+    c_ptr,
+    # sizes
+    M,
+    N,
+    K,
+    # row pitches (elements; the column stride is 1)
+    stride_am,
+    stride_bk,
+    stride_cm,
+    # how many programs walk the tiles (the SM count when PERSISTENT)
+    NUM_PROGRAMS,
+    # meta-parameters
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    PERSISTENT: tl.constexpr,  # loop over tiles (one program per SM) instead of one program per tile
+    C_DESC: tl.constexpr,  # store C through a descriptor too (its rows have a 16-byte pitch)
+):
+    # -- descriptors: shape, strides and box of each operand; the TMA unit zero-fills reads past the edges --
+    a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
+    b_desc = tl.make_tensor_descriptor(b_ptr, shape=[K, N], strides=[stride_bk, 1], block_shape=[BLOCK_K, BLOCK_N])
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    num_tiles = tiles_m * tiles_n
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    step = NUM_PROGRAMS if PERSISTENT else num_tiles  # non-persistent: the loop below runs once
+
+    # -- iterate over this program's tiles and, inside, over K: flatten=True lets the pipeliner (num_stages) run
+    #    the loads of the next tile while the current one finishes --
+    for tile in tl.range(tl.program_id(0), num_tiles, step, flatten=True):
+        m0, n0 = _tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+        for kt in range(k_tiles):
+            a = a_desc.load([m0, kt * BLOCK_K])
+            b = b_desc.load([kt * BLOCK_K, n0])
+            acc = tl.dot(a, b, acc)
+
+        # -- write back, fp32 -> fp16 --
+        if C_DESC:
+            c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
+                                               block_shape=[BLOCK_M, BLOCK_N])
+            c_desc.store([m0, n0], acc.to(tl.float16))
+        else:
+            rows = m0 + tl.arange(0, BLOCK_M)
+            cols = n0 + tl.arange(0, BLOCK_N)
+            c_ptrs = c_ptr + rows[:, None].to(tl.int64) * stride_cm + cols[None, :]
+            tl.store(c_ptrs, acc.to(tl.float16), mask=(rows[:, None] < M) & (cols[None, :] < N))
+
+
+def _alloc_scratch(size: int, alignment: int, stream):
+    """Global scratch Triton asks for when a kernel builds tensor descriptors on the device."""
+    return torch.empty(size, dtype=torch.int8, device="cuda")
+
+
+def _num_programs_limit(device: torch.device) -> int:
+    if device.type == "cuda":
+        return torch.cuda.get_device_properties(device).multi_processor_count
+    return 4  # the interpreter: a few programs, so the persistent loop really walks several tiles
+
+
+class _Operands:
+    """A and B as the descriptors need them: rows of a 16-byte pitch (a padded copy per call where K or N is not
+    a multiple of 8), and whether C can be stored through a descriptor too."""
+
+    def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor):
+        (m, k), n = a.shape, b.shape[1]
+        self.a, self.b, self.c = a, b, c
+        self.a_padded = torch.zeros(m, -(-k // 8) * 8, dtype=a.dtype, device=a.device) if k % 8 else None
+        self.b_padded = torch.zeros(k, -(-n // 8) * 8, dtype=b.dtype, device=b.device) if n % 8 else None
+        self.c_desc = n % 8 == 0 and c.data_ptr() % 16 == 0
+        self.note = "".join([", K % 8 != 0: A copied to a padded pitch per call" if k % 8 else "",
+                             ", N % 8 != 0: B copied to a padded pitch per call" if n % 8 else ""])
+
+    def args(self) -> tuple:
+        """Refresh the padded copies and return (a, b, c, M, N, K, pitches) for the kernel."""
+        a, b = self.a, self.b
+        if self.a_padded is not None:
+            self.a_padded[:, : a.shape[1]].copy_(a)
+            a = self.a_padded
+        if self.b_padded is not None:
+            self.b_padded[:, : b.shape[1]].copy_(b)
+            b = self.b_padded
+        m, k = self.a.shape
+        n = self.b.shape[1]
+        return (a, b, self.c, m, n, k, a.stride(0), b.stride(0), self.c.stride(0))
+
+
+class DescGemm:
+    """The 128x256x64 tile, 8 warps, through descriptors, at ``stages``: one program per tile or persistent."""
+
+    def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int, persistent: bool):
+        check_stages(stages, STAGES_PERSISTENT if persistent else STAGES)
+        check_gemm_operands(a, b, c)
+        triton.set_allocator(_alloc_scratch)
+        self.operands, self.stages, self.persistent = _Operands(a, b, c), stages, persistent
+        m, n = c.shape
+        tiles = triton.cdiv(m, BLOCK_M) * triton.cdiv(n, BLOCK_N)
+        self.grid = min(tiles, _num_programs_limit(a.device)) if persistent else tiles
+        self.config = (f"{BLOCK_M}x{BLOCK_N}x{BLOCK_K}, num_warps={NUM_WARPS}, num_stages={stages}, tensor descriptors"
+                       + (", persistent" if persistent else "") + self.operands.note)
+        self.info = kernel_info(None, (BLOCK_M * BLOCK_K + BLOCK_K * BLOCK_N) * 2, self.config, self.grid)
+        self._compiled = False
+
+    def __call__(self) -> None:
+        compiled = gemm_desc_kernel[(self.grid,)](
+            *self.operands.args(), self.grid, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,
+            PERSISTENT=self.persistent, C_DESC=self.operands.c_desc, num_warps=NUM_WARPS, num_stages=self.stages,
+        )
+        if not self._compiled and compiled is not None:
+            self._compiled = True
+            self.info = kernel_info(compiled, self.info.smem_per_stage, self.config, self.grid)
+
+
+def tuning_configs() -> list[triton.Config]:
+    """The space the ``tuned`` variant searches: Hopper-friendly tiles at their deeper fitting pipelines, one program
+    per tile and persistent."""
+    return [
+        triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": GROUP_M, "PERSISTENT": p},
+                      num_stages=s, num_warps=w)
+        for bm, bn, bk, s, w, p in (
+            (128, 256, 64, 3, 8, True),
+            (128, 256, 64, 3, 8, False),
+            (128, 256, 64, 4, 8, False),
+            (256, 128, 64, 3, 8, True),
+            (128, 128, 64, 4, 4, True),
+            (128, 128, 64, 4, 8, False),
+            (128, 128, 64, 5, 8, False),
+        )
+    ]
+
+
+gemm_desc_kernel_tuned = triton.autotune(configs=tuning_configs(), key=["M", "N", "K", "C_DESC"])(
+    triton.jit(gemm_desc_kernel.fn))
+
+
+class TunedGemm:
+    """triton.autotune over tuning_configs(); the chosen config is reported in ``info.config`` (GPU only)."""
+
+    def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor):
+        check_gemm_operands(a, b, c)
+        triton.set_allocator(_alloc_scratch)
+        self.operands = _Operands(a, b, c)
+        m, n = c.shape
+        limit = _num_programs_limit(a.device)
+        self.num_programs = lambda meta: (
+            min(limit, triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"])) if meta["PERSISTENT"]
+            else triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]))
+        self.limit = limit
+        self.info = kernel_info(None, None, "autotuned", 0)
+        self._compiled = False
+
+    def __call__(self) -> None:
+        # NUM_PROGRAMS must equal the grid; the persistent configs use the SM count, the others one per tile, and
+        # the kernel only reads NUM_PROGRAMS when PERSISTENT.
+        compiled = gemm_desc_kernel_tuned[lambda meta: (self.num_programs(meta),)](
+            *self.operands.args(), self.limit, C_DESC=self.operands.c_desc)
+        if not self._compiled and compiled is not None:
+            self._compiled = True
+            cfg = gemm_desc_kernel_tuned.best_config
+            bm, bn, bk = cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"], cfg.kwargs["BLOCK_K"]
+            self.info = kernel_info(
+                compiled, (bm * bk + bk * bn) * 2,
+                f"{bm}x{bn}x{bk}, num_warps={cfg.num_warps}, num_stages={cfg.num_stages}, tensor descriptors"
+                + (", persistent" if cfg.kwargs["PERSISTENT"] else "") + " (autotuned)" + self.operands.note,
+                self.num_programs(cfg.kwargs),
+            )
+            self.info.stages = cfg.num_stages
