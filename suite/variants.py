@@ -169,10 +169,12 @@ _register_tma("128x128x64 ws", (2, 3, 4, 5, 6),
 _register_tma("128x256x64 ws 2wg", (2, 3, 4), "the same with two consumer warpgroups (64x256 each): twice the tile")
 _register_tma("128x256x64 ws 2wg persistent", (2, 3, 4),
               "the same, persistent: one block per SM walks the tiles (grouped), the ring runs on across tiles")
+_register_tma("128x256x64 ws 2wg persistent tma-store", (2, 3),
+              "the same, its epilogue staged in shared memory and stored with TMA while the next tile starts")
 
 
 @register(
-    "gemm", "triton", "128x256x64 desc", stages=(2, 3, 4), gate=gpu_or_interpreter,
+    "gemm", "triton", "128x256x64 desc", stages=(2, 3), gate=gpu_or_interpreter,
     description="tensor descriptors (TMA on Hopper), one program per tile, 8 warps, swept over num_stages",
 )
 def triton_gemm_desc(inputs, out, stages):

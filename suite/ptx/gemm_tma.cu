@@ -29,7 +29,13 @@
 // ring runs on across tiles, so the producer prefetches the next tile while the consumers store this one. Otherwise
 // one block per tile.
 //
-// Template parameters: STAGES (ring depth, 2..), BLOCK_N (128 or 256), CONSUMERS (1 or 2 warpgroups), PERSISTENT.
+// TMA_STORE: the epilogue writes each consumer's accumulators (fp16) into a swizzled shared-memory staging tile and
+// one thread per warpgroup stores it with TMA (whole 128-byte rows instead of 4-byte pieces per thread); the store
+// runs on while the warpgroup starts its next tile. Needs C's rows at a 16-byte pitch (N % 8 == 0); otherwise, and
+// when TMA_STORE is false, each thread stores its accumulators straight to C.
+//
+// Template parameters: STAGES (ring depth, 2..), BLOCK_N (128 or 256), CONSUMERS (1 or 2 warpgroups), PERSISTENT,
+// TMA_STORE.
 // Build for sm_90a with NDEBUG: wgmma and setmaxnreg exist only there, and a non-inlined call (an assert) inside the
 // wgmma region makes ptxas serialize every wgmma (warning C7510).
 
@@ -73,15 +79,23 @@ struct Tile {
     static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;   // what one stage's full barrier expects
 };
 
-// Dynamic shared memory: [A stage 0 .. STAGES-1][B stage 0 .. STAGES-1][full[STAGES]][empty[STAGES]], based at a
-// 1024-byte boundary (the swizzle atoms must be aligned; the launcher adds 1 KiB of slack for it).
-template <int STAGES, int BLOCK_N, int CONSUMERS>
+// Dynamic shared memory: [A stage 0 .. STAGES-1][B stage 0 .. STAGES-1][C staging, TMA_STORE only]
+// [full[STAGES]][empty[STAGES]], based at a 1024-byte boundary (the swizzle atoms must be aligned; the launcher adds
+// 1 KiB of slack for it). C staging: per consumer warpgroup, per m64 tile, BLOCK_N / 64 boxes of 64 x 64 halves.
+template <int STAGES, int BLOCK_N, int CONSUMERS, bool TMA_STORE>
 struct SmemLayout {
     using T = Tile<BLOCK_N, CONSUMERS>;
+    static constexpr int C_BOX_BYTES = 64 * SWIZZLE_BYTES;  // 8 KiB: 64 rows of 64 halves
+    static constexpr int C_BYTES = TMA_STORE ? BLOCK_M * BLOCK_N * 2 : 0;
     unsigned base;
     __device__ __forceinline__ unsigned a(int stage) const { return base + stage * T::A_BYTES; }
     __device__ __forceinline__ unsigned b(int stage) const { return base + STAGES * T::A_BYTES + stage * T::B_BYTES; }
-    __device__ __forceinline__ unsigned full(int stage) const { return base + STAGES * T::STAGE_BYTES + stage * 8; }
+    __device__ __forceinline__ unsigned c_box(int wg, int mt, int box) const {
+        return base + STAGES * T::STAGE_BYTES + ((wg * T::WG_M_TILES + mt) * T::B_BOXES + box) * C_BOX_BYTES;
+    }
+    __device__ __forceinline__ unsigned full(int stage) const {
+        return base + STAGES * T::STAGE_BYTES + C_BYTES + stage * 8;
+    }
     __device__ __forceinline__ unsigned empty(int stage) const { return full(STAGES) + stage * 8; }
 };
 
@@ -129,9 +143,9 @@ __device__ __forceinline__ void tile_origin(int tile, int tiles_m, int tiles_n, 
 // ---------------------------------------------------------------------------------------------------------------
 // producer: one thread fills the ring, STAGES K tiles ahead of the consumers at most.
 // ---------------------------------------------------------------------------------------------------------------
-template <int STAGES, int BLOCK_N, int CONSUMERS, bool PERSISTENT>
+template <int STAGES, int BLOCK_N, int CONSUMERS, bool PERSISTENT, bool TMA_STORE>
 __device__ __forceinline__ void producer(const TensorMap& tmap_a, const TensorMap& tmap_b,
-                                         const SmemLayout<STAGES, BLOCK_N, CONSUMERS>& smem, int tiles_m, int tiles_n,
+                                         const SmemLayout<STAGES, BLOCK_N, CONSUMERS, TMA_STORE>& smem, int tiles_m, int tiles_n,
                                          int num_k_tiles) {
     using T = Tile<BLOCK_N, CONSUMERS>;
     RingPosition write;  // smem_write_stage and its lap's parity
@@ -160,10 +174,10 @@ __device__ __forceinline__ void producer(const TensorMap& tmap_a, const TensorMa
 // ---------------------------------------------------------------------------------------------------------------
 // consumer: one warpgroup's mainloop over the K tiles of one output tile.
 // ---------------------------------------------------------------------------------------------------------------
-template <int STAGES, int BLOCK_N, int CONSUMERS>
+template <int STAGES, int BLOCK_N, int CONSUMERS, bool TMA_STORE>
 __device__ __forceinline__ void consumer_mainloop(float (&acc)[Tile<BLOCK_N, CONSUMERS>::WG_M_TILES]
                                                              [Tile<BLOCK_N, CONSUMERS>::ACC],
-                                                  const SmemLayout<STAGES, BLOCK_N, CONSUMERS>& smem,
+                                                  const SmemLayout<STAGES, BLOCK_N, CONSUMERS, TMA_STORE>& smem,
                                                   RingPosition& read, int num_k_tiles, int wg_row0, bool release) {
     using T = Tile<BLOCK_N, CONSUMERS>;
 #pragma unroll
@@ -243,14 +257,55 @@ __device__ __forceinline__ void store_tile(half_bits* C, int M, int N, int row0,
         }
 }
 
-template <int STAGES, int BLOCK_N, int CONSUMERS, bool PERSISTENT>
+// Epilogue through shared memory: accumulators -> fp16 -> this warpgroup's swizzled staging boxes -> TMA store.
+// The staging boxes use the 128-byte swizzle of the C tensor map, which also keeps these 4-byte stores free of bank
+// conflicts (the 8 rows a warp writes per column chunk land in 8 different 16-byte slots).
+template <int STAGES, int BLOCK_N, int CONSUMERS>
+__device__ __forceinline__ void store_tile_tma(const TensorMap& tmap_c,
+                                               const SmemLayout<STAGES, BLOCK_N, CONSUMERS, true>& smem, int wg,
+                                               int row0, int col0,
+                                               const float (&acc)[Tile<BLOCK_N, CONSUMERS>::WG_M_TILES]
+                                                                 [Tile<BLOCK_N, CONSUMERS>::ACC]) {
+    using T = Tile<BLOCK_N, CONSUMERS>;
+    const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
+    const bool elected = threadIdx.x % WG_THREADS == 0;  // issues this warpgroup's TMA stores
+    const unsigned wg_barrier = 1 + wg;                 // named barrier of this warpgroup's 128 threads
+    if (elected) cp_async_bulk_wait_read<0>();  // the previous tile's stores have finished reading the staging boxes
+    named_barrier_sync(wg_barrier, WG_THREADS);  // ...which every thread of the warpgroup may now overwrite
+#pragma unroll
+    for (int mt = 0; mt < T::WG_M_TILES; ++mt)
+#pragma unroll
+        for (int half = 0; half < 2; ++half) {
+            const int r = warp * 16 + lane / 4 + half * 8;  // row inside the m64 tile
+#pragma unroll
+            for (int j = 0; j < BLOCK_N / 8; ++j) {
+                const int box = j / 8, chunk = j % 8;
+                const unsigned dst = smem.c_box(wg, mt, box) + r * SWIZZLE_BYTES + ((chunk ^ (r % 8)) << 4) +
+                                     (lane % 4) * 4;
+                st_shared_u32(dst, pack_half2(acc[mt][4 * j + 2 * half], acc[mt][4 * j + 2 * half + 1]));
+            }
+        }
+    fence_proxy_async_shared();                  // these generic-proxy writes must be visible to the TMA unit...
+    named_barrier_sync(wg_barrier, WG_THREADS);  // ...from every thread, before the elected one starts the stores
+    if (elected) {
+#pragma unroll
+        for (int mt = 0; mt < T::WG_M_TILES; ++mt)
+#pragma unroll
+            for (int box = 0; box < T::B_BOXES; ++box)
+                tma_store_2d(&tmap_c, smem.c_box(wg, mt, box), col0 + box * BOX_N, row0 + mt * 64);
+        cp_async_bulk_commit();
+    }
+}
+
+template <int STAGES, int BLOCK_N, int CONSUMERS, bool PERSISTENT, bool TMA_STORE>
 __global__ void __launch_bounds__(Tile<BLOCK_N, CONSUMERS>::THREADS, 1)
     gemm_tma_wgmma(const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b,
-                   half_bits* __restrict__ C, int M, int N, int K) {
+                   const __grid_constant__ TensorMap tmap_c, half_bits* __restrict__ C, int M, int N, int K) {
     using T = Tile<BLOCK_N, CONSUMERS>;
     static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be in 2..8");
     extern __shared__ __align__(1024) unsigned char smem_raw[];
-    const SmemLayout<STAGES, BLOCK_N, CONSUMERS> smem{(smem_u32(smem_raw) + 1023u) & ~1023u};
+    const SmemLayout<STAGES, BLOCK_N, CONSUMERS, TMA_STORE> smem{(smem_u32(smem_raw) + 1023u) & ~1023u};
+    const bool tma_store = TMA_STORE && N % 8 == 0;  // C's rows at a 16-byte pitch: the map in tmap_c is valid
 
     const int warpgroup = threadIdx.x / WG_THREADS;
     const int tiles_m = (M + BLOCK_M - 1) / BLOCK_M, tiles_n = (N + BLOCK_N - 1) / BLOCK_N;
@@ -264,14 +319,16 @@ __global__ void __launch_bounds__(Tile<BLOCK_N, CONSUMERS>::THREADS, 1)
         fence_mbarrier_init();
         tma_prefetch_descriptor(&tmap_a);
         tma_prefetch_descriptor(&tmap_b);
+        if (tma_store) tma_prefetch_descriptor(&tmap_c);
     }
     __syncthreads();  // the barriers are initialized before any thread waits on or arrives at them
 
     if (warpgroup == 0) {
         // PRODUCER warpgroup: give registers away; one thread issues every copy, the other 127 are done.
         setmaxnreg_dec<PRODUCER_REGS>();
-        if (threadIdx.x == 0) producer<STAGES, BLOCK_N, CONSUMERS, PERSISTENT>(tmap_a, tmap_b, smem, tiles_m,
-                                                                              tiles_n, num_k_tiles);
+        if (threadIdx.x == 0) producer<STAGES, BLOCK_N, CONSUMERS, PERSISTENT, TMA_STORE>(tmap_a, tmap_b, smem,
+                                                                                         tiles_m, tiles_n,
+                                                                                         num_k_tiles);
     } else {
         // CONSUMER warpgroups: take the registers; per output tile, MAINLOOP then EPILOGUE.
         setmaxnreg_inc<CONSUMER_REGS>();
@@ -283,8 +340,18 @@ __global__ void __launch_bounds__(Tile<BLOCK_N, CONSUMERS>::THREADS, 1)
         for (int tile = blockIdx.x; tile < num_tiles; tile += PERSISTENT ? gridDim.x : num_tiles) {
             int m0, n0;
             tile_origin<BLOCK_N>(tile, tiles_m, tiles_n, m0, n0);
-            consumer_mainloop<STAGES, BLOCK_N, CONSUMERS>(acc, smem, read, num_k_tiles, wg_row0, release);
+            consumer_mainloop<STAGES, BLOCK_N, CONSUMERS, TMA_STORE>(acc, smem, read, num_k_tiles, wg_row0,
+                                                                      release);
+            // EPILOGUE
+            if constexpr (TMA_STORE) {
+                if (tma_store) {
+                    store_tile_tma<STAGES, BLOCK_N, CONSUMERS>(tmap_c, smem, warpgroup - 1, m0 + wg_row0, n0, acc);
+                    continue;
+                }
+            }
             store_tile<BLOCK_N, CONSUMERS>(C, M, N, m0 + wg_row0, n0, acc);
         }
+        // The staging boxes must stay untouched until the last TMA store has read them; then the block may exit.
+        if (tma_store && threadIdx.x % WG_THREADS == 0) cp_async_bulk_wait_read<0>();
     }
 }

@@ -30,7 +30,8 @@ class Config:
     block_n: int
     consumers: int  # consumer warpgroups (plus one producer warpgroup)
     persistent: bool
-    stages: tuple[int, ...]  # every depth whose ring fits 227 KiB of shared memory
+    tma_store: bool  # epilogue: staged in shared memory, stored with TMA (where N % 8 == 0)
+    stages: tuple[int, ...]  # every depth whose ring (and C staging) fits 227 KiB of shared memory
 
     @property
     def threads(self) -> int:
@@ -41,22 +42,26 @@ class Config:
         return (BLOCK_M * BLOCK_K + BLOCK_K * self.block_n) * 2
 
     def smem_bytes(self, stages: int) -> int:
-        return stages * (self.stage_bytes + 2 * BARRIER_BYTES) + ALIGN_SLACK
+        staging = BLOCK_M * self.block_n * 2 if self.tma_store else 0
+        return stages * (self.stage_bytes + 2 * BARRIER_BYTES) + staging + ALIGN_SLACK
 
     def name_expression(self, stages: int) -> str:
-        return (f"gemm_tma_wgmma<{stages}, {self.block_n}, {self.consumers}, "
-                f"{'true' if self.persistent else 'false'}>")
+        flag = lambda b: "true" if b else "false"  # noqa: E731
+        return (f"gemm_tma_wgmma<{stages}, {self.block_n}, {self.consumers}, {flag(self.persistent)}, "
+                f"{flag(self.tma_store)}>")
 
     def describe(self) -> str:
         return (f"{BLOCK_M}x{self.block_n}x{BLOCK_K}, 1 producer warp + {self.consumers} consumer warpgroup"
-                f"{'s' if self.consumers > 1 else ''}" + (", persistent" if self.persistent else ""))
+                f"{'s' if self.consumers > 1 else ''}" + (", persistent" if self.persistent else "")
+                + (", TMA-store epilogue" if self.tma_store else ""))
 
 
 # The ladder: each rung adds one technique to the one above it.
 CONFIGS: dict[str, Config] = {
-    "128x128x64 ws": Config(128, 1, False, (2, 3, 4, 5, 6)),  # TMA + mbarrier ring + wgmma, warp-specialized
-    "128x256x64 ws 2wg": Config(256, 2, False, (2, 3, 4)),  # two consumer warpgroups, twice the tile
-    "128x256x64 ws 2wg persistent": Config(256, 2, True, (2, 3, 4)),  # one block per SM, ring runs across tiles
+    "128x128x64 ws": Config(128, 1, False, False, (2, 3, 4, 5, 6)),  # TMA + mbarrier ring + wgmma, warp-specialized
+    "128x256x64 ws 2wg": Config(256, 2, False, False, (2, 3, 4)),  # two consumer warpgroups, twice the tile
+    "128x256x64 ws 2wg persistent": Config(256, 2, True, False, (2, 3, 4)),  # one block per SM, ring across tiles
+    "128x256x64 ws 2wg persistent tma-store": Config(256, 2, True, True, (2, 3)),  # + C through smem and TMA
 }
 
 
@@ -113,13 +118,17 @@ class Gemm:
             b = self.b_padded[:, :n]
         self.tmap_a = _tensor_map(a, (BLOCK_M, BLOCK_K))
         self.tmap_b = _tensor_map(b, (BLOCK_K, BOX_N))
+        # C's map exists only where its rows have a 16-byte pitch; elsewhere the kernel stores directly and never
+        # reads the map it is given.
+        self.tmap_c = _tensor_map(c, (64, BOX_N)) if config.tma_store and n % 8 == 0 else self.tmap_a
         tiles = -(-m // BLOCK_M) * -(-n // config.block_n)
         self.grid = min(tiles, loader.num_sms() * blocks_per_sm) if config.persistent else tiles
         self.threads = config.threads
-        self.args = (self.tmap_a, self.tmap_b, c.data_ptr(), np.int32(m), np.int32(n), np.int32(k))
+        self.args = (self.tmap_a, self.tmap_b, self.tmap_c, c.data_ptr(), np.int32(m), np.int32(n), np.int32(k))
         self.info = module.kernel_info(
             expr, config.stage_bytes, stages, occupancy=blocks_per_sm, threads=config.threads, grid=self.grid,
-            config=config.describe() + ("" if n % 8 == 0 else ", N % 8 != 0: B copied to a padded pitch per call"),
+            config=config.describe() + ("" if n % 8 == 0 else ", N % 8 != 0: B copied to a padded pitch per call"
+                                        + (", C stored directly" if config.tma_store else "")),
         )
 
     def __call__(self) -> None:

@@ -156,6 +156,41 @@ __device__ __forceinline__ void tma_prefetch_descriptor(const void* tmap) {
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(tmap) : "memory");
 }
 
+// TMA store: copy the 2-D box at shared-memory address `src` (laid out as the map says) to coordinates (c0, c1) of
+// the tensor map `tmap` in global memory; the part of the box past the tensor's edge is not written. Completes in
+// bulk groups (cp_async_bulk_commit / cp_async_bulk_wait_read).
+__device__ __forceinline__ void tma_store_2d(const void* tmap, unsigned src, int c0, int c1) {
+    asm volatile("cp.async.bulk.tensor.2d.global.shared::cta.bulk_group [%0, {%2, %3}], [%1];\n"
+                 ::"l"(tmap), "r"(src), "r"(c0), "r"(c1)
+                 : "memory");
+}
+
+// Close the group of bulk copies (TMA stores) issued by this thread since the previous commit.
+__device__ __forceinline__ void cp_async_bulk_commit() { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
+
+// Block until at most N of this thread's committed bulk groups still READ their shared-memory source (the writes
+// to global may still be in flight): after wait<0>, the source buffer may be overwritten.
+template <int N>
+__device__ __forceinline__ void cp_async_bulk_wait_read() {
+    static_assert(N >= 0 && N <= 7, "cp.async.bulk.wait_group takes an immediate pending-group count in 0..7");
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+}
+
+// Make this thread's ordinary shared-memory writes visible to the async proxy (TMA, wgmma) that reads them next.
+__device__ __forceinline__ void fence_proxy_async_shared() {
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// Barrier `id` (1..15; 0 is __syncthreads) over the first `threads` threads that reach it (a multiple of 32).
+__device__ __forceinline__ void named_barrier_sync(unsigned id, unsigned threads) {
+    asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// 4-byte shared-memory store.
+__device__ __forceinline__ void st_shared_u32(unsigned smem_dst, unsigned v) {
+    asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(smem_dst), "r"(v) : "memory");
+}
+
 #endif  // __CUDA_ARCH__ >= 900
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)  // sm_90a: the architecture-specific Hopper features
