@@ -20,6 +20,7 @@ INSTRUCTION_CLASSES: dict[str, tuple[str, ...]] = {
     "mma": ("HMMA",),  # mma.sync on the tensor cores (Ampere path)
     "wgmma": ("HGMMA",),  # warpgroup mma (Hopper path)
     "tma": ("UTMALDG", "UTMASTG", "UBLKCP"),  # bulk / tensor copies through the copy engine
+    "mbarrier": ("SYNCS",),  # mbarrier init / arrive / try-wait (the async pipeline's barriers, sm_90)
     "local_memory": ("LDL", "STL"),  # register spills or stack arrays
 }
 
@@ -44,6 +45,13 @@ def instruction_classes(sass: str) -> dict[str, int]:
     """How many instructions of each class in INSTRUCTION_CLASSES the listing holds (0 when absent)."""
     counts = opcode_counts(sass)
     return {cls: sum(counts.get(op, 0) for op in ops) for cls, ops in INSTRUCTION_CLASSES.items()}
+
+
+def wgmma_chain(sass: str) -> tuple[int, int]:
+    """(HGMMA instructions, those that close a group with ``gsb0``). ptxas chains the wgmma of one commit group and
+    marks only the last; when it serializes them (warning C7510) every HGMMA carries gsb0 and is waited on alone."""
+    ops = [line for line in sass.splitlines() if re.search(r"\bHGMMA\.", line)]
+    return len(ops), sum("gsb0" in line for line in ops)
 
 
 def summary(classes: dict[str, int]) -> str:

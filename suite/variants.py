@@ -163,7 +163,7 @@ def _register_tma(config_name: str, stages: tuple, description: str) -> None:
 
 
 # The ladder (suite/ptx/gemm_tma.py CONFIGS): each rung adds one technique. Stage lists are every ring that fits.
-_register_tma("128x128x64 ws", (2, 3, 4, 5, 6),
+_register_tma("128x128x64 ws", (2, 3, 4, 5, 6, 7),
               "TMA into an mbarrier ring (full/empty per stage), wgmma from shared memory; 1 producer warp, "
               "1 consumer warpgroup, setmaxnreg")
 _register_tma("128x256x64 ws 2wg", (2, 3, 4), "the same with two consumer warpgroups (64x256 each): twice the tile")
@@ -184,8 +184,9 @@ def triton_gemm_desc(inputs, out, stages):
 
 
 @register(
-    "gemm", "triton", "128x256x64 desc persistent", stages=(2, 3), gate=gpu_or_interpreter,
-    description="tensor descriptors, one program per SM over all tiles (tl.range(..., flatten=True)), 8 warps",
+    "gemm", "triton", "128x256x64 desc persistent", stages=(2, 3, 4), gate=gpu_or_interpreter,
+    description="tensor descriptors, one program per SM over all tiles (tl.range(..., flatten=True)), 8 warps, "
+                "C stored in two halves",
 )
 def triton_gemm_desc_persistent(inputs, out, stages):
     from suite.triton.gemm_desc import DescGemm

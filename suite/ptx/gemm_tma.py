@@ -58,7 +58,7 @@ class Config:
 
 # The ladder: each rung adds one technique to the one above it.
 CONFIGS: dict[str, Config] = {
-    "128x128x64 ws": Config(128, 1, False, False, (2, 3, 4, 5, 6)),  # TMA + mbarrier ring + wgmma, warp-specialized
+    "128x128x64 ws": Config(128, 1, False, False, (2, 3, 4, 5, 6, 7)),  # TMA + mbarrier ring + wgmma, warp-specialized
     "128x256x64 ws 2wg": Config(256, 2, False, False, (2, 3, 4)),  # two consumer warpgroups, twice the tile
     "128x256x64 ws 2wg persistent": Config(256, 2, True, False, (2, 3, 4)),  # one block per SM, ring across tiles
     "128x256x64 ws 2wg persistent tma-store": Config(256, 2, True, True, (2, 3)),  # + C through smem and TMA

@@ -18,7 +18,7 @@ BLOCK_M, BLOCK_N, BLOCK_K = 128, 256, 64
 NUM_WARPS = 8
 GROUP_M = 8
 STAGES = (2, 3)  # with C staged in shared memory for its descriptor store, 4 stages need 256 KiB
-STAGES_PERSISTENT = (2, 3)
+STAGES_PERSISTENT = (2, 3, 4)  # the persistent kernel stores C in two halves: 4 stages fit (224 KiB)
 
 
 @triton.jit
@@ -55,6 +55,7 @@ def gemm_desc_kernel(
     GROUP_M: tl.constexpr,
     PERSISTENT: tl.constexpr,  # loop over tiles (one program per SM) instead of one program per tile
     C_DESC: tl.constexpr,  # store C through a descriptor too (its rows have a 16-byte pitch)
+    EPILOGUE_SUBTILE: tl.constexpr = False,  # store C in two halves: half the shared memory for its staging
 ):
     # -- descriptors: shape, strides and box of each operand; the TMA unit zero-fills reads past the edges --
     a_desc = tl.make_tensor_descriptor(a_ptr, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
@@ -76,7 +77,14 @@ def gemm_desc_kernel(
             acc = tl.dot(a, b, acc)
 
         # -- write back, fp32 -> fp16 --
-        if C_DESC:
+        if C_DESC and EPILOGUE_SUBTILE:
+            c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
+                                               block_shape=[BLOCK_M, BLOCK_N // 2])
+            halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
+            left, right = tl.split(halves)
+            c_desc.store([m0, n0], left.to(tl.float16))
+            c_desc.store([m0, n0 + BLOCK_N // 2], right.to(tl.float16))
+        elif C_DESC:
             c_desc = tl.make_tensor_descriptor(c_ptr, shape=[M, N], strides=[stride_cm, 1],
                                                block_shape=[BLOCK_M, BLOCK_N])
             c_desc.store([m0, n0], acc.to(tl.float16))
@@ -137,14 +145,15 @@ class DescGemm:
         tiles = triton.cdiv(m, BLOCK_M) * triton.cdiv(n, BLOCK_N)
         self.grid = min(tiles, _num_programs_limit(a.device)) if persistent else tiles
         self.config = (f"{BLOCK_M}x{BLOCK_N}x{BLOCK_K}, num_warps={NUM_WARPS}, num_stages={stages}, tensor descriptors"
-                       + (", persistent" if persistent else "") + self.operands.note)
+                       + (", persistent, C stored in two halves" if persistent else "") + self.operands.note)
         self.info = kernel_info(None, (BLOCK_M * BLOCK_K + BLOCK_K * BLOCK_N) * 2, self.config, self.grid)
         self._compiled = False
 
     def __call__(self) -> None:
         compiled = gemm_desc_kernel[(self.grid,)](
             *self.operands.args(), self.grid, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,
-            PERSISTENT=self.persistent, C_DESC=self.operands.c_desc, num_warps=NUM_WARPS, num_stages=self.stages,
+            PERSISTENT=self.persistent, C_DESC=self.operands.c_desc, EPILOGUE_SUBTILE=self.persistent,
+            num_warps=NUM_WARPS, num_stages=self.stages,
         )
         if not self._compiled and compiled is not None:
             self._compiled = True
@@ -155,12 +164,12 @@ def tuning_configs() -> list[triton.Config]:
     """The space the ``tuned`` variant searches: Hopper-friendly tiles at their deeper fitting pipelines, one program
     per tile and persistent."""
     return [
-        triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": GROUP_M, "PERSISTENT": p},
-                      num_stages=s, num_warps=w)
+        triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": GROUP_M, "PERSISTENT": p,
+                       "EPILOGUE_SUBTILE": p}, num_stages=s, num_warps=w)
         for bm, bn, bk, s, w, p in (
             (128, 256, 64, 3, 8, True),
+            (128, 256, 64, 4, 8, True),
             (128, 256, 64, 3, 8, False),
-            (128, 256, 64, 4, 8, False),
             (256, 128, 64, 3, 8, True),
             (128, 128, 64, 4, 4, True),
             (128, 128, 64, 4, 8, False),

@@ -1,0 +1,62 @@
+"""The Hopper GEMM (gemm_tma.cu) builds for sm_90a without a GPU, and its machine code is Hopper's pipeline: TMA
+loads (and stores), mbarrier waits, chained wgmma, no local memory, and no sign that ptxas serialized the wgmma."""
+
+import pytest
+
+from suite.ptx import gemm_tma
+from suite.sass import split_functions, wgmma_chain
+
+CASES = [(name, stages) for name, config in gemm_tma.CONFIGS.items() for stages in config.stages]
+
+
+@pytest.fixture(scope="module")
+def module():
+    return gemm_tma.build()
+
+
+def test_build_log_has_no_serialization_warning(module):
+    # ptxas writes its warnings into NVRTC's log (suite.ptx.loader keeps it); C7510 means every wgmma waits alone.
+    assert "C7510" not in module.log and "serializ" not in module.log.lower(), module.log
+
+
+@pytest.mark.parametrize("name,stages", CASES, ids=[f"{n}:{s}" for n, s in CASES])
+def test_every_instantiation_is_the_hopper_pipeline(module, name, stages):
+    config = gemm_tma.CONFIGS[name]
+    expr = config.name_expression(stages)
+    classes = module.instruction_classes()[expr]
+    resources = module.resources()[expr]
+    # K_STEPS (4) wgmma per m64 tile per K tile
+    assert classes["wgmma"] >= 4 * (2 // config.consumers), f"{expr}: {classes['wgmma']} HGMMA"
+    # one A box and BLOCK_N / 64 B boxes per stage, plus BLOCK_N / 64 C boxes per m64 tile when storing with TMA
+    loads = 1 + config.block_n // 64
+    assert classes["tma"] >= loads + (config.block_n // 64 if config.tma_store else 0), f"{expr}: {classes}"
+    assert classes["mbarrier"] > 0, f"{expr}: no SYNCS (mbarrier) instructions"
+    assert classes["local_memory"] == 0 and resources["local"] == 0 and resources["stack"] == 0, f"{expr}: spills"
+    sass = split_functions(module.sass())[module.symbols[expr]]
+    total, closing = wgmma_chain(sass)
+    assert total and closing < total, f"{expr}: every HGMMA closes its own group: ptxas serialized the wgmma"
+
+
+def test_wgmma_chain_detects_serialized_code():
+    chained = ("/*0f00*/ HGMMA.64x256x16.F32 R24, gdesc[UR16].tnspB, R24 ;\n"
+               "/*1090*/ HGMMA.64x256x16.F32 R24, gdesc[UR16].tnspB, R24, gsb0 ;")
+    serialized = chained.replace("R24 ;", "R24, gsb0 ;")
+    assert wgmma_chain(chained) == (2, 1)
+    assert wgmma_chain(serialized) == (2, 2)
+
+
+def test_stage_lists_are_the_rings_that_fit(module):
+    limit = 227 * 1024  # an H100 / H200 block may opt in to 227 KiB, dynamic and static shared memory together
+    for name, config in gemm_tma.CONFIGS.items():
+        static = module.resources()[config.name_expression(config.stages[0])]["static_smem"]
+        assert all(config.smem_bytes(s) + static <= limit for s in config.stages), name
+        assert config.smem_bytes(max(config.stages) + 1) + static > limit, f"{name}: a deeper ring would fit too"
+
+
+def test_sm90_without_a_is_refused_by_ptxas():
+    """wgmma and setmaxnreg exist only on sm_90a: a plain sm_90 build of the same source must not silently pass."""
+    from suite.ptx import loader
+
+    with pytest.raises(loader.KernelCompileError):
+        loader.compile_cu(gemm_tma.SOURCE, (gemm_tma.CONFIGS["128x128x64 ws"].name_expression(2),), arch="sm_90",
+                          defines=gemm_tma.DEFINES, use_cache=False)
