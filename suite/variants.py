@@ -152,24 +152,23 @@ def _describe_tma(config_name: str) -> "callable":
     return describe
 
 
-def _register_tma(config_name: str, stages: tuple, description: str) -> None:
+def _register_tma(config_name: str, description: str) -> None:
+    from suite.ptx import gemm_tma  # constants only: importing it compiles nothing
+
     def factory(inputs, out, s):
-        from suite.ptx.gemm_tma import CONFIGS, Gemm
+        return gemm_tma.Gemm(*inputs, out, gemm_tma.CONFIGS[config_name], s)
 
-        return Gemm(*inputs, out, CONFIGS[config_name], s)
-
-    register("gemm", "ptx", f"{config_name} tma+wgmma", stages=stages, gate=needs_sm90a,
-             describe=_describe_tma(config_name), description=description)(factory)
+    register("gemm", "ptx", f"{config_name} tma+wgmma", stages=gemm_tma.CONFIGS[config_name].stages,
+             gate=needs_sm90a, describe=_describe_tma(config_name), description=description)(factory)
 
 
-# The ladder (suite/ptx/gemm_tma.py CONFIGS): each rung adds one technique. Stage lists are every ring that fits.
-_register_tma("128x128x64 ws", (2, 3, 4, 5, 6, 7),
-              "TMA into an mbarrier ring (full/empty per stage), wgmma from shared memory; 1 producer warp, "
-              "1 consumer warpgroup, setmaxnreg")
-_register_tma("128x256x64 ws 2wg", (2, 3, 4), "the same with two consumer warpgroups (64x256 each): twice the tile")
-_register_tma("128x256x64 ws 2wg persistent", (2, 3, 4),
+# The ladder (suite/ptx/gemm_tma.py CONFIGS): each rung adds one technique; each sweeps every ring that fits.
+_register_tma("128x128x64 ws", "TMA into an mbarrier ring (full/empty per stage), wgmma from shared memory; "
+              "1 producer warp, 1 consumer warpgroup, setmaxnreg")
+_register_tma("128x256x64 ws 2wg", "the same with two consumer warpgroups (64x256 each): twice the tile")
+_register_tma("128x256x64 ws 2wg persistent",
               "the same, persistent: one block per SM walks the tiles (grouped), the ring runs on across tiles")
-_register_tma("128x256x64 ws 2wg persistent tma-store", (2, 3),
+_register_tma("128x256x64 ws 2wg persistent tma-store",
               "the same, its epilogue staged in shared memory and stored with TMA while the next tile starts")
 
 

@@ -246,6 +246,9 @@ def run(opts: Options, on_gpu: bool, progress: bool = True, device: torch.device
                 except ValueError as e:  # a configuration the kernel refuses (e.g. a ring too deep for the GPU)
                     row.update(valid=False, note=f"refused: {e}")
                     continue
+                except Exception as e:  # a build or launch that failed: a failed row, and the run goes on
+                    row.update(valid=False, note=f"FAILED: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+                    continue
                 row.update(check)
                 _add_info(row, getattr(fn, "info", None))
                 if not on_gpu or not row["valid"]:
