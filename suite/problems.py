@@ -7,6 +7,7 @@ A size is an int for ``vector`` (n) and an (M, N, K) tuple for ``gemm``.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -31,6 +32,8 @@ class Problem:
     default_sizes: tuple  # a full run on a GPU
     quick_sizes: tuple  # --quick on a GPU
     cpu_sizes: tuple  # the Triton interpreter on a CPU
+    cpu_max_work: float  # the largest work(size) a CPU run accepts (the interpreter is ~1e6x slower than a GPU)
+    cpu_limit: str  # the same limit in the problem's terms, for messages and the README
     make_inputs: Callable[[Any, int, torch.device], Inputs]
     make_output: Callable[[Inputs], torch.Tensor]  # uninitialized; the driver poisons it
     reference: Callable[[Inputs], torch.Tensor]  # in higher precision where it matters
@@ -55,24 +58,30 @@ class Problem:
         return Check(True, max_abs, rel)
 
     def parse_size(self, text: str):
-        """'268435456' or '2^28' for vector; '8192' (a cube) or '4000x3000x1000' for gemm."""
+        """'268435456' or '2^28' for vector; '8192' (a cube) or '4000x3000x1000' for gemm. Every dimension a whole
+        number >= 1 (and below 2^63). Raises ValueError naming the rule broken."""
+        example = "e.g. 268435456 or 2^28" if self.name == "vector" else "e.g. 8192 for a cube, or 4000x3000x1000"
 
         def num(t: str) -> int:
-            t = t.strip().lower()
-            if "^" in t:
-                base, exp = t.split("^")
-                return int(base) ** int(exp)
-            return int(t)
+            m = re.fullmatch(r"\s*(-?\d+)(?:\^(-?\d+))?\s*", t)
+            if not m:
+                raise ValueError(f"{text!r}: sizes are whole numbers ({example})")
+            base, exp = int(m[1]), int(m[2]) if m[2] is not None else 1
+            if base < 1 or exp < 0:
+                raise ValueError(f"{text!r}: every dimension must be >= 1")
+            if (base.bit_length() - 1) * exp > 63 or base**exp >= 2**63:  # the first test spares computing 10^99999
+                raise ValueError(f"{text!r}: every dimension must be below 2^63")
+            return base**exp
 
         parts = [num(p) for p in text.lower().split("x")]
         if self.name == "gemm":
             if len(parts) == 1:
                 parts *= 3
             if len(parts) != 3:
-                raise ValueError(f"a gemm size is M, or MxNxK (got {text!r})")
+                raise ValueError(f"{text!r}: a gemm size is M (a cube) or MxNxK")
             return tuple(parts)
         if len(parts) != 1:
-            raise ValueError(f"a vector size is one element count (got {text!r})")
+            raise ValueError(f"{text!r}: a vector size is one element count ({example})")
         return parts[0]
 
 
@@ -93,6 +102,8 @@ VECTOR = Problem(
     default_sizes=(2**28,),  # 1 GiB in + 1 GiB out: 35x the 60 MiB L2
     quick_sizes=(2**26,),
     cpu_sizes=(5 * 8192 + 3,),  # several tiles, several programs, a ragged tail
+    cpu_max_work=2 * 4 * 2**24,  # n <= 2^24: about 2 s per stage count in the interpreter
+    cpu_limit="n <= 2^24 (16777216)",
     make_inputs=_vector_inputs,
     make_output=lambda inputs: torch.empty_like(inputs[0]),
     reference=lambda inputs: inputs[0] * 2,  # exact in fp32
@@ -127,6 +138,8 @@ GEMM = Problem(
     default_sizes=((8192, 8192, 8192), (4096, 4096, 4096), (4000, 3000, 1000)),
     quick_sizes=((4096, 4096, 4096),),
     cpu_sizes=((200, 264, 72), (67, 45, 40)),
+    cpu_max_work=2 * 2**28,  # M*N*K <= 2^28: a few seconds per stage count in the interpreter
+    cpu_limit="M*N*K <= 2^28 (e.g. 512x512x1024)",
     make_inputs=_gemm_inputs,
     make_output=lambda inputs: torch.empty(inputs[0].shape[0], inputs[1].shape[1], dtype=torch.float16,
                                            device=inputs[0].device),
