@@ -125,10 +125,13 @@ def _cell(r: dict, noisy_above: float) -> str:
     return _perf(r)
 
 
+def _github(headers: list[str], body: list[list[str]]) -> str:
+    return tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)
+
+
 def _width(headers: list[str], body: list[list[str]]) -> int:
-    """Characters per line of a github-format table of these cells."""
-    widths = [max([len(h)] + [len(line[i]) for line in body]) for i, h in enumerate(headers)]
-    return sum(w + 3 for w in widths) + 1
+    """Characters per line of the github-format table of these cells."""
+    return max(len(line) for line in _github(headers, body).splitlines())
 
 
 def _fit(headers: list[str], body: list[list[str]], width: int, keep: int = 1) -> list[str]:
@@ -139,9 +142,7 @@ def _fit(headers: list[str], body: list[list[str]], width: int, keep: int = 1) -
         take = 1
         while take < len(cols) and _width(*_columns(headers, body, list(range(keep)) + cols[:take + 1])) <= width:
             take += 1
-        picked = list(range(keep)) + cols[:take]
-        tables.append(tabulate(_columns(headers, body, picked)[1], headers=_columns(headers, body, picked)[0],
-                               tablefmt="github", disable_numparse=True))
+        tables.append(_github(*_columns(headers, body, list(range(keep)) + cols[:take])))
         cols = cols[take:]
     return tables
 
@@ -187,9 +188,9 @@ def terminal_table(rows: list[dict], width: int = 160) -> str:
             body = [[_label(r), "-" if r["stages"] is None else str(r["stages"]), cells[id(r)], r.get("config") or ""]
                     for r in others]
             headers = ["variant", "stages", unit, "config"]
-            room = width - _width(headers[:3], [line[:3] for line in body]) - 3
+            room = width - _width(headers[:3], [line[:3] for line in body]) - 5  # "| " + config + " |" - shared "|"
             body = [line[:3] + [_clip(line[3], max(room, 6))] for line in body]
-            parts.append(tabulate(body, headers=headers, tablefmt="github", disable_numparse=True))
+            parts.append(_github(headers, body))
         problems = [f"{_where(r)}: {r['note']}" for r in group if r.get("valid") is False or
                     r.get("note", "").startswith("skipped")]
         if problems:
