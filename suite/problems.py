@@ -32,14 +32,16 @@ class Problem:
     default_sizes: tuple  # a full run on a GPU
     quick_sizes: tuple  # --quick on a GPU
     cpu_sizes: tuple  # the Triton interpreter on a CPU
-    cpu_max_work: float  # the largest work(size) a CPU run accepts (the interpreter is ~1e6x slower than a GPU)
-    cpu_limit: str  # the same limit in the problem's terms, for messages and the README
     make_inputs: Callable[[Any, int, torch.device], Inputs]
     make_output: Callable[[Inputs], torch.Tensor]  # uninitialized; the driver poisons it
     reference: Callable[[Inputs], torch.Tensor]  # in higher precision where it matters
     tolerance: dict  # rtol / atol for torch.testing.assert_close; 0 / 0 means bit-exact
     work: Callable[[Any], float]  # bytes or flops of one solution, in the unit's base (B or FLOP)
     scale: float  # work / seconds / scale = the unit
+    # The largest work(size) a run without a GPU accepts (the Triton interpreter is tens of thousands of times slower
+    # than the GPU), and the same limit in the problem's own terms, for messages.
+    cpu_max_work: float = math.inf
+    cpu_limit: str = ""
 
     def shape(self, size) -> str:
         return "x".join(str(s) for s in size) if isinstance(size, tuple) else str(size)
@@ -102,14 +104,14 @@ VECTOR = Problem(
     default_sizes=(2**28,),  # 1 GiB in + 1 GiB out: 35x the 60 MiB L2
     quick_sizes=(2**26,),
     cpu_sizes=(5 * 8192 + 3,),  # several tiles, several programs, a ragged tail
-    cpu_max_work=2 * 4 * 2**24,  # n <= 2^24: about 2 s per stage count in the interpreter
-    cpu_limit="n <= 2^24 (16777216)",
     make_inputs=_vector_inputs,
     make_output=lambda inputs: torch.empty_like(inputs[0]),
     reference=lambda inputs: inputs[0] * 2,  # exact in fp32
     tolerance={"rtol": 0.0, "atol": 0.0},
     work=lambda n: 2 * n * 4,  # bytes read + written
     scale=1e9,
+    cpu_max_work=2 * 4 * 2**24,  # n <= 2^24: about 2 s per stage count in the interpreter
+    cpu_limit="n <= 2^24 (16777216)",
 )
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -138,8 +140,6 @@ GEMM = Problem(
     default_sizes=((8192, 8192, 8192), (4096, 4096, 4096), (4000, 3000, 1000)),
     quick_sizes=((4096, 4096, 4096),),
     cpu_sizes=((200, 264, 72), (67, 45, 40)),
-    cpu_max_work=2 * 2**28,  # M*N*K <= 2^28: a few seconds per stage count in the interpreter
-    cpu_limit="M*N*K <= 2^28 (e.g. 512x512x1024)",
     make_inputs=_gemm_inputs,
     make_output=lambda inputs: torch.empty(inputs[0].shape[0], inputs[1].shape[1], dtype=torch.float16,
                                            device=inputs[0].device),
@@ -149,6 +149,8 @@ GEMM = Problem(
     tolerance={"rtol": 2e-3, "atol": 1e-3},
     work=lambda size: 2 * size[0] * size[1] * size[2],
     scale=1e12,
+    cpu_max_work=2 * 2**28,  # M*N*K <= 2^28: a few seconds per stage count in the interpreter
+    cpu_limit="M*N*K <= 2^28 (e.g. 512x512x1024)",
 )
 
 PROBLEMS: dict[str, Problem] = {p.name: p for p in (VECTOR, GEMM)}

@@ -74,10 +74,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--stages", nargs="+", type=_stage_count, metavar="S",
                    help="stage counts to sweep (default: each variant's own; unstaged variants always run)")
     p.add_argument("--variant", nargs="+", metavar="NAME",
-                   help="only these variants, by name or backend:name (see --list); unstaged ceilings are kept")
+                   help="only these variants, by name or backend:name (see --list); the ceiling of each problem "
+                        "that runs is kept")
     p.add_argument("--size", "--shapes", nargs="+", metavar="SIZE", dest="size",
                    help="problem sizes: vector n ('268435456' or '2^28'), gemm 'M' (a cube) or 'MxNxK'. "
-                        "Needs a single --problem.")
+                        "Needs a single --problem. Without a GPU, limited to what the interpreter runs in seconds "
+                        "(vector n <= 2^24, gemm M*N*K <= 2^28)")
     p.add_argument("--dtype", choices=("fp32", "fp16"),
                    help="only problems of this input dtype (vector: fp32; gemm: fp16 in, fp32 accumulate)")
     p.add_argument("--out", type=Path, metavar="DIR",
@@ -133,8 +135,7 @@ def main(argv=None) -> int:
     if args.dtype:
         problems = tuple(p for p in problems if PROBLEMS[p].dtype.startswith(args.dtype))
         if not problems:
-            print(f"error: --dtype {args.dtype}: no selected problem takes {args.dtype} inputs", file=sys.stderr)
-            return 2
+            return _usage_error(f"--dtype {args.dtype}", f"no selected problem takes {args.dtype} inputs")
     if args.variant:
         from suite.driver.bench import variant_names
 
@@ -156,7 +157,7 @@ def main(argv=None) -> int:
         check_options(opts, on_gpu)
     except OptionError as e:
         flag = {"stages": "--stages " + " ".join(map(str, args.stages or ())), "sizes": "--size " + " ".join(
-            args.size or ())}.get(e.option, "--problem / --backend / --variant / --stages")
+            args.size or ())}.get(e.option, "--problem / --backend / --variant / --stages")  # "variants": all
         return _usage_error(flag, str(e))
 
     if not on_gpu:

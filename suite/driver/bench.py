@@ -142,12 +142,11 @@ def check_options(opts: Options, on_gpu: bool) -> list[tuple[Problem, Variant, t
     - the filters must pick at least one variant;
     - every requested stage count must be swept by at least one variant the other filters pick;
     - without a GPU, every requested size must be within the problem's CPU limit (``Problem.cpu_limit``): the Triton
-      interpreter is about a million times slower than the GPU.
+      interpreter is tens of thousands of times slower than the GPU.
     """
     plan = selected(opts)
     if not plan:
-        raise OptionError("variants", "no registered variant matches --problem / --backend / --variant / --stages "
-                                      "together (see --list)")
+        raise OptionError("variants", "no registered variant matches these filters together (see --list)")
     if opts.stages is not None:
         unstaged = selected(replace(opts, stages=None))
         swept = {s for _, v, stages in unstaged for s in stages if s is not None}
