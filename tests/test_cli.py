@@ -63,6 +63,17 @@ def test_plot_skips_unmeasured(tmp_path):
     assert not (tmp_path / "x.png").exists()
 
 
+def _gemm_only_stage() -> int:
+    """A stage count some gemm variant sweeps and no vector variant does."""
+    from suite.registry import variants
+
+    vector = {s for v in variants("vector") for s in v.stages}
+    return min(s for v in variants("gemm") for s in v.stages if s is not None and s not in vector)
+
+
+_GEMM_ONLY_STAGE = _gemm_only_stage()
+
+
 def _cli(*argv, cpu=False, timeout=600):
     """python -m suite.run in a subprocess; ``cpu``: with every GPU hidden (CUDA_VISIBLE_DEVICES=""), so the CPU path
     runs on any machine."""
@@ -88,7 +99,8 @@ def _cli(*argv, cpu=False, timeout=600):
     (["--stages", "0"], "--stages", "stage counts must be >= 1"),
     (["--stages", "abc"], "--stages", "stage counts are whole numbers"),
     (["--stages", "99"], "--stages 99", "no selected variant sweeps 99"),
-    (["--problem", "vector", "--stages", "5"], "--stages 5", "no selected variant sweeps 5"),
+    (["--problem", "vector", "--stages", str(_GEMM_ONLY_STAGE)], f"--stages {_GEMM_ONLY_STAGE}",
+     f"no selected variant sweeps {_GEMM_ONLY_STAGE}"),  # gemm sweeps it, but only vector is selected
     (["--backend", "ptx", "--variant", "tile loop"], "--variant", "no registered variant matches"),
 ])
 def test_cli_rejects_bad_arguments_before_running(argv, flag, rule, tmp_path):
@@ -229,10 +241,15 @@ def test_variant_filter_runs_only_its_problem_with_its_ceiling():
     assert set(_picked(variants=("copy_",))) == {("vector", "torch:copy_")}
 
 
-def test_stage_filter_keeps_unstaged_variants_and_drops_problems_it_empties():
-    picked = _picked(stages=(5,), backends=("ptx",))
-    assert set(picked) == {("gemm", "ptx:128x256x32 mma.sync"), ("gemm", "torch:cuBLAS")}
-    assert picked[("gemm", "ptx:128x256x32 mma.sync")] == (5,)
+def test_stage_filter_keeps_ceilings_and_drops_problems_it_empties():
+    from suite.registry import variants
+
+    s = _GEMM_ONLY_STAGE
+    picked = _picked(stages=(s,), backends=("ptx",))
+    sweeping = {("gemm", v.label) for v in variants("gemm", "ptx") if s in v.stages}
+    assert ("gemm", "ptx:128x256x32 mma.sync") in sweeping
+    assert set(picked) == sweeping | {("gemm", "torch:cuBLAS")}  # no vector block: no vector variant sweeps s
+    assert all(picked[key] == (s,) for key in sweeping) and picked[("gemm", "torch:cuBLAS")] == (None,)
 
 
 def test_check_options_names_the_rule():
@@ -300,7 +317,7 @@ def test_terminal_table_fits_160_columns_and_keeps_everything():
     assert max(len(line) for line in text.splitlines()) <= 160
     for r in rows:
         assert f"{r['backend']}:{r['variant']}" in text
-    assert "512.3* 90%" in text and "512.3~ 90%" in text and "FAIL" in text and "Tensor-likes" in text
+    assert "512.3* 90.0%" in text and "512.3~ 90.0%" in text and "FAIL" in text and "Tensor-likes" in text
     assert "* the GPU reported a clock slowdown" in text and "~ samples spread" in text
     assert text.count("| stages ") >= 4  # each shape's six variants split over at least two tables
     full = report.table(rows)

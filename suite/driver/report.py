@@ -118,7 +118,7 @@ def _cell(r: dict, noisy_above: float) -> str:
     if r.get("measured") and r.get("valid") is not False:
         digits = 0 if r["unit"] == "GB/s" else 1
         marks = (THROTTLED if r.get("throttled") else "") + (NOISY if (r.get("spread") or 0) > noisy_above else "")
-        pct = "" if r.get("ratio_to_ceiling") is None else f" {100 * r['ratio_to_ceiling']:.0f}%"
+        pct = "" if r.get("ratio_to_ceiling") is None else f" {100 * r['ratio_to_ceiling']:.1f}%"
         return f"{r['throughput']:.{digits}f}{marks}{pct}"
     if r.get("valid") is None and r.get("built_for"):
         return f"built {r['built_for']}: {r.get('sass') or 'no SASS classes'}"
@@ -156,7 +156,7 @@ def _clip(text: str, n: int) -> str:
 
 
 def terminal_table(rows: list[dict], width: int = 160) -> str:
-    """What the CLI prints: per (problem, shape), the stage sweep with one compact cell per variant ('4043 96%',
+    """What the CLI prints: per (problem, shape), the stage sweep with one compact cell per variant ('4043 95.8%',
     marks for throttling and spread), split into several tables when the variants do not fit ``width`` columns
     side by side; the unstaged variants; and the notes that explain a failure or a skip. Resources, SASS and every
     note are in table.md and results.csv."""
