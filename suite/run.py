@@ -177,7 +177,7 @@ def main(argv=None) -> int:
     else:
         print(report.terminal_table(rows, WIDTH))
         print(f"\nwrote {', '.join(p.name for p in written)} in {out}/")
-    for why in report.missing_plots(rows):
+    for why in report.missing_plots(rows, on_gpu):
         _say(why)
     failed = [r for r in rows if r["valid"] is False]
     if failed:

@@ -350,13 +350,13 @@ def test_plot_ceiling_has_its_own_color_and_the_legend_covers_no_data():
 
 
 def test_missing_plots_say_why():
-    cpu_rows = [_row(measured=False, valid=None, built_for="sm_90"), _row(problem="gemm", measured=False)]
-    assert report.missing_plots(cpu_rows) == [
+    cpu_rows = [_row(measured=False, valid=None, built_for="sm_90"), _row(problem="gemm", measured=False, valid=False)]
+    assert report.missing_plots(cpu_rows, on_gpu=False) == [
         "No plot written (vector.png, gemm.png): plots show measured throughput, and without a GPU nothing is timed."]
     gpu_rows = _rows() + [_row(problem="gemm", measured=False, valid=False)]
-    assert report.missing_plots(gpu_rows) == [
+    assert report.missing_plots(gpu_rows, on_gpu=True) == [
         "No gemm.png written: no gemm row was timed (each failed validation or was skipped; see table.md)."]
-    assert report.missing_plots(_rows()) == []
+    assert report.missing_plots(_rows(), on_gpu=True) == []
 
 
 def test_readme_documents_every_csv_column_and_the_cpu_limits():

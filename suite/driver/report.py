@@ -317,14 +317,14 @@ def plot(rows: list[dict], problem: str, path: Path) -> bool:
     return True
 
 
-def missing_plots(rows: list[dict]) -> list[str]:
-    """Why a problem of ``rows`` got no plot (plots show measured throughput), one sentence per problem."""
+def missing_plots(rows: list[dict], on_gpu: bool) -> list[str]:
+    """Why a problem of ``rows`` got no plot (plots show measured throughput): one sentence for a run without a GPU,
+    else one per problem of which nothing was timed."""
     problems = list(dict.fromkeys(r["problem"] for r in rows))
     unplotted = [p for p in problems if not any(r.get("measured") for r in rows if r["problem"] == p)]
     if not unplotted:
         return []
-    if not any(r.get("measured") for r in rows) and all(r.get("built_for") or r.get("valid") is not False
-                                                      for r in rows):
+    if not on_gpu:
         return [f"No plot written ({', '.join(p + '.png' for p in unplotted)}): plots show measured throughput, and "
                 "without a GPU nothing is timed."]
     return [f"No {p}.png written: no {p} row was timed (each failed validation or was skipped; see table.md)."
