@@ -7,6 +7,7 @@ A size is an int for ``vector`` (n) and an (M, N, K) tuple for ``gemm``.
 from __future__ import annotations
 
 import math
+import re
 from dataclasses import dataclass
 from typing import Any, Callable
 
@@ -37,6 +38,10 @@ class Problem:
     tolerance: dict  # rtol / atol for torch.testing.assert_close; 0 / 0 means bit-exact
     work: Callable[[Any], float]  # bytes or flops of one solution, in the unit's base (B or FLOP)
     scale: float  # work / seconds / scale = the unit
+    # The largest work(size) a run without a GPU accepts (the Triton interpreter is tens of thousands of times slower
+    # than the GPU), and the same limit in the problem's own terms, for messages.
+    cpu_max_work: float = math.inf
+    cpu_limit: str = ""
 
     def shape(self, size) -> str:
         return "x".join(str(s) for s in size) if isinstance(size, tuple) else str(size)
@@ -55,24 +60,30 @@ class Problem:
         return Check(True, max_abs, rel)
 
     def parse_size(self, text: str):
-        """'268435456' or '2^28' for vector; '8192' (a cube) or '4000x3000x1000' for gemm."""
+        """'268435456' or '2^28' for vector; '8192' (a cube) or '4000x3000x1000' for gemm. Every dimension a whole
+        number >= 1 (and below 2^63). Raises ValueError naming the rule broken."""
+        example = "e.g. 268435456 or 2^28" if self.name == "vector" else "e.g. 8192 for a cube, or 4000x3000x1000"
 
         def num(t: str) -> int:
-            t = t.strip().lower()
-            if "^" in t:
-                base, exp = t.split("^")
-                return int(base) ** int(exp)
-            return int(t)
+            m = re.fullmatch(r"\s*(-?\d+)(?:\^(-?\d+))?\s*", t)
+            if not m:
+                raise ValueError(f"{text!r}: sizes are whole numbers ({example})")
+            base, exp = int(m[1]), int(m[2]) if m[2] is not None else 1
+            if base < 1 or exp < 0:
+                raise ValueError(f"{text!r}: every dimension must be >= 1")
+            if (base.bit_length() - 1) * exp > 63 or base**exp >= 2**63:  # the first test spares computing 10^99999
+                raise ValueError(f"{text!r}: every dimension must be below 2^63")
+            return base**exp
 
         parts = [num(p) for p in text.lower().split("x")]
         if self.name == "gemm":
             if len(parts) == 1:
                 parts *= 3
             if len(parts) != 3:
-                raise ValueError(f"a gemm size is M, or MxNxK (got {text!r})")
+                raise ValueError(f"{text!r}: a gemm size is M (a cube) or MxNxK")
             return tuple(parts)
         if len(parts) != 1:
-            raise ValueError(f"a vector size is one element count (got {text!r})")
+            raise ValueError(f"{text!r}: a vector size is one element count ({example})")
         return parts[0]
 
 
@@ -99,6 +110,8 @@ VECTOR = Problem(
     tolerance={"rtol": 0.0, "atol": 0.0},
     work=lambda n: 2 * n * 4,  # bytes read + written
     scale=1e9,
+    cpu_max_work=2 * 4 * 2**24,  # n <= 2^24: about 2 s per stage count in the interpreter
+    cpu_limit="n <= 2^24 (16777216)",
 )
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -136,6 +149,8 @@ GEMM = Problem(
     tolerance={"rtol": 2e-3, "atol": 1e-3},
     work=lambda size: 2 * size[0] * size[1] * size[2],
     scale=1e12,
+    cpu_max_work=2 * 2**28,  # M*N*K <= 2^28: a few seconds per stage count in the interpreter
+    cpu_limit="M*N*K <= 2^28 (e.g. 512x512x1024)",
 )
 
 PROBLEMS: dict[str, Problem] = {p.name: p for p in (VECTOR, GEMM)}

@@ -15,14 +15,55 @@ import datetime as dt
 import json
 import os
 import sys
+import textwrap
 from pathlib import Path
 
 PROBLEM_NAMES = ("vector", "gemm")
 BACKENDS = ("torch", "triton", "ptx")
+WIDTH = 160  # terminal columns everything printed fits in (table.md and the CSV keep the full detail)
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line naming the flag and the rule (argparse would print the usage first), exit 2
+        self.exit(2, f"error: {message} (see python -m suite.run --help)\n")
+
+
+def _stage_count(text: str) -> int:
+    try:
+        stages = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r}: stage counts are whole numbers >= 1") from None
+    if stages < 1:
+        raise argparse.ArgumentTypeError(f"{text}: stage counts must be >= 1")
+    return stages
+
+
+def _usage_error(flag: str, message: str) -> int:
+    print(f"error: {flag}: {message}", file=sys.stderr)
+    return 2
+
+
+def _say(text: str) -> None:
+    """A message on stderr, wrapped to the terminal width."""
+    print(textwrap.fill(text, WIDTH), file=sys.stderr)
+
+
+def check_out(out: Path) -> str | None:
+    """Why the results cannot be written to ``out``, or None: it must be a directory, or creatable as one."""
+    if out.exists():
+        if not out.is_dir():
+            return f"{out} exists and is not a directory"
+        return None if os.access(out, os.W_OK | os.X_OK) else f"cannot write in {out}"
+    parent = out.absolute().parent
+    while not parent.exists():
+        parent = parent.parent
+    if not parent.is_dir():
+        return f"cannot create {out}: {parent} is not a directory"
+    return None if os.access(parent, os.W_OK | os.X_OK) else f"cannot create {out}: cannot write in {parent}"
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog="python -m suite.run",
         description="Triton vs hand-written PTX, per software-pipeline depth: validate against torch, time, tabulate.",
         formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -30,13 +71,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     p.add_argument("--problem", nargs="+", choices=PROBLEM_NAMES, help="problems to run (default: all)")
     p.add_argument("--backend", nargs="+", choices=BACKENDS, help="backends to run (default: all)")
-    p.add_argument("--stages", nargs="+", type=int, metavar="S",
+    p.add_argument("--stages", nargs="+", type=_stage_count, metavar="S",
                    help="stage counts to sweep (default: each variant's own; unstaged variants always run)")
     p.add_argument("--variant", nargs="+", metavar="NAME",
-                   help="only these variants, by name or backend:name (see --list); unstaged ceilings are kept")
+                   help="only these variants, by name or backend:name (see --list); the ceiling of each problem "
+                        "that runs is kept")
     p.add_argument("--size", "--shapes", nargs="+", metavar="SIZE", dest="size",
                    help="problem sizes: vector n ('268435456' or '2^28'), gemm 'M' (a cube) or 'MxNxK'. "
-                        "Needs a single --problem.")
+                        "Needs a single --problem. Without a GPU, limited to what the interpreter runs in seconds "
+                        "(vector n <= 2^24, gemm M*N*K <= 2^28)")
     p.add_argument("--dtype", choices=("fp32", "fp16"),
                    help="only problems of this input dtype (vector: fp32; gemm: fp16 in, fp32 accumulate)")
     p.add_argument("--out", type=Path, metavar="DIR",
@@ -46,14 +89,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--seed", type=int, default=0, help="base seed; every validation draws a fresh one from it")
     p.add_argument("--list", action="store_true", help="print the registered variants with their gates and exit")
     p.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"), type=Path,
-                   help="compare two results.json files row by row (SAME / FASTER / SLOWER) and exit")
+                   help="compare two results.json files row by row (SAME / FASTER / SLOWER / MISSING / INVALID / "
+                        "NEW) and exit: 0 when nothing is SLOWER, MISSING or INVALID, 1 when something is, 2 on bad "
+                        "input")
     p.add_argument("--json", action="store_true", help="print the results as JSON on stdout instead of tables")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     args = p.parse_args(argv)
     if args.size and (not args.problem or len(args.problem) != 1):
         p.error("--size needs exactly one --problem (sizes mean different things per problem)")
-    if args.stages and any(s < 1 for s in args.stages):
-        p.error("--stages must be >= 1")
     return args
 
 
@@ -71,51 +114,55 @@ def main(argv=None) -> int:
         print(variant_table())
         return 0
     if args.compare:
-        from suite.driver.compare import compare
+        from suite.driver.compare import CompareError, compare, exit_code, summary
 
         try:
-            table, _ = compare(*args.compare)
-        except (OSError, ValueError) as e:
-            print(f"error: --compare: {e}", file=sys.stderr)
-            return 2
+            table, results = compare(*args.compare)
+        except CompareError as e:
+            return _usage_error("--compare", str(e))
         print(table)
-        return 0
+        print(summary(results))
+        return exit_code(results)
+    if args.out is not None and (why := check_out(args.out)):
+        return _usage_error("--out", why)
 
     from suite.driver import meta as run_meta
     from suite.driver import report
-    from suite.driver.bench import Options, run
+    from suite.driver.bench import OptionError, Options, check_options, run
     from suite.problems import PROBLEMS
 
     problems = tuple(args.problem or PROBLEM_NAMES)
     if args.dtype:
         problems = tuple(p for p in problems if PROBLEMS[p].dtype.startswith(args.dtype))
         if not problems:
-            print(f"error: --dtype {args.dtype}: no selected problem takes {args.dtype} inputs", file=sys.stderr)
-            return 2
+            return _usage_error(f"--dtype {args.dtype}", f"no selected problem takes {args.dtype} inputs")
     if args.variant:
         from suite.driver.bench import variant_names
 
         known = variant_names()
         unknown = [n for n in args.variant if n not in known]
         if unknown:
-            print(f"error: --variant: unknown {', '.join(map(repr, unknown))}; known: {', '.join(sorted(known))}",
-                  file=sys.stderr)
-            return 2
+            return _usage_error("--variant", f"unknown {', '.join(map(repr, unknown))} (python -m suite.run --list "
+                                             "shows the variants)")
     sizes = {}
     if args.size:
         try:
             sizes[problems[0]] = tuple(PROBLEMS[problems[0]].parse_size(s) for s in args.size)
         except ValueError as e:
-            print(f"error: --size: {e}", file=sys.stderr)
-            return 2
+            return _usage_error("--size", str(e))
     opts = Options(problems=problems, backends=tuple(args.backend) if args.backend else None,
                    variants=tuple(args.variant) if args.variant else None,
                    stages=tuple(args.stages) if args.stages else None, sizes=sizes, quick=args.quick, seed=args.seed)
+    try:
+        check_options(opts, on_gpu)
+    except OptionError as e:
+        flag = {"stages": "--stages " + " ".join(map(str, args.stages or ())), "sizes": "--size " + " ".join(
+            args.size or ())}.get(e.option, "--problem / --backend / --variant / --stages")  # "variants": all
+        return _usage_error(flag, str(e))
 
     if not on_gpu:
-        print("No CUDA GPU here: Triton kernels run in the Triton interpreter at small sizes and are validated "
-              "against torch; PTX kernels are compiled for sm_90 and their SASS reported, not run. Nothing is "
-              "timed.", file=sys.stderr)
+        _say("No CUDA GPU here: Triton kernels run in the Triton interpreter at small sizes and are validated "
+             "against torch; PTX kernels are compiled for sm_90 and their SASS reported, not run. Nothing is timed.")
     meta = run_meta.collect(on_gpu)
     meta["gpu_state_before"] = run_meta.gpu_state() if on_gpu else {}
     rows = run(opts, on_gpu, progress=not args.no_progress)
@@ -128,8 +175,10 @@ def main(argv=None) -> int:
     if args.json:
         print(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
     else:
-        print(report.table(rows))
-        print("\nwrote " + ", ".join(str(p) for p in written))
+        print(report.terminal_table(rows, WIDTH))
+        print(f"\nwrote {', '.join(p.name for p in written)} in {out}/")
+    for why in report.missing_plots(rows, on_gpu):
+        _say(why)
     failed = [r for r in rows if r["valid"] is False]
     if failed:
         print(f"\n{len(failed)} variant(s) FAILED validation", file=sys.stderr)

@@ -74,3 +74,30 @@ def test_ptx_gemm_k_multiple_of_8():
 def test_gemm_unknown_stages():
     with pytest.raises(ValueError, match="stages must be one of"):
         pgemm.Gemm(_h(16, 16), _h(16, 16), _h(16, 16), 0)
+
+
+def _meta(*shape):
+    """A tensor with a shape and no storage: the size rules are checked before anything touches memory."""
+    return torch.empty(*shape, dtype=torch.float16, device="meta")
+
+
+@pytest.mark.parametrize("m, n, k", [
+    (pgemm.MAX_DIM + 1, 8, 8),  # M + a tile would pass 2^31 in the row guards and the epilogue
+    (8, pgemm.MAX_DIM + 8, 8),
+    (8, 8, pgemm.MAX_DIM + 1 - (pgemm.MAX_DIM + 1) % 8 + 8),  # K (a multiple of 8) past the limit: k0 + row wraps
+    (2**31 - 8, 8, 8),
+])
+def test_ptx_gemm_refuses_dimensions_whose_indices_would_wrap(m, n, k):
+    with pytest.raises(ValueError, match=r"M, N and K must each be <= 2\^31 - 1 - 256 = 2147483391"):
+        pgemm.check_inputs(_meta(m, k), _meta(k, n), _meta(m, n), 3)
+
+
+def test_ptx_gemm_accepts_the_largest_dimension_and_refuses_a_grid_past_2_31():
+    big = pgemm.MAX_DIM - pgemm.MAX_DIM % 8  # K must also be a multiple of 8
+    with pytest.raises(ValueError, match="must be a CUDA tensor"):  # every size rule passed; only the device is wrong
+        pgemm.check_inputs(_meta(big, 8), _meta(8, 8), _meta(big, 8), 3)
+    with pytest.raises(ValueError, match="must be a CUDA tensor"):
+        pgemm.check_inputs(_meta(8, big), _meta(big, 8), _meta(8, 8), 3)
+    m, n = 2**16 * 128, 2**15 * 256  # 2^31 tiles
+    with pytest.raises(ValueError, match=r"the grid, ceil\(M/128\) \* ceil\(N/256\) blocks, must be <= 2\^31 - 1"):
+        pgemm.check_inputs(_meta(m, 8), _meta(8, n), _meta(m, n), 3)

@@ -1,13 +1,17 @@
-"""The CLI on a CPU-only machine, the report writers, the plot and the compare logic."""
+"""The CLI (argument checks, filters, a CPU run on any machine, a GPU run on a GPU), the report writers and the plot.
+(--compare: test_compare.py.)"""
 
 import json
+import os
 import subprocess
 import sys
+import time
 
 import pytest
 import torch
 
-from suite.driver import compare, report
+from conftest import HAS_GPU
+from suite.driver import report
 from suite.run import main
 
 
@@ -59,62 +63,119 @@ def test_plot_skips_unmeasured(tmp_path):
     assert not (tmp_path / "x.png").exists()
 
 
-def _write(path, rows):
-    path.write_text(json.dumps({"meta": {}, "rows": rows}))
-    return path
+def _gemm_only_stage() -> int:
+    """A stage count some gemm variant sweeps and no vector variant does."""
+    from suite.registry import variants
+
+    vector = {s for v in variants("vector") for s in v.stages}
+    return min(s for v in variants("gemm") for s in v.stages if s is not None and s not in vector)
 
 
-def test_compare_verdicts(tmp_path):
-    old = _write(tmp_path / "old.json", [_row(stages=3, median_ms=1.0)])
-    same = _write(tmp_path / "same.json", [_row(stages=3, median_ms=1.01)])
-    slower = _write(tmp_path / "slow.json", [_row(stages=1, median_ms=1.3)])
-    faster = _write(tmp_path / "fast.json", [_row(stages=3, median_ms=0.8)])
-    noisy = _write(tmp_path / "noisy.json", [_row(stages=3, median_ms=1.08, iqr_ms=0.3)])
-    assert [r["verdict"] for r in compare.compare(old, same)[1]] == ["SAME"]
-    res = compare.compare(old, slower)[1]
-    assert [r["verdict"] for r in res] == ["SLOWER"] and res[0]["stages"] == "3 -> 1"
-    assert [r["verdict"] for r in compare.compare(old, faster)[1]] == ["FASTER"]
-    assert [r["verdict"] for r in compare.compare(old, noisy)[1]] == ["SAME"]  # inside the recorded spread
+_GEMM_ONLY_STAGE = _gemm_only_stage()
 
 
-def test_compare_cli_and_bad_file(tmp_path, capsys):
-    old = _write(tmp_path / "old.json", _rows())
-    assert main(["--compare", str(old), str(old)]) == 0
-    out = capsys.readouterr().out
-    assert out.count("SAME") == 7
-    (tmp_path / "bad.json").write_text("[]")
-    assert main(["--compare", str(old), str(tmp_path / "bad.json")]) == 2
+def _cli(*argv, cpu=False, timeout=600):
+    """python -m suite.run in a subprocess; ``cpu``: with every GPU hidden (CUDA_VISIBLE_DEVICES=""), so the CPU path
+    runs on any machine."""
+    env = {**os.environ, **({"CUDA_VISIBLE_DEVICES": ""} if cpu else {})}
+    t0 = time.monotonic()
+    proc = subprocess.run([sys.executable, "-m", "suite.run", *argv], capture_output=True, text=True, env=env,
+                          timeout=timeout)
+    return proc, time.monotonic() - t0
 
 
-@pytest.mark.parametrize("argv, message", [
-    (["--problem", "nope"], "invalid choice"),
-    (["--variant", "nope"], "unknown 'nope'"),
-    (["--size", "8"], "--size needs exactly one --problem"),
-    (["--problem", "gemm", "--size", "8x8"], "a gemm size is M, or MxNxK"),
-    (["--problem", "gemm", "--dtype", "fp32"], "no selected problem takes fp32"),
-    (["--stages", "0"], "--stages must be >= 1"),
+@pytest.mark.parametrize("argv, flag, rule", [
+    (["--problem", "nope"], "--problem", "invalid choice"),
+    (["--variant", "nope"], "--variant", "unknown 'nope'"),
+    (["--size", "8"], "--size", "needs exactly one --problem"),
+    (["--problem", "vector", "--size", "-5"], "--size", "every dimension must be >= 1"),
+    (["--problem", "vector", "--size", "0"], "--size", "every dimension must be >= 1"),
+    (["--problem", "gemm", "--size", "64x0x64"], "--size", "every dimension must be >= 1"),
+    (["--problem", "vector", "--size", "abc"], "--size", "sizes are whole numbers"),
+    (["--problem", "vector", "--size", "1e6"], "--size", "sizes are whole numbers"),
+    (["--problem", "vector", "--size", "2^70"], "--size", "below 2^63"),
+    (["--problem", "gemm", "--size", "8x8"], "--size", "a gemm size is M (a cube) or MxNxK"),
+    (["--problem", "gemm", "--dtype", "fp32"], "--dtype", "no selected problem takes fp32"),
+    (["--stages", "0"], "--stages", "stage counts must be >= 1"),
+    (["--stages", "abc"], "--stages", "stage counts are whole numbers"),
+    (["--stages", "99"], "--stages 99", "no selected variant sweeps 99"),
+    (["--problem", "vector", "--stages", str(_GEMM_ONLY_STAGE)], f"--stages {_GEMM_ONLY_STAGE}",
+     f"no selected variant sweeps {_GEMM_ONLY_STAGE}"),  # gemm sweeps it, but only vector is selected
+    (["--backend", "ptx", "--variant", "tile loop"], "--variant", "no registered variant matches"),
 ])
-def test_cli_rejects_bad_arguments_before_running(argv, message, tmp_path):
+def test_cli_rejects_bad_arguments_before_running(argv, flag, rule, tmp_path):
+    """One line naming the flag and the rule, exit 2, within seconds, nothing written."""
     out = tmp_path / "results"
-    proc = subprocess.run([sys.executable, "-m", "suite.run", *argv, "--out", str(out)],
-                          capture_output=True, text=True)
-    assert proc.returncode == 2
-    assert message in proc.stderr
+    proc, seconds = _cli(*argv, "--out", str(out))
+    assert proc.returncode == 2, proc.stderr
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert flag in proc.stderr and rule in proc.stderr, proc.stderr
+    assert "Traceback" not in proc.stderr and proc.stdout == ""
+    assert seconds < 30  # the interpreter starting and torch importing; no kernel is built or run
     assert not out.exists()  # nothing half-written
 
 
+def test_cli_refuses_out_naming_a_file_before_the_run(tmp_path):
+    taken = tmp_path / "taken"
+    taken.write_text("precious")
+    for out in (taken, taken / "sub"):
+        proc, seconds = _cli("--problem", "vector", "--out", str(out))
+        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+        assert "--out" in proc.stderr and "is not a directory" in proc.stderr and seconds < 30
+    assert taken.read_text() == "precious"
+
+
+def test_cli_refuses_sizes_too_large_for_the_interpreter(tmp_path):
+    """Without a GPU, gemm 8192^3 (minutes to hours in the interpreter) is refused up front, naming the limit."""
+    proc, seconds = _cli("--problem", "gemm", "--size", "8192", "--out", str(tmp_path / "r"), cpu=True)
+    assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert "--size 8192" in proc.stderr and "too large for a CPU run" in proc.stderr and "M*N*K <= 2^28" in proc.stderr
+    assert seconds < 30 and not (tmp_path / "r").exists()
+
+
 def test_cli_cpu_run_end_to_end(tmp_path):
-    """No GPU: Triton validated in the interpreter, PTX built for sm_90 with its SASS, nothing timed, exit 0."""
+    """No GPU (hidden on a GPU machine): Triton validated in the interpreter, PTX built for sm_90 with its SASS,
+    nothing timed, no plot and why, exit 0; files readable as the umask allows; the terminal fits 160 columns."""
     out = tmp_path / "run"
-    proc = subprocess.run([sys.executable, "-m", "suite.run", "--problem", "vector", "--out", str(out),
-                           "--no-progress"], capture_output=True, text=True)
+    proc, _ = _cli("--problem", "vector", "--out", str(out), "--no-progress", cpu=True)
     assert proc.returncode == 0, proc.stderr
     assert "No CUDA GPU here" in proc.stderr
-    assert "valid, not timed" in proc.stdout and "built sm_90, not run" in proc.stdout and "LDGSTS" in proc.stdout
+    assert "No plot written (vector.png)" in proc.stderr and "without a GPU nothing is timed" in proc.stderr
+    assert "valid, not timed" in proc.stdout and "built sm_90: LDGSTS" in proc.stdout
+    assert max(len(line) for line in (proc.stdout + proc.stderr).splitlines()) <= 160
     rows = json.loads((out / "results.json").read_text())["rows"]
     assert all(r["valid"] for r in rows if r["backend"] in ("torch", "triton"))
     assert all(r["sass_counts"]["async_copy"] > 0 for r in rows if r["backend"] == "ptx")
     assert not any(r["measured"] for r in rows)
+    table_md = (out / "table.md").read_text()
+    assert "built sm_90, not run" in table_md and "LDGSTS" in table_md and " regs" in table_md
+    assert sorted(p.name for p in out.iterdir()) == ["results.csv", "results.json", "table.md"]
+
+
+@pytest.mark.gpu
+def test_cli_gpu_run_end_to_end(tmp_path):
+    """On a GPU: a short real run is validated, timed, plotted, fits 160 columns, and exits 0."""
+    out = tmp_path / "run"
+    proc, _ = _cli("--problem", "vector", "--size", "2^22", "--backend", "ptx", "triton", "--stages", "1", "2",
+                   "--quick", "--out", str(out), "--no-progress")
+    assert proc.returncode == 0, proc.stderr
+    assert max(len(line) for line in (proc.stdout + proc.stderr).splitlines()) <= 160
+    rows = json.loads((out / "results.json").read_text())["rows"]
+    assert {(r["backend"], r["variant"]) for r in rows} >= {("torch", "copy_"), ("ptx", "cp.async ring")}
+    assert all(r["valid"] and r["measured"] and r["throughput"] > 0 for r in rows)
+    assert all(r["ratio_to_ceiling"] for r in rows)
+    assert (out / "vector.png").read_bytes()[:4] == b"\x89PNG"
+
+
+def test_cli_variant_filter_runs_only_its_problem(tmp_path):
+    """--variant X: X and its problem's ceiling, no block of another problem."""
+    out = tmp_path / "run"
+    proc, _ = _cli("--variant", "cp.async ring", "--out", str(out), "--no-progress", cpu=True)
+    assert proc.returncode == 0, proc.stderr
+    rows = json.loads((out / "results.json").read_text())["rows"]
+    assert {(r["problem"], r["backend"], r["variant"]) for r in rows} == {
+        ("vector", "ptx", "cp.async ring"), ("vector", "torch", "copy_")}
+    assert "gemm" not in proc.stdout
 
 
 def test_list_shows_gates(capsys):
@@ -124,8 +185,8 @@ def test_list_shows_gates(capsys):
 
 
 def test_driver_timing_logic_with_a_fake_clock(monkeypatch):
-    """The GPU path of the driver on CPU tensors: do_bench and nvidia-smi replaced by fakes, so the ratios, the
-    interleaved ceiling, re-timing of noisy rows and the flags are checked for real."""
+    """The GPU path of the driver with do_bench and nvidia-smi replaced by fakes (on CPU tensors without a GPU), so
+    the ratios, the interleaved ceiling, re-timing of noisy rows and the flags are checked for real."""
     from suite.driver import bench
 
     calls = []
@@ -141,7 +202,8 @@ def test_driver_timing_logic_with_a_fake_clock(monkeypatch):
     monkeypatch.setattr(bench.run_meta, "gpu_state", lambda: {"throttled": True, "sm_clock_mhz": 1500.0})
     opts = bench.Options(problems=("vector",), sizes={"vector": (3 * 8192 + 5,)}, backends=("torch", "triton"),
                          stages=(2,))
-    rows = bench.run(opts, on_gpu=True, progress=False, device=torch.device("cpu"))
+    # on a CPU machine the Triton kernel runs in the interpreter on CPU tensors; on a GPU machine, on the GPU
+    rows = bench.run(opts, on_gpu=True, progress=False, device=torch.device("cuda" if HAS_GPU else "cpu"))
     by = {(r["backend"], r["variant"]): r for r in rows}
     ceiling = by[("torch", "copy_")]
     assert ceiling["measured"] and ceiling["ratio_to_ceiling"] == 1.0 and ceiling["sm_clock_mhz"] == 1500.0
@@ -153,3 +215,159 @@ def test_driver_timing_logic_with_a_fake_clock(monkeypatch):
         assert "clock slowdown" in r["note"]
     assert 2.0 in calls  # the noisy row was timed again with twice the repetitions
     assert any("spread" in r["note"] for r in rows)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Filters: ceilings are kept for the problems that run, and nothing else
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _picked(**kw):
+    from suite.driver import bench
+
+    return {(p.name, v.label): stages for p, v, stages in bench.selected(bench.Options(**kw))}
+
+
+def test_backend_filter_keeps_each_problems_ceiling():
+    picked = _picked(backends=("ptx",))
+    assert ("vector", "torch:copy_") in picked and ("gemm", "torch:cuBLAS") in picked
+    assert ("vector", "torch:mul") not in picked
+    assert {label.split(":")[0] for _, label in picked} == {"ptx", "torch"}
+
+
+def test_variant_filter_runs_only_its_problem_with_its_ceiling():
+    assert set(_picked(variants=("cp.async ring",))) == {("vector", "ptx:cp.async ring"), ("vector", "torch:copy_")}
+    assert set(_picked(variants=("triton:128x256x32",))) == {("gemm", "triton:128x256x32"), ("gemm", "torch:cuBLAS")}
+    assert set(_picked(variants=("copy_",))) == {("vector", "torch:copy_")}
+
+
+def test_stage_filter_keeps_ceilings_and_drops_problems_it_empties():
+    from suite.registry import variants
+
+    s = _GEMM_ONLY_STAGE
+    picked = _picked(stages=(s,), backends=("ptx",))
+    sweeping = {("gemm", v.label) for v in variants("gemm", "ptx") if s in v.stages}
+    assert ("gemm", "ptx:128x256x32 mma.sync") in sweeping
+    assert set(picked) == sweeping | {("gemm", "torch:cuBLAS")}  # no vector block: no vector variant sweeps s
+    assert all(picked[key] == (s,) for key in sweeping) and picked[("gemm", "torch:cuBLAS")] == (None,)
+
+
+def test_check_options_names_the_rule():
+    from suite.driver import bench
+
+    with pytest.raises(bench.OptionError, match="no registered variant matches") as e:
+        bench.check_options(bench.Options(backends=("ptx",), variants=("tile loop",)), on_gpu=False)
+    assert e.value.option == "variants"
+    with pytest.raises(bench.OptionError, match="no selected variant sweeps 99, 7 stage"):
+        bench.check_options(bench.Options(stages=(2, 99, 7)), on_gpu=False)
+    with pytest.raises(bench.OptionError, match=r"too large for a CPU run .* n <= 2\^24"):
+        bench.check_options(bench.Options(problems=("vector",), sizes={"vector": (2**24 + 1,)}), on_gpu=False)
+    assert bench.check_options(bench.Options(problems=("vector",), sizes={"vector": (2**24,)}), on_gpu=False)
+    assert bench.check_options(bench.Options(problems=("gemm",), sizes={"gemm": ((8192,) * 3,)}), on_gpu=True)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Output: umask, no Python reprs, 160 columns, plots
+# ---------------------------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("umask, mode", [(0o022, 0o644), (0o027, 0o640), (0o002, 0o664)])
+def test_written_files_honour_the_umask(tmp_path, umask, mode):
+    old = os.umask(umask)
+    try:
+        written = report.write(_rows(), {"gpu": "test"}, tmp_path / "out")
+    finally:
+        os.umask(old)
+    assert sorted(p.name for p in written) == ["results.csv", "results.json", "table.md", "vector.png"]
+    assert {p.name: oct(p.stat().st_mode & 0o777) for p in written} == {p.name: oct(mode) for p in written}
+
+
+def test_table_md_has_no_python_reprs(tmp_path):
+    meta = {"gpu": None, "driver": None, "gpu_state_before": {"sm_clock_mhz": 1980.0, "throttled": False},
+            "gpu_state_after": {}, "nvrtc": "13.0"}
+    rows = _rows() + [_row(backend="torch", variant="mul", stages=None, note="spread 1.5% > 1%")]
+    report.write(rows, meta, tmp_path / "out")
+    text = (tmp_path / "out" / "table.md").read_text()
+    for repr_text in ("None", "{", "}", "True", "False", "stages=None"):
+        assert repr_text not in text, repr_text
+    assert "- gpu_state_before: sm_clock_mhz=1980, throttled=no" in text and "- gpu: -" in text
+    assert "- torch:mul: spread 1.5% > 1%" in text
+
+
+def _wide_rows():
+    """Six swept variants with long names on two shapes, a throttled and a noisy cell, a failure with a long note,
+    an autotuned variant with a long config."""
+    rows = []
+    for shape in ("8192x8192x8192", "4000x3000x1000"):
+        common = dict(problem="gemm", shape=shape, dtype="fp16->fp32acc->fp16", unit="TFLOP/s", throughput=512.3)
+        rows.append(_row(**common, backend="torch", variant="cuBLAS", stages=None, ceiling=True, ratio_to_ceiling=1.0))
+        for i in range(6):
+            for s in (1, 2, 3, 4, 5):
+                rows.append(_row(**common, backend="ptx", variant=f"128x256x{32 * (i + 1)} wgmma tma warp-specialized",
+                                 stages=s, throttled=(i, s) == (0, 3), spread=0.05 if (i, s) == (1, 2) else 0.001))
+        rows.append(_row(**common, backend="triton", variant="tuned", stages=4, config="x" * 300))
+        rows.append(_row(**common, backend="ptx", variant="broken", stages=None, valid=False, measured=False,
+                         note="INVALID: " + "Tensor-likes are not close! " * 12))
+    return rows
+
+
+def test_terminal_table_fits_160_columns_and_keeps_everything():
+    rows = _wide_rows()
+    text = report.terminal_table(rows, 160)
+    assert max(len(line) for line in text.splitlines()) <= 160
+    for r in rows:
+        assert f"{r['backend']}:{r['variant']}" in text
+    assert "512.3* 90.0%" in text and "512.3~ 90.0%" in text and "FAIL" in text and "Tensor-likes" in text
+    assert "* the GPU reported a clock slowdown" in text and "~ samples spread" in text
+    assert text.count("| stages ") >= 4  # each shape's six variants split over at least two tables
+    full = report.table(rows)
+    assert "smem stage/total, regs, blocks" in full and "x" * 300 in full  # the full detail stays in table.md
+
+
+def test_plot_ceiling_has_its_own_color_and_the_legend_covers_no_data():
+    rows = _rows() + [_row(backend="torch", variant="mul", stages=None, baseline=True, median_ms=0.95)]
+    for i in range(9):  # enough variants to go around the palette
+        rows += [_row(backend="triton", variant=f"v{i}", stages=s, throughput=1.0 + i + s) for s in (1, 2, 3)]
+    rows += [dict(r, shape="4096") for r in rows]
+    fig = report.figure(rows, "vector")
+    from matplotlib.colors import to_rgba
+
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    for ax in fig.axes:
+        ceiling = [ln for ln in ax.get_lines() if ln.get_label().endswith("(ceiling)")]
+        others = [ln for ln in ax.get_lines() if not ln.get_label().endswith("(ceiling)")]
+        assert len(ceiling) == 1 and len(others) == 12
+        assert to_rgba(ceiling[0].get_color()) not in {to_rgba(ln.get_color()) for ln in others}
+        assert len({to_rgba(ln.get_color()) for ln in others}) == len(others)  # no two variants share a color
+        legend = ax.get_legend().get_window_extent(renderer)
+        for other in fig.axes:
+            assert not legend.overlaps(other.get_window_extent(renderer))  # outside every panel
+        assert fig.bbox.x0 <= legend.x0 and legend.x1 <= fig.bbox.x1 and fig.bbox.y0 <= legend.y0  # on the page
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+
+
+def test_missing_plots_say_why():
+    cpu_rows = [_row(measured=False, valid=None, built_for="sm_90"), _row(problem="gemm", measured=False, valid=False)]
+    assert report.missing_plots(cpu_rows, on_gpu=False) == [
+        "No plot written (vector.png, gemm.png): plots show measured throughput, and without a GPU nothing is timed."]
+    gpu_rows = _rows() + [_row(problem="gemm", measured=False, valid=False)]
+    assert report.missing_plots(gpu_rows, on_gpu=True) == [
+        "No gemm.png written: no gemm row was timed (each failed validation or was skipped; see table.md)."]
+    assert report.missing_plots(_rows(), on_gpu=True) == []
+
+
+def test_readme_documents_every_csv_column_and_the_cpu_limits():
+    from pathlib import Path
+
+    from suite.problems import PROBLEMS
+
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    output = readme[readme.index("### Output"):]
+    missing = [c for c in report.CSV_FIELDS if f"`{c}`" not in output]
+    assert not missing, f"README's output section does not explain {missing}"
+    for problem in PROBLEMS.values():
+        assert problem.cpu_limit.split(" (")[0].replace("*", "·") in readme, problem.cpu_limit
+    assert "PIPESUITE_CACHE_DIR" in readme and "--index-url https://download.pytorch.org/whl/cpu" in readme

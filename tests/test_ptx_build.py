@@ -58,3 +58,20 @@ def test_kernel_info_from_the_cubin():
     assert 200 <= info.registers <= 255 and info.spill_bytes == 0
     assert info.sass["mma"] > 0 and info.sass["ldmatrix"] > 0 and info.sass["async_copy"] > 0
     assert (info.occupancy, info.threads, info.grid, info.config) == (1, 256, 42, "c")
+
+
+def test_gemm_zeroes_the_ring_stage_a_short_k_loop_never_fills():
+    """The mainloop's last k-step reads fragments from the stage after the last tile; with fewer K tiles than stages
+    no copy fills it, so the prologue zeroes it (a 16-byte store of zero registers, STS.128 [..], RZ). The synchronous
+    STAGES = 1 kernel reads no stage past the last tile and has none."""
+    import re
+
+    from suite.sass import split_functions
+
+    module = gemm.build("sm_90")
+    listing = split_functions(module.sass())
+    zero_store = re.compile(r"\bSTS\.128 \[[^\]]+\], RZ\b")
+    for stages in gemm.STAGES:
+        for aligned in (True, False):
+            sass = listing[module.symbols[gemm.name_expression(stages, aligned)]]
+            assert bool(zero_store.search(sass)) == (stages > 1), (stages, aligned)

@@ -18,7 +18,7 @@ from __future__ import annotations
 import statistics
 import sys
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 import torch
@@ -105,21 +105,63 @@ def variant_names() -> set[str]:
 
 
 def selected(opts: Options) -> list[tuple[Problem, Variant, tuple]]:
-    """(problem, variant, stage counts) for everything the options select."""
+    """(problem, variant, stage counts) for everything the options select. A problem runs when the filters (backend,
+    variant, stages) pick at least one of its variants; its ceiling then always runs too, whatever the filters say,
+    so every row has its % column. A problem none of whose variants the filters pick does not run at all."""
     out = []
     for name in opts.problems:
+        picked = []
         for v in variants(name):
             if opts.backends and v.backend not in opts.backends:
                 continue
-            if opts.variants and not v.ceiling and v.name not in opts.variants and v.label not in opts.variants:
+            if opts.variants and v.name not in opts.variants and v.label not in opts.variants:
                 continue
             stages = v.stages
             if opts.stages is not None and stages != (None,):
                 stages = tuple(s for s in stages if s in opts.stages)
                 if not stages:
                     continue
-            out.append((PROBLEMS[name], v, stages))
+            picked.append((v, stages))
+        if picked:
+            chosen = dict(picked)
+            out += [(PROBLEMS[name], v, chosen.get(v, v.stages)) for v in variants(name) if v in chosen or v.ceiling]
     return out
+
+
+class OptionError(ValueError):
+    """Options that select nothing, or sizes this machine should not attempt; ``option`` names the Options field."""
+
+    def __init__(self, option: str, message: str):
+        super().__init__(message)
+        self.option = option
+
+
+def check_options(opts: Options, on_gpu: bool) -> list[tuple[Problem, Variant, tuple]]:
+    """Refuse, before any work, options that cannot give a meaningful run; return what they select.
+
+    - the filters must pick at least one variant;
+    - every requested stage count must be swept by at least one variant the other filters pick;
+    - without a GPU, every requested size must be within the problem's CPU limit (``Problem.cpu_limit``): the Triton
+      interpreter is tens of thousands of times slower than the GPU.
+    """
+    plan = selected(opts)
+    if not plan:
+        raise OptionError("variants", "no registered variant matches these filters together (see --list)")
+    if opts.stages is not None:
+        unstaged = selected(replace(opts, stages=None))
+        swept = {s for _, v, stages in unstaged for s in stages if s is not None}
+        missing = [s for s in opts.stages if s not in swept]
+        if missing:
+            raise OptionError("stages", f"no selected variant sweeps {', '.join(map(str, missing))} stage(s); "
+                                        f"they sweep {', '.join(map(str, sorted(swept))) or 'none'}")
+    if not on_gpu:
+        for name, sizes in opts.sizes.items():
+            problem = PROBLEMS[name]
+            for size in sizes:
+                if problem.work(size) > problem.cpu_max_work:
+                    raise OptionError("sizes", f"{problem.shape(size)} is too large for a CPU run (the Triton "
+                                               f"interpreter): {name} needs {problem.cpu_limit} without a GPU")
+    return plan
 
 
 def sizes_for(problem: Problem, opts: Options, on_gpu: bool) -> tuple:
@@ -197,7 +239,7 @@ def run(opts: Options, on_gpu: bool, progress: bool = True, device: torch.device
     """Every selected (problem, size, variant, stages): validated, timed on a GPU, described without one.
     ``device`` defaults to the GPU when ``on_gpu`` (tests pass the CPU to exercise the timing logic)."""
     device = device or torch.device("cuda" if on_gpu else "cpu")
-    plan = selected(opts)
+    plan = check_options(opts, on_gpu)
     jobs = [(p, size, v, s) for p, v, stages in plan for size in sizes_for(p, opts, on_gpu) for s in stages]
     bar = Progress(len(jobs), progress)
     rows: list[dict] = []

@@ -1,33 +1,106 @@
-"""Compare two runs' results.json: each matching row is SAME, FASTER or SLOWER, judged against the spreads the
-runs recorded.
+"""Compare two runs' results.json as a regression gate: every row of either file gets exactly one verdict.
 
-Rows match on (problem, shape, dtype, backend, variant, stages). A variant present with a single stage count in
-each run is also matched across stage counts (so a run with --stages 1 can be held against one with --stages 3).
+Rows match on (problem, shape, dtype, backend, variant, stages); a variant present with a single stage count in each
+run is also matched across stage counts (so a run with --stages 1 can be held against one with --stages 3, and the
+autotuned variant against itself when it picked another depth). A row repeated in one file (the same --size given
+twice) is matched in order.
 
-Verdict: each side's interval is median +- max(IQR / 2, NOISE_FLOOR * median). SLOWER when the new interval lies
-wholly above the old one (more time), FASTER when wholly below, SAME when they overlap. The floor stands for the
-run-to-run noise that one run's IQR cannot see (clocks, another process): 2%.
+Verdicts, one per row of OLD and per row of NEW (a matched pair is one line):
+  SAME / FASTER / SLOWER  matched, both timed and valid: each side's interval is median +- max(IQR / 2,
+                          NOISE_FLOOR * median); SLOWER when the new interval lies wholly above the old one (more
+                          time), FASTER when wholly below, SAME when they overlap. The floor stands for the run-to-run
+                          noise one run's IQR cannot see (clocks, another process): 2%.
+  INVALID                 in NEW but failed validation or was not timed there (matched or not)
+  MISSING                 in OLD only
+  NEW                     in NEW only, timed and valid; or matched with an OLD row that was not timed or not valid
+                          (nothing to hold it against)
+
+Exit codes (``exit_code``): 0 when nothing is SLOWER, MISSING or INVALID; 1 when something is; the CLI exits 2 on bad
+input (``CompareError``): a file that cannot be read, is not JSON or is not a pipesuite results.json, an OLD with no
+timed row, or two files with no row in common. Every such error is one line naming the file.
 """
 
 from __future__ import annotations
 
 import json
+import math
 from pathlib import Path
 
 from tabulate import tabulate
 
 NOISE_FLOOR = 0.02
+VERDICTS = ("SAME", "FASTER", "SLOWER", "MISSING", "INVALID", "NEW")
+FAILING = ("SLOWER", "MISSING", "INVALID")  # any of these makes the comparison exit 1
+_KEY_FIELDS = ("problem", "shape", "dtype", "backend", "variant")
+
+
+class CompareError(ValueError):
+    """Bad input to the comparison: one line, naming the file."""
+
+
+def _timed(r: dict) -> bool:
+    return r.get("measured") is True and r.get("valid") is True
+
+
+def _row_problem(r) -> str | None:
+    """Why ``r`` is not a results row the comparison can use, or None."""
+    if not isinstance(r, dict):
+        return f"a row is a {type(r).__name__}, not an object"
+    missing = [k for k in (*_KEY_FIELDS, "stages", "measured", "valid") if k not in r]
+    if missing:
+        return "no " + ", ".join(repr(k) for k in missing)
+    bad = [k for k in _KEY_FIELDS if not isinstance(r[k], str)]
+    if bad:
+        return ", ".join(repr(k) for k in bad) + " must be text"
+    if r["stages"] is not None and (not isinstance(r["stages"], int) or isinstance(r["stages"], bool)):
+        return f"'stages' must be a whole number or null (got {r['stages']!r})"
+    if not isinstance(r["measured"], bool) or r["valid"] not in (True, False, None):
+        return "'measured' must be true or false and 'valid' true, false or null"
+    if r["measured"]:
+        median, iqr = r.get("median_ms"), r.get("iqr_ms")
+        if not _number(median) or median <= 0:
+            return f"a timed row needs 'median_ms' > 0 (got {median!r})"
+        if iqr is not None and (not _number(iqr) or iqr < 0):
+            return f"'iqr_ms' must be >= 0 or null (got {iqr!r})"
+    return None
+
+
+def _number(x) -> bool:
+    return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
 def load(path: str | Path) -> tuple[dict, list[dict]]:
-    data = json.loads(Path(path).read_text())
+    """(meta, rows) of a results.json. Raises CompareError, one line naming the file, when it is not one."""
+    try:
+        text = Path(path).read_text()
+    except OSError as e:
+        raise CompareError(f"{path}: cannot read it ({e.strerror or e})") from None
+    except UnicodeDecodeError:
+        raise CompareError(f"{path}: not JSON (not UTF-8 text)") from None
+    if not text.strip():
+        raise CompareError(f"{path}: not JSON (the file is empty)")
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as e:
+        raise CompareError(f"{path}: not JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
+    what = f"{path}: not a pipesuite results.json"
     if not isinstance(data, dict) or "rows" not in data:
-        raise ValueError(f"{path}: not a pipesuite results.json (no 'rows')")
-    return data.get("meta", {}), data["rows"]
+        raise CompareError(f"{what} (no top-level 'rows')")
+    rows = data["rows"]
+    if not isinstance(rows, list):
+        raise CompareError(f"{what} ('rows' is a {type(rows).__name__}, not a list)")
+    if not rows:
+        raise CompareError(f"{path}: holds no rows (nothing to compare)")
+    for i, r in enumerate(rows):
+        problem = _row_problem(r)
+        if problem:
+            raise CompareError(f"{what} (row {i}: {problem})")
+    meta = data.get("meta")
+    return meta if isinstance(meta, dict) else {}, rows
 
 
 def _key(r: dict, with_stages: bool = True) -> tuple:
-    base = (r["problem"], r["shape"], r["dtype"], r["backend"], r["variant"])
+    base = tuple(r[k] for k in _KEY_FIELDS)
     return base + (r["stages"],) if with_stages else base
 
 
@@ -37,6 +110,7 @@ def _interval(r: dict) -> tuple[float, float]:
 
 
 def verdict(old: dict, new: dict) -> str:
+    """SAME / FASTER / SLOWER of two timed, valid rows."""
     old_lo, old_hi = _interval(old)
     new_lo, new_hi = _interval(new)
     if new_lo > old_hi:
@@ -46,41 +120,108 @@ def verdict(old: dict, new: dict) -> str:
     return "SAME"
 
 
-def pairs(old_rows: list[dict], new_rows: list[dict]) -> list[tuple[dict, dict]]:
-    old_rows = [r for r in old_rows if r.get("measured")]
-    new_rows = [r for r in new_rows if r.get("measured")]
-    exact = {_key(r): r for r in old_rows}
-    by_variant: dict[tuple, list[dict]] = {}
+def match(old_rows: list[dict], new_rows: list[dict]) -> list[tuple[dict | None, dict | None]]:
+    """Every row of both lists exactly once: (old, new) pairs, (old, None) for OLD only, (None, new) for NEW only.
+    In OLD's order, then the NEW-only rows in NEW's order."""
+    new_left = list(range(len(new_rows)))
+    by_key: dict[tuple, list[int]] = {}
+    for j in new_left:
+        by_key.setdefault(_key(new_rows[j]), []).append(j)
+    partner: dict[int, int] = {}
+    for i, r in enumerate(old_rows):  # exact matches, in order (duplicates pair up first with first)
+        if by_key.get(_key(r)):
+            partner[i] = by_key[_key(r)].pop(0)
+    old_count: dict[tuple, int] = {}
+    new_count: dict[tuple, int] = {}
     for r in old_rows:
-        by_variant.setdefault(_key(r, False), []).append(r)
-    new_by_variant: dict[tuple, list[dict]] = {}
+        old_count[_key(r, False)] = old_count.get(_key(r, False), 0) + 1
     for r in new_rows:
-        new_by_variant.setdefault(_key(r, False), []).append(r)
-    out = []
-    for r in new_rows:
-        if _key(r) in exact:
-            out.append((exact[_key(r)], r))
-        elif len(by_variant.get(_key(r, False), [])) == 1 and len(new_by_variant[_key(r, False)]) == 1:
-            out.append((by_variant[_key(r, False)][0], r))
+        new_count[_key(r, False)] = new_count.get(_key(r, False), 0) + 1
+    taken = set(partner.values())
+    for i, r in enumerate(old_rows):  # one stage count on each side: match across stage counts
+        base = _key(r, False)
+        if i in partner or old_count[base] != 1 or new_count.get(base) != 1:
+            continue
+        j = next(j for j in new_left if _key(new_rows[j], False) == base)
+        if j not in taken:
+            partner[i] = j
+            taken.add(j)
+    out: list[tuple[dict | None, dict | None]] = [
+        (r, new_rows[partner[i]] if i in partner else None) for i, r in enumerate(old_rows)
+    ]
+    out += [(None, new_rows[j]) for j in new_left if j not in taken]
     return out
 
 
+def classify(old: dict | None, new: dict | None) -> tuple[str, str]:
+    """(verdict, note) of one matched line."""
+    if new is None:
+        return "MISSING", "not in NEW"
+    if not _timed(new):
+        return "INVALID", "failed validation in NEW" if new["valid"] is False else "not timed in NEW"
+    if old is None:
+        return "NEW", "not in OLD"
+    if not _timed(old):
+        return "NEW", "OLD has no valid timing"
+    return verdict(old, new), ""
+
+
+def compare_rows(old_rows: list[dict], new_rows: list[dict]) -> list[dict]:
+    """One result per matched line, with 'verdict', 'note', 'old_ms', 'new_ms', 'change' (new / old time - 1) and
+    'matched' (a row of each file)."""
+    results = []
+    for old, new in match(old_rows, new_rows):
+        v, note = classify(old, new)
+        either = new or old
+        if old is not None and new is not None and old["stages"] != new["stages"]:
+            stages = f"{_stages(old['stages'])} -> {_stages(new['stages'])}"
+        else:
+            stages = _stages(either["stages"])
+        old_ms = old["median_ms"] if old is not None and _timed(old) else None
+        new_ms = new["median_ms"] if new is not None and _timed(new) else None
+        results.append({
+            "problem": either["problem"], "shape": either["shape"], "variant": f"{either['backend']}:{either['variant']}",
+            "stages": stages, "old_ms": old_ms, "new_ms": new_ms,
+            "change": new_ms / old_ms - 1 if old_ms and new_ms else None, "verdict": v, "note": note,
+            "matched": old is not None and new is not None,
+        })
+    return results
+
+
+def _stages(s) -> str:
+    return "-" if s is None else str(s)
+
+
+def exit_code(results: list[dict]) -> int:
+    """0 when nothing is SLOWER, MISSING or INVALID, else 1."""
+    return 1 if any(r["verdict"] in FAILING for r in results) else 0
+
+
+def summary(results: list[dict]) -> str:
+    counts = {v: sum(r["verdict"] == v for r in results) for v in VERDICTS}
+    text = f"{len(results)} rows: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n)
+    bad = [v for v in FAILING if counts[v]]
+    return text + (f"; exit 1 ({', '.join(bad)})" if bad else "; exit 0")
+
+
 def compare(old_path: str | Path, new_path: str | Path) -> tuple[str, list[dict]]:
-    """The comparison as a table and as rows (with 'verdict' and 'change' = new / old time - 1)."""
+    """The comparison as a table and as results (see compare_rows). Raises CompareError when a file is not a
+    results.json, OLD holds no timed row, or the files share no row."""
     _, old_rows = load(old_path)
     _, new_rows = load(new_path)
-    results = []
-    for old, new in pairs(old_rows, new_rows):
-        stages = old["stages"] if old["stages"] == new["stages"] else f"{old['stages']} -> {new['stages']}"
-        results.append({
-            "problem": new["problem"], "shape": new["shape"], "variant": f"{new['backend']}:{new['variant']}",
-            "stages": "-" if stages is None else stages, "old_ms": old["median_ms"], "new_ms": new["median_ms"],
-            "change": new["median_ms"] / old["median_ms"] - 1, "verdict": verdict(old, new),
-        })
+    if not any(_timed(r) for r in old_rows):
+        raise CompareError(f"{old_path}: no timed, valid row (a CPU run?): nothing to hold NEW against")
+    results = compare_rows(old_rows, new_rows)
+    if not any(r["matched"] for r in results):
+        raise CompareError(f"{old_path} and {new_path} share no (problem, shape, dtype, variant): nothing to compare")
     table = tabulate(
-        [[r["problem"], r["shape"], r["variant"], r["stages"], f"{r['old_ms']:.4f}", f"{r['new_ms']:.4f}",
-          f"{100 * r['change']:+.1f}%", r["verdict"]] for r in results],
-        headers=["problem", "shape", "variant", "stages", "old ms", "new ms", "time", "verdict"], tablefmt="github",
-        disable_numparse=True,
+        [[r["problem"], r["shape"], r["variant"], r["stages"], _ms(r["old_ms"]), _ms(r["new_ms"]),
+          "-" if r["change"] is None else f"{100 * r['change']:+.1f}%", r["verdict"], r["note"]] for r in results],
+        headers=["problem", "shape", "variant", "stages", "old ms", "new ms", "time", "verdict", "note"],
+        tablefmt="github", disable_numparse=True,
     )
     return table, results
+
+
+def _ms(x) -> str:
+    return "-" if x is None else f"{x:.4f}"

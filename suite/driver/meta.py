@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import platform
 import subprocess
 from importlib import metadata
@@ -21,10 +22,43 @@ _REASON_FIELDS = ("clocks_event_reasons.active", "clocks_throttle_reasons.active
 THROTTLE_MASK = 0x4 | 0x8 | 0x20 | 0x40 | 0x80
 
 
+def smi_target(uuid, visible_devices: str | None, ordinal: int) -> str:
+    """The ``nvidia-smi -i`` argument naming the GPU that CUDA (torch) calls ``ordinal``.
+
+    CUDA numbers only the GPUs CUDA_VISIBLE_DEVICES lets it see, nvidia-smi numbers all of them, so ``-i <ordinal>``
+    can name another GPU. Best: the device's UUID (nvidia-smi takes ``GPU-<uuid>``). Without one, the
+    CUDA_VISIBLE_DEVICES entry at ``ordinal`` (a physical index or a UUID, both of which nvidia-smi takes; an index is
+    right when CUDA orders GPUs as nvidia-smi does, by PCI bus, as on a machine of identical GPUs). Without that
+    variable, the ordinal itself."""
+    text = str(uuid).strip() if uuid else ""
+    if text:
+        return text if text.startswith(("GPU-", "MIG-")) else f"GPU-{text}"
+    if visible_devices is not None and visible_devices.strip():
+        entries = [e.strip() for e in visible_devices.split(",")]
+        if ordinal < len(entries) and entries[ordinal]:
+            return entries[ordinal]
+    return str(ordinal)
+
+
+def gpu_target() -> str | None:
+    """``nvidia-smi -i`` argument for torch's current GPU (see smi_target); None without a CUDA GPU."""
+    import torch
+
+    if not torch.cuda.is_available():
+        return None
+    ordinal = torch.cuda.current_device()
+    props = torch.cuda.get_device_properties(ordinal)
+    return smi_target(getattr(props, "uuid", None), os.environ.get("CUDA_VISIBLE_DEVICES"), ordinal)
+
+
 def _smi(fields: tuple[str, ...]) -> list[str] | None:
+    """Query ``fields`` of the GPU torch uses; None when there is none or nvidia-smi cannot answer."""
+    target = gpu_target()
+    if target is None:
+        return None
     try:
         out = subprocess.run(
-            ["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits", "-i", "0"],
+            ["nvidia-smi", f"--query-gpu={','.join(fields)}", "--format=csv,noheader,nounits", "-i", target],
             capture_output=True, text=True, timeout=10, check=True,
         ).stdout.strip().splitlines()[0]
     except (OSError, subprocess.SubprocessError, IndexError):
@@ -87,13 +121,9 @@ def collect(on_gpu: bool) -> dict:
             memory_bytes=props.total_memory,
             cuda_runtime=torch.version.cuda,
         )
-        try:
-            meta["driver"] = subprocess.run(
-                ["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader", "-i", "0"],
-                capture_output=True, text=True, timeout=10, check=True,
-            ).stdout.strip()
-        except (OSError, subprocess.SubprocessError):
-            meta["driver"] = None
+        meta["gpu_id"] = gpu_target()
+        driver = _smi(("driver_version",))
+        meta["driver"] = driver[0] if driver else None
     else:
         meta.update(gpu=None, driver=None, cuda_runtime=torch.version.cuda)
     return meta

@@ -6,7 +6,8 @@ import csv
 import json
 import os
 import re
-import tempfile
+import secrets
+import textwrap
 from pathlib import Path
 
 from tabulate import tabulate
@@ -63,6 +64,11 @@ def _label(r: dict) -> str:
     return f"{r['backend']}:{r['variant']}"
 
 
+def _where(r: dict) -> str:
+    """The variant, and its stage count where it has one."""
+    return _label(r) + ("" if r["stages"] is None else f" stages={r['stages']}")
+
+
 def table(rows: list[dict], fmt: str = "github") -> str:
     """One block per (problem, shape): the stage sweep with each swept variant side by side, then every other
     variant (baselines, ceilings, tuned) on a line of its own."""
@@ -96,11 +102,108 @@ def table(rows: list[dict], fmt: str = "github") -> str:
                            r.get("sass") or "-", r.get("config") or ""] for r in others]
             parts.append(tabulate(other_body, headers=["variant", "stages", unit, "%", "smem stage/total, regs, blocks",
                                                         "SASS", "config"], tablefmt=fmt, disable_numparse=True))
-        notes = [f"- {_label(r)} stages={r['stages']}: {r['note']}" for r in group if r.get("note")]
+        notes = [f"- {_where(r)}: {r['note']}" for r in group if r.get("note")]
         if notes:
             parts.append("\n".join(notes))
         blocks.append("\n\n".join(parts))
     return "\n\n".join(blocks)
+
+
+THROTTLED, NOISY = "*", "~"  # marks in the terminal table's cells
+
+
+def _cell(r: dict, noisy_above: float) -> str:
+    """One variant at one stage count, compactly: throughput and % of the ceiling (with a mark when the GPU throttled
+    or the samples spread), or what happened instead."""
+    if r.get("measured") and r.get("valid") is not False:
+        digits = 0 if r["unit"] == "GB/s" else 1
+        marks = (THROTTLED if r.get("throttled") else "") + (NOISY if (r.get("spread") or 0) > noisy_above else "")
+        pct = "" if r.get("ratio_to_ceiling") is None else f" {100 * r['ratio_to_ceiling']:.1f}%"
+        return f"{r['throughput']:.{digits}f}{marks}{pct}"
+    if r.get("valid") is None and r.get("built_for"):
+        return f"built {r['built_for']}: {r.get('sass') or 'no SASS classes'}"
+    return _perf(r)
+
+
+def _github(headers: list[str], body: list[list[str]]) -> str:
+    return tabulate(body, headers=headers, tablefmt="github", disable_numparse=True)
+
+
+def _width(headers: list[str], body: list[list[str]]) -> int:
+    """Characters per line of the github-format table of these cells."""
+    return max(len(line) for line in _github(headers, body).splitlines())
+
+
+def _fit(headers: list[str], body: list[list[str]], width: int, keep: int = 1) -> list[str]:
+    """The table, split into several (each repeating the first ``keep`` columns) so that every line fits
+    ``width``."""
+    tables, cols = [], list(range(keep, len(headers)))
+    while cols:
+        take = 1
+        while take < len(cols) and _width(*_columns(headers, body, list(range(keep)) + cols[:take + 1])) <= width:
+            take += 1
+        tables.append(_github(*_columns(headers, body, list(range(keep)) + cols[:take])))
+        cols = cols[take:]
+    return tables
+
+
+def _columns(headers: list[str], body: list[list[str]], picked: list[int]) -> tuple[list[str], list[list[str]]]:
+    return [headers[i] for i in picked], [[line[i] for i in picked] for line in body]
+
+
+def _clip(text: str, n: int) -> str:
+    return text if len(text) <= n else text[: max(0, n - 3)] + "..."
+
+
+def terminal_table(rows: list[dict], width: int = 160) -> str:
+    """What the CLI prints: per (problem, shape), the stage sweep with one compact cell per variant ('4043 95.8%',
+    marks for throttling and spread), split into several tables when the variants do not fit ``width`` columns
+    side by side; the unstaged variants; and the notes that explain a failure or a skip. Resources, SASS and every
+    note are in table.md and results.csv."""
+    from suite.driver.bench import MAX_SPREAD
+
+    blocks, marks = [], set()
+    for (problem, shape), group in _groups(rows).items():
+        unit = group[0]["unit"]
+        ceiling = next((r for r in group if r["ceiling"]), None)
+        by_variant: dict[str, list[dict]] = {}
+        for r in group:
+            by_variant.setdefault(_label(r), []).append(r)
+        swept = [k for k, rs in by_variant.items() if len({r["stages"] for r in rs}) > 1]
+        others = [r for k, rs in by_variant.items() if k not in swept for r in rs]
+        parts = [_clip(f"{problem} {shape} ({group[0]['dtype']}): {unit}, % of "
+                       f"{_label(ceiling) if ceiling else 'ceiling'}", width)]
+        cells = {id(r): _cell(r, MAX_SPREAD) for r in group}
+        marks |= {m for c in cells.values() for m in (THROTTLED, NOISY) if m in c.split(" ")[0]}
+        if swept:
+            body = []
+            for s in sorted({r["stages"] for k in swept for r in by_variant[k]}):
+                line = [str(s)]
+                for k in swept:
+                    r = next((r for r in by_variant[k] if r["stages"] == s), None)
+                    line.append("-" if r is None else cells[id(r)])
+                body.append(line)
+            parts += _fit(["stages"] + swept, body, width)
+        if others:
+            body = [[_label(r), "-" if r["stages"] is None else str(r["stages"]), cells[id(r)], r.get("config") or ""]
+                    for r in others]
+            headers = ["variant", "stages", unit, "config"]
+            room = width - _width(headers[:3], [line[:3] for line in body]) - 5  # "| " + config + " |" - shared "|"
+            body = [line[:3] + [_clip(line[3], max(room, 6))] for line in body]
+            parts.append(_github(headers, body))
+        problems = [f"{_where(r)}: {r['note']}" for r in group if r.get("valid") is False or
+                    r.get("note", "").startswith("skipped")]
+        if problems:
+            parts.append("\n".join(textwrap.fill(p, width, initial_indent="- ", subsequent_indent="  ")
+                                   for p in problems))
+        blocks.append("\n\n".join(parts))
+    legend = []
+    if THROTTLED in marks:
+        legend.append(f"{THROTTLED} the GPU reported a clock slowdown (power/thermal) at the end of timing")
+    if NOISY in marks:
+        legend.append(f"{NOISY} samples spread (IQR / median) above {100 * MAX_SPREAD:g}%")
+    footer = textwrap.fill("; ".join(legend + ["resources, SASS and all notes: table.md"]), width)
+    return "\n\n".join(blocks + [footer])
 
 
 def variant_table() -> str:
@@ -118,11 +221,26 @@ def variant_table() -> str:
                     tablefmt="github")
 
 
-def _atomic_write(path: Path, text: str) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=path.name, suffix=".tmp")
-    with os.fdopen(fd, "w", newline="") as f:
-        f.write(text)
-    os.replace(tmp, path)
+def _temp_beside(path: Path) -> tuple[int, Path]:
+    """A new, empty file next to ``path`` to write before renaming it into place, created with mode 0666 less the
+    umask like any file the user creates (tempfile.mkstemp would make it 0600)."""
+    while True:
+        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
+        try:
+            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
+        except FileExistsError:
+            continue
+
+
+def _atomic_write(path: Path, data: str | bytes) -> None:
+    fd, tmp = _temp_beside(path)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(data.encode() if isinstance(data, str) else data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)
+        raise
 
 
 def to_csv(rows: list[dict]) -> str:
@@ -136,44 +254,96 @@ def to_csv(rows: list[dict]) -> str:
     return buf.getvalue()
 
 
-def plot(rows: list[dict], problem: str, path: Path) -> bool:
-    """Throughput against stage count, a line per swept variant and shape, ceilings as horizontal lines.
-    Returns False (and writes nothing) when nothing was measured."""
+CEILING_COLOR = "black"  # no variant line is ever drawn in it
+
+
+def figure(rows: list[dict], problem: str):
+    """The plot of ``problem`` as a matplotlib Figure (None when nothing of it was measured): throughput against
+    stage count, one panel per shape, a line per swept variant, the ceiling as a black dashed line, every other
+    unstaged variant (baselines, tuned) as a dotted line. Each label keeps one color across panels, taken from a
+    palette without black; each legend sits below its panel, outside the axes, so it never covers data."""
     measured = [r for r in rows if r["problem"] == problem and r.get("measured")]
     if not measured:
-        return False
+        return None
     import matplotlib
 
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
+    labels = list(dict.fromkeys(_label(r) for r in measured if not r["ceiling"]))
+    palette = plt.get_cmap("tab10" if len(labels) <= 10 else "tab20").colors
+    color = {label: palette[i % len(palette)] for i, label in enumerate(labels)}
     shapes = list(dict.fromkeys(r["shape"] for r in measured))
-    fig, axes = plt.subplots(1, len(shapes), figsize=(5.5 * len(shapes), 4.2), squeeze=False)
+    fig, axes = plt.subplots(1, len(shapes), figsize=(5.5 * len(shapes), 5.2), squeeze=False, layout="constrained")
     for ax, shape in zip(axes[0], shapes):
         group = [r for r in measured if r["shape"] == shape]
         lines: dict[str, list[dict]] = {}
         for r in group:
             lines.setdefault(_label(r), []).append(r)
-        for i, (label, rs) in enumerate(lines.items()):
+        for label, rs in lines.items():
             if len({r["stages"] for r in rs}) > 1:
                 rs = sorted(rs, key=lambda r: r["stages"])
-                ax.plot([r["stages"] for r in rs], [r["throughput"] for r in rs], marker="o", label=label)
+                ax.plot([r["stages"] for r in rs], [r["throughput"] for r in rs], marker="o", label=label,
+                        color=color[label])
+            elif rs[0]["ceiling"]:
+                ax.axhline(rs[0]["throughput"], linestyle="--", color=CEILING_COLOR, label=f"{label} (ceiling)")
             else:
-                style = "--" if rs[0]["ceiling"] else ":"
-                ax.axhline(rs[0]["throughput"], linestyle=style, color=f"C{i + 2}",
-                           label=f"{label}" + (" (ceiling)" if rs[0]["ceiling"] else "") +
-                                 ("" if rs[0]["stages"] is None else f", {rs[0]['stages']} stages"))
+                ax.axhline(rs[0]["throughput"], linestyle=":", color=color[label],
+                           label=label + ("" if rs[0]["stages"] is None else f", {rs[0]['stages']} stages"))
         ax.set_title(f"{problem} {shape}")
         ax.set_xlabel("pipeline stages")
         ax.set_ylabel(group[0]["unit"])
         ax.set_ylim(bottom=0)
         ax.xaxis.get_major_locator().set_params(integer=True)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    fig.savefig(path, dpi=120)
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2, frameon=False)
+    return fig
+
+
+def plot(rows: list[dict], problem: str, path: Path) -> bool:
+    """Write ``figure(rows, problem)`` as a PNG (atomically, honouring the umask). Returns False (and writes
+    nothing) when nothing was measured."""
+    fig = figure(rows, problem)
+    if fig is None:
+        return False
+    import io
+
+    import matplotlib.pyplot as plt
+
+    buf = io.BytesIO()
+    fig.savefig(buf, format="png", dpi=120)
     plt.close(fig)
+    _atomic_write(path, buf.getvalue())
     return True
+
+
+def missing_plots(rows: list[dict], on_gpu: bool) -> list[str]:
+    """Why a problem of ``rows`` got no plot (plots show measured throughput): one sentence for a run without a GPU,
+    else one per problem of which nothing was timed."""
+    problems = list(dict.fromkeys(r["problem"] for r in rows))
+    unplotted = [p for p in problems if not any(r.get("measured") for r in rows if r["problem"] == p)]
+    if not unplotted:
+        return []
+    if not on_gpu:
+        return [f"No plot written ({', '.join(p + '.png' for p in unplotted)}): plots show measured throughput, and "
+                "without a GPU nothing is timed."]
+    return [f"No {p}.png written: no {p} row was timed (each failed validation or was skipped; see table.md)."
+            for p in unplotted]
+
+
+def _text(value) -> str:
+    """A metadata value as a reader writes it: '-' for none, yes / no, key=value lists, never a Python repr."""
+    if value is None or value == "" or value == {}:
+        return "-"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, float):
+        return f"{value:g}"
+    if isinstance(value, dict):
+        return ", ".join(f"{k}={_text(v)}" for k, v in value.items())
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_text(v) for v in value)
+    return str(value)
 
 
 def slug(text: str) -> str:
@@ -185,7 +355,7 @@ def write(rows: list[dict], meta: dict, out_dir: Path) -> list[Path]:
     to temporary names first and renamed into place, so an interrupted run leaves no half-written file."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
-    md = "# pipesuite results\n\n" + "\n".join(f"- {k}: {v}" for k, v in meta.items()) + "\n\n" + table(rows) + "\n"
+    md = "# pipesuite results\n\n" + "\n".join(f"- {k}: {_text(v)}" for k, v in meta.items()) + "\n\n" + table(rows) + "\n"
     for name, text in (("table.md", md), ("results.csv", to_csv(rows)),
                        ("results.json", json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))):
         _atomic_write(out_dir / name, text)

@@ -21,6 +21,9 @@
 // Template parameters: STAGES (1 = synchronous baseline, 2.. = cp.async ring depth), N_ALIGNED (N % 8 == 0, so every
 // 16-byte chunk of a B row is aligned and cp.async can fetch it; otherwise B is loaded with plain predicated loads,
 // correct for any N but without the async overlap for B) and BLOCK_K (32 or 64).
+//
+// Index arithmetic is 32-bit: the launcher (gemm.py) refuses M, N or K above 2^31 - 1 - 256, so every row, column and
+// k index formed below, at most one tile past the matrix, fits an int; element offsets are formed in 64 bits.
 
 #include "ptx_wrappers.cuh"
 
@@ -149,6 +152,14 @@ __device__ __forceinline__ void load_tile(const Producer& p, const half_bits* B,
             st_shared_v4(b_base + i * T::B_ROW_STEP * B_ROW_BYTES, packed[0], packed[1], packed[2], packed[3]);
         }
     }
+}
+
+// Zero one ring stage (16 bytes per thread per step), for a stage no tile ever fills.
+template <int BLOCK_K>
+__device__ __forceinline__ void zero_stage(unsigned stage_base) {
+#pragma unroll 1
+    for (unsigned offset = threadIdx.x * 16; offset < KTile<BLOCK_K>::STAGE_BYTES; offset += THREADS * 16)
+        st_shared_v4(stage_base + offset, 0u, 0u, 0u, 0u);
 }
 
 // Per-thread ldmatrix row addresses (byte offsets inside a stage), following the swizzles above. The chunk index of
@@ -288,8 +299,14 @@ __global__ void __launch_bounds__(THREADS, 1)
             ++k_tile_next;
             ++smem_write_stage;
         }
+        // The mainloop's last k-step loads (and never uses) the first fragments of tile num_k_tiles, the one after
+        // the last, from stage num_k_tiles % STAGES. With num_k_tiles >= STAGES that stage holds an earlier tile;
+        // with fewer K tiles than stages no copy ever writes it: zero it, so that no read sees uninitialized shared
+        // memory. Short-K blocks only, here, outside the mainloop.
+        if (num_k_tiles < STAGES) zero_stage<BLOCK_K>(smem_base + num_k_tiles * T::STAGE_BYTES);
         cp_async_wait<STAGES - 2>();  // STAGES - 1 groups committed, tile 0 the oldest: let the newer STAGES - 2 fly
-        __syncthreads();              // tile 0, copied by all threads, is now visible to every warp
+        __syncthreads();              // tile 0, copied by all threads, is now visible to every warp (and so is the
+                                      // zeroed stage)
         load_fragments<BLOCK_K>(frag[0], frag_addr, smem_base + smem_read_stage * T::STAGE_BYTES, 0);
 
         // MAINLOOP (steady state): per K tile, K_STEPS k-steps; each k-step loads the next k-step's fragments while

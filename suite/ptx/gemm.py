@@ -16,6 +16,11 @@ STAGES = (1, 2, 3, 4, 5)  # compiled for every BLOCK_K; a ring that does not fit
 BLOCK_KS = (32, 64)  # 32: the seed's tile; 64: half the barriers per multiply-add, twice the bytes per stage
 BLOCK_M, BLOCK_N = 128, 256
 THREADS = 256
+# gemm.cu computes indices in 32-bit ints: rows up to M rounded up to BLOCK_M, columns up to N rounded up to BLOCK_N,
+# k up to K rounded up to BLOCK_K. Dimensions up to MAX_DIM keep every one of them below 2^31 (checked, not widened to
+# 64 bits: the kernel's guards stay single 32-bit compares). One block per C tile, on the grid's x dimension.
+MAX_DIM = 2**31 - 1 - BLOCK_N
+MAX_GRID = 2**31 - 1
 
 
 def stage_bytes(block_k: int = 32) -> int:
@@ -41,8 +46,12 @@ def check_inputs(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int,
     m, n, k = check_gemm_operands(a, b, c)
     if k % 8:
         raise ValueError(f"K must be a multiple of 8 so that rows of A are whole 16-byte chunks (got K={k})")
-    if max(m, n, k) >= 2**31:
-        raise ValueError("M, N and K must each fit in a 32-bit int")
+    if max(m, n, k) > MAX_DIM:
+        raise ValueError(f"M, N and K must each be <= 2^31 - 1 - {BLOCK_N} = {MAX_DIM} (got M={m}, N={n}, K={k}): the "
+                         "kernel forms row, column and k indices in 32-bit ints, up to one tile past the matrix")
+    if -(-m // BLOCK_M) * -(-n // BLOCK_N) > MAX_GRID:
+        raise ValueError(f"the grid, ceil(M/{BLOCK_M}) * ceil(N/{BLOCK_N}) blocks, must be <= 2^31 - 1 (got M={m}, "
+                         f"N={n})")
     check_cuda(("a", a), ("b", b), ("c", c))
 
 
