@@ -101,6 +101,10 @@ def plot(rows: list[dict], meta: dict, problem: str, path: Path) -> bool:
             if keep:
                 ax.plot(*zip(*keep), color="gray", linestyle=":", linewidth=1.5,
                         label=f"Little's law: 2 x in flight x {sms} SMs / {latency:.0f} ns")
+            if ceiling:  # where the line meets the ceiling: what an SM needs in flight at idle latency
+                need = ceiling["throughput"] * latency / (2 * sms) / 1024
+                ax.axvline(need, color="gray", linestyle="-.", linewidth=1,
+                           label=f"ceiling reached at idle latency: {need:.0f} KiB in flight/SM")
         ax.set_xscale("log", base=2)
         ax.set_xlim(lo, hi)
         ax.set_ylim(bottom=0)

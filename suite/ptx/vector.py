@@ -92,7 +92,8 @@ class Scale2(stream.Launcher):
         super().__init__(build(None, config), config, stages, x, y)
 
 
-def scale2(x: torch.Tensor, stages: int = 2, out: torch.Tensor | None = None, config: Config = BANDWIDTH) -> torch.Tensor:
+def scale2(x: torch.Tensor, stages: int = 2, out: torch.Tensor | None = None,
+           config: Config = BANDWIDTH) -> torch.Tensor:
     """y = 2 * x with the STAGES-deep ring; allocates y unless ``out`` is given."""
     y = torch.empty_like(x) if out is None else out
     Scale2(x, y, stages, config)()

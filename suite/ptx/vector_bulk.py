@@ -98,7 +98,8 @@ class Scale2(stream.Launcher):
         super().__init__(build(None, config), config, stages, x, y, smem_overhead=BARRIER_REGION)
 
 
-def scale2(x: torch.Tensor, stages: int = 2, out: torch.Tensor | None = None, config: Config = BANDWIDTH) -> torch.Tensor:
+def scale2(x: torch.Tensor, stages: int = 2, out: torch.Tensor | None = None,
+           config: Config = BANDWIDTH) -> torch.Tensor:
     y = torch.empty_like(x) if out is None else out
     Scale2(x, y, stages, config)()
     return y

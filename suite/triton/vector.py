@@ -143,7 +143,8 @@ class Scale2:
             self.info = streaming_info(kernel_info(compiled, None, c.describe(), self.grid), c, self.stages)
 
 
-def scale2(x: torch.Tensor, stages: int = 2, out: torch.Tensor | None = None, config: Config = BANDWIDTH) -> torch.Tensor:
+def scale2(x: torch.Tensor, stages: int = 2, out: torch.Tensor | None = None,
+           config: Config = BANDWIDTH) -> torch.Tensor:
     y = torch.empty_like(x) if out is None else out
     Scale2(x, y, stages, config)()
     return y
