@@ -2,6 +2,9 @@
 
 import pytest
 import torch
+import triton
+import triton.language as tl
+from triton.language.extra import cuda as tlc
 
 from suite.problems import GEMM, VECTOR
 from suite.registry import variants
@@ -150,28 +153,23 @@ def test_ptx_depth_refuses_a_ring_that_does_not_fit_its_residency(which):
         mod.Scale2(x, torch.empty_like(x), 4, mod.depth(32768, blocks_per_sm=2))  # 128 KiB > half of 228 KiB
 
 
+@triton.jit
+def _smid_probe(out_ptr, spin_ns):
+    """Stay resident for spin_ns, then record which SM this program ran on."""
+    start = tlc.globaltimer()
+    now = start
+    while now - start < spin_ns:
+        now = tlc.globaltimer()
+    tl.store(out_ptr + tl.program_id(0), tlc.smid())
+
+
 def test_triton_grid_pins_one_program_per_sm():
     """Triton cannot pad shared memory: its persistent grid of k x SMs programs relies on the block scheduler
-    placing k per SM. Checked with a 4-warp probe that stays resident long enough and records %smid."""
-    import triton
-    import triton.language as tl
-
-    @triton.jit
-    def smid_probe(out_ptr, spin_ns):
-        pid = tl.program_id(0)
-        start = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l,r", [pid], dtype=tl.int64, is_pure=False,
-                                          pack=1)
-        now = start
-        while now - start < spin_ns:
-            now = tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l,r", [pid], dtype=tl.int64,
-                                            is_pure=False, pack=1)
-        smid = tl.inline_asm_elementwise("mov.u32 $0, %smid;", "=r,r", [pid], dtype=tl.int32, is_pure=False, pack=1)
-        tl.store(out_ptr + pid, smid)
-
+    placing k per SM. Checked with a 4-warp probe (as the depth sweep's programs) that records %smid."""
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for k in (1, 2):
         out = torch.full((k * sms,), -1, dtype=torch.int32, device="cuda")
-        smid_probe[(k * sms,)](out, 200_000, num_warps=4)
+        _smid_probe[(k * sms,)](out, 200_000, num_warps=4)
         torch.cuda.synchronize()
         counts = torch.bincount(out.long(), minlength=sms)
         assert counts.min() == counts.max() == k, counts.tolist()
