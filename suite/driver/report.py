@@ -150,7 +150,8 @@ def to_csv(rows: list[dict]) -> str:
 def plot(rows: list[dict], problem: str, path: Path) -> bool:
     """Throughput against stage count, a line per swept variant and shape, ceilings as horizontal lines.
     Returns False (and writes nothing) when nothing was measured."""
-    measured = [r for r in rows if r["problem"] == problem and r.get("measured")]
+    # grouped variants (the vector's depth sweep) are drawn against bytes in flight by suite.driver.depth_plot
+    measured = [r for r in rows if r["problem"] == problem and r.get("measured") and not r.get("group")]
     if not measured:
         return False
     import matplotlib
