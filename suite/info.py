@@ -17,6 +17,12 @@ class KernelInfo:
     sass: dict[str, int] = field(default_factory=dict)  # instruction class -> count (suite.sass.INSTRUCTION_CLASSES)
     stages: int | None = None  # pipeline depth, where the kernel chose it itself (the autotuned variant)
     config: str = ""  # backend-specific configuration, e.g. the autotuner's choice
+    # Streaming kernels (suite.streaming): the bytes of one tile, the resident blocks per SM the launch pins (not a
+    # guess), and the loads an SM keeps outstanding = tiles in flight per block x tile bytes x resident blocks.
+    tile_bytes: int | None = None
+    resident_blocks_per_sm: int | None = None
+    bytes_in_flight_per_sm: int | None = None
+    note: str = ""  # what the row must say about this build (e.g. "not pipelined"); the driver appends it to the note
 
     def as_dict(self) -> dict:
         return asdict(self)

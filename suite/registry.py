@@ -76,6 +76,9 @@ class Variant:
     # Without a GPU: compile for an explicit arch and describe each stage's kernel (registers, SASS), or None.
     describe: Callable[[str], dict[int, KernelInfo]] | None = None
     description: str = ""
+    # Variants of one group are tabulated together, apart from the problem's other variants (e.g. the depth sweep of
+    # one tile size); "" is the problem's main table.
+    group: str = ""
 
     @property
     def label(self) -> str:

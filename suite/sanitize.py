@@ -22,7 +22,7 @@ from pathlib import Path
 TOOLS = ("memcheck", "racecheck", "synccheck")
 VECTOR_N = 3 * 8192 + 5  # several tiles, a ragged tail
 GEMM_SHAPES = ((200, 264, 72), (130, 250, 40))  # N % 8 == 0 (cp.async B) and N % 8 != 0 (plain-load B)
-_KERNEL_RE = re.compile(r"((?:gemm_f16_f32acc|scale2_pipeline)<[^>]*>)")
+_KERNEL_RE = re.compile(r"((?:gemm_f16_f32acc|scale2_\w+)<[^>]*>)")
 # 'ERROR SUMMARY: 3 errors', or racecheck's 'RACECHECK SUMMARY: 50 hazards displayed (239712 errors, 38592 warnings)'
 # (the displayed count is capped by --print-limit; the errors in parentheses are all of them).
 _SUMMARY_RE = re.compile(r"ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) error")
@@ -155,14 +155,17 @@ def run_tool(tool: str, worker: str, log_dir: Path) -> tuple[int | None, dict[st
 
 def _expressions() -> dict[tuple[str, int], list[str]]:
     """(variant label, stages) -> the kernel instantiations it can launch."""
-    from suite.ptx import gemm, vector
+    import torch
+
+    from suite.ptx import gemm
     from suite.registry import variants
 
     out = {}
+    x = torch.zeros(VECTOR_N, device="cuda")
     for v in variants(backend="ptx"):
         for s in v.stages:
-            if v.problem == "vector":
-                out[(v.label, s)] = [vector.name_expression(s)]
+            if v.problem == "vector":  # the vector launchers name the instantiation they launch
+                out[(v.label, s)] = [v.factory((x,), torch.empty_like(x), s).name_expression]
             else:
                 bk = 64 if "x64" in v.name else 32
                 out[(v.label, s)] = [gemm.name_expression(s, a, bk) for a in (True, False)]

@@ -19,7 +19,8 @@ INSTRUCTION_CLASSES: dict[str, tuple[str, ...]] = {
     "ldmatrix": ("LDSM",),  # ldmatrix shared -> registers
     "mma": ("HMMA",),  # mma.sync on the tensor cores (Ampere path)
     "wgmma": ("HGMMA",),  # warpgroup mma (Hopper path)
-    "tma": ("UTMALDG", "UTMASTG", "UBLKCP"),  # bulk / tensor copies through the copy engine
+    "tma": ("UTMALDG", "UTMASTG"),  # tensor-map copies through the copy engine (cp.async.bulk.tensor)
+    "bulk_copy": ("UBLKCP",),  # 1-D bulk copies through the copy engine (cp.async.bulk, no tensor map)
     "mbarrier": ("SYNCS",),  # mbarrier init / arrive / try-wait (the async pipeline's barriers, sm_90)
     "local_memory": ("LDL", "STL"),  # register spills or stack arrays
 }

@@ -6,6 +6,9 @@ Triton modules see TRITON_INTERPRET as set by whoever runs them.
 
 from __future__ import annotations
 
+import importlib
+from typing import Callable
+
 import torch
 
 from suite.info import KernelInfo
@@ -50,25 +53,71 @@ def torch_vector_copy(inputs, out, stages):
     return lambda: out.copy_(x)
 
 
-@register(
-    "vector", "triton", "tile loop", stages=(1, 2, 3, 4), gate=gpu_or_interpreter,
-    description="each program loops over 2 tiles of 32 KiB, tl.range(num_stages=S)",
+def _stream_variant(module_name: str, make_config: Callable):
+    """(factory, describe) for a streaming kernel module (suite.ptx.vector, suite.ptx.vector_bulk,
+    suite.triton.vector) at the configuration ``make_config(module)``: both import the module only when called."""
+
+    def load():
+        mod = importlib.import_module(module_name)
+        return mod, make_config(mod)
+
+    def factory(inputs, out, stages):
+        mod, config = load()
+        return mod.Scale2(inputs[0], out, stages, config)
+
+    def describe(arch: str) -> dict[int, KernelInfo]:
+        mod, config = load()
+        return mod.describe(arch, config)
+
+    return factory, describe
+
+
+# The bandwidth regime: 1 GiB, each backend's best measured configuration (BANDWIDTH in suite/ptx/vector.py,
+# suite/ptx/vector_bulk.py, suite/triton/vector.py), one stage count each: the headline rows against copy_.
+BANDWIDTH_VARIANTS = (
+    # module, backend, name, stages, gate, description
+    ("suite.triton.vector", "triton", "tile loop", 4, gpu_or_interpreter,
+     "each program streams 2 tiles of 32 KiB, tl.range(num_stages=4)"),
+    ("suite.ptx.vector", "ptx", "cp.async ring", 4, needs_gpu((8, 0)),
+     "each block streams 2 tiles of 32 KiB through a 4-deep cp.async shared-memory ring"),
+    ("suite.ptx.vector_bulk", "ptx", "bulk ring", 4, needs_gpu((9, 0)),
+     "each block streams 2 tiles of 32 KiB through a 4-deep ring of cp.async.bulk copies and mbarriers (Hopper)"),
 )
-def triton_vector(inputs, out, stages):
-    from suite.triton.vector import Scale2
 
-    return Scale2(inputs[0], out, stages)
-
-
-@register(
-    "vector", "ptx", "cp.async ring", stages=(1, 2, 3, 4), gate=needs_gpu((8, 0)),
-    describe=_describe_ptx("vector", lambda mod, s: mod.name_expression(s), lambda mod: mod.STAGE_BYTES),
-    description="each block streams 2 tiles of 32 KiB through a STAGES-deep cp.async shared-memory ring",
+# The depth sweep: persistent grids at one resident block (program) per SM, pinned; tiles of 2-32 KiB; every stage
+# count of DEPTH_STAGES whose ring fits the 227 KiB an H100/H200 block may have. One group (table) per tile size.
+DEPTH_STAGES = (1, 2, 3, 4, 6, 8)
+DEPTH_TILE_KIB = (2, 4, 8, 16, 32)
+DEPTH_VARIANTS = (
+    # module, backend, name (the tile size is appended), gate, description
+    ("suite.triton.vector", "triton", "tile loop", gpu_or_interpreter,
+     "one program per SM (grid-pinned), 4 warps, tl.range(num_stages=S) over its tiles"),
+    ("suite.ptx.vector", "ptx", "cp.async ring", needs_gpu((8, 0)),
+     "one 128-thread block per SM (pinned by shared-memory padding), an S-deep cp.async ring"),
+    ("suite.ptx.vector_bulk", "ptx", "bulk ring", needs_gpu((9, 0)),
+     "one block per SM (pinned by shared-memory padding), 1 producer + 4 consumer warps, an S-deep "
+     "cp.async.bulk + mbarrier ring (Hopper)"),
 )
-def ptx_vector(inputs, out, stages):
-    from suite.ptx.vector import Scale2
+_SMEM_PER_BLOCK_SM90 = 227 * 1024
 
-    return Scale2(inputs[0], out, stages)
+
+def _register_vector_sweeps() -> None:
+    for module, backend, name, stages, gate, what in BANDWIDTH_VARIANTS:
+        factory, describe = _stream_variant(module, lambda mod: mod.BANDWIDTH)
+        register("vector", backend, name, stages=(stages,), gate=gate, description=what,
+                 describe=None if backend == "triton" else describe)(factory)
+    for tile_kib in DEPTH_TILE_KIB:
+        tile = tile_kib * 1024
+        stages = tuple(s for s in DEPTH_STAGES if 128 + s * tile <= _SMEM_PER_BLOCK_SM90)
+        for module, backend, name, gate, what in DEPTH_VARIANTS:
+            factory, describe = _stream_variant(module, lambda mod, t=tile: mod.depth(t))
+            register("vector", backend, f"{name} {tile_kib}KiB", stages=stages, gate=gate,
+                     group=f"depth sweep: {tile_kib} KiB tiles, persistent, 1 block/SM",
+                     description=f"{tile_kib} KiB tiles: {what}",
+                     describe=None if backend == "triton" else describe)(factory)
+
+
+_register_vector_sweeps()
 
 
 # ---------------------------------------------------------------------------------------------------------------

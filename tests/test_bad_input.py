@@ -5,6 +5,7 @@ import torch
 
 from suite.ptx import gemm as pgemm
 from suite.ptx import vector as pvector
+from suite.ptx import vector_bulk as pbulk
 from suite.triton import gemm as tgemm
 from suite.triton import vector as tvector
 
@@ -13,7 +14,7 @@ def _f32(n, offset=0):
     return torch.randn(n + offset)[offset:]
 
 
-@pytest.mark.parametrize("mod", [pvector, tvector], ids=["ptx", "triton"])
+@pytest.mark.parametrize("mod", [pvector, pbulk, tvector], ids=["ptx", "ptx-bulk", "triton"])
 @pytest.mark.parametrize(
     "x, y, rule",
     [
@@ -30,15 +31,26 @@ def test_vector_rules(mod, x, y, rule):
         mod.Scale2(x, y, 2)
 
 
-@pytest.mark.parametrize("mod", [pvector, tvector], ids=["ptx", "triton"])
+@pytest.mark.parametrize("mod", [pvector, pbulk, tvector], ids=["ptx", "ptx-bulk", "triton"])
 def test_vector_unknown_stages(mod):
     with pytest.raises(ValueError, match="stages must be one of"):
         mod.Scale2(torch.randn(8), torch.empty(8), 9)
+    with pytest.raises(ValueError, match="stages must be one of"):
+        mod.Scale2(torch.randn(8), torch.empty(8), 0, mod.depth(4096))
+
+
+def test_vector_configurations_are_checked():
+    with pytest.raises(ValueError, match="multiple of threads x 16 B = 2048"):
+        pvector.Config(tile_bytes=1024, threads=128, schedule=pvector.BANDWIDTH.schedule)
+    with pytest.raises(ValueError, match="multiple of consumer threads x 16 B = 2048"):
+        pbulk.depth(3072)
 
 
 def test_ptx_refuses_cpu_tensors():
     with pytest.raises(ValueError, match="must be a CUDA tensor"):
         pvector.Scale2(torch.randn(8), torch.empty(8), 2)
+    with pytest.raises(ValueError, match="must be a CUDA tensor"):
+        pbulk.Scale2(torch.randn(8), torch.empty(8), 2, pbulk.depth(2048))
     a, b, c = torch.randn(16, 16).half(), torch.randn(16, 16).half(), torch.empty(16, 16).half()
     with pytest.raises(ValueError, match="must be a CUDA tensor"):
         pgemm.Gemm(a, b, c, 3)

@@ -2,25 +2,73 @@
 
 import pytest
 
-from suite.ptx import gemm, vector
-from suite.sass import instruction_classes, split_functions
+from suite.ptx import gemm, latency, loader, vector, vector_bulk
+from suite.sass import instruction_classes, opcode_counts, split_functions
 
 ARCHS = ("sm_80", "sm_90")
 
 
+VECTOR_CONFIGS = [vector.BANDWIDTH] + [vector.depth(t) for t in vector.DEPTH_TILE_BYTES]
+BULK_CONFIGS = [vector_bulk.BANDWIDTH] + [vector_bulk.depth(t) for t in vector_bulk.DEPTH_TILE_BYTES]
+
+
 @pytest.mark.parametrize("arch", ARCHS)
-def test_vector_builds_every_stage(arch):
-    module = vector.build(arch)
+@pytest.mark.parametrize("config", VECTOR_CONFIGS, ids=lambda c: c.name_expression(0))
+def test_vector_builds_every_stage(arch, config):
+    module = vector.build(arch, config)
     classes = module.instruction_classes()
     resources = module.resources()
     for stages in vector.STAGES:
-        expr = vector.name_expression(stages)
-        assert classes[expr]["async_copy"] >= 4, f"{expr}: no LDGSTS (cp.async) in SASS"
+        expr = config.name_expression(stages)
+        # the prologue issues STAGES - 1 tiles, the mainloop one more: STAGES x chunks cp.async per thread, no more
+        assert classes[expr]["async_copy"] == stages * config.chunks, f"{expr}: {classes[expr]}"
+        assert classes[expr]["bulk_copy"] == 0
         assert classes[expr]["local_memory"] == 0, f"{expr}: local memory (spills) in SASS"
         assert resources[expr]["local"] == 0 and resources[expr]["stack"] == 0
-    # the prologue issues STAGES - 1 tiles, the mainloop one more: LDGSTS count grows with the ring
-    counts = [classes[vector.name_expression(s)]["async_copy"] for s in vector.STAGES]
-    assert counts == sorted(counts) and counts[0] < counts[-1]
+
+
+@pytest.mark.parametrize("arch", ("sm_90", "sm_90a"))
+@pytest.mark.parametrize("config", BULK_CONFIGS, ids=lambda c: c.name_expression(0))
+def test_bulk_ring_builds_for_hopper(arch, config):
+    """One UBLKCP (cp.async.bulk) per tile in the producer loop, mbarrier waits and arrivals, no cp.async, no spills."""
+    module = vector_bulk.build(arch, config)
+    per_symbol = split_functions(module.sass())
+    resources = module.resources()
+    for stages in vector_bulk.STAGES:
+        expr = config.name_expression(stages)
+        ops = opcode_counts(per_symbol[module.symbols[expr]])
+        classes = instruction_classes(per_symbol[module.symbols[expr]])
+        assert ops.get("UBLKCP", 0) == 1 and classes["bulk_copy"] == 1, f"{expr}: {ops}"
+        assert classes["async_copy"] == 0 and classes["tma"] == 0
+        assert ops.get("SYNCS", 0) >= 3, f"{expr}: mbarrier try_wait / arrive missing: {ops}"
+        assert classes["local_memory"] == 0 and resources[expr]["local"] == 0 and resources[expr]["stack"] == 0
+
+
+def test_bulk_ring_needs_sm_90():
+    with pytest.raises(loader.KernelCompileError, match="sm_80"):
+        loader.compile_cu(vector_bulk.SOURCE, (vector_bulk.BANDWIDTH.name_expression(2),), arch="sm_80",
+                          use_cache=False)
+
+
+def test_latency_probe_builds():
+    module = latency.build("sm_90")
+    ops = opcode_counts(module.sass())
+    assert ops.get("LDG", 0) >= 1 and ops.get("LDGSTS", 0) == 0
+    assert module.resources()["pointer_chase"]["local"] == 0
+
+
+def test_stream_kernel_info_without_a_gpu():
+    """The depth rows' streaming fields: the residency the schedule pins and the bytes in flight it implies."""
+    info = vector.describe("sm_90", vector.depth(4096), (3,))[3]
+    assert (info.tile_bytes, info.resident_blocks_per_sm, info.bytes_in_flight_per_sm) == (4096, 1, 3 * 4096)
+    assert info.threads == 128 and info.smem_per_stage == 4096 and info.sass["async_copy"] == 3 * 2  # 2 chunks
+    info = vector_bulk.describe("sm_90", vector_bulk.depth(2048, blocks_per_sm=2), (8,))[8]
+    assert (info.resident_blocks_per_sm, info.bytes_in_flight_per_sm, info.threads) == (2, 8 * 2048 * 2, 160)
+    assert info.smem_total >= 8 * 2048 + vector_bulk.BARRIER_REGION
+    # short runs of 2 tiles: a 4-deep ring still has only 2 tiles to put in flight; residency unknown without a GPU
+    info = vector.describe("sm_90", vector.BANDWIDTH, (4,))[4]
+    assert info.resident_blocks_per_sm is None and info.bytes_in_flight_per_sm is None
+    assert vector.BANDWIDTH.schedule.tiles_in_flight(4) == 2
 
 
 @pytest.mark.parametrize("arch", ARCHS)

@@ -22,7 +22,7 @@ CASE ptx:128x256x32 mma.sync stages=1 shape=200x264x72 valid=True
 =========     and Read access at void gemm_f16_f32acc<1, false, 32>(const unsigned short *, const unsigned short *, unsigned short *, int, int, int)+0x1c0 [512 hazards]
 =========
 ========= Invalid __global__ write of size 4 bytes
-=========     at void scale2_pipeline<3>(const float *, float *, long long)+0x70
+=========     at void scale2_ring<(int)128, (int)1, (int)3>(const float *, float *, long long, int)+0x70
 =========     by thread (0,0,0) in block (0,0,0)
 =========
 ========= RACECHECK SUMMARY: 3 hazards displayed (239712 errors, 38592 warnings)
@@ -33,8 +33,8 @@ def test_parse_attributes_findings_to_instantiations():
     total, per_kernel = parse(REPORT)
     assert total == 239712  # all errors, not the displayed hazards
     assert per_kernel == {"gemm_f16_f32acc<1, true, 32>": 1, "gemm_f16_f32acc<1, false, 32>": 1,
-                          "scale2_pipeline<3>": 1}
-    assert normalize("scale2_pipeline<(int)4>") == "scale2_pipeline<4>"
+                          "scale2_ring<128, 1, 3>": 1}
+    assert normalize("scale2_bulk_ring<(int)4, (int)1, (int)4>") == "scale2_bulk_ring<4, 1, 4>"
     assert parse("========= ERROR SUMMARY: 0 errors\n") == (0, {})
     assert parse("no sanitizer output")[0] is None  # a tool that did not run is not 'clean'
 

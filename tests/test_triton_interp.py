@@ -23,6 +23,89 @@ def test_vector_bit_exact(stages, n):
     torch.testing.assert_close(y, x * 2, rtol=0, atol=0)
 
 
+DEPTH_CASES = [(t, s) for t in tvector.DEPTH_TILE_BYTES for s in (1, 2, 3, 8)]
+
+
+@pytest.mark.parametrize("tile, stages", DEPTH_CASES, ids=[f"{t // 1024}KiB-s{s}" for t, s in DEPTH_CASES])
+@pytest.mark.parametrize("n", [5, 2 * 8192 + 7, 9 * 8192 + 3])
+def test_vector_depth_configs_bit_exact(tile, stages, n):
+    """The persistent grid-stride loop: tiles dealt to INTERPRETER_SMS programs, a ragged tail, programs with no tile
+    at all (n = 5)."""
+    g = torch.Generator().manual_seed(tile + 10 * stages + n)
+    x = torch.randn(n, generator=g)
+    y = torch.full_like(x, float("nan"))
+    launcher = tvector.Scale2(x, y, stages, tvector.depth(tile))
+    assert launcher.grid == tvector.INTERPRETER_SMS
+    launcher()
+    torch.testing.assert_close(y, x * 2, rtol=0, atol=0)
+
+
+# Compiled in a separate process: TRITON_INTERPRET=1 (set for this one) makes triton.jit interpret, and the
+# interpreter's patches of triton.language break compilation in the same process.
+_COMPILE_SCRIPT = """
+import json, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from suite.sass import disassemble, instruction_classes
+from suite.triton import vector as tv
+
+out = []
+for block, run, warps, stages in json.loads(sys.argv[1]):
+    aligned = [["tt.divisibility", 16]]  # as a launch specializes 16-byte aligned pointers and n % 16 == 0
+    src = ASTSource(fn=tv.scale2_kernel, signature={"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i64",
+                    "BLOCK": "constexpr", "RUN": "constexpr", "NUM_STAGES": "constexpr"},
+                    constexprs={"BLOCK": block, "RUN": run, "NUM_STAGES": stages},
+                    attrs={(0,): aligned, (1,): aligned, (2,): aligned})
+    k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps, "num_stages": stages})
+    out.append({"classes": instruction_classes(disassemble(k.asm["cubin"])), "shared": k.metadata.shared})
+print(json.dumps(out))
+"""
+
+COMPILE_CASES = [(c, s) for c in [tvector.BANDWIDTH] + [tvector.depth(t) for t in (2048, 32768)] for s in (1, 2, 6)]
+
+
+@pytest.fixture(scope="module")
+def compiled_sm90():
+    """Each COMPILE_CASES kernel compiled by Triton for sm_90, without a GPU: SASS classes and shared bytes."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    cases = [(c.block, c.schedule.run, c.num_warps, s) for c, s in COMPILE_CASES]
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, "-c", _COMPILE_SCRIPT, json.dumps(cases)], capture_output=True, text=True,
+                          env=env, check=True)
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.parametrize("i", range(len(COMPILE_CASES)),
+                         ids=[f"{c.tile_bytes // 1024}KiB-run{c.schedule.run}-s{s}" for c, s in COMPILE_CASES])
+def test_vector_pipelines_on_sm90(compiled_sm90, i):
+    """Triton turns the tile loop's loads into cp.async (LDGSTS) into S - 1 tile buffers when S >= 2, plain loads at
+    S = 1, never spills; the row's tiles in flight are derived from exactly these facts (streaming_info)."""
+    config, stages = COMPILE_CASES[i]
+    classes, shared = compiled_sm90[i]["classes"], compiled_sm90[i]["shared"]
+    assert classes["local_memory"] == 0
+    assert (classes["async_copy"] > 0) == (stages > 1)
+    assert shared // config.tile_bytes == stages - 1
+
+
+def test_vector_row_says_when_triton_did_not_pipeline():
+    from suite.info import KernelInfo
+
+    plain = KernelInfo(sass={"async_copy": 0}, smem_total=0, occupancy=4)
+    info = tvector.streaming_info(plain, tvector.depth(2048), 4)
+    assert "not pipelined" in info.note and info.bytes_in_flight_per_sm == 2048  # one tile, one program per SM
+    piped = KernelInfo(sass={"async_copy": 8}, smem_total=3 * 2048, occupancy=4)
+    info = tvector.streaming_info(piped, tvector.depth(2048), 4)
+    assert not info.note and info.bytes_in_flight_per_sm == 3 * 2048
+    info = tvector.streaming_info(KernelInfo(sass={"async_copy": 8}, smem_total=3 * 32768, occupancy=1),
+                                  tvector.BANDWIDTH, 4)
+    assert info.bytes_in_flight_per_sm == 2 * 32768  # a short run of 2 tiles caps the ring's 3 buffers
+
+
 @pytest.mark.parametrize("stages", tgemm.STAGES)
 @pytest.mark.parametrize("shape", [(200, 264, 72), (67, 45, 40), (1, 1, 8), (130, 257, 8)])
 def test_gemm_close_to_fp64(stages, shape):

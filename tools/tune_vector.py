@@ -1,7 +1,10 @@
-"""Sweep the vector kernels' knobs on a GPU (PTX: threads, chunks per thread, tiles per block; Triton: BLOCK,
-warps, tiles per program) and print GB/s and % of copy_ measured in the same run. Used to choose the defaults
-in suite/ptx/vector.py and suite/triton/vector.py; not part of the suite's results.
-Run from the repository root: PYTHONPATH=. python3 tools/tune_vector.py"""
+"""Sweep the vector kernels' configurations on a GPU at 1 GiB and print GB/s and % of copy_ measured in the same run,
+best first: tile size, threads (warps), schedule (short runs of r tiles per block, or a persistent grid pinned to k
+blocks per SM) and ring depth, for the cp.async ring, the bulk-copy ring (sm_90+) and the Triton loop. Used to choose
+each backend's BANDWIDTH configuration (suite/ptx/vector.py, suite/ptx/vector_bulk.py, suite/triton/vector.py: the
+headline rows); not part of the suite's results. Every configuration is checked bit-exact before it is timed.
+
+Run from the repository root: PYTHONPATH=. python3 tools/tune_vector.py [--quick]"""
 
 import itertools
 import sys
@@ -10,47 +13,50 @@ import numpy as np
 import torch
 from triton.testing import do_bench
 
-from suite.ptx import loader, vector
-from suite.triton import vector as tv
+from suite.ptx import vector, vector_bulk
+from suite.streaming import Schedule
+from suite.triton import vector as tvector
 
+QUICK = "--quick" in sys.argv
 N = 2**28
 x = torch.randn(N, device="cuda")
 y = torch.empty_like(x)
 gb = 2 * N * 4 / 1e9
+SCHEDULES = [Schedule(tiles_per_block=r) for r in (1, 2, 4)] + [Schedule(blocks_per_sm=k) for k in (1, 2)]
+TILES = (32 * 1024,) if QUICK else (16 * 1024, 32 * 1024)
 
 
 def bench(fn):
     fn()
     torch.cuda.synchronize()
-    return gb / (float(np.median(do_bench(fn, warmup=25, rep=120, return_mode="all"))) * 1e-3)
+    return gb / (float(np.median(do_bench(fn, warmup=25, rep=60 if QUICK else 120, return_mode="all"))) * 1e-3)
+
+
+def trial(rows, what, make):
+    try:
+        fn = make()
+    except ValueError as e:  # a ring that does not fit the residency asked for
+        print(f"skip {what}: {e}", file=sys.stderr)
+        return
+    y.fill_(float("nan"))
+    fn()
+    torch.cuda.synchronize()
+    assert torch.equal(y, 2 * x), what
+    rows.append((bench(fn), f"{what} [{fn.info.config}], in flight {fn.info.bytes_in_flight_per_sm} B/SM"))
 
 
 copy_bw = bench(lambda: y.copy_(x))
 rows = []
-for threads, chunks in itertools.product((128, 256), (4, 8)):
-    mod = loader.compile_cu(
-        vector.SOURCE, tuple(vector.name_expression(s) for s in vector.STAGES),
-        defines=(f"VEC_CHUNKS_PER_THREAD={chunks}", f"VEC_THREADS_PER_BLOCK={threads}"))
-    tile = threads * chunks * 4
-    tiles = -(-N // tile)
-    for stages in (1, 2, 4):
-        k = mod.kernel(vector.name_expression(stages))
-        smem = stages * tile * 4
-        occ = loader.occupancy(k, threads, smem)
-        for per_block in (1, 2, 4, 8, 16):
-            grid = -(-tiles // per_block)
-            fn = lambda: loader.launch(k, grid, threads, smem, x.data_ptr(), y.data_ptr(), np.int64(N))
-            bw = bench(fn)
-            assert torch.equal(y, 2 * x)
-            rows.append((bw, f"ptx threads={threads} chunks={chunks} stages={stages} occ={occ} "
-                             f"tiles/block={per_block}"))
-for block, warps, per_program, stages in itertools.product((2048, 4096, 8192), (4, 8), (1, 2, 4, 8), (1, 3)):
-    grid = -(-(-(-N // block)) // per_program)
-    fn = lambda: tv.scale2_kernel[(grid,)](x, y, N, BLOCK=block, TILES_PER_PROGRAM=per_program, NUM_STAGES=stages,
-                                           num_warps=warps, num_stages=stages)
-    bw = bench(fn)
-    assert torch.equal(y, 2 * x)
-    rows.append((bw, f"triton BLOCK={block} warps={warps} tiles/program={per_program} stages={stages}"))
+for tile, threads, schedule, stages in itertools.product(TILES, (128, 256), SCHEDULES, (2, 4)):
+    config = vector.Config(tile_bytes=tile, threads=threads, schedule=schedule)
+    trial(rows, f"ptx cp.async ring stages={stages}", lambda: vector.Scale2(x, y, stages, config))
+if torch.cuda.get_device_capability() >= vector_bulk.MIN_CAPABILITY:
+    for tile, warps, schedule, stages in itertools.product(TILES, (4, 8), SCHEDULES, (2, 4, 6)):
+        config = vector_bulk.Config(tile_bytes=tile, consumer_warps=warps, schedule=schedule)
+        trial(rows, f"ptx bulk ring stages={stages}", lambda: vector_bulk.Scale2(x, y, stages, config))
+for tile, warps, schedule, stages in itertools.product(TILES, (4, 8), SCHEDULES, (1, 3, 4)):
+    config = tvector.Config(tile_bytes=tile, num_warps=warps, schedule=schedule)
+    trial(rows, f"triton tile loop num_stages={stages}", lambda: tvector.Scale2(x, y, stages, config))
 print(f"copy_ {copy_bw:.0f} GB/s")
 for bw, what in sorted(rows, reverse=True):
     print(f"{bw:7.0f} GB/s {100 * bw / copy_bw:5.1f}%  {what}")

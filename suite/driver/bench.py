@@ -52,6 +52,7 @@ def _row(problem: Problem, size, variant: Variant, stages) -> dict:
         "dtype": problem.dtype,
         "backend": variant.backend,
         "variant": variant.name,
+        "group": variant.group,
         "stages": stages,
         "baseline": variant.baseline,
         "ceiling": variant.ceiling,
@@ -73,7 +74,9 @@ def _row(problem: Problem, size, variant: Variant, stages) -> dict:
 
 def _add_info(row: dict, info: KernelInfo | None) -> None:
     info = info or KernelInfo()
-    row.update({k: v for k, v in info.as_dict().items() if k not in ("sass", "stages")})
+    row.update({k: v for k, v in info.as_dict().items() if k not in ("sass", "stages", "note")})
+    if info.note:
+        row["note"] = "; ".join(n for n in (row.get("note"), info.note) if n)
     if info.stages is not None:
         row["stages"] = info.stages
     row["sass"] = summary(info.sass) if info.sass else None

@@ -90,6 +90,17 @@ def gpu_state() -> dict:
     return state
 
 
+def memory_latency_ns() -> float | str:
+    """The GPU's idle global-memory latency in ns, by the suite's own pointer chase (suite.ptx.latency); a message
+    instead when it could not be measured."""
+    try:
+        from suite.ptx import latency
+
+        return round(latency.measure_ns(), 1)
+    except Exception as e:  # noqa: BLE001 - report, don't fail the run over one probe
+        return f"unavailable ({type(e).__name__}: {e})"
+
+
 def collect(on_gpu: bool) -> dict:
     import torch
 
@@ -124,6 +135,7 @@ def collect(on_gpu: bool) -> dict:
         meta["gpu_id"] = gpu_target()
         driver = _smi(("driver_version",))
         meta["driver"] = driver[0] if driver else None
+        meta["memory_latency_ns"] = memory_latency_ns()  # Little's law in suite.driver.depth_plot
     else:
         meta.update(gpu=None, driver=None, cuda_runtime=torch.version.cuda)
     return meta

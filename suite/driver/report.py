@@ -12,11 +12,14 @@ from pathlib import Path
 
 from tabulate import tabulate
 
+from suite.driver import depth_plot
+
 CSV_FIELDS = (
     "problem", "shape", "dtype", "backend", "variant", "stages", "median_ms", "iqr_ms", "spread", "samples",
     "throughput", "unit", "ratio_to_ceiling", "valid", "max_abs_error", "rel_error", "smem_per_stage", "smem_total",
     "registers", "spill_bytes", "occupancy", "threads", "grid", "sass", "config", "baseline", "ceiling", "measured",
     "sm_clock_mhz", "temperature_c", "throttled", "built_for", "note",
+    "group", "tile_bytes", "resident_blocks_per_sm", "bytes_in_flight_per_sm", "effective_latency_ns",
 )
 
 
@@ -49,14 +52,21 @@ def _resources(row: dict) -> str:
     regs = "-" if row.get("registers") is None else str(row["registers"])
     spill = row.get("spill_bytes")
     spill = "" if not spill else f"+{spill}B spill"
-    occ = "-" if row.get("occupancy") is None else str(row["occupancy"])
-    return f"{_kib(row.get('smem_per_stage'))}/{_kib(row.get('smem_total'))} KiB, {regs} regs{spill}, {occ}/SM"
+    occ = row.get("resident_blocks_per_sm") or row.get("occupancy")  # the residency a launch pins, else what fits
+    occ = "-" if occ is None else str(occ)
+    text = f"{_kib(row.get('smem_per_stage'))}/{_kib(row.get('smem_total'))} KiB, {regs} regs{spill}, {occ}/SM"
+    if row.get("bytes_in_flight_per_sm"):  # streaming kernels (suite.streaming, suite.driver.depth_plot)
+        text += f", {_kib(row['bytes_in_flight_per_sm'])} KiB in flight/SM"
+        if row.get("effective_latency_ns"):
+            text += f" ({row['effective_latency_ns']:.0f} ns eff. latency)"
+    return text
 
 
-def _groups(rows: list[dict]) -> dict[tuple[str, str], list[dict]]:
-    groups: dict[tuple[str, str], list[dict]] = {}
+def _groups(rows: list[dict]) -> dict[tuple[str, str, str], list[dict]]:
+    """Rows by (problem, shape, registry group): one table block each."""
+    groups: dict[tuple[str, str, str], list[dict]] = {}
     for r in rows:
-        groups.setdefault((r["problem"], r["shape"]), []).append(r)
+        groups.setdefault((r["problem"], r["shape"], r.get("group") or ""), []).append(r)
     return groups
 
 
@@ -73,9 +83,9 @@ def table(rows: list[dict], fmt: str = "github") -> str:
     """One block per (problem, shape): the stage sweep with each swept variant side by side, then every other
     variant (baselines, ceilings, tuned) on a line of its own."""
     blocks = []
-    for (problem, shape), group in _groups(rows).items():
+    for (problem, shape, group_name), group in _groups(rows).items():
         unit = group[0]["unit"]
-        ceiling = next((r for r in group if r["ceiling"]), None)
+        ceiling = next((r for r in rows if r["ceiling"] and (r["problem"], r["shape"]) == (problem, shape)), None)
         ceiling_name = _label(ceiling) if ceiling else "ceiling"
         by_variant: dict[str, list[dict]] = {}
         for r in group:
@@ -83,7 +93,8 @@ def table(rows: list[dict], fmt: str = "github") -> str:
         swept = [k for k, rs in by_variant.items() if len({r["stages"] for r in rs}) > 1]
         others = [r for k, rs in by_variant.items() if k not in swept for r in rs]
 
-        title = f"### {problem} {shape} ({group[0]['dtype']}): {unit}, % of {ceiling_name}"
+        where = f"{problem} {shape} ({group[0]['dtype']})" + (f", {group_name}" if group_name else "")
+        title = f"### {where}: {unit}, % of {ceiling_name}"
         headers = ["stages"]
         for k in swept:
             headers += [f"{k} {unit}", f"{k} %", f"{k} smem stage/total, regs, blocks", f"{k} SASS"]
@@ -262,7 +273,8 @@ def figure(rows: list[dict], problem: str):
     stage count, one panel per shape, a line per swept variant, the ceiling as a black dashed line, every other
     unstaged variant (baselines, tuned) as a dotted line. Each label keeps one color across panels, taken from a
     palette without black; each legend sits below its panel, outside the axes, so it never covers data."""
-    measured = [r for r in rows if r["problem"] == problem and r.get("measured")]
+    # grouped variants (the vector's depth sweep) are drawn against bytes in flight by suite.driver.depth_plot
+    measured = [r for r in rows if r["problem"] == problem and r.get("measured") and not r.get("group")]
     if not measured:
         return None
     import matplotlib
@@ -354,7 +366,7 @@ def write(rows: list[dict], meta: dict, out_dir: Path) -> list[Path]:
     """Write table.md, results.csv, results.json and one plot per problem into ``out_dir``. Everything is written
     to temporary names first and renamed into place, so an interrupted run leaves no half-written file."""
     out_dir.mkdir(parents=True, exist_ok=True)
-    written = []
+    written = depth_plot.write(rows, meta, out_dir)  # adds each row's effective latency (for the files below)
     md = "# pipesuite results\n\n" + "\n".join(f"- {k}: {_text(v)}" for k, v in meta.items()) + "\n\n" + table(rows) + "\n"
     for name, text in (("table.md", md), ("results.csv", to_csv(rows)),
                        ("results.json", json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))):

@@ -1,34 +1,76 @@
-"""y = 2 * x through the cp.async shared-memory ring of ``vector.cu``: build, validate inputs, launch."""
+"""y = 2 * x through the cp.async shared-memory ring of ``vector.cu``: configurations, build, validate, launch.
+
+A configuration (``Config``) is a tile size, a thread count and a schedule (suite.streaming): ``BANDWIDTH`` is the
+measured-best layout for 1 GiB (short runs of 2 tiles of 32 KiB, the headline row against ``copy_``); ``depth(tile)``
+is the depth sweep's layout (a persistent grid of 128-thread blocks, one resident block per SM pinned by padding the
+shared memory to the whole SM, tiles of 2-32 KiB). Every configuration is compiled for every ring depth in STAGES.
+"""
 
 from __future__ import annotations
 
 import functools
+from dataclasses import dataclass
 from pathlib import Path
 
-import numpy as np
 import torch
 
 from suite.checks import check_cuda, check_stages, check_vector_operands
-from suite.ptx import loader
+from suite.info import KernelInfo
+from suite.ptx import loader, stream
+from suite.streaming import Schedule, kib
 
 SOURCE = Path(__file__).with_name("vector.cu")
-STAGES = (1, 2, 3, 4)
-THREADS = 256
-TILE_FLOATS = 8192  # THREADS x 8 chunks x 4 floats
-STAGE_BYTES = TILE_FLOATS * 4  # 32 KiB
-# Tiles each block streams through its ring. Measured on an H200 (tools/tune_vector.py, 1 GiB): short runs beat
-# long ones and a persistent grid (2 tiles: 94-99% of copy_ by stage count; 8 tiles: 91-94%; persistent: 89-92%).
-TILES_PER_BLOCK = 2
+STAGES = (1, 2, 3, 4, 5, 6, 7, 8)  # every depth cp.async.wait_group's immediate (0..7 pending groups) allows
+CHUNK_BYTES = 16  # one cp.async
 
 
-def name_expression(stages: int) -> str:
-    return f"scale2_pipeline<{stages}>"
+@dataclass(frozen=True)
+class Config:
+    tile_bytes: int  # one ring stage: threads x chunks x 16 bytes
+    threads: int
+    schedule: Schedule
+
+    def __post_init__(self):
+        if self.tile_bytes % (self.threads * CHUNK_BYTES):
+            raise ValueError(f"tile_bytes must be a multiple of threads x 16 B = {self.threads * CHUNK_BYTES} "
+                             f"(got {self.tile_bytes})")
+
+    @property
+    def chunks(self) -> int:
+        return self.tile_bytes // (self.threads * CHUNK_BYTES)
+
+    @property
+    def tile_floats(self) -> int:
+        return self.tile_bytes // 4
+
+    def name_expression(self, stages: int) -> str:
+        return f"scale2_ring<{self.threads}, {self.chunks}, {stages}>"
+
+    def describe(self) -> str:
+        return f"{kib(self.tile_bytes)} tiles, {self.threads} threads, {self.schedule.describe()}"
+
+
+# Measured on an H200 (tools/tune_vector.py, 1 GiB; DEVICE.md): short runs of 2 tiles of 32 KiB reach 99% of copy_
+# at 4 stages; persistent grids of the same kernel stayed near 90%.
+BANDWIDTH = Config(tile_bytes=32 * 1024, threads=256, schedule=Schedule(tiles_per_block=2))
+DEPTH_THREADS = 128  # 2 KiB tiles are one 16-byte chunk per thread at 128 threads
+DEPTH_TILE_BYTES = (2048, 4096, 8192, 16384, 32768)
+
+
+def depth(tile_bytes: int, blocks_per_sm: int = 1) -> Config:
+    """The depth sweep's configuration: a persistent grid pinned to ``blocks_per_sm`` resident blocks per SM."""
+    return Config(tile_bytes=tile_bytes, threads=DEPTH_THREADS, schedule=Schedule(blocks_per_sm=blocks_per_sm))
+
+
+def name_expression(stages: int, config: Config = BANDWIDTH) -> str:
+    return config.name_expression(stages)
 
 
 @functools.cache
-def build(arch: str | None = None) -> loader.CompiledModule:
-    """Every STAGES instantiation of vector.cu, compiled for ``arch`` (default: the current GPU)."""
-    return loader.compile_cu(SOURCE, tuple(name_expression(s) for s in STAGES), arch=arch)
+def build(arch: str | None = None, config: Config = BANDWIDTH) -> loader.CompiledModule:
+    """Every STAGES instantiation of vector.cu for one configuration's tile, compiled for ``arch`` (default: the
+    current GPU)."""
+    return loader.compile_cu(SOURCE, tuple(config.name_expression(s) for s in STAGES), arch=arch)
 
 
 def check_inputs(x: torch.Tensor, y: torch.Tensor, stages: int) -> None:
@@ -37,31 +79,22 @@ def check_inputs(x: torch.Tensor, y: torch.Tensor, stages: int) -> None:
     check_cuda(("x", x), ("y", y))
 
 
-class Scale2:
-    """A launcher bound to (x, y, stages): ``Scale2(x, y, 3)()`` writes y = 2 * x on torch's current stream."""
+def describe(arch: str, config: Config, stages: tuple[int, ...] = STAGES) -> dict[int, KernelInfo]:
+    """Without a GPU: each depth's KernelInfo from a cubin built for ``arch``."""
+    return stream.describe(build, arch, config, stages)
 
-    def __init__(self, x: torch.Tensor, y: torch.Tensor, stages: int):
+
+class Scale2(stream.Launcher):
+    """A launcher bound to (x, y, stages, config): ``Scale2(x, y, 3)()`` writes y = 2 * x on torch's current stream."""
+
+    def __init__(self, x: torch.Tensor, y: torch.Tensor, stages: int, config: Config = BANDWIDTH):
         check_inputs(x, y, stages)
-        module = build()
-        self.kernel = module.kernel(name_expression(stages))
-        self.smem_bytes = stages * STAGE_BYTES
-        blocks_per_sm = loader.occupancy(self.kernel, THREADS, self.smem_bytes)
-        if blocks_per_sm < 1:
-            raise ValueError(f"stages={stages} needs {self.smem_bytes} B of shared memory: no block fits on an SM")
-        num_tiles = -(-x.numel() // TILE_FLOATS)
-        self.grid = -(-num_tiles // TILES_PER_BLOCK)  # each block streams a run of TILES_PER_BLOCK tiles
-        self.args = (x.data_ptr(), y.data_ptr(), np.int64(x.numel()))
-        self.info = module.kernel_info(
-            name_expression(stages), STAGE_BYTES, stages, occupancy=blocks_per_sm, threads=THREADS, grid=self.grid,
-            config=f"{TILE_FLOATS * 4 // 1024} KiB tiles, {TILES_PER_BLOCK} per block, {THREADS} threads",
-        )
-
-    def __call__(self) -> None:
-        loader.launch(self.kernel, self.grid, THREADS, self.smem_bytes, *self.args)
+        super().__init__(build(None, config), config, stages, x, y)
 
 
-def scale2(x: torch.Tensor, stages: int = 2, out: torch.Tensor | None = None) -> torch.Tensor:
+def scale2(x: torch.Tensor, stages: int = 2, out: torch.Tensor | None = None,
+           config: Config = BANDWIDTH) -> torch.Tensor:
     """y = 2 * x with the STAGES-deep ring; allocates y unless ``out`` is given."""
     y = torch.empty_like(x) if out is None else out
-    Scale2(x, y, stages)()
+    Scale2(x, y, stages, config)()
     return y

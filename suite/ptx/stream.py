@@ -1,0 +1,114 @@
+"""What the streaming PTX kernels (vector.cu, vector_bulk.cu) share on the host side: pinning their residency with
+shared memory, their launch (x, y, n, run on a tile schedule), and the KernelInfo their rows carry.
+
+Pinning: a block that claims 1/k of the SM's shared memory leaves no room for a (k+1)-th, whatever its registers and
+threads would allow; the driver's occupancy calculator is asked to confirm that exactly k fit.
+"""
+
+from __future__ import annotations
+
+from typing import Callable, Protocol
+
+import numpy as np
+import torch
+
+from suite.info import KernelInfo
+from suite.ptx import loader
+from suite.streaming import Schedule, bytes_in_flight_per_sm
+
+
+class StreamConfig(Protocol):
+    tile_bytes: int
+    threads: int
+    schedule: Schedule
+
+    @property
+    def tile_floats(self) -> int: ...
+
+    def name_expression(self, stages: int) -> str: ...
+
+    def describe(self) -> str: ...
+
+
+def _static_smem(kernel) -> int:
+    value = kernel.attributes.shared_size_bytes  # a property in cuda.core 1.2; a method in some older releases
+    return int(value() if callable(value) else value)
+
+
+def share_of_sm(blocks_per_sm: int, smem_per_sm: int, reserved_per_block: int, static_bytes: int) -> int:
+    """Dynamic shared memory per block that makes ``blocks_per_sm`` blocks fill the SM's shared memory: the SM's
+    bytes split ``blocks_per_sm`` ways, less what the system reserves per block and the kernel's static arrays,
+    rounded down to 128 bytes."""
+    return (smem_per_sm // blocks_per_sm - reserved_per_block - static_bytes) // 128 * 128
+
+
+def pin(kernel, threads: int, ring_bytes: int, blocks_per_sm: int) -> int:
+    """Dynamic shared memory to launch ``kernel`` with so that exactly ``blocks_per_sm`` blocks are resident per SM:
+    the ring's ``ring_bytes`` padded to a 1/blocks_per_sm share of the SM. Raises ValueError, naming the rule, when
+    the ring does not fit in that share or the occupancy calculator does not confirm the residency."""
+    props = loader._device().properties
+    static = _static_smem(kernel)
+    share = share_of_sm(blocks_per_sm, int(props.max_shared_memory_per_multiprocessor),
+                        int(props.reserved_shared_memory_per_block), static)
+    share = min(share, loader.device_smem_limit() - static)
+    if ring_bytes > share:
+        raise ValueError(f"a ring of {ring_bytes} B of shared memory does not fit {blocks_per_sm} resident blocks per "
+                         f"SM on this GPU (each block may have at most {share} B)")
+    resident = loader.occupancy(kernel, threads, share)
+    if resident != blocks_per_sm:
+        raise ValueError(f"padding shared memory to {share} B per block should pin {blocks_per_sm} resident blocks "
+                         f"per SM, but the occupancy calculator says {resident} (threads or registers limit it)")
+    return share
+
+
+def kernel_info(module: loader.CompiledModule, config: StreamConfig, stages: int, resident: int | None = None,
+                smem_overhead: int = 0, **fields) -> KernelInfo:
+    """What the tables report about one (configuration, depth): resources and SASS from the cubin, the tile, the
+    residency the launch pins (persistent; ``resident`` for short runs, None when unknown) and the loads in flight per
+    SM. ``smem_overhead``: dynamic shared memory besides the ring's stages (barriers)."""
+    schedule = config.schedule
+    resident = schedule.blocks_per_sm if schedule.persistent else resident
+    info = module.kernel_info(
+        config.name_expression(stages), config.tile_bytes, stages, threads=config.threads, config=config.describe(),
+        tile_bytes=config.tile_bytes, resident_blocks_per_sm=resident,
+        bytes_in_flight_per_sm=bytes_in_flight_per_sm(schedule.tiles_in_flight(stages), config.tile_bytes, resident),
+        **fields,
+    )
+    info.smem_total += smem_overhead
+    return info
+
+
+class Launcher:
+    """A streaming kernel bound to (x, y, stages, config) on the current GPU: the residency pinned (persistent) or
+    queried (short runs), the grid from the schedule; calling it launches on torch's current stream."""
+
+    def __init__(self, module: loader.CompiledModule, config: StreamConfig, stages: int, x: torch.Tensor,
+                 y: torch.Tensor, smem_overhead: int = 0):
+        self.config = config
+        self.name_expression = config.name_expression(stages)
+        self.kernel = module.kernel(self.name_expression)
+        ring_bytes = smem_overhead + stages * config.tile_bytes
+        schedule = config.schedule
+        if schedule.persistent:
+            self.smem_bytes = pin(self.kernel, config.threads, ring_bytes, schedule.blocks_per_sm)
+            occupancy = schedule.blocks_per_sm
+        else:
+            self.smem_bytes = ring_bytes
+            occupancy = loader.occupancy(self.kernel, config.threads, ring_bytes)
+            if occupancy < 1:
+                raise ValueError(f"stages={stages} needs {ring_bytes} B of shared memory: no block fits on an SM")
+        num_tiles = -(-x.numel() // config.tile_floats)
+        self.grid = schedule.grid(num_tiles, loader.num_sms())
+        self.args = (x.data_ptr(), y.data_ptr(), np.int64(x.numel()), np.int32(schedule.run))
+        self.info = kernel_info(module, config, stages, resident=occupancy, occupancy=occupancy, grid=self.grid)
+        self.info.smem_total = self.smem_bytes + module.resources()[self.name_expression].get("static_smem", 0)
+
+    def __call__(self) -> None:
+        loader.launch(self.kernel, self.grid, self.config.threads, self.smem_bytes, *self.args)
+
+
+def describe(build: Callable[..., loader.CompiledModule], arch: str, config: StreamConfig, stages: tuple[int, ...],
+             smem_overhead: int = 0) -> dict[int, KernelInfo]:
+    """Without a GPU: each depth's KernelInfo from a cubin built for ``arch`` (``build(arch, config)``)."""
+    module = build(arch, config)
+    return {s: kernel_info(module, config, s, smem_overhead=smem_overhead) for s in stages}
