@@ -174,16 +174,16 @@ def terminal_table(rows: list[dict], width: int = 160) -> str:
     from suite.driver.bench import MAX_SPREAD
 
     blocks, marks = [], set()
-    for (problem, shape), group in _groups(rows).items():
+    for (problem, shape, group_name), group in _groups(rows).items():
         unit = group[0]["unit"]
-        ceiling = next((r for r in group if r["ceiling"]), None)
+        ceiling = next((r for r in rows if r["ceiling"] and (r["problem"], r["shape"]) == (problem, shape)), None)
         by_variant: dict[str, list[dict]] = {}
         for r in group:
             by_variant.setdefault(_label(r), []).append(r)
         swept = [k for k, rs in by_variant.items() if len({r["stages"] for r in rs}) > 1]
         others = [r for k, rs in by_variant.items() if k not in swept for r in rs]
-        parts = [_clip(f"{problem} {shape} ({group[0]['dtype']}): {unit}, % of "
-                       f"{_label(ceiling) if ceiling else 'ceiling'}", width)]
+        where = f"{problem} {shape} ({group[0]['dtype']})" + (f", {group_name}" if group_name else "")
+        parts = [_clip(f"{where}: {unit}, % of {_label(ceiling) if ceiling else 'ceiling'}", width)]
         cells = {id(r): _cell(r, MAX_SPREAD) for r in group}
         marks |= {m for c in cells.values() for m in (THROTTLED, NOISY) if m in c.split(" ")[0]}
         if swept:
