@@ -1,34 +1,15 @@
-"""Every registered variant. Adding one is a kernel module plus one decorated factory here.
+"""Every registered variant. Adding one is a kernel module plus one registration here.
 
-Kernel modules are imported inside the factories, so importing this file compiles and launches nothing, and the
-Triton modules see TRITON_INTERPRET as set by whoever runs them.
+A kernel is named by "package.module:NAME" and imported on first use (as are the modules a plain factory imports
+inside itself), so importing this file compiles and launches nothing, and the Triton modules see TRITON_INTERPRET
+as set by whoever runs them.
 """
 
 from __future__ import annotations
 
 import torch
 
-from suite.info import KernelInfo
-from suite.registry import anywhere, gpu_or_interpreter, needs_gpu, register
-
-
-def _describe_ptx(module_name: str, exprs, stage_bytes) -> "callable":
-    """describe(arch) for a PTX module: compile it for ``arch`` (no GPU needed) and report each stage's kernel.
-    ``exprs(mod, stages)`` names the instantiation, ``stage_bytes(mod)`` its shared memory per stage."""
-
-    def describe(arch: str) -> dict[int, KernelInfo]:
-        import importlib
-
-        mod = importlib.import_module(f"suite.ptx.{module_name}")
-        built = mod.build(arch)
-        return {
-            stages: built.kernel_info(exprs(mod, stages), stage_bytes(mod), stages, threads=mod.THREADS,
-                                      config=f"{arch} cubin, {exprs(mod, stages)}")
-            for stages in mod.STAGES
-        }
-
-    return describe
-
+from suite.registry import anywhere, gpu_or_interpreter, needs_gpu, register, register_kernel
 
 # ---------------------------------------------------------------------------------------------------------------
 # vector: y = 2 * x
@@ -50,26 +31,15 @@ def torch_vector_copy(inputs, out, stages):
     return lambda: out.copy_(x)
 
 
-@register(
-    "vector", "triton", "tile loop", stages=(1, 2, 3, 4), gate=gpu_or_interpreter,
+register_kernel(
+    "vector", "triton", "tile loop", "suite.triton.vector:KERNEL", gate=gpu_or_interpreter,
     description="each program loops over 2 tiles of 32 KiB, tl.range(num_stages=S)",
 )
-def triton_vector(inputs, out, stages):
-    from suite.triton.vector import Scale2
 
-    return Scale2(inputs[0], out, stages)
-
-
-@register(
-    "vector", "ptx", "cp.async ring", stages=(1, 2, 3, 4), gate=needs_gpu((8, 0)),
-    describe=_describe_ptx("vector", lambda mod, s: mod.name_expression(s), lambda mod: mod.STAGE_BYTES),
+register_kernel(
+    "vector", "ptx", "cp.async ring", "suite.ptx.vector:KERNEL", gate=needs_gpu((8, 0)),
     description="each block streams 2 tiles of 32 KiB through a STAGES-deep cp.async shared-memory ring",
 )
-def ptx_vector(inputs, out, stages):
-    from suite.ptx.vector import Scale2
-
-    return Scale2(inputs[0], out, stages)
-
 
 # ---------------------------------------------------------------------------------------------------------------
 # gemm: C = A @ B, fp16 in, fp32 accumulate, fp16 out
@@ -85,14 +55,10 @@ def torch_gemm(inputs, out, stages):
     return lambda: torch.matmul(a, b, out=out)
 
 
-@register(
-    "gemm", "triton", "128x256x32", stages=(1, 2, 3, 4, 5), gate=gpu_or_interpreter,
+register_kernel(
+    "gemm", "triton", "128x256x32", "suite.triton.gemm:KERNEL", gate=gpu_or_interpreter,
     description="the PTX kernel's tile: 128x256x32, 8 warps, GROUP_M=8, swept over num_stages",
 )
-def triton_gemm(inputs, out, stages):
-    from suite.triton.gemm import Gemm
-
-    return Gemm(*inputs, out, stages)
 
 
 @register(
@@ -105,23 +71,12 @@ def triton_gemm_tuned(inputs, out, stages):
     return TunedGemm(*inputs, out)
 
 
-@register(
-    "gemm", "ptx", "128x256x32 mma.sync", stages=(1, 2, 3, 4, 5), gate=needs_gpu((8, 0)),
-    describe=_describe_ptx("gemm", lambda mod, s: mod.name_expression(s, True, 32), lambda mod: mod.stage_bytes(32)),
+register_kernel(
+    "gemm", "ptx", "128x256x32 mma.sync", "suite.ptx.gemm:GEMM_K32", gate=needs_gpu((8, 0)),
     description="the seed's design: cp.async ring, ldmatrix into 2 register slots, mma.sync m16n8k16, 8 warps 2x4",
 )
-def ptx_gemm(inputs, out, stages):
-    from suite.ptx.gemm import Gemm
 
-    return Gemm(*inputs, out, stages, block_k=32)
-
-
-@register(
-    "gemm", "ptx", "128x256x64 mma.sync", stages=(1, 2, 3, 4), gate=needs_gpu((8, 0)),
-    describe=_describe_ptx("gemm", lambda mod, s: mod.name_expression(s, True, 64), lambda mod: mod.stage_bytes(64)),
+register_kernel(
+    "gemm", "ptx", "128x256x64 mma.sync", "suite.ptx.gemm:GEMM_K64", gate=needs_gpu((8, 0)),
     description="the same pipeline with BLOCK_K = 64: one block barrier per 4 k-steps instead of per 2",
 )
-def ptx_gemm_k64(inputs, out, stages):
-    from suite.ptx.gemm import Gemm
-
-    return Gemm(*inputs, out, stages, block_k=64)

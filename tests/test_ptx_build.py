@@ -52,7 +52,7 @@ def test_sass_classifier_reads_real_listings():
 
 
 def test_kernel_info_from_the_cubin():
-    info = gemm.build("sm_90").kernel_info(gemm.name_expression(3, True, 64), gemm.stage_bytes(64), 3,
+    info = gemm.build("sm_90", block_k=64).kernel_info(gemm.name_expression(3, True, 64), gemm.stage_bytes(64), 3,
                                            occupancy=1, threads=256, grid=42, config="c")
     assert info.smem_per_stage == 48 * 1024 and info.smem_total >= 3 * 48 * 1024
     assert 200 <= info.registers <= 255 and info.spill_bytes == 0

@@ -36,6 +36,13 @@ constexpr int WARP_TILES_N = WARP_N / MMA_N;  // 8 mma tiles across
 constexpr int B_ROW_BYTES = BLOCK_N * 2;      // 512
 constexpr int GROUP_M = 8;                    // tile rows per rasterization group (L2 reuse)
 
+// The launcher (suite/ptx/gemm.py) passes the tile it computes grids and shared memory from as defines; the warp
+// layout above fixes the tile, so a mismatch is a compile error here rather than a wrong launch.
+#ifdef GEMM_BLOCK_M
+static_assert(GEMM_BLOCK_M == BLOCK_M && GEMM_BLOCK_N == BLOCK_N, "launcher's tile differs from the kernel's");
+static_assert(GEMM_THREADS == THREADS, "launcher's block size differs from the kernel's");
+#endif
+
 // Everything that depends on BLOCK_K: stage sizes, copies per thread, the A swizzle.
 template <int BLOCK_K>
 struct KTile {

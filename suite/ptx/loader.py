@@ -78,10 +78,11 @@ def included_sources(path: Path) -> list[Path]:
     return seen
 
 
-def cache_key(path: Path, arch: str, defines: tuple[str, ...], name_expressions: tuple[str, ...]) -> str:
+def cache_key(path: Path, arch: str, defines: tuple[str, ...], name_expressions: tuple[str, ...],
+              include_path: tuple[str, ...] = ()) -> str:
     h = hashlib.sha256()
     h.update(f"format={CACHE_FORMAT};arch={arch};nvrtc={nvrtc_version()};".encode())
-    h.update(json.dumps([list(defines), list(name_expressions)]).encode())
+    h.update(json.dumps([list(defines), list(name_expressions), list(include_path)]).encode())
     for src in included_sources(path):
         h.update(src.name.encode() + b"\0" + src.read_bytes() + b"\0")
     return h.hexdigest()
@@ -173,15 +174,19 @@ def compile_cu(
     arch: str | None = None,
     defines: tuple[str, ...] = (),
     use_cache: bool = True,
+    include_path: tuple[str | Path, ...] = (),
 ) -> CompiledModule:
     """Compile ``path`` with NVRTC to a cubin for ``arch`` (default: the current GPU's ``sm_XY``).
 
-    ``defines`` are macros, ``"NAME"`` or ``"NAME=VALUE"``. Cached on disk; see the module docstring.
+    ``defines`` are macros, ``"NAME"`` or ``"NAME=VALUE"``; ``include_path`` adds header directories to the .cu
+    file's own (their headers are keyed by directory, not content: a header library such as libcu++ is versioned
+    with the toolkit). Cached on disk; see the module docstring.
     """
     path = Path(path).resolve()
     arch = arch or current_arch()
     name_expressions = tuple(name_expressions)
-    key = cache_key(path, arch, tuple(defines), name_expressions)
+    include_path = tuple(str(Path(d).resolve()) for d in include_path)
+    key = cache_key(path, arch, tuple(defines), name_expressions, include_path)
     entry = cache_dir() / f"{path.stem}-{arch}-{key[:32]}.cubin"
     if use_cache and (hit := _read_entry(entry)) is not None:
         cubin, symbols = hit
@@ -191,7 +196,7 @@ def compile_cu(
     from cuda.core._utils.cuda_utils import NVRTCError
 
     program_options = ProgramOptions(
-        name=str(path), arch=arch, std="c++17", include_path=[str(path.parent)], define_macro=list(defines) or None
+        name=str(path), arch=arch, std="c++17", include_path=[str(path.parent), *include_path], define_macro=list(defines) or None
     )
     program = Program(path.read_text(), code_type="c++", options=program_options)
     try:

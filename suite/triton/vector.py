@@ -8,6 +8,7 @@ import triton
 import triton.language as tl
 
 from suite.checks import check_stages, check_vector_operands
+from suite.kernel import TritonModule
 from suite.triton._compiled import kernel_info
 
 STAGES = (1, 2, 3, 4)
@@ -69,6 +70,18 @@ class Scale2:
         if self.compiled is None and compiled is not None:
             self.compiled = compiled
             self.info = kernel_info(compiled, None, self._config(), self.grid)
+
+
+class TileLoop(TritonModule):
+    """scale2_kernel as registered: BLOCK-float tiles, TILES_PER_PROGRAM per program, swept over num_stages."""
+
+    stages = STAGES
+
+    def launch(self, inputs, out, stages):
+        return Scale2(inputs[0], out, stages)
+
+
+KERNEL = TileLoop()
 
 
 def scale2(x: torch.Tensor, stages: int = 2, out: torch.Tensor | None = None) -> torch.Tensor:
