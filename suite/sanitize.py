@@ -35,34 +35,28 @@ _CAST_RE = re.compile(r"\((?:int|unsigned int|long long|bool)\)")
 
 
 def _cases():
-    """(label, stages, kernel name expression, launch) for every PTX variant x stage count, on small shapes."""
-    import torch
-
-    from suite.problems import GEMM, VECTOR
+    """(variant, stages, size) for every PTX variant x stage count, on small shapes."""
     from suite.registry import variants
 
-    dev = torch.device("cuda")
     for v in variants(backend="ptx"):
-        problem = VECTOR if v.problem == "vector" else GEMM
         sizes = (VECTOR_N,) if v.problem == "vector" else GEMM_SHAPES
         for stages in v.stages:
             for size in sizes:
-                inputs = problem.make_inputs(size, 7, dev)
-                out = problem.make_output(inputs)
-                fn = v.factory(inputs, out, stages)
-                yield v.label, stages, problem.shape(size), fn, (lambda o=out, i=inputs, p=problem: p.check(o, p.reference(i)))
+                yield v, stages, size
 
 
 def worker_healthy() -> int:
     import torch
 
+    from suite.problems import PROBLEMS
+    from suite.validate import validate
+
     bad = 0
-    for label, stages, shape, fn, check in _cases():
-        fn()
-        torch.cuda.synchronize()
-        result = check()
-        print(f"CASE {label} stages={stages} shape={shape} valid={result.valid}", flush=True)
-        bad += not result.valid
+    for v, stages, size in _cases():
+        result = validate(v, stages, size, seed=7, device=torch.device("cuda"))
+        print(f"CASE {v.label} stages={stages} shape={PROBLEMS[v.problem].shape(size)} valid={result.check.valid}",
+              flush=True)
+        bad += not result.check.valid
     return 1 if bad else 0
 
 

@@ -5,6 +5,7 @@ import torch
 
 from suite.problems import GEMM, VECTOR
 from suite.registry import variants
+from suite.validate import validate
 
 pytestmark = pytest.mark.gpu
 
@@ -17,21 +18,13 @@ def _id(case):
     return f"{v.backend}:{v.name}:{s}"
 
 
-def _run(problem, variant, stages, size, seed):
-    inputs = problem.make_inputs(size, seed, torch.device("cuda"))
-    out = problem.make_output(inputs)
-    out.fill_(float("nan"))  # poisoned: an element the kernel never writes fails the check
-    variant.factory(inputs, out, stages)()
-    torch.cuda.synchronize()
-    return out, (variant.reference or problem.reference)(inputs)
-
-
 @pytest.mark.parametrize("case", CASES_VECTOR, ids=_id)
 @pytest.mark.parametrize("n", [1, 3, 4, 4097, 2**20 + 3, 2**28])
 def test_vector_bit_exact(case, n):
     variant, stages = case
-    out, ref = _run(VECTOR, variant, stages, n, seed=n + 17 * (stages or 0))
-    torch.testing.assert_close(out, ref, rtol=0, atol=0)
+    result = validate(variant, stages, n, seed=n + 17 * (stages or 0), device=torch.device("cuda"))
+    assert VECTOR.tolerance == {"rtol": 0.0, "atol": 0.0}  # the check below is bit-exact
+    assert result.check.valid, f"{variant.label} stages={stages} n={n}: {result.check.message}"
 
 
 GEMM_SHAPES = [
@@ -50,9 +43,9 @@ GEMM_SHAPES = [
 @pytest.mark.parametrize("shape", GEMM_SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_gemm_matches_fp64(case, shape):
     variant, stages = case
-    out, ref = _run(GEMM, variant, stages, shape, seed=sum(shape) + 101 * (stages or 0))
-    check = GEMM.check(out, ref)
-    assert check.valid, f"{check.message} (max abs error {check.max_abs_error:.3g}, rel {check.rel_error:.3g})"
+    check = validate(variant, stages, shape, seed=sum(shape) + 101 * (stages or 0), device=torch.device("cuda")).check
+    assert check.valid, (f"{variant.label} stages={stages}: {check.message} "
+                         f"(max abs error {check.max_abs_error:.3g}, rel {check.rel_error:.3g})")
 
 
 def test_gemm_check_catches_a_wrong_tile():
@@ -82,4 +75,4 @@ def test_ptx_gemm_refuses_a_ring_that_does_not_fit_this_gpu():
         pytest.skip("this GPU fits a 240 KiB ring")
     a = torch.randn(256, 256, device="cuda").half()
     with pytest.raises(ValueError, match=f"needs {need} B of shared memory per block"):
-        gemm.Gemm(a, a, torch.empty_like(a), 5, block_k=64)
+        gemm.Gemm(a, a, torch.empty_like(a), 5, kernel=gemm.GemmMmaSync(64, stages=(5,)))  # not registered

@@ -28,6 +28,7 @@ from suite.info import KernelInfo
 from suite.problems import PROBLEMS, Problem
 from suite.registry import Variant, variants
 from suite.sass import summary
+from suite.validate import validate
 
 CPU_ARCH = "sm_90"  # what PTX modules are compiled for when there is no GPU to ask
 
@@ -130,20 +131,12 @@ def sizes_for(problem: Problem, opts: Options, on_gpu: bool) -> tuple:
     return problem.quick_sizes if opts.quick else problem.default_sizes
 
 
-def _validate(problem: Problem, size, variant: Variant, stages, seed: int, device) -> tuple[dict, object]:
-    """Build the variant on fresh inputs, run it once on a NaN-poisoned output, compare. Returns the check fields
-    and the callable (for its KernelInfo)."""
-    inputs = problem.make_inputs(size, seed, device)
-    out = problem.make_output(inputs)
-    out.fill_(float("nan"))
-    fn = variant.factory(inputs, out, stages)
-    fn()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    ref = (variant.reference or problem.reference)(inputs)
-    check = problem.check(out, ref)
+def _validate(size, variant: Variant, stages, seed: int, device) -> tuple[dict, object]:
+    """suite.validate on fresh inputs: the check fields of the row, and the callable (for its KernelInfo)."""
+    result = validate(variant, stages, size, seed=seed, device=device)
+    check = result.check
     return {"valid": check.valid, "max_abs_error": check.max_abs_error, "rel_error": check.rel_error,
-            "note": "" if check.valid else f"INVALID: {check.message}"}, fn
+            "note": "" if check.valid else f"INVALID: {check.message}"}, result.fn
 
 
 def _time(fn: Callable[[], None], opts: Options, rep_scale: float = 1.0) -> list[float]:
@@ -242,7 +235,7 @@ def run(opts: Options, on_gpu: bool, progress: bool = True, device: torch.device
                         row["note"] = f"skipped: {reason}"
                     continue
                 try:
-                    check, fn = _validate(problem, size, variant, stages, seed, device)
+                    check, fn = _validate(size, variant, stages, seed, device)
                 except ValueError as e:  # a configuration the kernel refuses (e.g. a ring too deep for the GPU)
                     row.update(valid=False, note=f"refused: {e}")
                     continue
