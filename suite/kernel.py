@@ -24,18 +24,7 @@ from typing import Callable
 import torch
 
 from suite.info import KernelInfo
-
-Inputs = tuple[torch.Tensor, ...]
-
-
-@dataclass(frozen=True)
-class BadInput:
-    """An input that breaks one rule: ``factory(inputs, out, stages)`` must raise ValueError matching ``rule``."""
-
-    inputs: Inputs
-    out: torch.Tensor
-    rule: str  # a regular expression the error message must match
-    why: str = ""  # the test id
+from suite.problems import BadInput, Inputs
 
 
 @dataclass(frozen=True)
@@ -53,8 +42,9 @@ class KernelModule:
     """One kernel configuration of one backend. Subclasses set ``stages`` and implement ``launch``."""
 
     stages: tuple[int, ...] = ()  # the pipeline depths it is swept over (and compiled for)
-    # SASS instruction classes (suite.sass.INSTRUCTION_CLASSES) every instantiation must contain, e.g. "async_copy".
-    sass_requires: tuple[str, ...] = ()
+    # SASS instruction classes (suite.sass.INSTRUCTION_CLASSES) every instantiation must contain: a tuple of class
+    # names ("async_copy", "mma"), or class -> minimum count.
+    sass_requires: tuple[str, ...] | dict[str, int] = ()
     # Sizes the sanitizer launches (small: compute-sanitizer is slow); () = not run under compute-sanitizer.
     sanitize_sizes: tuple = ()
     faults: tuple[Fault, ...] = ()  # broken builds the sanitizer must catch
@@ -72,6 +62,11 @@ class KernelModule:
     def kernel_names(self, stages: int) -> tuple[str, ...]:
         """The kernel instantiations a launch at ``stages`` may run, as the sanitizer's reports name them."""
         return ()
+
+    def sass_minimums(self) -> dict[str, int]:
+        """``sass_requires`` as class -> minimum count per instantiation."""
+        req = self.sass_requires
+        return dict(req) if isinstance(req, dict) else {cls: 1 for cls in req}
 
 
 class TritonModule(KernelModule):

@@ -8,7 +8,8 @@ import numpy as np
 import torch
 
 from suite.checks import check_cuda, check_gemm_operands, check_stages
-from suite.kernel import BadInput, Fault, NvrtcModule
+from suite.kernel import Fault, NvrtcModule
+from suite.problems import BadInput
 from suite.ptx import loader
 
 SOURCE = Path(__file__).with_name("gemm.cu")
@@ -27,17 +28,12 @@ def name_expression(stages: int, n_aligned: bool, block_k: int = 32) -> str:
     return f"gemm_f16_f32acc<{stages}, {'true' if n_aligned else 'false'}, {block_k}>"
 
 
-def _h(*shape: int) -> torch.Tensor:
-    return torch.randn(*shape).half()
-
-
 class GemmMmaSync(NvrtcModule):
     """gemm.cu at one BLOCK_K, compiled for each stage count and both B paths (N % 8 == 0 or not). The fixed tile
     (BLOCK_M, BLOCK_N, THREADS) reaches the kernel as defines that gemm.cu static_asserts against its own."""
 
     source = SOURCE
     threads = THREADS
-    sass_requires = ("async_copy", "ldmatrix", "mma")
     sanitize_sizes = ((200, 264, 72), (130, 250, 40))  # N % 8 == 0 (cp.async B) and N % 8 != 0 (plain-load B)
     faults = (
         Fault("STAGES = 1: the barrier before a stage is reused removed", "PIPESUITE_FAULT_NO_REUSE_BARRIER", (1,)),
@@ -47,6 +43,8 @@ class GemmMmaSync(NvrtcModule):
         if block_k not in BLOCK_KS:
             raise ValueError(f"block_k must be one of {BLOCK_KS} (got {block_k})")
         self.block_k, self.stages, self.stage_bytes = block_k, tuple(stages), stage_bytes(block_k)
+        # cp.async, ldmatrix, and a fully unrolled K tile of mma.sync: 4 x 8 tiles per warp per 16-deep k-step
+        self.sass_requires = {"async_copy": 1, "ldmatrix": 1, "mma": 32 * block_k // 16}
 
     def constants(self) -> dict[str, int]:
         return {"GEMM_BLOCK_M": BLOCK_M, "GEMM_BLOCK_N": BLOCK_N, "GEMM_THREADS": THREADS}
@@ -61,7 +59,8 @@ class GemmMmaSync(NvrtcModule):
         return Gemm(*inputs, out, stages, kernel=self)
 
     def bad_inputs(self) -> list[BadInput]:
-        return [BadInput((_h(16, 12), _h(12, 16)), _h(16, 16), "K must be a multiple of 8", "K % 8")]
+        a, b, c = (torch.randn(*shape).half() for shape in ((16, 12), (12, 16), (16, 16)))
+        return [BadInput((a, b), c, "K must be a multiple of 8", "K % 8 != 0")]
 
 
 GEMM_K32 = GemmMmaSync(32)
