@@ -158,7 +158,11 @@ def register_kernel(problem: str, backend: str, name: str, kernel, **kwargs) -> 
 
 
 def variants(problem: str | None = None, backend: str | None = None) -> list[Variant]:
-    """Registered variants (all of suite.variants is loaded first), optionally filtered."""
+    """Registered variants, optionally filtered: suite.variants, then the installed plugins (entry point group
+    ``pipesuite.variants``), then any loaded with suite.plugins.load_plugins."""
     import suite.variants  # noqa: F401  (the registrations)
+    from suite.plugins import load_entry_points
+
+    load_entry_points()
 
     return [v for v in _REGISTRY if (problem is None or v.problem == problem) and (backend is None or v.backend == backend)]

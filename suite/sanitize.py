@@ -133,11 +133,11 @@ def parse(report: str) -> tuple[int | None, dict[str, int]]:
     return total, per_kernel
 
 
-def run_tool(tool: str, worker: str, log_dir: Path) -> tuple[int | None, dict[str, int], str]:
+def run_tool(tool: str, worker: str, log_dir: Path, plugins=()) -> tuple[int | None, dict[str, int], str]:
     # --report-api-errors no: torch and cuda-bindings probe optional driver entry points (cuGetProcAddress) and
     # expect some to fail; those are not kernel findings.
     cmd = [_sanitizer(), "--tool", tool, "--print-limit", "50", "--report-api-errors", "no", sys.executable, "-m",
-           "suite.sanitize", "--worker", worker]
+           "suite.sanitize", "--worker", worker, *(f"--plugin={p}" for p in plugins)]
     if tool == "racecheck":
         cmd[1:1] = ["--racecheck-report", "hazard"]
     proc = subprocess.run(cmd, capture_output=True, text=True)
@@ -168,8 +168,20 @@ def main(argv=None) -> int:
     p.add_argument("--tools", nargs="+", choices=TOOLS, default=list(TOOLS))
     p.add_argument("--out", type=Path, help="where to write sanitizer.md and the tools' logs "
                                             "(default: results/<gpu>/sanitizer-<timestamp>/)")
+    p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                   help="import MODULE (a dotted name or a .py file) before reading the registry, here and in the "
+                        "sanitized processes: its variants are sanitized too (repeatable)")
     p.add_argument("--worker", choices=("healthy", "broken"), help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    # A plugin given by path is passed on by absolute path: the sanitized process may resolve it from elsewhere.
+    args.plugin = [str(Path(x).resolve()) if x.endswith(".py") else x for x in args.plugin]
+    from suite.plugins import PluginError, load_plugins
+
+    try:
+        load_plugins(args.plugin)
+    except PluginError as e:
+        print(f"error: --plugin: {e}", file=sys.stderr)
+        return 2
     if args.worker:
         return worker_healthy() if args.worker == "healthy" else worker_broken()
 
@@ -189,8 +201,8 @@ def main(argv=None) -> int:
     findings: dict[str, dict[str, int]] = {}
     totals: dict[str, int | None] = {}
     for tool in args.tools:
-        totals[tool], findings[tool], _ = run_tool(tool, "healthy", out)
-    broken_total, broken_kernels, _ = run_tool("racecheck", "broken", out)
+        totals[tool], findings[tool], _ = run_tool(tool, "healthy", out, args.plugin)
+    broken_total, broken_kernels, _ = run_tool("racecheck", "broken", out, args.plugin)
 
     rows, ok = [], True
     for (label, stages), names in exprs.items():

@@ -1,0 +1,86 @@
+"""Plugins: variants defined outside the suite (tests/plugins/example_plugin.py and the .cu beside it) list, validate,
+are covered by the registry-wide tests and are sanitized, through --plugin and through an installed entry point."""
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from conftest import HAS_GPU
+
+ROOT = Path(__file__).resolve().parents[1]
+PLUGIN = ROOT / "tests" / "plugins" / "example_plugin.py"
+NAMES = ("cuda:plugin prefetch", "triton:plugin tiles")
+
+
+def _run(*args, env=None):
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=ROOT, env=env)
+
+
+def test_listed_by_path_and_by_module_name():
+    for spec in (str(PLUGIN), "tests.plugins.example_plugin"):
+        proc = _run("-m", "suite.run", "--plugin", spec, "--list")
+        assert proc.returncode == 0, proc.stderr
+        assert "plugin prefetch" in proc.stdout and "plugin tiles" in proc.stdout
+
+
+def test_runs_and_validates(tmp_path):
+    """On a CPU: the Triton variant validates in the interpreter, the .cu one is built for sm_90 with its SASS; on a
+    GPU both validate and are timed."""
+    proc = _run("-m", "suite.run", "--plugin", str(PLUGIN), "--problem", "vector", "--size", "40963", "--quick",
+                "--variant", *NAMES, "--out", str(tmp_path / "run"), "--no-progress")
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = [r for r in json.loads((tmp_path / "run" / "results.json").read_text())["rows"]
+            if f"{r['backend']}:{r['variant']}" in NAMES]
+    assert {f"{r['backend']}:{r['variant']}" for r in rows} == set(NAMES)
+    for r in rows:
+        if HAS_GPU or r["backend"] == "triton":
+            assert r["valid"] and r["max_abs_error"] == 0.0, r
+        else:
+            assert r["built_for"] == "sm_90" and r["spill_bytes"] == 0 and r["registers"] > 0, r
+
+
+def test_bad_plugin_is_one_clear_line():
+    proc = _run("-m", "suite.run", "--plugin", "tests.plugins.no_such_plugin", "--list")
+    assert proc.returncode == 2
+    assert "error: --plugin: plugin 'tests.plugins.no_such_plugin' failed to import" in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_registry_wide_tests_cover_the_plugin():
+    """tests/test_variants.py with the plugin loaded (conftest's --suite-plugin): its variants get the odd-size,
+    build and bad-input tests with no test written for them."""
+    proc = _run("-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "tests" / "test_variants.py"),
+                "--suite-plugin", str(PLUGIN), "-k", "plugin", "-rA")
+    assert proc.returncode == 0, proc.stdout[-3000:]
+    out = proc.stdout
+    assert "test_builds_without_spills_with_its_sass[cuda:plugin prefetch-sm_90]" in out
+    assert "test_validates_at_odd_sizes[triton:plugin tiles-s2-4097]" in out
+    assert "test_bad_input_is_refused_naming_the_rule[cuda:plugin prefetch-x misaligned]" in out
+
+
+def test_entry_point_group(tmp_path):
+    """An installed distribution's 'pipesuite.variants' entry point is imported before the registry is read."""
+    dist = tmp_path / "pipesuite_example-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: pipesuite-example\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text("[pipesuite.variants]\nexample = example_plugin\n")
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(PLUGIN.parent), str(ROOT)]))
+    proc = _run("-m", "suite.run", "--list", env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "plugin prefetch" in proc.stdout and "plugin tiles" in proc.stdout
+
+
+@pytest.mark.gpu
+@pytest.mark.skipif(not shutil.which("compute-sanitizer"), reason="needs compute-sanitizer")
+def test_sanitized(tmp_path):
+    proc = _run("-m", "suite.sanitize", "--plugin", str(PLUGIN), "--tools", "memcheck", "--out", str(tmp_path))
+    report = (tmp_path / "sanitizer.md").read_text()
+    assert "cuda:plugin prefetch" in report, report
+    log = (tmp_path / "memcheck-healthy.log").read_text()
+    assert "CASE cuda:plugin prefetch stages=4" in log and "valid=True" in log, log[-3000:]
+    assert proc.returncode in (0, 1), proc.stderr
