@@ -84,3 +84,64 @@ def test_sanitized(tmp_path):
     log = (tmp_path / "memcheck-healthy.log").read_text()
     assert "CASE cuda:plugin prefetch stages=4" in log and "valid=True" in log, log[-3000:]
     assert proc.returncode in (0, 1), proc.stderr
+
+
+BROKEN_CU = """\
+template <int STAGES>
+__global__ void broken_kernel(const float* x, float* y, long long n) {
+    unsigned v;
+    asm volatile("mov.u33 %0, 7;" : "=r"(v));  // the typo ptxas rejects
+    y[0] = x[0] * v;
+}
+"""
+
+BROKEN_PLUGIN = """\
+from pathlib import Path
+
+from suite.kernel import NvrtcModule
+from suite.registry import anywhere, needs_gpu, register, register_kernel
+
+
+class Broken(NvrtcModule):
+    source = Path(__file__).with_name("broken.cu")
+    stages, threads, stage_bytes = (1, 2), 32, 0
+
+    def name_expressions(self, stages):
+        return (f"broken_kernel<{stages}>",)
+
+    def launch(self, inputs, out, stages):
+        self.build()
+        raise AssertionError("not reached: the build fails")
+
+
+register_kernel("vector", "cuda", "broken build", Broken(), gate=needs_gpu((8, 0)) if {on_cpu} else anywhere)
+
+
+@register("vector", "torch", "broken launch", stages=(1,))
+def broken_launch(inputs, out, stages):
+    def run():
+        raise RuntimeError("CUDA_ERROR_LAUNCH_FAILED: unspecified launch failure (simulated)")
+    return run
+"""
+
+
+def test_a_variant_that_fails_leaves_a_failed_row_and_the_run_goes_on(tmp_path):
+    plugin = tmp_path / "broken_plugin.py"
+    (tmp_path / "broken.cu").write_text(BROKEN_CU)
+    plugin.write_text(BROKEN_PLUGIN.replace("{on_cpu}", str(not HAS_GPU)))
+    proc = _run("-m", "suite.run", "--plugin", str(plugin), "--problem", "vector", "--size", "40963", "--quick",
+                "--variant", "cuda:broken build", "torch:broken launch", "triton:tile loop", "--out",
+                str(tmp_path / "run"), "--no-progress")
+    assert proc.returncode == 1, proc.stderr[-3000:]  # something failed, and the exit status says so
+    rows = json.loads((tmp_path / "run" / "results.json").read_text())["rows"]
+    by = {}
+    for r in rows:
+        by.setdefault(f"{r['backend']}:{r['variant']}", []).append(r)
+    assert len(by["cuda:broken build"]) == 2  # one failed row per stage count
+    for r in by["cuda:broken build"]:
+        assert r["valid"] is False and "failed: KernelCompileError: " in r["note"], r["note"]
+        assert f"{tmp_path / 'broken.cu'}:4" in r["note"] and "Unknown modifier '.u33'" in r["note"], r["note"]
+    (launch,) = by["torch:broken launch"]
+    assert launch["valid"] is False and "CUDA_ERROR_LAUNCH_FAILED" in launch["note"], launch
+    assert by["triton:tile loop"] and all(r["valid"] for r in by["triton:tile loop"])  # the rest of the run
+    assert "failed: KernelCompileError" in (tmp_path / "run" / "table.md").read_text()

@@ -20,6 +20,13 @@ def test_sass_classifier_reads_real_listings():
     fake = "        /*0010*/                   LDSM.16.M88.4 R4, [R2] ;\n        /*0020*/  @!P0 HMMA.16816.F32 R8, R4, R6, R8 ;"
     got = instruction_classes(fake)
     assert got["ldmatrix"] == 1 and got["mma"] == 1 and got["async_copy"] == 0
+    # plain vector memory: a 16-byte load with any further modifier counts, a narrower one does not
+    plain = ("        /*0010*/  @!P0 LDG.E.128.CONSTANT R4, desc[UR4][R2.64] ;\n"
+             "        /*0020*/       LDG.E.64 R6, desc[UR4][R2.64] ;\n"
+             "        /*0030*/       STG.E.128 desc[UR4][R8.64], R4 ;\n"
+             "        /*0040*/       LDGSTS.E.BYPASS.128.ZFILL [R1], desc[UR4][R2.64] ;")
+    got = instruction_classes(plain)
+    assert (got["vector_load"], got["vector_store"], got["async_copy"]) == (1, 1, 1)
 
 
 def test_kernel_info_from_the_cubin():

@@ -33,7 +33,7 @@ class VectorRing(NvrtcModule):
 
     source = SOURCE
     stages = STAGES
-    sass_requires = ("async_copy",)
+    sass_requires = ("async_copy", "vector_store")  # cp.async in, 16-byte st.global out
 
     def __init__(self, threads: int = THREADS, chunks_per_thread: int = CHUNKS_PER_THREAD,
                  tiles_per_block: int = TILES_PER_BLOCK):

@@ -35,6 +35,7 @@ class Prefetch(NvrtcModule):
     threads = 256
     stage_bytes = 0  # no shared memory: the stages are registers
     sanitize_sizes = (3 * 1024 + 5,)
+    sass_requires = ("vector_load", "vector_store")  # LDG.E.128 and STG.E.128: float4 through registers
 
     def constants(self):
         return {"PLUGIN_THREADS": self.threads}
