@@ -125,11 +125,14 @@ class NvrtcModule(KernelModule):
                                              defines=self.defines(), include_path=self.include_dirs())
         return builds[arch]
 
-    def with_defines(self, *defines: str) -> "NvrtcModule":
-        """The same kernel built with more defines (e.g. a fault for the sanitizer), compiled separately."""
+    def with_defines(self, *defines: str, stages: tuple[int, ...] | None = None) -> "NvrtcModule":
+        """The same kernel built with more defines (e.g. a fault for the sanitizer), compiled separately; ``stages``
+        narrows what is compiled (and launchable) to those stage counts."""
         other = copy.copy(self)
         other.__dict__.pop("_builds", None)
         other.extra_defines = tuple(self.extra_defines) + tuple(defines)
+        if stages is not None:
+            other.stages = tuple(stages)
         return other
 
     def describe(self, arch: str) -> dict[int, KernelInfo]:

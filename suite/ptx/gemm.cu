@@ -310,7 +310,9 @@ __global__ void __launch_bounds__(THREADS, 1)
                     cp_async_wait<STAGES - 2>();
                     // Every thread's copies of tile k_tile + 1 have landed and every warp has finished its reads of
                     // the stage the producer refills next; both are needed before either side moves on.
+#ifndef PIPESUITE_FAULT_NO_RING_BARRIER  // fault injection for the sanitizer self-test (suite/sanitize.py) only
                     __syncthreads();
+#endif
                     if (++smem_read_stage == STAGES) smem_read_stage = 0;  // wrap back to the start of the ring
                 }
                 // Next k-step's fragments: the next k-step of this tile, or the first of the next one.

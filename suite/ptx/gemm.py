@@ -36,7 +36,10 @@ class GemmMmaSync(NvrtcModule):
     threads = THREADS
     sanitize_sizes = ((200, 264, 72), (130, 250, 40))  # N % 8 == 0 (cp.async B) and N % 8 != 0 (plain-load B)
     faults = (
-        Fault("STAGES = 1: the barrier before a stage is reused removed", "PIPESUITE_FAULT_NO_REUSE_BARRIER", (1,)),
+        Fault("STAGES = 1: the barrier before the stage is refilled removed", "PIPESUITE_FAULT_NO_REUSE_BARRIER", (1,)),
+        # The mainloop's one barrier per K tile: it both publishes the next tile and frees the stage refilled next.
+        Fault("STAGES >= 2: the ring's barrier before a stage is reused removed", "PIPESUITE_FAULT_NO_RING_BARRIER",
+              (2, 3, 4)),
     )
 
     def __init__(self, block_k: int = 32, stages: tuple[int, ...] = STAGES):
