@@ -41,14 +41,14 @@ class Problem:
     default_sizes: tuple  # a full run on a GPU
     quick_sizes: tuple  # --quick on a GPU
     cpu_sizes: tuple  # the Triton interpreter on a CPU
+    edge_sizes: tuple  # small odd sizes every variant is validated at (tests/test_variants.py), on a CPU and a GPU
     make_inputs: Callable[[Any, int, torch.device], Inputs]
     make_output: Callable[[Inputs], torch.Tensor]  # uninitialized; the driver poisons it
     reference: Callable[[Inputs], torch.Tensor]  # in higher precision where it matters
+    bad_inputs: Callable[[], list[BadInput]]  # inputs every kernel of the problem must refuse, naming the rule
     tolerance: dict  # rtol / atol for torch.testing.assert_close; 0 / 0 means bit-exact
     work: Callable[[Any], float]  # bytes or flops of one solution, in the unit's base (B or FLOP)
     scale: float  # work / seconds / scale = the unit
-    edge_sizes: tuple = ()  # small odd sizes every variant is validated at on a CPU (interpreter) and a GPU
-    bad_inputs: Callable[[], list[BadInput]] = list  # inputs every kernel of the problem must refuse, naming the rule
 
     def shape(self, size) -> str:
         return "x".join(str(s) for s in size) if isinstance(size, tuple) else str(size)
@@ -120,14 +120,14 @@ VECTOR = Problem(
     default_sizes=(2**28,),  # 1 GiB in + 1 GiB out: 35x the 60 MiB L2
     quick_sizes=(2**26,),
     cpu_sizes=(5 * 8192 + 3,),  # several tiles, several programs, a ragged tail
+    edge_sizes=(1, 3, 4, 4097, 3 * 8192 + 5),  # one element, no whole 16-byte chunk, ragged tails over tiles
     make_inputs=_vector_inputs,
     make_output=lambda inputs: torch.empty_like(inputs[0]),
     reference=lambda inputs: inputs[0] * 2,  # exact in fp32
+    bad_inputs=_vector_bad_inputs,
     tolerance={"rtol": 0.0, "atol": 0.0},
     work=lambda n: 2 * n * 4,  # bytes read + written
     scale=1e9,
-    edge_sizes=(1, 3, 4, 4097, 3 * 8192 + 5),  # one element, no whole 16-byte chunk, ragged tails over tiles
-    bad_inputs=_vector_bad_inputs,
 )
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -173,18 +173,18 @@ GEMM = Problem(
     default_sizes=((8192, 8192, 8192), (4096, 4096, 4096), (4000, 3000, 1000)),
     quick_sizes=((4096, 4096, 4096),),
     cpu_sizes=((200, 264, 72), (67, 45, 40)),
+    # tiny; K < BLOCK_K; odd N (no 16-byte B rows); one past the 128 x 256 tile in M and N
+    edge_sizes=((1, 1, 8), (67, 45, 40), (133, 250, 16), (129, 257, 8)),
     make_inputs=_gemm_inputs,
     make_output=lambda inputs: torch.empty(inputs[0].shape[0], inputs[1].shape[1], dtype=torch.float16,
                                            device=inputs[0].device),
     reference=_gemm_reference,
+    bad_inputs=_gemm_bad_inputs,
     # The fp16 output alone is off by up to 2^-11 relative (half an ulp); fp32 accumulation of K products of ~N(0,1)
     # terms adds ~sqrt(K) * 2^-24. rtol of 4 half-ulps and atol 1e-3 (C ~ N(0, 1)) bound both with margin.
     tolerance={"rtol": 2e-3, "atol": 1e-3},
     work=lambda size: 2 * size[0] * size[1] * size[2],
     scale=1e12,
-    # tiny; K < BLOCK_K; odd N (no 16-byte B rows); one past the 128 x 256 tile in M and N
-    edge_sizes=((1, 1, 8), (67, 45, 40), (133, 250, 16), (129, 257, 8)),
-    bad_inputs=_gemm_bad_inputs,
 )
 
 PROBLEMS: dict[str, Problem] = {p.name: p for p in (VECTOR, GEMM)}

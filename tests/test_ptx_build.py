@@ -1,5 +1,6 @@
-"""What the generic build test (tests/test_variants.py) does not say: the SASS classifier reads real listings, the
-KernelInfo of a cubin, and the vector ring's machine code grows with its depth."""
+"""What the registry-wide build test (tests/test_variants.py: every NVRTC kernel for sm_80 and sm_90, no spills,
+its declared SASS) does not say: the SASS classifier reads real listings, the KernelInfo of a cubin, and the
+vector ring's machine code grows with its depth."""
 
 from suite.ptx import gemm, vector
 from suite.sass import instruction_classes, split_functions
@@ -31,7 +32,7 @@ def test_sass_classifier_reads_real_listings():
 
 def test_kernel_info_from_the_cubin():
     info = gemm.build("sm_90", block_k=64).kernel_info(gemm.name_expression(3, True, 64), gemm.stage_bytes(64), 3,
-                                                       occupancy=1, threads=256, grid=42, config="c")
+                                           occupancy=1, threads=256, grid=42, config="c")
     assert info.smem_per_stage == 48 * 1024 and info.smem_total >= 3 * 48 * 1024
     assert 200 <= info.registers <= 255 and info.spill_bytes == 0
     assert info.sass["mma"] > 0 and info.sass["ldmatrix"] > 0 and info.sass["async_copy"] > 0
