@@ -52,8 +52,12 @@ class GemmMmaSync(NvrtcModule):
     def constants(self) -> dict[str, int]:
         return {"GEMM_BLOCK_M": BLOCK_M, "GEMM_BLOCK_N": BLOCK_N, "GEMM_THREADS": THREADS}
 
+    def name_expression(self, stages: int, n_aligned: bool) -> str:
+        """The instantiation a launch picks: cp.async B rows when N % 8 == 0, plain loads otherwise."""
+        return name_expression(stages, n_aligned, self.block_k)
+
     def name_expressions(self, stages: int) -> tuple[str, ...]:
-        return tuple(name_expression(stages, aligned, self.block_k) for aligned in (True, False))
+        return tuple(self.name_expression(stages, aligned) for aligned in (True, False))
 
     def config(self) -> str:
         return f"{BLOCK_M}x{BLOCK_N}x{self.block_k}, 8 warps 2x4, 64x64 warp tile"
@@ -99,7 +103,7 @@ class Gemm:
         check_inputs(a, b, c, stages, kernel)
         (m, k), n = a.shape, b.shape[1]
         module = kernel.build()
-        expr = name_expression(stages, n % 8 == 0, kernel.block_k)
+        expr = kernel.name_expression(stages, n % 8 == 0)
         self.kernel = module.kernel(expr)
         self.smem_bytes = stages * kernel.stage_bytes
         loader.prepare(self.kernel, self.smem_bytes)  # refuses a STAGES whose ring does not fit this GPU

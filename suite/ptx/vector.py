@@ -71,7 +71,8 @@ class Scale2:
         check_vector_operands(x, y)
         check_cuda(("x", x), ("y", y))
         module = kernel.build()
-        self.kernel = module.kernel(name_expression(stages))
+        expr = kernel.name_expressions(stages)[0]
+        self.kernel = module.kernel(expr)
         self.threads = kernel.threads
         self.smem_bytes = stages * kernel.stage_bytes
         blocks_per_sm = loader.occupancy(self.kernel, self.threads, self.smem_bytes)
@@ -81,7 +82,7 @@ class Scale2:
         self.grid = -(-num_tiles // kernel.tiles_per_block)  # each block streams a run of tiles_per_block tiles
         self.args = (x.data_ptr(), y.data_ptr(), np.int64(x.numel()))
         self.info = module.kernel_info(
-            name_expression(stages), kernel.stage_bytes, stages, occupancy=blocks_per_sm, threads=self.threads,
+            expr, kernel.stage_bytes, stages, occupancy=blocks_per_sm, threads=self.threads,
             grid=self.grid, config=kernel.config(),
         )
 
