@@ -37,6 +37,11 @@ register_kernel(
 )
 
 register_kernel(
+    "vector", "cuda", "cuda::pipeline ring", "suite.cuda.vector:KERNEL", gate=needs_gpu((8, 0)),
+    description="the PTX ring's tiles and grid, copies through cuda::memcpy_async into a cuda::pipeline (libcu++)",
+)
+
+register_kernel(
     "vector", "ptx", "cp.async ring", "suite.ptx.vector:KERNEL", gate=needs_gpu((8, 0)),
     description="each block streams 2 tiles of 32 KiB through a STAGES-deep cp.async shared-memory ring",
 )
@@ -70,6 +75,12 @@ def triton_gemm_tuned(inputs, out, stages):
 
     return TunedGemm(*inputs, out)
 
+
+register_kernel(
+    "gemm", "cuda", "128x256x32 cuda::pipeline", "suite.cuda.gemm:GEMM_K32", gate=needs_gpu((8, 0)),
+    description="the PTX kernel's tile, ldmatrix and mma.sync; global -> shared through cuda::memcpy_async and a "
+                "cuda::pipeline (libcu++)",
+)
 
 register_kernel(
     "gemm", "ptx", "128x256x32 mma.sync", "suite.ptx.gemm:GEMM_K32", gate=needs_gpu((8, 0)),
