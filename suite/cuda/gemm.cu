@@ -121,18 +121,21 @@ __global__ void __launch_bounds__(THREADS, 1)
         int smem_write_stage = 0;  // ring stage the producer fills next
         int smem_read_stage = 0;   // ring stage the warps read fragments from
 
-        // PROLOGUE: fill STAGES - 1 stages, one pipeline batch per K tile. A tile past K still commits an (empty)
-        // batch so that "batch i holds tile i" stays true for every wait below.
-#pragma unroll
-        for (int s = 0; s < STAGES - 1; ++s) {
+        // Producer step: tile k_tile_next into the write stage as one pipeline batch. A tile past K still commits an
+        // (empty) batch, so that "batch i holds tile i" stays true for every wait below.
+        auto produce_next_tile = [&]() {
             pipe.producer_acquire();
             if (k_tile_next < num_k_tiles)
                 load_tile_async<N_ALIGNED, BLOCK_K>(producer, B, N, K, k_tile_next,
                                                     smem + smem_write_stage * T::STAGE_BYTES, pipe);
             pipe.producer_commit();
             ++k_tile_next;
-            ++smem_write_stage;
-        }
+            if (++smem_write_stage == STAGES) smem_write_stage = 0;  // wrap back to the start of the ring
+        };
+
+        // PROLOGUE: fill STAGES - 1 stages.
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) produce_next_tile();
         cuda::pipeline_consumer_wait_prior<STAGES - 2>(pipe);  // STAGES - 1 batches, tile 0 the oldest: wait for it
         __syncthreads();  // tile 0, copied by all threads, is now visible to every warp
         load_fragments<BLOCK_K>(frag[0], frag_addr, smem_base + smem_read_stage * T::STAGE_BYTES, 0);
@@ -162,13 +165,7 @@ __global__ void __launch_bounds__(THREADS, 1)
                 if (kk == 0) {
                     // Refill the stage the warps finished reading in the previous K tile (the barrier at its last
                     // k-step guarantees no warp still reads it) with tile k_tile + STAGES - 1.
-                    pipe.producer_acquire();
-                    if (k_tile_next < num_k_tiles)
-                        load_tile_async<N_ALIGNED, BLOCK_K>(producer, B, N, K, k_tile_next,
-                                                            smem + smem_write_stage * T::STAGE_BYTES, pipe);
-                    pipe.producer_commit();
-                    ++k_tile_next;
-                    if (++smem_write_stage == STAGES) smem_write_stage = 0;  // wrap back to the start of the ring
+                    produce_next_tile();
                 }
                 warp_mma(acc, frag[kk % 2]);
             }
