@@ -25,6 +25,16 @@ class Check:
 
 
 @dataclass(frozen=True)
+class BadInput:
+    """An input that breaks one rule: a kernel's factory, given it, must raise ValueError matching ``rule``."""
+
+    inputs: Inputs
+    out: torch.Tensor
+    rule: str  # a regular expression the error message must match
+    why: str  # what is wrong, for test ids and messages
+
+
+@dataclass(frozen=True)
 class Problem:
     name: str
     dtype: str  # for the tables: input -> output precision
@@ -32,9 +42,11 @@ class Problem:
     default_sizes: tuple  # a full run on a GPU
     quick_sizes: tuple  # --quick on a GPU
     cpu_sizes: tuple  # the Triton interpreter on a CPU
+    edge_sizes: tuple  # small odd sizes every variant is validated at (tests/test_variants.py), on a CPU and a GPU
     make_inputs: Callable[[Any, int, torch.device], Inputs]
     make_output: Callable[[Inputs], torch.Tensor]  # uninitialized; the driver poisons it
     reference: Callable[[Inputs], torch.Tensor]  # in higher precision where it matters
+    bad_inputs: Callable[[], list[BadInput]]  # inputs every kernel of the problem must refuse, naming the rule
     tolerance: dict  # rtol / atol for torch.testing.assert_close; 0 / 0 means bit-exact
     work: Callable[[Any], float]  # bytes or flops of one solution, in the unit's base (B or FLOP)
     scale: float  # work / seconds / scale = the unit
@@ -97,6 +109,21 @@ def _vector_inputs(n: int, seed: int, device: torch.device) -> Inputs:
     return (torch.randn(n, generator=g, device=device, dtype=torch.float32),)
 
 
+def _f32(n: int, offset: int = 0) -> torch.Tensor:
+    return torch.randn(n + offset)[offset:]
+
+
+def _vector_bad_inputs() -> list[BadInput]:
+    return [
+        BadInput((torch.randn(8, dtype=torch.float64),), torch.empty(8), "dtype torch.float32", "x fp64"),
+        BadInput((torch.randn(4, 4),), torch.empty(4, 4), "rank 1", "x 2-D"),
+        BadInput((torch.randn(16)[::2],), torch.empty(8), "contiguous", "x strided"),
+        BadInput((_f32(8, offset=1),), torch.empty(8), "16-byte boundary", "x misaligned"),
+        BadInput((torch.randn(8),), torch.empty(9), r"shape \(8,\)", "y longer"),
+        BadInput((torch.randn(8),), torch.empty(8, dtype=torch.float16), "dtype torch.float32", "y fp16"),
+    ]
+
+
 VECTOR = Problem(
     name="vector",
     dtype="fp32",
@@ -104,9 +131,11 @@ VECTOR = Problem(
     default_sizes=(2**28,),  # 1 GiB in + 1 GiB out: 35x the 60 MiB L2
     quick_sizes=(2**26,),
     cpu_sizes=(5 * 8192 + 3,),  # several tiles, several programs, a ragged tail
+    edge_sizes=(1, 3, 4, 4097, 3 * 8192 + 5),  # one element, no whole 16-byte chunk, ragged tails over tiles
     make_inputs=_vector_inputs,
     make_output=lambda inputs: torch.empty_like(inputs[0]),
     reference=lambda inputs: inputs[0] * 2,  # exact in fp32
+    bad_inputs=_vector_bad_inputs,
     tolerance={"rtol": 0.0, "atol": 0.0},
     work=lambda n: 2 * n * 4,  # bytes read + written
     scale=1e9,
@@ -133,6 +162,23 @@ def _gemm_reference(inputs: Inputs) -> torch.Tensor:
     return a.double() @ b.double()  # exact products, double accumulation: the fp16 inputs' true product
 
 
+def _h(*shape: int) -> torch.Tensor:
+    return torch.randn(*shape).half()
+
+
+def _gemm_bad_inputs() -> list[BadInput]:
+    return [
+        BadInput((torch.randn(16, 16), _h(16, 16)), _h(16, 16), "dtype torch.float16", "a fp32"),
+        BadInput((_h(16), _h(16, 16)), _h(16, 16), "rank 2", "a 1-D"),
+        BadInput((_h(16, 32)[:, :16], _h(16, 16)), _h(16, 16), "contiguous", "a column slice"),
+        BadInput((_h(16, 17)[:, 1:], _h(16, 16)), _h(16, 16), "contiguous", "a offset rows"),
+        BadInput((_h(16, 16), _h(24, 16)), _h(16, 16), "a's columns must equal b's rows", "K mismatch"),
+        BadInput((_h(16, 16), _h(16, 16)), _h(16, 8), r"shape \(16, 16\)", "c narrow"),
+        BadInput((torch.randn(16 * 16 + 1).half()[1:].view(16, 16), _h(16, 16)), _h(16, 16), "16-byte boundary",
+                 "a misaligned"),
+    ]
+
+
 GEMM = Problem(
     name="gemm",
     dtype="fp16->fp32acc->fp16",
@@ -140,10 +186,13 @@ GEMM = Problem(
     default_sizes=((8192, 8192, 8192), (4096, 4096, 4096), (4000, 3000, 1000)),
     quick_sizes=((4096, 4096, 4096),),
     cpu_sizes=((200, 264, 72), (67, 45, 40)),
+    # tiny; K < BLOCK_K; odd N (no 16-byte B rows); one past the 128 x 256 tile in M and N
+    edge_sizes=((1, 1, 8), (67, 45, 40), (133, 250, 16), (129, 257, 8)),
     make_inputs=_gemm_inputs,
     make_output=lambda inputs: torch.empty(inputs[0].shape[0], inputs[1].shape[1], dtype=torch.float16,
                                            device=inputs[0].device),
     reference=_gemm_reference,
+    bad_inputs=_gemm_bad_inputs,
     # The fp16 output alone is off by up to 2^-11 relative (half an ulp); fp32 accumulation of K products of ~N(0,1)
     # terms adds ~sqrt(K) * 2^-24. rtol of 4 half-ulps and atol 1e-3 (C ~ N(0, 1)) bound both with margin.
     tolerance={"rtol": 2e-3, "atol": 1e-3},

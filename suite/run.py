@@ -19,7 +19,6 @@ import textwrap
 from pathlib import Path
 
 PROBLEM_NAMES = ("vector", "gemm")
-BACKENDS = ("torch", "triton", "ptx")
 WIDTH = 160  # terminal columns everything printed fits in (table.md and the CSV keep the full detail)
 
 
@@ -70,7 +69,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         epilog=__doc__.split("\n\n", 1)[1],
     )
     p.add_argument("--problem", nargs="+", choices=PROBLEM_NAMES, help="problems to run (default: all)")
-    p.add_argument("--backend", nargs="+", choices=BACKENDS, help="backends to run (default: all)")
+    p.add_argument("--backend", nargs="+", help="backends to run, e.g. torch triton ptx (default: all; see --list)")
     p.add_argument("--stages", nargs="+", type=_stage_count, metavar="S",
                    help="stage counts to sweep (default: each variant's own; unstaged variants always run)")
     p.add_argument("--variant", nargs="+", metavar="NAME",
@@ -88,6 +87,9 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--quick", action="store_true", help="a short smoke run: smaller sizes, fewer repetitions")
     p.add_argument("--seed", type=int, default=0, help="base seed; every validation draws a fresh one from it")
     p.add_argument("--list", action="store_true", help="print the registered variants with their gates and exit")
+    p.add_argument("--plugin", action="append", metavar="MODULE",
+                   help="import MODULE (a dotted name or a .py file) before reading the registry: variants defined "
+                        "outside the suite (repeatable; installed 'pipesuite.variants' entry points load anyway)")
     p.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"), type=Path,
                    help="compare two results.json files row by row (SAME / FASTER / SLOWER / MISSING / INVALID / "
                         "NEW) and exit: 0 when nothing is SLOWER, MISSING or INVALID, 1 when something is, 2 on bad "
@@ -108,6 +110,13 @@ def main(argv=None) -> int:
     if not on_gpu:
         # Must happen before any Triton kernel module is imported: triton.jit reads it when it decorates.
         os.environ.setdefault("TRITON_INTERPRET", "1")
+    if args.plugin:
+        from suite.plugins import PluginError, load_plugins
+
+        try:
+            load_plugins(args.plugin)
+        except PluginError as e:
+            return _usage_error("--plugin", str(e))
     if args.list:
         from suite.driver.report import variant_table
 
@@ -136,6 +145,13 @@ def main(argv=None) -> int:
         problems = tuple(p for p in problems if PROBLEMS[p].dtype.startswith(args.dtype))
         if not problems:
             return _usage_error(f"--dtype {args.dtype}", f"no selected problem takes {args.dtype} inputs")
+    if args.backend:
+        from suite.registry import variants
+
+        known = {v.backend for v in variants()}
+        unknown = [b for b in args.backend if b not in known]
+        if unknown:
+            return _usage_error("--backend", f"unknown {', '.join(map(repr, unknown))}; known: {', '.join(sorted(known))}")
     if args.variant:
         from suite.driver.bench import variant_names
 

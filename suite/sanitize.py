@@ -1,16 +1,19 @@
-"""python -m suite.sanitize: every PTX variant x stage count under compute-sanitizer (memcheck, racecheck,
-synccheck) on small shapes, findings reported per variant.
+"""python -m suite.sanitize: every kernel that declares sanitizer sizes, at every stage count, under compute-sanitizer
+(memcheck, racecheck, synccheck, initcheck), findings reported per variant x stage count.
 
-One sanitizer process per tool runs all cases (``--worker healthy``); a finding is attributed to a variant by the
-kernel instantiation named in the report (e.g. ``gemm_f16_f32acc<3, true, 32>``), which is one variant x stage
-count. The check can fail: a deliberately broken build of the GEMM (the consumer-side barrier before a stage is
-reused removed, PIPESUITE_FAULT_NO_REUSE_BARRIER) runs under racecheck too (``--worker broken``) and must be
-reported as a race. Exit status 0 only when every healthy case is clean and the broken one is caught.
+What runs comes from the registry: each variant whose kernel module (suite.kernel) lists ``sanitize_sizes`` is
+launched through suite.validate at those sizes, in one sanitizer process per tool (``--worker healthy``). A finding
+is attributed to a variant x stage count by the kernel instantiation the report names, which the module states
+(``kernel_names``). The check can fail: every fault a module declares (a build with one barrier compiled out, e.g.
+gemm.cu's PIPESUITE_FAULT_NO_REUSE_BARRIER and PIPESUITE_FAULT_NO_RING_BARRIER) runs under its tool too
+(``--worker fault``) and must be reported. Exit status 0 only when every healthy case is clean and every fault is
+caught.
 """
 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import datetime as dt
 import os
 import re
@@ -19,73 +22,100 @@ import subprocess
 import sys
 from pathlib import Path
 
-TOOLS = ("memcheck", "racecheck", "synccheck")
-VECTOR_N = 3 * 8192 + 5  # several tiles, a ragged tail
-GEMM_SHAPES = ((200, 264, 72), (130, 250, 40))  # N % 8 == 0 (cp.async B) and N % 8 != 0 (plain-load B)
-_KERNEL_RE = re.compile(r"((?:gemm_f16_f32acc|scale2_\w+)<[^>]*>)")
+TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
+TOOL_TIMEOUT_S = 420  # one tool over every case; a worker that hangs is stopped and reported
 # 'ERROR SUMMARY: 3 errors', or racecheck's 'RACECHECK SUMMARY: 50 hazards displayed (239712 errors, 38592 warnings)'
 # (the displayed count is capped by --print-limit; the errors in parentheses are all of them).
 _SUMMARY_RE = re.compile(r"ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) error")
 _CAST_RE = re.compile(r"\((?:int|unsigned int|long long|bool)\)")
+_HAZARD_RE = re.compile(r"\b(RAW|WAR|WAW)\b hazard")
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Worker: runs inside compute-sanitizer
+# What is sanitized: derived from the registry
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _cases():
-    """(label, stages, kernel name expression, launch) for every PTX variant x stage count, on small shapes."""
-    import torch
-
-    from suite.problems import GEMM, VECTOR
+def sanitized_variants():
+    """Variants whose kernel module declares sanitizer sizes, in registry order."""
     from suite.registry import variants
 
-    dev = torch.device("cuda")
-    for v in variants(backend="ptx"):
-        problem = VECTOR if v.problem == "vector" else GEMM
-        sizes = (VECTOR_N,) if v.problem == "vector" else GEMM_SHAPES
-        for stages in v.stages:
-            for size in sizes:
-                inputs = problem.make_inputs(size, 7, dev)
-                out = problem.make_output(inputs)
-                fn = v.factory(inputs, out, stages)
-                yield v.label, stages, problem.shape(size), fn, (lambda o=out, i=inputs, p=problem: p.check(o, p.reference(i)))
+    return [v for v in variants() if v.kernel is not None and v.kernel.sanitize_sizes]
+
+
+def not_sanitized():
+    """(label, why) for every kernel variant the sanitizer does not run (library baselines and ceilings aside)."""
+    from suite.registry import variants
+
+    out = []
+    for v in variants():
+        if v.baseline or v.ceiling or (v.kernel is not None and v.kernel.sanitize_sizes):
+            continue
+        why = "a plain factory registration (no kernel module)" if v.kernel is None else "its module declares no sizes"
+        out.append((v.label, why))
+    return out
+
+
+def kernel_names() -> list[str]:
+    """Every instantiation the sanitized variants may launch, normalized as our name expressions."""
+    return sorted({normalize(n) for v in sanitized_variants() for s in v.stages for n in v.kernel.kernel_names(s)})
+
+
+def kernel_pattern(names) -> re.Pattern:
+    """Matches a kernel of ``names`` (by its name before any template arguments) where a report names it:
+    'gemm_f16_f32acc<(int)3, (bool)1, (int)32>(const unsigned short *, ...)'."""
+    bases = sorted({n.split("<", 1)[0].strip() for n in names}, key=len, reverse=True)
+    if not bases:
+        return re.compile(r"(?!)")
+    return re.compile(r"(?<![\w:])((?:" + "|".join(map(re.escape, bases)) + r")(?:<[^<>]*>)?)(?=\()")
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Workers: run inside compute-sanitizer
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _shape(v, size) -> str:
+    from suite.problems import PROBLEMS
+
+    return PROBLEMS[v.problem].shape(size)
 
 
 def worker_healthy() -> int:
     import torch
 
+    from suite.validate import validate
+
     bad = 0
-    for label, stages, shape, fn, check in _cases():
-        fn()
-        torch.cuda.synchronize()
-        result = check()
-        print(f"CASE {label} stages={stages} shape={shape} valid={result.valid}", flush=True)
-        bad += not result.valid
+    for v in sanitized_variants():
+        for stages in v.stages:
+            for size in v.kernel.sanitize_sizes:
+                result = validate(v, stages, size, seed=7, device=torch.device("cuda"))
+                print(f"CASE {v.label} stages={stages} shape={_shape(v, size)} valid={result.check.valid}", flush=True)
+                bad += not result.check.valid
     return 1 if bad else 0
 
 
-def worker_broken() -> int:
-    """The GEMM with the stage-reuse barrier removed, STAGES = 1, both B paths: must be reported as a race."""
+def faults(tool: str | None = None):
+    """(variant, fault) for every fault a sanitized variant's module declares (for ``tool``, or all)."""
+    return [(v, f) for v in sanitized_variants() for f in v.kernel.faults if tool is None or f.tool == tool]
+
+
+def worker_fault(tool: str) -> int:
+    """Every declared fault for ``tool``: the variant rebuilt with the fault's define, launched through validate
+    (its answer does not matter: the sanitizer must report the hazard)."""
     import torch
 
-    from suite.ptx import gemm, loader
-    from suite.problems import GEMM
+    from suite.validate import validate
 
-    module = loader.compile_cu(gemm.SOURCE, tuple(gemm.name_expression(1, a) for a in (True, False)),
-                               defines=("PIPESUITE_FAULT_NO_REUSE_BARRIER=1",))
-    for shape in GEMM_SHAPES:
-        m, n, k = shape
-        a, b = GEMM.make_inputs(shape, 11, torch.device("cuda"))
-        c = torch.empty(m, n, dtype=torch.float16, device="cuda")
-        kernel = module.kernel(gemm.name_expression(1, n % 8 == 0))
-        import numpy as np
-
-        loader.launch(kernel, -(-m // gemm.BLOCK_M) * -(-n // gemm.BLOCK_N), gemm.THREADS, gemm.stage_bytes(32),
-                      a.data_ptr(), b.data_ptr(), c.data_ptr(), np.int32(m), np.int32(n), np.int32(k))
-        torch.cuda.synchronize()
-        print(f"CASE broken gemm stages=1 shape={m}x{n}x{k}", flush=True)
+    for v, fault in faults(tool):
+        broken_kernel = v.kernel.with_defines(fault.define, stages=fault.stages)
+        broken = dataclasses.replace(v, factory=lambda i, o, s, k=broken_kernel: k.launch(i, o, s))
+        for stages in fault.stages:
+            for size in v.kernel.sanitize_sizes:
+                result = validate(broken, stages, size, seed=11, device=torch.device("cuda"))
+                print(f"CASE fault {fault.define} {v.label} stages={stages} shape={_shape(v, size)} "
+                      f"valid={result.check.valid}", flush=True)
     return 0
 
 
@@ -116,8 +146,10 @@ def normalize(name: str) -> str:
     return re.sub(r"\s+", " ", _CAST_RE.sub("", name))
 
 
-def parse(report: str) -> tuple[int | None, dict[str, int]]:
-    """(errors in the tool's last summary line, findings per kernel instantiation named in the report)."""
+def parse(report: str, names=None) -> tuple[int | None, dict[str, int]]:
+    """(errors in the tool's last summary line, findings per kernel instantiation named in the report). ``names``:
+    the instantiations to look for (default: those of the sanitized variants)."""
+    pattern = kernel_pattern(kernel_names() if names is None else names)
     summary = _SUMMARY_RE.findall(report)
     total = int(next(g for g in summary[-1] if g)) if summary else None
     per_kernel: dict[str, int] = {}
@@ -125,7 +157,7 @@ def parse(report: str) -> tuple[int | None, dict[str, int]]:
 
     def flush() -> None:
         if block and not _NOT_FINDINGS_RE.match(block[0]):
-            m = _KERNEL_RE.search("\n".join(block))
+            m = pattern.search("\n".join(block))
             if m:
                 per_kernel[normalize(m[1])] = per_kernel.get(normalize(m[1]), 0) + 1
 
@@ -139,37 +171,23 @@ def parse(report: str) -> tuple[int | None, dict[str, int]]:
     return total, per_kernel
 
 
-def run_tool(tool: str, worker: str, log_dir: Path) -> tuple[int | None, dict[str, int], str]:
+def run_tool(tool: str, worker: str, log_dir: Path, plugins=()) -> tuple[int | None, dict[str, int], str]:
+    """Run a worker ("healthy", or "fault" for the faults declared for ``tool``) under ``tool``; write its log."""
     # --report-api-errors no: torch and cuda-bindings probe optional driver entry points (cuGetProcAddress) and
     # expect some to fail; those are not kernel findings.
     cmd = [_sanitizer(), "--tool", tool, "--print-limit", "50", "--report-api-errors", "no", sys.executable, "-m",
-           "suite.sanitize", "--worker", worker]
+           "suite.sanitize", "--worker", worker, "--worker-tool", tool, *(f"--plugin={p}" for p in plugins)]
     if tool == "racecheck":
         cmd[1:1] = ["--racecheck-report", "hazard"]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    report = proc.stdout + proc.stderr
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=TOOL_TIMEOUT_S)
+        report = proc.stdout + proc.stderr
+    except subprocess.TimeoutExpired as e:  # a hang (a broken pipeline can deadlock) is a finding, not a pass
+        out = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
+        report = out + f"\n========= TIMEOUT: the worker did not finish in {TOOL_TIMEOUT_S} s\n"
     (log_dir / f"{tool}-{worker}.log").write_text(report)
     total, per_kernel = parse(report)
     return total, per_kernel, report
-
-
-def _expressions() -> dict[tuple[str, int], list[str]]:
-    """(variant label, stages) -> the kernel instantiations it can launch."""
-    import torch
-
-    from suite.ptx import gemm
-    from suite.registry import variants
-
-    out = {}
-    x = torch.zeros(VECTOR_N, device="cuda")
-    for v in variants(backend="ptx"):
-        for s in v.stages:
-            if v.problem == "vector":  # the vector launchers name the instantiation they launch
-                out[(v.label, s)] = [v.factory((x,), torch.empty_like(x), s).name_expression]
-            else:
-                bk = 64 if "x64" in v.name else 32
-                out[(v.label, s)] = [gemm.name_expression(s, a, bk) for a in (True, False)]
-    return out
 
 
 def main(argv=None) -> int:
@@ -177,10 +195,23 @@ def main(argv=None) -> int:
     p.add_argument("--tools", nargs="+", choices=TOOLS, default=list(TOOLS))
     p.add_argument("--out", type=Path, help="where to write sanitizer.md and the tools' logs "
                                             "(default: results/<gpu>/sanitizer-<timestamp>/)")
-    p.add_argument("--worker", choices=("healthy", "broken"), help=argparse.SUPPRESS)
+    p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
+                   help="import MODULE (a dotted name or a .py file) before reading the registry, here and in the "
+                        "sanitized processes: its variants are sanitized too (repeatable)")
+    p.add_argument("--worker", choices=("healthy", "fault"), help=argparse.SUPPRESS)
+    p.add_argument("--worker-tool", choices=TOOLS, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
+    # A plugin given by path is passed on by absolute path: the sanitized process may resolve it from elsewhere.
+    args.plugin = [str(Path(x).resolve()) if x.endswith(".py") else x for x in args.plugin]
+    from suite.plugins import PluginError, load_plugins
+
+    try:
+        load_plugins(args.plugin)
+    except PluginError as e:
+        print(f"error: --plugin: {e}", file=sys.stderr)
+        return 2
     if args.worker:
-        return worker_healthy() if args.worker == "healthy" else worker_broken()
+        return worker_healthy() if args.worker == "healthy" else worker_fault(args.worker_tool)
 
     import torch
     from tabulate import tabulate
@@ -194,32 +225,45 @@ def main(argv=None) -> int:
     meta = collect(True)
     out = args.out or Path("results") / slug(meta["gpu"]) / f"sanitizer-{dt.datetime.now():%Y%m%d-%H%M%S}"
     out.mkdir(parents=True, exist_ok=True)
-    exprs = _expressions()
     findings: dict[str, dict[str, int]] = {}
     totals: dict[str, int | None] = {}
     for tool in args.tools:
-        totals[tool], findings[tool], _ = run_tool(tool, "healthy", out)
-    broken_total, broken_kernels, _ = run_tool("racecheck", "broken", out)
+        totals[tool], findings[tool], _ = run_tool(tool, "healthy", out, args.plugin)
 
     rows, ok = [], True
-    for (label, stages), names in exprs.items():
-        line = [label, stages]
-        for tool in args.tools:
-            n = sum(findings[tool].get(name, 0) for name in names)
-            ok &= n == 0
-            line.append("clean" if n == 0 else f"{n} finding(s)")
-        rows.append(line)
+    for v in sanitized_variants():
+        for stages in v.stages:
+            names = [normalize(n) for n in v.kernel.kernel_names(stages)]
+            line = [v.label, stages]
+            for tool in args.tools:
+                n = sum(findings[tool].get(name, 0) for name in names)
+                ok &= n == 0
+                line.append("clean" if n == 0 else f"{n} finding(s)")
+            rows.append(line)
     for tool in args.tools:
         ok &= totals[tool] == 0  # also catches findings in kernels not attributed above, and a tool that did not run
-    caught = bool(broken_total)
-    ok &= caught
+
+    # Self-test: every declared fault must be reported, attributed to the instantiations it broke.
+    fault_rows = []
+    for tool in sorted({f.tool for _, f in faults()} & set(args.tools)):  # each tool's faults, with that tool
+        total, per_kernel, report = run_tool(tool, "fault", out, args.plugin)
+        kinds = sorted(set(_HAZARD_RE.findall(report)))
+        for v, fault in faults(tool):
+            names = {normalize(n) for s in fault.stages for n in v.kernel.kernel_names(s)}
+            n = sum(per_kernel.get(name, 0) for name in names)
+            ok &= n > 0
+            fault_rows.append([v.label, fault.name, fault.define, ",".join(map(str, fault.stages)), tool,
+                               f"{n} finding(s) {'/'.join(kinds)}".strip() if n else "NOT caught: the check is blind"])
+
+    shapes = "; ".join(f"{v.label}: {', '.join(_shape(v, s) for s in v.kernel.sanitize_sizes)}"
+                       for v in sanitized_variants())
+    skipped = "".join(f"\n- not run under compute-sanitizer: {label} ({why})" for label, why in not_sanitized())
     table = tabulate(rows, headers=["variant", "stages", *args.tools], tablefmt="github")
+    fault_table = tabulate(fault_rows, headers=["variant", "fault", "define", "stages", "tool", "reported"],
+                           tablefmt="github") if fault_rows else "(no variant declares a fault)"
     text = (f"# compute-sanitizer report\n\n- GPU: {meta['gpu']}, driver {meta.get('driver')}, date {meta['date']}\n"
-            f"- shapes: vector n={VECTOR_N}; gemm {', '.join('x'.join(map(str, s)) for s in GEMM_SHAPES)}\n"
-            f"- tool summaries (errors, all kernels): {totals}\n\n{table}\n\n"
-            f"Self-test: the GEMM with its stage-reuse barrier removed (STAGES=1) under racecheck: "
-            f"{broken_total} hazard(s) reported {'(caught, as it must be)' if caught else '(NOT caught: the check is blind)'}"
-            f"; per kernel: {broken_kernels}\n")
+            f"- shapes: {shapes}\n- tool summaries (errors, all kernels): {totals}{skipped}\n\n{table}\n\n"
+            f"## Self-test: builds with a barrier removed must be reported\n\n{fault_table}\n")
     (out / "sanitizer.md").write_text(text)
     print(text)
     print(f"wrote {out}/sanitizer.md and the tools' logs")

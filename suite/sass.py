@@ -13,7 +13,9 @@ import subprocess
 import tempfile
 from pathlib import Path
 
-# SASS opcode (the mnemonic before the first '.') -> the class the tables report.
+# The class the tables report -> the SASS instructions it counts. "OP" counts opcode OP with any modifiers;
+# "OP.M1.M2" counts OP only where its modifiers include M1 and M2 (so "LDG.E.128" is LDG.E.128 and
+# LDG.E.128.CONSTANT, never LDG.E.64).
 INSTRUCTION_CLASSES: dict[str, tuple[str, ...]] = {
     "async_copy": ("LDGSTS",),  # cp.async global -> shared
     "ldmatrix": ("LDSM",),  # ldmatrix shared -> registers
@@ -22,11 +24,13 @@ INSTRUCTION_CLASSES: dict[str, tuple[str, ...]] = {
     "tma": ("UTMALDG", "UTMASTG"),  # tensor-map copies through the copy engine (cp.async.bulk.tensor)
     "bulk_copy": ("UBLKCP",),  # 1-D bulk copies through the copy engine (cp.async.bulk, no tensor map)
     "mbarrier": ("SYNCS",),  # mbarrier init / arrive / try-wait (the async pipeline's barriers, sm_90)
+    "vector_load": ("LDG.E.128",),  # plain 16-byte global loads (through registers)
+    "vector_store": ("STG.E.128",),  # plain 16-byte global stores
     "local_memory": ("LDL", "STL"),  # register spills or stack arrays
 }
 
 _FUNCTION_RE = re.compile(r"^\s*Function\s*:\s*(\S+)", re.MULTILINE)
-_OPCODE_RE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*)")
+_OPCODE_RE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)")
 
 
 def split_functions(sass: str) -> dict[str, str]:
@@ -36,16 +40,24 @@ def split_functions(sass: str) -> dict[str, str]:
 
 
 def opcode_counts(sass: str) -> dict[str, int]:
+    """Count of each full mnemonic, modifiers included (e.g. ``LDGSTS.E.BYPASS.128.ZFILL``)."""
     counts: dict[str, int] = {}
     for op in _OPCODE_RE.findall(sass):
         counts[op] = counts.get(op, 0) + 1
     return counts
 
 
+def _matches(mnemonic: str, pattern: str) -> bool:
+    op, *mods = mnemonic.split(".")
+    want_op, *want_mods = pattern.split(".")
+    return op == want_op and set(want_mods) <= set(mods)
+
+
 def instruction_classes(sass: str) -> dict[str, int]:
     """How many instructions of each class in INSTRUCTION_CLASSES the listing holds (0 when absent)."""
     counts = opcode_counts(sass)
-    return {cls: sum(counts.get(op, 0) for op in ops) for cls, ops in INSTRUCTION_CLASSES.items()}
+    return {cls: sum(n for mnemonic, n in counts.items() if any(_matches(mnemonic, p) for p in patterns))
+            for cls, patterns in INSTRUCTION_CLASSES.items()}
 
 
 def wgmma_chain(sass: str) -> tuple[int, int]:

@@ -68,3 +68,15 @@ def bytes_in_flight_per_sm(tiles_in_flight: int, tile_bytes: int, resident_block
 
 def kib(nbytes: int) -> str:
     return f"{nbytes / 1024:g} KiB"
+
+
+# The depth sweep's axes, shared by the three streaming kernels so their tables line up: tiles of 2-32 KiB, and every
+# stage count of DEPTH_STAGES whose ring (plus 128 bytes of barriers) fits the 227 KiB an H100/H200 block may have.
+DEPTH_TILE_BYTES = (2048, 4096, 8192, 16384, 32768)
+DEPTH_STAGES = (1, 2, 3, 4, 6, 8)
+BANDWIDTH_STAGES = (4,)  # the headline rows: each backend's best measured configuration, at one depth
+_SMEM_PER_BLOCK_SM90 = 227 * 1024
+
+
+def depth_stages(tile_bytes: int) -> tuple[int, ...]:
+    return tuple(s for s in DEPTH_STAGES if 128 + s * tile_bytes <= _SMEM_PER_BLOCK_SM90)

@@ -24,3 +24,17 @@ def cache_dir(tmp_path, monkeypatch):
     d = tmp_path / "cubin-cache"
     monkeypatch.setenv("PIPESUITE_CACHE_DIR", str(d))
     return d
+
+
+def pytest_addoption(parser):
+    parser.addoption("--suite-plugin", action="append", default=[], metavar="MODULE",
+                     help="load a pipesuite plugin (suite.plugins) before collection: the registry-wide tests "
+                          "cover its variants too")
+
+
+def pytest_configure(config):
+    plugins = config.getoption("--suite-plugin")
+    if plugins:
+        from suite.plugins import load_plugins
+
+        load_plugins(plugins)

@@ -8,6 +8,7 @@ from triton.language.extra import cuda as tlc
 
 from suite.problems import GEMM, VECTOR
 from suite.registry import variants
+from suite.validate import validate
 
 pytestmark = pytest.mark.gpu
 
@@ -62,9 +63,9 @@ GEMM_SHAPES = [
 @pytest.mark.parametrize("shape", GEMM_SHAPES, ids=lambda s: "x".join(map(str, s)))
 def test_gemm_matches_fp64(case, shape):
     variant, stages = case
-    out, ref = _run(GEMM, variant, stages, shape, seed=sum(shape) + 101 * (stages or 0))
-    check = GEMM.check(out, ref)
-    assert check.valid, f"{check.message} (max abs error {check.max_abs_error:.3g}, rel {check.rel_error:.3g})"
+    check = validate(variant, stages, shape, seed=sum(shape) + 101 * (stages or 0), device=torch.device("cuda")).check
+    assert check.valid, (f"{variant.label} stages={stages}: {check.message} "
+                         f"(max abs error {check.max_abs_error:.3g}, rel {check.rel_error:.3g})")
 
 
 def test_gemm_check_catches_a_wrong_tile():
@@ -94,7 +95,7 @@ def test_ptx_gemm_refuses_a_ring_that_does_not_fit_this_gpu():
         pytest.skip("this GPU fits a 240 KiB ring")
     a = torch.randn(256, 256, device="cuda").half()
     with pytest.raises(ValueError, match=f"needs {need} B of shared memory per block"):
-        gemm.Gemm(a, a, torch.empty_like(a), 5, block_k=64)
+        gemm.Gemm(a, a, torch.empty_like(a), 5, kernel=gemm.GemmMmaSync(64, stages=(5,)))  # not registered
 
 
 # ---------------------------------------------------------------------------------------------------------------

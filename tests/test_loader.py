@@ -5,7 +5,7 @@ import textwrap
 
 import pytest
 
-from suite.ptx import loader
+from suite.ptx import loader, vector
 
 KERNEL = textwrap.dedent(
     """
@@ -116,3 +116,31 @@ def test_two_processes_compiling_at_once_leave_one_valid_entry(cache_dir, cu_fil
     assert len(entries) == 1 and entries[0].suffix == ".cubin", entries  # no temp files left behind
     hit = loader.compile_cu(cu_file, ("tiny<1>", "tiny<2>"), arch="sm_90")
     assert hit.from_cache and hit.cubin == cubin1
+
+
+def test_inline_asm_error_names_the_source_line(cache_dir, tmp_path):
+    """A typo inside an inline-asm wrapper fails in ptxas, which only knows PTX lines: the error names the wrapper's
+    file:line and the kernel line it was inlined at, and keeps the PTX."""
+    src = tmp_path / "typo"
+    src.mkdir()
+    here = loader.Path(loader.__file__).parent
+    shutil.copy(here / "vector.cu", src / "vector.cu")
+    for other in here.glob("*.cuh"):  # the headers vector.cu includes; the wrappers are replaced below
+        shutil.copy(other, src / other.name)
+    header = (here / "ptx_wrappers.cuh").read_text()
+    assert header.count("cp.async.commit_group;") == 1
+    (src / "ptx_wrappers.cuh").write_text(header.replace("cp.async.commit_group;", "cp.async.comit_group;"))
+    typo_line = next(i for i, text in enumerate(header.splitlines(), 1) if "cp.async.commit_group;" in text)
+    call_lines = {i for i, text in enumerate((src / "vector.cu").read_text().splitlines(), 1)
+                  if "cp_async_commit();" in text}
+    with pytest.raises(loader.KernelCompileError) as info:
+        loader.compile_cu(src / "vector.cu", (vector.name_expression(2),), arch="sm_90")
+    err = info.value
+    assert "ptx input, line" in err.log  # ptxas, not the C++ front end
+    assert err.locations and all(f"ptx_wrappers.cuh:{typo_line} (inlined at {src / 'vector.cu'}:" in loc
+                                 for loc in err.locations), err.locations
+    inlined_at = {int(loc.split("vector.cu:")[1].split(")")[0]) for loc in err.locations}
+    assert inlined_at <= call_lines and inlined_at, (inlined_at, call_lines)
+    assert "Unknown modifier '.comit_group'" in str(err) and str(err.ptx_path) in str(err)
+    ptx_line = int(err.locations[0].rsplit("PTX line ", 1)[1].rstrip("]"))
+    assert "cp.async.comit_group" in err.ptx_path.read_text().splitlines()[ptx_line - 1]

@@ -1,5 +1,5 @@
-"""Property tests over shapes with fresh seeds (hypothesis): Triton in the interpreter on the CPU, every registered
-kernel on a GPU."""
+"""Property tests over sizes with fresh seeds (hypothesis), through suite.validate: every registered variant whose
+kernel runs here (Triton in the interpreter on a CPU; every kernel on a GPU) on sizes hypothesis draws."""
 
 import pytest
 import torch
@@ -7,59 +7,35 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from conftest import HAS_GPU
-from suite.problems import GEMM, VECTOR
+from suite.registry import variants
+from suite.validate import validate
 
 SETTINGS = dict(deadline=None, suppress_health_check=[HealthCheck.too_slow], derandomize=False)
-sizes_vector = st.integers(1, 100_000)
-shapes_gemm = st.tuples(st.integers(1, 600), st.integers(1, 600), st.integers(1, 64).map(lambda k8: 8 * k8))
+SIZES = {  # per problem: what hypothesis draws (gemm K a multiple of 8: the PTX kernels' 16-byte rows)
+    "vector": st.integers(1, 100_000),
+    "gemm": st.tuples(st.integers(1, 600), st.integers(1, 600), st.integers(1, 64).map(lambda k8: 8 * k8)),
+}
+EXAMPLES = {"vector": 50, "gemm": 25} if not HAS_GPU else {"vector": 60, "gemm": 60}
 seeds = st.integers(0, 2**31 - 1)
-
-
-def _check(problem, factory, size, seed, device):
-    inputs = problem.make_inputs(size, seed, device)
-    out = problem.make_output(inputs)
-    out.fill_(float("nan"))
-    factory(inputs, out)()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    result = problem.check(out, problem.reference(inputs))
-    assert result.valid, f"size={size} seed={seed}: {result.message}"
-
-
-@pytest.mark.skipif(HAS_GPU, reason="the interpreter variant of these properties runs on CPU-only machines")
-class TestInterpreter:
-    @settings(max_examples=50, **SETTINGS)
-    @given(n=sizes_vector, stages=st.sampled_from((1, 2, 3, 4)), seed=seeds)
-    def test_vector(self, n, stages, seed):
-        from suite.triton.vector import Scale2
-
-        _check(VECTOR, lambda i, o: Scale2(i[0], o, stages), n, seed, torch.device("cpu"))
-
-    @settings(max_examples=25, **SETTINGS)
-    @given(shape=shapes_gemm, stages=st.sampled_from((1, 2, 3, 4, 5)), seed=seeds)
-    def test_gemm(self, shape, stages, seed):
-        from suite.triton.gemm import Gemm
-
-        _check(GEMM, lambda i, o: Gemm(*i, o, stages), shape, seed, torch.device("cpu"))
+DEVICE = torch.device("cuda" if HAS_GPU else "cpu")
 
 
 def _kernels(problem):
-    from suite.registry import variants
-
-    return [(v, s) for v in variants(problem) if v.backend in ("ptx", "triton") and v.name != "tuned"
-            for s in v.stages]
+    """Staged kernels that run here (the library baselines and ceilings are what the others are checked against)."""
+    return [(v, s) for v in variants(problem) if v.stages != (None,) and v.skip_reason() is None for s in v.stages]
 
 
-@pytest.mark.gpu
-class TestGPU:
-    @settings(max_examples=60, **SETTINGS)
-    @given(data=st.data(), n=sizes_vector, seed=seeds)
-    def test_vector(self, data, n, seed):
-        v, s = data.draw(st.sampled_from(_kernels("vector")), label="variant")
-        _check(VECTOR, lambda i, o: v.factory(i, o, s), n, seed, torch.device("cuda"))
+@pytest.mark.parametrize("problem", sorted(SIZES))
+def test_random_sizes(problem):
+    cases = _kernels(problem)
+    if not cases:
+        pytest.skip(f"no {problem} kernel runs here")
 
-    @settings(max_examples=60, **SETTINGS)
-    @given(data=st.data(), shape=shapes_gemm, seed=seeds)
-    def test_gemm(self, data, shape, seed):
-        v, s = data.draw(st.sampled_from(_kernels("gemm")), label="variant")
-        _check(GEMM, lambda i, o: v.factory(i, o, s), shape, seed, torch.device("cuda"))
+    @settings(max_examples=EXAMPLES[problem], **SETTINGS)
+    @given(data=st.data(), size=SIZES[problem], seed=seeds)
+    def check(data, size, seed):
+        v, s = data.draw(st.sampled_from(cases), label="variant")
+        result = validate(v, s, size, seed=seed, device=DEVICE)
+        assert result.check.valid, f"{v.label} stages={s} size={size} seed={seed}: {result.check.message}"
+
+    check()

@@ -1,10 +1,14 @@
-"""The sanitizer report parser (CPU), and on a GPU the self-test: a broken variant must be reported as a race."""
+"""The sanitizer: its report parser and what it runs, derived from the registry (CPU); the fault builds compile to
+fewer barriers (CPU); on a GPU, the self-test: every declared fault must be reported."""
 
+import re
 import shutil
 
 import pytest
 
-from suite.sanitize import normalize, parse, run_tool
+from suite.sanitize import (faults, kernel_names, kernel_pattern, normalize, not_sanitized, parse, run_tool,
+                            sanitized_variants)
+from suite.sass import split_functions
 
 # Shaped like compute-sanitizer 2025's real output on an H200 (racecheck of the broken GEMM, abridged).
 REPORT = """========= COMPUTE-SANITIZER
@@ -29,18 +33,56 @@ CASE ptx:128x256x32 mma.sync stages=1 shape=200x264x72 valid=True
 """
 
 
+NAMES = ["gemm_f16_f32acc<1, true, 32>", "gemm_f16_f32acc<1, false, 32>", "scale2_ring<128, 1, 3>"]
+
+
 def test_parse_attributes_findings_to_instantiations():
-    total, per_kernel = parse(REPORT)
+    total, per_kernel = parse(REPORT, NAMES)
     assert total == 239712  # all errors, not the displayed hazards
     assert per_kernel == {"gemm_f16_f32acc<1, true, 32>": 1, "gemm_f16_f32acc<1, false, 32>": 1,
                           "scale2_ring<128, 1, 3>": 1}
-    assert normalize("scale2_bulk_ring<(int)4, (int)1, (int)4>") == "scale2_bulk_ring<4, 1, 4>"
-    assert parse("========= ERROR SUMMARY: 0 errors\n") == (0, {})
-    assert parse("no sanitizer output")[0] is None  # a tool that did not run is not 'clean'
+    assert normalize("scale2_pipeline<(int)4>") == "scale2_pipeline<4>"
+    assert parse("========= ERROR SUMMARY: 0 errors\n", NAMES) == (0, {})
+    assert parse("no sanitizer output", NAMES)[0] is None  # a tool that did not run is not 'clean'
+    # a kernel the names do not cover is not attributed (it still counts in the tool's total)
+    assert parse(REPORT, ["scale2_ring<128, 1, 3>"])[1] == {"scale2_ring<128, 1, 3>": 1}
+
+
+def test_kernel_pattern_finds_plain_and_template_kernels():
+    pattern = kernel_pattern(["my_kernel", "scale2_pipeline<2>"])
+    assert pattern.search("at void my_kernel(float *, int)+0x40")[1] == "my_kernel"
+    assert pattern.search("at void scale2_pipeline<(int)2>(const float *)+0x70")[1] == "scale2_pipeline<(int)2>"
+    assert pattern.search("at void not_my_kernel(float *)") is None
+
+
+def test_what_is_sanitized_comes_from_the_registry():
+    """Every instantiation a sanitized variant can launch is looked for; variants the sanitizer skips are listed."""
+    for v in sanitized_variants():
+        for s in v.stages:
+            assert {normalize(n) for n in v.kernel.kernel_names(s)} <= set(kernel_names()), v.label
+    skipped = dict(not_sanitized())
+    assert all(v.label not in skipped for v in sanitized_variants())
+
+
+@pytest.mark.parametrize("variant, fault", faults(), ids=lambda x: getattr(x, "label", getattr(x, "define", "")))
+def test_each_fault_changes_the_code(variant, fault):
+    """A fault define that compiles to the same machine code would make the self-test blind: the faulty build's
+    instantiations differ from the healthy ones, and have fewer waits (block barriers, mbarrier try-waits)."""
+    arch = variant.kernel.archs[-1]
+    healthy = variant.kernel.build(arch)
+    broken = variant.kernel.with_defines(fault.define, stages=fault.stages).build(arch)
+    for s in fault.stages:
+        for expr in variant.kernel.kernel_names(s):
+            waits = [len(re.findall(r"BAR\.SYNC|SYNCS\.PHASECHK", split_functions(m.sass())[m.symbols[expr]]))
+                     for m in (healthy, broken)]
+            assert waits[1] < waits[0], f"{variant.label} {fault.define} {expr}: waits {waits[0]} -> {waits[1]}"
 
 
 @pytest.mark.gpu
 @pytest.mark.skipif(not shutil.which("compute-sanitizer"), reason="needs compute-sanitizer")
-def test_racecheck_catches_the_missing_reuse_barrier(tmp_path):
-    total, per_kernel, report = run_tool("racecheck", "broken", tmp_path)
+def test_racecheck_catches_every_declared_fault(tmp_path):
+    total, per_kernel, report = run_tool("racecheck", "fault", tmp_path)
     assert total and total > 0, report[-2000:]
+    for v, fault in faults("racecheck"):
+        names = {normalize(n) for s in fault.stages for n in v.kernel.kernel_names(s)}
+        assert sum(per_kernel.get(n, 0) for n in names), f"{v.label} {fault.define}: not reported\n{report[-2000:]}"

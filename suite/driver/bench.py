@@ -28,6 +28,7 @@ from suite.info import KernelInfo
 from suite.problems import PROBLEMS, Problem
 from suite.registry import Variant, variants
 from suite.sass import summary
+from suite.validate import validate
 
 CPU_ARCH = "sm_90"  # what PTX modules are compiled for when there is no GPU to ask
 
@@ -175,20 +176,23 @@ def sizes_for(problem: Problem, opts: Options, on_gpu: bool) -> tuple:
     return problem.quick_sizes if opts.quick else problem.default_sizes
 
 
-def _validate(problem: Problem, size, variant: Variant, stages, seed: int, device) -> tuple[dict, object]:
-    """Build the variant on fresh inputs, run it once on a NaN-poisoned output, compare. Returns the check fields
-    and the callable (for its KernelInfo)."""
-    inputs = problem.make_inputs(size, seed, device)
-    out = problem.make_output(inputs)
-    out.fill_(float("nan"))
-    fn = variant.factory(inputs, out, stages)
-    fn()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-    ref = (variant.reference or problem.reference)(inputs)
-    check = problem.check(out, ref)
+def _fail(row: dict, what: str, error: Exception) -> None:
+    """Mark ``row`` failed (the CLI's exit status counts it): a one-line note that points at the cause (for a
+    compile error, the source location), the whole message in ``error``."""
+    text = str(error).strip()
+    lines = [line.strip() for line in text.splitlines() if line.strip()]
+    where = getattr(error, "locations", None) or [next((line for line in lines if "error" in line.lower()),
+                                                      lines[0] if lines else "")]
+    row.update(valid=False, measured=False, error=f"{type(error).__name__}: {text}",
+               note=f"{what}: {type(error).__name__}: {where[0][:300]}")
+
+
+def _validate(size, variant: Variant, stages, seed: int, device) -> tuple[dict, object]:
+    """suite.validate on fresh inputs: the check fields of the row, and the callable (for its KernelInfo)."""
+    result = validate(variant, stages, size, seed=seed, device=device)
+    check = result.check
     return {"valid": check.valid, "max_abs_error": check.max_abs_error, "rel_error": check.rel_error,
-            "note": "" if check.valid else f"INVALID: {check.message}"}, fn
+            "note": "" if check.valid else f"INVALID: {check.message}"}, result.fn
 
 
 def _time(fn: Callable[[], None], opts: Options, rep_scale: float = 1.0) -> list[float]:
@@ -280,19 +284,25 @@ def run(opts: Options, on_gpu: bool, progress: bool = True, device: torch.device
                 if reason:
                     if not on_gpu and variant.describe is not None:
                         if variant.label not in described:
-                            described[variant.label] = variant.describe(CPU_ARCH)
+                            try:
+                                described[variant.label] = variant.describe(CPU_ARCH)
+                            except Exception as e:  # a build that fails is a failed row; the run goes on
+                                described[variant.label] = e
+                        if isinstance(described[variant.label], Exception):
+                            _fail(row, "build failed", described[variant.label])
+                            continue
                         _add_info(row, described[variant.label].get(stages))
                         row["built_for"] = CPU_ARCH  # compiled and described; not run: `reason`
                     else:
                         row["note"] = f"skipped: {reason}"
                     continue
                 try:
-                    check, fn = _validate(problem, size, variant, stages, seed, device)
+                    check, fn = _validate(size, variant, stages, seed, device)
                 except ValueError as e:  # a configuration the kernel refuses (e.g. a ring too deep for the GPU)
                     row.update(valid=False, note=f"refused: {e}")
                     continue
-                except Exception as e:  # a build or launch that failed: a failed row, and the run goes on
-                    row.update(valid=False, note=f"FAILED: {type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}")
+                except Exception as e:  # a build or launch that fails is a failed row; the run goes on
+                    _fail(row, "build or launch failed", e)
                     continue
                 row.update(check)
                 _add_info(row, getattr(fn, "info", None))
@@ -300,8 +310,12 @@ def run(opts: Options, on_gpu: bool, progress: bool = True, device: torch.device
                     continue  # without a GPU: validated (Triton in the interpreter), never timed
                 if variant is ceiling:
                     continue  # timed interleaved, below
-                timed = variant.factory(timing_inputs, problem.make_output(timing_inputs), stages)
-                row.update(_measure(timed, opts))
+                try:
+                    timed = variant.factory(timing_inputs, problem.make_output(timing_inputs), stages)
+                    row.update(_measure(timed, opts))
+                except Exception as e:
+                    _fail(row, "timing failed", e)
+                    continue
                 time_ceiling()
 
             if ceiling_samples:

@@ -39,6 +39,13 @@ constexpr int WARP_TILES_N = WARP_N / MMA_N;  // 8 mma tiles across
 constexpr int B_ROW_BYTES = BLOCK_N * 2;      // 512
 constexpr int GROUP_M = 8;                    // tile rows per rasterization group (L2 reuse)
 
+// The launcher (suite/ptx/gemm.py) passes the tile it computes grids and shared memory from as defines; the warp
+// layout above fixes the tile, so a mismatch is a compile error here rather than a wrong launch.
+#ifdef GEMM_BLOCK_M
+static_assert(GEMM_BLOCK_M == BLOCK_M && GEMM_BLOCK_N == BLOCK_N, "launcher's tile differs from the kernel's");
+static_assert(GEMM_THREADS == THREADS, "launcher's block size differs from the kernel's");
+#endif
+
 // Everything that depends on BLOCK_K: stage sizes, copies per thread, the A swizzle.
 template <int BLOCK_K>
 struct KTile {
@@ -320,7 +327,9 @@ __global__ void __launch_bounds__(THREADS, 1)
                     cp_async_wait<STAGES - 2>();
                     // Every thread's copies of tile k_tile + 1 have landed and every warp has finished its reads of
                     // the stage the producer refills next; both are needed before either side moves on.
+#ifndef PIPESUITE_FAULT_NO_RING_BARRIER  // fault injection for the sanitizer self-test (suite/sanitize.py) only
                     __syncthreads();
+#endif
                     if (++smem_read_stage == STAGES) smem_read_stage = 0;  // wrap back to the start of the ring
                 }
                 // Next k-step's fragments: the next k-step of this tile, or the first of the next one.

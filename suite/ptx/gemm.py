@@ -2,17 +2,18 @@
 
 from __future__ import annotations
 
-import functools
 from pathlib import Path
 
 import numpy as np
 import torch
 
 from suite.checks import check_cuda, check_gemm_operands, check_stages
+from suite.kernel import Fault, NvrtcModule
+from suite.problems import BadInput
 from suite.ptx import loader
 
 SOURCE = Path(__file__).with_name("gemm.cu")
-STAGES = (1, 2, 3, 4, 5)  # compiled for every BLOCK_K; a ring that does not fit the GPU is refused at launch
+STAGES = (1, 2, 3, 4, 5)
 BLOCK_KS = (32, 64)  # 32: the seed's tile; 64: half the barriers per multiply-add, twice the bytes per stage
 BLOCK_M, BLOCK_N = 128, 256
 THREADS = 256
@@ -32,17 +33,61 @@ def name_expression(stages: int, n_aligned: bool, block_k: int = 32) -> str:
     return f"gemm_f16_f32acc<{stages}, {'true' if n_aligned else 'false'}, {block_k}>"
 
 
-@functools.cache
-def build(arch: str | None = None) -> loader.CompiledModule:
-    """Every (STAGES, N_ALIGNED, BLOCK_K) instantiation of gemm.cu, for ``arch`` (default: the current GPU)."""
-    exprs = tuple(name_expression(s, a, k) for k in BLOCK_KS for s in STAGES for a in (True, False))
-    return loader.compile_cu(SOURCE, exprs, arch=arch)
+class GemmMmaSync(NvrtcModule):
+    """gemm.cu at one BLOCK_K, compiled for each stage count and both B paths (N % 8 == 0 or not). The fixed tile
+    (BLOCK_M, BLOCK_N, THREADS) reaches the kernel as defines that gemm.cu static_asserts against its own."""
+
+    source = SOURCE
+    threads = THREADS
+    sanitize_sizes = ((200, 264, 72), (130, 250, 40))  # N % 8 == 0 (cp.async B) and N % 8 != 0 (plain-load B)
+    faults = (
+        Fault("STAGES = 1: the barrier before the stage is refilled removed", "PIPESUITE_FAULT_NO_REUSE_BARRIER", (1,)),
+        # The mainloop's one barrier per K tile: it both publishes the next tile and frees the stage refilled next.
+        Fault("STAGES >= 2: the ring's barrier before a stage is reused removed", "PIPESUITE_FAULT_NO_RING_BARRIER",
+              (2, 3, 4)),
+    )
+
+    def __init__(self, block_k: int = 32, stages: tuple[int, ...] = STAGES):
+        if block_k not in BLOCK_KS:
+            raise ValueError(f"block_k must be one of {BLOCK_KS} (got {block_k})")
+        self.block_k, self.stages, self.stage_bytes = block_k, tuple(stages), stage_bytes(block_k)
+        # cp.async, ldmatrix, and a fully unrolled K tile of mma.sync: 4 x 8 tiles per warp per 16-deep k-step
+        self.sass_requires = {"async_copy": 1, "ldmatrix": 1, "mma": 32 * block_k // 16}
+
+    def constants(self) -> dict[str, int]:
+        return {"GEMM_BLOCK_M": BLOCK_M, "GEMM_BLOCK_N": BLOCK_N, "GEMM_THREADS": THREADS}
+
+    def name_expression(self, stages: int, n_aligned: bool) -> str:
+        """The instantiation a launch picks: cp.async B rows when N % 8 == 0, plain loads otherwise."""
+        return name_expression(stages, n_aligned, self.block_k)
+
+    def name_expressions(self, stages: int) -> tuple[str, ...]:
+        return tuple(self.name_expression(stages, aligned) for aligned in (True, False))
+
+    def config(self) -> str:
+        return f"{BLOCK_M}x{BLOCK_N}x{self.block_k}, 8 warps 2x4, 64x64 warp tile"
+
+    def launch(self, inputs, out, stages):
+        return Gemm(*inputs, out, stages, kernel=self)
+
+    def bad_inputs(self) -> list[BadInput]:
+        a, b, c = (torch.randn(*shape).half() for shape in ((16, 12), (12, 16), (16, 16)))
+        return [BadInput((a, b), c, "K must be a multiple of 8", "K % 8 != 0")]
 
 
-def check_inputs(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int, block_k: int = 32) -> None:
-    check_stages(stages, STAGES)
-    if block_k not in BLOCK_KS:
-        raise ValueError(f"block_k must be one of {BLOCK_KS} (got {block_k})")
+GEMM_K32 = GemmMmaSync(32)
+GEMM_K64 = GemmMmaSync(64, (1, 2, 3, 4))  # 5 stages of 48 KiB do not fit an H100/H200 (227 KiB per block)
+KERNELS = {32: GEMM_K32, 64: GEMM_K64}
+
+
+def build(arch: str | None = None, block_k: int = 32) -> loader.CompiledModule:
+    """Every (STAGES, N_ALIGNED) instantiation of gemm.cu at ``block_k``, for ``arch`` (default: the current GPU)."""
+    return KERNELS[block_k].build(arch)
+
+
+def check_inputs(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int,
+                 kernel: GemmMmaSync = GEMM_K32) -> None:
+    check_stages(stages, kernel.stages)
     m, n, k = check_gemm_operands(a, b, c)
     if k % 8:
         raise ValueError(f"K must be a multiple of 8 so that rows of A are whole 16-byte chunks (got K={k})")
@@ -58,13 +103,18 @@ def check_inputs(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int,
 class Gemm:
     """A launcher bound to (a, b, c, stages): ``Gemm(a, b, c, 3)()`` writes c = a @ b on torch's current stream."""
 
-    def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int, block_k: int = 32):
-        check_inputs(a, b, c, stages, block_k)
+    def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int, block_k: int = 32,
+                 kernel: GemmMmaSync | None = None):
+        if kernel is None:
+            if block_k not in KERNELS:
+                raise ValueError(f"block_k must be one of {BLOCK_KS} (got {block_k})")
+            kernel = KERNELS[block_k]
+        check_inputs(a, b, c, stages, kernel)
         (m, k), n = a.shape, b.shape[1]
-        module = build()
-        expr = name_expression(stages, n % 8 == 0, block_k)
+        module = kernel.build()
+        expr = kernel.name_expression(stages, n % 8 == 0)
         self.kernel = module.kernel(expr)
-        self.smem_bytes = stages * stage_bytes(block_k)
+        self.smem_bytes = stages * kernel.stage_bytes
         loader.prepare(self.kernel, self.smem_bytes)  # refuses a STAGES whose ring does not fit this GPU
         blocks_per_sm = loader.occupancy(self.kernel, THREADS, self.smem_bytes)
         if blocks_per_sm < 1:
@@ -72,9 +122,8 @@ class Gemm:
         self.grid = -(-m // BLOCK_M) * -(-n // BLOCK_N)
         self.args = (a.data_ptr(), b.data_ptr(), c.data_ptr(), np.int32(m), np.int32(n), np.int32(k))
         self.info = module.kernel_info(
-            expr, stage_bytes(block_k), stages, occupancy=blocks_per_sm, threads=THREADS, grid=self.grid,
-            config=f"{BLOCK_M}x{BLOCK_N}x{block_k}, 8 warps 2x4, 64x64 warp tile"
-            + ("" if n % 8 == 0 else ", N % 8 != 0: B through plain loads"),
+            expr, kernel.stage_bytes, stages, occupancy=blocks_per_sm, threads=THREADS, grid=self.grid,
+            config=kernel.config() + ("" if n % 8 == 0 else ", N % 8 != 0: B through plain loads"),
         )
 
     def __call__(self) -> None:

@@ -13,6 +13,7 @@ import numpy as np
 import torch
 
 from suite.checks import check_cuda, check_gemm_operands, check_stages
+from suite.kernel import Fault, NvrtcModule
 from suite.ptx import loader
 
 SOURCE = Path(__file__).with_name("gemm_tma.cu")
@@ -64,12 +65,50 @@ CONFIGS: dict[str, Config] = {
     "128x256x64 ws 2wg persistent tma-store": Config(256, 2, True, True, (2, 3)),  # + C through smem and TMA
 }
 
+# The self-test the sanitizer must catch: the producer refills a stage without waiting for its empty barrier, i.e.
+# it may overwrite a stage the consumers' wgmma still read (and re-arms a full barrier whose phase is not done).
+SKIP_EMPTY_WAIT = Fault("the producer's wait on the empty barrier removed (overwrites a stage still read)",
+                        "PIPESUITE_FAULT_SKIP_EMPTY_WAIT", (2,), tool="memcheck")
+
 
 @functools.cache
 def build(arch: str = ARCH) -> loader.CompiledModule:
     """Every instantiation of every config, for ``arch`` (sm_90a; no GPU needed)."""
     exprs = tuple(dict.fromkeys(c.name_expression(s) for c in CONFIGS.values() for s in c.stages))
     return loader.compile_cu(SOURCE, exprs, arch=arch, defines=DEFINES)
+
+
+class TmaGemm(NvrtcModule):
+    """One rung of the ladder (a ``Config``) as the kernel-module contract (suite.kernel) states it: built for
+    sm_90a only, its SASS must hold wgmma, TMA and mbarrier instructions, and the sanitizer runs it on small odd
+    shapes and a long K loop (the ring wraps many times)."""
+
+    source = SOURCE
+    archs = (ARCH,)
+    sanitize_sizes = ((200, 264, 72), (130, 250, 40), (256, 512, 1024))  # N % 8 == 0 / != 0; a ring that wraps
+
+    def __init__(self, config: Config, faults: tuple[Fault, ...] = ()):
+        self.gemm_config, self.stages, self.faults = config, config.stages, faults
+        self.threads, self.stage_bytes = config.threads, config.stage_bytes
+        loads = 1 + config.block_n // BOX_N  # one A box and BLOCK_N / 64 B boxes per stage
+        self.sass_requires = {"wgmma": 4, "tma": loads + (config.block_n // BOX_N if config.tma_store else 0),
+                              "mbarrier": 1}
+
+    def defines(self) -> tuple[str, ...]:
+        return DEFINES + super().defines()
+
+    def build(self, arch: str | None = None):
+        """Always sm_90a: asked for sm_90 (the GPU's own arch, or the driver's CPU arch), build its 'a' target."""
+        return super().build(ARCH if arch in (None, "sm_90") else arch)
+
+    def name_expressions(self, stages: int) -> tuple[str, ...]:
+        return (self.gemm_config.name_expression(stages),)
+
+    def config(self) -> str:
+        return self.gemm_config.describe()
+
+    def launch(self, inputs, out, stages):
+        return Gemm(*inputs, out, self.gemm_config, stages, kernel=self)
 
 
 def check_inputs(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config: Config, stages: int) -> None:
@@ -101,10 +140,11 @@ class Gemm:
     TMA needs every row pitch to be a multiple of 16 bytes. When N % 8 != 0, B's rows are not: each call copies B
     into a buffer with a padded pitch first (counted in the time, and said in the config)."""
 
-    def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config: Config, stages: int):
+    def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config: Config, stages: int,
+                 kernel: "TmaGemm | None" = None):
         check_inputs(a, b, c, config, stages)
         (m, k), n = a.shape, b.shape[1]
-        module = build()
+        module = kernel.build() if kernel is not None else build()  # a kernel module may carry extra defines
         expr = config.name_expression(stages)
         self.kernel = module.kernel(expr)
         self.smem_bytes = config.smem_bytes(stages)
@@ -135,3 +175,8 @@ class Gemm:
         if self.b_padded is not None:
             self.b_padded[:, : self.b.shape[1]].copy_(self.b)
         loader.launch(self.kernel, self.grid, self.threads, self.smem_bytes, *self.args)
+
+
+# Each rung's kernel module, as the registry names them (suite/variants.py).
+KERNELS = {name: TmaGemm(config, faults=(SKIP_EMPTY_WAIT,) if name == "128x128x64 ws" else ())
+           for name, config in CONFIGS.items()}

@@ -36,11 +36,22 @@ STATIC_SMEM_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-
 
 
 class KernelCompileError(RuntimeError):
-    """NVRTC rejected a .cu file. ``path`` is the file, ``log`` the full NVRTC log (file:line diagnostics)."""
+    """NVRTC rejected a .cu file. ``path`` is the file, ``log`` the full NVRTC log (file:line diagnostics).
 
-    def __init__(self, path: Path, arch: str, log: str):
+    An error ptxas found in the generated PTX (typically inside an inline ``asm``) is reported by ptxas as "ptx input,
+    line N": ``locations`` maps each such line back to ``file:line`` of the C++ source through the PTX's line info
+    (innermost first, then where it was inlined), and ``ptx_path`` is the PTX kept on disk."""
+
+    def __init__(self, path: Path, arch: str, log: str, locations: list[str] | None = None,
+                 ptx_path: Path | None = None):
         self.path, self.arch, self.log = Path(path), arch, log
-        super().__init__(f"NVRTC failed to compile {self.path} for {arch}:\n{log}")
+        self.locations, self.ptx_path = locations or [], ptx_path
+        text = f"NVRTC failed to compile {self.path} for {arch}:\n{log}"
+        if self.locations:
+            text += "\nptxas errors, at their source:\n" + "\n".join(f"  {loc}" for loc in self.locations)
+        if ptx_path is not None:
+            text += f"\nthe PTX ptxas read is kept at {ptx_path}"
+        super().__init__(text)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -80,10 +91,11 @@ def included_sources(path: Path) -> list[Path]:
     return seen
 
 
-def cache_key(path: Path, arch: str, defines: tuple[str, ...], name_expressions: tuple[str, ...]) -> str:
+def cache_key(path: Path, arch: str, defines: tuple[str, ...], name_expressions: tuple[str, ...],
+              include_path: tuple[str, ...] = ()) -> str:
     h = hashlib.sha256()
     h.update(f"format={CACHE_FORMAT};arch={arch};nvrtc={nvrtc_version()};".encode())
-    h.update(json.dumps([list(defines), list(name_expressions)]).encode())
+    h.update(json.dumps([list(defines), list(name_expressions), list(include_path)]).encode())
     for src in included_sources(path):
         h.update(src.name.encode() + b"\0" + src.read_bytes() + b"\0")
     return h.hexdigest()
@@ -177,15 +189,19 @@ def compile_cu(
     arch: str | None = None,
     defines: tuple[str, ...] = (),
     use_cache: bool = True,
+    include_path: tuple[str | Path, ...] = (),
 ) -> CompiledModule:
     """Compile ``path`` with NVRTC to a cubin for ``arch`` (default: the current GPU's ``sm_XY``).
 
-    ``defines`` are macros, ``"NAME"`` or ``"NAME=VALUE"``. Cached on disk; see the module docstring.
+    ``defines`` are macros, ``"NAME"`` or ``"NAME=VALUE"``; ``include_path`` adds header directories to the .cu
+    file's own (their headers are keyed by directory, not content: a header library such as libcu++ is versioned
+    with the toolkit). Cached on disk; see the module docstring.
     """
     path = Path(path).resolve()
     arch = arch or current_arch()
     name_expressions = tuple(name_expressions)
-    key = cache_key(path, arch, tuple(defines), name_expressions)
+    include_path = tuple(str(Path(d).resolve()) for d in include_path)
+    key = cache_key(path, arch, tuple(defines), name_expressions, include_path)
     entry = cache_dir() / f"{path.stem}-{arch}-{key[:32]}.cubin"
     if use_cache and (hit := _read_entry(entry)) is not None:
         cubin, symbols, log = hit
@@ -194,10 +210,14 @@ def compile_cu(
     from cuda.core import Program, ProgramOptions
     from cuda.core._utils.cuda_utils import NVRTCError
 
+    # -lineinfo: source lines in the cubin (for ncu's source view) and in the PTX (to place ptxas errors); it
+    # changes no instruction.
     program_options = ProgramOptions(
-        name=str(path), arch=arch, std="c++17", include_path=[str(path.parent)], define_macro=list(defines) or None
+        name=str(path), arch=arch, std="c++17", include_path=[str(path.parent), *include_path],
+        define_macro=list(defines) or None, lineinfo=True,
     )
-    program = Program(path.read_text(), code_type="c++", options=program_options)
+    source = path.read_text()
+    program = Program(source, code_type="c++", options=program_options)
     warnings = io.StringIO()  # the build log of a successful compile: ptxas warnings such as C7510 land here
     try:
         obj, log = program.compile("cubin", name_expressions=name_expressions, logs=warnings), None
@@ -205,7 +225,7 @@ def compile_cu(
         obj, log = None, str(e).rstrip("\x00")
     del program  # released here, not later from a traceback's frame (cuda.core's finalizer dislikes late teardown)
     if obj is None:
-        raise KernelCompileError(path, arch, log)
+        raise _compile_error(path, arch, log, source, program_options, name_expressions, entry.with_suffix(".ptx"))
     symbols = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in obj.symbol_mapping.items()}
     cubin = bytes(obj.code)
     build_log = warnings.getvalue().rstrip("\x00").strip()
@@ -214,6 +234,71 @@ def compile_cu(
     if use_cache:
         _write_entry(entry, cubin, symbols, build_log)
     return CompiledModule(path, arch, cubin, symbols, from_cache=False, log=build_log)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# ptxas errors, placed in the C++ source
+# ---------------------------------------------------------------------------------------------------------------
+
+_PTXAS_LINE_RE = re.compile(r"ptx input, line (\d+); (.*)")
+_LOC_RE = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+\d+(?:.*?inlined_at\s+(\d+)\s+(\d+)\s+\d+)?")
+_FILE_RE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]+)"', re.MULTILINE)
+
+
+def _compile_error(path: Path, arch: str, log: str, source: str, options, name_expressions, ptx_path: Path):
+    """The KernelCompileError for ``log``; when ptxas rejected the PTX, with its lines mapped back to the source."""
+    errors = _PTXAS_LINE_RE.findall(log)
+    if not errors:
+        return KernelCompileError(path, arch, log)
+    try:
+        ptx = _generate_ptx(source, options, name_expressions, arch)
+    except Exception as e:  # the map is a help; the NVRTC log above is the error
+        return KernelCompileError(path, arch, log + f"\n(could not regenerate the PTX to place the error: {e})")
+    ptx_path.parent.mkdir(parents=True, exist_ok=True)
+    ptx_path.write_text(ptx)
+    locations = [f"{ptx_source_location(ptx, int(line))}: {re.sub(r' +:', ':', ' '.join(message.split()))} "
+                 f"[PTX line {line}]" for line, message in dict.fromkeys(errors)]
+    return KernelCompileError(path, arch, log, locations, ptx_path)
+
+
+def _generate_ptx(source: str, options, name_expressions, arch: str) -> str:
+    """The PTX NVRTC handed to ptxas: the same options for the virtual arch, so ptxas is not run (no driver needed).
+    Line info makes it the same text, line for line, as the failed compile's."""
+    from cuda.bindings import nvrtc
+
+    def ok(result):
+        err, *rest = result if isinstance(result, tuple) else (result,)
+        if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
+            raise RuntimeError(f"NVRTC: {err}")
+        return rest[0] if rest else None
+
+    opts = [o for o in options.as_bytes("nvrtc") if not o.startswith(b"-arch")] + [b"-arch=" + arch.replace(
+        "sm_", "compute_").encode()]
+    prog = ok(nvrtc.nvrtcCreateProgram(source.encode(), str(options.name).encode(), 0, [], []))
+    try:
+        for expr in name_expressions:
+            ok(nvrtc.nvrtcAddNameExpression(prog, expr.encode()))
+        ok(nvrtc.nvrtcCompileProgram(prog, len(opts), opts))
+        buf = b" " * ok(nvrtc.nvrtcGetPTXSize(prog))
+        ok(nvrtc.nvrtcGetPTX(prog, buf))
+        return buf.rstrip(b"\x00").decode()
+    finally:
+        nvrtc.nvrtcDestroyProgram(prog)
+
+
+def ptx_source_location(ptx: str, line: int) -> str:
+    """``file:line`` of the C++ statement PTX line ``line`` (1-based) came from: the nearest ``.loc`` above it, then
+    where that code was inlined, e.g. ``ptx_wrappers.cuh:24 (inlined at gemm.cu:130)``."""
+    files = {int(n): name for n, name in _FILE_RE.findall(ptx)}
+    lines = ptx.splitlines()
+    for text in reversed(lines[: max(0, line - 1)]):
+        m = _LOC_RE.match(text)
+        if m:
+            where = f"{files.get(int(m[1]), '?')}:{m[2]}"
+            if m[3]:
+                where += f" (inlined at {files.get(int(m[3]), '?')}:{m[4]})"
+            return where
+    return f"PTX line {line} (no line info above it)"
 
 
 # ---------------------------------------------------------------------------------------------------------------

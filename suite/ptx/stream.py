@@ -12,7 +12,9 @@ from typing import Callable, Protocol
 import numpy as np
 import torch
 
+from suite.checks import check_stages
 from suite.info import KernelInfo
+from suite.kernel import NvrtcModule
 from suite.ptx import loader
 from suite.streaming import Schedule, bytes_in_flight_per_sm
 
@@ -112,3 +114,31 @@ def describe(build: Callable[..., loader.CompiledModule], arch: str, config: Str
     """Without a GPU: each depth's KernelInfo from a cubin built for ``arch`` (``build(arch, config)``)."""
     module = build(arch, config)
     return {s: kernel_info(module, config, s, smem_overhead=smem_overhead) for s in stages}
+
+
+class StreamKernel(NvrtcModule):
+    """A streaming kernel module (suite.ptx.vector, suite.ptx.vector_bulk) at one configuration, as the kernel-module
+    contract (suite.kernel) states it: its stages, launcher, SASS and sanitizer sizes, for the registry."""
+
+    def __init__(self, module, stream_config, stages: tuple[int, ...], sass_requires, archs=("sm_80", "sm_90")):
+        self.module, self.stream_config = module, stream_config
+        self.source = module.SOURCE
+        self.stages = tuple(stages)
+        self.threads = stream_config.threads
+        self.stage_bytes = stream_config.tile_bytes
+        self.sass_requires = sass_requires
+        self.archs = archs
+        self.sanitize_sizes = (3 * stream_config.tile_floats + 5,)  # several tiles, a ragged tail
+
+    def name_expressions(self, stages: int) -> tuple[str, ...]:
+        return (self.stream_config.name_expression(stages),)
+
+    def config(self) -> str:
+        return self.stream_config.describe()
+
+    def launch(self, inputs, out, stages):
+        check_stages(stages, self.stages)
+        return self.module.Scale2(inputs[0], out, stages, self.stream_config)
+
+    def describe(self, arch: str) -> dict[int, KernelInfo]:
+        return self.module.describe(arch, self.stream_config, self.stages)

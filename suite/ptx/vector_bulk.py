@@ -7,6 +7,8 @@ warp) and a schedule (suite.streaming). ``BANDWIDTH`` is the headline row's layo
 
 from __future__ import annotations
 
+import sys
+
 import functools
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,3 +105,18 @@ def scale2(x: torch.Tensor, stages: int = 2, out: torch.Tensor | None = None,
     y = torch.empty_like(x) if out is None else out
     Scale2(x, y, stages, config)()
     return y
+
+
+def _kernels() -> dict:
+    from suite.ptx.stream import StreamKernel
+    from suite.streaming import BANDWIDTH_STAGES, depth_stages
+
+    sass, archs = ("bulk_copy", "mbarrier"), ("sm_90",)
+    kernels = {"bandwidth": StreamKernel(sys.modules[__name__], BANDWIDTH, BANDWIDTH_STAGES, sass, archs)}
+    kernels.update({kib(t).replace(" ", ""): StreamKernel(sys.modules[__name__], depth(t), depth_stages(t), sass, archs)
+                    for t in DEPTH_TILE_BYTES})
+    return kernels
+
+
+# The registry's kernel modules (suite/variants.py): "bandwidth" and one per depth-sweep tile ("2KiB", ...).
+KERNELS = _kernels()

@@ -8,6 +8,7 @@ import triton
 import triton.language as tl
 
 from suite.checks import check_gemm_operands, check_stages
+from suite.kernel import TritonModule
 from suite.triton._compiled import kernel_info
 
 STAGES = (1, 2, 3, 4, 5)
@@ -131,6 +132,18 @@ class Gemm:
         if not self._compiled and compiled is not None:
             self._compiled = True
             self.info = kernel_info(compiled, self.info.smem_per_stage, self.config, self.grid)
+
+
+class Tile128x256x32(TritonModule):
+    """gemm_kernel at the PTX kernel's tile, swept over num_stages."""
+
+    stages = STAGES
+
+    def launch(self, inputs, out, stages):
+        return Gemm(*inputs, out, stages)
+
+
+KERNEL = Tile128x256x32()
 
 
 class TunedGemm:

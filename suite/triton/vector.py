@@ -21,6 +21,7 @@ import triton.language as tl
 
 from suite.checks import check_stages, check_vector_operands
 from suite.info import KernelInfo
+from suite.kernel import TritonModule
 from suite.streaming import Schedule, bytes_in_flight_per_sm, kib
 from suite.triton._compiled import kernel_info
 
@@ -148,3 +149,26 @@ def scale2(x: torch.Tensor, stages: int = 2, out: torch.Tensor | None = None,
     y = torch.empty_like(x) if out is None else out
     Scale2(x, y, stages, config)()
     return y
+
+
+class StreamKernel(TritonModule):
+    """This module at one configuration, as the kernel-module contract (suite.kernel) states it, for the registry."""
+
+    def __init__(self, config: Config, stages: tuple[int, ...] = STAGES):
+        self.stream_config, self.stages = config, tuple(stages)
+
+    def launch(self, inputs, out, stages):
+        check_stages(stages, self.stages)
+        return Scale2(inputs[0], out, stages, self.stream_config)
+
+
+def _kernels() -> dict:
+    from suite.streaming import BANDWIDTH_STAGES, depth_stages
+
+    kernels = {"bandwidth": StreamKernel(BANDWIDTH, BANDWIDTH_STAGES)}
+    kernels.update({kib(t).replace(" ", ""): StreamKernel(depth(t), depth_stages(t)) for t in DEPTH_TILE_BYTES})
+    return kernels
+
+
+# The registry's kernel modules (suite/variants.py): "bandwidth" and one per depth-sweep tile ("2KiB", ...).
+KERNELS = _kernels()

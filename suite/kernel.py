@@ -1,0 +1,146 @@
+"""The kernel-module contract: what the registry, the driver, the sanitizer and the tests need to know about one
+kernel configuration, stated once, by the module that owns the kernel.
+
+A registration names its kernel (``suite.registry.register_kernel``); its stage sweep, its launcher, how it describes
+itself without a GPU, what the sanitizer launches and at what size, the SASS it must contain and the input rules it
+adds to its problem's all come from here. Nothing in the driver, the sanitizer or the generic tests names a kernel.
+
+* ``KernelModule``: the part every backend shares (stages, launch, bad inputs, SASS it must contain).
+* ``NvrtcModule``: a ``.cu`` file compiled at run time by NVRTC (``suite.ptx.loader``) and launched through cuda.core.
+  Its constants reach the compiler as ``-D NAME=VALUE`` defines, so the Python launcher and the C++ kernel cannot
+  drift: the ``.cu`` keeps an ``#ifndef`` default for a tunable constant, or a ``static_assert`` against a fixed one.
+* ``TritonModule``: a Triton kernel (the interpreter runs it on a CPU).
+
+Nothing here compiles or launches at import time.
+"""
+
+from __future__ import annotations
+
+import copy
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable
+
+import torch
+
+from suite.info import KernelInfo
+from suite.problems import BadInput, Inputs
+
+
+@dataclass(frozen=True)
+class Fault:
+    """A deliberately broken build for the sanitizer's self-test: compiled with ``define``, launched at ``stages``,
+    it must be reported by ``tool``. Proves the sanitizer can see the class of bug the define plants."""
+
+    name: str
+    define: str
+    stages: tuple[int, ...]
+    tool: str = "racecheck"
+
+
+class KernelModule:
+    """One kernel configuration of one backend. Subclasses set ``stages`` and implement ``launch``."""
+
+    stages: tuple[int, ...] = ()  # the pipeline depths it is swept over (and compiled for)
+    # SASS instruction classes (suite.sass.INSTRUCTION_CLASSES) every instantiation must contain: a tuple of class
+    # names ("async_copy", "mma"), or class -> minimum count.
+    sass_requires: tuple[str, ...] | dict[str, int] = ()
+    # Sizes the sanitizer launches (small: compute-sanitizer is slow); () = not run under compute-sanitizer.
+    sanitize_sizes: tuple = ()
+    faults: tuple[Fault, ...] = ()  # broken builds the sanitizer must catch
+    describe: Callable[[str], dict[int, KernelInfo]] | None = None  # without a GPU: arch -> {stages: KernelInfo}
+
+    def launch(self, inputs: Inputs, out: torch.Tensor, stages: int) -> Callable[[], None]:
+        """Check the inputs (ValueError naming the rule), set everything up, return the zero-argument callable that
+        writes ``out``: the registry's factory."""
+        raise NotImplementedError
+
+    def bad_inputs(self) -> list[BadInput]:
+        """Rules this kernel adds to its problem's own (suite.problems.Problem.bad_inputs), e.g. a K multiple of 8."""
+        return []
+
+    def kernel_names(self, stages: int) -> tuple[str, ...]:
+        """The kernel instantiations a launch at ``stages`` may run, as the sanitizer's reports name them."""
+        return ()
+
+    def sass_minimums(self) -> dict[str, int]:
+        """``sass_requires`` as class -> minimum count per instantiation."""
+        req = self.sass_requires
+        return dict(req) if isinstance(req, dict) else {cls: 1 for cls in req}
+
+
+class TritonModule(KernelModule):
+    """A Triton kernel. On a CPU it runs in the Triton interpreter (TRITON_INTERPRET=1, set before the module is
+    imported); its SASS is known only after Triton compiled it on a GPU."""
+
+
+class NvrtcModule(KernelModule):
+    """A ``.cu`` file compiled by NVRTC for every instantiation its stage counts need, cached on disk.
+
+    Subclasses set ``source``, ``stages``, ``threads``, ``stage_bytes`` and implement ``name_expressions`` and
+    ``launch``; ``constants`` go to NVRTC as defines.
+    """
+
+    source: Path  # the .cu file
+    threads: int  # per block
+    stage_bytes: int  # shared memory of one pipeline stage
+    archs: tuple[str, ...] = ("sm_80", "sm_90")  # every arch it must build for (the CPU tests build each)
+    extra_defines: tuple[str, ...] = ()  # added by with_defines (fault injection)
+
+    def constants(self) -> dict[str, int]:
+        """Constants the launcher and the kernel share, passed to NVRTC as ``-D NAME=VALUE``."""
+        return {}
+
+    def name_expressions(self, stages: int) -> tuple[str, ...]:
+        """Every instantiation a launch at ``stages`` may pick; the first is the one ``describe`` reports."""
+        raise NotImplementedError
+
+    def include_dirs(self) -> tuple[Path, ...]:
+        """Extra header directories (the .cu file's own directory is always searched)."""
+        return ()
+
+    def config(self) -> str:
+        """One line for the tables: the tile, threads, anything a reader needs to place the numbers."""
+        return ""
+
+    # -- derived: nothing below needs overriding ------------------------------------------------------------------
+
+    def kernel_names(self, stages: int) -> tuple[str, ...]:
+        return self.name_expressions(stages)
+
+    def defines(self) -> tuple[str, ...]:
+        return tuple(f"{k}={v}" for k, v in self.constants().items()) + tuple(self.extra_defines)
+
+    def all_name_expressions(self) -> tuple[str, ...]:
+        return tuple(dict.fromkeys(e for s in self.stages for e in self.name_expressions(s)))
+
+    def build(self, arch: str | None = None):
+        """Every instantiation, compiled for ``arch`` (default: the current GPU): a suite.ptx.loader.CompiledModule."""
+        from suite.ptx import loader
+
+        arch = arch or loader.current_arch()
+        builds = self.__dict__.setdefault("_builds", {})
+        if arch not in builds:
+            builds[arch] = loader.compile_cu(self.source, self.all_name_expressions(), arch=arch,
+                                             defines=self.defines(), include_path=self.include_dirs())
+        return builds[arch]
+
+    def with_defines(self, *defines: str, stages: tuple[int, ...] | None = None) -> "NvrtcModule":
+        """The same kernel built with more defines (e.g. a fault for the sanitizer), compiled separately; ``stages``
+        narrows what is compiled (and launchable) to those stage counts."""
+        other = copy.copy(self)
+        other.__dict__.pop("_builds", None)
+        other.extra_defines = tuple(self.extra_defines) + tuple(defines)
+        if stages is not None:
+            other.stages = tuple(stages)
+        return other
+
+    def describe(self, arch: str) -> dict[int, KernelInfo]:
+        """Without a GPU: compile for ``arch`` and report each stage count's kernel (registers, spills, SASS)."""
+        built = self.build(arch)
+        out = {}
+        for stages in self.stages:
+            expr = self.name_expressions(stages)[0]
+            out[stages] = built.kernel_info(expr, self.stage_bytes, stages, threads=self.threads,
+                                            config=f"{arch} cubin, {expr}" + (f"; {self.config()}" if self.config() else ""))
+        return out
