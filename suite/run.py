@@ -180,7 +180,7 @@ def main(argv=None) -> int:
             meta["profile"] = profile.add_profiles(rows, on_gpu, seed=args.seed, progress=not args.no_progress)
         except profile.Unavailable as e:
             meta["profile"] = f"not taken: {e}"
-            _say(f"--profile: {e}; the run continues without the profile columns.")
+            print(profile.notice(e, WIDTH), file=sys.stderr)
     meta["command"] = "python -m suite.run " + " ".join(argv if argv is not None else sys.argv[1:])
 
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")

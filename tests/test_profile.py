@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -131,6 +132,12 @@ def test_why_cell():
         "no profile: ncu profiled no kernel of this launch")
 
 
+def test_notice_is_one_line_within_the_width():
+    line = profile.notice(profile.Unavailable("x" * 500 + "\nsecond line"), 160)
+    assert len(line) == 160 and "\n" not in line and line.startswith("--profile: xxx")
+    assert line.endswith("...; the run goes on without profiles.")
+
+
 def test_units_and_empty_cells():
     assert profile._number("1,234.5") == 1234.5
     assert profile._number("1.5", "usecond") == 1500 and profile._number("2", "Kinst") == 2000
@@ -216,7 +223,8 @@ def test_profile_pass_with_a_fake_ncu(tmp_path, monkeypatch):
     argv_file = _fake_ncu(tmp_path, monkeypatch, _sample_with_ranges([0, 1, 1, 2, 2, 2, 2]))
     rows = _gemm_rows() + [_row(variant="128x256x64 mma.sync", measured=False, valid=False)]
     line = profile.add_profiles(rows, on_gpu=True, seed=3, progress=False)
-    assert "ncu 2099.1.0.0" in line and "--clock-control none" in line and "no timing was taken under the profiler" in line
+    assert "ncu 2099.1.0.0" in line and "--clock-control none" in line
+    assert "no timing was taken under the profiler" in line
     argv = json.loads(argv_file.read_text())
     assert argv[:argv.index("--metrics")] == ["--clock-control", "none", "--profile-from-start", "off", "--nvtx",
                                               "--csv", "--page", "raw"]
@@ -242,6 +250,7 @@ def test_no_permission_for_the_counters(tmp_path, monkeypatch, status):
     with pytest.raises(profile.Unavailable, match="no permission to read the GPU's performance counters") as e:
         profile.add_profiles(rows, on_gpu=True, progress=False)
     assert "ERR_NVGPUCTRPERM" in str(e.value) and "\n" not in str(e.value)
+    assert len(profile.notice(e.value)) <= 160 and "ERR_NVGPUCTRPERM" in profile.notice(e.value)
     assert not any("profile" in r for r in rows)
 
 
@@ -274,8 +283,8 @@ def test_cli_profile_without_a_gpu_says_so_in_one_line_and_runs_on(tmp_path):
                            "--out", str(out), "--no-progress"], capture_output=True, text=True, env=env, timeout=300)
     assert proc.returncode == 0, proc.stderr
     said = [line for line in proc.stderr.splitlines() if "--profile" in line]
-    assert said == ["--profile: no CUDA GPU here: nothing was timed, so nothing is profiled; the run continues "
-                    "without the profile columns."]
+    assert said == ["--profile: no CUDA GPU here: nothing was timed, so nothing is profiled; the run goes on without "
+                    "profiles."]
     data = json.loads((out / "results.json").read_text())
     assert data["rows"] and not any("profile" in r for r in data["rows"])
     assert data["meta"]["profile"].startswith("not taken: no CUDA GPU here")
@@ -335,7 +344,8 @@ def test_csv_flattens_the_profile():
 
 
 def test_worker_rows():
-    assert parse_row("ptx:128x256x64 ws 2wg persistent tma+wgmma@4") == ("ptx:128x256x64 ws 2wg persistent tma+wgmma", 4)
+    label = "ptx:128x256x64 ws 2wg persistent tma+wgmma"
+    assert parse_row(f"{label}@4") == (label, 4)
     assert parse_row("torch:copy_") == ("torch:copy_", None)
     for bad in ("copy_", "ptx:ring@0", "ptx:ring@x", "ptx:ring@"):
         with pytest.raises(ValueError, match="backend:name|whole number"):
@@ -356,12 +366,12 @@ def test_worker_refuses_bad_arguments_before_touching_the_gpu(argv, says, capsys
 
 @pytest.mark.gpu
 def test_profile_pass_on_the_gpu(tmp_path):
-    """The real thing, small: time two vector variants, then profile them under ncu (skipped where ncu or the
-    counters are not available). Every timed row gets a profile of one kernel, the PTX ring's from its own kernel."""
+    """The real thing, small: time the PTX ring and its ceiling, then profile them under ncu (skipped where ncu or
+    the counters are not available). Every timed row gets a profile of exactly one kernel."""
     from suite.driver.bench import Options, run
 
-    rows = run(Options(problems=("vector",), backends=("torch", "ptx"), stages=(2,), sizes={"vector": (2**22,)},
-                       quick=True), on_gpu=True, progress=False)
+    rows = run(Options(problems=("vector",), variants=("cp.async ring",), sizes={"vector": (2**24,)}, quick=True),
+               on_gpu=True, progress=False)
     medians = [r["median_ms"] for r in rows]
     try:
         profile.add_profiles(rows, on_gpu=True, progress=False)
@@ -373,3 +383,31 @@ def test_profile_pass_on_the_gpu(tmp_path):
         assert r["profile"]["kernels"] == 1 and r["profile"]["dram_throughput_pct"] > 1
         assert len(r["profile"]["top_stalls"]) == 3 and profile.why(r).startswith("dram ")
     assert HAS_GPU
+
+
+@pytest.mark.gpu
+def test_worker_runs_by_hand(tmp_path):
+    """Without ncu the worker just builds and launches: every row launched, none failed, nothing on stdout (where ncu
+    prints its CSV)."""
+    manifest = tmp_path / "m.json"
+    proc = subprocess.run([sys.executable, "-m", "suite.driver.profile_worker", "--manifest", str(manifest), "vector",
+                           "2^20", "torch:copy_", "ptx:cp.async ring@4", "triton:tile loop@4"],
+                          capture_output=True, text=True, timeout=600)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout == ""
+    entries = json.loads(manifest.read_text())
+    assert [e["index"] for e in entries] == [0, 1, 2] and all(e.get("launched") for e in entries), entries
+
+
+def test_readme_explains_every_profile_field_and_column():
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    section = readme[readme.index("### Reading the profile columns"):]
+    fields = set(profile.profile_of(_kernels()[VECTOR])) | {"shape", "kernels"} | set(profile.CSV_FIELDS)
+    assert not [f for f in fields if f"`{f}`" not in section]
+    named = set()  # the metric names the section writes, `{ld,st}` and `<reason>` expanded
+    for token in re.findall(r"`([a-z0-9_]+__[^`]+)`", section):
+        forms = [token.replace("<reason>", r) for r in profile.STALL_REASONS] if "<reason>" in token else [token]
+        for form in forms:
+            alt = re.search(r"\{([^}]+)\}", form)
+            named |= {form[:alt.start()] + a + form[alt.end():] for a in alt[1].split(",")} if alt else {form}
+    assert set(profile.METRICS) - {profile.DURATION} <= named

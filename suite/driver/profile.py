@@ -89,6 +89,14 @@ class Unavailable(RuntimeError):
     """The profile pass cannot run here; the message is one line saying why."""
 
 
+def notice(reason: Unavailable | str, width: int = 160) -> str:
+    """What the CLI prints when there is no profile: one line of at most ``width`` characters."""
+    head, tail = "--profile: ", "; the run goes on without profiles."
+    text = str(reason).replace("\n", " ")
+    room = width - len(head) - len(tail)
+    return head + (text if len(text) <= room else text[: room - 3] + "...") + tail
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # ncu's raw CSV -> kernels -> profile objects
 # ---------------------------------------------------------------------------------------------------------------
@@ -288,7 +296,8 @@ def _first_error(text: str) -> str:
     line = next((ln for ln in text.splitlines() if ln.startswith("==ERROR==")), None)
     if line is None:
         line = next((ln for ln in reversed(text.splitlines()) if ln.strip()), "no output")
-    return line.replace("==ERROR==", "").strip()[:200]
+    line = line.replace("==ERROR==", "").strip()
+    return line if len(line) <= 80 else line[:77] + "..."
 
 
 def _item(row: dict, stages_swept: bool) -> str:
@@ -321,8 +330,8 @@ def profile_group(ncu: str, problem: str, shape: str, rows: list[dict], seed: in
         manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else []
     output = done.stdout + "\n" + done.stderr
     if PERMISSION_ERROR in output:
-        raise Unavailable(f"no permission to read the GPU's performance counters ({PERMISSION_ERROR}; see "
-                          "https://developer.nvidia.com/ERR_NVGPUCTRPERM)")
+        raise Unavailable(f"no permission to read the GPU's performance counters ({PERMISSION_ERROR}: "
+                          "developer.nvidia.com/ERR_NVGPUCTRPERM)")
     try:
         kernels = read_raw_csv(done.stdout)
     except ValueError:
