@@ -5,6 +5,7 @@ Examples:
   python -m suite.run --problem gemm --size 8192        # one problem, one size
   python -m suite.run --problem vector --backend ptx --stages 1 3
   python -m suite.run --list                            # the registered variants and their gates
+  python -m suite.run --problem gemm --size 4096 --profile   # and why: one more launch per row under ncu
   python -m suite.run --compare OLD/results.json NEW/results.json
 """
 
@@ -94,6 +95,11 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="compare two results.json files row by row (SAME / FASTER / SLOWER / MISSING / INVALID / "
                         "NEW) and exit: 0 when nothing is SLOWER, MISSING or INVALID, 1 when something is, 2 on bad "
                         "input")
+    p.add_argument("--profile", action="store_true",
+                   help="after timing, one more launch of every timed row under Nsight Compute (ncu, in a separate "
+                        "process; timings are never taken under the profiler): SM and DRAM throughput, occupancy, "
+                        "tensor pipe, warps per scheduler, top stalls, shared-memory bank conflicts, and a 'why' "
+                        "cell per row")
     p.add_argument("--json", action="store_true", help="print the results as JSON on stdout instead of tables")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
     args = p.parse_args(argv)
@@ -183,6 +189,14 @@ def main(argv=None) -> int:
     meta["gpu_state_before"] = run_meta.gpu_state() if on_gpu else {}
     rows = run(opts, on_gpu, progress=not args.no_progress)
     meta["gpu_state_after"] = run_meta.gpu_state() if on_gpu else {}
+    if args.profile:  # after every timing, in separate processes
+        from suite.driver import profile
+
+        try:
+            meta["profile"] = profile.add_profiles(rows, on_gpu, seed=args.seed, progress=not args.no_progress)
+        except profile.Unavailable as e:
+            meta["profile"] = f"not taken: {e}"
+            print(profile.notice(e, WIDTH), file=sys.stderr)
     meta["command"] = "python -m suite.run " + " ".join(argv if argv is not None else sys.argv[1:])
 
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")

@@ -92,32 +92,56 @@ def table(rows: list[dict], fmt: str = "github") -> str:
             by_variant.setdefault(_label(r), []).append(r)
         swept = [k for k, rs in by_variant.items() if len({r["stages"] for r in rs}) > 1]
         others = [r for k, rs in by_variant.items() if k not in swept for r in rs]
+        why = _profiled(group)  # with --profile: a "why" column per variant
 
         where = f"{problem} {shape} ({group[0]['dtype']})" + (f", {group_name}" if group_name else "")
         title = f"### {where}: {unit}, % of {ceiling_name}"
         headers = ["stages"]
         for k in swept:
             headers += [f"{k} {unit}", f"{k} %", f"{k} smem stage/total, regs, blocks", f"{k} SASS"]
+            headers += [f"{k} why"] if why else []
         body = []
         for s in sorted({r["stages"] for k in swept for r in by_variant[k]}):
             line = [s]
             for k in swept:
                 r = next((r for r in by_variant[k] if r["stages"] == s), None)
                 line += ["-"] * 4 if r is None else [_perf(r), _pct(r), _resources(r), r.get("sass") or "-"]
+                line += [_why(r)] if why else []
             body.append(line)
         parts = [title]
         if body:
             parts.append(tabulate(body, headers=headers, tablefmt=fmt, disable_numparse=True))
         if others:
             other_body = [[_label(r), "-" if r["stages"] is None else r["stages"], _perf(r), _pct(r), _resources(r),
-                           r.get("sass") or "-", r.get("config") or ""] for r in others]
+                           r.get("sass") or "-"] + ([_why(r)] if why else []) + [r.get("config") or ""] for r in others]
             parts.append(tabulate(other_body, headers=["variant", "stages", unit, "%", "smem stage/total, regs, blocks",
-                                                        "SASS", "config"], tablefmt=fmt, disable_numparse=True))
+                                                        "SASS"] + (["why"] if why else []) + ["config"],
+                                  tablefmt=fmt, disable_numparse=True))
         notes = [f"- {_where(r)}: {r['note']}" for r in group if r.get("note")]
+        notes += [f"- {_where(r)}: profile: {r['profile']['note']}" for r in group
+                  if (r.get("profile") or {}).get("note")]
+        notes += [f"- {_profile_note()}"] if why else []
         if notes:
             parts.append("\n".join(notes))
         blocks.append("\n\n".join(parts))
     return "\n\n".join(blocks)
+
+
+def _profiled(group: list[dict]) -> bool:
+    return any(r.get("profile") for r in group)
+
+
+def _why(r: dict | None) -> str:
+    """The row's compact profile cell (suite.driver.profile.why); '-' without one."""
+    from suite.driver.profile import why
+
+    return "-" if r is None else why(r)
+
+
+def _profile_note() -> str:
+    from suite.driver.profile import TIMED_NOTE
+
+    return f"why: {TIMED_NOTE} (how to read it: README, Reading the profile columns)"
 
 
 THROTTLED, NOISY = "*", "~"  # marks in the terminal table's cells
@@ -186,21 +210,27 @@ def terminal_table(rows: list[dict], width: int = 160) -> str:
         parts = [_clip(f"{where}: {unit}, % of {_label(ceiling) if ceiling else 'ceiling'}", width)]
         cells = {id(r): _cell(r, MAX_SPREAD) for r in group}
         marks |= {m for c in cells.values() for m in (THROTTLED, NOISY) if m in c.split(" ")[0]}
+        why = _profiled(group)
         if swept:
-            body = []
+            body, why_body = [], []  # the sweep; with --profile, the same sweep with a "why" cell per row
             for s in sorted({r["stages"] for k in swept for r in by_variant[k]}):
-                line = [str(s)]
+                line, why_line = [str(s)], [str(s)]
                 for k in swept:
                     r = next((r for r in by_variant[k] if r["stages"] == s), None)
                     line.append("-" if r is None else cells[id(r)])
+                    why_line.append(_clip(_why(r), width - 12))
                 body.append(line)
+                why_body.append(why_line)
             parts += _fit(["stages"] + swept, body, width)
+            if why:
+                parts += _fit(["why: stages"] + swept, why_body, width)
         if others:
-            body = [[_label(r), "-" if r["stages"] is None else str(r["stages"]), cells[id(r)], r.get("config") or ""]
-                    for r in others]
-            headers = ["variant", "stages", unit, "config"]
-            room = width - _width(headers[:3], [line[:3] for line in body]) - 5  # "| " + config + " |" - shared "|"
-            body = [line[:3] + [_clip(line[3], max(room, 6))] for line in body]
+            body = [[_label(r), "-" if r["stages"] is None else str(r["stages"]), cells[id(r)]]
+                    + ([_why(r)] if why else []) + [r.get("config") or ""] for r in others]
+            headers = ["variant", "stages", unit] + (["why"] if why else []) + ["config"]
+            n = len(headers) - 1  # the config column, clipped to what is left
+            room = width - _width(headers[:n], [line[:n] for line in body]) - 5  # "| " + config + " |" - shared "|"
+            body = [line[:n] + [_clip(line[n], max(room, 6))] for line in body]
             parts.append(_github(headers, body))
         problems = [f"{_where(r)}: {r['note']}" for r in group if r.get("valid") is False or
                     r.get("note", "").startswith("skipped")]
@@ -213,6 +243,8 @@ def terminal_table(rows: list[dict], width: int = 160) -> str:
         legend.append(f"{THROTTLED} the GPU reported a clock slowdown (power/thermal) at the end of timing")
     if NOISY in marks:
         legend.append(f"{NOISY} samples spread (IQR / median) above {100 * MAX_SPREAD:g}%")
+    if any(r.get("profile") for r in rows):
+        legend.append(_profile_note())
     footer = textwrap.fill("; ".join(legend + ["resources, SASS and all notes: table.md"]), width)
     return "\n\n".join(blocks + [footer])
 
@@ -258,10 +290,13 @@ def to_csv(rows: list[dict]) -> str:
     import io
 
     buf = io.StringIO()
-    w = csv.DictWriter(buf, fieldnames=CSV_FIELDS, extrasaction="ignore")
+    from suite.driver import profile
+
+    profiled = any(r.get("profile") for r in rows)  # the profile_* columns only when --profile took profiles
+    w = csv.DictWriter(buf, fieldnames=CSV_FIELDS + (profile.CSV_FIELDS if profiled else ()), extrasaction="ignore")
     w.writeheader()
     for r in rows:
-        w.writerow({k: r.get(k) for k in CSV_FIELDS})
+        w.writerow({k: r.get(k) for k in CSV_FIELDS} | profile.flat(r))
     return buf.getvalue()
 
 
