@@ -23,7 +23,8 @@ import sys
 from pathlib import Path
 
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
-TOOL_TIMEOUT_S = 420  # one tool over every case; a worker that hangs is stopped and reported
+# One tool over every case; a worker that hangs is stopped and reported. $PIPESUITE_SANITIZER_TIMEOUT overrides it.
+TOOL_TIMEOUT_S = int(os.environ.get("PIPESUITE_SANITIZER_TIMEOUT", "420"))
 # 'ERROR SUMMARY: 3 errors', or racecheck's 'RACECHECK SUMMARY: 50 hazards displayed (239712 errors, 38592 warnings)'
 # (the displayed count is capped by --print-limit; the errors in parentheses are all of them).
 _SUMMARY_RE = re.compile(r"ERROR SUMMARY: (\d+) error|RACECHECK SUMMARY: \d+ hazards? displayed \((\d+) error")

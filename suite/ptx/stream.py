@@ -120,7 +120,8 @@ class StreamKernel(NvrtcModule):
     """A streaming kernel module (suite.ptx.vector, suite.ptx.vector_bulk) at one configuration, as the kernel-module
     contract (suite.kernel) states it: its stages, launcher, SASS and sanitizer sizes, for the registry."""
 
-    def __init__(self, module, stream_config, stages: tuple[int, ...], sass_requires, archs=("sm_80", "sm_90")):
+    def __init__(self, module, stream_config, stages: tuple[int, ...], sass_requires, archs=("sm_80", "sm_90"),
+                 sanitize: bool = True):
         self.module, self.stream_config = module, stream_config
         self.source = module.SOURCE
         self.stages = tuple(stages)
@@ -128,7 +129,8 @@ class StreamKernel(NvrtcModule):
         self.stage_bytes = stream_config.tile_bytes
         self.sass_requires = sass_requires
         self.archs = archs
-        self.sanitize_sizes = (3 * stream_config.tile_floats + 5,)  # several tiles, a ragged tail
+        # several tiles, a ragged tail; () keeps the configuration out of compute-sanitizer runs
+        self.sanitize_sizes = (3 * stream_config.tile_floats + 5,) if sanitize else ()
 
     def name_expressions(self, stages: int) -> tuple[str, ...]:
         return (self.stream_config.name_expression(stages),)

@@ -108,7 +108,9 @@ def _kernels() -> dict:
 
     sass = ("async_copy",)
     kernels = {"bandwidth": StreamKernel(sys.modules[__name__], BANDWIDTH, BANDWIDTH_STAGES, sass)}
-    kernels.update({kib(t).replace(" ", ""): StreamKernel(sys.modules[__name__], depth(t), depth_stages(t), sass)
+    # The depth sweep's 60 instantiations are not run under compute-sanitizer yet (its GPU time): see README.
+    kernels.update({kib(t).replace(" ", ""): StreamKernel(sys.modules[__name__], depth(t), depth_stages(t), sass,
+                                                         sanitize=False)
                     for t in DEPTH_TILE_BYTES})
     return kernels
 
