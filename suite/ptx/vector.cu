@@ -25,7 +25,10 @@
 constexpr int VEC_CHUNK_FLOATS = 4;  // fp32 values in one 16-byte chunk
 
 // Producer: issue this thread's cp.async for tile `tile` into the ring stage at `smem_stage_base`. Chunks past n are
-// zero-filled (a partial last chunk copies only its valid bytes) and read nothing out of bounds.
+// zero-filled (cp.async with 0 source bytes reads nothing). The one partial last chunk of the vector (1-3 floats) is
+// gathered with plain loads instead: a 16-byte cp.async would touch the bytes past the tensor (compute-sanitizer's
+// initcheck reports them), even with a shorter source size. Each thread consumes only what it copied itself, so
+// the plain store is ordered before its consumer by program order, like the cp.async by the wait.
 template <int THREADS, int CHUNKS>
 __device__ __forceinline__ void load_tile(const float* x, long long n, long long tile, unsigned smem_stage_base) {
     constexpr int TILE_FLOATS = THREADS * CHUNKS * VEC_CHUNK_FLOATS;
@@ -34,8 +37,12 @@ __device__ __forceinline__ void load_tile(const float* x, long long n, long long
         const int chunk = c * THREADS + threadIdx.x;
         const long long first = tile * TILE_FLOATS + (long long)chunk * VEC_CHUNK_FLOATS;
         const long long valid = n - first;  // floats of this chunk inside the vector (may be <= 0)
-        const int src_bytes = valid >= VEC_CHUNK_FLOATS ? 16 : (valid > 0 ? (int)valid * 4 : 0);
-        cp_async_16(smem_stage_base + chunk * 16, src_bytes > 0 ? x + first : x, src_bytes);
+        if (valid > 0 && valid < VEC_CHUNK_FLOATS) {
+            const unsigned* src = reinterpret_cast<const unsigned*>(x + first);
+            st_shared_v4(smem_stage_base + chunk * 16, src[0], valid > 1 ? src[1] : 0u, valid > 2 ? src[2] : 0u, 0u);
+        } else {
+            cp_async_16(smem_stage_base + chunk * 16, valid > 0 ? x + first : x, valid > 0 ? 16 : 0);
+        }
     }
 }
 
