@@ -112,14 +112,15 @@ def faults(tool: str | None = None):
     return [(v, f) for v in sanitized_variants() for f in v.kernel.faults if tool is None or f.tool == tool]
 
 
-def worker_fault(tool: str) -> int:
-    """Every declared fault for ``tool``: the variant rebuilt with the fault's define, launched through validate
-    (its answer does not matter: the sanitizer must report the hazard)."""
+def worker_fault(tool: str, index: int) -> int:
+    """Fault ``index`` of those declared for ``tool``: the variant rebuilt with the fault's define, launched through
+    validate (its answer does not matter: the sanitizer must report the hazard). One fault per sanitizer process, so
+    each gets the tool's whole print limit and its own error summary."""
     import torch
 
     from suite.validate import validate
 
-    for v, fault in faults(tool):
+    for v, fault in faults(tool)[index:index + 1]:
         broken_kernel = v.kernel.with_defines(fault.define, stages=fault.stages)
         broken = dataclasses.replace(v, factory=lambda i, o, s, k=broken_kernel: k.launch(i, o, s))
         for stages in fault.stages:
@@ -148,7 +149,8 @@ def _sanitizer() -> str:
 
 
 _TOP_LEVEL_RE = re.compile(r"^=+ \S")  # '========= Invalid ...' starts a message; '=========     at ...' continues it
-_NOT_FINDINGS_RE = re.compile(r"^=+ (COMPUTE-SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|Target application|Warning:)")
+# Not findings: headers and summaries, and our own TIMEOUT line (a tool that timed out has no summary: not clean)
+_NOT_FINDINGS_RE = re.compile(r"^=+ (COMPUTE-SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|Target application|Warning:|TIMEOUT)")
 
 
 def normalize(name: str) -> str:
@@ -189,12 +191,16 @@ def parse(report: str, names=None) -> tuple[int | None, dict[str, int]]:
     return total, per_kernel
 
 
-def run_tool(tool: str, worker: str, log_dir: Path, plugins=()) -> tuple[int | None, dict[str, int], str]:
-    """Run a worker ("healthy", or "fault" for the faults declared for ``tool``) under ``tool``; write its log."""
+def run_tool(tool: str, worker: str, log_dir: Path, plugins=(), fault: int | None = None
+             ) -> tuple[int | None, dict[str, int], str]:
+    """Run a worker ("healthy", or "fault" for fault number ``fault`` of those declared for ``tool``) under ``tool``;
+    write its log."""
     # --report-api-errors no: torch and cuda-bindings probe optional driver entry points (cuGetProcAddress) and
     # expect some to fail; those are not kernel findings.
     cmd = [_sanitizer(), "--tool", tool, "--print-limit", "50", "--report-api-errors", "no", sys.executable, "-m",
            "suite.sanitize", "--worker", worker, "--worker-tool", tool, *(f"--plugin={p}" for p in plugins)]
+    if fault is not None:
+        cmd += ["--worker-fault", str(fault)]
     if tool == "racecheck":
         cmd[1:1] = ["--racecheck-report", "hazard"]
     try:
@@ -202,10 +208,10 @@ def run_tool(tool: str, worker: str, log_dir: Path, plugins=()) -> tuple[int | N
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
                               timeout=TOOL_TIMEOUT_S)
         report = proc.stdout
-    except subprocess.TimeoutExpired as e:  # a hang (a broken pipeline can deadlock) is a finding, not a pass
+    except subprocess.TimeoutExpired as e:  # no summary then: a healthy run that times out is not clean
         out = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
         report = out + f"\n========= TIMEOUT: the worker did not finish in {TOOL_TIMEOUT_S} s\n"
-    (log_dir / f"{tool}-{worker}.log").write_text(report)
+    (log_dir / f"{tool}-{worker}{'' if fault is None else f'-{fault}'}.log").write_text(report)
     total, per_kernel = parse(report)
     return total, per_kernel, report
 
@@ -222,6 +228,7 @@ def main(argv=None) -> int:
                    help="run only the self-test (every declared fault of the chosen tools), not the healthy kernels")
     p.add_argument("--worker", choices=("healthy", "fault"), help=argparse.SUPPRESS)
     p.add_argument("--worker-tool", choices=TOOLS, help=argparse.SUPPRESS)
+    p.add_argument("--worker-fault", type=int, default=0, help=argparse.SUPPRESS)
     args = p.parse_args(argv)
     # A plugin given by path is passed on by absolute path: the sanitized process may resolve it from elsewhere.
     args.plugin = [str(Path(x).resolve()) if x.endswith(".py") else x for x in args.plugin]
@@ -233,7 +240,7 @@ def main(argv=None) -> int:
         print(f"error: --plugin: {e}", file=sys.stderr)
         return 2
     if args.worker:
-        return worker_healthy() if args.worker == "healthy" else worker_fault(args.worker_tool)
+        return worker_healthy() if args.worker == "healthy" else worker_fault(args.worker_tool, args.worker_fault)
 
     import torch
     from tabulate import tabulate
@@ -268,11 +275,12 @@ def main(argv=None) -> int:
     # Self-test: every declared fault must be reported, attributed to the instantiations it broke.
     fault_rows = []
     for tool in sorted({f.tool for _, f in faults()} & set(args.tools)):  # each tool's faults, with that tool
-        total, per_kernel, report = run_tool(tool, "fault", out, args.plugin)
-        kinds = sorted(set(_HAZARD_RE.findall(report)))
-        for v, fault in faults(tool):
+        for index, (v, fault) in enumerate(faults(tool)):
+            total, per_kernel, report = run_tool(tool, "fault", out, args.plugin, fault=index)
+            kinds = sorted(set(_HAZARD_RE.findall(report)))
             names = {normalize(n) for s in fault.stages for n in v.kernel.kernel_names(s)}
-            n = sum(per_kernel.get(name, 0) for name in names)
+            # the process ran this fault alone: what the tool attributes to its kernels, or else its error total
+            n = sum(per_kernel.get(name, 0) for name in names) or (total or 0)
             ok &= n > 0
             fault_rows.append([v.label, fault.name, fault.define, ",".join(map(str, fault.stages)), tool,
                                f"{n} finding(s) {'/'.join(kinds)}".strip() if n else "NOT caught: the check is blind"])
