@@ -151,6 +151,15 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const void* tmap, unsi
         : "memory");
 }
 
+// Copy `bytes` (a multiple of 16; both addresses 16-byte aligned) from global to shared memory with the copy engine,
+// one instruction for the whole block of bytes; on completion the bytes count against `bar`'s transaction count.
+__device__ __forceinline__ void cp_async_bulk_global_to_shared(unsigned smem_dst, const void* gmem_src, unsigned bytes,
+                                                               unsigned bar) {
+    asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];\n"
+                 ::"r"(smem_dst), "l"(gmem_src), "r"(bytes), "r"(bar)
+                 : "memory");
+}
+
 // Hint the TMA unit to fetch the tensor map into its descriptor cache ahead of the first copy.
 __device__ __forceinline__ void tma_prefetch_descriptor(const void* tmap) {
     asm volatile("prefetch.tensormap [%0];\n" ::"l"(tmap) : "memory");

@@ -26,7 +26,6 @@
 //
 // Shared memory (dynamic): [full barriers | empty barriers] padded to 128 B, then STAGES tiles.
 
-#include "bulk_copy.cuh"
 #include "ptx_wrappers.cuh"
 #include "tile_schedule.cuh"
 
@@ -59,14 +58,14 @@ __device__ __forceinline__ void producer(const float* x, long long n, long long 
     unsigned empty_phase = 1;  // the parity of the phase to wait for: the fresh barriers' "previous" phase
     for (TileCursor write(run); write.tile < num_tiles; write.advance()) {
         // Wait until every consumer warp has released this stage (read the tile it held STAGES tiles ago).
-        while (!bulk::mbarrier_try_wait_parity(empty_barrier<STAGES>(smem_base, smem_write_stage), empty_phase)) {
+        while (!mbarrier_try_wait_parity(empty_barrier<STAGES>(smem_base, smem_write_stage), empty_phase)) {
         }
         const long long valid = tile_valid_floats<TILE_FLOATS>(n, write.tile);
         const unsigned bulk_bytes = (unsigned)(valid / BULK_CHUNK_FLOATS) * 16;  // whole chunks only
         const unsigned full = full_barrier<STAGES>(smem_base, smem_write_stage);
-        bulk::mbarrier_arrive_expect_tx(full, bulk_bytes);  // arrive first: the copy's bytes may land right away
+        mbarrier_arrive_expect_tx(full, bulk_bytes);  // arrive first: the copy's bytes may land right away
         if (bulk_bytes > 0)
-            bulk::cp_async_bulk_global_to_shared(tiles_base + smem_write_stage * STAGE_BYTES,
+            cp_async_bulk_global_to_shared(tiles_base + smem_write_stage * STAGE_BYTES,
                                                  x + write.tile * TILE_FLOATS, bulk_bytes, full);
         if (++smem_write_stage == STAGES) {  // wrap back to the start of the ring, into the next phase
             smem_write_stage = 0;
@@ -109,14 +108,14 @@ __device__ __forceinline__ void consumer(const float* x, float* y, long long n, 
     unsigned full_phase = 0;
     for (TileCursor read(run); read.tile < num_tiles; read.advance()) {
         // Wait for the tile's bytes: the producer's arrival and the copy engine's transactions complete the phase.
-        while (!bulk::mbarrier_try_wait_parity(full_barrier<STAGES>(smem_base, smem_read_stage), full_phase)) {
+        while (!mbarrier_try_wait_parity(full_barrier<STAGES>(smem_base, smem_read_stage), full_phase)) {
         }
         consume_tile<CONSUMER_THREADS, CHUNKS>(x, y, n, read.tile, tiles_base + smem_read_stage * STAGE_BYTES,
                                                consumer);
         // Release the stage: all 32 lanes have read their chunks (__syncwarp orders their reads before lane 0's
         // arrival, which is a release), so the producer may overwrite it once every consumer warp has arrived.
         __syncwarp();
-        if (threadIdx.x % 32 == 0) bulk::mbarrier_arrive(empty_barrier<STAGES>(smem_base, smem_read_stage));
+        if (threadIdx.x % 32 == 0) mbarrier_arrive(empty_barrier<STAGES>(smem_base, smem_read_stage));
         if (++smem_read_stage == STAGES) {  // wrap back to the start of the ring, into the next phase
             smem_read_stage = 0;
             full_phase ^= 1;
@@ -141,10 +140,10 @@ __global__ void __launch_bounds__((CONSUMER_WARPS + 1) * 32)
     // SETUP: one thread arms every stage's barriers; the block barrier publishes them before anyone waits on them.
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
-            bulk::mbarrier_init(full_barrier<STAGES>(smem_base, s), 1);                 // the producer's arrival
-            bulk::mbarrier_init(empty_barrier<STAGES>(smem_base, s), CONSUMER_WARPS);  // one per consumer warp
+            mbarrier_init(full_barrier<STAGES>(smem_base, s), 1);                 // the producer's arrival
+            mbarrier_init(empty_barrier<STAGES>(smem_base, s), CONSUMER_WARPS);  // one per consumer warp
         }
-        bulk::fence_barrier_init();
+        fence_mbarrier_init();
     }
     __syncthreads();
 
