@@ -144,3 +144,16 @@ class StreamKernel(NvrtcModule):
 
     def describe(self, arch: str) -> dict[int, KernelInfo]:
         return self.module.describe(arch, self.stream_config, self.stages)
+
+
+def kernels_of(module, sass_requires, archs=("sm_80", "sm_90")) -> dict[str, StreamKernel]:
+    """A streaming module's kernel modules, as the registry names them (suite/variants.py): "bandwidth", its
+    BANDWIDTH configuration at the headline depth, and one per depth-sweep tile ("2KiB", ...) at every stage count
+    whose ring fits. The depth sweep's instantiations are not run under compute-sanitizer yet (its GPU time)."""
+    from suite.streaming import BANDWIDTH_STAGES, depth_stages, kib
+
+    kernels = {"bandwidth": StreamKernel(module, module.BANDWIDTH, BANDWIDTH_STAGES, sass_requires, archs)}
+    for tile in module.DEPTH_TILE_BYTES:
+        kernels[kib(tile).replace(" ", "")] = StreamKernel(module, module.depth(tile), depth_stages(tile),
+                                                           sass_requires, archs, sanitize=False)
+    return kernels

@@ -102,18 +102,5 @@ def scale2(x: torch.Tensor, stages: int = 2, out: torch.Tensor | None = None,
     return y
 
 
-def _kernels() -> dict:
-    from suite.ptx.stream import StreamKernel
-    from suite.streaming import BANDWIDTH_STAGES, depth_stages
-
-    sass = ("async_copy",)
-    kernels = {"bandwidth": StreamKernel(sys.modules[__name__], BANDWIDTH, BANDWIDTH_STAGES, sass)}
-    # The depth sweep's 60 instantiations are not run under compute-sanitizer yet (its GPU time): see README.
-    kernels.update({kib(t).replace(" ", ""): StreamKernel(sys.modules[__name__], depth(t), depth_stages(t), sass,
-                                                         sanitize=False)
-                    for t in DEPTH_TILE_BYTES})
-    return kernels
-
-
 # The registry's kernel modules (suite/variants.py): "bandwidth" and one per depth-sweep tile ("2KiB", ...).
-KERNELS = _kernels()
+KERNELS = stream.kernels_of(sys.modules[__name__], ("async_copy",))
