@@ -24,6 +24,7 @@ BOX_N = 64  # B is loaded as boxes of 64 K rows x 64 N columns (one 128-byte swi
 WG_THREADS = 128
 BARRIER_BYTES = 8
 ALIGN_SLACK = 1024  # the kernel rounds its shared-memory base up to the 1024-byte swizzle atom
+MAX_DIM = 2**31 - 1 - 256  # a tile origin (up to M or N plus a tile) must stay a positive 32-bit int
 
 
 @dataclass(frozen=True)
@@ -117,8 +118,9 @@ def check_inputs(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config: Conf
     m, n, k = check_gemm_operands(a, b, c)
     if k % 8:
         raise ValueError(f"K must be a multiple of 8 so that rows of A have a 16-byte pitch for TMA (got K={k})")
-    if max(m, n, k) >= 2**31:
-        raise ValueError("M, N and K must each fit in a 32-bit int")
+    if max(m, n, k) > MAX_DIM:
+        raise ValueError(f"M, N and K must each be at most {MAX_DIM}: tile origins and TMA coordinates are 32-bit "
+                         f"(got M={m}, N={n}, K={k})")
     check_cuda(("a", a), ("b", b), ("c", c))
 
 
