@@ -14,6 +14,7 @@ import torch
 
 from suite.checks import check_cuda, check_gemm_operands, check_stages
 from suite.kernel import Fault, NvrtcModule
+from suite.problems import BadInput
 from suite.ptx import loader
 
 SOURCE = Path(__file__).with_name("gemm_tma.cu")
@@ -111,6 +112,13 @@ class TmaGemm(NvrtcModule):
 
     def launch(self, inputs, out, stages):
         return Gemm(*inputs, out, self.gemm_config, stages, kernel=self)
+
+    def bad_inputs(self) -> list[BadInput]:
+        a, b, c = (torch.randn(*shape).half() for shape in ((16, 12), (12, 16), (16, 16)))
+        meta = lambda *shape: torch.empty(*shape, dtype=torch.float16, device="meta")  # noqa: E731 (no memory)
+        return [BadInput((a, b), c, "K must be a multiple of 8", "K % 8 != 0"),
+                BadInput((meta(MAX_DIM + 1, 8), meta(8, 16)), meta(MAX_DIM + 1, 16), "must each be at most",
+                         "M past 2^31 - 257")]
 
 
 def check_inputs(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config: Config, stages: int) -> None:
