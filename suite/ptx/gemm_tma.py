@@ -19,8 +19,10 @@ from suite.ptx import loader
 
 SOURCE = Path(__file__).with_name("gemm_tma.cu")
 ARCH = "sm_90a"  # wgmma and setmaxnreg exist only on the architecture-specific target
-DEFINES = ("NDEBUG",)  # no device asserts: a call inside the wgmma region serializes every wgmma (ptxas C7510)
 BLOCK_M, BLOCK_K = 128, 64
+# NDEBUG: no device asserts (a call inside the wgmma region serializes every wgmma, ptxas C7510). The tile reaches the
+# kernel as defines, which gemm_tma.cu static_asserts: Python and C++ cannot drift apart.
+DEFINES = ("NDEBUG", f"GEMM_TMA_BLOCK_M={BLOCK_M}", f"GEMM_TMA_BLOCK_K={BLOCK_K}")
 BOX_N = 64  # B is loaded as boxes of 64 K rows x 64 N columns (one 128-byte swizzled row each)
 WG_THREADS = 128
 BARRIER_BYTES = 8
