@@ -54,15 +54,8 @@ __device__ __forceinline__ void load_tile_async(const Producer& p, const half_bi
         // time (as gemm.cu does). They become visible to the other warps at the same barrier as the async copies.
 #pragma unroll 1
         for (int i = 0; i < T::B_COPIES; ++i) {
-            const int k = k0 + p.b_row + i * T::B_ROW_STEP;
-            const half_bits* src = B + (long long)k * N + p.b_col;
             unsigned packed[4];
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                const unsigned lo = (k < K && p.b_col + 2 * j < N) ? src[2 * j] : 0u;
-                const unsigned hi = (k < K && p.b_col + 2 * j + 1 < N) ? src[2 * j + 1] : 0u;
-                packed[j] = lo | (hi << 16);
-            }
+            gather_b_chunk(B, N, K, k0 + p.b_row + i * T::B_ROW_STEP, p.b_col, packed);
             *reinterpret_cast<uint4*>(b_stage + i * T::B_ROW_STEP * B_ROW_BYTES) =
                 make_uint4(packed[0], packed[1], packed[2], packed[3]);
         }

@@ -119,6 +119,18 @@ __device__ __forceinline__ Producer make_producer(const half_bits* A, int M, int
 
 // Producer: issue one K tile (A 128 x BLOCK_K and B BLOCK_K x 256) into one ring stage. Out-of-range rows and
 // columns are zero-filled (cp.async with 0 source bytes), so the mainloop never needs bounds checks.
+// One 16-byte chunk of B gathered with plain predicated loads, for rows of B that are not 16-byte aligned (N % 8 != 0):
+// the 8 halves B[k][col .. col + 7] as four packed pairs, zero past K or N.
+__device__ __forceinline__ void gather_b_chunk(const half_bits* B, int N, int K, int k, int col, unsigned (&packed)[4]) {
+    const half_bits* src = B + (long long)k * N + col;
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+        const unsigned lo = (k < K && col + 2 * j < N) ? src[2 * j] : 0u;
+        const unsigned hi = (k < K && col + 2 * j + 1 < N) ? src[2 * j + 1] : 0u;
+        packed[j] = lo | (hi << 16);
+    }
+}
+
 template <bool N_ALIGNED, int BLOCK_K>
 __device__ __forceinline__ void load_tile(const Producer& p, const half_bits* B, int N, int K, int k_tile,
                                           unsigned stage_base) {
@@ -147,15 +159,8 @@ __device__ __forceinline__ void load_tile(const Producer& p, const half_bits* B,
         // at the same barrier as the cp.async data.
 #pragma unroll 1
         for (int i = 0; i < T::B_COPIES; ++i) {
-            const int k = k0 + p.b_row + i * T::B_ROW_STEP;
-            const half_bits* src = B + (long long)k * N + p.b_col;
             unsigned packed[4];
-#pragma unroll
-            for (int j = 0; j < 4; ++j) {
-                const unsigned lo = (k < K && p.b_col + 2 * j < N) ? src[2 * j] : 0u;
-                const unsigned hi = (k < K && p.b_col + 2 * j + 1 < N) ? src[2 * j + 1] : 0u;
-                packed[j] = lo | (hi << 16);
-            }
+            gather_b_chunk(B, N, K, k0 + p.b_row + i * T::B_ROW_STEP, p.b_col, packed);
             st_shared_v4(b_base + i * T::B_ROW_STEP * B_ROW_BYTES, packed[0], packed[1], packed[2], packed[3]);
         }
     }
