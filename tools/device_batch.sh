@@ -14,11 +14,11 @@ stamp=$(date +%Y%m%d-%H%M%S)
 for step in "$@"; do
   case $step in
     tests)
-      timeout 560 python3 -m pytest -q -n 4 -p no:cacheprovider > "$OUT/pytest.log" 2>&1
+      timeout ${TEST_LIMIT:-560} python3 -m pytest -q -n 4 -p no:cacheprovider --durations=30 > "$OUT/pytest.log" 2>&1
       echo "pytest rc=$?"; tail -15 "$OUT/pytest.log" ;;
     sanitize)
       for t in memcheck racecheck synccheck initcheck; do
-        timeout 560 python3 -m suite.sanitize --tools $t --out "/tmp/sanitizer-$stamp/$t" > "/tmp/san-$t.out" 2>&1 &
+        timeout ${SAN_LIMIT:-560} python3 -m suite.sanitize --tools $t --out "/tmp/sanitizer-$stamp/$t" > "/tmp/san-$t.out" 2>&1 &
       done
       wait
       for t in memcheck racecheck synccheck initcheck; do echo "== $t"; grep -A12 "^## Self-test" "/tmp/san-$t.out"; done

@@ -4,7 +4,9 @@ blocks per SM) and ring depth, for the cp.async ring, the bulk-copy ring (sm_90+
 each backend's BANDWIDTH configuration (suite/ptx/vector.py, suite/ptx/vector_bulk.py, suite/triton/vector.py: the
 headline rows); not part of the suite's results. Every configuration is checked bit-exact before it is timed.
 
-Run from the repository root: PYTHONPATH=. python3 tools/tune_vector.py [--quick]"""
+Run from the repository root: PYTHONPATH=. python3 tools/tune_vector.py [--quick] [--triton]
+--triton: only the Triton loop, over a wider space (tiles to 64 KiB, 4-16 warps, streaming cache hints), each
+configuration's % of copy_ taken against copy_ timed right before and after it."""
 
 import itertools
 import sys
@@ -18,6 +20,7 @@ from suite.streaming import Schedule
 from suite.triton import vector as tvector
 
 QUICK = "--quick" in sys.argv
+TRITON_ONLY = "--triton" in sys.argv
 N = 2**28
 x = torch.randn(N, device="cuda")
 y = torch.empty_like(x)
@@ -47,6 +50,23 @@ def trial(rows, what, make):
 
 copy_bw = bench(lambda: y.copy_(x))
 rows = []
+if TRITON_ONLY:
+    for tile, warps, run, stages, hints in itertools.product((16 * 1024, 32 * 1024, 64 * 1024), (4, 8), (1, 2),
+                                                              (1, 3), (False, True)):
+        config = tvector.Config(tile_bytes=tile, num_warps=warps, schedule=Schedule(tiles_per_block=run),
+                                stream_hints=hints)
+        fn = tvector.Scale2(x, y, stages, config)
+        y.fill_(float("nan"))
+        fn()
+        torch.cuda.synchronize()
+        assert torch.equal(y, 2 * x)
+        before = bench(lambda: y.copy_(x))
+        bw = bench(fn)
+        around = (before + bench(lambda: y.copy_(x))) / 2
+        rows.append((bw / around, f"triton num_stages={stages} [{fn.info.config}] copy_ around {around:.0f} GB/s"))
+    for ratio, what in sorted(rows, reverse=True):
+        print(f"{100 * ratio:5.1f}%  {what}")
+    sys.exit(0)
 for tile, threads, schedule, stages in itertools.product(TILES, (128, 256), SCHEDULES, (2, 4)):
     config = vector.Config(tile_bytes=tile, threads=threads, schedule=schedule)
     trial(rows, f"ptx cp.async ring stages={stages}", lambda: vector.Scale2(x, y, stages, config))

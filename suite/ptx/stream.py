@@ -121,7 +121,7 @@ class StreamKernel(NvrtcModule):
     contract (suite.kernel) states it: its stages, launcher, SASS and sanitizer sizes, for the registry."""
 
     def __init__(self, module, stream_config, stages: tuple[int, ...], sass_requires, archs=("sm_80", "sm_90"),
-                 sanitize: bool = True):
+                 sanitize_sizes: tuple[int, ...] | None = None):
         self.module, self.stream_config = module, stream_config
         self.source = module.SOURCE
         self.stages = tuple(stages)
@@ -129,8 +129,9 @@ class StreamKernel(NvrtcModule):
         self.stage_bytes = stream_config.tile_bytes
         self.sass_requires = sass_requires
         self.archs = archs
-        # several tiles, a ragged tail; () keeps the configuration out of compute-sanitizer runs
-        self.sanitize_sizes = (3 * stream_config.tile_floats + 5,) if sanitize else ()
+        # default: several tiles and a ragged tail; () keeps the configuration out of compute-sanitizer runs
+        self.sanitize_sizes = ((3 * stream_config.tile_floats + 5,) if sanitize_sizes is None
+                               else tuple(sanitize_sizes))
 
     def name_expressions(self, stages: int) -> tuple[str, ...]:
         return (self.stream_config.name_expression(stages),)
@@ -146,14 +147,25 @@ class StreamKernel(NvrtcModule):
         return self.module.describe(arch, self.stream_config, self.stages)
 
 
+# The depth sweep's persistent grid has one block per SM: for the ring to wrap under compute-sanitizer, every block
+# must stream more tiles than the deepest ring. Sized for up to this many SMs (an H200 has 132).
+SANITIZE_WRAP_SMS = 144
+
+
 def kernels_of(module, sass_requires, archs=("sm_80", "sm_90")) -> dict[str, StreamKernel]:
     """A streaming module's kernel modules, as the registry names them (suite/variants.py): "bandwidth", its
     BANDWIDTH configuration at the headline depth, and one per depth-sweep tile ("2KiB", ...) at every stage count
-    whose ring fits. The depth sweep's instantiations are not run under compute-sanitizer yet (its GPU time)."""
+    whose ring fits. Under compute-sanitizer every depth configuration runs a few tiles with a ragged tail; the
+    smallest tile also runs long enough for every block's ring to wrap at its deepest stage count."""
     from suite.streaming import BANDWIDTH_STAGES, depth_stages, kib
 
     kernels = {"bandwidth": StreamKernel(module, module.BANDWIDTH, BANDWIDTH_STAGES, sass_requires, archs)}
+    smallest = min(module.DEPTH_TILE_BYTES)
     for tile in module.DEPTH_TILE_BYTES:
-        kernels[kib(tile).replace(" ", "")] = StreamKernel(module, module.depth(tile), depth_stages(tile),
-                                                           sass_requires, archs, sanitize=False)
+        config, stages = module.depth(tile), depth_stages(tile)
+        sizes = (3 * config.tile_floats + 5,)
+        if tile == smallest:
+            sizes += (SANITIZE_WRAP_SMS * (max(stages) + 2) * config.tile_floats + 5,)
+        kernels[kib(tile).replace(" ", "")] = StreamKernel(module, config, stages, sass_requires, archs,
+                                                           sanitize_sizes=sizes)
     return kernels

@@ -40,6 +40,7 @@ def scale2_kernel(
     BLOCK: tl.constexpr,
     RUN: tl.constexpr,
     NUM_STAGES: tl.constexpr,
+    STREAM_HINTS: tl.constexpr = False,  # loads evict_first, stores .cs: every byte is touched once
 ):
     # -- this program's tiles: runs of RUN contiguous tiles, num_programs runs apart (suite/streaming.py) --
     pid = tl.program_id(0)
@@ -54,8 +55,12 @@ def scale2_kernel(
     for i in tl.range(0, my_tiles, num_stages=NUM_STAGES):
         tile = (pid + (i // RUN) * num_programs) * RUN + i % RUN
         start = tile.to(tl.int64) * BLOCK
-        x = tl.load(x_ptr + start + block)
-        tl.store(y_ptr + start + block, x * 2)
+        if STREAM_HINTS:
+            x = tl.load(x_ptr + start + block, eviction_policy="evict_first")
+            tl.store(y_ptr + start + block, x * 2, cache_modifier=".cs")
+        else:
+            x = tl.load(x_ptr + start + block)
+            tl.store(y_ptr + start + block, x * 2)
 
     # -- EPILOGUE: the partial last tile (n % BLOCK elements), if any, by program 0 --
     if pid == 0:
@@ -70,6 +75,7 @@ class Config:
     tile_bytes: int  # BLOCK x 4
     num_warps: int
     schedule: Schedule
+    stream_hints: bool = False  # loads evict_first, stores .cs (streaming)
 
     @property
     def block(self) -> int:
@@ -77,7 +83,8 @@ class Config:
 
     def describe(self) -> str:
         return (f"BLOCK={self.block} ({kib(self.tile_bytes)} tiles), num_warps={self.num_warps}, "
-                f"{self.schedule.describe(pinned_by='the grid')}")
+                f"{self.schedule.describe(pinned_by='the grid')}"
+                + (", streaming cache hints" if self.stream_hints else ""))
 
 
 # Measured on an H200 (tools/tune_vector.py, 1 GiB): 1-2 tiles of 32 KiB per program reach 96-98% of copy_, a
@@ -137,6 +144,7 @@ class Scale2:
         c = self.config
         compiled = scale2_kernel[(self.grid,)](
             self.x, self.y, self.x.numel(), BLOCK=c.block, RUN=c.schedule.run, NUM_STAGES=self.stages,
+            STREAM_HINTS=c.stream_hints,
             num_warps=c.num_warps, num_stages=self.stages,
         )
         if self.compiled is None and compiled is not None:
