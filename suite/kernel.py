@@ -36,6 +36,8 @@ class Fault:
     define: str
     stages: tuple[int, ...]
     tool: str = "racecheck"
+    # the problem size it is launched at (one long enough for the ring to wrap); None: the first sanitize size
+    size: object = None
 
 
 class KernelModule:

@@ -124,7 +124,8 @@ def worker_fault(tool: str, index: int) -> int:
         broken_kernel = v.kernel.with_defines(fault.define, stages=fault.stages)
         broken = dataclasses.replace(v, factory=lambda i, o, s, k=broken_kernel: k.launch(i, o, s))
         for stages in fault.stages:
-            for size in v.kernel.sanitize_sizes[:1]:  # a fault needs to be seen once: one size (racecheck is slow)
+            # a fault needs to be seen once: one size (racecheck is slow)
+            for size in (v.kernel.sanitize_sizes[0] if fault.size is None else fault.size,):
                 _case_start(v, stages)
                 result = validate(broken, stages, size, seed=11, device=torch.device("cuda"))
                 print(f"CASE fault {fault.define} {v.label} stages={stages} shape={_shape(v, size)} "

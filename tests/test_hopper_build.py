@@ -60,3 +60,11 @@ def test_sm90_without_a_is_refused_by_ptxas():
     with pytest.raises(loader.KernelCompileError):
         loader.compile_cu(gemm_tma.SOURCE, (gemm_tma.CONFIGS["128x128x64 ws"].name_expression(2),), arch="sm_90",
                           defines=gemm_tma.DEFINES, use_cache=False)
+
+
+def test_the_ring_fault_runs_where_the_producer_can_lap_the_consumer():
+    """The skip-empty-wait fault only shows when the producer refills a stage: the sanitizer launches it at a size
+    whose K loop is several times longer than the ring (the first sanitize size has one K tile)."""
+    fault = gemm_tma.SKIP_EMPTY_WAIT
+    m, n, k = fault.size
+    assert -(-k // gemm_tma.BLOCK_K) >= 4 * max(fault.stages)

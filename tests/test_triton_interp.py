@@ -54,9 +54,8 @@ out = []
 for block, run, warps, stages in json.loads(sys.argv[1]):
     aligned = [["tt.divisibility", 16]]  # as a launch specializes 16-byte aligned pointers and n % 16 == 0
     src = ASTSource(fn=tv.scale2_kernel, signature={"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i64",
-                    "BLOCK": "constexpr", "RUN": "constexpr", "NUM_STAGES": "constexpr",
-                    "STREAM_HINTS": "constexpr"},
-                    constexprs={"BLOCK": block, "RUN": run, "NUM_STAGES": stages, "STREAM_HINTS": False},
+                    "BLOCK": "constexpr", "RUN": "constexpr", "NUM_STAGES": "constexpr"},
+                    constexprs={"BLOCK": block, "RUN": run, "NUM_STAGES": stages},
                     attrs={(0,): aligned, (1,): aligned, (2,): aligned})
     k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps, "num_stages": stages})
     out.append({"classes": instruction_classes(disassemble(k.asm["cubin"])), "shared": k.metadata.shared})

@@ -5,7 +5,7 @@ each backend's BANDWIDTH configuration (suite/ptx/vector.py, suite/ptx/vector_bu
 headline rows); not part of the suite's results. Every configuration is checked bit-exact before it is timed.
 
 Run from the repository root: PYTHONPATH=. python3 tools/tune_vector.py [--quick] [--triton]
---triton: only the Triton loop, over a wider space (tiles to 64 KiB, 4-16 warps, streaming cache hints), each
+--triton: only the Triton loop, over a wider space (tiles to 64 KiB, 4 and 8 warps), each
 configuration's % of copy_ taken against copy_ timed right before and after it."""
 
 import itertools
@@ -51,10 +51,8 @@ def trial(rows, what, make):
 copy_bw = bench(lambda: y.copy_(x))
 rows = []
 if TRITON_ONLY:
-    for tile, warps, run, stages, hints in itertools.product((16 * 1024, 32 * 1024, 64 * 1024), (4, 8), (1, 2),
-                                                              (1, 3), (False, True)):
-        config = tvector.Config(tile_bytes=tile, num_warps=warps, schedule=Schedule(tiles_per_block=run),
-                                stream_hints=hints)
+    for tile, warps, run, stages in itertools.product((16 * 1024, 32 * 1024, 64 * 1024), (4, 8), (1, 2), (1, 3, 4)):
+        config = tvector.Config(tile_bytes=tile, num_warps=warps, schedule=Schedule(tiles_per_block=run))
         fn = tvector.Scale2(x, y, stages, config)
         y.fill_(float("nan"))
         fn()

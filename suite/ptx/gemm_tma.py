@@ -72,7 +72,8 @@ CONFIGS: dict[str, Config] = {
 # The self-test the sanitizer must catch: the producer refills a stage without waiting for its empty barrier, i.e.
 # it may overwrite a stage the consumers' wgmma still read (and re-arms a full barrier whose phase is not done).
 SKIP_EMPTY_WAIT = Fault("the producer's wait on the empty barrier removed (overwrites a stage still read)",
-                        "PIPESUITE_FAULT_SKIP_EMPTY_WAIT", (2,), tool="memcheck")
+                        "PIPESUITE_FAULT_SKIP_EMPTY_WAIT", (2,), tool="memcheck",
+                        size=(256, 512, 1024))  # 16 K tiles through a 2-stage ring: the producer laps the consumer
 
 
 @functools.cache

@@ -40,7 +40,6 @@ def scale2_kernel(
     BLOCK: tl.constexpr,
     RUN: tl.constexpr,
     NUM_STAGES: tl.constexpr,
-    STREAM_HINTS: tl.constexpr = False,  # loads evict_first, stores .cs: every byte is touched once
 ):
     # -- this program's tiles: runs of RUN contiguous tiles, num_programs runs apart (suite/streaming.py) --
     pid = tl.program_id(0)
@@ -55,12 +54,8 @@ def scale2_kernel(
     for i in tl.range(0, my_tiles, num_stages=NUM_STAGES):
         tile = (pid + (i // RUN) * num_programs) * RUN + i % RUN
         start = tile.to(tl.int64) * BLOCK
-        if STREAM_HINTS:
-            x = tl.load(x_ptr + start + block, eviction_policy="evict_first")
-            tl.store(y_ptr + start + block, x * 2, cache_modifier=".cs")
-        else:
-            x = tl.load(x_ptr + start + block)
-            tl.store(y_ptr + start + block, x * 2)
+        x = tl.load(x_ptr + start + block)
+        tl.store(y_ptr + start + block, x * 2)
 
     # -- EPILOGUE: the partial last tile (n % BLOCK elements), if any, by program 0 --
     if pid == 0:
@@ -75,7 +70,6 @@ class Config:
     tile_bytes: int  # BLOCK x 4
     num_warps: int
     schedule: Schedule
-    stream_hints: bool = False  # loads evict_first, stores .cs (streaming)
 
     @property
     def block(self) -> int:
@@ -83,13 +77,14 @@ class Config:
 
     def describe(self) -> str:
         return (f"BLOCK={self.block} ({kib(self.tile_bytes)} tiles), num_warps={self.num_warps}, "
-                f"{self.schedule.describe(pinned_by='the grid')}"
-                + (", streaming cache hints" if self.stream_hints else ""))
+                f"{self.schedule.describe(pinned_by='the grid')}")
 
 
 # Measured on an H200 (tools/tune_vector.py, 1 GiB): 1-2 tiles of 32 KiB per program reach 96-98% of copy_, a
-# persistent grid 92-93%.
-BANDWIDTH = Config(tile_bytes=32 * 1024, num_warps=4, schedule=Schedule(tiles_per_block=2))
+# persistent grid 92-93%; with copy_ timed around each configuration (--triton, 2026-11-30) 2 tiles of 64 KiB,
+# 4 warps, came first (97.5%), 32 KiB tiles 96.0-97.3%; streaming cache hints (evict_first loads, .cs stores) lost
+# 0.5-6 points everywhere and were dropped.
+BANDWIDTH = Config(tile_bytes=64 * 1024, num_warps=4, schedule=Schedule(tiles_per_block=2))
 DEPTH_NUM_WARPS = 4  # 128 threads, as the PTX ring's depth blocks
 DEPTH_TILE_BYTES = (2048, 4096, 8192, 16384, 32768)
 
@@ -144,7 +139,6 @@ class Scale2:
         c = self.config
         compiled = scale2_kernel[(self.grid,)](
             self.x, self.y, self.x.numel(), BLOCK=c.block, RUN=c.schedule.run, NUM_STAGES=self.stages,
-            STREAM_HINTS=c.stream_hints,
             num_warps=c.num_warps, num_stages=self.stages,
         )
         if self.compiled is None and compiled is not None:
