@@ -411,3 +411,14 @@ def test_readme_explains_every_profile_field_and_column():
             alt = re.search(r"\{([^}]+)\}", form)
             named |= {form[:alt.start()] + a + form[alt.end():] for a in alt[1].split(",")} if alt else {form}
     assert set(profile.METRICS) - {profile.DURATION} <= named
+
+
+def test_group_timeout_from_the_environment(monkeypatch):
+    monkeypatch.delenv("PIPESUITE_PROFILE_TIMEOUT", raising=False)
+    assert profile.group_timeout() is None
+    monkeypatch.setenv("PIPESUITE_PROFILE_TIMEOUT", "90")
+    assert profile.group_timeout() == 90.0
+    for bad in ("0", "-3", "soon"):
+        monkeypatch.setenv("PIPESUITE_PROFILE_TIMEOUT", bad)
+        with pytest.raises(profile.Unavailable, match="PIPESUITE_PROFILE_TIMEOUT must be"):
+            profile.group_timeout()

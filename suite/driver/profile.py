@@ -375,6 +375,21 @@ def assign(rows: list[dict], kernels: list[dict], manifest: list[dict], shape: s
         row["profile"] = profile
 
 
+def group_timeout() -> float | None:
+    """$PIPESUITE_PROFILE_TIMEOUT: seconds one (problem, shape)'s ncu process may take (default: 120 + 30 per row).
+    A group past it gets no profile columns, and the run's timed results are written all the same."""
+    value = os.environ.get("PIPESUITE_PROFILE_TIMEOUT")
+    if not value:
+        return None
+    try:
+        seconds = float(value)
+    except ValueError:
+        seconds = -1
+    if not seconds > 0:
+        raise Unavailable(f"PIPESUITE_PROFILE_TIMEOUT must be a number of seconds > 0 (got {value!r})")
+    return seconds
+
+
 def add_profiles(rows: list[dict], on_gpu: bool, seed: int = 0, progress: bool = True) -> str:
     """Profile every timed, valid row (see the module docstring); return the run metadata's line about it. Raises
     Unavailable (one line) when nothing can be profiled here; rows are then left without a profile."""
@@ -393,7 +408,7 @@ def add_profiles(rows: list[dict], on_gpu: bool, seed: int = 0, progress: bool =
             print(f"profiling {problem} {shape}: {len(group)} launches under ncu ...", end="", file=sys.stderr,
                   flush=True)
         try:
-            profile_group(ncu, problem, shape, group, seed)
+            profile_group(ncu, problem, shape, group, seed, timeout_s=group_timeout())
         except Unavailable as e:
             if progress:
                 print(" failed", file=sys.stderr)

@@ -185,7 +185,8 @@ __device__ __forceinline__ void cp_async_bulk_wait_read() {
     asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
 }
 
-// Make this thread's ordinary shared-memory writes visible to the async proxy (TMA, wgmma) that reads them next.
+// Order this thread's ordinary (generic-proxy) shared-memory accesses with the async proxy's (TMA, bulk copies,
+// wgmma): writes it made become visible to an async read next, and reads it made complete before an async write.
 __device__ __forceinline__ void fence_proxy_async_shared() {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }

@@ -8,7 +8,7 @@
 //   --------------------------------------------     ----------------------------------------------------
 //   wait empty[s]   (the consumers released s)        wait full[s]    (the tile's bytes have landed in s)
 //   arrive.expect_tx(full[s], tile bytes)             ld.shared its chunks, x2, st.global
-//   cp.async.bulk x[tile] -> stage s, signals full[s] __syncwarp; lane 0 arrives on empty[s]
+//   cp.async.bulk x[tile] -> stage s, signals full[s] fence.proxy.async, __syncwarp; lane 0 arrives on empty[s]
 //
 // full[s] completes a phase when the producer has arrived (1 arrival) and the copy engine has delivered the bytes it
 // announced (the transaction count); empty[s] when every consumer warp has arrived (CONSUMER_WARPS arrivals). Each
@@ -112,8 +112,10 @@ __device__ __forceinline__ void consumer(const float* x, float* y, long long n, 
         }
         consume_tile<CONSUMER_THREADS, CHUNKS>(x, y, n, read.tile, tiles_base + smem_read_stage * STAGE_BYTES,
                                                consumer);
-        // Release the stage: all 32 lanes have read their chunks (__syncwarp orders their reads before lane 0's
-        // arrival, which is a release), so the producer may overwrite it once every consumer warp has arrived.
+        // Release the stage. Each lane's reads were generic-proxy loads and the refill is an async-proxy write: the
+        // proxy fence orders the two (compute-sanitizer's racecheck reports the WAR hazard without it); __syncwarp
+        // orders every lane's fence before lane 0's arrival (a release); the producer waits for all consumer warps.
+        fence_proxy_async_shared();
         __syncwarp();
         if (threadIdx.x % 32 == 0) mbarrier_arrive(empty_barrier<STAGES>(smem_base, smem_read_stage));
         if (++smem_read_stage == STAGES) {  // wrap back to the start of the ring, into the next phase
