@@ -116,6 +116,10 @@ def main(argv=None) -> int:
     if not on_gpu:
         # Must happen before any Triton kernel module is imported: triton.jit reads it when it decorates.
         os.environ.setdefault("TRITON_INTERPRET", "1")
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        from suite.triton import interpreter_compat
+
+        interpreter_compat.install()  # older interpreters under NumPy >= 2.5 (see that module)
     if args.plugin:
         from suite.plugins import PluginError, load_plugins
 

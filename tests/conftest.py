@@ -7,6 +7,10 @@ HAS_GPU = torch.cuda.is_available()
 if not HAS_GPU:
     # Before any Triton kernel module is imported: triton.jit decides at decoration time whether to interpret.
     os.environ.setdefault("TRITON_INTERPRET", "1")
+if os.environ.get("TRITON_INTERPRET") == "1":
+    from suite.triton import interpreter_compat
+
+    interpreter_compat.install()  # older interpreters under NumPy >= 2.5 (see that module)
 
 
 def pytest_collection_modifyitems(config, items):

@@ -158,7 +158,7 @@ def test_cli_cpu_run_end_to_end(tmp_path):
 def test_cli_gpu_run_end_to_end(tmp_path):
     """On a GPU: a short real run is validated, timed, plotted, fits 160 columns, and exits 0."""
     out = tmp_path / "run"
-    proc, _ = _cli("--problem", "vector", "--size", "2^22", "--backend", "ptx", "triton", "--stages", "1", "2",
+    proc, _ = _cli("--problem", "vector", "--size", "2^22", "--backend", "ptx", "triton", "--stages", "1", "4",
                    "--quick", "--out", str(out), "--no-progress")
     assert proc.returncode == 0, proc.stderr
     assert max(len(line) for line in (proc.stdout + proc.stderr).splitlines()) <= 160

@@ -161,3 +161,49 @@ def test_gemm_planted_defect_is_caught(tmp_path, name):
     c = broken.matmul(a, b, 2, out=torch.full((m, n), float("nan"), dtype=torch.float16))
     with pytest.raises(AssertionError):
         _fp64_check(c, a, b)
+
+
+@pytest.mark.skipif(HAS_GPU, reason="the interpreter runs only where there is no GPU (with one, the kernels compile)")
+def test_interpreter_loop_bounds_under_strict_numpy():
+    """NumPy >= 2.5 refuses int() of a one-element 1-D array, which is how triton 3.6's interpreter read a loop bound
+    (on the H200 machine every Triton vector row failed in CPU mode). NumPy's deprecation warning, made an error
+    here, stands in for that refusal: the persistent loop must still run, bit-exact."""
+    import warnings
+
+    x = torch.randn(9 * 512 + 3, generator=torch.Generator().manual_seed(5))
+    y = torch.full_like(x, float("nan"))
+    with warnings.catch_warnings():
+        warnings.filterwarnings("error", message=".*ndim > 0 to a scalar.*")
+        tvector.Scale2(x, y, 3, tvector.depth(2048))()
+    torch.testing.assert_close(y, x * 2, rtol=0, atol=0)
+
+
+def test_interpreter_compat_squeezes_the_index(monkeypatch):
+    """install() wraps the interpreter's tensor patch so __index__ reads a one-element array of any rank, restores
+    with the interpreter's own scope, and never wraps twice."""
+    import operator
+    import types
+    import warnings
+
+    import numpy as np
+    from triton.runtime import interpreter
+
+    from suite.triton import interpreter_compat
+
+    def old_patch(tensor, scope):  # triton 3.6's hook, as it was
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data))
+
+    monkeypatch.setattr(interpreter, "_patch_lang_tensor", old_patch)
+    assert interpreter_compat.install() and interpreter_compat.install()
+    assert interpreter._patch_lang_tensor.__wrapped__ is old_patch  # wrapped once
+
+    class Scalar:
+        handle = types.SimpleNamespace(data=np.array([7], dtype=np.int32))
+
+    scope = interpreter._LangPatchScope()
+    interpreter._patch_lang_tensor(Scalar, scope)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", DeprecationWarning)
+        assert operator.index(Scalar()) == 7
+    scope.restore()
+    assert not hasattr(Scalar, "__index__")

@@ -43,6 +43,9 @@ STALL_REASONS = (
     "short_scoreboard", "sleeping", "tex_throttle", "wait",
 )
 NOT_A_STALL = "selected"
+# A launch that ran but started no kernel: torch's copy_ of contiguous tensors (the vector ceiling) is a
+# cudaMemcpyAsync, which the copy engine performs; ncu profiles kernels only.
+NO_KERNEL = "launched no kernel (a cudaMemcpy, as torch's copy_ is, runs on the copy engine; ncu profiles kernels)"
 
 # The fixed metric set. Every name is a column of the committed H200 raw CSV (tests/data/ncu-raw-h200-20261130.csv,
 # taken with this ncu), so the one command collects them all; the counters behind them are in ncu's gh100 list
@@ -362,7 +365,9 @@ def assign(rows: list[dict], kernels: list[dict], manifest: list[dict], shape: s
         entry = entries.get(i, {})
         found = by_range.get(i)
         if not found:
-            row["profile"] = {"error": entry.get("error") or worker_error or "ncu profiled no kernel of this launch"}
+            launched = bool(entry) and not entry.get("error") and not worker_error
+            row["profile"] = {"error": NO_KERNEL if launched else
+                              entry.get("error") or worker_error or "ncu profiled no kernel of this launch"}
             continue
         main = max(found, key=lambda k: k["values"].get(DURATION) or 0)
         profile = {**profile_of(main), "shape": shape, "kernels": len(found)}

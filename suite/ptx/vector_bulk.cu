@@ -113,8 +113,8 @@ __device__ __forceinline__ void consumer(const float* x, float* y, long long n, 
         consume_tile<CONSUMER_THREADS, CHUNKS>(x, y, n, read.tile, tiles_base + smem_read_stage * STAGE_BYTES,
                                                consumer);
         // Release the stage. Each lane's reads were generic-proxy loads and the refill is an async-proxy write: the
-        // proxy fence orders the two (compute-sanitizer's racecheck reports the WAR hazard without it); __syncwarp
-        // orders every lane's fence before lane 0's arrival (a release); the producer waits for all consumer warps.
+        // proxy fence orders the two; __syncwarp orders every lane's fence before lane 0's arrival (a release); the
+        // producer waits for all consumer warps. (racecheck still reports each reuse, fence or not: README.)
         fence_proxy_async_shared();
         __syncwarp();
         if (threadIdx.x % 32 == 0) mbarrier_arrive(empty_barrier<STAGES>(smem_base, smem_read_stage));
