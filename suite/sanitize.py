@@ -37,11 +37,34 @@ _HAZARD_RE = re.compile(r"\b(RAW|WAR|WAW)\b hazard")
 # ---------------------------------------------------------------------------------------------------------------
 
 
+# --variant: the labels ("backend:name") or names the run is limited to; () = every sanitized variant. Set by main(),
+# in the parent and in every worker (the parent passes it on).
+_selection: tuple[str, ...] = ()
+
+
+def _selected(v) -> bool:
+    return not _selection or v.label in _selection or v.name in _selection
+
+
 def sanitized_variants():
-    """Variants whose kernel module declares sanitizer sizes, in registry order."""
+    """Variants whose kernel module declares sanitizer sizes, in registry order (only those --variant names)."""
     from suite.registry import variants
 
-    return [v for v in variants() if v.kernel is not None and v.kernel.sanitize_sizes]
+    return [v for v in variants() if v.kernel is not None and v.kernel.sanitize_sizes and _selected(v)]
+
+
+def select(names) -> None:
+    """Limit the run to the variants ``names`` (labels or names); ValueError naming any that is not sanitized."""
+    global _selection
+    from suite.registry import variants
+
+    sanitized = [v for v in variants() if v.kernel is not None and v.kernel.sanitize_sizes]
+    known = {v.label for v in sanitized} | {v.name for v in sanitized}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"not a sanitized variant: {', '.join(map(repr, unknown))} "
+                         f"(sanitized: {', '.join(v.label for v in sanitized)})")
+    _selection = tuple(names)
 
 
 def not_sanitized():
@@ -50,7 +73,7 @@ def not_sanitized():
 
     out = []
     for v in variants():
-        if v.baseline or v.ceiling or (v.kernel is not None and v.kernel.sanitize_sizes):
+        if v.baseline or v.ceiling or (v.kernel is not None and v.kernel.sanitize_sizes) or not _selected(v):
             continue
         why = "a plain factory registration (no kernel module)" if v.kernel is None else "its module declares no sizes"
         out.append((v.label, why))
@@ -192,18 +215,26 @@ def parse(report: str, names=None) -> tuple[int | None, dict[str, int]]:
     return total, per_kernel
 
 
-def run_tool(tool: str, worker: str, log_dir: Path, plugins=(), fault: int | None = None
-             ) -> tuple[int | None, dict[str, int], str]:
-    """Run a worker ("healthy", or "fault" for fault number ``fault`` of those declared for ``tool``) under ``tool``;
-    write its log."""
+def tool_command(sanitizer: str, tool: str, worker: str, plugins=(), fault: int | None = None, selection=None
+                 ) -> list[str]:
+    """The compute-sanitizer command line of one worker: the plugins and the --variant selection passed on."""
     # --report-api-errors no: torch and cuda-bindings probe optional driver entry points (cuGetProcAddress) and
     # expect some to fail; those are not kernel findings.
-    cmd = [_sanitizer(), "--tool", tool, "--print-limit", "50", "--report-api-errors", "no", sys.executable, "-m",
-           "suite.sanitize", "--worker", worker, "--worker-tool", tool, *(f"--plugin={p}" for p in plugins)]
+    cmd = [sanitizer, "--tool", tool, "--print-limit", "50", "--report-api-errors", "no", sys.executable, "-m",
+           "suite.sanitize", "--worker", worker, "--worker-tool", tool, *(f"--plugin={p}" for p in plugins),
+           *(f"--variant={n}" for n in (_selection if selection is None else selection))]
     if fault is not None:
         cmd += ["--worker-fault", str(fault)]
     if tool == "racecheck":
         cmd[1:1] = ["--racecheck-report", "hazard"]
+    return cmd
+
+
+def run_tool(tool: str, worker: str, log_dir: Path, plugins=(), fault: int | None = None, selection=None
+             ) -> tuple[int | None, dict[str, int], str]:
+    """Run a worker ("healthy", or "fault" for fault number ``fault`` of those declared for ``tool``) under ``tool``;
+    write its log."""
+    cmd = tool_command(_sanitizer(), tool, worker, plugins, fault, selection)
     try:
         # one stream, in the order written: a finding sits after the CASE-START line of the launch that made it
         proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
@@ -225,6 +256,8 @@ def main(argv=None) -> int:
     p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
                    help="import MODULE (a dotted name or a .py file) before reading the registry, here and in the "
                         "sanitized processes: its variants are sanitized too (repeatable)")
+    p.add_argument("--variant", action="append", default=[], metavar="NAME",
+                   help="sanitize only this variant (backend:name or name; repeatable), and its declared faults")
     p.add_argument("--faults-only", action="store_true",
                    help="run only the self-test (every declared fault of the chosen tools), not the healthy kernels")
     p.add_argument("--worker", choices=("healthy", "fault"), help=argparse.SUPPRESS)
@@ -239,6 +272,11 @@ def main(argv=None) -> int:
         load_plugins(args.plugin)
     except PluginError as e:
         print(f"error: --plugin: {e}", file=sys.stderr)
+        return 2
+    try:
+        select(args.variant)
+    except ValueError as e:
+        print(f"error: --variant: {e}", file=sys.stderr)
         return 2
     if args.worker:
         return worker_healthy() if args.worker == "healthy" else worker_fault(args.worker_tool, args.worker_fault)

@@ -78,12 +78,15 @@ def test_entry_point_group(tmp_path):
 @pytest.mark.gpu
 @pytest.mark.skipif(not shutil.which("compute-sanitizer"), reason="needs compute-sanitizer")
 def test_sanitized(tmp_path):
-    """The plugin's .cu variant runs under compute-sanitizer with no change to the suite, and is clean."""
-    proc = _run("-m", "suite.sanitize", "--plugin", str(PLUGIN), "--tools", "memcheck", "racecheck",
-                "--out", str(tmp_path))
+    """The plugin's .cu variant runs under compute-sanitizer with no change to the suite, and is clean (only it:
+    --variant)."""
+    proc = _run("-m", "suite.sanitize", "--plugin", str(PLUGIN), "--variant", "cuda:plugin prefetch", "--tools",
+                "memcheck", "racecheck", "--out", str(tmp_path))
     assert (tmp_path / "sanitizer.md").exists(), proc.stderr[-3000:]
-    rows = [line for line in (tmp_path / "sanitizer.md").read_text().splitlines() if "cuda:plugin prefetch" in line]
+    rows = [line for line in (tmp_path / "sanitizer.md").read_text().splitlines()
+            if line.startswith("| ") and not line.startswith("| variant")]  # the data rows of both tables
     assert len(rows) == 3 and all(line.count("clean") == 2 for line in rows), rows  # stages 1, 2, 4; both tools
+    assert all("cuda:plugin prefetch" in line for line in rows) and proc.returncode == 0, rows  # nothing else ran
     log = (tmp_path / "memcheck-healthy.log").read_text()
     for stages in (1, 2, 4):
         assert f"CASE cuda:plugin prefetch stages={stages} shape=3077 valid=True" in log, log[-3000:]

@@ -104,3 +104,25 @@ def test_racecheck_catches_every_declared_fault(tmp_path):
     for v, fault in faults("racecheck"):
         names = {normalize(n) for s in fault.stages for n in v.kernel.kernel_names(s)}
         assert sum(per_kernel.get(n, 0) for n in names), f"{v.label} {fault.define}: not reported\n{report[-2000:]}"
+
+
+def test_variant_selection_limits_the_run_and_reaches_the_workers():
+    """--variant: only the named variants (by label or name) and their faults run, the workers get the same
+    selection; an unknown or unsanitized name is refused with the list of those that can be named."""
+    from suite import sanitize
+
+    everything = sanitize.sanitized_variants()
+    try:
+        sanitize.select(["ptx:bulk ring 2KiB", "128x256x32 mma.sync"])
+        assert [v.label for v in sanitize.sanitized_variants()] == ["ptx:bulk ring 2KiB", "ptx:128x256x32 mma.sync"]
+        assert {v.label for v, _ in sanitize.faults()} == {"ptx:128x256x32 mma.sync"}
+        assert not sanitize.not_sanitized()  # nothing outside the selection is listed as skipped
+        cmd = sanitize.tool_command("cs", "racecheck", "healthy", plugins=("p.py",))
+        assert cmd[cmd.index("--worker-tool"):] == ["--worker-tool", "racecheck", "--plugin=p.py",
+                                                    "--variant=ptx:bulk ring 2KiB", "--variant=128x256x32 mma.sync"]
+        for bad in (["nope"], ["triton:tuned"]):
+            with pytest.raises(ValueError, match="not a sanitized variant"):
+                sanitize.select(bad)
+    finally:
+        sanitize.select([])
+    assert sanitize.sanitized_variants() == everything

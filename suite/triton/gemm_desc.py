@@ -179,8 +179,12 @@ def tuning_configs() -> list[triton.Config]:
     ]
 
 
-gemm_desc_kernel_tuned = triton.autotune(configs=tuning_configs(), key=["M", "N", "K", "C_DESC"])(
-    triton.jit(gemm_desc_kernel.fn))
+# cache_results: the choice is kept in Triton's on-disk cache (keyed by Triton, the GPU, the kernel's source, the
+# configurations and M, N, K), so the --profile worker, a separate process, profiles the configuration that was timed
+# instead of tuning again (on the H200 it once picked another). Later runs with the same code reuse it too: the row's
+# config says which was used; clearing TRITON_CACHE_DIR tunes afresh.
+gemm_desc_kernel_tuned = triton.autotune(configs=tuning_configs(), key=["M", "N", "K", "C_DESC"],
+                                         cache_results=True)(triton.jit(gemm_desc_kernel.fn))
 
 
 class TunedGemm:
