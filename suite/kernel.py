@@ -50,6 +50,9 @@ class KernelModule:
     # Sizes the sanitizer launches (small: compute-sanitizer is slow); () = not run under compute-sanitizer.
     sanitize_sizes: tuple = ()
     faults: tuple[Fault, ...] = ()  # broken builds the sanitizer must catch
+    # tool -> why that compute-sanitizer tool cannot judge this kernel (a documented false-positive pattern): the
+    # tool does not run it, and the report says so and why, instead of "clean".
+    sanitizer_blind_spots: dict[str, str] = {}
     describe: Callable[[str], dict[int, KernelInfo]] | None = None  # without a GPU: arch -> {stages: KernelInfo}
 
     def launch(self, inputs: Inputs, out: torch.Tensor, stages: int) -> Callable[[], None]:

@@ -114,13 +114,20 @@ def _case_start(v, stages) -> None:
     print(CASE_START + " ; ".join(normalize(n) for n in v.kernel.kernel_names(stages)), flush=True)
 
 
-def worker_healthy() -> int:
+def blind_spot(v, tool: str) -> str | None:
+    """Why ``tool`` cannot judge variant ``v`` (its module says), or None."""
+    return v.kernel.sanitizer_blind_spots.get(tool)
+
+
+def worker_healthy(tool: str | None = None) -> int:
     import torch
 
     from suite.validate import validate
 
     bad = 0
     for v in sanitized_variants():
+        if tool and blind_spot(v, tool):
+            continue  # this tool cannot judge it: not run, and the report says why
         for stages in v.stages:
             for size in v.kernel.sanitize_sizes:
                 _case_start(v, stages)
@@ -279,7 +286,9 @@ def main(argv=None) -> int:
         print(f"error: --variant: {e}", file=sys.stderr)
         return 2
     if args.worker:
-        return worker_healthy() if args.worker == "healthy" else worker_fault(args.worker_tool, args.worker_fault)
+        if args.worker == "healthy":
+            return worker_healthy(args.worker_tool)
+        return worker_fault(args.worker_tool, args.worker_fault)
 
     import torch
     from tabulate import tabulate
@@ -304,6 +313,9 @@ def main(argv=None) -> int:
             names = [normalize(n) for n in v.kernel.kernel_names(stages)]
             line = [v.label, stages]
             for tool in args.tools:
+                if blind_spot(v, tool):
+                    line.append("not run (see below)")
+                    continue
                 n = sum(findings[tool].get(name, 0) for name in names)
                 ok &= n == 0
                 line.append("clean" if n == 0 else f"{n} finding(s)")
@@ -327,6 +339,8 @@ def main(argv=None) -> int:
     shapes = "; ".join(f"{v.label}: {', '.join(_shape(v, s) for s in v.kernel.sanitize_sizes)}"
                        for v in sanitized_variants())
     skipped = "".join(f"\n- not run under compute-sanitizer: {label} ({why})" for label, why in not_sanitized())
+    skipped += "".join(f"\n- not run under {tool}: {v.label} ({blind_spot(v, tool)})"
+                       for v in sanitized_variants() for tool in args.tools if blind_spot(v, tool))
     table = ("(--faults-only: the healthy kernels were not run)" if args.faults_only else
              tabulate(rows, headers=["variant", "stages", *args.tools], tablefmt="github"))
     fault_table = tabulate(fault_rows, headers=["variant", "fault", "define", "stages", "tool", "reported"],

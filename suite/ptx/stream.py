@@ -121,7 +121,7 @@ class StreamKernel(NvrtcModule):
     contract (suite.kernel) states it: its stages, launcher, SASS and sanitizer sizes, for the registry."""
 
     def __init__(self, module, stream_config, stages: tuple[int, ...], sass_requires, archs=("sm_80", "sm_90"),
-                 sanitize_sizes: tuple[int, ...] | None = None):
+                 sanitize_sizes: tuple[int, ...] | None = None, sanitizer_blind_spots: dict[str, str] | None = None):
         self.module, self.stream_config = module, stream_config
         self.source = module.SOURCE
         self.stages = tuple(stages)
@@ -132,6 +132,7 @@ class StreamKernel(NvrtcModule):
         # default: several tiles and a ragged tail; () keeps the configuration out of compute-sanitizer runs
         self.sanitize_sizes = ((3 * stream_config.tile_floats + 5,) if sanitize_sizes is None
                                else tuple(sanitize_sizes))
+        self.sanitizer_blind_spots = dict(sanitizer_blind_spots or {})
 
     def name_expressions(self, stages: int) -> tuple[str, ...]:
         return (self.stream_config.name_expression(stages),)
@@ -152,14 +153,16 @@ class StreamKernel(NvrtcModule):
 SANITIZE_WRAP_SMS = 144
 
 
-def kernels_of(module, sass_requires, archs=("sm_80", "sm_90")) -> dict[str, StreamKernel]:
+def kernels_of(module, sass_requires, archs=("sm_80", "sm_90"), sanitizer_blind_spots=None
+               ) -> dict[str, StreamKernel]:
     """A streaming module's kernel modules, as the registry names them (suite/variants.py): "bandwidth", its
     BANDWIDTH configuration at the headline depth, and one per depth-sweep tile ("2KiB", ...) at every stage count
     whose ring fits. Under compute-sanitizer every depth configuration runs a few tiles with a ragged tail; the
     smallest tile also runs long enough for every block's ring to wrap at its deepest stage count."""
     from suite.streaming import BANDWIDTH_STAGES, depth_stages, kib
 
-    kernels = {"bandwidth": StreamKernel(module, module.BANDWIDTH, BANDWIDTH_STAGES, sass_requires, archs)}
+    kernels = {"bandwidth": StreamKernel(module, module.BANDWIDTH, BANDWIDTH_STAGES, sass_requires, archs,
+                                         sanitizer_blind_spots=sanitizer_blind_spots)}
     smallest = min(module.DEPTH_TILE_BYTES)
     for tile in module.DEPTH_TILE_BYTES:
         config, stages = module.depth(tile), depth_stages(tile)
@@ -167,5 +170,6 @@ def kernels_of(module, sass_requires, archs=("sm_80", "sm_90")) -> dict[str, Str
         if tile == smallest:
             sizes += (SANITIZE_WRAP_SMS * (max(stages) + 2) * config.tile_floats + 5,)
         kernels[kib(tile).replace(" ", "")] = StreamKernel(module, config, stages, sass_requires, archs,
-                                                           sanitize_sizes=sizes)
+                                                           sanitize_sizes=sizes,
+                                                           sanitizer_blind_spots=sanitizer_blind_spots)
     return kernels
