@@ -1,8 +1,11 @@
 #!/usr/bin/env bash
 # Device batches, each one call of the device tool (10 minutes at most). Everything lands under $OUT, results folders
 # as tarballs (the tool brings back at most 8 files). Usage: tools/device_batch.sh STEP...
-#   tests     the whole test suite (pytest -n 4: correctness only, workers may share the GPU)
-#   sanitize  compute-sanitizer, the four tools in parallel (correctness only), faults included
+#   tests     the whole test suite (pytest -n 8 -v: correctness only, workers may share the GPU; failures listed as
+#             they happen, so a run cut short still names them)
+#   sanitize  compute-sanitizer, the four tools in parallel (correctness only), faults included; SAN_ARGS adds
+#             arguments (e.g. --variant NAME), SAN_TOOLS picks tools (racecheck alone takes the longest)
+#   plugin    the example plugin's variant under memcheck and racecheck (suite.sanitize --plugin ... --variant ...)
 #   gemm      python -m suite.run --problem gemm (timed: alone on the GPU)
 #   vector    python -m suite.run --problem vector (timed: alone on the GPU)
 #   profile   python -m suite.run --profile --problem gemm --size 4096, then --profile --problem vector
@@ -14,19 +17,28 @@ stamp=$(date +%Y%m%d-%H%M%S)
 for step in "$@"; do
   case $step in
     tests)
-      timeout ${TEST_LIMIT:-560} python3 -m pytest -q -n 4 -p no:cacheprovider --durations=30 > "$OUT/pytest.log" 2>&1
-      echo "pytest rc=$?"; tail -15 "$OUT/pytest.log" ;;
+      timeout ${TEST_LIMIT:-560} python3 -m pytest -v -n 8 -rfE -p no:cacheprovider --durations=30 \
+        > "$OUT/pytest.log" 2>&1
+      echo "pytest rc=$?"; grep -E "(FAILED|ERROR) " "$OUT/pytest.log" | head -20; tail -3 "$OUT/pytest.log" ;;
+    plugin)
+      timeout 300 python3 -m suite.sanitize --plugin tests/plugins/example_plugin.py --variant "cuda:plugin prefetch" \
+        --tools memcheck racecheck --out "/tmp/sanitizer-$stamp-plugin" > "$OUT/plugin-sanitize.log" 2>&1
+      echo "plugin sanitize rc=$?"; tail -12 "$OUT/plugin-sanitize.log"
+      tar czf "$OUT/sanitizer-$stamp-plugin.tgz" -C /tmp "sanitizer-$stamp-plugin" ;;
     sanitize)
-      for t in memcheck racecheck synccheck initcheck; do
-        timeout ${SAN_LIMIT:-560} python3 -m suite.sanitize --tools $t --out "/tmp/sanitizer-$stamp/$t" > "/tmp/san-$t.out" 2>&1 &
+      tools=${SAN_TOOLS:-memcheck racecheck synccheck initcheck}
+      for t in $tools; do
+        timeout ${SAN_LIMIT:-560} python3 -m suite.sanitize --tools $t ${SAN_ARGS:-} --out "/tmp/sanitizer-$stamp/$t" \
+          > "/tmp/san-$t.out" 2>&1 &
       done
       wait
-      for t in memcheck racecheck synccheck initcheck; do echo "== $t"; grep -A12 "^## Self-test" "/tmp/san-$t.out"; done
+      for t in $tools; do echo "== $t"; grep -E "finding|NOT caught|TIMEOUT" "/tmp/san-$t.out" | head -8; done
       tar czf "$OUT/sanitizer-$stamp.tgz" -C /tmp "sanitizer-$stamp" ;;
     gemm|vector)
       timeout 560 python3 -m suite.run --problem $step --no-progress --out "/tmp/$stamp-$step" > "$OUT/$step.log" 2>&1
       echo "$step rc=$?"; tar czf "$OUT/$step-$stamp.tgz" -C /tmp "$stamp-$step" ;;
     profile)
+      export PIPESUITE_PROFILE_TIMEOUT=${PIPESUITE_PROFILE_TIMEOUT:-200}
       timeout 280 python3 -m suite.run --profile --problem gemm --size 4096 --no-progress \
         --out "/tmp/$stamp-profile-gemm" > "$OUT/profile-gemm.log" 2>&1
       timeout 280 python3 -m suite.run --profile --problem vector --no-progress \
