@@ -241,6 +241,8 @@ def run_tool(tool: str, worker: str, log_dir: Path, plugins=(), fault: int | Non
              ) -> tuple[int | None, dict[str, int], str]:
     """Run a worker ("healthy", or "fault" for fault number ``fault`` of those declared for ``tool``) under ``tool``;
     write its log."""
+    if worker == "fault" and fault is None:
+        raise ValueError("a fault worker runs one fault: give its index among faults(tool)")
     cmd = tool_command(_sanitizer(), tool, worker, plugins, fault, selection)
     try:
         # one stream, in the order written: a finding sits after the CASE-START line of the launch that made it
