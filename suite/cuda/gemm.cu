@@ -81,12 +81,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     Pipeline pipe = cuda::make_pipeline();
 
     float acc[WARP_TILES_M][WARP_TILES_N][4];  // (4 m-tiles, 8 n-tiles, 4 values): this thread's part of 64x64
-#pragma unroll
-    for (int mi = 0; mi < WARP_TILES_M; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < WARP_TILES_N; ++ni)
-#pragma unroll
-            for (int v = 0; v < 4; ++v) acc[mi][ni][v] = 0.f;
+    zero_accumulators(acc);
 
     Fragments frag[2];  // register double buffer: frag[kk % 2] feeds the mma while frag[(kk + 1) % 2] loads
 

@@ -219,6 +219,16 @@ __device__ __forceinline__ void load_fragments(Fragments& frag, const FragmentAd
     }
 }
 
+// The warp's 64 x 64 accumulators start at zero.
+__device__ __forceinline__ void zero_accumulators(float (&acc)[WARP_TILES_M][WARP_TILES_N][4]) {
+#pragma unroll
+    for (int mi = 0; mi < WARP_TILES_M; ++mi)
+#pragma unroll
+        for (int ni = 0; ni < WARP_TILES_N; ++ni)
+#pragma unroll
+            for (int v = 0; v < 4; ++v) acc[mi][ni][v] = 0.f;
+}
+
 // Tensor cores: the warp's 64 x 64 accumulators += one k-step of fragments.
 __device__ __forceinline__ void warp_mma(float (&acc)[WARP_TILES_M][WARP_TILES_N][4], const Fragments& frag) {
 #pragma unroll
@@ -269,12 +279,7 @@ __global__ void __launch_bounds__(THREADS, 1)
     const int num_k_tiles = (K + BLOCK_K - 1) / BLOCK_K;
 
     float acc[WARP_TILES_M][WARP_TILES_N][4];  // (4 m-tiles, 8 n-tiles, 4 values): this thread's part of 64x64
-#pragma unroll
-    for (int mi = 0; mi < WARP_TILES_M; ++mi)
-#pragma unroll
-        for (int ni = 0; ni < WARP_TILES_N; ++ni)
-#pragma unroll
-            for (int v = 0; v < 4; ++v) acc[mi][ni][v] = 0.f;
+    zero_accumulators(acc);
 
     Fragments frag[2];  // register double buffer: frag[kk % 2] feeds the mma while frag[(kk + 1) % 2] loads
 
