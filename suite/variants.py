@@ -35,7 +35,12 @@ def torch_vector_copy(inputs, out, stages):
 # suite/ptx/vector_bulk.py, suite/triton/vector.py), one stage count each: the headline rows against copy_.
 register_kernel(
     "vector", "triton", "tile loop", "suite.triton.vector:KERNELS[bandwidth]", gate=gpu_or_interpreter,
-    description="each program streams 2 tiles of 32 KiB, tl.range(num_stages=4)",
+    description="each program streams 2 tiles of 64 KiB, tl.range(num_stages=4)",
+)
+register_kernel(
+    "vector", "triton", "desc tile loop", "suite.triton.vector_desc:KERNELS[bandwidth]", gate=gpu_or_interpreter,
+    description="the tile loop through tensor descriptors (TMA loads and stores on Hopper): each program streams 2 "
+                "tiles of 32 KiB, tl.range(num_stages=3)",
 )
 register_kernel(
     "vector", "ptx", "cp.async ring", "suite.ptx.vector:KERNELS[bandwidth]", gate=needs_gpu((8, 0)),

@@ -11,6 +11,7 @@ pytestmark = pytest.mark.skipif(HAS_GPU, reason="interpreter tests run on the CP
 
 from suite.triton import gemm as tgemm  # noqa: E402  (after conftest set TRITON_INTERPRET)
 from suite.triton import vector as tvector  # noqa: E402
+from suite.triton import vector_desc as tdesc  # noqa: E402
 
 
 @pytest.mark.parametrize("stages", tvector.STAGES)
@@ -104,6 +105,80 @@ def test_vector_row_says_when_triton_did_not_pipeline():
     info = tvector.streaming_info(KernelInfo(sass={"async_copy": 8}, smem_total=3 * 32768, occupancy=1),
                                   tvector.BANDWIDTH, 4)
     assert info.bytes_in_flight_per_sm == 2 * 32768  # a short run of 2 tiles caps the ring's 3 buffers
+
+
+# -- the tile loop through tensor descriptors (suite/triton/vector_desc.py) --
+
+DESC_CONFIGS = [
+    tdesc.BANDWIDTH,
+    tdesc.Config(tile_bytes=2048, num_warps=4, schedule=tvector.Schedule(tiles_per_block=2)),
+    tdesc.Config(tile_bytes=4096, num_warps=4, schedule=tvector.Schedule(blocks_per_sm=1)),
+]
+
+
+@pytest.mark.parametrize("stages", tdesc.STAGES)
+@pytest.mark.parametrize("config", DESC_CONFIGS, ids=["bandwidth", "2KiB-run2", "4KiB-persistent"])
+# fewer floats than one row (descriptors never used), exactly one row, whole tiles, a partial last tile after
+# several whole ones plus a tail after the last whole row
+@pytest.mark.parametrize("n", [5, 256, 4 * 1024, 37 * 256 + 11])
+def test_desc_vector_bit_exact(config, stages, n):
+    g = torch.Generator().manual_seed(100 * stages + n + config.tile_bytes)
+    x = torch.randn(n, generator=g)
+    y = torch.full_like(x, float("nan"))
+    tdesc.Scale2(x, y, stages, config)()
+    torch.testing.assert_close(y, x * 2, rtol=0, atol=0)
+
+
+@pytest.mark.parametrize("tile_bytes", [1000, 3 * 1024, 512 * 1024])
+def test_desc_vector_refuses_tiles_tma_cannot_box(tile_bytes):
+    with pytest.raises(ValueError, match="power of two up to 256"):
+        tdesc.Config(tile_bytes=tile_bytes, num_warps=4, schedule=tvector.Schedule(tiles_per_block=1))
+
+
+_DESC_COMPILE_SCRIPT = """
+import json, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from suite.sass import disassemble, instruction_classes
+from suite.triton import vector_desc as tv
+
+out = []
+for rows, warps, stages in json.loads(sys.argv[1]):
+    box = f"tensordesc<fp32[{rows},{tv.WIDTH}]>"
+    aligned = [["tt.divisibility", 16]]
+    src = ASTSource(fn=tv.scale2_desc_kernel, signature={"x_desc": box, "y_desc": box, "x_ptr": "*fp32",
+                    "y_ptr": "*fp32", "n": "i64", "rows": "i32", "ROWS": "constexpr", "WIDTH": "constexpr",
+                    "RUN": "constexpr", "NUM_STAGES": "constexpr"},
+                    constexprs={"ROWS": rows, "WIDTH": tv.WIDTH, "RUN": 2, "NUM_STAGES": stages},
+                    attrs={(2,): aligned, (3,): aligned})
+    k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps, "num_stages": stages})
+    out.append({"classes": instruction_classes(disassemble(k.asm["cubin"])), "shared": k.metadata.shared})
+print(json.dumps(out))
+"""
+
+
+@pytest.mark.parametrize("stages", tdesc.STAGES)
+def test_desc_vector_is_tma_on_sm90(stages):
+    """Compiled by Triton for sm_90 without a GPU: TMA loads and stores (UTMALDG, UTMASTG) on mbarriers, no spills,
+    and S tiles of shared memory at S >= 2 (S - 1 load buffers and the store's): what streaming_info assumes."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    config = tdesc.BANDWIDTH
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, "-c", _DESC_COMPILE_SCRIPT,
+                           json.dumps([[config.rows, config.num_warps, stages]])],
+                          capture_output=True, text=True, env=env, check=True)
+    (got,) = json.loads(proc.stdout.strip().splitlines()[-1])
+    classes = got["classes"]
+    assert classes["local_memory"] == 0
+    assert classes["tma"] >= 2 and classes["mbarrier"] > 0, classes
+    assert got["shared"] // config.tile_bytes == max(1, stages)
+    info = tdesc.streaming_info(tdesc.KernelInfo(sass=classes, smem_total=got["shared"], occupancy=1), config, stages)
+    assert not info.note and info.bytes_in_flight_per_sm == min(2, max(1, stages - 1)) * config.tile_bytes
 
 
 @pytest.mark.parametrize("stages", tgemm.STAGES)

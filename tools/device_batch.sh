@@ -9,6 +9,9 @@
 #   gemm      python -m suite.run --problem gemm (timed: alone on the GPU)
 #   vector    python -m suite.run --problem vector (timed: alone on the GPU)
 #   profile   python -m suite.run --profile --problem gemm --size 4096, then --profile --problem vector
+#             (PROFILE_PROBLEMS picks: "gemm", "vector" or both, the default)
+#   probe     the Triton tuning probes: tools/tune_vector.py --triton-desc --quick, tools/tune_gemm_triton.py --extra
+#             at 4096^3 and 4000x3000x1000 (timed: alone on the GPU)
 set -u
 export PYTHONUNBUFFERED=1 PIPESUITE_SANITIZER_TIMEOUT=${PIPESUITE_SANITIZER_TIMEOUT:-400}
 OUT=${OUT:-device-out}
@@ -39,11 +42,21 @@ for step in "$@"; do
       echo "$step rc=$?"; tar czf "$OUT/$step-$stamp.tgz" -C /tmp "$stamp-$step" ;;
     profile)
       export PIPESUITE_PROFILE_TIMEOUT=${PIPESUITE_PROFILE_TIMEOUT:-200}
-      timeout 280 python3 -m suite.run --profile --problem gemm --size 4096 --no-progress \
-        --out "/tmp/$stamp-profile-gemm" > "$OUT/profile-gemm.log" 2>&1
-      timeout 280 python3 -m suite.run --profile --problem vector --no-progress \
-        --out "/tmp/$stamp-profile-vector" > "$OUT/profile-vector.log" 2>&1
-      tar czf "$OUT/profile-$stamp.tgz" -C /tmp "$stamp-profile-gemm" "$stamp-profile-vector" ;;
+      dirs=()
+      for p in ${PROFILE_PROBLEMS:-gemm vector}; do
+        size=(); [ "$p" = gemm ] && size=(--size 4096)
+        timeout 280 python3 -m suite.run --profile --problem $p "${size[@]}" --no-progress \
+          --out "/tmp/$stamp-profile-$p" > "$OUT/profile-$p.log" 2>&1
+        echo "profile $p rc=$?"; dirs+=("$stamp-profile-$p")
+      done
+      tar czf "$OUT/profile-$stamp.tgz" -C /tmp "${dirs[@]}" ;;
+    probe)
+      PYTHONPATH=. timeout 300 python3 tools/tune_vector.py --triton-desc --quick > "$OUT/probe-vector-desc.txt" \
+        2> "$OUT/probe-vector-desc.err"
+      echo "vector probe rc=$?"; head -8 "$OUT/probe-vector-desc.txt"
+      PYTHONPATH=. timeout 200 python3 tools/tune_gemm_triton.py --extra --shape 4096x4096x4096 4000x3000x1000 \
+        > "$OUT/probe-gemm-extra.txt" 2> "$OUT/probe-gemm-extra.err"
+      echo "gemm probe rc=$?"; cat "$OUT/probe-gemm-extra.txt" ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done

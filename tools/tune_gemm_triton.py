@@ -3,7 +3,9 @@ GEMM shapes, each configuration between two cuBLAS timings (its ratio is against
 power limits hit both). Prints % of cuBLAS per shape, best first. Used to choose the registered and autotuned
 configurations; not part of the suite's results. Every configuration is checked against torch before it is timed.
 
-Run from the repository root: PYTHONPATH=. python3 tools/tune_gemm_triton.py"""
+Run from the repository root: PYTHONPATH=. python3 tools/tune_gemm_triton.py [--extra] [--shape MxNxK ...]
+--extra: the second round around the best tile (GROUP_M 4 and 32, BLOCK_K 32 and 128, 5 stages of BLOCK_K 32), each
+next to the first round's best for comparison. --shape: only these shapes."""
 
 import statistics
 import sys
@@ -22,6 +24,17 @@ CONFIGS = [  # BM, BN, BK, stages, warps, persistent, subtile, group_m
     (256, 128, 64, 3, 8, True, True, 8), (256, 128, 64, 3, 8, True, False, 8), (256, 128, 64, 4, 8, True, True, 8),
     (128, 128, 64, 4, 8, True, True, 8), (128, 128, 64, 5, 4, True, True, 8),
 ]
+
+EXTRA = [
+    (128, 256, 64, 3, 8, True, True, 16), (128, 256, 64, 3, 8, True, False, 8),  # the first round's best
+    (128, 256, 64, 3, 8, True, True, 4), (128, 256, 64, 3, 8, True, True, 32), (128, 256, 64, 3, 8, True, False, 32),
+    (128, 256, 128, 2, 8, True, True, 8), (128, 256, 32, 5, 8, True, True, 8), (128, 256, 32, 6, 8, True, False, 8),
+]
+if "--extra" in sys.argv:
+    CONFIGS = EXTRA
+if "--shape" in sys.argv:
+    wanted = sys.argv[sys.argv.index("--shape") + 1:]
+    SHAPES = tuple(s for s in SHAPES if "x".join(map(str, s)) in wanted)
 
 
 def med(fn):
