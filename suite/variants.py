@@ -39,8 +39,8 @@ register_kernel(
 )
 register_kernel(
     "vector", "triton", "desc tile loop", "suite.triton.vector_desc:KERNELS[bandwidth]", gate=gpu_or_interpreter,
-    description="the tile loop through tensor descriptors (TMA loads and stores on Hopper): each program streams 2 "
-                "tiles of 32 KiB, tl.range(num_stages=3)",
+    description="the tile loop through tensor descriptors (TMA loads and stores on Hopper): one 32 KiB tile per "
+                "program, 8 warps; num_stages=3 pipelines nothing here but sizes shared memory to 2 programs per SM",
 )
 register_kernel(
     "vector", "ptx", "cp.async ring", "suite.ptx.vector:KERNELS[bandwidth]", gate=needs_gpu((8, 0)),

@@ -144,13 +144,13 @@ from suite.sass import disassemble, instruction_classes
 from suite.triton import vector_desc as tv
 
 out = []
-for rows, warps, stages in json.loads(sys.argv[1]):
+for rows, run, warps, stages in json.loads(sys.argv[1]):
     box = f"tensordesc<fp32[{rows},{tv.WIDTH}]>"
     aligned = [["tt.divisibility", 16]]
     src = ASTSource(fn=tv.scale2_desc_kernel, signature={"x_desc": box, "y_desc": box, "x_ptr": "*fp32",
                     "y_ptr": "*fp32", "n": "i64", "rows": "i32", "ROWS": "constexpr", "WIDTH": "constexpr",
                     "RUN": "constexpr", "NUM_STAGES": "constexpr"},
-                    constexprs={"ROWS": rows, "WIDTH": tv.WIDTH, "RUN": 2, "NUM_STAGES": stages},
+                    constexprs={"ROWS": rows, "WIDTH": tv.WIDTH, "RUN": run, "NUM_STAGES": stages},
                     attrs={(2,): aligned, (3,): aligned})
     k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": warps, "num_stages": stages})
     out.append({"classes": instruction_classes(disassemble(k.asm["cubin"])), "shared": k.metadata.shared})
@@ -159,7 +159,8 @@ print(json.dumps(out))
 
 
 @pytest.mark.parametrize("stages", tdesc.STAGES)
-def test_desc_vector_is_tma_on_sm90(stages):
+@pytest.mark.parametrize("config", DESC_CONFIGS[:2], ids=["bandwidth", "2KiB-run2"])
+def test_desc_vector_is_tma_on_sm90(config, stages):
     """Compiled by Triton for sm_90 without a GPU: TMA loads and stores (UTMALDG, UTMASTG) on mbarriers, no spills,
     and S tiles of shared memory at S >= 2 (S - 1 load buffers and the store's): what streaming_info assumes."""
     import json
@@ -167,10 +168,9 @@ def test_desc_vector_is_tma_on_sm90(stages):
     import subprocess
     import sys
 
-    config = tdesc.BANDWIDTH
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     proc = subprocess.run([sys.executable, "-c", _DESC_COMPILE_SCRIPT,
-                           json.dumps([[config.rows, config.num_warps, stages]])],
+                           json.dumps([[config.rows, config.schedule.run, config.num_warps, stages]])],
                           capture_output=True, text=True, env=env, check=True)
     (got,) = json.loads(proc.stdout.strip().splitlines()[-1])
     classes = got["classes"]
@@ -178,7 +178,9 @@ def test_desc_vector_is_tma_on_sm90(stages):
     assert classes["tma"] >= 2 and classes["mbarrier"] > 0, classes
     assert got["shared"] // config.tile_bytes == max(1, stages)
     info = tdesc.streaming_info(tdesc.KernelInfo(sass=classes, smem_total=got["shared"], occupancy=1), config, stages)
-    assert not info.note and info.bytes_in_flight_per_sm == min(2, max(1, stages - 1)) * config.tile_bytes
+    # a run of r tiles keeps at most r in flight, however many buffers: BANDWIDTH's single tile never overlaps
+    assert not info.note
+    assert info.bytes_in_flight_per_sm == min(config.schedule.run, max(1, stages - 1)) * config.tile_bytes
 
 
 @pytest.mark.parametrize("stages", tgemm.STAGES)
