@@ -107,8 +107,10 @@ def test_racecheck_catches_every_declared_fault(tmp_path):
     for index, (v, fault) in enumerate(declared):
         total, per_kernel, report = run_tool("racecheck", "fault", tmp_path, fault=index)
         names = {normalize(n) for s in fault.stages for n in v.kernel.kernel_names(s)}
-        assert total and sum(per_kernel.get(n, 0) for n in names), \
-            f"{v.label} {fault.define}: not reported\n{report[-2000:]}"
+        cases = "\n".join(line for line in report.splitlines() if line.startswith("CASE"))
+        assert total and sum(per_kernel.get(n, 0) for n in names), (
+            f"{v.label} {fault.define}: not reported for {sorted(names)}; findings per kernel {per_kernel}, "
+            f"{total} in the summary; cases:\n{cases}\nreport's first lines:\n{report[:1500]}")
 
 
 def test_a_fault_worker_needs_its_fault():
