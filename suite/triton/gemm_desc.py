@@ -219,7 +219,8 @@ class TunedGemm:
                 compiled, (bm * bk + bk * bn) * 2,
                 f"{bm}x{bn}x{bk}, num_warps={cfg.num_warps}, num_stages={cfg.num_stages}, tensor descriptors"
                 + (", persistent" if cfg.kwargs["PERSISTENT"] else "")
-                + (", C stored in two halves" if cfg.kwargs["EPILOGUE_SUBTILE"] else "") + " (autotuned)"
+                + (", C stored in two halves" if cfg.kwargs["EPILOGUE_SUBTILE"] else "")
+                + f", GROUP_M={cfg.kwargs['GROUP_M']} (autotuned)"
                 + self.operands.note,
                 self.num_programs(cfg.kwargs),
             )

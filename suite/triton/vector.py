@@ -156,19 +156,34 @@ def scale2(x: torch.Tensor, stages: int = 2, out: torch.Tensor | None = None,
 class StreamKernel(TritonModule):
     """This module at one configuration, as the kernel-module contract (suite.kernel) states it, for the registry."""
 
-    def __init__(self, config: Config, stages: tuple[int, ...] = STAGES):
+    def __init__(self, config: Config, stages: tuple[int, ...] = STAGES, sanitize_sizes: tuple[int, ...] = ()):
         self.stream_config, self.stages = config, tuple(stages)
+        # compute-sanitizer: a few whole tiles and a ragged tail by default (the epilogue's masked loads)
+        self.sanitize_sizes = tuple(sanitize_sizes) or (3 * config.block + 5,)
+
+    def kernel_names(self, stages: int) -> tuple[str, ...]:
+        return ("scale2_kernel",)
 
     def launch(self, inputs, out, stages):
         check_stages(stages, self.stages)
         return Scale2(inputs[0], out, stages, self.stream_config)
 
 
+# The depth sweep's persistent grid has one program per SM: for the pipeliner's buffers to be reused under
+# compute-sanitizer, every program must stream more tiles than the deepest num_stages. Sized for up to this many SMs.
+SANITIZE_WRAP_SMS = 144
+
+
 def _kernels() -> dict:
     from suite.streaming import BANDWIDTH_STAGES, depth_stages
 
     kernels = {"bandwidth": StreamKernel(BANDWIDTH, BANDWIDTH_STAGES)}
-    kernels.update({kib(t).replace(" ", ""): StreamKernel(depth(t), depth_stages(t)) for t in DEPTH_TILE_BYTES})
+    for t in DEPTH_TILE_BYTES:
+        config, stages = depth(t), depth_stages(t)
+        sizes = (3 * config.block + 5,)
+        if t == min(DEPTH_TILE_BYTES):
+            sizes += (SANITIZE_WRAP_SMS * (max(stages) + 2) * config.block + 5,)
+        kernels[kib(t).replace(" ", "")] = StreamKernel(config, stages, sizes)
     return kernels
 
 

@@ -163,6 +163,12 @@ class StreamKernel(TritonModule):
 
     def __init__(self, config: Config, stages: tuple[int, ...] = STAGES):
         self.stream_config, self.stages = config, tuple(stages)
+        # compute-sanitizer: 3 whole tiles, a partial fourth of 7 rows (zero-filled loads, clipped stores) and 5
+        # floats after the last whole row (program 0's masked epilogue)
+        self.sanitize_sizes = (3 * config.rows * WIDTH + 7 * WIDTH + 5,)
+
+    def kernel_names(self, stages: int) -> tuple[str, ...]:
+        return ("scale2_desc_kernel",)
 
     def launch(self, inputs, out, stages):
         check_stages(stages, self.stages)
