@@ -4,7 +4,7 @@ power limits hit both). Prints % of cuBLAS per shape, best first. Used to choose
 configurations; not part of the suite's results. Every configuration is checked against torch before it is timed.
 
 Run from the repository root: PYTHONPATH=. python3 tools/tune_gemm_triton.py [--extra] [--shape MxNxK ...]
---extra: the second round around the best tile (GROUP_M 4 and 32, BLOCK_K 32 and 128, 5 stages of BLOCK_K 32), each
+--extra: the second round around the best tile (GROUP_M 4 and 32, BLOCK_K 128 at 2 stages, BLOCK_K 32 at 5-6), each
 next to the first round's best for comparison. --shape: only these shapes."""
 
 import statistics

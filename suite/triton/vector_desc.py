@@ -13,7 +13,7 @@ coordinate small for any n the suite accepts (n = 2^31 + 5 is tested). A box dim
 hence WIDTH = 256 and ROWS <= 256.
 
 The descriptors are built on the host (triton.tools.tensor_descriptor.TensorDescriptor, encoded once per launch by
-Triton's launcher), so a program that streams only two tiles pays nothing to make them."""
+Triton's launcher), so a program that streams only one or two tiles pays nothing to make them."""
 
 from __future__ import annotations
 
