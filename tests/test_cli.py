@@ -42,6 +42,13 @@ def test_table_puts_backends_side_by_side():
     assert "FAIL" in report.table([_row(valid=False, measured=False)])
 
 
+def test_shared_memory_cells_read_as_kib():
+    """Whole KiB as integers, the rest to one decimal (a ring's barrier bytes do not print as 96.0156)."""
+    text = report.table([_row(smem_per_stage=32768, smem_total=3 * 32768 + 16, stages=3)])
+    assert "32/96.0 KiB" in text and "96.0156" not in text
+    assert "32/33 KiB" in report.table(_rows())
+
+
 def test_writers_and_plot(tmp_path):
     rows = _rows()
     written = report.write(rows, {"gpu": "test"}, tmp_path / "out")

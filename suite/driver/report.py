@@ -24,7 +24,12 @@ CSV_FIELDS = (
 
 
 def _kib(nbytes) -> str:
-    return "-" if nbytes is None else f"{nbytes / 1024:g}"
+    """Bytes as KiB for a table cell: whole KiB as integers, anything else to one decimal (a ring's 16 bytes of
+    barriers show as 96.0, not 96.0156); the exact bytes are in the JSON and CSV."""
+    if nbytes is None:
+        return "-"
+    kib = nbytes / 1024
+    return f"{kib:g}" if kib.is_integer() else f"{kib:.1f}"
 
 
 def _perf(row: dict) -> str:
