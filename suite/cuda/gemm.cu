@@ -93,12 +93,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             pipe.producer_commit();
             cuda::pipeline_consumer_wait_prior<0>(pipe);  // the only batch in flight is this tile: wait for all of it
             __syncthreads();  // every thread's part of the tile has landed: any warp may now read any of it
-            load_fragments<BLOCK_K>(frag[0], frag_addr, smem_base, 0);
-#pragma unroll
-            for (int kk = 0; kk < T::K_STEPS; ++kk) {
-                if (kk + 1 < T::K_STEPS) load_fragments<BLOCK_K>(frag[(kk + 1) % 2], frag_addr, smem_base, kk + 1);
-                warp_mma(acc, frag[kk % 2]);
-            }
+            mma_stage<BLOCK_K>(acc, frag, frag_addr, smem_base);
             pipe.consumer_release();
 #ifndef PIPESUITE_FAULT_NO_REUSE_BARRIER  // fault injection for the sanitizer self-test (suite/sanitize.py) only
             __syncthreads();  // every warp has finished reading the tile before the next load overwrites it

@@ -237,6 +237,20 @@ __device__ __forceinline__ void warp_mma(float (&acc)[WARP_TILES_M][WARP_TILES_N
         for (int ni = 0; ni < WARP_TILES_N; ++ni) mma_m16n8k16(acc[mi][ni], frag.a[mi], frag.b[ni][0], frag.b[ni][1]);
 }
 
+// The whole tile in the stage at `stage_base` through the tensor cores, fragments double-buffered in registers (the
+// next k-step's ldmatrix issued before this one's mma). The single-stage paths of both GEMMs (ring depth 1).
+template <int BLOCK_K>
+__device__ __forceinline__ void mma_stage(float (&acc)[WARP_TILES_M][WARP_TILES_N][4], Fragments (&frag)[2],
+                                          const FragmentAddresses& addr, unsigned stage_base) {
+    using T = KTile<BLOCK_K>;
+    load_fragments<BLOCK_K>(frag[0], addr, stage_base, 0);
+#pragma unroll
+    for (int kk = 0; kk < T::K_STEPS; ++kk) {
+        if (kk + 1 < T::K_STEPS) load_fragments<BLOCK_K>(frag[(kk + 1) % 2], addr, stage_base, kk + 1);
+        warp_mma(acc, frag[kk % 2]);
+    }
+}
+
 // Epilogue: accumulators -> fp16 -> C, bounds-checked. Thread holds rows lane/4 and lane/4 + 8 of each mma tile,
 // columns 2 * (lane % 4) and +1; those two columns go out as one 32-bit store when N is even.
 __device__ __forceinline__ void store_accumulators(half_bits* C, int M, int N, int row0, int col0,
@@ -290,12 +304,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             cp_async_commit();
             cp_async_wait<0>();  // the only group in flight is this tile: wait for all of it
             __syncthreads();     // every thread's part of the tile has landed: any warp may now read any of it
-            load_fragments<BLOCK_K>(frag[0], frag_addr, smem_base, 0);
-#pragma unroll
-            for (int kk = 0; kk < T::K_STEPS; ++kk) {
-                if (kk + 1 < T::K_STEPS) load_fragments<BLOCK_K>(frag[(kk + 1) % 2], frag_addr, smem_base, kk + 1);
-                warp_mma(acc, frag[kk % 2]);
-            }
+            mma_stage<BLOCK_K>(acc, frag, frag_addr, smem_base);
 #ifndef PIPESUITE_FAULT_NO_REUSE_BARRIER  // fault injection for the sanitizer self-test (suite/sanitize.py) only
             __syncthreads();  // every warp has finished reading the tile before the next load overwrites it
 #endif

@@ -28,10 +28,10 @@ from suite.info import KernelInfo
 from suite.kernel import TritonModule
 from suite.streaming import Schedule, bytes_in_flight_per_sm, kib
 from suite.triton._compiled import kernel_info
+from suite.triton.vector import num_sms  # the SM count a persistent grid is sized by (the interpreter's too)
 
 WIDTH = 256  # floats per descriptor row: the largest box dimension TMA allows
 STAGES = (1, 2, 3, 4)
-INTERPRETER_SMS = 3  # the SM count a persistent grid assumes in the interpreter (no GPU to ask)
 
 
 @triton.jit
@@ -101,12 +101,6 @@ class Config:
 # 128 KiB) reach 95.8% and 72.5%. Longer runs (2-4 tiles) reach 92-95.5%, persistent grids 79-90%.
 BANDWIDTH = Config(tile_bytes=32 * 1024, num_warps=8, schedule=Schedule(tiles_per_block=1))
 BANDWIDTH_STAGES = (3,)
-
-
-def num_sms(device: torch.device) -> int:
-    if device.type == "cuda":
-        return torch.cuda.get_device_properties(device).multi_processor_count
-    return INTERPRETER_SMS
 
 
 def streaming_info(info: KernelInfo, config: Config, stages: int) -> KernelInfo:
