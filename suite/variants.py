@@ -96,8 +96,9 @@ register_kernel(
 
 @register(
     "gemm", "triton", "tuned", gate=needs_gpu((9, 0)),
-    description="triton.autotune over tiles, depths and both schedules (one program per tile, persistent) of the "
-                "tensor-descriptor kernel (suite.triton.gemm_desc.tuning_configs)",
+    description="triton.autotune over depths, both schedules (one program per tile, persistent) and GROUP_M of the "
+                "128x256x64 tensor-descriptor kernel, descriptors built on the host "
+                "(suite.triton.gemm_desc.tuning_configs)",
 )
 def triton_gemm_tuned(inputs, out, stages):
     from suite.triton.gemm_desc import TunedGemm
@@ -142,7 +143,8 @@ for _rung, _what in (
 
 @register(
     "gemm", "triton", "128x256x64 desc", stages=(2, 3), gate=gpu_or_interpreter,
-    description="tensor descriptors (TMA on Hopper), one program per tile, 8 warps, swept over num_stages",
+    description="tensor descriptors built in the kernel (tl.make_tensor_descriptor; TMA on Hopper), one program per "
+                "tile, 8 warps, swept over num_stages",
 )
 def triton_gemm_desc(inputs, out, stages):
     from suite.triton.gemm_desc import DescGemm
@@ -159,3 +161,14 @@ def triton_gemm_desc_persistent(inputs, out, stages):
     from suite.triton.gemm_desc import DescGemm
 
     return DescGemm(*inputs, out, stages, persistent=True)
+
+
+@register(
+    "gemm", "triton", "128x256x64 desc persistent host", stages=(2, 3, 4), gate=gpu_or_interpreter,
+    description="the same with its descriptors built on the host (triton.tools.tensor_descriptor) and passed as "
+                "kernel parameters: no tensor maps written and fenced by each program",
+)
+def triton_gemm_desc_persistent_host(inputs, out, stages):
+    from suite.triton.gemm_desc import DescGemm
+
+    return DescGemm(*inputs, out, stages, persistent=True, host_desc=True)

@@ -284,3 +284,60 @@ def test_interpreter_compat_squeezes_the_index(monkeypatch):
         assert operator.index(Scalar()) == 7
     scope.restore()
     assert not hasattr(Scalar, "__index__")
+
+
+# -- the descriptor GEMM (suite/triton/gemm_desc.py), compiled for sm_90 without a GPU --
+
+_GEMM_DESC_COMPILE_SCRIPT = """
+import json, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.compiler import ASTSource
+from suite.sass import disassemble, instruction_classes
+from suite.triton import gemm_desc as g
+
+out = []
+for host in json.loads(sys.argv[1]):
+    bm, bn, bk = g.BLOCK_M, g.BLOCK_N, g.BLOCK_K
+    if host:
+        operands = {"a": f"tensordesc<fp16[{bm},{bk}]>", "b": f"tensordesc<fp16[{bk},{bn}]>",
+                    "c": f"tensordesc<fp16[{bm},{bn // 2}]>"}
+    else:
+        operands = {"a": "*fp16", "b": "*fp16", "c": "*fp16"}
+    ints = {name: "i32" for name in ("M", "N", "K", "stride_am", "stride_bk", "stride_cm", "NUM_PROGRAMS")}
+    meta = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=g.GROUP_M, PERSISTENT=True, C_DESC=True,
+                EPILOGUE_SUBTILE=True, HOST_DESC=host)
+    aligned = [["tt.divisibility", 16]]
+    src = ASTSource(fn=g.gemm_desc_kernel, signature={**operands, **ints, **{k: "constexpr" for k in meta}},
+                    constexprs=meta, attrs={(i,): aligned for i in range(3, 9)})
+    k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": g.NUM_WARPS, "num_stages": 3})
+    out.append({"classes": instruction_classes(disassemble(k.asm["cubin"])), "shared": k.metadata.shared,
+                "tensormaps_built": k.asm["ptx"].count("tensormap.replace")})
+print(json.dumps(out))
+"""
+
+
+def test_gemm_desc_host_descriptors_build_nothing_on_the_device():
+    """Compiled for sm_90 without a GPU, the persistent descriptor GEMM at 3 stages is the Hopper path either way
+    (HGMMA fed by TMA on mbarriers, no spills, three 48 KiB stages plus C's 32 KiB half), and only the in-kernel form
+    writes tensor maps on the device: the difference the host-built row measures."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from suite.triton import gemm_desc
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, "-c", _GEMM_DESC_COMPILE_SCRIPT, json.dumps([False, True])],
+                          capture_output=True, text=True, env=env, check=True)
+    in_kernel, host = json.loads(proc.stdout.strip().splitlines()[-1])
+    stage = (gemm_desc.BLOCK_M * gemm_desc.BLOCK_K + gemm_desc.BLOCK_K * gemm_desc.BLOCK_N) * 2
+    c_half = gemm_desc.BLOCK_M * gemm_desc.BLOCK_N // 2 * 2
+    for got in (in_kernel, host):
+        classes = got["classes"]
+        assert classes["wgmma"] > 0 and classes["tma"] > 0 and classes["mbarrier"] > 0, classes
+        assert classes["local_memory"] == 0, classes
+        assert (got["shared"] - c_half) // stage == 3, got["shared"]
+    assert in_kernel["tensormaps_built"] > 0
+    assert host["tensormaps_built"] == 0
