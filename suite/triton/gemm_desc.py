@@ -139,7 +139,7 @@ class _Operands:
                              ", N % 8 != 0: B copied to a padded pitch per call" if n % 8 else ""])
         self._descriptors = {}
 
-    def _refresh(self) -> tuple[torch.Tensor, torch.Tensor]:
+    def refresh(self) -> tuple[torch.Tensor, torch.Tensor]:
         """Copy A and B into their padded buffers where they have one; the tensors the kernel reads."""
         a, b = self.a, self.b
         if self.a_padded is not None:
@@ -152,7 +152,7 @@ class _Operands:
 
     def args(self) -> tuple:
         """Refresh the padded copies and return (a, b, c, M, N, K, pitches) for the kernel."""
-        a, b = self._refresh()
+        a, b = self.refresh()
         (m, k), n = self.a.shape, self.b.shape[1]
         return (a, b, self.c, m, n, k, a.stride(0), b.stride(0), self.c.stride(0))
 

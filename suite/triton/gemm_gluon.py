@@ -1,0 +1,201 @@
+"""C = A @ B (fp16 in, fp32 accumulate, fp16 out) in Gluon, Triton's lower-level language
+(``triton.experimental.gluon``): the Hopper pipeline of the PTX TMA-store kernel (suite/ptx/gemm_tma.cu) written
+with Triton's compiler doing registers, layouts and instruction selection, and the programmer doing what
+``tl.dot`` leaves to the pipeliner: the shared-memory ring, its mbarriers and the warp roles.
+
+Persistent: one program per SM walks the output tiles (grouped rasterization, as the other Triton kernels).
+
+* a **producer** partition (1 warp, few registers) issues TMA loads of A and B K-tiles into a STAGES-deep ring, each
+  stage guarded by a *ready* and an *empty* mbarrier; it runs ahead across tiles, bounded only by the ring;
+* the **consumer** partition (the program's 8 warps: two warpgroups, 64 rows of the 128x256 tile each) waits for a
+  stage to be ready, issues ``warpgroup_mma`` (wgmma) from shared memory, keeps one wgmma group in flight, and hands
+  each stage back once the wgmma that read it has completed; after the last K-tile it writes C through shared
+  memory with a TMA store that runs on while the next tile starts.
+
+No block-wide barrier sits in the mainloop: that is the difference from the ``tl.dot`` kernels of gemm_desc.py, whose
+warps load, wait and compute in lockstep (``barrier`` is 46% of their stall cycles at 4096^3).
+
+Needs a GPU of compute capability 9.0 (wgmma); the Triton interpreter does not run Gluon. Descriptors are built on
+the host. TMA needs 16-byte row pitches: where K or N is not a multiple of 8, A, B or C go through a buffer with a
+padded pitch, copied on every call (counted in the time, said in the config), as in gemm_desc.py."""
+
+from __future__ import annotations
+
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+from suite.checks import check_gemm_operands, check_stages
+from suite.triton._compiled import kernel_info
+from suite.triton.gemm_desc import _Operands
+
+# The TMA copies under the names of the installed Triton: async_copy_global_to_shared / async_copy_shared_to_global
+# (3.6, the H200 machine's) became async_load / async_store (3.9, the CI's; the old names raise there).
+_tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
+_tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
+
+BLOCK_M, BLOCK_N, BLOCK_K = 128, 256, 64
+GROUP_M = 8
+NUM_WARPS = 8  # the consumer partition: two warpgroups
+PRODUCER_WARPS, PRODUCER_REGS = 1, 24  # the producer partition only computes coordinates
+STAGES = (2, 3)  # 48 KiB per stage and C's 64 KiB staging tile: 4 stages would need 256 KiB
+
+
+@gluon.jit
+def _tile_origin(tile, tiles_m, tiles_n, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, GROUP_M: gl.constexpr):
+    """Tile index -> first row and column of C, GROUP_M tile rows at a time (programs in flight share L2)."""
+    group_size = GROUP_M * tiles_n
+    first_m = (tile // group_size) * GROUP_M
+    group_rows = min(tiles_m - first_m, GROUP_M)
+    tile_m = first_m + (tile % group_size) % group_rows
+    tile_n = (tile % group_size) // group_rows
+    return tile_m * BLOCK_M, tile_n * BLOCK_N
+
+
+@gluon.jit
+def _producer(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, GROUP_M: gl.constexpr, STAGES: gl.constexpr):
+    BLOCK_M: gl.constexpr = a_desc.block_type.shape[0]
+    BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
+    BLOCK_N: gl.constexpr = b_desc.block_type.shape[1]
+    tiles_m = gl.cdiv(M, BLOCK_M)
+    tiles_n = gl.cdiv(N, BLOCK_N)
+    k_tiles = gl.cdiv(K, BLOCK_K)
+    smem_write_stage = 0
+    lap = 0
+    for tile in range(gl.program_id(0), tiles_m * tiles_n, gl.num_programs(0)):
+        m0, n0 = _tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
+        for kt in range(k_tiles):
+            # wait until the consumers released this stage (its previous lap's wgmma completed); on the first lap
+            # the parity of the phase before the barrier's first one passes at once
+            mbarrier.wait(empty.index(smem_write_stage), lap ^ 1)
+            # arm the stage's ready barrier with the bytes both copies will deliver, then issue them (zero-filled
+            # past the edges of A and B)
+            mbarrier.expect(ready.index(smem_write_stage), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+            _tma_load(a_desc, [m0, kt * BLOCK_K], ready.index(smem_write_stage),
+                                            a_ring.index(smem_write_stage))
+            _tma_load(b_desc, [kt * BLOCK_K, n0], ready.index(smem_write_stage),
+                                            b_ring.index(smem_write_stage))
+            smem_write_stage += 1
+            if smem_write_stage == STAGES:
+                smem_write_stage = 0
+                lap ^= 1
+
+
+@gluon.jit
+def _consumer(c_desc, a_ring, b_ring, ready, empty, c_smem, M, N, K, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
+              num_warps: gl.constexpr):
+    BLOCK_M: gl.constexpr = c_desc.block_type.shape[0]
+    BLOCK_N: gl.constexpr = c_desc.block_type.shape[1]
+    BLOCK_K: gl.constexpr = a_ring.type.shape[2]
+    # wgmma's accumulator layout: warpgroups stacked along M, one m64nNk16 instruction per warpgroup and K step
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
+                                                         instr_shape=[16, BLOCK_N, 16])
+    tiles_m = gl.cdiv(M, BLOCK_M)
+    tiles_n = gl.cdiv(N, BLOCK_N)
+    k_tiles = gl.cdiv(K, BLOCK_K)
+    smem_read_stage = 0
+    lap = 0
+    for tile in range(gl.program_id(0), tiles_m * tiles_n, gl.num_programs(0)):
+        m0, n0 = _tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
+        acc = gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=acc_layout)
+        # -- MAINLOOP: one wgmma group in flight; a stage goes back to the producer when its reader completed --
+        release_stage = 0
+        for kt in range(k_tiles):
+            # wait for the TMA bytes of this stage (its ready barrier's phase for this lap)
+            mbarrier.wait(ready.index(smem_read_stage), lap)
+            acc = warpgroup_mma(a_ring.index(smem_read_stage), b_ring.index(smem_read_stage), acc, is_async=True)
+            # wait until at most this group is in flight: the previous K step's wgmma has read its stage
+            acc = warpgroup_mma_wait(1, deps=(acc,))
+            mbarrier.arrive(empty.index(release_stage), pred=kt > 0)
+            release_stage = smem_read_stage
+            smem_read_stage += 1
+            if smem_read_stage == STAGES:
+                smem_read_stage = 0
+                lap ^= 1
+        # the last wgmma of the tile has completed: its stage is free too
+        acc = warpgroup_mma_wait(0, deps=(acc,))
+        mbarrier.arrive(empty.index(release_stage))
+
+        # -- EPILOGUE: C through shared memory and a TMA store (clipped at the edges of C); the store of this tile
+        #    runs on while the next tile's wgmma start --
+        tma.store_wait(0)  # the previous tile's store has finished reading c_smem
+        c_smem.store(acc.to(c_desc.dtype))
+        fence_async_shared()  # make the generic-proxy writes to c_smem visible to the TMA (async proxy)
+        _tma_store(c_desc, [m0, n0], c_smem)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def gemm_gluon_kernel(a_desc, b_desc, c_desc, M, N, K, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
+                      PRODUCER_WARPS: gl.constexpr, PRODUCER_REGS: gl.constexpr, num_warps: gl.constexpr):
+    dtype: gl.constexpr = a_desc.dtype
+    a_ring = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
+    b_ring = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
+    c_smem = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)  # completed by the producer's expect and the TMA bytes
+        mbarrier.init(empty.index(s), count=1)  # completed by the consumer partition's one arrival
+    gl.warp_specialize(
+        [(_consumer, (c_desc, a_ring, b_ring, ready, empty, c_smem, M, N, K, GROUP_M, STAGES, num_warps)),
+         (_producer, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, GROUP_M, STAGES))],
+        [PRODUCER_WARPS],
+        [PRODUCER_REGS],
+    )
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(ready.index(s))
+        mbarrier.invalidate(empty.index(s))
+
+
+def descriptors(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, m: int, n: int, k: int) -> tuple:
+    """Host-built descriptors of A (M x K), B (K x N) and C (M x N), with the buffers' row pitches (padded ones
+    included) and the 128-byte-swizzled shared layouts wgmma reads."""
+    def desc(t, shape, box):
+        layout = gl.NVMMASharedLayout.get_default_for(box, gl.float16)
+        return TensorDescriptor(t, shape, [t.stride(0), 1], box, layout)
+
+    return desc(a, [m, k], [BLOCK_M, BLOCK_K]), desc(b, [k, n], [BLOCK_K, BLOCK_N]), desc(c, [m, n], [BLOCK_M, BLOCK_N])
+
+
+class GluonGemm:
+    """The persistent warp-specialized Gluon GEMM at ``stages`` (GPU of compute capability 9.0 only)."""
+
+    def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int):
+        check_stages(stages, STAGES)
+        m, n, k = check_gemm_operands(a, b, c)
+        self.operands = _Operands(a, b, c)
+        self.c = c
+        self.c_padded = torch.empty(m, -(-n // 8) * 8, dtype=c.dtype, device=c.device) if n % 8 else None
+        a_k, b_k = self.operands.refresh()
+        c_out = c if self.c_padded is None else self.c_padded
+        self.args = (*descriptors(a_k, b_k, c_out, m, n, k), m, n, k)
+        self.stages = stages
+        tiles = triton.cdiv(m, BLOCK_M) * triton.cdiv(n, BLOCK_N)
+        self.grid = min(tiles, torch.cuda.get_device_properties(a.device).multi_processor_count)
+        self.config = (f"{BLOCK_M}x{BLOCK_N}x{BLOCK_K}, Gluon, {NUM_WARPS} consumer warps + {PRODUCER_WARPS} "
+                       f"producer warp ({PRODUCER_REGS} regs), {stages}-stage TMA ring, persistent, GROUP_M={GROUP_M}"
+                       + self.operands.note + (", C through a padded pitch per call" if n % 8 else ""))
+        self.info = kernel_info(None, (BLOCK_M * BLOCK_K + BLOCK_K * BLOCK_N) * 2, self.config, self.grid)
+        self._compiled = False
+
+    def __call__(self) -> None:
+        self.operands.refresh()
+        compiled = gemm_gluon_kernel[(self.grid,)](
+            *self.args, GROUP_M=GROUP_M, STAGES=self.stages, PRODUCER_WARPS=PRODUCER_WARPS,
+            PRODUCER_REGS=PRODUCER_REGS, num_warps=NUM_WARPS,
+        )
+        if self.c_padded is not None:
+            self.c.copy_(self.c_padded[:, : self.c.shape[1]])
+        if not self._compiled and compiled is not None:
+            self._compiled = True
+            self.info = kernel_info(compiled, self.info.smem_per_stage, self.config, self.grid)
