@@ -174,13 +174,9 @@ def triton_gemm_desc_persistent_host(inputs, out, stages):
     return DescGemm(*inputs, out, stages, persistent=True, host_desc=True)
 
 
-@register(
-    "gemm", "triton", "128x256x64 gluon ws persistent", stages=(2, 3), gate=needs_sm90a,
+register_kernel(
+    "gemm", "triton", "128x256x64 gluon ws persistent", "suite.triton.gemm_gluon:KERNEL", gate=needs_sm90a,
     description="Gluon (triton.experimental.gluon, Triton's lower-level language): the PTX TMA-store kernel's "
                 "design, a 1-warp TMA producer and two wgmma warpgroups on an mbarrier ring, persistent, C stored "
                 "with TMA",
 )
-def triton_gemm_gluon(inputs, out, stages):
-    from suite.triton.gemm_gluon import GluonGemm
-
-    return GluonGemm(*inputs, out, stages)

@@ -341,3 +341,56 @@ def test_gemm_desc_host_descriptors_build_nothing_on_the_device():
         assert (got["shared"] - c_half) // stage == 3, got["shared"]
     assert in_kernel["tensormaps_built"] > 0
     assert host["tensormaps_built"] == 0
+
+
+# -- the warp-specialized Gluon GEMM (suite/triton/gemm_gluon.py), compiled for sm_90 without a GPU --
+
+_GLUON_COMPILE_SCRIPT = """
+import json, sys
+import triton
+from triton.backends.compiler import GPUTarget
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon._runtime import GluonASTSource
+from suite.sass import disassemble, instruction_classes
+from suite.triton import gemm_gluon as g
+
+def desc(box):
+    return f"tensordesc<fp16[{box[0]},{box[1]}],{gl.NVMMASharedLayout.get_default_for(box, gl.float16)!r}>"
+
+out = []
+for stages in json.loads(sys.argv[1]):
+    meta = dict(GROUP_M=g.GROUP_M, STAGES=stages, PRODUCER_WARPS=g.PRODUCER_WARPS, PRODUCER_REGS=g.PRODUCER_REGS,
+                num_warps=g.NUM_WARPS)
+    sig = {"a_desc": desc([g.BLOCK_M, g.BLOCK_K]), "b_desc": desc([g.BLOCK_K, g.BLOCK_N]),
+           "c_desc": desc([g.BLOCK_M, g.BLOCK_N]), "M": "i32", "N": "i32", "K": "i32", **{k: "constexpr" for k in meta}}
+    k = triton.compile(GluonASTSource(fn=g.gemm_gluon_kernel, signature=sig, constexprs=meta),
+                       target=GPUTarget("cuda", 90, 32), options={"num_warps": g.NUM_WARPS})
+    ptx = k.asm["ptx"]
+    out.append({"classes": instruction_classes(disassemble(k.asm["cubin"])), "shared": k.metadata.shared,
+                "setmaxnreg": sorted(set(l.split()[-1].rstrip(";") for l in ptx.splitlines() if "setmaxnreg" in l))})
+print(json.dumps(out))
+"""
+
+
+def test_gluon_gemm_is_warp_specialized_on_sm90():
+    """Compiled for sm_90 without a GPU, at every depth: wgmma fed by TMA loads on mbarriers and drained by a TMA
+    store, no spills, the ring plus C's staging tile in shared memory, and setmaxnreg giving the producer warp its
+    few registers and the consumer warpgroups the rest (the warp specialization the row is about)."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from suite.triton import gemm_gluon as g
+
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    proc = subprocess.run([sys.executable, "-c", _GLUON_COMPILE_SCRIPT, json.dumps(list(g.STAGES))],
+                          capture_output=True, text=True, env=env, check=True)
+    stage = (g.BLOCK_M * g.BLOCK_K + g.BLOCK_K * g.BLOCK_N) * 2
+    c_tile = g.BLOCK_M * g.BLOCK_N * 2
+    for stages, got in zip(g.STAGES, json.loads(proc.stdout.strip().splitlines()[-1])):
+        classes = got["classes"]
+        assert classes["wgmma"] > 0 and classes["tma"] > 0 and classes["mbarrier"] > 0, (stages, classes)
+        assert classes["local_memory"] == 0, (stages, classes)
+        assert 0 <= got["shared"] - stages * stage - c_tile < 1024, (stages, got["shared"])  # + barriers, alignment
+        assert str(g.PRODUCER_REGS) in got["setmaxnreg"] and len(got["setmaxnreg"]) >= 2, got["setmaxnreg"]
