@@ -204,6 +204,17 @@ class GluonGemm:
             self.info = kernel_info(compiled, self.info.smem_per_stage, self.config, self.grid)
 
 
+# On the H200 (triton 3.6), racecheck reports hazards in this kernel only between Triton's own warp-specialization
+# dispatch accesses: the consumer warps' stores of the partition state word at the region's entry and exit, and the
+# worker warps' loads of it in their dispatch loop (SASS STS / LDS of one shared word, attributed to the kernel's
+# first line); none at the ring, its mbarriers or C's staging tile. An empty warp_specialize kernel shows none
+# (tools/racecheck_gluon_ws.py, logs in results/NVIDIA-H200/racecheck-gluon-ws-20261130/). memcheck, synccheck and
+# initcheck run as usual.
+RACECHECK_BLIND = ("racecheck flags Triton's warp-specialization dispatch word (compiler-generated entry/exit "
+                   "stores vs the worker warps' loads), not this kernel's ring or C tile "
+                   "(results/NVIDIA-H200/racecheck-gluon-ws-20261130/NOTES.md)")
+
+
 class WarpSpecialized(TritonModule):
     """gemm_gluon_kernel as the kernel-module contract (suite.kernel) states it, for the registry."""
 
@@ -212,6 +223,7 @@ class WarpSpecialized(TritonModule):
     # wraps many times within a tile; more tiles (144) than SMs (132), so programs walk two tiles and reuse C's
     # staging buffer behind a TMA store
     sanitize_sizes = ((130, 250, 40), (256, 512, 1024), (1536, 3072, 64))
+    sanitizer_blind_spots = {"racecheck": RACECHECK_BLIND}
 
     def kernel_names(self, stages: int) -> tuple[str, ...]:
         return ("gemm_gluon_kernel",)
