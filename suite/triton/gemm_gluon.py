@@ -37,7 +37,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from suite.checks import check_gemm_operands, check_stages
 from suite.kernel import TritonModule
 from suite.triton._compiled import kernel_info
-from suite.triton.gemm_desc import _Operands
+from suite.triton.gemm_desc import _Operands, _tile_origin
 
 # The TMA copies under the names of the installed Triton: async_copy_global_to_shared / async_copy_shared_to_global
 # (3.6, the H200 machine's) became async_load / async_store (3.9, the CI's; the old names raise there).
@@ -49,17 +49,6 @@ GROUP_M = 8
 NUM_WARPS = 8  # the consumer partition: two warpgroups
 PRODUCER_WARPS, PRODUCER_REGS = 1, 24  # the producer partition only computes coordinates
 STAGES = (2, 3)  # 48 KiB per stage and C's 64 KiB staging tile: 4 stages would need 256 KiB
-
-
-@gluon.jit
-def _tile_origin(tile, tiles_m, tiles_n, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, GROUP_M: gl.constexpr):
-    """Tile index -> first row and column of C, GROUP_M tile rows at a time (programs in flight share L2)."""
-    group_size = GROUP_M * tiles_n
-    first_m = (tile // group_size) * GROUP_M
-    group_rows = min(tiles_m - first_m, GROUP_M)
-    tile_m = first_m + (tile % group_size) % group_rows
-    tile_n = (tile % group_size) // group_rows
-    return tile_m * BLOCK_M, tile_n * BLOCK_N
 
 
 @gluon.jit
