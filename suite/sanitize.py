@@ -182,6 +182,7 @@ def _sanitizer() -> str:
 _TOP_LEVEL_RE = re.compile(r"^=+ \S")  # '========= Invalid ...' starts a message; '=========     at ...' continues it
 # Not findings: headers and summaries, and our own TIMEOUT line (a tool that timed out has no summary: not clean)
 _NOT_FINDINGS_RE = re.compile(r"^=+ (COMPUTE-SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|Target application|Warning:|TIMEOUT)")
+_HAZARD_WARNING_RE = re.compile(r"^=+ Warning: .*hazard detected")
 
 
 def normalize(name: str) -> str:
@@ -191,9 +192,12 @@ def normalize(name: str) -> str:
     return re.sub(r"\s+", " ", _CAST_RE.sub("", name))
 
 
-def parse(report: str, names=None) -> tuple[int | None, dict[str, int]]:
+def parse(report: str, names=None, warnings: bool = False) -> tuple[int | None, dict[str, int]]:
     """(errors in the tool's last summary line, findings per kernel instantiation named in the report). ``names``:
-    the instantiations to look for (default: those of the sanitized variants)."""
+    the instantiations to look for (default: those of the sanitized variants). ``warnings``: racecheck's hazard
+    warnings count as findings too (a fault build's self-test: racecheck files a race between threads of one warp as
+    a "(Warp Level Programming)" warning, and its 50 displayed hazards can all be such warnings while the errors it
+    counts go undisplayed)."""
     pattern = kernel_pattern(kernel_names() if names is None else names)
     summary = _SUMMARY_RE.findall(report)
     total = int(next(g for g in summary[-1] if g)) if summary else None
@@ -202,7 +206,8 @@ def parse(report: str, names=None) -> tuple[int | None, dict[str, int]]:
     running: list[str] = []  # the instantiations of the case that ran last (its CASE-START line)
 
     def flush() -> None:
-        if block and not _NOT_FINDINGS_RE.match(block[0]):
+        hazard_warning = warnings and _HAZARD_WARNING_RE.match(block[0]) if block else False
+        if block and (hazard_warning or not _NOT_FINDINGS_RE.match(block[0])):
             m = pattern.search("\n".join(block))
             name = normalize(m[1]) if m else (running[0] if running else None)
             if name:
@@ -253,7 +258,7 @@ def run_tool(tool: str, worker: str, log_dir: Path, plugins=(), fault: int | Non
         out = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
         report = out + f"\n========= TIMEOUT: the worker did not finish in {TOOL_TIMEOUT_S} s\n"
     (log_dir / f"{tool}-{worker}{'' if fault is None else f'-{fault}'}.log").write_text(report)
-    total, per_kernel = parse(report)
+    total, per_kernel = parse(report, warnings=worker == "fault")
     return total, per_kernel, report
 
 

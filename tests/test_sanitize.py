@@ -67,6 +67,29 @@ def test_findings_that_name_no_kernel_go_to_the_case_that_ran():
     assert parse(hazard, names)[1] == {}  # no case named: not attributed to anything
 
 
+def test_a_fault_reported_only_as_warp_level_warnings_is_caught():
+    """racecheck files a race between threads of one warp as a warning; when its 50 displayed hazards are all such
+    warnings, the errors it counts are never displayed. A fault run counts the warnings (the H200 run of 2026-11-30,
+    12:30: the mma.sync GEMM without its ring barrier, 260,896 errors, every displayed hazard a warning); a healthy
+    run does not."""
+    warning = "\n".join([
+        "========= Warning: (Warp Level Programming) Potential RAW hazard detected at __shared__ 0x6600 in block "
+        "(2,0,0) :",
+        "=========     Write Thread (32,0,0) at cp_async_16(unsigned int, const void *, int)+0x1a70 in "
+        "ptx_wrappers.cuh:22",
+        "=========     Read Thread (40,0,0) at ldmatrix_x4(unsigned int, unsigned int (&)[4])+0x1e30 in "
+        "ptx_wrappers.cuh:74",
+        "=========     Current Value : 230",
+        "========= "])
+    names = ["gemm_f16_f32acc<2, true, 32>", "gemm_f16_f32acc<2, false, 32>"]
+    report = (f"========= COMPUTE-SANITIZER\nCASE-START {names[0]} ; {names[1]}\n{warning}\n{warning}\n"
+              "========= RACECHECK SUMMARY: 50 hazards displayed (260896 errors, 0 warnings)\n")
+    assert parse(report, names, warnings=True) == (260896, {names[0]: 2})
+    assert parse(report, names) == (260896, {})
+    tool_warning = "========= Warning: Detected overflow of print buffer\n"  # not a hazard: never a finding
+    assert parse(f"CASE-START {names[0]}\n{tool_warning}", names, warnings=True)[1] == {}
+
+
 def test_kernel_pattern_finds_plain_and_template_kernels():
     pattern = kernel_pattern(["my_kernel", "scale2_pipeline<2>"])
     assert pattern.search("at void my_kernel(float *, int)+0x40")[1] == "my_kernel"
