@@ -43,7 +43,7 @@ def gemm_hd_kernel(a_desc, b_desc, c_desc, M, N, K, NUM_PROGRAMS,
     num_tiles = tiles_m * tiles_n
     k_tiles = tl.cdiv(K, BLOCK_K)
     for tile in tl.range(tl.program_id(0), num_tiles, NUM_PROGRAMS, flatten=FLATTEN):
-        m0, n0 = g._tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
+        m0, n0 = g.tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for kt in range(k_tiles):
             a = a_desc.load([m0, kt * BLOCK_K])
@@ -83,7 +83,7 @@ for rnd in range(ROUNDS):
         c = torch.empty(m, n, device="cuda", dtype=torch.float16)
         ref = a.float() @ b.float()
         cublas = lambda: torch.matmul(a, b, out=c)  # noqa: E731
-        ops = g._Operands(a, b, c)
+        ops = g.Operands(a, b, c)
         for kind, bm, bn, bk, s, w, per_sm, pieces, gm, flat in CONFIGS:
             tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
             grid = min(tiles, per_sm * sms)

@@ -50,7 +50,7 @@ for m, n, k in SHAPES:
     c = torch.empty(m, n, device="cuda", dtype=torch.float16)
     ref = a.float() @ b.float()
     cublas = lambda: torch.matmul(a, b, out=c)  # noqa: E731
-    ops = g._Operands(a, b, c)
+    ops = g.Operands(a, b, c)
     rows = []
     for bm, bn, bk, s, w, p, sub, gm in CONFIGS:
         tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)

@@ -29,7 +29,7 @@ STAGES_PERSISTENT = (2, 3, 4)  # the persistent kernel stores C in two halves: 4
 
 
 @triton.jit
-def _tile_origin(tile, tiles_m, tiles_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
+def tile_origin(tile, tiles_m, tiles_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
     """Tile index -> first row and column of C, GROUP_M tile rows at a time (programs in flight share L2)."""
     group_size = GROUP_M * tiles_n
     first_m = (tile // group_size) * GROUP_M
@@ -63,7 +63,7 @@ def gemm_desc_kernel(
     PERSISTENT: tl.constexpr,  # loop over tiles (one program per SM) instead of one program per tile
     C_DESC: tl.constexpr,  # store C through a descriptor too (its rows have a 16-byte pitch)
     EPILOGUE_SUBTILE: tl.constexpr = False,  # store C in two halves: half the shared memory for its staging
-    HOST_DESC: tl.constexpr = False,  # a, b (and c when C_DESC) are descriptors built on the host (box: C's half)
+    HOST_DESC: tl.constexpr = False,  # a, b (and c when C_DESC) come as descriptors built on the host
 ):
     # -- descriptors: shape, strides and box of each operand; the TMA unit zero-fills reads past the edges --
     if HOST_DESC:
@@ -81,7 +81,7 @@ def gemm_desc_kernel(
     # -- iterate over this program's tiles and, inside, over K: flatten=True lets the pipeliner (num_stages) run
     #    the loads of the next tile while the current one finishes --
     for tile in tl.range(tl.program_id(0), num_tiles, step, flatten=True):
-        m0, n0 = _tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
+        m0, n0 = tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for kt in range(k_tiles):
             a_tile = a_desc.load([m0, kt * BLOCK_K])
@@ -124,7 +124,7 @@ def _num_programs_limit(device: torch.device) -> int:
     return 4  # the interpreter: a few programs, so the persistent loop really walks several tiles
 
 
-class _Operands:
+class Operands:
     """A and B as the descriptors need them: rows of a 16-byte pitch (a padded copy per call where K or N is not
     a multiple of 8), whether C can be stored through a descriptor too, and the host-built descriptors of all three
     (built once per box; Triton encodes them into tensor maps at each launch)."""
@@ -181,7 +181,7 @@ class DescGemm:
         check_gemm_operands(a, b, c)
         if not host_desc:
             triton.set_allocator(_alloc_scratch)
-        self.operands, self.stages, self.persistent, self.host_desc = _Operands(a, b, c), stages, persistent, host_desc
+        self.operands, self.stages, self.persistent, self.host_desc = Operands(a, b, c), stages, persistent, host_desc
         m, n = c.shape
         tiles = triton.cdiv(m, BLOCK_M) * triton.cdiv(n, BLOCK_N)
         self.grid = min(tiles, _num_programs_limit(a.device)) if persistent else tiles
@@ -241,7 +241,7 @@ class TunedGemm:
 
     def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor):
         check_gemm_operands(a, b, c)
-        self.operands = _Operands(a, b, c)
+        self.operands = Operands(a, b, c)
         m, n = c.shape
         limit = _num_programs_limit(a.device)
         self.num_programs = lambda meta: (

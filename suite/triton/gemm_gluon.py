@@ -12,8 +12,11 @@ Persistent: one program per SM walks the output tiles (grouped rasterization, as
   each stage back once the wgmma that read it has completed; after the last K-tile it writes C through shared
   memory with a TMA store that runs on while the next tile starts.
 
-No block-wide barrier sits in the mainloop: that is the difference from the ``tl.dot`` kernels of gemm_desc.py, whose
-warps load, wait and compute in lockstep (``barrier`` is 46% of their stall cycles at 4096^3).
+The loads never wait on the consumers' block barriers: that is the difference from the ``tl.dot`` kernels of
+gemm_desc.py, whose 8 warps issue the loads, wait and compute in lockstep, four block barriers per K step (Triton 3.6;
+``barrier`` is 42-46% of their stall cycles at 4096^3). Here Triton still places two barriers per K step among the
+consumer warps (before the ready wait, and before the one-thread arrive that releases a stage), but the wgmma run
+on under them. Triton rounds the block up to whole warpgroups for setmaxnreg: 384 threads, 9 warps working.
 
 Needs a GPU of compute capability 9.0 (wgmma); the Triton interpreter does not run Gluon. Descriptors are built on
 the host. TMA needs 16-byte row pitches: where K or N is not a multiple of 8, A, B or C go through a buffer with a
@@ -37,7 +40,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from suite.checks import check_gemm_operands, check_stages
 from suite.kernel import TritonModule
 from suite.triton._compiled import kernel_info
-from suite.triton.gemm_desc import _Operands, _tile_origin
+from suite.triton.gemm_desc import Operands, tile_origin
 
 # The TMA copies under the names of the installed Triton: async_copy_global_to_shared / async_copy_shared_to_global
 # (3.6, the H200 machine's) became async_load / async_store (3.9, the CI's; the old names raise there).
@@ -62,7 +65,7 @@ def _producer(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, GROUP_M: gl
     smem_write_stage = 0
     lap = 0
     for tile in range(gl.program_id(0), tiles_m * tiles_n, gl.num_programs(0)):
-        m0, n0 = _tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
+        m0, n0 = tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
         for kt in range(k_tiles):
             # wait until the consumers released this stage (its previous lap's wgmma completed); on the first lap
             # the parity of the phase before the barrier's first one passes at once
@@ -95,7 +98,7 @@ def _consumer(c_desc, a_ring, b_ring, ready, empty, c_smem, M, N, K, GROUP_M: gl
     smem_read_stage = 0
     lap = 0
     for tile in range(gl.program_id(0), tiles_m * tiles_n, gl.num_programs(0)):
-        m0, n0 = _tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
+        m0, n0 = tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
         acc = gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=acc_layout)
         # -- MAINLOOP: one wgmma group in flight; a stage goes back to the producer when its reader completed --
         release_stage = 0
@@ -163,7 +166,7 @@ class GluonGemm:
     def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int):
         check_stages(stages, STAGES)
         m, n, k = check_gemm_operands(a, b, c)
-        self.operands = _Operands(a, b, c)
+        self.operands = Operands(a, b, c)
         self.c = c
         # poisoned, and initialized for initcheck, which does not see the TMA store's writes
         self.c_padded = (torch.full((m, -(-n // 8) * 8), float("nan"), dtype=c.dtype, device=c.device)
