@@ -70,8 +70,8 @@ def test_findings_that_name_no_kernel_go_to_the_case_that_ran():
 def test_a_fault_reported_only_as_warp_level_warnings_is_caught():
     """racecheck files a race between threads of one warp as a warning; when its 50 displayed hazards are all such
     warnings, the errors it counts are never displayed. A fault run counts the warnings (the H200 run of 2026-11-30,
-    12:30: the mma.sync GEMM without its ring barrier, 260,896 errors, every displayed hazard a warning); a healthy
-    run does not."""
+    about 12:23: the mma.sync GEMM without its ring barrier, 260,896 errors, every displayed hazard a warning); a
+    healthy run does not."""
     warning = "\n".join([
         "========= Warning: (Warp Level Programming) Potential RAW hazard detected at __shared__ 0x6600 in block "
         "(2,0,0) :",
