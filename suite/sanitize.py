@@ -206,8 +206,7 @@ def parse(report: str, names=None, warnings: bool = False) -> tuple[int | None, 
     running: list[str] = []  # the instantiations of the case that ran last (its CASE-START line)
 
     def flush() -> None:
-        hazard_warning = warnings and _HAZARD_WARNING_RE.match(block[0]) if block else False
-        if block and (hazard_warning or not _NOT_FINDINGS_RE.match(block[0])):
+        if block and (not _NOT_FINDINGS_RE.match(block[0]) or (warnings and _HAZARD_WARNING_RE.match(block[0]))):
             m = pattern.search("\n".join(block))
             name = normalize(m[1]) if m else (running[0] if running else None)
             if name:
