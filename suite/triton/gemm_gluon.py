@@ -73,10 +73,8 @@ def _producer(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, GROUP_M: gl
             # arm the stage's ready barrier with the bytes both copies will deliver, then issue them (zero-filled
             # past the edges of A and B)
             mbarrier.expect(ready.index(smem_write_stage), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
-            _tma_load(a_desc, [m0, kt * BLOCK_K], ready.index(smem_write_stage),
-                                            a_ring.index(smem_write_stage))
-            _tma_load(b_desc, [kt * BLOCK_K, n0], ready.index(smem_write_stage),
-                                            b_ring.index(smem_write_stage))
+            _tma_load(a_desc, [m0, kt * BLOCK_K], ready.index(smem_write_stage), a_ring.index(smem_write_stage))
+            _tma_load(b_desc, [kt * BLOCK_K, n0], ready.index(smem_write_stage), b_ring.index(smem_write_stage))
             smem_write_stage += 1
             if smem_write_stage == STAGES:
                 smem_write_stage = 0
@@ -108,6 +106,8 @@ def _consumer(c_desc, a_ring, b_ring, ready, empty, c_smem, M, N, K, GROUP_M: gl
             acc = warpgroup_mma(a_ring.index(smem_read_stage), b_ring.index(smem_read_stage), acc, is_async=True)
             # wait until at most this group is in flight: the previous K step's wgmma has read its stage
             acc = warpgroup_mma_wait(1, deps=(acc,))
+            # hand that stage back to the producer (none before the first step); Triton makes the partition's 8 warps
+            # meet before its one-thread arrive, so both warpgroups' waits above have passed
             mbarrier.arrive(empty.index(release_stage), pred=kt > 0)
             release_stage = smem_read_stage
             smem_read_stage += 1
