@@ -6,7 +6,7 @@ itself without a GPU, what the sanitizer launches and at what size, the SASS it 
 adds to its problem's all come from here. Nothing in the driver, the sanitizer or the generic tests names a kernel.
 
 * ``KernelModule``: the part every backend shares (stages, launch, bad inputs, SASS it must contain).
-* ``NvrtcModule``: a ``.cu`` file compiled at run time by NVRTC (``suite.ptx.loader``) and launched through cuda.core.
+* ``NvrtcModule``: a ``.cu`` file compiled at run time by NVRTC (``suite.nvrtc.loader``) and launched through cuda.core.
   Its constants reach the compiler as ``-D NAME=VALUE`` defines, so the Python launcher and the C++ kernel cannot
   drift: the ``.cu`` keeps an ``#ifndef`` default for a tunable constant, or a ``static_assert`` against a fixed one.
 * ``TritonModule``: a Triton kernel (the interpreter runs it on a CPU).
@@ -120,8 +120,8 @@ class NvrtcModule(KernelModule):
         return tuple(dict.fromkeys(e for s in self.stages for e in self.name_expressions(s)))
 
     def build(self, arch: str | None = None):
-        """Every instantiation, compiled for ``arch`` (default: the current GPU): a suite.ptx.loader.CompiledModule."""
-        from suite.ptx import loader
+        """Every instantiation, compiled for ``arch`` (default: the current GPU): a suite.nvrtc.loader.CompiledModule."""
+        from suite.nvrtc import loader
 
         arch = arch or loader.current_arch()
         builds = self.__dict__.setdefault("_builds", {})

@@ -78,7 +78,8 @@ def test_gemm_check_catches_a_wrong_tile():
 
 
 def test_ptx_gemm_refuses_a_ring_deeper_than_shared_memory(monkeypatch):
-    from suite.ptx import gemm, loader
+    from suite.nvrtc import loader
+    from suite.ptx import gemm
 
     monkeypatch.setattr(loader, "device_smem_limit", lambda: 100 * 1024)  # as if the GPU had 100 KiB per block
     a = torch.randn(64, 64, device="cuda").half()
@@ -88,7 +89,8 @@ def test_ptx_gemm_refuses_a_ring_deeper_than_shared_memory(monkeypatch):
 
 def test_ptx_gemm_refuses_a_ring_that_does_not_fit_this_gpu():
     """BLOCK_K = 64 at 5 stages needs 240 KiB of shared memory per block; an H100/H200 allows 227 KiB."""
-    from suite.ptx import gemm, loader
+    from suite.nvrtc import loader
+    from suite.ptx import gemm
 
     need = 5 * gemm.stage_bytes(64)
     if need <= loader.device_smem_limit():
@@ -133,7 +135,7 @@ def _depth_modules():
 def test_ptx_depth_launch_pins_residency(which, blocks_per_sm, stages):
     """Padding the shared memory pins exactly k resident blocks per SM (the occupancy calculator agrees), the grid is
     k x SMs, and the row reports that residency and the bytes in flight it implies."""
-    from suite.ptx import loader
+    from suite.nvrtc import loader
 
     mod = _depth_modules()[which]
     x = torch.randn(2**20 + 3, device="cuda")
@@ -181,7 +183,7 @@ def test_triton_grid_pins_one_program_per_sm():
 
 
 def test_memory_latency_probe():
-    from suite.ptx import latency
+    from suite.probes import latency
 
     ns = latency.measure_ns()
     assert 150 < ns < 3000, ns  # HBM idle latency is several hundred ns on current GPUs

@@ -15,7 +15,7 @@ def module():
 
 
 def test_build_log_has_no_serialization_warning(module):
-    # ptxas writes its warnings into NVRTC's log (suite.ptx.loader keeps it); C7510 means every wgmma waits alone.
+    # ptxas writes its warnings into NVRTC's log (suite.nvrtc.loader keeps it); C7510 means every wgmma waits alone.
     assert "C7510" not in module.log and "serializ" not in module.log.lower(), module.log
 
 
@@ -55,7 +55,7 @@ def test_stage_lists_are_the_rings_that_fit(module):
 
 def test_sm90_without_a_is_refused_by_ptxas():
     """wgmma and setmaxnreg exist only on sm_90a: a plain sm_90 build of the same source must not silently pass."""
-    from suite.ptx import loader
+    from suite.nvrtc import loader
 
     with pytest.raises(loader.KernelCompileError):
         loader.compile_cu(gemm_tma.SOURCE, (gemm_tma.CONFIGS["128x128x64 ws"].name_expression(2),), arch="sm_90",

@@ -5,7 +5,8 @@ import textwrap
 
 import pytest
 
-from suite.ptx import loader, vector
+from suite.nvrtc import loader
+from suite.ptx import vector
 
 KERNEL = textwrap.dedent(
     """
@@ -20,7 +21,7 @@ KERNEL = textwrap.dedent(
 def cu_file(tmp_path):
     d = tmp_path / "src"
     d.mkdir()
-    shutil.copy(loader.Path(loader.__file__).with_name("ptx_wrappers.cuh"), d / "ptx_wrappers.cuh")
+    shutil.copy(loader.INCLUDE_DIR / "ptx_wrappers.cuh", d / "ptx_wrappers.cuh")  # found before the shared one
     f = d / "tiny.cu"
     f.write_text(KERNEL)
     return f
@@ -99,7 +100,7 @@ def _compile_in_child(args):
     import os
 
     os.environ["PIPESUITE_CACHE_DIR"] = cache
-    from suite.ptx import loader as child_loader
+    from suite.nvrtc import loader as child_loader
 
     m = child_loader.compile_cu(path, ("tiny<1>", "tiny<2>"), arch="sm_90")
     return m.cubin, m.symbols
@@ -123,11 +124,8 @@ def test_inline_asm_error_names_the_source_line(cache_dir, tmp_path):
     file:line and the kernel line it was inlined at, and keeps the PTX."""
     src = tmp_path / "typo"
     src.mkdir()
-    here = loader.Path(loader.__file__).parent
-    shutil.copy(here / "vector.cu", src / "vector.cu")
-    for other in here.glob("*.cuh"):  # the headers vector.cu includes; the wrappers are replaced below
-        shutil.copy(other, src / other.name)
-    header = (here / "ptx_wrappers.cuh").read_text()
+    shutil.copy(vector.SOURCE, src / "vector.cu")
+    header = (loader.INCLUDE_DIR / "ptx_wrappers.cuh").read_text()  # a broken copy beside vector.cu is found first
     assert header.count("cp.async.commit_group;") == 1
     (src / "ptx_wrappers.cuh").write_text(header.replace("cp.async.commit_group;", "cp.async.comit_group;"))
     typo_line = next(i for i, text in enumerate(header.splitlines(), 1) if "cp.async.commit_group;" in text)

@@ -4,7 +4,9 @@ vector ring's machine code grows with its depth."""
 
 import pytest
 
-from suite.ptx import gemm, latency, loader, vector, vector_bulk
+from suite.nvrtc import loader
+from suite.probes import latency
+from suite.ptx import gemm, vector, vector_bulk
 from suite.sass import instruction_classes, opcode_counts, split_functions
 
 ARCHS = ("sm_80", "sm_90")

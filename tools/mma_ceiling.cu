@@ -1,6 +1,6 @@
 // mma_ceiling.cu: how fast mma.sync.m16n8k16 (fp16 -> fp32) issues from registers alone, at a chosen number of
 // resident warps per SM. No memory traffic: the ceiling a register-fed mma.sync GEMM cannot beat at that occupancy.
-#include "../suite/ptx/ptx_wrappers.cuh"
+#include "ptx_wrappers.cuh"  // suite/include, on the loader's include path
 
 template <int ACCS>
 __global__ void __launch_bounds__(256, 1) mma_loop(float* out, int iters, unsigned seed) {

@@ -7,7 +7,7 @@ import numpy as np
 import torch
 from triton.testing import do_bench
 
-from suite.ptx import loader
+from suite.nvrtc import loader
 
 ITERS, ACCS = 4096, 16
 mod = loader.compile_cu(Path(__file__).with_name("mma_ceiling.cu"), (f"mma_loop<{ACCS}>",))

@@ -2,7 +2,7 @@
 //
 // suite/ptx/gemm.cu's pipeline of pipelines with its first stage written in libcu++ instead of inline PTX:
 //   global --cuda::memcpy_async--> STAGES-deep shared-memory ring --ldmatrix--> 2 register slots --mma.sync--> fp32
-// Everything downstream of shared memory is the PTX kernel's own, included from it: the 128 x 256 x BLOCK_K tile and
+// Everything downstream of shared memory is the PTX kernel's own, from mma_sync_tile.cuh (suite/include): the 128 x 256 x BLOCK_K tile and
 // its 8 warps, the XOR swizzles, the fragment loads and mma.sync wrappers of ptx_wrappers.cuh, the epilogue. The two
 // rows of the table differ only in how the copies are issued and waited for.
 //
@@ -16,7 +16,7 @@
 
 #include <cuda/pipeline>
 
-#include "../ptx/gemm.cu"  // tile constants, KTile, swizzles, Producer, block_tile, fragments, warp_mma, epilogue
+#include "mma_sync_tile.cuh"  // tile constants, KTile, swizzles, Producer, block_tile, fragments, warp_mma, epilogue
 
 using Pipeline = cuda::pipeline<cuda::thread_scope_thread>;
 

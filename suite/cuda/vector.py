@@ -11,7 +11,7 @@ import torch
 from suite.checks import check_cuda, check_stages, check_vector_operands
 from suite.cuda.headers import cccl_include_dir
 from suite.kernel import NvrtcModule
-from suite.ptx import loader
+from suite.nvrtc import loader
 
 SOURCE = Path(__file__).with_name("vector.cu")
 STAGES = (1, 2, 3, 4)

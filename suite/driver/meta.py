@@ -91,10 +91,10 @@ def gpu_state() -> dict:
 
 
 def memory_latency_ns() -> float | str:
-    """The GPU's idle global-memory latency in ns, by the suite's own pointer chase (suite.ptx.latency); a message
+    """The GPU's idle global-memory latency in ns, by the suite's own pointer chase (suite.probes.latency); a message
     instead when it could not be measured."""
     try:
-        from suite.ptx import latency
+        from suite.probes import latency
 
         return round(latency.measure_ns(), 1)
     except Exception as e:  # noqa: BLE001 - report, don't fail the run over one probe

@@ -10,7 +10,7 @@ import torch
 from suite.checks import check_cuda, check_gemm_operands, check_stages
 from suite.kernel import Fault, NvrtcModule
 from suite.problems import BadInput
-from suite.ptx import loader
+from suite.nvrtc import loader
 
 SOURCE = Path(__file__).with_name("gemm.cu")
 STAGES = (1, 2, 3, 4, 5)

@@ -15,7 +15,7 @@ import torch
 from suite.checks import check_cuda, check_gemm_operands, check_stages
 from suite.kernel import Fault, NvrtcModule
 from suite.problems import BadInput
-from suite.ptx import loader
+from suite.nvrtc import loader
 
 SOURCE = Path(__file__).with_name("gemm_tma.cu")
 ARCH = "sm_90a"  # wgmma and setmaxnreg exist only on the architecture-specific target

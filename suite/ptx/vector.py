@@ -18,7 +18,7 @@ import torch
 
 from suite.checks import check_cuda, check_stages, check_vector_operands
 from suite.info import KernelInfo
-from suite.ptx import loader, stream
+from suite.nvrtc import loader, stream
 from suite.streaming import Schedule, kib
 
 SOURCE = Path(__file__).with_name("vector.cu")

@@ -21,7 +21,7 @@ import triton.language as tl
 
 from suite.checks import check_cuda, check_stages, check_vector_operands
 from suite.kernel import NvrtcModule, TritonModule
-from suite.ptx import loader
+from suite.nvrtc import loader
 from suite.registry import gpu_or_interpreter, needs_gpu, register_kernel
 
 # ---------------------------------------------------------------------------------------------------------------

@@ -15,7 +15,7 @@ import torch
 from suite.checks import check_stages
 from suite.info import KernelInfo
 from suite.kernel import NvrtcModule
-from suite.ptx import loader
+from suite.nvrtc import loader
 from suite.streaming import Schedule, bytes_in_flight_per_sm
 
 

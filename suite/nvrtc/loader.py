@@ -1,11 +1,11 @@
-"""NVRTC loader for the hand-written kernels: .cu file -> cubin (cached on disk) -> cuda.core Kernel -> launch.
+"""NVRTC loader for every CUDA C++ backend: .cu file -> cubin (cached on disk) -> cuda.core Kernel -> launch.
 
 The four steps are cuda.core's own: ``ProgramOptions`` / ``Program`` / ``compile("cubin", name_expressions=...)`` /
 ``get_kernel``. This module adds what a benchmark suite needs around them:
 
-* a disk cache keyed by everything that changes the cubin (source, every header it includes, arch, defines,
-  name expressions, NVRTC version), written atomically and verified by checksum on read, so a truncated or
-  corrupt entry is rebuilt instead of loaded;
+* the shared header directory ``suite/include`` (the inline-PTX wrappers, the pipeline skeleton, the tile schedules)
+  on every compile's include path;
+* a disk cache (suite.nvrtc.cache) keyed by everything that changes the cubin;
 * compile errors that carry the .cu file name and the full NVRTC log;
 * launches on torch's current stream, with the kernel's dynamic shared-memory limit raised when it needs > 48 KiB;
 * a SASS and resource report of each instantiation (suite.sass, via ``cuobjdump``), without a GPU.
@@ -16,22 +16,17 @@ Nothing here runs at import time.
 from __future__ import annotations
 
 import functools
-import hashlib
 import io
-import json
-import os
 import re
 import sys
-import tempfile
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from suite.info import KernelInfo
+from suite.nvrtc import cache
 from suite.sass import disassemble, instruction_classes, resource_usage, split_functions
 
-CACHE_FORMAT = 1
-_HEADER_MAGIC = b"PIPESUITE-CUBIN"
-_INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
+INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include"  # headers every backend's kernels share
 STATIC_SMEM_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-kernel attribute raised
 
 
@@ -55,14 +50,8 @@ class KernelCompileError(RuntimeError):
 
 
 # ---------------------------------------------------------------------------------------------------------------
-# Compilation and the disk cache
+# Compilation
 # ---------------------------------------------------------------------------------------------------------------
-
-
-def cache_dir() -> Path:
-    """Where cubins are cached: $PIPESUITE_CACHE_DIR, else ~/.cache/pipesuite/cubin."""
-    env = os.environ.get("PIPESUITE_CACHE_DIR")
-    return Path(env) if env else Path.home() / ".cache" / "pipesuite" / "cubin"
 
 
 @functools.cache
@@ -73,62 +62,6 @@ def nvrtc_version() -> tuple[int, int]:
     if err != nvrtc.nvrtcResult.NVRTC_SUCCESS:
         raise RuntimeError(f"nvrtcVersion failed: {err}")
     return int(major), int(minor)
-
-
-def included_sources(path: Path) -> list[Path]:
-    """The .cu file and every header it pulls in with #include "..." (recursively, relative to the includer)."""
-    seen: list[Path] = []
-    stack = [Path(path).resolve()]
-    while stack:
-        p = stack.pop()
-        if p in seen:
-            continue
-        seen.append(p)
-        for name in _INCLUDE_RE.findall(p.read_text()):
-            dep = (p.parent / name).resolve()
-            if dep.exists():
-                stack.append(dep)
-    return seen
-
-
-def cache_key(path: Path, arch: str, defines: tuple[str, ...], name_expressions: tuple[str, ...],
-              include_path: tuple[str, ...] = ()) -> str:
-    h = hashlib.sha256()
-    h.update(f"format={CACHE_FORMAT};arch={arch};nvrtc={nvrtc_version()};".encode())
-    h.update(json.dumps([list(defines), list(name_expressions), list(include_path)]).encode())
-    for src in included_sources(path):
-        h.update(src.name.encode() + b"\0" + src.read_bytes() + b"\0")
-    return h.hexdigest()
-
-
-def _write_entry(entry: Path, cubin: bytes, symbols: dict[str, str], log: str = "") -> None:
-    """Atomic write: a temp file in the same directory, then os.replace. Readers see the old entry or the new."""
-    header = json.dumps({"sha256": hashlib.sha256(cubin).hexdigest(), "size": len(cubin), "symbols": symbols,
-                         "log": log})
-    entry.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=entry.parent, prefix=entry.name, suffix=".tmp")
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(_HEADER_MAGIC + b"\n" + header.encode() + b"\n" + cubin)
-        os.replace(tmp, entry)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
-def _read_entry(entry: Path) -> tuple[bytes, dict[str, str], str] | None:
-    """The cached cubin, symbol map and build log, or None when the entry is missing, truncated or corrupt."""
-    try:
-        blob = entry.read_bytes()
-        magic, header, cubin = blob.split(b"\n", 2)
-        meta = json.loads(header)
-        if magic != _HEADER_MAGIC or len(cubin) != meta["size"]:
-            return None
-        if hashlib.sha256(cubin).hexdigest() != meta["sha256"]:
-            return None
-        return cubin, dict(meta["symbols"]), str(meta.get("log", ""))
-    except (OSError, ValueError, KeyError, TypeError):
-        return None
 
 
 @dataclass
@@ -193,17 +126,19 @@ def compile_cu(
 ) -> CompiledModule:
     """Compile ``path`` with NVRTC to a cubin for ``arch`` (default: the current GPU's ``sm_XY``).
 
-    ``defines`` are macros, ``"NAME"`` or ``"NAME=VALUE"``; ``include_path`` adds header directories to the .cu
-    file's own (their headers are keyed by directory, not content: a header library such as libcu++ is versioned
-    with the toolkit). Cached on disk; see the module docstring.
+    ``defines`` are macros, ``"NAME"`` or ``"NAME=VALUE"``. The .cu file's own directory and ``suite/include`` are
+    searched for ``#include "..."`` (their headers are keyed by content); ``include_path`` adds header libraries
+    (keyed by directory, not content: a library such as libcu++ is versioned with the toolkit). Cached on disk; see
+    the module docstring.
     """
     path = Path(path).resolve()
     arch = arch or current_arch()
     name_expressions = tuple(name_expressions)
+    own_headers = (str(path.parent), str(INCLUDE_DIR))
     include_path = tuple(str(Path(d).resolve()) for d in include_path)
-    key = cache_key(path, arch, tuple(defines), name_expressions, include_path)
-    entry = cache_dir() / f"{path.stem}-{arch}-{key[:32]}.cubin"
-    if use_cache and (hit := _read_entry(entry)) is not None:
+    key = cache.cache_key(path, arch, tuple(defines), name_expressions, own_headers, nvrtc_version(), include_path)
+    entry = cache.cache_dir() / f"{path.stem}-{arch}-{key[:32]}.cubin"
+    if use_cache and (hit := cache.read_entry(entry)) is not None:
         cubin, symbols, log = hit
         return CompiledModule(path, arch, cubin, symbols, from_cache=True, log=log)
 
@@ -213,7 +148,7 @@ def compile_cu(
     # -lineinfo: source lines in the cubin (for ncu's source view) and in the PTX (to place ptxas errors); it
     # changes no instruction.
     program_options = ProgramOptions(
-        name=str(path), arch=arch, std="c++17", include_path=[str(path.parent), *include_path],
+        name=str(path), arch=arch, std="c++17", include_path=[*own_headers, *include_path],
         define_macro=list(defines) or None, lineinfo=True,
     )
     source = path.read_text()
@@ -232,7 +167,7 @@ def compile_cu(
     if build_log:
         print(f"{path.name} ({arch}): {build_log}", file=sys.stderr)  # warnings are shown, never swallowed
     if use_cache:
-        _write_entry(entry, cubin, symbols, build_log)
+        cache.write_entry(entry, cubin, symbols, build_log)
     return CompiledModule(path, arch, cubin, symbols, from_cache=False, log=build_log)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from suite.ptx import loader
+from suite.nvrtc import loader
 
 SOURCE = Path(__file__).with_name("latency.cu")
 LINE_BYTES = 128
