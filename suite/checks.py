@@ -3,6 +3,8 @@ before anything is launched."""
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import torch
 
 
@@ -64,11 +66,14 @@ def check_vector_operands(x: torch.Tensor, y: torch.Tensor) -> None:
         raise ValueError("x must hold at least one element")
 
 
-def check_gemm_operands(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> tuple[int, int, int]:
-    """C = A @ B: fp16, 2-D, contiguous, 16-byte aligned, same device, A (M x K), B (K x N), C (M x N), all >= 1.
-    Returns (M, N, K)."""
+def check_gemm_operands(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor,
+                        dtype: torch.dtype = torch.float16) -> tuple[int, int, int]:
+    """C = A @ B: ``dtype`` in and out, 2-D, contiguous, 16-byte aligned, same device, A (M x K), B (K x N),
+    C (M x N), all >= 1. Returns (M, N, K)."""
+    if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype != b.dtype:
+        raise ValueError(f"a and b must have the same dtype (a is {a.dtype}, b is {b.dtype})")
     for name, t in (("a", a), ("b", b), ("c", c)):
-        check_tensor(t, name, dtype=torch.float16, ndim=2)
+        check_tensor(t, name, dtype=dtype, ndim=2)
     check_same_device(("a", a), ("b", b), ("c", c))
     (m, k), (kb, n) = a.shape, b.shape
     if kb != k:
@@ -77,3 +82,69 @@ def check_gemm_operands(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor) -> tu
     if min(m, n, k) < 1:
         raise ValueError(f"M, N and K must be >= 1 (got M={m}, N={n}, K={k})")
     return m, n, k
+
+
+GEMM_TORCH_DTYPES = {"fp16": torch.float16, "bf16": torch.bfloat16, "fp8e4m3": torch.float8_e4m3fn}
+
+
+@dataclass(frozen=True)
+class GemmOperands:
+    """The checked operands of C = A @ B in one of the GEMM problem's dtypes (suite.problems.GEMM_DTYPES)."""
+
+    a: torch.Tensor  # M x K
+    b: torch.Tensor  # K x N (fp16, bf16), or N x K, K-major (fp8e4m3)
+    c: torch.Tensor  # M x N: fp16 for fp16 inputs, bf16 otherwise
+    m: int
+    n: int
+    k: int
+    dtype: str  # "fp16", "bf16", "fp8e4m3"
+    scale_a: torch.Tensor | None = None  # fp8: per-tensor scales, one fp32 element each; C = (A @ B^T) x both
+    scale_b: torch.Tensor | None = None
+
+    @property
+    def b_k_major(self) -> bool:
+        return self.dtype == "fp8e4m3"
+
+
+def gemm_operands(inputs: tuple, c: torch.Tensor, dtypes: tuple[str, ...] = ("fp16",)) -> GemmOperands:
+    """Check a GEMM's inputs and output before anything is launched, for a kernel that implements ``dtypes``; a
+    ValueError names the rule broken:
+
+    * the dtype is one the kernel implements;
+    * fp16 / bf16: (A, B) with B as K x N; output of the same type;
+    * fp8e4m3: (A, B, scale_a, scale_b) with B as N x K, K-major (contiguous), and per-tensor scales (one fp32
+      element each); bf16 output;
+    * as every GEMM: 2-D, contiguous, 16-byte aligned, one device, matching sizes, all >= 1."""
+    if not isinstance(inputs, (tuple, list)) or not inputs or not isinstance(inputs[0], torch.Tensor):
+        raise ValueError("a GEMM takes (a, b) or, for fp8, (a, b, scale_a, scale_b)")
+    a = inputs[0]
+    dtype = next((name for name, t in GEMM_TORCH_DTYPES.items() if a.dtype == t), str(a.dtype))
+    if dtype not in dtypes:
+        raise ValueError(f"dtype {dtype} is not implemented by this kernel (it implements {', '.join(dtypes)})")
+    if dtype != "fp8e4m3":
+        if len(inputs) != 2:
+            raise ValueError(f"a {dtype} GEMM takes (a, b): per-tensor scales are for fp8 operands only "
+                             f"(got {len(inputs)} inputs)")
+        m, n, k = check_gemm_operands(a, inputs[1], c, GEMM_TORCH_DTYPES[dtype])
+        return GemmOperands(a, inputs[1], c, m, n, k, dtype)
+    if len(inputs) != 4:
+        raise ValueError("an fp8 operand needs its scale: an fp8 GEMM takes (a, b, scale_a, scale_b), per-tensor "
+                         f"fp32 scales (got {len(inputs)} inputs)")
+    b, scale_a, scale_b = inputs[1:]
+    if isinstance(b, torch.Tensor) and b.dim() == 2 and b.shape[1] != a.shape[-1]:
+        raise ValueError(f"fp8 B must be given as N x K (K-major, as wgmma and torch._scaled_mm take it): b is "
+                         f"{tuple(b.shape)} but K = {a.shape[-1]}")
+    for name, t in (("a", a), ("b", b)):
+        check_tensor(t, name, dtype=torch.float8_e4m3fn, ndim=2)
+    check_tensor(c, "c", dtype=torch.bfloat16, ndim=2)
+    for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
+        if not isinstance(s, torch.Tensor) or s.dtype != torch.float32 or s.numel() != 1:
+            raise ValueError(f"{name} must be a per-tensor scale: one fp32 element (got "
+                             f"{tuple(s.shape) if isinstance(s, torch.Tensor) else type(s).__name__}"
+                             f"{' ' + str(s.dtype) if isinstance(s, torch.Tensor) else ''})")
+    check_same_device(("a", a), ("b", b), ("c", c), ("scale_a", scale_a), ("scale_b", scale_b))
+    (m, k), n = a.shape, b.shape[0]
+    check_shape(c, "c", (m, n))
+    if min(m, n, k) < 1:
+        raise ValueError(f"M, N and K must be >= 1 (got M={m}, N={n}, K={k})")
+    return GemmOperands(a, b, c, m, n, k, dtype, scale_a, scale_b)

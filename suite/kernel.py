@@ -44,6 +44,10 @@ class KernelModule:
     """One kernel configuration of one backend. Subclasses set ``stages`` and implement ``launch``."""
 
     stages: tuple[int, ...] = ()  # the pipeline depths it is swept over (and compiled for)
+    # The problem's dtypes (suite.problems.DType names) it implements; None: the problem's default dtype only.
+    dtypes: tuple[str, ...] | None = None
+    # dtype -> why it has no build for it, where there is a reason worth a row's note (e.g. no such instruction)
+    dtype_notes: dict[str, str] = {}
     # SASS instruction classes (suite.sass.INSTRUCTION_CLASSES) every instantiation must contain: a tuple of class
     # names ("async_copy", "mma"), or class -> minimum count.
     sass_requires: tuple[str, ...] | dict[str, int] = ()
@@ -64,6 +68,14 @@ class KernelModule:
         """Rules this kernel adds to its problem's own (suite.problems.Problem.bad_inputs), e.g. a K multiple of 8."""
         return []
 
+    def stages_for(self, dtype: str) -> tuple:
+        """The depths it is swept over at ``dtype`` (a ring of wider or narrower elements may fit more or fewer)."""
+        return self.stages
+
+    def skip_reason(self, dtype: str) -> str | None:
+        """Why this machine cannot run the kernel at ``dtype`` although it implements it, or None."""
+        return None
+
     def kernel_names(self, stages: int) -> tuple[str, ...]:
         """The kernel instantiations a launch at ``stages`` may run, as the sanitizer's reports name them."""
         return ()
@@ -72,6 +84,23 @@ class KernelModule:
         """``sass_requires`` as class -> minimum count per instantiation."""
         req = self.sass_requires
         return dict(req) if isinstance(req, dict) else {cls: 1 for cls in req}
+
+
+class LibraryOp(KernelModule):
+    """A library call (torch): the baselines and ceilings the kernels are compared with. ``op(inputs, out)`` returns
+    the zero-argument callable; it has no stages, no SASS the suite asserts, nothing to sanitize."""
+
+    stages = (None,)
+
+    def __init__(self, op: Callable, dtypes: tuple[str, ...] | None = None,
+                 requires: Callable[[str], str | None] | None = None):
+        self.op, self.dtypes, self._requires = op, dtypes, requires
+
+    def launch(self, inputs: Inputs, out: torch.Tensor, stages) -> Callable[[], None]:
+        return self.op(inputs, out)
+
+    def skip_reason(self, dtype: str) -> str | None:
+        return self._requires(dtype) if self._requires else None
 
 
 class TritonModule(KernelModule):

@@ -1,6 +1,6 @@
 """Variants defined outside the repository: plugins imported before the registry is read.
 
-A plugin is a Python module that registers variants (suite.registry.register_kernel or @register) when imported,
+A plugin is a Python module that registers variants (suite.registry.register_kernel) when imported,
 usually with its kernel module and ``.cu`` file beside it. Two ways in:
 
 * ``--plugin MODULE`` on ``python -m suite.run`` and ``python -m suite.sanitize`` (repeatable): a dotted module name

@@ -1,12 +1,11 @@
-"""The variant registry: one registration per (problem, backend, kernel), each with the stage counts it sweeps.
+"""The variant registry: one registration per (problem, backend, kernel), each naming its kernel module.
 
-A variant's factory takes (inputs, out, stages) and returns a zero-argument callable that writes ``out``; all
-compilation and setup happen in the factory, outside anything the driver times. If the callable has an ``info``
-attribute (suite.info.KernelInfo), the driver reports it. Gates say when a variant can run here.
-
-Two ways to register: ``register_kernel`` names a kernel module (suite.kernel), from which the stage sweep, the
-launcher, the description without a GPU, the sanitizer's launches and the CPU tests all derive; ``@register`` takes
-a plain factory (a library call, or a kernel that states nothing more).
+Every variant, a hand-written kernel or a library call, is registered the same way: ``register_kernel`` names a
+kernel module (suite.kernel.KernelModule), from which its stage sweep, its data types, its launcher, its
+description without a GPU, the sanitizer's launches and the CPU tests all derive. A variant's factory takes
+(inputs, out, stages) and returns a zero-argument callable that writes ``out``; all compilation and setup happen in
+the factory, outside anything the driver times. If the callable has an ``info`` attribute (suite.info.KernelInfo),
+the driver reports it. Gates say when a variant can run here.
 """
 
 from __future__ import annotations
@@ -74,44 +73,66 @@ class Variant:
     problem: str
     backend: str  # "torch", "triton", "ptx", "cuda", or a plugin's own
     name: str
-    factory: Factory
-    # The stage counts it is swept over; (None,) when it has no stage parameter; None: its kernel module's.
-    declared_stages: tuple | None = (None,)
+    # Its kernel module (suite.kernel.KernelModule), or where to import it from: "package.module:NAME[key]".
+    kernel_ref: Any
     baseline: bool = False  # the library implementation the kernels are compared with
     ceiling: bool = False  # the throughput ceiling the ratios are taken against
     gate: Callable[[], str | None] = anywhere
     # A reference other than the problem's own (a ceiling such as copy_ computes something else).
     reference: Callable[[Inputs], torch.Tensor] | None = None
-    # Without a GPU: compile for an explicit arch and describe each stage's kernel; None: its kernel module's, if any.
-    declared_describe: Callable[[str], dict[int, KernelInfo]] | None = None
     description: str = ""
     # Variants of one group are tabulated together, apart from the problem's other variants (e.g. the depth sweep of
     # one tile size); "" is the problem's main table.
     group: str = ""
-    # Its kernel module (suite.kernel.KernelModule), or where to import it from: "package.module:NAME".
-    kernel_ref: Any = None
+    # The named shape sets (Problem.shape_sets, --shapes) it is timed at; None: every set. Explicit --size runs
+    # every variant.
+    shape_sets: tuple[str, ...] | None = None
 
     @property
     def label(self) -> str:
         return f"{self.backend}:{self.name}"
 
     @property
-    def kernel(self) -> "KernelModule | None":
-        """The kernel module this variant was registered with (imported on first use), or None for a plain
-        factory registration."""
-        return resolve_kernel(self.kernel_ref) if self.kernel_ref is not None else None
+    def kernel(self) -> "KernelModule":
+        """The kernel module this variant was registered with (imported on first use)."""
+        return resolve_kernel(self.kernel_ref)
 
     @property
     def stages(self) -> tuple:
-        if self.declared_stages is not None:
-            return self.declared_stages
-        return tuple(self.kernel.stages)
+        """The stage counts it is swept over at the problem's default dtype; (None,) when it has no stage
+        parameter."""
+        return self.stages_for(None)
+
+    def stages_for(self, dtype: str | None) -> tuple:
+        return tuple(self.kernel.stages_for(dtype or PROBLEMS[self.problem].default_dtype))
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        """The problem's dtypes this variant implements."""
+        declared = self.kernel.dtypes
+        return tuple(declared) if declared is not None else (PROBLEMS[self.problem].default_dtype,)
+
+    def dtype_skip_reason(self, dtype: str) -> str | None:
+        """Why this variant has no row at ``dtype`` that runs, or None: a dtype it does not implement (with the
+        module's reason where it gives one), or one this machine cannot run."""
+        if dtype not in self.dtypes:
+            why = self.kernel.dtype_notes.get(dtype) or f"implements {', '.join(self.dtypes)} only"
+            return f"no {dtype} build: {why}"
+        return self.kernel.skip_reason(dtype)
 
     @property
     def describe(self) -> Callable[[str], dict[int, KernelInfo]] | None:
-        if self.declared_describe is not None or self.kernel_ref is None:
-            return self.declared_describe
         return self.kernel.describe
+
+    def factory(self, inputs: Inputs, out: torch.Tensor, stages) -> Callable[[], None]:
+        """Check that the inputs are of a dtype the kernel implements (ValueError naming the rule), then build the
+        kernel's launcher for them."""
+        kernel = self.kernel
+        dtype = PROBLEMS[self.problem].input_dtype(inputs)
+        if dtype in PROBLEMS[self.problem].dtypes and dtype not in self.dtypes:  # others: the kernel's own checks
+            raise ValueError(f"{self.label}: dtype {dtype} is not implemented by this kernel (it implements "
+                             f"{', '.join(self.dtypes)})")
+        return kernel.launch(inputs, out, stages)
 
     def skip_reason(self) -> str | None:
         return self.gate()
@@ -136,41 +157,15 @@ def resolve_kernel(ref) -> "KernelModule":
     return _KERNELS[ref]
 
 
-def _add(variant: Variant) -> None:
-    if variant.problem not in PROBLEMS:
-        raise ValueError(f"unknown problem {variant.problem!r}; known: {sorted(PROBLEMS)}")
-    if any((v.problem, v.backend, v.name) == (variant.problem, variant.backend, variant.name) for v in _REGISTRY):
-        raise ValueError(f"variant {variant.label} is already registered for {variant.problem}")
-    _REGISTRY.append(variant)
-
-
-def register(
-    problem: str,
-    backend: str,
-    name: str,
-    stages: tuple = (None,),
-    describe: Callable[[str], dict[int, KernelInfo]] | None = None,
-    **kwargs,
-) -> Callable[[Factory], Factory]:
-    """Decorator: register ``factory`` as a variant (a plain factory registration). Raises on an unknown problem or
-    a duplicate (problem, backend, name)."""
-
-    def decorate(factory: Factory) -> Factory:
-        _add(Variant(problem, backend, name, factory, tuple(stages), declared_describe=describe, **kwargs))
-        return factory
-
-    return decorate
-
-
 def register_kernel(problem: str, backend: str, name: str, kernel, **kwargs) -> None:
     """Register the variant that runs ``kernel`` (a suite.kernel.KernelModule, or "package.module:NAME", imported
     only when first needed, so that registering compiles nothing and a Triton module sees TRITON_INTERPRET as set
-    by whoever runs it). Its stage sweep, launcher and description without a GPU are the kernel module's."""
-
-    def factory(inputs: Inputs, out: torch.Tensor, stages):
-        return resolve_kernel(kernel).launch(inputs, out, stages)
-
-    _add(Variant(problem, backend, name, factory, declared_stages=None, kernel_ref=kernel, **kwargs))
+    by whoever runs it). Raises on an unknown problem or a duplicate (problem, backend, name)."""
+    if problem not in PROBLEMS:
+        raise ValueError(f"unknown problem {problem!r}; known: {sorted(PROBLEMS)}")
+    if any((v.problem, v.backend, v.name) == (problem, backend, name) for v in _REGISTRY):
+        raise ValueError(f"variant {backend}:{name} is already registered for {problem}")
+    _REGISTRY.append(Variant(problem, backend, name, kernel, **kwargs))
 
 
 def variants(problem: str | None = None, backend: str | None = None) -> list[Variant]:

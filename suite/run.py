@@ -20,6 +20,8 @@ import textwrap
 from pathlib import Path
 
 PROBLEM_NAMES = ("vector", "gemm")
+DTYPES = ("fp32", "fp16", "bf16", "fp8e4m3")  # suite.problems: every problem's DType names
+SHAPE_SETS = ("square", "llm", "long-k")  # suite.problems: Problem.shape_sets
 WIDTH = 160  # terminal columns everything printed fits in (table.md and the CSV keep the full detail)
 
 
@@ -76,12 +78,15 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument("--variant", nargs="+", metavar="NAME",
                    help="only these variants, by name or backend:name (see --list); the ceiling of each problem "
                         "that runs is kept")
-    p.add_argument("--size", "--shapes", nargs="+", metavar="SIZE", dest="size",
+    p.add_argument("--size", nargs="+", metavar="SIZE",
                    help="problem sizes: vector n ('268435456' or '2^28'), gemm 'M' (a cube) or 'MxNxK'. "
                         "Needs a single --problem. Without a GPU, limited to what the interpreter runs in seconds "
                         "(vector n <= 2^24, gemm M*N*K <= 2^28)")
-    p.add_argument("--dtype", choices=("fp32", "fp16"),
-                   help="only problems of this input dtype (vector: fp32; gemm: fp16 in, fp32 accumulate)")
+    p.add_argument("--shapes", nargs="+", metavar="NAME", choices=SHAPE_SETS,
+                   help="named shape sets instead of the default sizes (gemm: square, llm: Llama-3 8B/70B "
+                        "projections at decode and prefill M, long-k: fewer output tiles than SMs)")
+    p.add_argument("--dtype", nargs="+", metavar="DTYPE", choices=DTYPES,
+                   help="only these input types (vector: fp32; gemm: fp16, bf16, fp8e4m3; default: all)")
     p.add_argument("--out", type=Path, metavar="DIR",
                    help="where to write table.md, results.csv, results.json and plots "
                         "(default: results/<gpu>/<timestamp>/; results/cpu/<timestamp>/ without a GPU)")
@@ -152,9 +157,15 @@ def main(argv=None) -> int:
 
     problems = tuple(args.problem or PROBLEM_NAMES)
     if args.dtype:
-        problems = tuple(p for p in problems if PROBLEMS[p].dtype.startswith(args.dtype))
+        problems = tuple(p for p in problems if set(args.dtype) & set(PROBLEMS[p].dtypes))
         if not problems:
-            return _usage_error(f"--dtype {args.dtype}", f"no selected problem takes {args.dtype} inputs")
+            return _usage_error(f"--dtype {' '.join(args.dtype)}", "no selected problem takes these inputs")
+    if args.shapes:
+        problems = tuple(p for p in problems if set(args.shapes) & set(PROBLEMS[p].shape_sets))
+        if not problems:
+            return _usage_error(f"--shapes {' '.join(args.shapes)}", "no selected problem has these shape sets")
+        if args.size:
+            return _usage_error("--shapes", "give named shape sets or --size, not both")
     if args.backend:
         from suite.registry import variants
 
@@ -178,7 +189,9 @@ def main(argv=None) -> int:
             return _usage_error("--size", str(e))
     opts = Options(problems=problems, backends=tuple(args.backend) if args.backend else None,
                    variants=tuple(args.variant) if args.variant else None,
-                   stages=tuple(args.stages) if args.stages else None, sizes=sizes, quick=args.quick, seed=args.seed)
+                   stages=tuple(args.stages) if args.stages else None, sizes=sizes, quick=args.quick, seed=args.seed,
+                   dtypes=tuple(args.dtype) if args.dtype else None,
+                   shape_sets=tuple(args.shapes) if args.shapes else None)
     try:
         check_options(opts, on_gpu)
     except OptionError as e:

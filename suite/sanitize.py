@@ -50,7 +50,7 @@ def sanitized_variants():
     """Variants whose kernel module declares sanitizer sizes, in registry order (only those --variant names)."""
     from suite.registry import variants
 
-    return [v for v in variants() if v.kernel is not None and v.kernel.sanitize_sizes and _selected(v)]
+    return [v for v in variants() if v.kernel.sanitize_sizes and _selected(v)]
 
 
 def select(names) -> None:
@@ -58,7 +58,7 @@ def select(names) -> None:
     global _selection
     from suite.registry import variants
 
-    sanitized = [v for v in variants() if v.kernel is not None and v.kernel.sanitize_sizes]
+    sanitized = [v for v in variants() if v.kernel.sanitize_sizes]
     known = {v.label for v in sanitized} | {v.name for v in sanitized}
     unknown = [n for n in names if n not in known]
     if unknown:
@@ -73,9 +73,9 @@ def not_sanitized():
 
     out = []
     for v in variants():
-        if v.baseline or v.ceiling or (v.kernel is not None and v.kernel.sanitize_sizes) or not _selected(v):
+        if v.baseline or v.ceiling or (v.kernel.sanitize_sizes) or not _selected(v):
             continue
-        why = "a plain factory registration (no kernel module)" if v.kernel is None else "its module declares no sizes"
+        why = "its module declares no sizes"
         out.append((v.label, why))
     return out
 
@@ -152,7 +152,7 @@ def worker_fault(tool: str, index: int) -> int:
 
     for v, fault in faults(tool)[index:index + 1]:
         broken_kernel = v.kernel.with_defines(fault.define, stages=fault.stages)
-        broken = dataclasses.replace(v, factory=lambda i, o, s, k=broken_kernel: k.launch(i, o, s))
+        broken = dataclasses.replace(v, kernel_ref=broken_kernel)
         for stages in fault.stages:
             # a fault needs to be seen once: one size (racecheck is slow)
             for size in (v.kernel.sanitize_sizes[0] if fault.size is None else fault.size,):

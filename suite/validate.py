@@ -24,11 +24,11 @@ class Validation:
     out: torch.Tensor
 
 
-def validate(variant: Variant, stages, size, *, seed: int, device: torch.device) -> Validation:
+def validate(variant: Variant, stages, size, *, seed: int, device: torch.device, dtype: str | None = None) -> Validation:
     """Build ``variant`` at ``stages`` on fresh inputs of ``size``, run it once on a NaN-poisoned output, wait for
     it, compare with the reference. Raises whatever building or launching raises (ValueError for a rule broken)."""
     problem = PROBLEMS[variant.problem]
-    inputs = problem.make_inputs(size, seed, device)
+    inputs = problem.make_inputs(size, seed, device, dtype)
     out = problem.make_output(inputs)
     out.fill_(float("nan"))  # poisoned
     fn = variant.factory(inputs, out, stages)
@@ -36,4 +36,4 @@ def validate(variant: Variant, stages, size, *, seed: int, device: torch.device)
     if out.device.type == "cuda":
         torch.cuda.synchronize(out.device)
     ref = (variant.reference or problem.reference)(inputs)
-    return Validation(problem.check(out, ref), fn, inputs, out)
+    return Validation(problem.check(out, ref, dtype), fn, inputs, out)

@@ -1,34 +1,31 @@
 """Every registered variant. Adding one is a kernel module plus one registration here.
 
-A kernel is named by "package.module:NAME" and imported on first use (as are the modules a plain factory imports
-inside itself), so importing this file compiles and launches nothing, and the Triton modules see TRITON_INTERPRET
-as set by whoever runs them.
+A kernel is named by "package.module:NAME" and imported on first use, so importing this file compiles and launches
+nothing, and the Triton modules see TRITON_INTERPRET as set by whoever runs them. The library baselines and
+ceilings are kernel modules too (suite.kernel.LibraryOp), registered the same way.
 """
 
 from __future__ import annotations
 
 import torch
 
-from suite.registry import anywhere, gpu_or_interpreter, needs_gpu, needs_sm90a, register, register_kernel
+from suite.kernel import LibraryOp
+from suite.registry import anywhere, gpu_or_interpreter, needs_gpu, needs_sm90a, register_kernel
 
 # ---------------------------------------------------------------------------------------------------------------
 # vector: y = 2 * x
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@register("vector", "torch", "mul", baseline=True, gate=anywhere, description="torch.mul(x, 2, out=y)")
-def torch_vector_mul(inputs, out, stages):
-    (x,) = inputs
-    return lambda: torch.mul(x, 2, out=out)
-
-
-@register(
-    "vector", "torch", "copy_", ceiling=True, gate=anywhere, reference=lambda inputs: inputs[0],
+register_kernel(
+    "vector", "torch", "mul", LibraryOp(lambda inputs, out: lambda: torch.mul(inputs[0], 2, out=out)),
+    baseline=True, gate=anywhere, description="torch.mul(x, 2, out=y)",
+)
+register_kernel(
+    "vector", "torch", "copy_", LibraryOp(lambda inputs, out: lambda: out.copy_(inputs[0])),
+    ceiling=True, gate=anywhere, reference=lambda inputs: inputs[0],
     description="y.copy_(x): the device-to-device bandwidth ceiling (reads and writes as many bytes as y = 2x)",
 )
-def torch_vector_copy(inputs, out, stages):
-    (x,) = inputs
-    return lambda: out.copy_(x)
 
 
 # The bandwidth regime: 1 GiB, each backend's best measured configuration (BANDWIDTH in suite/ptx/vector.py,
@@ -79,46 +76,55 @@ for _tile_kib in (2, 4, 8, 16, 32):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-@register(
-    "gemm", "torch", "cuBLAS", baseline=True, ceiling=True, gate=anywhere,
-    description="torch.matmul(a, b, out=c)",
-)
-def torch_gemm(inputs, out, stages):
+def _cublas(inputs, out):
+    """torch's GEMM for each dtype: torch.matmul (cuBLAS) for fp16 / bf16; torch._scaled_mm (cuBLASLt's fp8 path,
+    per-tensor scales, bf16 out) for fp8 e4m3, B given as N x K and passed transposed (column-major), as cuBLAS
+    wants it."""
+    if len(inputs) == 4:
+        a, b, scale_a, scale_b = inputs
+        return lambda: torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype=out.dtype, out=out)
     a, b = inputs
     return lambda: torch.matmul(a, b, out=out)
 
 
+def _fp8_capable(dtype: str) -> str | None:
+    if dtype == "fp8e4m3" and torch.cuda.is_available() and torch.cuda.get_device_capability() < (8, 9):
+        return "torch._scaled_mm (fp8) needs compute capability >= 8.9"
+    return None
+
+
 register_kernel(
-    "gemm", "triton", "128x256x32", "suite.triton.gemm:KERNEL", gate=gpu_or_interpreter,
+    "gemm", "torch", "cuBLAS", LibraryOp(_cublas, dtypes=("fp16", "bf16", "fp8e4m3"), requires=_fp8_capable),
+    baseline=True, ceiling=True, gate=anywhere,
+    description="torch.matmul(a, b, out=c); fp8: torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype=bf16)",
+)
+
+register_kernel(
+    "gemm", "triton", "128x256x32", "suite.triton.gemm:KERNEL", gate=gpu_or_interpreter, shape_sets=("square",),
     description="the PTX kernel's tile: 128x256x32, 8 warps, GROUP_M=8, swept over num_stages",
 )
 
-
-@register(
-    "gemm", "triton", "tuned", gate=needs_gpu((9, 0)),
+register_kernel(
+    "gemm", "triton", "tuned", "suite.triton.gemm_desc:KERNELS[tuned]", gate=needs_gpu((9, 0)),
     description="triton.autotune over depths, both schedules (one program per tile, persistent) and GROUP_M of the "
                 "128x256x64 tensor-descriptor kernel, descriptors built on the host "
                 "(suite.triton.gemm_desc.tuning_configs)",
 )
-def triton_gemm_tuned(inputs, out, stages):
-    from suite.triton.gemm_desc import TunedGemm
-
-    return TunedGemm(*inputs, out)
 
 
 register_kernel(
-    "gemm", "cuda", "128x256x32 cuda::pipeline", "suite.cuda.gemm:GEMM_K32", gate=needs_gpu((8, 0)),
+    "gemm", "cuda", "128x256x32 cuda::pipeline", "suite.cuda.gemm:GEMM_K32", gate=needs_gpu((8, 0)), shape_sets=("square",),
     description="the PTX kernel's tile, ldmatrix and mma.sync; global -> shared through cuda::memcpy_async and a "
                 "cuda::pipeline (libcu++)",
 )
 
 register_kernel(
-    "gemm", "ptx", "128x256x32 mma.sync", "suite.ptx.gemm:GEMM_K32", gate=needs_gpu((8, 0)),
+    "gemm", "ptx", "128x256x32 mma.sync", "suite.ptx.gemm:GEMM_K32", gate=needs_gpu((8, 0)), shape_sets=("square",),
     description="the seed's design: cp.async ring, ldmatrix into 2 register slots, mma.sync m16n8k16, 8 warps 2x4",
 )
 
 register_kernel(
-    "gemm", "ptx", "128x256x64 mma.sync", "suite.ptx.gemm:GEMM_K64", gate=needs_gpu((8, 0)),
+    "gemm", "ptx", "128x256x64 mma.sync", "suite.ptx.gemm:GEMM_K64", gate=needs_gpu((8, 0)), shape_sets=("square",),
     description="the same pipeline with BLOCK_K = 64: one block barrier per 4 k-steps instead of per 2",
 )
 
@@ -138,40 +144,27 @@ for _rung, _what in (
      "the same, its epilogue staged in shared memory and stored with TMA while the next tile starts"),
 ):
     register_kernel("gemm", "ptx", f"{_rung} tma+wgmma", f"suite.ptx.gemm_tma:KERNELS[{_rung}]", gate=needs_sm90a,
-                    description=_what)
+                    description=_what, shape_sets=None if _rung.endswith("tma-store") else ("square",))
 
 
-@register(
-    "gemm", "triton", "128x256x64 desc", stages=(2, 3), gate=gpu_or_interpreter,
+register_kernel(
+    "gemm", "triton", "128x256x64 desc", "suite.triton.gemm_desc:KERNELS[tile]", gate=gpu_or_interpreter,
+    shape_sets=("square",),
     description="tensor descriptors built in the kernel (tl.make_tensor_descriptor; TMA on Hopper), one program per "
                 "tile, 8 warps, swept over num_stages",
 )
-def triton_gemm_desc(inputs, out, stages):
-    from suite.triton.gemm_desc import DescGemm
-
-    return DescGemm(*inputs, out, stages, persistent=False)
-
-
-@register(
-    "gemm", "triton", "128x256x64 desc persistent", stages=(2, 3, 4), gate=gpu_or_interpreter,
+register_kernel(
+    "gemm", "triton", "128x256x64 desc persistent", "suite.triton.gemm_desc:KERNELS[persistent]",
+    gate=gpu_or_interpreter, shape_sets=("square",),
     description="tensor descriptors, one program per SM over all tiles (tl.range(..., flatten=True)), 8 warps, "
                 "C stored in two halves",
 )
-def triton_gemm_desc_persistent(inputs, out, stages):
-    from suite.triton.gemm_desc import DescGemm
-
-    return DescGemm(*inputs, out, stages, persistent=True)
-
-
-@register(
-    "gemm", "triton", "128x256x64 desc persistent host", stages=(2, 3, 4), gate=gpu_or_interpreter,
+register_kernel(
+    "gemm", "triton", "128x256x64 desc persistent host", "suite.triton.gemm_desc:KERNELS[persistent host]",
+    gate=gpu_or_interpreter,
     description="the same with its descriptors built on the host (triton.tools.tensor_descriptor) and passed as "
                 "kernel parameters: no tensor maps written and fenced by each program",
 )
-def triton_gemm_desc_persistent_host(inputs, out, stages):
-    from suite.triton.gemm_desc import DescGemm
-
-    return DescGemm(*inputs, out, stages, persistent=True, host_desc=True)
 
 
 register_kernel(

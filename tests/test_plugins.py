@@ -104,8 +104,8 @@ __global__ void broken_kernel(const float* x, float* y, long long n) {
 BROKEN_PLUGIN = """\
 from pathlib import Path
 
-from suite.kernel import NvrtcModule
-from suite.registry import anywhere, needs_gpu, register, register_kernel
+from suite.kernel import LibraryOp, NvrtcModule
+from suite.registry import anywhere, needs_gpu, register_kernel
 
 
 class Broken(NvrtcModule):
@@ -123,11 +123,13 @@ class Broken(NvrtcModule):
 register_kernel("vector", "cuda", "broken build", Broken(), gate=needs_gpu((8, 0)) if {on_cpu} else anywhere)
 
 
-@register("vector", "torch", "broken launch", stages=(1,))
-def broken_launch(inputs, out, stages):
+def broken_launch(inputs, out):
     def run():
         raise RuntimeError("CUDA_ERROR_LAUNCH_FAILED: unspecified launch failure (simulated)")
     return run
+
+
+register_kernel("vector", "torch", "broken launch", LibraryOp(broken_launch))
 """
 
 

@@ -6,6 +6,7 @@ import pytest
 import torch
 
 from suite import registry
+from suite.kernel import LibraryOp
 
 
 def test_every_problem_has_a_baseline_a_ceiling_and_both_kernel_backends():
@@ -18,10 +19,11 @@ def test_every_problem_has_a_baseline_a_ceiling_and_both_kernel_backends():
 
 def test_duplicate_and_unknown_registrations_are_refused():
     registry.variants()  # load the real registrations first
+    op = LibraryOp(lambda inputs, out: lambda: None)
     with pytest.raises(ValueError, match="already registered"):
-        registry.register("vector", "torch", "mul")(lambda inputs, out, stages: None)
+        registry.register_kernel("vector", "torch", "mul", op)
     with pytest.raises(ValueError, match="unknown problem 'matmul'"):
-        registry.register("matmul", "ptx", "x")(lambda inputs, out, stages: None)
+        registry.register_kernel("matmul", "ptx", "x", op)
 
 
 def test_gpu_gate_explains_itself(monkeypatch):

@@ -40,17 +40,19 @@ class Options:
     variants: tuple[str, ...] | None = None  # names or backend:name; None: all (ceilings always run)
     stages: tuple[int, ...] | None = None  # None: each variant's own sweep
     sizes: dict[str, tuple] = field(default_factory=dict)  # problem -> sizes; missing: the problem's defaults
+    dtypes: tuple[str, ...] | None = None  # dtype names (suite.problems.DType); None: every dtype of each problem
+    shape_sets: tuple[str, ...] | None = None  # --shapes: named sets (Problem.shape_sets) instead of the defaults
     quick: bool = False
     seed: int = 0
     warmup_ms: float = 25.0
     rep_ms: float = 200.0
 
 
-def _row(problem: Problem, size, variant: Variant, stages) -> dict:
+def _row(problem: Problem, size, variant: Variant, stages, dtype: str | None = None) -> dict:
     return {
         "problem": problem.name,
         "shape": problem.shape(size),
-        "dtype": problem.dtype,
+        "dtype": problem.dtype_of(dtype).label,
         "backend": variant.backend,
         "variant": variant.name,
         "group": variant.group,
@@ -168,12 +170,48 @@ def check_options(opts: Options, on_gpu: bool) -> list[tuple[Problem, Variant, t
     return plan
 
 
-def sizes_for(problem: Problem, opts: Options, on_gpu: bool) -> tuple:
+def dtypes_for(problem: Problem, opts: Options) -> tuple[str, ...]:
+    """The problem's dtypes the options select (all of them by default)."""
+    return tuple(d for d in problem.dtypes if opts.dtypes is None or d in opts.dtypes)
+
+
+def sizes_for(problem: Problem, opts: Options, on_gpu: bool, dtype: str | None = None) -> tuple:
+    """(size, shape set) pairs: explicit sizes (no set: every variant runs them), the named sets asked for, or the
+    default run's sizes for ``dtype``, each tagged with the first set it belongs to."""
+    def tagged(sizes):
+        return tuple((size, next((name for name, members in problem.shape_sets.items() if size in members), None))
+                     for size in sizes)
+
     if problem.name in opts.sizes:
-        return opts.sizes[problem.name]
+        return tuple((size, None) for size in opts.sizes[problem.name])
     if not on_gpu:
-        return problem.cpu_sizes
-    return problem.quick_sizes if opts.quick else problem.default_sizes
+        return tuple((size, None) for size in problem.cpu_sizes)
+    if opts.shape_sets:
+        return tuple(dict.fromkeys((size, name) for name in opts.shape_sets for size in problem.shape_sets.get(name, ())))
+    return tagged(problem.quick_sizes if opts.quick else problem.default_sizes_for(dtype))
+
+
+def plan_groups(plan: list[tuple[Problem, Variant, tuple]], opts: Options, on_gpu: bool) -> list[tuple]:
+    """The run as independent groups, in order: (problem, dtype, size, [(variant, stages), ...]), one per
+    (problem, dtype, shape), each with its ceiling. A variant runs at a dtype it implements and at a size of a
+    shape set it takes part in (Variant.shape_sets); at a dtype it does not implement it gets one row that says so
+    (stages None), never silently absent."""
+    groups = []
+    for problem in {p.name: p for p, _, _ in plan}.values():
+        chosen = [(v, stages) for p, v, stages in plan if p is problem]
+        for dtype in dtypes_for(problem, opts):
+            for size, shape_set in sizes_for(problem, opts, on_gpu, dtype):
+                jobs = []
+                for v, stages in chosen:
+                    if shape_set is not None and v.shape_sets is not None and shape_set not in v.shape_sets:
+                        continue
+                    if dtype not in v.dtypes:
+                        jobs.append((v, (None,)))
+                        continue
+                    at_dtype = v.stages_for(dtype)
+                    jobs.append((v, tuple(s for s in at_dtype if s in stages) if stages != v.stages else at_dtype))
+                groups.append((problem, dtype, size, [(v, s) for v, ss in jobs for s in ss]))
+    return groups
 
 
 def _fail(row: dict, what: str, error: Exception) -> None:
@@ -187,9 +225,9 @@ def _fail(row: dict, what: str, error: Exception) -> None:
                note=f"{what}: {type(error).__name__}: {where[0][:300]}")
 
 
-def _validate(size, variant: Variant, stages, seed: int, device) -> tuple[dict, object]:
+def _validate(size, variant: Variant, stages, seed: int, device, dtype: str | None = None) -> tuple[dict, object]:
     """suite.validate on fresh inputs: the check fields of the row, and the callable (for its KernelInfo)."""
-    result = validate(variant, stages, size, seed=seed, device=device)
+    result = validate(variant, stages, size, seed=seed, device=device, dtype=dtype)
     check = result.check
     return {"valid": check.valid, "max_abs_error": check.max_abs_error, "rel_error": check.rel_error,
             "note": "" if check.valid else f"INVALID: {check.message}"}, result.fn
@@ -247,24 +285,23 @@ def run(opts: Options, on_gpu: bool, progress: bool = True, device: torch.device
     ``device`` defaults to the GPU when ``on_gpu`` (tests pass the CPU to exercise the timing logic)."""
     device = device or torch.device("cuda" if on_gpu else "cpu")
     plan = check_options(opts, on_gpu)
-    jobs = [(p, size, v, s) for p, v, stages in plan for size in sizes_for(p, opts, on_gpu) for s in stages]
-    bar = Progress(len(jobs), progress)
+    groups = plan_groups(plan, opts, on_gpu)
+    bar = Progress(sum(len(jobs) for *_, jobs in groups), progress)
     rows: list[dict] = []
     described: dict[str, dict] = {}
     seed = opts.seed
 
-    for problem in {p.name: p for p, _, _ in plan}.values():
-        for size in sizes_for(problem, opts, on_gpu):
-            group = [(v, s) for p, sz, v, s in jobs if p is problem and sz == size]
-            timing_inputs = problem.make_inputs(size, 10_000 + seed, device) if on_gpu else None
-            ceiling = next((v for v, _ in group if v.ceiling), None)
+    for problem, dtype, size, group in groups:
+        if True:  # one (problem, dtype, shape): its rows and its ceiling
+            timing_inputs = problem.make_inputs(size, 10_000 + seed, device, dtype) if on_gpu else None
+            ceiling = next((v for v, _ in group if v.ceiling and dtype in v.dtypes), None)
             ceiling_samples: list[float] = []
             ceiling_state = {"throttled": False}
             ceiling_fn = None
 
             def time_ceiling() -> None:
                 nonlocal ceiling_fn
-                if ceiling is None or not on_gpu or ceiling.skip_reason():
+                if ceiling is None or not on_gpu or ceiling.skip_reason() or ceiling.dtype_skip_reason(dtype):
                     return
                 if ceiling_fn is None:
                     ceiling_fn = ceiling.factory(timing_inputs, problem.make_output(timing_inputs), None)
@@ -277,27 +314,32 @@ def run(opts: Options, on_gpu: bool, progress: bool = True, device: torch.device
             group_rows = []
             for variant, stages in group:
                 seed += 1
-                bar.step(f"{problem.name} {problem.shape(size)} {variant.label} stages={stages}")
-                row = _row(problem, size, variant, stages)
+                bar.step(f"{problem.name} {dtype} {problem.shape(size)} {variant.label} stages={stages}")
+                row = _row(problem, size, variant, stages, dtype)
                 group_rows.append(row)
+                if dtype_reason := variant.dtype_skip_reason(dtype):
+                    row["note"] = dtype_reason  # said in its row, never silently absent
+                    continue
                 reason = variant.skip_reason()
                 if reason:
                     if not on_gpu and variant.describe is not None:
-                        if variant.label not in described:
+                        key = (variant.label, dtype)
+                        if key not in described:
                             try:
-                                described[variant.label] = variant.describe(CPU_ARCH)
+                                described[key] = (variant.describe(CPU_ARCH) if dtype == problem.default_dtype
+                                                  else variant.kernel.describe(CPU_ARCH, dtype))
                             except Exception as e:  # a build that fails is a failed row; the run goes on
-                                described[variant.label] = e
-                        if isinstance(described[variant.label], Exception):
-                            _fail(row, "build failed", described[variant.label])
+                                described[key] = e
+                        if isinstance(described[key], Exception):
+                            _fail(row, "build failed", described[key])
                             continue
-                        _add_info(row, described[variant.label].get(stages))
+                        _add_info(row, described[key].get(stages))
                         row["built_for"] = CPU_ARCH  # compiled and described; not run: `reason`
                     else:
                         row["note"] = f"skipped: {reason}"
                     continue
                 try:
-                    check, fn = _validate(size, variant, stages, seed, device)
+                    check, fn = _validate(size, variant, stages, seed, device, dtype)
                 except ValueError as e:  # a configuration the kernel refuses (e.g. a ring too deep for the GPU)
                     row.update(valid=False, note=f"refused: {e}")
                     continue

@@ -68,11 +68,17 @@ def _resources(row: dict) -> str:
 
 
 def _groups(rows: list[dict]) -> dict[tuple[str, str, str], list[dict]]:
-    """Rows by (problem, shape, registry group): one table block each."""
+    """Rows by (problem, dtype, shape, registry group): one table block each, the shape and group read as one
+    (``shape``, ``group``) key so that each dtype's rows are judged against that dtype's ceiling."""
     groups: dict[tuple[str, str, str], list[dict]] = {}
     for r in rows:
-        groups.setdefault((r["problem"], r["shape"], r.get("group") or ""), []).append(r)
+        groups.setdefault((r["problem"], (r["shape"], r.get("dtype")), r.get("group") or ""), []).append(r)
     return groups
+
+
+def _ceiling_of(rows: list[dict], problem: str, shape_dtype: tuple) -> dict | None:
+    return next((r for r in rows if r["ceiling"] and (r["problem"], (r["shape"], r.get("dtype"))) == (problem, shape_dtype)),
+                None)
 
 
 def _label(r: dict) -> str:
@@ -88,9 +94,9 @@ def table(rows: list[dict], fmt: str = "github") -> str:
     """One block per (problem, shape): the stage sweep with each swept variant side by side, then every other
     variant (baselines, ceilings, tuned) on a line of its own."""
     blocks = []
-    for (problem, shape, group_name), group in _groups(rows).items():
+    for (problem, (shape, _), group_name), group in _groups(rows).items():
         unit = group[0]["unit"]
-        ceiling = next((r for r in rows if r["ceiling"] and (r["problem"], r["shape"]) == (problem, shape)), None)
+        ceiling = _ceiling_of(rows, problem, (shape, group[0].get("dtype")))
         ceiling_name = _label(ceiling) if ceiling else "ceiling"
         by_variant: dict[str, list[dict]] = {}
         for r in group:
@@ -203,9 +209,9 @@ def terminal_table(rows: list[dict], width: int = 160) -> str:
     from suite.driver.bench import MAX_SPREAD
 
     blocks, marks = [], set()
-    for (problem, shape, group_name), group in _groups(rows).items():
+    for (problem, (shape, _), group_name), group in _groups(rows).items():
         unit = group[0]["unit"]
-        ceiling = next((r for r in rows if r["ceiling"] and (r["problem"], r["shape"]) == (problem, shape)), None)
+        ceiling = _ceiling_of(rows, problem, (shape, group[0].get("dtype")))
         by_variant: dict[str, list[dict]] = {}
         for r in group:
             by_variant.setdefault(_label(r), []).append(r)

@@ -1,5 +1,5 @@
-"""C = A @ B (fp16 in, fp32 accumulate, fp16 out) in Triton: the PTX kernel's 128x256x32 tile with 8 warps, swept
-over ``num_stages``, and a ``tuned`` launcher that lets triton.autotune pick among a few Hopper-friendly tiles."""
+"""C = A @ B (fp16 in, fp32 accumulate, fp16 out) in Triton with pointer loads: the PTX mma.sync kernel's
+128x256x32 tile with 8 warps, swept over ``num_stages``."""
 
 from __future__ import annotations
 
@@ -81,25 +81,6 @@ def gemm_kernel(
     tl.store(c_ptrs, acc.to(tl.float16), mask=(out_rows[:, None] < M) & (out_cols[None, :] < N))
 
 
-def tuning_configs() -> list[triton.Config]:
-    """The space the ``tuned`` variant searches: tiles that suit Hopper's wgmma, at their deepest fitting pipeline."""
-    return [
-        triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": GROUP_M}, num_stages=s, num_warps=w)
-        for bm, bn, bk, s, w in (
-            (128, 256, 64, 3, 8),
-            (128, 256, 64, 4, 8),
-            (128, 256, 32, 5, 8),
-            (256, 128, 64, 3, 8),
-            (256, 128, 64, 4, 8),
-            (128, 128, 64, 4, 4),
-            (128, 128, 64, 5, 8),
-        )
-    ]
-
-
-gemm_kernel_tuned = triton.autotune(configs=tuning_configs(), key=["M", "N", "K", "ALIGNED"])(triton.jit(gemm_kernel.fn))
-
-
 def _args(a, b, c):
     m, k = a.shape
     n = b.shape[1]
@@ -144,33 +125,6 @@ class Tile128x256x32(TritonModule):
 
 
 KERNEL = Tile128x256x32()
-
-
-class TunedGemm:
-    """triton.autotune over tuning_configs(); the chosen config is reported in ``info.config`` (GPU only)."""
-
-    def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor):
-        check_gemm_operands(a, b, c)
-        self.args, self.aligned = _args(a, b, c), _aligned(a, b, c)
-        m, n = c.shape
-        self.grid = lambda meta: (triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]),)
-        self.info = kernel_info(None, None, "autotuned", 0)
-        self._compiled = False
-
-    def __call__(self) -> None:
-        compiled = gemm_kernel_tuned[self.grid](*self.args, ALIGNED=self.aligned)
-        if not self._compiled and compiled is not None:
-            self._compiled = True
-            cfg = gemm_kernel_tuned.best_config
-            bm, bn, bk = cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"], cfg.kwargs["BLOCK_K"]
-            m, n = self.args[2].shape
-            self.info = kernel_info(
-                compiled,
-                (bm * bk + bk * bn) * 2,
-                f"{bm}x{bn}x{bk}, num_warps={cfg.num_warps}, num_stages={cfg.num_stages} (autotuned)",
-                triton.cdiv(m, bm) * triton.cdiv(n, bn),
-            )
-            self.info.stages = cfg.num_stages
 
 
 def matmul(a: torch.Tensor, b: torch.Tensor, stages: int = 3, out: torch.Tensor | None = None) -> torch.Tensor:

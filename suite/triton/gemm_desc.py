@@ -19,6 +19,7 @@ import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
 from suite.checks import check_gemm_operands, check_stages
+from suite.kernel import TritonModule
 from suite.triton._compiled import kernel_info
 
 BLOCK_M, BLOCK_N, BLOCK_K = 128, 256, 64
@@ -271,3 +272,31 @@ class TunedGemm:
                 self.num_programs(cfg.kwargs),
             )
             self.info.stages = cfg.num_stages
+
+
+class Descriptors(TritonModule):
+    """gemm_desc_kernel at one schedule and descriptor source, swept over num_stages, for the registry."""
+
+    def __init__(self, persistent: bool, host_desc: bool = False):
+        self.persistent, self.host_desc = persistent, host_desc
+        self.stages = STAGES_PERSISTENT if persistent else STAGES
+
+    def launch(self, inputs, out, stages):
+        return DescGemm(*inputs, out, stages, persistent=self.persistent, host_desc=self.host_desc)
+
+
+class Tuned(TritonModule):
+    """triton.autotune over tuning_configs(): the depth it chose is reported in its row (GPU only)."""
+
+    stages = (None,)
+
+    def launch(self, inputs, out, stages):
+        return TunedGemm(*inputs, out)
+
+
+KERNELS = {
+    "tile": Descriptors(persistent=False),
+    "persistent": Descriptors(persistent=True),
+    "persistent host": Descriptors(persistent=True, host_desc=True),
+    "tuned": Tuned(),
+}
