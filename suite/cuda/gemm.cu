@@ -113,7 +113,7 @@ __global__ void __launch_bounds__(THREADS, 1)
                                                     smem + smem_write_stage * T::STAGE_BYTES, pipe);
             pipe.producer_commit();
             ++k_tile_next;
-            if (++smem_write_stage == STAGES) smem_write_stage = 0;  // wrap back to the start of the ring
+            advance_stage<STAGES>(smem_write_stage);  // wraps back to the start of the ring
         };
 
         // PROLOGUE: fill STAGES - 1 stages.
@@ -138,7 +138,7 @@ __global__ void __launch_bounds__(THREADS, 1)
 #ifndef PIPESUITE_FAULT_NO_RING_BARRIER  // fault injection for the sanitizer self-test (suite/sanitize.py) only
                     __syncthreads();
 #endif
-                    if (++smem_read_stage == STAGES) smem_read_stage = 0;  // wrap back to the start of the ring
+                    advance_stage<STAGES>(smem_read_stage);  // wraps back to the start of the ring
                 }
                 // Next k-step's fragments: the next k-step of this tile, or the first of the next tile (none after the
                 // last tile: that stage may hold no tile at all).

@@ -13,6 +13,8 @@
 
 #include <cuda/pipeline>
 
+#include "ring.cuh"  // advance_stage: the ring indices every kernel of the suite walks
+
 #ifndef VEC_CHUNKS_PER_THREAD  // the launcher's tile (suite/ptx/vector.py), as in suite/ptx/vector.cu
 #define VEC_CHUNKS_PER_THREAD 8
 #endif
@@ -114,14 +116,14 @@ __global__ void __launch_bounds__(VEC_THREADS) scale2_cuda_pipeline(const float*
         if (future < my_tiles)
             load_tile(x, n, first_tile + future, smem + smem_write_stage * VEC_TILE_CHUNKS, pipe);
         pipe.producer_commit();
-        if (++smem_write_stage == STAGES) smem_write_stage = 0;  // wrap back to the start of the ring
+        advance_stage<STAGES>(smem_write_stage);  // wraps back to the start of the ring
 
         // Committed so far: STAGES - 1 + (i + 1) batches, batch i holding tile i: let the STAGES - 1 newer ones keep
         // flying and wait only for tile i.
         cuda::pipeline_consumer_wait_prior<STAGES - 1>(pipe);
         consume_tile(y, n, first_tile + i, smem + smem_read_stage * VEC_TILE_CHUNKS);
         pipe.consumer_release();
-        if (++smem_read_stage == STAGES) smem_read_stage = 0;  // wrap back to the start of the ring
+        advance_stage<STAGES>(smem_read_stage);  // wraps back to the start of the ring
     }
 
     // EPILOGUE: only empty batches (tiles past the end) can still be pending; drain them before the block exits.

@@ -26,7 +26,7 @@
 
 #pragma once
 
-#include "ptx_wrappers.cuh"
+#include "ring.cuh"
 
 constexpr int BLOCK_M = 128;
 constexpr int BLOCK_N = 256;
@@ -79,14 +79,10 @@ struct TileCoords {
 // Grouped rasterization: consecutive blocks walk GROUP_M tile rows down one group before moving right, so the
 // blocks resident at one time share A rows and B columns in L2.
 __device__ __forceinline__ TileCoords block_tile(int M, int N) {
-    const int tiles_m = (M + BLOCK_M - 1) / BLOCK_M;
-    const int tiles_n = (N + BLOCK_N - 1) / BLOCK_N;
-    const int pid = blockIdx.x;
-    const int group_size = GROUP_M * tiles_n;
-    const int first_m = (pid / group_size) * GROUP_M;
-    const int group_rows = min(tiles_m - first_m, GROUP_M);
-    const int in_group = pid % group_size;
-    return {(first_m + in_group % group_rows) * BLOCK_M, (in_group / group_rows) * BLOCK_N};
+    TileCoords t;
+    grouped_tile_origin<GROUP_M, BLOCK_M, BLOCK_N>(blockIdx.x, (M + BLOCK_M - 1) / BLOCK_M, (N + BLOCK_N - 1) / BLOCK_N,
+                                                   t.m0, t.n0);
+    return t;
 }
 
 // Per-thread state of the global -> shared producer. Copy i of a thread covers row (first row + i * ROW_STEP) and the
@@ -265,14 +261,7 @@ __device__ __forceinline__ void store_accumulators(half_bits* C, int M, int N, i
                 const int row = row0 + mi * MMA_M + (lane >> 2) + half * 8;
                 const int col = col0 + ni * MMA_N + (lane & 3) * 2;
                 if (row >= M) continue;
-                const half2_bits v = pack_half2(acc[mi][ni][2 * half], acc[mi][ni][2 * half + 1]);
-                half_bits* dst = C + (long long)row * N + col;
-                if ((N & 1) == 0 && col + 1 < N) {
-                    *reinterpret_cast<half2_bits*>(dst) = v;
-                } else {
-                    if (col < N) dst[0] = (half_bits)(v & 0xffffu);
-                    if (col + 1 < N) dst[1] = (half_bits)(v >> 16);
-                }
+                store_pair(C + (long long)row * N + col, col, N, pack_half2(acc[mi][ni][2 * half], acc[mi][ni][2 * half + 1]));
             }
 }
 

@@ -39,7 +39,7 @@
 // Build for sm_90a with NDEBUG: wgmma and setmaxnreg exist only there, and a non-inlined call (an assert) inside the
 // wgmma region makes ptxas serialize every wgmma (warning C7510).
 
-#include "ptx_wrappers.cuh"
+#include "ring.cuh"
 
 #ifndef GEMM_TMA_BLOCK_M
 #define GEMM_TMA_BLOCK_M 128
@@ -110,34 +110,10 @@ __device__ __forceinline__ unsigned long long smem_descriptor(unsigned addr, uns
            ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
 }
 
-// Where one block is in the ring: stage index and the phase parity of the current lap.
-struct RingPosition {
-    int stage = 0;
-    unsigned phase = 0;
-    template <int STAGES>
-    __device__ __forceinline__ void advance() {
-        if (++stage == STAGES) {  // wrap back to the start of the ring: the next lap waits on the other parity
-            stage = 0;
-            phase ^= 1;
-        }
-    }
-};
-
-__device__ __forceinline__ void mbarrier_wait(unsigned bar, unsigned parity) {
-    while (!mbarrier_try_wait_parity(bar, parity)) {
-    }
-}
-
-// Output tile `tile` -> its first row and column, GROUP_M tile rows at a time down one group before moving right,
-// so blocks running at the same time share rows of A and columns of B in L2.
+// Output tile `tile` -> its first row and column (grouped rasterization, ring.cuh).
 template <int BLOCK_N>
 __device__ __forceinline__ void tile_origin(int tile, int tiles_m, int tiles_n, int& m0, int& n0) {
-    const int group_size = GROUP_M * tiles_n;
-    const int first_m = (tile / group_size) * GROUP_M;
-    const int group_rows = min(tiles_m - first_m, GROUP_M);
-    const int in_group = tile % group_size;
-    m0 = (first_m + in_group % group_rows) * BLOCK_M;
-    n0 = (in_group / group_rows) * BLOCK_N;
+    grouped_tile_origin<GROUP_M, BLOCK_M, BLOCK_N>(tile, tiles_m, tiles_n, m0, n0);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -157,10 +133,10 @@ __device__ __forceinline__ void producer(const TensorMap& tmap_a, const TensorMa
             // Wait until every consumer warp released this stage (its wgmma finished reading it). On the first lap
             // the parity names the phase before the barrier's first, which counts as complete: no wait.
 #ifndef PIPESUITE_FAULT_SKIP_EMPTY_WAIT  // fault injection for the sanitizer self-test (suite/sanitize.py) only
-            mbarrier_wait(smem.empty(write.stage), write.phase ^ 1);
+            producer_acquire(smem.empty(write.stage), write);
 #endif
             const unsigned full = smem.full(write.stage);
-            mbarrier_arrive_expect_tx(full, T::STAGE_BYTES);  // the phase completes when all these bytes land
+            producer_commit(full, T::STAGE_BYTES);  // the phase completes when all these bytes land
             const int k0 = k_tile * BLOCK_K;
             tma_load_2d(smem.a(write.stage), &tmap_a, full, k0, m0);
 #pragma unroll
@@ -183,16 +159,13 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[Tile<BLOCK_N, CON
 #pragma unroll
     for (int mt = 0; mt < T::WG_M_TILES; ++mt)
 #pragma unroll
-        for (int i = 0; i < T::ACC; ++i) acc[mt][i] = 0.f;
+        for (int i = 0; i < T::ACC; ++i) acc[mt][i] = 0.f;  // (wgmma's scale-d = 0 on the first step would do too)
 
     int released_stage = -1;  // the stage whose wgmma group may still run (released after the next group's wait)
     for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
         const int smem_read_stage = read.stage;
-        mbarrier_wait(smem.full(smem_read_stage), read.phase);  // the TMA bytes of this K tile have all landed
-#pragma unroll
-        for (int mt = 0; mt < T::WG_M_TILES; ++mt)
-#pragma unroll
-            for (int i = 0; i < T::ACC; ++i) fence_operand(acc[mt][i]);
+        consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
+        fence_accumulators(acc);
         wgmma_fence();  // the accumulators' last writes (zeroing, earlier wgmma) are ordered before these wgmma
 #pragma unroll
         for (int kk = 0; kk < K_STEPS; ++kk) {
@@ -211,20 +184,14 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[Tile<BLOCK_N, CON
         wgmma_commit_group();
         // Let this K tile's group run on; wait until the previous one is done, so its stage may be refilled.
         wgmma_wait<1>();
-#pragma unroll
-        for (int mt = 0; mt < T::WG_M_TILES; ++mt)
-#pragma unroll
-            for (int i = 0; i < T::ACC; ++i) fence_operand(acc[mt][i]);
-        if (released_stage >= 0 && release) mbarrier_arrive(smem.empty(released_stage));  // the producer may refill it
+        fence_accumulators(acc);
+        if (released_stage >= 0 && release) consumer_release(smem.empty(released_stage));  // the producer may refill it
         released_stage = smem_read_stage;
         read.advance<STAGES>();
     }
     wgmma_wait<0>();  // every wgmma of this tile is done: the accumulators are final, the last stage is free
-#pragma unroll
-    for (int mt = 0; mt < T::WG_M_TILES; ++mt)
-#pragma unroll
-        for (int i = 0; i < T::ACC; ++i) fence_operand(acc[mt][i]);
-    if (released_stage >= 0 && release) mbarrier_arrive(smem.empty(released_stage));
+    fence_accumulators(acc);
+    if (released_stage >= 0 && release) consumer_release(smem.empty(released_stage));
 }
 
 // Epilogue: accumulators -> fp16 -> C, bounds-checked. In an m64nN wgmma tile, thread (warp w, lane l) holds rows
@@ -246,13 +213,7 @@ __device__ __forceinline__ void store_tile(half_bits* C, int M, int N, int row0,
 #pragma unroll
             for (int j = 0; j < BLOCK_N / 8; ++j) {
                 const int col = col0 + j * 8 + (lane % 4) * 2;
-                const half2_bits v = pack_half2(acc[mt][4 * j + 2 * half], acc[mt][4 * j + 2 * half + 1]);
-                if ((N & 1) == 0 && col + 1 < N) {
-                    *reinterpret_cast<half2_bits*>(c_row + col) = v;
-                } else {
-                    if (col < N) c_row[col] = (half_bits)(v & 0xffffu);
-                    if (col + 1 < N) c_row[col + 1] = (half_bits)(v >> 16);
-                }
+                store_pair(c_row + col, col, N, pack_half2(acc[mt][4 * j + 2 * half], acc[mt][4 * j + 2 * half + 1]));
             }
         }
 }

@@ -19,7 +19,7 @@
 // flight. What hides DRAM latency is the SM's total: S x tile bytes x resident blocks (Little's law), which is why the
 // depth sweep pins residency and varies tile size as well as S.
 
-#include "ptx_wrappers.cuh"
+#include "ring.cuh"
 #include "tile_schedule.cuh"
 
 constexpr int VEC_CHUNK_FLOATS = 4;  // fp32 values in one 16-byte chunk
@@ -105,14 +105,14 @@ __global__ void __launch_bounds__(THREADS) scale2_ring(const float* __restrict__
             load_tile<THREADS, CHUNKS>(x, n, write.tile, smem_base + smem_write_stage * STAGE_BYTES);
         cp_async_commit();
         write.advance();
-        if (++smem_write_stage == STAGES) smem_write_stage = 0;  // wrap back to the start of the ring
+        advance_stage<STAGES>(smem_write_stage);  // wraps back to the start of the ring
 
         // STAGES groups are outstanding, the oldest holding the tile read here: let the STAGES - 1 newer ones stay in
         // flight and wait only for that one.
         cp_async_wait<STAGES - 1>();
 
         consume_tile<THREADS, CHUNKS>(y, n, read.tile, smem_base + smem_read_stage * STAGE_BYTES);
-        if (++smem_read_stage == STAGES) smem_read_stage = 0;  // wrap back to the start of the ring
+        advance_stage<STAGES>(smem_read_stage);  // wraps back to the start of the ring
     }
 
     // EPILOGUE: only empty groups can still be pending (tiles past the end); drain them before the block exits.

@@ -26,7 +26,7 @@
 //
 // Shared memory (dynamic): [full barriers | empty barriers] padded to 128 B, then STAGES tiles.
 
-#include "ptx_wrappers.cuh"
+#include "ring.cuh"
 #include "tile_schedule.cuh"
 
 constexpr int BULK_CHUNK_FLOATS = 4;  // fp32 values in one 16-byte chunk
@@ -54,23 +54,18 @@ template <int TILE_FLOATS, int STAGES>
 __device__ __forceinline__ void producer(const float* x, long long n, long long num_tiles, int run, unsigned smem_base,
                                          unsigned tiles_base) {
     constexpr int STAGE_BYTES = TILE_FLOATS * 4;
-    int smem_write_stage = 0;
-    unsigned empty_phase = 1;  // the parity of the phase to wait for: the fresh barriers' "previous" phase
-    for (TileCursor write(run); write.tile < num_tiles; write.advance()) {
+    RingPosition write;  // smem_write_stage and its lap's parity
+    for (TileCursor cursor(run); cursor.tile < num_tiles; cursor.advance()) {
         // Wait until every consumer warp has released this stage (read the tile it held STAGES tiles ago).
-        while (!mbarrier_try_wait_parity(empty_barrier<STAGES>(smem_base, smem_write_stage), empty_phase)) {
-        }
-        const long long valid = tile_valid_floats<TILE_FLOATS>(n, write.tile);
+        producer_acquire(empty_barrier<STAGES>(smem_base, write.stage), write);
+        const long long valid = tile_valid_floats<TILE_FLOATS>(n, cursor.tile);
         const unsigned bulk_bytes = (unsigned)(valid / BULK_CHUNK_FLOATS) * 16;  // whole chunks only
-        const unsigned full = full_barrier<STAGES>(smem_base, smem_write_stage);
-        mbarrier_arrive_expect_tx(full, bulk_bytes);  // arrive first: the copy's bytes may land right away
+        const unsigned full = full_barrier<STAGES>(smem_base, write.stage);
+        producer_commit(full, bulk_bytes);  // arrive first: the copy's bytes may land right away
         if (bulk_bytes > 0)
-            cp_async_bulk_global_to_shared(tiles_base + smem_write_stage * STAGE_BYTES,
-                                                 x + write.tile * TILE_FLOATS, bulk_bytes, full);
-        if (++smem_write_stage == STAGES) {  // wrap back to the start of the ring, into the next phase
-            smem_write_stage = 0;
-            empty_phase ^= 1;
-        }
+            cp_async_bulk_global_to_shared(tiles_base + write.stage * STAGE_BYTES, x + cursor.tile * TILE_FLOATS,
+                                           bulk_bytes, full);
+        write.advance<STAGES>();
     }
 }
 
@@ -104,24 +99,18 @@ __device__ __forceinline__ void consumer(const float* x, float* y, long long n, 
     constexpr int CONSUMER_THREADS = CONSUMER_WARPS * 32;
     constexpr int STAGE_BYTES = CONSUMER_THREADS * CHUNKS * 16;
     const int consumer = threadIdx.x - 32;  // warp 0 is the producer's
-    int smem_read_stage = 0;
-    unsigned full_phase = 0;
-    for (TileCursor read(run); read.tile < num_tiles; read.advance()) {
+    RingPosition read;  // smem_read_stage and its lap's parity
+    for (TileCursor cursor(run); cursor.tile < num_tiles; cursor.advance()) {
         // Wait for the tile's bytes: the producer's arrival and the copy engine's transactions complete the phase.
-        while (!mbarrier_try_wait_parity(full_barrier<STAGES>(smem_base, smem_read_stage), full_phase)) {
-        }
-        consume_tile<CONSUMER_THREADS, CHUNKS>(x, y, n, read.tile, tiles_base + smem_read_stage * STAGE_BYTES,
-                                               consumer);
+        consumer_wait(full_barrier<STAGES>(smem_base, read.stage), read);
+        consume_tile<CONSUMER_THREADS, CHUNKS>(x, y, n, cursor.tile, tiles_base + read.stage * STAGE_BYTES, consumer);
         // Release the stage. Each lane's reads were generic-proxy loads and the refill is an async-proxy write: the
         // proxy fence orders the two; __syncwarp orders every lane's fence before lane 0's arrival (a release); the
-        // producer waits for all consumer warps. (racecheck still reports each reuse, fence or not: README.)
+        // producer waits for all consumer warps. (racecheck still reports each reuse, fence or not: docs/sanitizer.md.)
         fence_proxy_async_shared();
         __syncwarp();
-        if (threadIdx.x % 32 == 0) mbarrier_arrive(empty_barrier<STAGES>(smem_base, smem_read_stage));
-        if (++smem_read_stage == STAGES) {  // wrap back to the start of the ring, into the next phase
-            smem_read_stage = 0;
-            full_phase ^= 1;
-        }
+        if (threadIdx.x % 32 == 0) consumer_release(empty_barrier<STAGES>(smem_base, read.stage));
+        read.advance<STAGES>();
     }
 }
 
