@@ -20,7 +20,8 @@ INSTRUCTION_CLASSES: dict[str, tuple[str, ...]] = {
     "async_copy": ("LDGSTS",),  # cp.async global -> shared
     "ldmatrix": ("LDSM",),  # ldmatrix shared -> registers
     "mma": ("HMMA",),  # mma.sync on the tensor cores (Ampere path)
-    "wgmma": ("HGMMA",),  # warpgroup mma (Hopper path)
+    "wgmma": ("HGMMA", "QGMMA"),  # warpgroup mma (Hopper path): HGMMA for 16-bit operands, QGMMA for fp8
+    "wgmma_fp8": ("QGMMA",),  # the fp8 form on its own
     "tma": ("UTMALDG", "UTMASTG"),  # tensor-map copies through the copy engine (cp.async.bulk.tensor)
     "bulk_copy": ("UBLKCP",),  # 1-D bulk copies through the copy engine (cp.async.bulk, no tensor map)
     "mbarrier": ("SYNCS",),  # mbarrier init / arrive / try-wait (the async pipeline's barriers, sm_90)
@@ -63,13 +64,16 @@ def instruction_classes(sass: str) -> dict[str, int]:
 def wgmma_chain(sass: str) -> tuple[int, int]:
     """(HGMMA instructions, those that close a group with ``gsb0``). ptxas chains the wgmma of one commit group and
     marks only the last; when it serializes them (warning C7510) every HGMMA carries gsb0 and is waited on alone."""
-    ops = [line for line in sass.splitlines() if re.search(r"\bHGMMA\.", line)]
+    ops = [line for line in sass.splitlines() if re.search(r"\b[HQ]GMMA\.", line)]
     return len(ops), sum("gsb0" in line for line in ops)
 
 
 def summary(classes: dict[str, int]) -> str:
-    """Short form for a table cell, e.g. ``LDGSTS LDSM HMMA``: the opcodes of the classes present (spills excepted)."""
-    return " ".join(INSTRUCTION_CLASSES[c][0] for c, n in classes.items() if n and c != "local_memory") or "-"
+    """Short form for a table cell, e.g. ``LDGSTS LDSM HMMA``: the opcodes of the classes present (spills excepted;
+    wgmma as QGMMA when its operands are fp8)."""
+    names = {"wgmma": "QGMMA" if classes.get("wgmma_fp8") else "HGMMA"}
+    return " ".join(names.get(c, INSTRUCTION_CLASSES[c][0]) for c, n in classes.items()
+                    if n and c not in ("local_memory", "wgmma_fp8")) or "-"
 
 
 # ---------------------------------------------------------------------------------------------------------------

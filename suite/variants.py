@@ -146,6 +146,19 @@ for _rung, _what in (
     register_kernel("gemm", "ptx", f"{_rung} tma+wgmma", f"suite.ptx.gemm_tma:KERNELS[{_rung}]", gate=needs_sm90a,
                     description=_what, shape_sets=None if _rung.endswith("tma-store") else ("square",))
 
+# The schedules for shapes with fewer output tiles than SMs (decode, long K): the same TMA + wgmma pipeline, the work
+# cut into units of (tile, K range); a tile shared by several units is summed in K order by its last unit.
+for _row, _what in (
+    ("128x256 split-k", "the persistent rung's 128x256 tile (2 consumer warpgroups), K split over tiles x splits "
+                        "blocks (splits: as many as fill the SMs once, >= 4 K tiles each)"),
+    ("128x256 stream-k", "the same tile, one block per SM sharing all tiles x K-tiles iterations evenly "
+                         "(stream-K)"),
+    ("64x256 split-k", "decode: 64-row tiles (1 consumer warpgroup: a 128-row tile would be mostly padding for "
+                       "M <= 64), split-K as above, rings 4-6 deep (the weight streams through once)"),
+):
+    register_kernel("gemm", "ptx", f"{_row} tma+wgmma", f"suite.ptx.gemm_tma:KERNELS[{_row}]", gate=needs_sm90a,
+                    description=_what, shape_sets=("llm", "long-k"))
+
 
 register_kernel(
     "gemm", "triton", "128x256x64 desc", "suite.triton.gemm_desc:KERNELS[tile]", gate=gpu_or_interpreter,

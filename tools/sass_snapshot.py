@@ -1,8 +1,8 @@
 """Dump the SASS of every NVRTC kernel the registry knows, one file per (arch, instantiation), for a before/after
-comparison of a refactor: `python tools/sass_snapshot.py DIR`, then `diff -r BEFORE AFTER`.
+comparison of a refactor: `python tools/sass_snapshot.py DIR`, then `diff -rw BEFORE AFTER`.
 
 Line info is not part of `cuobjdump -sass` output, so moving code between files leaves the listing unchanged unless an
-instruction changed."""
+instruction changed. cuobjdump pads its columns to the longest symbol of the cubin, so compare with `diff -rw`."""
 
 from __future__ import annotations
 

@@ -98,6 +98,28 @@ __device__ __forceinline__ half2_bits pack_half2(float lo, float hi) {
     return packed;
 }
 
+// Two fp32 values rounded to nearest bf16 and packed: `lo` in bits 0..15, `hi` in bits 16..31 (sm_80+).
+__device__ __forceinline__ half2_bits pack_bf16x2(float lo, float hi) {
+    half2_bits packed;
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;\n" : "=r"(packed) : "f"(hi), "f"(lo));
+    return packed;
+}
+
+// 16-byte global load that bypasses L1 (.cg: cached in L2 only), for data another block wrote during this launch:
+// L1 is not coherent across SMs, L2 is.
+__device__ __forceinline__ void ld_global_cg_v4(const void* gmem_src, float& r0, float& r1, float& r2, float& r3) {
+    asm volatile("ld.global.cg.v4.f32 {%0, %1, %2, %3}, [%4];\n"
+                 : "=f"(r0), "=f"(r1), "=f"(r2), "=f"(r3)
+                 : "l"(gmem_src)
+                 : "memory");
+}
+
+// 16-byte global store that bypasses L1 (.cg), of four fp32 values another block will read during this launch.
+__device__ __forceinline__ void st_global_cg_v4(void* gmem_dst, float r0, float r1, float r2, float r3) {
+    asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(gmem_dst), "f"(r0), "f"(r1), "f"(r2), "f"(r3)
+                 : "memory");
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Hopper (sm_90): mbarriers, TMA (cp.async.bulk.tensor), and, on sm_90a only, wgmma and setmaxnreg.
 // Compiled only for targets that have them, so the header still builds for sm_80.
@@ -201,6 +223,13 @@ __device__ __forceinline__ void st_shared_u32(unsigned smem_dst, unsigned v) {
     asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(smem_dst), "r"(v) : "memory");
 }
 
+// 4-byte shared-memory load.
+__device__ __forceinline__ unsigned ld_shared_u32(unsigned smem_src) {
+    unsigned v;
+    asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(smem_src) : "memory");
+    return v;
+}
+
 #endif  // __CUDA_ARCH__ >= 900
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)  // sm_90a: the architecture-specific Hopper features
@@ -235,80 +264,116 @@ __device__ __forceinline__ void setmaxnreg_dec() {
     asm volatile("setmaxnreg.dec.sync.aligned.u32 %0;\n" ::"n"(REGS));
 }
 
+// The accumulator operands of wgmma: an m64nN fp32 tile is N / 2 registers per thread, written out once here for
+// N = 128 and N = 256 (the register list in the instruction text, and the "+f" operands that bind it to d[]).
+#define WGMMA_D64_REGS "{" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, " \
+    "%8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, " \
+    "%24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, " \
+    "%40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, " \
+    "%56, %57, %58, %59, %60, %61, %62, %63" \
+    "}"
+#define WGMMA_D64_OPERANDS(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
+    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
+#define WGMMA_D128_REGS "{" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, " \
+    "%8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, " \
+    "%24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, " \
+    "%40, %41, %42, %43, %44, %45, %46, %47, " \
+    "%48, %49, %50, %51, %52, %53, %54, %55, " \
+    "%56, %57, %58, %59, %60, %61, %62, %63, " \
+    "%64, %65, %66, %67, %68, %69, %70, %71, " \
+    "%72, %73, %74, %75, %76, %77, %78, %79, " \
+    "%80, %81, %82, %83, %84, %85, %86, %87, " \
+    "%88, %89, %90, %91, %92, %93, %94, %95, " \
+    "%96, %97, %98, %99, %100, %101, %102, %103, " \
+    "%104, %105, %106, %107, %108, %109, %110, %111, " \
+    "%112, %113, %114, %115, %116, %117, %118, %119, " \
+    "%120, %121, %122, %123, %124, %125, %126, %127" \
+    "}"
+#define WGMMA_D128_OPERANDS(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]), \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]), \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]), \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]), \
+    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]), \
+    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]), \
+    "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]), \
+    "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]), \
+    "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]), \
+    "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]), \
+    "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]), \
+    "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]), \
+    "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]), \
+    "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]), \
+    "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
+    "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+
+// D(64 x N, fp32) += A(64 x 16, K-major, shared) * B(16 x N, N-major, shared), A and B fp16 or bf16 (TYPE), one
+// warpgroup. Immediates: scale-d 1 (accumulate), scale-a/b 1, A K-major (0), B N-major, i.e. transposed (1).
+#define WGMMA_K16_NMAJOR(N, TYPE, REGS, DESCS) \
+    "{\n" \
+    "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " " REGS ", " DESCS ", 1, 1, 1, 0, 1;\n" \
+    "}\n"
+// D(64 x N, fp32) += A(64 x 32, K-major, shared) * B(32 x N, K-major, shared), A and B fp8 e4m3: wgmma's fp8 form
+// takes both operands K-major only (no transpose immediates). Immediates: scale-d 1, scale-a/b 1.
+#define WGMMA_K32_E4M3(N, REGS, DESCS) \
+    "{\n" \
+    "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3 " REGS ", " DESCS ", 1, 1, 1;\n" \
+    "}\n"
+
 // D(64 x 128, fp32, 64 registers per thread) += A(64 x 16, K-major, shared) * B(16 x 128, N-major, shared).
 __device__ __forceinline__ void wgmma_m64n128k16_f32_f16(float (&d)[64], unsigned long long desc_a,
                                                     unsigned long long desc_b) {
-    asm volatile(
-        "{\n"
-        "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
-        "{"
-        "%0, %1, %2, %3, %4, %5, %6, %7, "
-        "%8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, "
-        "%24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, "
-        "%40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, "
-        "%56, %57, %58, %59, %60, %61, %62, %63"
-        "}, "
-        "%64, %65, 1, 1, 1, 0, 1;\n"  // scale-d 1 (accumulate), scale-a/b 1, A K-major (0), B N-major (1)
-        "}\n"
-        :
-          "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63])
-        : "l"(desc_a), "l"(desc_b));
+    asm volatile(WGMMA_K16_NMAJOR(128, "f16", WGMMA_D64_REGS, "%64, %65")
+                 : WGMMA_D64_OPERANDS(d)
+                 : "l"(desc_a), "l"(desc_b));
+}
+__device__ __forceinline__ void wgmma_m64n128k16_f32_bf16(float (&d)[64], unsigned long long desc_a,
+                                                     unsigned long long desc_b) {
+    asm volatile(WGMMA_K16_NMAJOR(128, "bf16", WGMMA_D64_REGS, "%64, %65")
+                 : WGMMA_D64_OPERANDS(d)
+                 : "l"(desc_a), "l"(desc_b));
 }
 
 // D(64 x 256, fp32, 128 registers per thread) += A(64 x 16, K-major, shared) * B(16 x 256, N-major, shared).
 __device__ __forceinline__ void wgmma_m64n256k16_f32_f16(float (&d)[128], unsigned long long desc_a,
                                                     unsigned long long desc_b) {
-    asm volatile(
-        "{\n"
-        "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
-        "{"
-        "%0, %1, %2, %3, %4, %5, %6, %7, "
-        "%8, %9, %10, %11, %12, %13, %14, %15, "
-        "%16, %17, %18, %19, %20, %21, %22, %23, "
-        "%24, %25, %26, %27, %28, %29, %30, %31, "
-        "%32, %33, %34, %35, %36, %37, %38, %39, "
-        "%40, %41, %42, %43, %44, %45, %46, %47, "
-        "%48, %49, %50, %51, %52, %53, %54, %55, "
-        "%56, %57, %58, %59, %60, %61, %62, %63, "
-        "%64, %65, %66, %67, %68, %69, %70, %71, "
-        "%72, %73, %74, %75, %76, %77, %78, %79, "
-        "%80, %81, %82, %83, %84, %85, %86, %87, "
-        "%88, %89, %90, %91, %92, %93, %94, %95, "
-        "%96, %97, %98, %99, %100, %101, %102, %103, "
-        "%104, %105, %106, %107, %108, %109, %110, %111, "
-        "%112, %113, %114, %115, %116, %117, %118, %119, "
-        "%120, %121, %122, %123, %124, %125, %126, %127"
-        "}, "
-        "%128, %129, 1, 1, 1, 0, 1;\n"  // scale-d 1 (accumulate), scale-a/b 1, A K-major (0), B N-major (1)
-        "}\n"
-        :
-          "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),
-          "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),
-          "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),
-          "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),
-          "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),
-          "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47]),
-          "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51]), "+f"(d[52]), "+f"(d[53]), "+f"(d[54]), "+f"(d[55]),
-          "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59]), "+f"(d[60]), "+f"(d[61]), "+f"(d[62]), "+f"(d[63]),
-          "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67]), "+f"(d[68]), "+f"(d[69]), "+f"(d[70]), "+f"(d[71]),
-          "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75]), "+f"(d[76]), "+f"(d[77]), "+f"(d[78]), "+f"(d[79]),
-          "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83]), "+f"(d[84]), "+f"(d[85]), "+f"(d[86]), "+f"(d[87]),
-          "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91]), "+f"(d[92]), "+f"(d[93]), "+f"(d[94]), "+f"(d[95]),
-          "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99]), "+f"(d[100]), "+f"(d[101]), "+f"(d[102]), "+f"(d[103]),
-          "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107]), "+f"(d[108]), "+f"(d[109]), "+f"(d[110]), "+f"(d[111]),
-          "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]),
-          "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
-        : "l"(desc_a), "l"(desc_b));
+    asm volatile(WGMMA_K16_NMAJOR(256, "f16", WGMMA_D128_REGS, "%128, %129")
+                 : WGMMA_D128_OPERANDS(d)
+                 : "l"(desc_a), "l"(desc_b));
+}
+__device__ __forceinline__ void wgmma_m64n256k16_f32_bf16(float (&d)[128], unsigned long long desc_a,
+                                                     unsigned long long desc_b) {
+    asm volatile(WGMMA_K16_NMAJOR(256, "bf16", WGMMA_D128_REGS, "%128, %129")
+                 : WGMMA_D128_OPERANDS(d)
+                 : "l"(desc_a), "l"(desc_b));
+}
+
+// D(64 x N, fp32) += A(64 x 32, K-major, shared) * B(32 x N, K-major, shared), fp8 e4m3 operands.
+__device__ __forceinline__ void wgmma_m64n128k32_f32_e4m3(float (&d)[64], unsigned long long desc_a,
+                                                     unsigned long long desc_b) {
+    asm volatile(WGMMA_K32_E4M3(128, WGMMA_D64_REGS, "%64, %65")
+                 : WGMMA_D64_OPERANDS(d)
+                 : "l"(desc_a), "l"(desc_b));
+}
+__device__ __forceinline__ void wgmma_m64n256k32_f32_e4m3(float (&d)[128], unsigned long long desc_a,
+                                                     unsigned long long desc_b) {
+    asm volatile(WGMMA_K32_E4M3(256, WGMMA_D128_REGS, "%128, %129")
+                 : WGMMA_D128_OPERANDS(d)
+                 : "l"(desc_a), "l"(desc_b));
 }
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL

@@ -1,7 +1,7 @@
-// gemm_tma.cu: C = A * B on Hopper, fp16 in, fp32 accumulate, fp16 out; A (M x K), B (K x N), C (M x N), row-major.
+// gemm_tma.cu: C = A * B on Hopper, fp32 accumulate; fp16, bf16 or fp8 e4m3 in, fp16 or bf16 out.
 //
 // Hopper's own pipeline, where gemm.cu has Ampere's. Warp-specialized: one producer thread issues TMA copies, one or
-// two consumer warpgroups issue wgmma, and the two sides meet at two mbarriers per ring stage:
+// two consumer warpgroups issue wgmma, and the two sides meet at two mbarriers per ring stage (ring.cuh):
 //
 //   global --TMA (cp.async.bulk.tensor)--> STAGES-deep shared-memory ring --wgmma.mma_async (operands read straight
 //   from shared memory)--> fp32 accumulators in registers --epilogue--> C
@@ -12,91 +12,152 @@
 //             before refilling the stage. That wait is what keeps the producer from overwriting a stage in use.
 //   Both sides walk the ring in the same order; a stage index and a phase bit (flipped at each wrap) name the lap.
 //
-// Block tile BLOCK_M (128) x BLOCK_N x BLOCK_K (64). Each consumer warpgroup owns 128 / CONSUMERS rows as one or two
-// m64 wgmma tiles across the full BLOCK_N: CONSUMERS = 2 and BLOCK_N = 256 gives each warpgroup 64 x 256 (128 fp32
-// registers per thread); CONSUMERS = 1 and BLOCK_N = 128 gives one warpgroup 2 x (64 x 128).
+// Block tile BM (64 or 128) x BLOCK_N (128 or 256) x BLOCK_K, where a K tile is one 128-byte swizzled row of each
+// operand row: BLOCK_K = 64 for 2-byte types, 128 for fp8. Each consumer warpgroup owns BM / CONSUMERS rows as one
+// or two m64 wgmma tiles across the full BLOCK_N: 128 x 256 with 2 warpgroups gives each 64 x 256 (128 fp32
+// registers per thread); 128 x 128 with 1 gives it 2 x (64 x 128); 64 x 256 with 1 gives it 64 x 256.
+//
+// Operands (element type E): A is M x K, row-major (K-major). B is K x N row-major (N-major) for fp16 and bf16, which
+// wgmma reads transposed; for fp8 wgmma takes only K-major operands, so B comes as N x K, row-major (K-major). fp8
+// scales (one fp32 per operand) are applied to the fp32 accumulators in the epilogue, before the bf16 store.
 //
 // Shared-memory layout of a stage, all 128-byte swizzled by the TMA unit exactly as wgmma's descriptors expect
 // (16-byte chunk c of each 128-byte row r of a 1024-byte atom is stored at chunk c ^ (r % 8)):
-//   A tile: 128 rows (M) x 64 halves (K) = 128 rows of 128 B, K-major. One TMA box.
-//   B tile: BLOCK_N / 64 boxes, each 64 rows (K) x 64 halves (N) = 64 rows of 128 B, N-major ("transposed" for wgmma).
+//   A tile: BM rows (M) x 128 B (K), K-major. One TMA box.
+//   B tile, N-major (fp16, bf16): BLOCK_N / 64 boxes, each 64 rows (K) x 64 elements (N) = 64 rows of 128 B.
+//   B tile, K-major (fp8): one box of BLOCK_N rows (N) x 128 B (K), laid out as the A tile.
 // wgmma descriptors (start address, LBO, SBO, swizzle mode):
-//   A, K-major: start = tile + row * 128 B + k-step * 32 B; SBO = 1024 B between 8-row atoms; LBO unused.
+//   K-major (A; fp8's B): start = tile + row * 128 B + k-step * 32 B; SBO = 1024 B between 8-row atoms; LBO unused.
 //   B, N-major: start = tile + k-step * 16 rows * 128 B; SBO = 1024 B between 8-row (K) atoms; LBO = one box
 //               (64 rows * 128 B = 8 KiB) between 64-column (N) blocks.
 //
-// PERSISTENT: one block per SM walks the output tiles (grouped rasterization, GROUP_M tile rows at a time), and the
-// ring runs on across tiles, so the producer prefetches the next tile while the consumers store this one. Otherwise
-// one block per tile.
+// SCHEDULE: how the work is cut into units of (output tile, range of K tiles), which producer and consumers walk in
+// the same order:
+//   SCHED_TILES:    one unit per tile, all of K. PERSISTENT: one block per SM walks the tiles (grouped
+//                   rasterization, GROUP_M tile rows at a time) and the ring runs on across tiles, so the producer
+//                   prefetches the next tile while the consumers store this one. Otherwise one block per tile.
+//   SCHED_SPLIT_K:  `splits` blocks per tile, each over an equal share of K (the launcher chooses the split count).
+//   SCHED_STREAM_K: persistent blocks share the tiles x K-tiles multiply-add iterations evenly; a block's range may
+//                   start or end inside a tile.
+// A unit that covers a tile's whole K range stores C directly. A unit that covers part of it (a split, or a stream-K
+// piece) writes its fp32 partial to a workspace slot and arrives on the tile's counter; the last of the tile's units
+// to arrive sums every partial in K order (the same order whoever arrives last: the result is bit-reproducible run
+// to run, and no float is ever added atomically) and stores C. It then resets the counter for the next launch.
 //
-// TMA_STORE: the epilogue writes each consumer's accumulators (fp16) into a swizzled shared-memory staging tile and
-// one thread per warpgroup stores it with TMA (whole 128-byte rows instead of 4-byte pieces per thread); the store
-// runs on while the warpgroup starts its next tile. Needs C's rows at a 16-byte pitch (N % 8 == 0); otherwise, and
-// when TMA_STORE is false, each thread stores its accumulators straight to C.
+// TMA_STORE: the epilogue writes each consumer's accumulators (16-bit) into a swizzled shared-memory staging tile
+// and one thread per warpgroup stores it with TMA (whole 128-byte rows instead of 4-byte pieces per thread); the
+// store runs on while the warpgroup starts its next tile. Needs C's rows at a 16-byte pitch (N % 8 == 0); otherwise,
+// and when TMA_STORE is false, each thread stores its accumulators straight to C.
 //
 // Template parameters: STAGES (ring depth, 2..), BLOCK_N (128 or 256), CONSUMERS (1 or 2 warpgroups), PERSISTENT,
-// TMA_STORE.
+// TMA_STORE, E (F16, BF16, E4M3), BM (64 or 128), SCHEDULE.
 // Build for sm_90a with NDEBUG: wgmma and setmaxnreg exist only there, and a non-inlined call (an assert) inside the
 // wgmma region makes ptxas serialize every wgmma (warning C7510).
 
 #include "ring.cuh"
 
-#ifndef GEMM_TMA_BLOCK_M
-#define GEMM_TMA_BLOCK_M 128
-#endif
-#ifndef GEMM_TMA_BLOCK_K
-#define GEMM_TMA_BLOCK_K 64
-#endif
 #ifndef GEMM_TMA_GROUP_M
 #define GEMM_TMA_GROUP_M 8
 #endif
 
-constexpr int BLOCK_M = GEMM_TMA_BLOCK_M;
-constexpr int BLOCK_K = GEMM_TMA_BLOCK_K;
 constexpr int GROUP_M = GEMM_TMA_GROUP_M;  // tile rows per rasterization group (L2 reuse)
 constexpr int WG_THREADS = 128;            // a warpgroup: 4 consecutive warps
-constexpr int SWIZZLE_BYTES = 128;         // one swizzled row; a TMA box row of 64 halves
-constexpr int BOX_N = SWIZZLE_BYTES / 2;   // N columns per B box
+constexpr int SWIZZLE_BYTES = 128;         // one swizzled row: the K extent of a tile, and of a TMA box row
 constexpr int ATOM_BYTES = 8 * SWIZZLE_BYTES;  // 8 rows: the swizzle pattern's period
-constexpr int K_STEPS = BLOCK_K / 16;      // wgmma k16 steps per K tile
-static_assert(BLOCK_M == 128 && BLOCK_K == 64, "the tile shapes below assume 128 x N x 64");
+constexpr int C_BOX_COLS = SWIZZLE_BYTES / 2;  // 16-bit C columns per TMA-store box
 constexpr int PRODUCER_REGS = 40;          // setmaxnreg: the producer warpgroup needs few registers...
 constexpr int CONSUMER_REGS = 232;         // ...so the consumers can hold their accumulators
 
-template <int BLOCK_N, int CONSUMERS>
+enum Schedule { SCHED_TILES, SCHED_SPLIT_K, SCHED_STREAM_K };
+
+// wgmma shared-memory matrix descriptor fields (PTX ISA, "Matrix Descriptor Format"): addresses and byte offsets are
+// stored >> 4, the start address in bits 0-13 (14 bits: shared-memory offsets below 256 KiB), the leading byte
+// offset from bit 16, the stride byte offset from bit 32, and the swizzle mode in bits 62-63.
+constexpr unsigned DESC_ADDR_MASK = 0x3FFFF;                 // the 18 address bits that survive the >> 4
+constexpr unsigned long long DESC_SWIZZLE_128B = 1ull << 62;  // swizzle mode 1: the 128-byte swizzle
+
+// wgmma shared-memory matrix descriptor: start address, leading / stride byte offsets, 128-byte swizzle.
+__device__ __forceinline__ unsigned long long smem_descriptor(unsigned addr, unsigned lbo, unsigned sbo) {
+    return (unsigned long long)((addr & DESC_ADDR_MASK) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
+           ((unsigned long long)(sbo >> 4) << 32) | DESC_SWIZZLE_128B;
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// Element types: what differs between fp16, bf16 and fp8 is the K extent of an instruction, B's major-ness, the
+// wgmma form and how the accumulators are packed for C.
+// ---------------------------------------------------------------------------------------------------------------
+struct F16 {
+    static constexpr int BYTES = 2, K_STEP = 16;
+    static constexpr bool B_K_MAJOR = false, SCALED = false;
+    __device__ __forceinline__ static half2_bits pack(float lo, float hi) { return pack_half2(lo, hi); }
+    template <int N>
+    __device__ __forceinline__ static void mma(float (&d)[N / 2], unsigned long long da, unsigned long long db) {
+        if constexpr (N == 256) wgmma_m64n256k16_f32_f16(d, da, db);
+        else wgmma_m64n128k16_f32_f16(d, da, db);
+    }
+};
+struct BF16 {
+    static constexpr int BYTES = 2, K_STEP = 16;
+    static constexpr bool B_K_MAJOR = false, SCALED = false;
+    __device__ __forceinline__ static half2_bits pack(float lo, float hi) { return pack_bf16x2(lo, hi); }
+    template <int N>
+    __device__ __forceinline__ static void mma(float (&d)[N / 2], unsigned long long da, unsigned long long db) {
+        if constexpr (N == 256) wgmma_m64n256k16_f32_bf16(d, da, db);
+        else wgmma_m64n128k16_f32_bf16(d, da, db);
+    }
+};
+struct E4M3 {  // bf16 out, with the per-tensor scales
+    static constexpr int BYTES = 1, K_STEP = 32;
+    static constexpr bool B_K_MAJOR = true, SCALED = true;
+    __device__ __forceinline__ static half2_bits pack(float lo, float hi) { return pack_bf16x2(lo, hi); }
+    template <int N>
+    __device__ __forceinline__ static void mma(float (&d)[N / 2], unsigned long long da, unsigned long long db) {
+        if constexpr (N == 256) wgmma_m64n256k32_f32_e4m3(d, da, db);
+        else wgmma_m64n128k32_f32_e4m3(d, da, db);
+    }
+};
+
+template <int BM, int BLOCK_N, int CONSUMERS, class E>
 struct Tile {
+    static_assert(BM == 64 || BM == 128, "BM must be 64 or 128");
     static_assert(BLOCK_N == 128 || BLOCK_N == 256, "BLOCK_N must be 128 or 256");
     static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
+    static_assert(BM / CONSUMERS >= 64, "each consumer warpgroup owns at least one m64 tile");
+    static constexpr int BLOCK_K = SWIZZLE_BYTES / E::BYTES;   // 64 (16-bit) or 128 (fp8) elements
+    static constexpr int K_STEPS = BLOCK_K / E::K_STEP;       // wgmma instructions per K tile: 4
     static constexpr int THREADS = (1 + CONSUMERS) * WG_THREADS;
-    static constexpr int WG_ROWS = BLOCK_M / CONSUMERS;      // rows of C per consumer warpgroup
+    static constexpr int WG_ROWS = BM / CONSUMERS;           // rows of C per consumer warpgroup
     static constexpr int WG_M_TILES = WG_ROWS / 64;          // m64 wgmma tiles per consumer warpgroup
     static constexpr int ACC = BLOCK_N / 2;                  // fp32 accumulators per thread per m64 tile
     static_assert(WG_M_TILES * ACC <= 128, "at most 128 accumulator registers per thread");
-    static constexpr int A_BYTES = BLOCK_M * BLOCK_K * 2;    // 16 KiB
-    static constexpr int B_BOX_BYTES = BLOCK_K * SWIZZLE_BYTES;  // 8 KiB: 64 K rows of 64 halves
-    static constexpr int B_BOXES = BLOCK_N / BOX_N;
+    static constexpr int A_BYTES = BM * SWIZZLE_BYTES;       // 16 KiB at BM = 128
+    static constexpr int BOX_N = SWIZZLE_BYTES / E::BYTES;   // N-major B: N columns per box
+    static constexpr int B_BOXES = E::B_K_MAJOR ? 1 : BLOCK_N / BOX_N;
+    static constexpr int B_BOX_BYTES = E::B_K_MAJOR ? BLOCK_N * SWIZZLE_BYTES : BLOCK_K * SWIZZLE_BYTES;
     static constexpr int B_BYTES = B_BOXES * B_BOX_BYTES;   // 16 or 32 KiB
     static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;   // what one stage's full barrier expects
+    static constexpr int C_BOXES = BLOCK_N / C_BOX_COLS;    // TMA-store boxes per m64 tile
 };
 
 // Dynamic shared memory: [A stage 0 .. STAGES-1][B stage 0 .. STAGES-1][C staging, TMA_STORE only]
-// [full[STAGES]][empty[STAGES]], based at a 1024-byte boundary (the swizzle atoms must be aligned; the launcher adds
-// 1 KiB of slack for it). C staging: per consumer warpgroup, per m64 tile, BLOCK_N / 64 boxes of 64 x 64 halves.
-template <int STAGES, int BLOCK_N, int CONSUMERS, bool TMA_STORE>
+// [full[STAGES]][empty[STAGES]][fix-up flag per consumer warpgroup], based at a 1024-byte boundary (the swizzle atoms
+// must be aligned; the launcher adds 1 KiB of slack for it). C staging: per consumer warpgroup, per m64 tile,
+// BLOCK_N / 64 boxes of 64 x 64 16-bit values.
+template <int STAGES, class T, bool TMA_STORE, int BM>
 struct SmemLayout {
-    using T = Tile<BLOCK_N, CONSUMERS>;
-    static constexpr int C_BOX_BYTES = 64 * SWIZZLE_BYTES;  // 8 KiB: 64 rows of 64 halves
-    static constexpr int C_BYTES = TMA_STORE ? BLOCK_M * BLOCK_N * 2 : 0;
+    static constexpr int C_BOX_BYTES = 64 * SWIZZLE_BYTES;  // 8 KiB: 64 rows of 64 16-bit values
+    static constexpr int C_BYTES = TMA_STORE ? BM * T::C_BOXES * C_BOX_COLS * 2 : 0;
     unsigned base;
     __device__ __forceinline__ unsigned a(int stage) const { return base + stage * T::A_BYTES; }
     __device__ __forceinline__ unsigned b(int stage) const { return base + STAGES * T::A_BYTES + stage * T::B_BYTES; }
     __device__ __forceinline__ unsigned c_box(int wg, int mt, int box) const {
-        return base + STAGES * T::STAGE_BYTES + ((wg * T::WG_M_TILES + mt) * T::B_BOXES + box) * C_BOX_BYTES;
+        return base + STAGES * T::STAGE_BYTES + ((wg * T::WG_M_TILES + mt) * T::C_BOXES + box) * C_BOX_BYTES;
     }
     __device__ __forceinline__ unsigned full(int stage) const {
         return base + STAGES * T::STAGE_BYTES + C_BYTES + stage * 8;
     }
     __device__ __forceinline__ unsigned empty(int stage) const { return full(STAGES) + stage * 8; }
+    __device__ __forceinline__ unsigned flag(int wg) const { return empty(STAGES) + wg * 4; }
 };
 
 // A 128-byte tensor map (CUtensorMap), built on the host, passed by value as a __grid_constant__ parameter.
@@ -104,58 +165,134 @@ struct alignas(64) TensorMap {
     unsigned long long opaque[16];
 };
 
-// wgmma shared-memory matrix descriptor: start address, leading / stride byte offsets (all >> 4), 128-byte swizzle.
-__device__ __forceinline__ unsigned long long smem_descriptor(unsigned addr, unsigned lbo, unsigned sbo) {
-    return (unsigned long long)((addr & 0x3FFFF) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
-           ((unsigned long long)(sbo >> 4) << 32) | (1ull << 62);
+// Output tile `tile` -> its first row and column (grouped rasterization, ring.cuh).
+template <int BM, int BLOCK_N>
+__device__ __forceinline__ void tile_origin(int tile, int tiles_m, int tiles_n, int& m0, int& n0) {
+    grouped_tile_origin<GROUP_M, BM, BLOCK_N>(tile, tiles_m, tiles_n, m0, n0);
 }
 
-// Output tile `tile` -> its first row and column (grouped rasterization, ring.cuh).
-template <int BLOCK_N>
-__device__ __forceinline__ void tile_origin(int tile, int tiles_m, int tiles_n, int& m0, int& n0) {
-    grouped_tile_origin<GROUP_M, BLOCK_M, BLOCK_N>(tile, tiles_m, tiles_n, m0, n0);
-}
+// ---------------------------------------------------------------------------------------------------------------
+// Work units of the split-K and stream-K schedules (SCHED_TILES walks whole tiles in the kernels below)
+// ---------------------------------------------------------------------------------------------------------------
+
+struct WorkUnit {
+    int tile;          // the output tile
+    int k_begin;       // its first K tile
+    int k_tiles;       // how many K tiles it covers (0: a split past the end of K; its partial is zero)
+    int contributors;  // the units that share this tile (1: this one covers all of K and stores C itself)
+    int index;         // this unit's place among them, in K order
+};
+
+// split-K: `splits` blocks per tile (grid = tiles x splits), block b takes split b % splits of tile b / splits, an
+// equal share of the K tiles (the first num_k_tiles % splits shares one more). Workspace slot of the j-th
+// contributor of a tile: tile x splits + j.
+struct SplitK {
+    int tiles, num_k_tiles, splits;
+    __device__ __forceinline__ WorkUnit unit() const {
+        const int tile = blockIdx.x / splits, split = blockIdx.x % splits;
+        const int base = num_k_tiles / splits, extra = num_k_tiles % splits;
+        const int k_begin = split * base + min(split, extra);
+        return {tile, k_begin, base + (split < extra ? 1 : 0), splits, split};
+    }
+    __device__ __forceinline__ int slot(int tile, int j) const { return tile * splits + j; }
+};
+
+// stream-K: G persistent blocks share I = tiles x K tiles iterations; block c takes [c I / G, (c + 1) I / G), which
+// it walks as units, one per tile it touches. A tile's contributors are the consecutive blocks whose ranges meet
+// it. A block has at most two partial units (its first and its last), so its workspace slots are 2c and 2c + 1.
+struct StreamK {
+    int tiles, num_k_tiles;
+    long long iters;  // tiles x num_k_tiles
+    __device__ __forceinline__ long long start(int c) const { return (long long)c * iters / gridDim.x; }
+    // The block whose range holds iteration i: the largest c with start(c) <= i.
+    __device__ __forceinline__ int block_of(long long i) const { return (int)(((i + 1) * gridDim.x - 1) / iters); }
+    __device__ __forceinline__ WorkUnit unit_at(long long it, long long end) const {
+        const int tile = (int)(it / num_k_tiles), k_begin = (int)(it % num_k_tiles);
+        const int k_tiles = (int)min((long long)(num_k_tiles - k_begin), end - it);
+        const int first = block_of((long long)tile * num_k_tiles);
+        const int last = block_of((long long)tile * num_k_tiles + num_k_tiles - 1);
+        return {tile, k_begin, k_tiles, last - first + 1, (int)blockIdx.x - first};
+    }
+    __device__ __forceinline__ int slot(int tile, int j) const {
+        const int c = block_of((long long)tile * num_k_tiles) + j;
+        return 2 * c + (start(c) / num_k_tiles == tile ? 0 : 1);  // the block's first unit, or its last
+    }
+};
 
 // ---------------------------------------------------------------------------------------------------------------
 // producer: one thread fills the ring, STAGES K tiles ahead of the consumers at most.
 // ---------------------------------------------------------------------------------------------------------------
-template <int STAGES, int BLOCK_N, int CONSUMERS, bool PERSISTENT, bool TMA_STORE>
+
+// Load K tile `k_tile` of output tile (m0, n0) into the stage at `write`.
+template <int STAGES, class T, class E, bool TMA_STORE, int BM>
+__device__ __forceinline__ void produce_k_tile(const TensorMap& tmap_a, const TensorMap& tmap_b,
+                                               const SmemLayout<STAGES, T, TMA_STORE, BM>& smem,
+                                               const RingPosition& write, int k_tile, int m0, int n0) {
+    // Wait until every consumer warp released this stage (its wgmma finished reading it). On the first lap the
+    // parity names the phase before the barrier's first, which counts as complete: no wait.
+#ifndef PIPESUITE_FAULT_SKIP_EMPTY_WAIT  // fault injection for the sanitizer self-test (suite/sanitize.py) only
+    producer_acquire(smem.empty(write.stage), write);
+#endif
+    const unsigned full = smem.full(write.stage);
+    producer_commit(full, T::STAGE_BYTES);  // the phase completes when all these bytes land
+    const int k0 = k_tile * T::BLOCK_K;
+    tma_load_2d(smem.a(write.stage), &tmap_a, full, k0, m0);
+    if constexpr (E::B_K_MAJOR) {
+        tma_load_2d(smem.b(write.stage), &tmap_b, full, k0, n0);
+    } else {
+#pragma unroll
+        for (int box = 0; box < T::B_BOXES; ++box)
+            tma_load_2d(smem.b(write.stage) + box * T::B_BOX_BYTES, &tmap_b, full, n0 + box * T::BOX_N, k0);
+    }
+}
+
+template <int STAGES, int BLOCK_N, int CONSUMERS, bool PERSISTENT, bool TMA_STORE, class E, int BM, int SCHEDULE>
 __device__ __forceinline__ void producer(const TensorMap& tmap_a, const TensorMap& tmap_b,
-                                         const SmemLayout<STAGES, BLOCK_N, CONSUMERS, TMA_STORE>& smem, int tiles_m, int tiles_n,
-                                         int num_k_tiles) {
-    using T = Tile<BLOCK_N, CONSUMERS>;
+                                         const SmemLayout<STAGES, Tile<BM, BLOCK_N, CONSUMERS, E>, TMA_STORE, BM>& smem,
+                                         int tiles_m, int tiles_n, int num_k_tiles, int splits) {
+    using T = Tile<BM, BLOCK_N, CONSUMERS, E>;
     RingPosition write;  // smem_write_stage and its lap's parity
     const int num_tiles = tiles_m * tiles_n;
-    for (int tile = blockIdx.x; tile < num_tiles; tile += PERSISTENT ? gridDim.x : num_tiles) {
+    if constexpr (SCHEDULE == SCHED_TILES) {
+        for (int tile = blockIdx.x; tile < num_tiles; tile += PERSISTENT ? gridDim.x : num_tiles) {
+            int m0, n0;
+            tile_origin<BM, BLOCK_N>(tile, tiles_m, tiles_n, m0, n0);
+            for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
+                produce_k_tile<STAGES, T, E>(tmap_a, tmap_b, smem, write, k_tile, m0, n0);
+                write.advance<STAGES>();
+            }
+        }
+    } else if constexpr (SCHEDULE == SCHED_SPLIT_K) {
+        const WorkUnit u = SplitK{num_tiles, num_k_tiles, splits}.unit();
         int m0, n0;
-        tile_origin<BLOCK_N>(tile, tiles_m, tiles_n, m0, n0);
-        for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
-            // Wait until every consumer warp released this stage (its wgmma finished reading it). On the first lap
-            // the parity names the phase before the barrier's first, which counts as complete: no wait.
-#ifndef PIPESUITE_FAULT_SKIP_EMPTY_WAIT  // fault injection for the sanitizer self-test (suite/sanitize.py) only
-            producer_acquire(smem.empty(write.stage), write);
-#endif
-            const unsigned full = smem.full(write.stage);
-            producer_commit(full, T::STAGE_BYTES);  // the phase completes when all these bytes land
-            const int k0 = k_tile * BLOCK_K;
-            tma_load_2d(smem.a(write.stage), &tmap_a, full, k0, m0);
-#pragma unroll
-            for (int box = 0; box < T::B_BOXES; ++box)
-                tma_load_2d(smem.b(write.stage) + box * T::B_BOX_BYTES, &tmap_b, full, n0 + box * BOX_N, k0);
+        tile_origin<BM, BLOCK_N>(u.tile, tiles_m, tiles_n, m0, n0);
+        for (int k_tile = u.k_begin; k_tile < u.k_begin + u.k_tiles; ++k_tile) {
+            produce_k_tile<STAGES, T, E>(tmap_a, tmap_b, smem, write, k_tile, m0, n0);
             write.advance<STAGES>();
+        }
+    } else {
+        const StreamK sched{num_tiles, num_k_tiles, (long long)num_tiles * num_k_tiles};
+        const long long end = sched.start(blockIdx.x + 1);
+        for (long long it = sched.start(blockIdx.x); it < end;) {
+            const WorkUnit u = sched.unit_at(it, end);
+            int m0, n0;
+            tile_origin<BM, BLOCK_N>(u.tile, tiles_m, tiles_n, m0, n0);
+            for (int k_tile = u.k_begin; k_tile < u.k_begin + u.k_tiles; ++k_tile) {
+                produce_k_tile<STAGES, T, E>(tmap_a, tmap_b, smem, write, k_tile, m0, n0);
+                write.advance<STAGES>();
+            }
+            it += u.k_tiles;
         }
     }
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// consumer: one warpgroup's mainloop over the K tiles of one output tile.
+// consumer: one warpgroup's mainloop over the K tiles of one unit.
 // ---------------------------------------------------------------------------------------------------------------
-template <int STAGES, int BLOCK_N, int CONSUMERS, bool TMA_STORE>
-__device__ __forceinline__ void consumer_mainloop(float (&acc)[Tile<BLOCK_N, CONSUMERS>::WG_M_TILES]
-                                                             [Tile<BLOCK_N, CONSUMERS>::ACC],
-                                                  const SmemLayout<STAGES, BLOCK_N, CONSUMERS, TMA_STORE>& smem,
+template <int STAGES, class T, class E, bool TMA_STORE, int BM, int BLOCK_N>
+__device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T::ACC],
+                                                  const SmemLayout<STAGES, T, TMA_STORE, BM>& smem,
                                                   RingPosition& read, int num_k_tiles, int wg_row0, bool release) {
-    using T = Tile<BLOCK_N, CONSUMERS>;
 #pragma unroll
     for (int mt = 0; mt < T::WG_M_TILES; ++mt)
 #pragma unroll
@@ -168,17 +305,16 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[Tile<BLOCK_N, CON
         fence_accumulators(acc);
         wgmma_fence();  // the accumulators' last writes (zeroing, earlier wgmma) are ordered before these wgmma
 #pragma unroll
-        for (int kk = 0; kk < K_STEPS; ++kk) {
+        for (int kk = 0; kk < T::K_STEPS; ++kk) {
             const unsigned long long desc_b =
-                smem_descriptor(smem.b(smem_read_stage) + kk * 16 * SWIZZLE_BYTES, T::B_BOX_BYTES, ATOM_BYTES);
+                E::B_K_MAJOR ? smem_descriptor(smem.b(smem_read_stage) + kk * 32, 16, ATOM_BYTES)
+                             : smem_descriptor(smem.b(smem_read_stage) + kk * 16 * SWIZZLE_BYTES, T::B_BOX_BYTES,
+                                               ATOM_BYTES);
 #pragma unroll
             for (int mt = 0; mt < T::WG_M_TILES; ++mt) {
                 const unsigned long long desc_a = smem_descriptor(
                     smem.a(smem_read_stage) + (wg_row0 + mt * 64) * SWIZZLE_BYTES + kk * 32, 16, ATOM_BYTES);
-                if constexpr (BLOCK_N == 256)
-                    wgmma_m64n256k16_f32_f16(acc[mt], desc_a, desc_b);
-                else
-                    wgmma_m64n128k16_f32_f16(acc[mt], desc_a, desc_b);
+                E::template mma<BLOCK_N>(acc[mt], desc_a, desc_b);
             }
         }
         wgmma_commit_group();
@@ -194,14 +330,12 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[Tile<BLOCK_N, CON
     if (released_stage >= 0 && release) consumer_release(smem.empty(released_stage));
 }
 
-// Epilogue: accumulators -> fp16 -> C, bounds-checked. In an m64nN wgmma tile, thread (warp w, lane l) holds rows
-// 16 w + l / 4 and + 8, columns 8 j + 2 (l % 4) and + 1 for each j < N / 8; the two columns go out as one 32-bit
-// store when N is even.
-template <int BLOCK_N, int CONSUMERS>
+// Epilogue: accumulators (times `alpha` for fp8's scales) -> 16-bit -> C, bounds-checked. In an m64nN wgmma tile,
+// thread (warp w, lane l) holds rows 16 w + l / 4 and + 8, columns 8 j + 2 (l % 4) and + 1 for each j < N / 8; the
+// two columns go out as one 32-bit store when N is even.
+template <class T, class E, int BLOCK_N>
 __device__ __forceinline__ void store_tile(half_bits* C, int M, int N, int row0, int col0,
-                                           const float (&acc)[Tile<BLOCK_N, CONSUMERS>::WG_M_TILES]
-                                                             [Tile<BLOCK_N, CONSUMERS>::ACC]) {
-    using T = Tile<BLOCK_N, CONSUMERS>;
+                                           const float (&acc)[T::WG_M_TILES][T::ACC], float alpha) {
     const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
 #pragma unroll
     for (int mt = 0; mt < T::WG_M_TILES; ++mt)
@@ -213,21 +347,23 @@ __device__ __forceinline__ void store_tile(half_bits* C, int M, int N, int row0,
 #pragma unroll
             for (int j = 0; j < BLOCK_N / 8; ++j) {
                 const int col = col0 + j * 8 + (lane % 4) * 2;
-                store_pair(c_row + col, col, N, pack_half2(acc[mt][4 * j + 2 * half], acc[mt][4 * j + 2 * half + 1]));
+                float lo = acc[mt][4 * j + 2 * half], hi = acc[mt][4 * j + 2 * half + 1];
+                if constexpr (E::SCALED) {
+                    lo *= alpha;
+                    hi *= alpha;
+                }
+                store_pair(c_row + col, col, N, E::pack(lo, hi));
             }
         }
 }
 
-// Epilogue through shared memory: accumulators -> fp16 -> this warpgroup's swizzled staging boxes -> TMA store.
+// Epilogue through shared memory: accumulators -> 16-bit -> this warpgroup's swizzled staging boxes -> TMA store.
 // The staging boxes use the 128-byte swizzle of the C tensor map, which also keeps these 4-byte stores free of bank
 // conflicts (the 8 rows a warp writes per column chunk land in 8 different 16-byte slots).
-template <int STAGES, int BLOCK_N, int CONSUMERS>
-__device__ __forceinline__ void store_tile_tma(const TensorMap& tmap_c,
-                                               const SmemLayout<STAGES, BLOCK_N, CONSUMERS, true>& smem, int wg,
-                                               int row0, int col0,
-                                               const float (&acc)[Tile<BLOCK_N, CONSUMERS>::WG_M_TILES]
-                                                                 [Tile<BLOCK_N, CONSUMERS>::ACC]) {
-    using T = Tile<BLOCK_N, CONSUMERS>;
+template <int STAGES, class T, class E, int BM, int BLOCK_N>
+__device__ __forceinline__ void store_tile_tma(const TensorMap& tmap_c, const SmemLayout<STAGES, T, true, BM>& smem,
+                                               int wg, int row0, int col0,
+                                               const float (&acc)[T::WG_M_TILES][T::ACC], float alpha) {
     const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
     const bool elected = threadIdx.x % WG_THREADS == 0;  // issues this warpgroup's TMA stores
     const unsigned wg_barrier = 1 + wg;                 // named barrier of this warpgroup's 128 threads
@@ -243,7 +379,12 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap& tmap_c,
                 const int box = j / 8, chunk = j % 8;
                 const unsigned dst = smem.c_box(wg, mt, box) + r * SWIZZLE_BYTES + ((chunk ^ (r % 8)) << 4) +
                                      (lane % 4) * 4;
-                st_shared_u32(dst, pack_half2(acc[mt][4 * j + 2 * half], acc[mt][4 * j + 2 * half + 1]));
+                float lo = acc[mt][4 * j + 2 * half], hi = acc[mt][4 * j + 2 * half + 1];
+                if constexpr (E::SCALED) {
+                    lo *= alpha;
+                    hi *= alpha;
+                }
+                st_shared_u32(dst, E::pack(lo, hi));
             }
         }
     fence_proxy_async_shared();                  // these generic-proxy writes must be visible to the TMA unit...
@@ -252,25 +393,111 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap& tmap_c,
 #pragma unroll
         for (int mt = 0; mt < T::WG_M_TILES; ++mt)
 #pragma unroll
-            for (int box = 0; box < T::B_BOXES; ++box)
-                tma_store_2d(&tmap_c, smem.c_box(wg, mt, box), col0 + box * BOX_N, row0 + mt * 64);
+            for (int box = 0; box < T::C_BOXES; ++box)
+                tma_store_2d(&tmap_c, smem.c_box(wg, mt, box), col0 + box * C_BOX_COLS, row0 + mt * 64);
         cp_async_bulk_commit();
     }
 }
 
-template <int STAGES, int BLOCK_N, int CONSUMERS, bool PERSISTENT, bool TMA_STORE>
-__global__ void __launch_bounds__(Tile<BLOCK_N, CONSUMERS>::THREADS, 1)
+// ---------------------------------------------------------------------------------------------------------------
+// Fix-up of a tile shared by several units (split-K, stream-K): partials in a workspace, summed in K order.
+// ---------------------------------------------------------------------------------------------------------------
+
+// A workspace slot holds one unit's fp32 partial for the whole BM x BLOCK_N tile, per consumer warpgroup, in the
+// accumulators' own register order: value group q (4 consecutive accumulators) of thread t at float4 q x 128 + t,
+// so that a warp's 16-byte stores and loads are contiguous. Rows past M are neither written nor read.
+template <class T>
+__device__ __forceinline__ float* slot_of(float* workspace, int slot, int wg) {
+    constexpr int SLOT_FLOATS = T::WG_M_TILES * T::ACC * WG_THREADS;  // per consumer warpgroup
+    return workspace + ((long long)slot * (T::THREADS / WG_THREADS - 1) + wg) * SLOT_FLOATS;
+}
+
+// Whether this thread's rows hold data (row < M) in m64 tile `mt`: rows 16 w + l / 4 and + 8 of it. The accumulator
+// groups of 4 interleave the two (values 4j, 4j + 1 on the first row, 4j + 2, 4j + 3 on the second).
+__device__ __forceinline__ bool rows_in_range(int M, int row0, int mt) {
+    const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
+    return row0 + mt * 64 + warp * 16 + lane / 4 < M;  // the first of the thread's two rows; the store masks the second
+}
+
+// This unit's partial for the tile: store it to its slot and arrive on the tile's counter. The last unit to arrive
+// sums every contributor's slot (its own included, read back from L2) in K order into `acc`, whoever it is, so the
+// result is bit-reproducible, and returns true: it then stores C.
+template <class T, class Sched>
+__device__ __forceinline__ bool fix_up(float (&acc)[T::WG_M_TILES][T::ACC], const Sched& sched, const WorkUnit& u,
+                                       float* workspace, int* counters, unsigned flag, int wg, int M, int row0) {
+    const int tid = threadIdx.x % WG_THREADS;
+    const unsigned wg_barrier = 1 + wg;  // named barrier of this warpgroup's 128 threads
+    float* mine = slot_of<T>(workspace, sched.slot(u.tile, u.index), wg);
+#pragma unroll
+    for (int mt = 0; mt < T::WG_M_TILES; ++mt) {
+        if (!rows_in_range(M, row0, mt)) continue;
+#pragma unroll
+        for (int q = 0; q < T::ACC / 4; ++q)
+            st_global_cg_v4(mine + ((mt * T::ACC / 4 + q) * WG_THREADS + tid) * 4, acc[mt][4 * q], acc[mt][4 * q + 1],
+                            acc[mt][4 * q + 2], acc[mt][4 * q + 3]);
+    }
+    __threadfence();  // this thread's partial is visible device-wide before the warpgroup arrives on the counter
+    named_barrier_sync(wg_barrier, WG_THREADS);  // every thread of the warpgroup has stored and fenced its part
+    int* counter = counters + u.tile * (T::THREADS / WG_THREADS - 1) + wg;
+    if (tid == 0) st_shared_u32(flag, atomicAdd(counter, 1) == u.contributors - 1 ? 1u : 0u);
+    named_barrier_sync(wg_barrier, WG_THREADS);  // the elected thread's verdict is in shared memory for all
+    if (!ld_shared_u32(flag)) return false;      // another unit of this tile arrives later and sums
+    __threadfence();  // acquire: every other contributor's partial, fenced before its arrival, is visible
+#pragma unroll
+    for (int mt = 0; mt < T::WG_M_TILES; ++mt) {
+        if (!rows_in_range(M, row0, mt)) continue;
+#pragma unroll
+        for (int q = 0; q < T::ACC / 4; ++q) {
+            const int at = ((mt * T::ACC / 4 + q) * WG_THREADS + tid) * 4;
+            ld_global_cg_v4(slot_of<T>(workspace, sched.slot(u.tile, 0), wg) + at, acc[mt][4 * q], acc[mt][4 * q + 1],
+                            acc[mt][4 * q + 2], acc[mt][4 * q + 3]);
+            for (int j = 1; j < u.contributors; ++j) {  // K order, whoever arrived last: bit-reproducible
+                float v0, v1, v2, v3;
+                ld_global_cg_v4(slot_of<T>(workspace, sched.slot(u.tile, j), wg) + at, v0, v1, v2, v3);
+                acc[mt][4 * q] += v0;
+                acc[mt][4 * q + 1] += v1;
+                acc[mt][4 * q + 2] += v2;
+                acc[mt][4 * q + 3] += v3;
+            }
+        }
+    }
+    if (tid == 0) *counter = 0;  // the tile is done: the counter is ready for the next launch
+    return true;
+}
+
+// One unit of a split-K or stream-K schedule on a consumer warpgroup: MAINLOOP over its K tiles, then EPILOGUE: C
+// directly when the unit covers all of K, else the fix-up, whose last arriving unit stores C.
+template <int STAGES, class T, class E, int BM, int BLOCK_N, class Sched>
+__device__ __forceinline__ void consume_unit(float (&acc)[T::WG_M_TILES][T::ACC],
+                                             const SmemLayout<STAGES, T, false, BM>& smem, RingPosition& read,
+                                             const WorkUnit& u, const Sched& sched, half_bits* C, int M, int N,
+                                             int tiles_m, int tiles_n, int wg, bool release, float alpha,
+                                             float* workspace, int* counters) {
+    int m0, n0;
+    tile_origin<BM, BLOCK_N>(u.tile, tiles_m, tiles_n, m0, n0);
+    const int row0 = m0 + wg * T::WG_ROWS;
+    consumer_mainloop<STAGES, T, E, false, BM, BLOCK_N>(acc, smem, read, u.k_tiles, wg * T::WG_ROWS, release);
+    if (u.contributors == 1 || fix_up<T>(acc, sched, u, workspace, counters, smem.flag(wg), wg, M, row0))
+        store_tile<T, E, BLOCK_N>(C, M, N, row0, n0, acc, alpha);
+}
+
+template <int STAGES, int BLOCK_N, int CONSUMERS, bool PERSISTENT, bool TMA_STORE, class E = F16, int BM = 128,
+          int SCHEDULE = SCHED_TILES>
+__global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
     gemm_tma_wgmma(const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b,
-                   const __grid_constant__ TensorMap tmap_c, half_bits* __restrict__ C, int M, int N, int K) {
-    using T = Tile<BLOCK_N, CONSUMERS>;
+                   const __grid_constant__ TensorMap tmap_c, half_bits* __restrict__ C, int M, int N, int K,
+                   const float* __restrict__ scale_a, const float* __restrict__ scale_b, float* workspace,
+                   int* counters, int splits) {
+    using T = Tile<BM, BLOCK_N, CONSUMERS, E>;
     static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be in 2..8");
+    static_assert(SCHEDULE == SCHED_TILES || !TMA_STORE, "split-K and stream-K store C directly");
     extern __shared__ __align__(1024) unsigned char smem_raw[];
-    const SmemLayout<STAGES, BLOCK_N, CONSUMERS, TMA_STORE> smem{(smem_u32(smem_raw) + 1023u) & ~1023u};
+    const SmemLayout<STAGES, T, TMA_STORE, BM> smem{(smem_u32(smem_raw) + 1023u) & ~1023u};
     const bool tma_store = TMA_STORE && N % 8 == 0;  // C's rows at a 16-byte pitch: the map in tmap_c is valid
 
     const int warpgroup = threadIdx.x / WG_THREADS;
-    const int tiles_m = (M + BLOCK_M - 1) / BLOCK_M, tiles_n = (N + BLOCK_N - 1) / BLOCK_N;
-    const int num_k_tiles = (K + BLOCK_K - 1) / BLOCK_K;
+    const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BLOCK_N - 1) / BLOCK_N;
+    const int num_k_tiles = (K + T::BLOCK_K - 1) / T::BLOCK_K;
 
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
@@ -287,32 +514,50 @@ __global__ void __launch_bounds__(Tile<BLOCK_N, CONSUMERS>::THREADS, 1)
     if (warpgroup == 0) {
         // PRODUCER warpgroup: give registers away; one thread issues every copy, the other 127 are done.
         setmaxnreg_dec<PRODUCER_REGS>();
-        if (threadIdx.x == 0) producer<STAGES, BLOCK_N, CONSUMERS, PERSISTENT, TMA_STORE>(tmap_a, tmap_b, smem,
-                                                                                         tiles_m, tiles_n,
-                                                                                         num_k_tiles);
+        if (threadIdx.x == 0)
+            producer<STAGES, BLOCK_N, CONSUMERS, PERSISTENT, TMA_STORE, E, BM, SCHEDULE>(
+                tmap_a, tmap_b, smem, tiles_m, tiles_n, num_k_tiles, splits);
     } else {
-        // CONSUMER warpgroups: take the registers; per output tile, MAINLOOP then EPILOGUE.
+        // CONSUMER warpgroups: take the registers; per unit, MAINLOOP then EPILOGUE.
         setmaxnreg_inc<CONSUMER_REGS>();
-        const int wg_row0 = (warpgroup - 1) * T::WG_ROWS;
+        const int wg = warpgroup - 1;
+        const int wg_row0 = wg * T::WG_ROWS;
         const bool release = threadIdx.x % 32 == 0;  // one arrive per warp on empty[]
+        float alpha = 1.f;                           // fp8: C = (A B^T) x scale_a x scale_b
+        if constexpr (E::SCALED) alpha = *scale_a * *scale_b;
         RingPosition read;                           // smem_read_stage and its lap's parity
         float acc[T::WG_M_TILES][T::ACC];
         const int num_tiles = tiles_m * tiles_n;
-        for (int tile = blockIdx.x; tile < num_tiles; tile += PERSISTENT ? gridDim.x : num_tiles) {
-            int m0, n0;
-            tile_origin<BLOCK_N>(tile, tiles_m, tiles_n, m0, n0);
-            consumer_mainloop<STAGES, BLOCK_N, CONSUMERS, TMA_STORE>(acc, smem, read, num_k_tiles, wg_row0,
-                                                                      release);
-            // EPILOGUE
-            if constexpr (TMA_STORE) {
-                if (tma_store) {
-                    store_tile_tma<STAGES, BLOCK_N, CONSUMERS>(tmap_c, smem, warpgroup - 1, m0 + wg_row0, n0, acc);
-                    continue;
+        if constexpr (SCHEDULE == SCHED_TILES) {
+            for (int tile = blockIdx.x; tile < num_tiles; tile += PERSISTENT ? gridDim.x : num_tiles) {
+                int m0, n0;
+                tile_origin<BM, BLOCK_N>(tile, tiles_m, tiles_n, m0, n0);
+                consumer_mainloop<STAGES, T, E, TMA_STORE, BM, BLOCK_N>(acc, smem, read, num_k_tiles, wg_row0,
+                                                                         release);
+                // EPILOGUE
+                if constexpr (TMA_STORE) {
+                    if (tma_store) {
+                        store_tile_tma<STAGES, T, E, BM, BLOCK_N>(tmap_c, smem, wg, m0 + wg_row0, n0, acc, alpha);
+                        continue;
+                    }
                 }
+                store_tile<T, E, BLOCK_N>(C, M, N, m0 + wg_row0, n0, acc, alpha);
             }
-            store_tile<BLOCK_N, CONSUMERS>(C, M, N, m0 + wg_row0, n0, acc);
+            // The staging boxes must stay untouched until the last TMA store has read them; then the block may exit.
+            if (tma_store && threadIdx.x % WG_THREADS == 0) cp_async_bulk_wait_read<0>();
+        } else if constexpr (SCHEDULE == SCHED_SPLIT_K) {
+            const SplitK sched{num_tiles, num_k_tiles, splits};
+            consume_unit<STAGES, T, E, BM, BLOCK_N>(acc, smem, read, sched.unit(), sched, C, M, N, tiles_m, tiles_n,
+                                                    wg, release, alpha, workspace, counters);
+        } else {
+            const StreamK sched{num_tiles, num_k_tiles, (long long)num_tiles * num_k_tiles};
+            const long long end = sched.start(blockIdx.x + 1);
+            for (long long it = sched.start(blockIdx.x); it < end;) {
+                const WorkUnit u = sched.unit_at(it, end);
+                consume_unit<STAGES, T, E, BM, BLOCK_N>(acc, smem, read, u, sched, C, M, N, tiles_m, tiles_n, wg,
+                                                        release, alpha, workspace, counters);
+                it += u.k_tiles;
+            }
         }
-        // The staging boxes must stay untouched until the last TMA store has read them; then the block may exit.
-        if (tma_store && threadIdx.x % WG_THREADS == 0) cp_async_bulk_wait_read<0>();
     }
 }

@@ -1,33 +1,46 @@
-"""C = A @ B (fp16 in, fp32 accumulate, fp16 out) with Hopper's pipeline, ``gemm_tma.cu``: TMA loads into an
-mbarrier-guarded ring, wgmma from shared memory, a producer warp and consumer warpgroups (sm_90a only).
+"""C = A @ B with Hopper's pipeline, ``gemm_tma.cu``: TMA loads into an mbarrier-guarded ring, wgmma from shared
+memory, a producer warp and consumer warpgroups (sm_90a only); fp16, bf16 or fp8 e4m3 in, fp32 accumulate.
 
-Each ``CONFIGS`` entry is one rung of the ladder the tables show: what a technique adds over the one before."""
+Each ``CONFIGS`` entry is one row of the tables: the ladder's rungs, each adding one technique over the one before,
+then the schedules for the shapes the ladder's one-tile-per-block grid cannot fill (decode and long K): split-K and
+stream-K, on 128-row tiles and on 64-row tiles for small M."""
 
 from __future__ import annotations
 
 import functools
+import importlib
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 import torch
 
-from suite.checks import check_cuda, check_gemm_operands, check_stages
+from suite.checks import check_cuda, check_stages, gemm_operands
+from suite.info import KernelInfo
 from suite.kernel import Fault, NvrtcModule
-from suite.problems import BadInput
 from suite.nvrtc import loader
+from suite.problems import BadInput
 
 SOURCE = Path(__file__).with_name("gemm_tma.cu")
 ARCH = "sm_90a"  # wgmma and setmaxnreg exist only on the architecture-specific target
-BLOCK_M, BLOCK_K = 128, 64
-# NDEBUG: no device asserts (a call inside the wgmma region serializes every wgmma, ptxas C7510). The tile reaches the
-# kernel as defines, which gemm_tma.cu static_asserts: Python and C++ cannot drift apart.
-DEFINES = ("NDEBUG", f"GEMM_TMA_BLOCK_M={BLOCK_M}", f"GEMM_TMA_BLOCK_K={BLOCK_K}")
-BOX_N = 64  # B is loaded as boxes of 64 K rows x 64 N columns (one 128-byte swizzled row each)
+# NDEBUG: no device asserts (a call inside the wgmma region serializes every wgmma, ptxas C7510).
+DEFINES = ("NDEBUG",)
+SWIZZLE_BYTES = 128  # a K tile is one 128-byte swizzled row of each operand row
 WG_THREADS = 128
 BARRIER_BYTES = 8
+FLAG_BYTES = 16  # the fix-up's per-warpgroup flags (split-K and stream-K)
 ALIGN_SLACK = 1024  # the kernel rounds its shared-memory base up to the 1024-byte swizzle atom
 MAX_DIM = 2**31 - 1 - 256  # a tile origin (up to M or N plus a tile) must stay a positive 32-bit int
+DTYPES = ("fp16", "bf16", "fp8e4m3")
+ELEMENT = {"fp16": "F16", "bf16": "BF16", "fp8e4m3": "E4M3"}  # gemm_tma.cu's element types
+ELEMENT_BYTES = {"fp16": 2, "bf16": 2, "fp8e4m3": 1}
+SCHEDULES = {"tiles": "SCHED_TILES", "split-k": "SCHED_SPLIT_K", "stream-k": "SCHED_STREAM_K"}
+# split-K: each split streams at least this many K tiles (fewer and the prologue and the fix-up dominate)
+MIN_K_TILES_PER_SPLIT = 4
+
+
+def block_k(dtype: str) -> int:
+    return SWIZZLE_BYTES // ELEMENT_BYTES[dtype]
 
 
 @dataclass(frozen=True)
@@ -37,6 +50,9 @@ class Config:
     persistent: bool
     tma_store: bool  # epilogue: staged in shared memory, stored with TMA (where N % 8 == 0)
     stages: tuple[int, ...]  # every depth whose ring (and C staging) fits 227 KiB of shared memory
+    block_m: int = 128
+    schedule: str = "tiles"  # "tiles", "split-k" or "stream-k" (gemm_tma.cu's SCHEDULE)
+    dtypes: tuple[str, ...] = ("fp16",)
 
     @property
     def threads(self) -> int:
@@ -44,29 +60,46 @@ class Config:
 
     @property
     def stage_bytes(self) -> int:
-        return (BLOCK_M * BLOCK_K + BLOCK_K * self.block_n) * 2
+        """A and B tiles of one K tile: 128 bytes of K per row, whatever the element type."""
+        return (self.block_m + self.block_n) * SWIZZLE_BYTES
 
     def smem_bytes(self, stages: int) -> int:
-        staging = BLOCK_M * self.block_n * 2 if self.tma_store else 0
-        return stages * (self.stage_bytes + 2 * BARRIER_BYTES) + staging + ALIGN_SLACK
+        staging = self.block_m * self.block_n * 2 if self.tma_store else 0
+        flags = FLAG_BYTES if self.schedule != "tiles" else 0
+        return stages * (self.stage_bytes + 2 * BARRIER_BYTES) + staging + flags + ALIGN_SLACK
 
-    def name_expression(self, stages: int) -> str:
+    def name_expression(self, stages: int, dtype: str = "fp16") -> str:
         flag = lambda b: "true" if b else "false"  # noqa: E731
-        return (f"gemm_tma_wgmma<{stages}, {self.block_n}, {self.consumers}, {flag(self.persistent)}, "
-                f"{flag(self.tma_store)}>")
+        head = f"gemm_tma_wgmma<{stages}, {self.block_n}, {self.consumers}, {flag(self.persistent)}, " \
+               f"{flag(self.tma_store)}"
+        if dtype == "fp16" and self.block_m == 128 and self.schedule == "tiles":
+            return head + ">"  # the template's defaults
+        return head + f", {ELEMENT[dtype]}, {self.block_m}, {SCHEDULES[self.schedule]}>"
 
-    def describe(self) -> str:
-        return (f"{BLOCK_M}x{self.block_n}x{BLOCK_K}, 1 producer warp + {self.consumers} consumer warpgroup"
-                f"{'s' if self.consumers > 1 else ''}" + (", persistent" if self.persistent else "")
-                + (", TMA-store epilogue" if self.tma_store else ""))
+    def describe(self, dtype: str = "fp16") -> str:
+        what = {"tiles": (", persistent" if self.persistent else "") + (", TMA-store epilogue" if self.tma_store else ""),
+                "split-k": ", split-K (fix-up in K order by the last split)",
+                "stream-k": ", stream-K over one block per SM (fix-up in K order by the last unit)"}[self.schedule]
+        return (f"{self.block_m}x{self.block_n}x{block_k(dtype)}, 1 producer warp + {self.consumers} consumer "
+                f"warpgroup{'s' if self.consumers > 1 else ''}" + what
+                + (", B as N x K (K-major), scales in the epilogue" if dtype == "fp8e4m3" else ""))
 
 
-# The ladder: each rung adds one technique to the one above it.
+_TWO_WG = dict(block_n=256, consumers=2)
+# The ladder: each rung adds one technique to the one above it; the top rung is also built for bf16 and fp8. Then
+# the schedules that fill the chip when output tiles are few: split-K and stream-K on the top rung's tile (without
+# its TMA-store epilogue: a tile's last unit stores C), and split-K on 64-row tiles for decode (M <= 64: a 128-row
+# tile would be mostly padding), with rings as deep as fit (the weight streams through once).
 CONFIGS: dict[str, Config] = {
     "128x128x64 ws": Config(128, 1, False, False, (2, 3, 4, 5, 6, 7)),  # TMA + mbarrier ring + wgmma, warp-specialized
     "128x256x64 ws 2wg": Config(256, 2, False, False, (2, 3, 4)),  # two consumer warpgroups, twice the tile
     "128x256x64 ws 2wg persistent": Config(256, 2, True, False, (2, 3, 4)),  # one block per SM, ring across tiles
-    "128x256x64 ws 2wg persistent tma-store": Config(256, 2, True, True, (2, 3)),  # + C through smem and TMA
+    "128x256x64 ws 2wg persistent tma-store": Config(256, 2, True, True, (2, 3), dtypes=DTYPES),  # + C through TMA
+    "128x256 split-k": Config(**_TWO_WG, persistent=False, tma_store=False, stages=(3, 4), schedule="split-k",
+                              dtypes=DTYPES),
+    "128x256 stream-k": Config(**_TWO_WG, persistent=True, tma_store=False, stages=(3, 4), schedule="stream-k",
+                               dtypes=DTYPES),
+    "64x256 split-k": Config(256, 1, False, False, (4, 5, 6), block_m=64, schedule="split-k", dtypes=DTYPES),
 }
 
 # The self-test the sanitizer must catch: the producer refills a stage without waiting for its empty barrier, i.e.
@@ -78,27 +111,40 @@ SKIP_EMPTY_WAIT = Fault("the producer's wait on the empty barrier removed (overw
 
 @functools.cache
 def build(arch: str = ARCH) -> loader.CompiledModule:
-    """Every instantiation of every config, for ``arch`` (sm_90a; no GPU needed)."""
-    exprs = tuple(dict.fromkeys(c.name_expression(s) for c in CONFIGS.values() for s in c.stages))
+    """Every fp16 instantiation of the ladder, for ``arch`` (sm_90a; no GPU needed)."""
+    exprs = tuple(dict.fromkeys(c.name_expression(s) for c in CONFIGS.values() if c.schedule == "tiles"
+                                for s in c.stages))
     return loader.compile_cu(SOURCE, exprs, arch=arch, defines=DEFINES)
 
 
+def split_count(tiles: int, k_tiles: int, num_sms: int) -> int:
+    """split-K's rule: as many splits as fill the SMs once with tiles x splits blocks (no second, partial wave),
+    while every split keeps at least MIN_K_TILES_PER_SPLIT K tiles; 1 when the tiles alone fill the SMs."""
+    return max(1, min(num_sms // max(1, tiles), k_tiles // MIN_K_TILES_PER_SPLIT))
+
+
 class TmaGemm(NvrtcModule):
-    """One rung of the ladder (a ``Config``) as the kernel-module contract (suite.kernel) states it: built for
-    sm_90a only, its SASS must hold wgmma, TMA and mbarrier instructions, and the sanitizer runs it on small odd
-    shapes and a long K loop (the ring wraps many times)."""
+    """One row of CONFIGS as the kernel-module contract (suite.kernel) states it: built for sm_90a only, its SASS
+    must hold wgmma, TMA and mbarrier instructions, and the sanitizer runs it on small odd shapes and a long K loop
+    (the ring wraps many times; split-K and stream-K fix up shared tiles)."""
 
     source = SOURCE
     archs = (ARCH,)
-    # N % 8 != 0 with K < BLOCK_K (direct stores, one partial K tile); N % 8 == 0 and a ring that wraps 8 times
-    sanitize_sizes = ((130, 250, 40), (256, 512, 1024))
+    dtype_notes = {d: "the ladder's lower rungs are built for fp16; bf16 and fp8 are on its top rung and on the "
+                      "split-K and stream-K rows" for d in DTYPES}
 
     def __init__(self, config: Config, faults: tuple[Fault, ...] = ()):
         self.gemm_config, self.stages, self.faults = config, config.stages, faults
-        self.threads, self.stage_bytes = config.threads, config.stage_bytes
-        loads = 1 + config.block_n // BOX_N  # one A box and BLOCK_N / 64 B boxes per stage
-        self.sass_requires = {"wgmma": 4, "tma": loads + (config.block_n // BOX_N if config.tma_store else 0),
+        self.threads, self.stage_bytes, self.dtypes = config.threads, config.stage_bytes, config.dtypes
+        # TMA instructions per instantiation: A's box, B's (boxes of 64 columns for 16-bit B, one for fp8's K-major
+        # B; a module built for fp8 too is held to the fewer), and the epilogue's store boxes
+        b_loads = 1 if "fp8e4m3" in config.dtypes else config.block_n // 64
+        self.sass_requires = {"wgmma": 4, "tma": 1 + b_loads + (config.block_n // 64 if config.tma_store else 0),
                               "mbarrier": 1}
+        # N % 8 != 0 with K < BLOCK_K (direct stores, one partial K tile); N % 8 == 0 and a ring that wraps 8 times;
+        # split-K and stream-K: several units per tile, a remainder split, the fix-up
+        self.sanitize_sizes = ((130, 250, 40), (256, 512, 1024)) + (
+            ((64, 512, 4112),) if config.schedule != "tiles" else ())
 
     def defines(self) -> tuple[str, ...]:
         return DEFINES + super().defines()
@@ -108,13 +154,20 @@ class TmaGemm(NvrtcModule):
         return super().build(ARCH if arch in (None, "sm_90") else arch)
 
     def name_expressions(self, stages: int) -> tuple[str, ...]:
-        return (self.gemm_config.name_expression(stages),)
+        return tuple(self.gemm_config.name_expression(stages, d) for d in self.gemm_config.dtypes)
 
     def config(self) -> str:
         return self.gemm_config.describe()
 
+    def describe(self, arch: str, dtype: str = "fp16") -> dict[int, KernelInfo]:
+        built = self.build(arch)
+        return {s: built.kernel_info(self.gemm_config.name_expression(s, dtype), self.stage_bytes, s,
+                                     threads=self.threads,
+                                     config=f"{arch} cubin; {self.gemm_config.describe(dtype)}")
+                for s in self.stages}
+
     def launch(self, inputs, out, stages):
-        return Gemm(*inputs, out, self.gemm_config, stages, kernel=self)
+        return Gemm(inputs, out, self.gemm_config, stages, kernel=self)
 
     def bad_inputs(self) -> list[BadInput]:
         a, b, c = (torch.randn(*shape).half() for shape in ((16, 12), (12, 16), (16, 16)))
@@ -124,24 +177,14 @@ class TmaGemm(NvrtcModule):
                          "M past 2^31 - 257")]
 
 
-def check_inputs(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config: Config, stages: int) -> None:
-    check_stages(stages, config.stages)
-    m, n, k = check_gemm_operands(a, b, c)
-    if k % 8:
-        raise ValueError(f"K must be a multiple of 8 so that rows of A have a 16-byte pitch for TMA (got K={k})")
-    if max(m, n, k) > MAX_DIM:
-        raise ValueError(f"M, N and K must each be at most {MAX_DIM}: tile origins and TMA coordinates are 32-bit "
-                         f"(got M={m}, N={n}, K={k})")
-    check_cuda(("a", a), ("b", b), ("c", c))
-
-
 def _tensor_map(t: torch.Tensor, box: tuple[int, int]):
-    """A tiled TMA descriptor of the 2-D tensor ``t`` (row-major box ``box``), 128-byte swizzled, zero fill."""
-    import importlib
-
+    """A tiled TMA descriptor of the 2-D tensor ``t`` (row-major box ``box``), 128-byte swizzled, zero fill. fp8
+    tensors are described as bytes (the copy engine moves bytes; DLPack has no fp8)."""
     from cuda.core import TensorMapDescriptor, TensorMapDescriptorOptions
     from cuda.core.utils import StridedMemoryView
 
+    if t.dtype == torch.float8_e4m3fn:
+        t = t.view(torch.uint8)
     enums = importlib.import_module(TensorMapDescriptor.__module__)  # the option enums are not re-exported
     view = StridedMemoryView.from_dlpack(t, stream_ptr=-1)
     return view.as_tensor_map(options=TensorMapDescriptorOptions(
@@ -149,41 +192,77 @@ def _tensor_map(t: torch.Tensor, box: tuple[int, int]):
 
 
 class Gemm:
-    """A launcher bound to (a, b, c, config, stages): ``Gemm(a, b, c, CONFIGS[name], 3)()`` writes c = a @ b.
+    """A launcher bound to (inputs, c, config, stages): ``Gemm((a, b), c, CONFIGS[name], 3)()`` writes c = a @ b.
 
-    TMA needs every row pitch to be a multiple of 16 bytes. When N % 8 != 0, B's rows are not: each call copies B
-    into a buffer with a padded pitch first (counted in the time, and said in the config)."""
+    TMA needs every row pitch to be a multiple of 16 bytes: K % 8 == 0 (K % 16 for fp8) or the launch is refused.
+    When N % 8 != 0 for fp16 / bf16, B's rows are not: each call copies B into a buffer with a padded pitch first
+    (counted in the time, and said in the config). split-K and stream-K get a workspace and tile counters of their
+    own, sized from this shape."""
 
-    def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, config: Config, stages: int,
-                 kernel: "TmaGemm | None" = None):
-        check_inputs(a, b, c, config, stages)
-        (m, k), n = a.shape, b.shape[1]
+    def __init__(self, inputs, c: torch.Tensor, config: Config, stages: int, kernel: "TmaGemm | None" = None):
+        ops = gemm_operands(tuple(inputs), c, config.dtypes)
+        check_stages(stages, config.stages)
+        m, n, k, dtype = ops.m, ops.n, ops.k, ops.dtype
+        align = 16 // ELEMENT_BYTES[dtype]
+        if k % align:
+            raise ValueError(f"K must be a multiple of {align} so that rows of A have a 16-byte pitch for TMA "
+                             f"(got K={k})")
+        if max(m, n, k) > MAX_DIM:
+            raise ValueError(f"M, N and K must each be at most {MAX_DIM}: tile origins and TMA coordinates are 32-bit "
+                             f"(got M={m}, N={n}, K={k})")
+        check_cuda(("a", ops.a), ("b", ops.b), ("c", c))
         module = kernel.build() if kernel is not None else build()  # a kernel module may carry extra defines
-        expr = config.name_expression(stages)
+        expr = config.name_expression(stages, dtype)
         self.kernel = module.kernel(expr)
         self.smem_bytes = config.smem_bytes(stages)
         loader.prepare(self.kernel, self.smem_bytes)  # refuses a ring that does not fit this GPU
         blocks_per_sm = loader.occupancy(self.kernel, config.threads, self.smem_bytes)
         if blocks_per_sm < 1:
             raise ValueError(f"stages={stages}: a block ({self.smem_bytes} B of shared memory) does not fit on an SM")
-        self.b, self.b_padded = b, None
-        if n % 8:
+        bk, bm, bn = block_k(dtype), config.block_m, config.block_n
+        self.b, self.b_padded = ops.b, None
+        b = ops.b
+        if dtype != "fp8e4m3" and n % 8:
             self.b_padded = torch.zeros(k, -(-n // 8) * 8, dtype=b.dtype, device=b.device)
             b = self.b_padded[:, :n]
-        self.tmap_a = _tensor_map(a, (BLOCK_M, BLOCK_K))
-        self.tmap_b = _tensor_map(b, (BLOCK_K, BOX_N))
+        self.tmap_a = _tensor_map(ops.a, (bk, bm))
+        self.tmap_b = _tensor_map(b, (bk, bn)) if dtype == "fp8e4m3" else _tensor_map(b, (64, bk))
         # C's map exists only where its rows have a 16-byte pitch; elsewhere the kernel stores directly and never
         # reads the map it is given.
-        self.tmap_c = _tensor_map(c, (64, BOX_N)) if config.tma_store and n % 8 == 0 else self.tmap_a
-        tiles = -(-m // BLOCK_M) * -(-n // config.block_n)
-        self.grid = min(tiles, loader.num_sms() * blocks_per_sm) if config.persistent else tiles
+        self.tmap_c = _tensor_map(c, (64, 64)) if config.tma_store and n % 8 == 0 else self.tmap_a
+        tiles = -(-m // bm) * -(-n // bn)
+        k_tiles = -(-k // bk)
+        sms = loader.num_sms()
+        self.splits = 1
+        if config.schedule == "split-k":
+            self.splits = split_count(tiles, k_tiles, sms)
+            self.grid = tiles * self.splits
+            slots = tiles * self.splits
+        elif config.schedule == "stream-k":
+            self.grid = min(sms * blocks_per_sm, tiles * k_tiles)
+            slots = 2 * self.grid
+        else:
+            self.grid = min(tiles, sms * blocks_per_sm) if config.persistent else tiles
+            slots = 0
+        # split-K / stream-K: one fp32 partial tile per slot, and a counter per (tile, consumer warpgroup) that the
+        # kernel leaves at zero after every launch; this launcher's own, from this shape (never another's)
+        self.workspace = torch.empty(max(1, slots * bm * bn), dtype=torch.float32, device=c.device)
+        self.counters = torch.zeros(max(1, tiles * config.consumers), dtype=torch.int32, device=c.device)
+        self.scales = (ops.scale_a, ops.scale_b) if dtype == "fp8e4m3" else (self.workspace, self.workspace)
         self.threads = config.threads
-        self.args = (self.tmap_a, self.tmap_b, self.tmap_c, c.data_ptr(), np.int32(m), np.int32(n), np.int32(k))
-        self.info = module.kernel_info(
-            expr, config.stage_bytes, stages, occupancy=blocks_per_sm, threads=config.threads, grid=self.grid,
-            config=config.describe() + ("" if n % 8 == 0 else ", N % 8 != 0: B copied to a padded pitch per call"
-                                        + (", C stored directly" if config.tma_store else "")),
-        )
+        self.args = (self.tmap_a, self.tmap_b, self.tmap_c, c.data_ptr(), np.int32(m), np.int32(n), np.int32(k),
+                     self.scales[0].data_ptr(), self.scales[1].data_ptr(), self.workspace.data_ptr(),
+                     self.counters.data_ptr(), np.int32(self.splits))
+        note = ""
+        if dtype != "fp8e4m3" and n % 8:
+            note = ", N % 8 != 0: B copied to a padded pitch per call" + (", C stored directly" if config.tma_store
+                                                                            else "")
+        if config.schedule == "split-k":
+            note += f", {self.splits} split{'s' if self.splits > 1 else ''} of {k_tiles} K tiles"
+        if config.schedule == "stream-k":
+            note += f", {tiles * k_tiles} MAC iterations over {self.grid} blocks"
+        self.info = module.kernel_info(expr, config.stage_bytes, stages, occupancy=blocks_per_sm,
+                                       threads=config.threads, grid=self.grid, config=config.describe(dtype) + note)
 
     def __call__(self) -> None:
         if self.b_padded is not None:
@@ -191,6 +270,6 @@ class Gemm:
         loader.launch(self.kernel, self.grid, self.threads, self.smem_bytes, *self.args)
 
 
-# Each rung's kernel module, as the registry names them (suite/variants.py).
+# Each row's kernel module, as the registry names them (suite/variants.py).
 KERNELS = {name: TmaGemm(config, faults=(SKIP_EMPTY_WAIT,) if name == "128x128x64 ws" else ())
            for name, config in CONFIGS.items()}
