@@ -1,8 +1,8 @@
 """Dump the SASS of every NVRTC kernel the registry knows, one file per (arch, instantiation), for a before/after
-comparison of a refactor: `python tools/sass_snapshot.py DIR`, then `diff -rw BEFORE AFTER`.
+comparison of a refactor: `python tools/sass_snapshot.py DIR`, then `diff -rwB BEFORE AFTER`.
 
 Line info is not part of `cuobjdump -sass` output, so moving code between files leaves the listing unchanged unless an
-instruction changed. cuobjdump pads its columns to the longest symbol of the cubin, so compare with `diff -rw`."""
+instruction changed. cuobjdump pads its columns to the longest symbol of the cubin, so compare with `diff -rwB` (blank lines and padding aside)."""
 
 from __future__ import annotations
 

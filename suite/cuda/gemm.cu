@@ -62,7 +62,7 @@ __device__ __forceinline__ void load_tile_async(const Producer& p, const half_bi
     }
 }
 
-template <int STAGES, bool N_ALIGNED, int BLOCK_K>
+template <int STAGES, bool N_ALIGNED, int BLOCK_K, bool BF16 = false>
 __global__ void __launch_bounds__(THREADS, 1)
     gemm_cuda_pipeline(const half_bits* __restrict__ A, const half_bits* __restrict__ B, half_bits* __restrict__ C,
                        int M, int N, int K) {
@@ -93,7 +93,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             pipe.producer_commit();
             cuda::pipeline_consumer_wait_prior<0>(pipe);  // the only batch in flight is this tile: wait for all of it
             __syncthreads();  // every thread's part of the tile has landed: any warp may now read any of it
-            mma_stage<BLOCK_K>(acc, frag, frag_addr, smem_base);
+            mma_stage<BLOCK_K, BF16>(acc, frag, frag_addr, smem_base);
             pipe.consumer_release();
 #ifndef PIPESUITE_FAULT_NO_REUSE_BARRIER  // fault injection for the sanitizer self-test (suite/sanitize.py) only
             __syncthreads();  // every warp has finished reading the tile before the next load overwrites it
@@ -150,12 +150,12 @@ __global__ void __launch_bounds__(THREADS, 1)
                     // k-step guarantees no warp still reads it) with tile k_tile + STAGES - 1.
                     produce_next_tile();
                 }
-                warp_mma(acc, frag[kk % 2]);
+                warp_mma<BF16>(acc, frag[kk % 2]);
             }
         }
         cuda::pipeline_consumer_wait_prior<0>(pipe);  // only empty batches (tiles past K) can be pending: drain them
     }
 
     // EPILOGUE
-    store_accumulators(C, M, N, tile.m0 + warp_m * WARP_M, tile.n0 + warp_n * WARP_N, acc, lane);
+    store_accumulators<BF16>(C, M, N, tile.m0 + warp_m * WARP_M, tile.n0 + warp_n * WARP_N, acc, lane);
 }

@@ -14,8 +14,9 @@ class PipelineGemm(GemmMmaSync):
 
     source = Path(__file__).with_name("gemm.cu")
 
-    def name_expression(self, stages: int, n_aligned: bool) -> str:
-        return f"gemm_cuda_pipeline<{stages}, {'true' if n_aligned else 'false'}, {self.block_k}>"
+    def name_expression(self, stages: int, n_aligned: bool, dtype: str = "fp16") -> str:
+        bf16 = ", true" if dtype == "bf16" else ""  # the template's default is fp16
+        return f"gemm_cuda_pipeline<{stages}, {'true' if n_aligned else 'false'}, {self.block_k}{bf16}>"
 
     def include_dirs(self) -> tuple[Path, ...]:
         return (cccl_include_dir(),)

@@ -227,16 +227,24 @@ __device__ __forceinline__ void zero_accumulators(float (&acc)[WARP_TILES_M][WAR
 }
 
 // Tensor cores: the warp's 64 x 64 accumulators += one k-step of fragments.
+// BF16: the operands are bf16 (the fragments move 16-bit values whatever they are; only the mma and the output
+// conversion differ).
+template <bool BF16 = false>
 __device__ __forceinline__ void warp_mma(float (&acc)[WARP_TILES_M][WARP_TILES_N][4], const Fragments& frag) {
 #pragma unroll
     for (int mi = 0; mi < WARP_TILES_M; ++mi)
 #pragma unroll
-        for (int ni = 0; ni < WARP_TILES_N; ++ni) mma_m16n8k16(acc[mi][ni], frag.a[mi], frag.b[ni][0], frag.b[ni][1]);
+        for (int ni = 0; ni < WARP_TILES_N; ++ni) {
+            if constexpr (BF16)
+                mma_m16n8k16_bf16(acc[mi][ni], frag.a[mi], frag.b[ni][0], frag.b[ni][1]);
+            else
+                mma_m16n8k16(acc[mi][ni], frag.a[mi], frag.b[ni][0], frag.b[ni][1]);
+        }
 }
 
 // The whole tile in the stage at `stage_base` through the tensor cores, fragments double-buffered in registers (the
 // next k-step's ldmatrix issued before this one's mma). The single-stage paths of both GEMMs (ring depth 1).
-template <int BLOCK_K>
+template <int BLOCK_K, bool BF16 = false>
 __device__ __forceinline__ void mma_stage(float (&acc)[WARP_TILES_M][WARP_TILES_N][4], Fragments (&frag)[2],
                                           const FragmentAddresses& addr, unsigned stage_base) {
     using T = KTile<BLOCK_K>;
@@ -244,12 +252,13 @@ __device__ __forceinline__ void mma_stage(float (&acc)[WARP_TILES_M][WARP_TILES_
 #pragma unroll
     for (int kk = 0; kk < T::K_STEPS; ++kk) {
         if (kk + 1 < T::K_STEPS) load_fragments<BLOCK_K>(frag[(kk + 1) % 2], addr, stage_base, kk + 1);
-        warp_mma(acc, frag[kk % 2]);
+        warp_mma<BF16>(acc, frag[kk % 2]);
     }
 }
 
 // Epilogue: accumulators -> fp16 -> C, bounds-checked. Thread holds rows lane/4 and lane/4 + 8 of each mma tile,
 // columns 2 * (lane % 4) and +1; those two columns go out as one 32-bit store when N is even.
+template <bool BF16 = false>
 __device__ __forceinline__ void store_accumulators(half_bits* C, int M, int N, int row0, int col0,
                                                    const float (&acc)[WARP_TILES_M][WARP_TILES_N][4], int lane) {
 #pragma unroll
@@ -261,7 +270,8 @@ __device__ __forceinline__ void store_accumulators(half_bits* C, int M, int N, i
                 const int row = row0 + mi * MMA_M + (lane >> 2) + half * 8;
                 const int col = col0 + ni * MMA_N + (lane & 3) * 2;
                 if (row >= M) continue;
-                store_pair(C + (long long)row * N + col, col, N, pack_half2(acc[mi][ni][2 * half], acc[mi][ni][2 * half + 1]));
+                const float lo = acc[mi][ni][2 * half], hi = acc[mi][ni][2 * half + 1];
+                store_pair(C + (long long)row * N + col, col, N, BF16 ? pack_bf16x2(lo, hi) : pack_half2(lo, hi));
             }
 }
 

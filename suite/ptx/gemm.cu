@@ -5,11 +5,12 @@
 //
 // Template parameters: STAGES (1 = synchronous baseline, 2.. = cp.async ring depth), N_ALIGNED (N % 8 == 0, so every
 // 16-byte chunk of a B row is aligned and cp.async can fetch it; otherwise B is loaded with plain predicated loads,
-// correct for any N but without the async overlap for B) and BLOCK_K (32 or 64).
+// correct for any N but without the async overlap for B), BLOCK_K (32 or 64) and BF16 (bf16 operands and output
+// instead of fp16: mma.sync.m16n8k16 .bf16, the same fragments).
 
 #include "mma_sync_tile.cuh"
 
-template <int STAGES, bool N_ALIGNED, int BLOCK_K>
+template <int STAGES, bool N_ALIGNED, int BLOCK_K, bool BF16 = false>
 __global__ void __launch_bounds__(THREADS, 1)
     gemm_f16_f32acc(const half_bits* __restrict__ A, const half_bits* __restrict__ B, half_bits* __restrict__ C,
                     int M, int N, int K) {
@@ -38,7 +39,7 @@ __global__ void __launch_bounds__(THREADS, 1)
             cp_async_commit();
             cp_async_wait<0>();  // the only group in flight is this tile: wait for all of it
             __syncthreads();     // every thread's part of the tile has landed: any warp may now read any of it
-            mma_stage<BLOCK_K>(acc, frag, frag_addr, smem_base);
+            mma_stage<BLOCK_K, BF16>(acc, frag, frag_addr, smem_base);
 #ifndef PIPESUITE_FAULT_NO_REUSE_BARRIER  // fault injection for the sanitizer self-test (suite/sanitize.py) only
             __syncthreads();  // every warp has finished reading the tile before the next load overwrites it
 #endif
@@ -98,12 +99,12 @@ __global__ void __launch_bounds__(THREADS, 1)
                     ++k_tile_next;
                     advance_stage<STAGES>(smem_write_stage);  // wraps back to the start of the ring
                 }
-                warp_mma(acc, frag[kk % 2]);
+                warp_mma<BF16>(acc, frag[kk % 2]);
             }
         }
         cp_async_wait_all();  // only empty groups (tiles past K) can be pending; drain them before exit
     }
 
     // EPILOGUE
-    store_accumulators(C, M, N, tile.m0 + warp_m * WARP_M, tile.n0 + warp_n * WARP_N, acc, lane);
+    store_accumulators<BF16>(C, M, N, tile.m0 + warp_m * WARP_M, tile.n0 + warp_n * WARP_N, acc, lane);
 }

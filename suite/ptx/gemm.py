@@ -1,4 +1,5 @@
-"""C = A @ B (fp16 in, fp32 accumulate, fp16 out) with the cp.async + ldmatrix + mma.sync pipeline of ``gemm.cu``."""
+"""C = A @ B (fp16 or bf16 in, fp32 accumulate, the same type out) with the cp.async + ldmatrix + mma.sync pipeline of
+``gemm.cu``."""
 
 from __future__ import annotations
 
@@ -7,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import torch
 
-from suite.checks import check_cuda, check_gemm_operands, check_stages
+from suite.checks import check_cuda, check_stages, gemm_operands
 from suite.kernel import Fault, NvrtcModule
 from suite.problems import BadInput
 from suite.nvrtc import loader
@@ -29,8 +30,15 @@ def stage_bytes(block_k: int = 32) -> int:
     return (BLOCK_M * block_k + block_k * BLOCK_N) * 2
 
 
-def name_expression(stages: int, n_aligned: bool, block_k: int = 32) -> str:
-    return f"gemm_f16_f32acc<{stages}, {'true' if n_aligned else 'false'}, {block_k}>"
+def name_expression(stages: int, n_aligned: bool, block_k: int = 32, dtype: str = "fp16") -> str:
+    bf16 = ", true" if dtype == "bf16" else ""  # the template's default is fp16
+    return f"gemm_f16_f32acc<{stages}, {'true' if n_aligned else 'false'}, {block_k}{bf16}>"
+
+
+# fp8 has no mma.sync of its own on sm_90: ptxas accepts mma.sync.m16n8k32.e4m3 for sm_90 but lowers it to two fp16
+# HMMA.16816 (QMMA exists on sm_89 only; checked with this toolkit's NVRTC). Hopper's fp8 path is wgmma (QGMMA).
+FP8_NOTE = ("no fp8 mma.sync on sm_90: ptxas lowers mma.sync.m16n8k32.e4m3 to two fp16 HMMA (native QMMA is sm_89 "
+            "only); Hopper's fp8 path is wgmma (the TMA rows)")
 
 
 class GemmMmaSync(NvrtcModule):
@@ -39,6 +47,8 @@ class GemmMmaSync(NvrtcModule):
 
     source = SOURCE
     threads = THREADS
+    dtypes = ("fp16", "bf16")
+    dtype_notes = {"fp8e4m3": FP8_NOTE}
     sanitize_sizes = ((200, 264, 72), (130, 250, 40))  # N % 8 == 0 (cp.async B) and N % 8 != 0 (plain-load B)
     faults = (
         Fault("STAGES = 1: the barrier before the stage is refilled removed", "PIPESUITE_FAULT_NO_REUSE_BARRIER", (1,)),
@@ -57,18 +67,24 @@ class GemmMmaSync(NvrtcModule):
     def constants(self) -> dict[str, int]:
         return {"GEMM_BLOCK_M": BLOCK_M, "GEMM_BLOCK_N": BLOCK_N, "GEMM_THREADS": THREADS}
 
-    def name_expression(self, stages: int, n_aligned: bool) -> str:
+    def name_expression(self, stages: int, n_aligned: bool, dtype: str = "fp16") -> str:
         """The instantiation a launch picks: cp.async B rows when N % 8 == 0, plain loads otherwise."""
-        return name_expression(stages, n_aligned, self.block_k)
+        return name_expression(stages, n_aligned, self.block_k, dtype)
 
     def name_expressions(self, stages: int) -> tuple[str, ...]:
-        return tuple(self.name_expression(stages, aligned) for aligned in (True, False))
+        return tuple(self.name_expression(stages, aligned, d) for d in self.dtypes for aligned in (True, False))
+
+    def describe(self, arch: str, dtype: str = "fp16") -> dict:
+        built = self.build(arch)
+        return {s: built.kernel_info(self.name_expression(s, True, dtype), self.stage_bytes, s, threads=self.threads,
+                                     config=f"{arch} cubin; {self.config()}") for s in self.stages}
 
     def config(self) -> str:
         return f"{BLOCK_M}x{BLOCK_N}x{self.block_k}, 8 warps 2x4, 64x64 warp tile"
 
     def launch(self, inputs, out, stages):
-        return Gemm(*inputs, out, stages, kernel=self)
+        ops = gemm_operands(tuple(inputs), out, self.dtypes)
+        return Gemm(ops.a, ops.b, out, stages, kernel=self)
 
     def bad_inputs(self) -> list[BadInput]:
         a, b, c = (torch.randn(*shape).half() for shape in ((16, 12), (12, 16), (16, 16)))
@@ -88,7 +104,8 @@ def build(arch: str | None = None, block_k: int = 32) -> loader.CompiledModule:
 def check_inputs(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int,
                  kernel: GemmMmaSync = GEMM_K32) -> None:
     check_stages(stages, kernel.stages)
-    m, n, k = check_gemm_operands(a, b, c)
+    ops = gemm_operands((a, b), c, kernel.dtypes)
+    m, n, k = ops.m, ops.n, ops.k
     if k % 8:
         raise ValueError(f"K must be a multiple of 8 so that rows of A are whole 16-byte chunks (got K={k})")
     if max(m, n, k) > MAX_DIM:
@@ -112,7 +129,8 @@ class Gemm:
         check_inputs(a, b, c, stages, kernel)
         (m, k), n = a.shape, b.shape[1]
         module = kernel.build()
-        expr = kernel.name_expression(stages, n % 8 == 0)
+        dtype = "bf16" if a.dtype == torch.bfloat16 else "fp16"
+        expr = kernel.name_expression(stages, n % 8 == 0, dtype)
         self.kernel = module.kernel(expr)
         self.smem_bytes = stages * kernel.stage_bytes
         loader.prepare(self.kernel, self.smem_bytes)  # refuses a STAGES whose ring does not fit this GPU
@@ -123,7 +141,8 @@ class Gemm:
         self.args = (a.data_ptr(), b.data_ptr(), c.data_ptr(), np.int32(m), np.int32(n), np.int32(k))
         self.info = module.kernel_info(
             expr, kernel.stage_bytes, stages, occupancy=blocks_per_sm, threads=THREADS, grid=self.grid,
-            config=kernel.config() + ("" if n % 8 == 0 else ", N % 8 != 0: B through plain loads"),
+            config=kernel.config() + (", bf16" if dtype == "bf16" else "")
+            + ("" if n % 8 == 0 else ", N % 8 != 0: B through plain loads"),
         )
 
     def __call__(self) -> None:
@@ -133,6 +152,6 @@ class Gemm:
 def matmul(a: torch.Tensor, b: torch.Tensor, stages: int = 3, out: torch.Tensor | None = None,
            block_k: int = 32) -> torch.Tensor:
     """c = a @ b with the STAGES-deep pipeline; allocates c unless ``out`` is given."""
-    c = torch.empty(a.shape[0], b.shape[1], dtype=torch.float16, device=a.device) if out is None else out
+    c = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device) if out is None else out
     Gemm(a, b, c, stages, block_k)()
     return c
