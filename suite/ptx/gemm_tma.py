@@ -199,7 +199,8 @@ class Gemm:
     (counted in the time, and said in the config). split-K and stream-K get a workspace and tile counters of their
     own, sized from this shape."""
 
-    def __init__(self, inputs, c: torch.Tensor, config: Config, stages: int, kernel: "TmaGemm | None" = None):
+    def __init__(self, inputs, c: torch.Tensor, config: Config, stages: int, kernel: "TmaGemm | None" = None,
+                 splits: int | None = None):
         ops = gemm_operands(tuple(inputs), c, config.dtypes)
         check_stages(stages, config.stages)
         m, n, k, dtype = ops.m, ops.n, ops.k, ops.dtype
@@ -235,7 +236,9 @@ class Gemm:
         sms = loader.num_sms()
         self.splits = 1
         if config.schedule == "split-k":
-            self.splits = split_count(tiles, k_tiles, sms)
+            self.splits = split_count(tiles, k_tiles, sms) if splits is None else splits  # (tests force a count)
+            if self.splits < 1:
+                raise ValueError(f"splits must be >= 1 (got {self.splits})")
             self.grid = tiles * self.splits
             slots = tiles * self.splits
         elif config.schedule == "stream-k":

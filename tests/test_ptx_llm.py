@@ -1,0 +1,70 @@
+"""The PTX GEMM schedules for shapes with few output tiles (gemm_tma.cu: split-K, stream-K, 64-row tiles): the rule
+that picks the split count, their machine code on CPU, and on a GPU their results at the edges of the schedule, bit
+for bit the same run after run, with the tile counters left at zero."""
+
+import pytest
+import torch
+
+from suite.problems import GEMM
+from suite.ptx import gemm_tma
+from suite.sass import instruction_classes, split_functions, wgmma_chain
+
+SCHEDULED = [name for name, c in gemm_tma.CONFIGS.items() if c.schedule != "tiles"]
+
+
+def test_split_count_fills_the_sms_once_and_keeps_splits_long():
+    assert gemm_tma.split_count(tiles=32, k_tiles=128, num_sms=132) == 4  # 128 blocks: one wave
+    assert gemm_tma.split_count(tiles=8, k_tiles=1024, num_sms=132) == 16
+    assert gemm_tma.split_count(tiles=512, k_tiles=64, num_sms=132) == 1  # the tiles fill the SMs already
+    assert gemm_tma.split_count(tiles=2, k_tiles=6, num_sms=132) == 1  # every split >= 4 K tiles
+    assert gemm_tma.split_count(tiles=1, k_tiles=1, num_sms=132) == 1
+
+
+@pytest.mark.parametrize("name", SCHEDULED)
+def test_schedules_build_as_hoppers_pipeline(name):
+    """wgmma (QGMMA for fp8) chained per K tile, TMA loads, the fix-up's one integer atomic, no spills."""
+    kernel = gemm_tma.KERNELS[name]
+    module = kernel.build("sm_90a")
+    per = split_functions(module.sass())
+    assert "C7510" not in module.log
+    for expr, symbol in module.symbols.items():
+        sass = per[symbol]
+        classes = instruction_classes(sass)
+        count, closing = wgmma_chain(sass)
+        assert count == 4 and closing == 1, (expr, count, closing)  # K_STEPS wgmma, one commit group per K tile
+        assert classes["tma"] >= 2 and classes["mbarrier"] and classes["local_memory"] == 0, (expr, classes)
+        assert (classes["wgmma_fp8"] > 0) == ("E4M3" in expr), expr
+        assert "ATOMG.E.ADD" in sass, expr  # the tile counter of the fix-up (an integer: no float is added atomically)
+        res = module.resources()[expr]
+        assert res["local"] == 0 and res["stack"] == 0, (expr, res)
+
+
+# On a GPU: M = 1, M not a multiple of 8, N not a multiple of 16, K below one K tile, a split remainder, more splits
+# than K tiles (empty splits), a stream-K range that starts and ends inside tiles.
+EDGES = [((1, 300, 1040), None), ((13, 264, 80), None), ((67, 250, 48), 3), ((64, 512, 4112), None),
+         ((200, 520, 16), 4), ((129, 257, 272), 7)]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", gemm_tma.DTYPES)
+@pytest.mark.parametrize("name", SCHEDULED)
+def test_schedules_match_fp64_at_the_edges_bit_reproducibly(name, dtype):
+    config = gemm_tma.CONFIGS[name]
+    for (size, splits) in EDGES:
+        if dtype == "fp8e4m3" and size[2] % 16:
+            continue
+        for stages in config.stages[:1]:
+            inputs = GEMM.make_inputs(size, sum(size) + stages, torch.device("cuda"), dtype)
+            out = GEMM.make_output(inputs).fill_(float("nan"))
+            launch = gemm_tma.Gemm(inputs, out, config, stages, kernel=gemm_tma.KERNELS[name],
+                                   splits=splits if config.schedule == "split-k" else None)
+            launch()
+            torch.cuda.synchronize()
+            check = GEMM.check(out, GEMM.reference(inputs), dtype)
+            assert check.valid, (name, dtype, size, splits, check.message)
+            first = out.clone()
+            out.fill_(float("nan"))
+            launch()
+            torch.cuda.synchronize()
+            assert torch.equal(out, first), (name, dtype, size, "not bit-reproducible")
+            assert int(launch.counters.abs().sum()) == 0, (name, size, "tile counters not reset")
