@@ -154,7 +154,7 @@ for _row, _what in (
     ("128x256 stream-k", "the same tile, one block per SM sharing all tiles x K-tiles iterations evenly "
                          "(stream-K)"),
     ("64x256 split-k", "decode: 64-row tiles (1 consumer warpgroup: a 128-row tile would be mostly padding for "
-                       "M <= 64), split-K as above, rings 4-6 deep (the weight streams through once)"),
+                       "M <= 64), split-K as above, rings 3-5 deep (the weight streams through once; 5 x 40 KiB is what fits)"),
 ):
     register_kernel("gemm", "ptx", f"{_row} tma+wgmma", f"suite.ptx.gemm_tma:KERNELS[{_row}]", gate=needs_sm90a,
                     description=_what, shape_sets=("llm", "long-k"))

@@ -6,29 +6,35 @@ import pytest
 from suite.ptx import gemm_tma
 from suite.sass import split_functions, wgmma_chain
 
-CASES = [(name, stages) for name, config in gemm_tma.CONFIGS.items() for stages in config.stages]
+CASES = [(name, stages, dtype) for name, config in gemm_tma.CONFIGS.items() for stages in config.stages
+         for dtype in config.dtypes]
 
 
-@pytest.fixture(scope="module")
-def module():
-    return gemm_tma.build()
+def _module(name: str):
+    return gemm_tma.KERNELS[name].build("sm_90a")  # cached per kernel module
 
 
-def test_build_log_has_no_serialization_warning(module):
+def test_build_log_has_no_serialization_warning():
     # ptxas writes its warnings into NVRTC's log (suite.nvrtc.loader keeps it); C7510 means every wgmma waits alone.
-    assert "C7510" not in module.log and "serializ" not in module.log.lower(), module.log
+    for name in gemm_tma.CONFIGS:
+        log = _module(name).log
+        assert "C7510" not in log and "serializ" not in log.lower(), (name, log)
 
 
-@pytest.mark.parametrize("name,stages", CASES, ids=[f"{n}:{s}" for n, s in CASES])
-def test_every_instantiation_is_the_hopper_pipeline(module, name, stages):
+@pytest.mark.parametrize("name,stages,dtype", CASES, ids=[f"{n}:{s}:{d}" for n, s, d in CASES])
+def test_every_instantiation_is_the_hopper_pipeline(name, stages, dtype):
     config = gemm_tma.CONFIGS[name]
-    expr = config.name_expression(stages)
+    module = _module(name)
+    expr = config.name_expression(stages, dtype)
     classes = module.instruction_classes()[expr]
     resources = module.resources()[expr]
-    # K_STEPS (4) wgmma per m64 tile per K tile
-    assert classes["wgmma"] >= 4 * (2 // config.consumers), f"{expr}: {classes['wgmma']} HGMMA"
-    # one A box and BLOCK_N / 64 B boxes per stage, plus BLOCK_N / 64 C boxes per m64 tile when storing with TMA
-    loads = 1 + config.block_n // 64
+    # K_STEPS (4) wgmma per m64 tile per K tile (fp8: per 128-wide half of N), QGMMA for fp8 operands
+    m_tiles = config.block_m // 64 // config.consumers  # m64 wgmma tiles per consumer warpgroup
+    assert classes["wgmma"] >= 4 * m_tiles, f"{expr}: {classes['wgmma']} HGMMA"
+    assert (classes["wgmma_fp8"] > 0) == (dtype == "fp8e4m3"), f"{expr}: {classes}"
+    # one A box and BLOCK_N / 64 B boxes per stage (fp8's K-major B: one box), plus BLOCK_N / 64 C boxes per m64
+    # tile when storing with TMA
+    loads = 1 + (1 if dtype == "fp8e4m3" else config.block_n // 64)
     assert classes["tma"] >= loads + (config.block_n // 64 if config.tma_store else 0), f"{expr}: {classes}"
     assert classes["mbarrier"] > 0, f"{expr}: no SYNCS (mbarrier) instructions"
     assert classes["local_memory"] == 0 and resources["local"] == 0 and resources["stack"] == 0, f"{expr}: spills"
@@ -45,10 +51,10 @@ def test_wgmma_chain_detects_serialized_code():
     assert wgmma_chain(serialized) == (2, 2)
 
 
-def test_stage_lists_are_the_rings_that_fit(module):
+def test_stage_lists_are_the_rings_that_fit():
     limit = 227 * 1024  # an H100 / H200 block may opt in to 227 KiB, dynamic and static shared memory together
     for name, config in gemm_tma.CONFIGS.items():
-        static = module.resources()[config.name_expression(config.stages[0])]["static_smem"]
+        static = _module(name).resources()[config.name_expression(config.stages[0], config.dtypes[0])]["static_smem"]
         assert all(config.smem_bytes(s) + static <= limit for s in config.stages), name
         assert config.smem_bytes(max(config.stages) + 1) + static > limit, f"{name}: a deeper ring would fit too"
 
@@ -67,4 +73,4 @@ def test_the_ring_fault_runs_where_the_producer_can_lap_the_consumer():
     whose K loop is several times longer than the ring (the first sanitize size has one K tile)."""
     fault = gemm_tma.SKIP_EMPTY_WAIT
     m, n, k = fault.size
-    assert -(-k // gemm_tma.BLOCK_K) >= 4 * max(fault.stages)
+    assert -(-k // gemm_tma.block_k("fp16")) >= 4 * max(fault.stages)

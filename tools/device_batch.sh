@@ -10,6 +10,8 @@
 #   vector    python -m suite.run --problem vector (timed: alone on the GPU)
 #   profile   python -m suite.run --profile --problem gemm --size 4096, then --profile --problem vector
 #             (PROFILE_PROBLEMS picks: "gemm", "vector" or both, the default)
+#   pytest    python -m pytest $PYTEST_ARGS (a chosen subset, e.g. one test file)
+#   suite     python -m suite.run $SUITE_ARGS (timed: alone on the GPU), the results folder as suite-<stamp>.tgz
 #   probe     the Triton tuning probes: tools/tune_vector.py --triton-desc --quick, tools/tune_gemm_triton.py --extra
 #             at 4096^3 and 4000x3000x1000 (timed: alone on the GPU)
 set -u
@@ -57,6 +59,14 @@ for step in "$@"; do
       PYTHONPATH=. timeout 200 python3 tools/tune_gemm_triton.py --extra --shape 4096x4096x4096 4000x3000x1000 \
         > "$OUT/probe-gemm-extra.txt" 2> "$OUT/probe-gemm-extra.err"
       echo "gemm probe rc=$?"; cat "$OUT/probe-gemm-extra.txt" ;;
+    pytest)
+      timeout ${TEST_LIMIT:-300} python3 -m pytest -q -rfE -p no:cacheprovider $PYTEST_ARGS > "$OUT/pytest-subset.log" 2>&1
+      echo "pytest subset rc=$?"; grep -E "(FAILED|ERROR) " "$OUT/pytest-subset.log" | head -20
+      tail -3 "$OUT/pytest-subset.log" ;;
+    suite)
+      eval "timeout ${SUITE_LIMIT:-400} python3 -m suite.run --no-progress --out /tmp/$stamp-suite $SUITE_ARGS" \
+        > "$OUT/suite.log" 2>&1
+      echo "suite rc=$?"; tar czf "$OUT/suite-$stamp.tgz" -C /tmp "$stamp-suite" ;;
     *) echo "unknown step $step"; exit 2 ;;
   esac
 done

@@ -336,11 +336,12 @@ __device__ __forceinline__ void setmaxnreg_dec() {
     "{\n" \
     "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " " REGS ", " DESCS ", 1, 1, 1, 0, 1;\n" \
     "}\n"
-// D(64 x N, fp32) += A(64 x 32, K-major, shared) * B(32 x N, K-major, shared), A and B fp8 e4m3: wgmma's fp8 form
-// takes both operands K-major only (no transpose immediates). Immediates: scale-d 1, scale-a/b 1.
-#define WGMMA_K32_E4M3(N, REGS, DESCS) \
+// D(64 x N, fp32) (+)= A(64 x 32, K-major, shared) * B(32 x N, K-major, shared), A and B fp8 e4m3: wgmma's fp8 form
+// takes both operands K-major only (no transpose immediates). Immediates: scale-d (1: accumulate into D; 0: overwrite
+// it), scale-a/b 1.
+#define WGMMA_K32_E4M3(N, REGS, DESCS, SCALE_D) \
     "{\n" \
-    "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3 " REGS ", " DESCS ", 1, 1, 1;\n" \
+    "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3 " REGS ", " DESCS ", " #SCALE_D ", 1, 1;\n" \
     "}\n"
 
 // D(64 x 128, fp32, 64 registers per thread) += A(64 x 16, K-major, shared) * B(16 x 128, N-major, shared).
@@ -374,13 +375,20 @@ __device__ __forceinline__ void wgmma_m64n256k16_f32_bf16(float (&d)[128], unsig
 // D(64 x N, fp32) += A(64 x 32, K-major, shared) * B(32 x N, K-major, shared), fp8 e4m3 operands.
 __device__ __forceinline__ void wgmma_m64n128k32_f32_e4m3(float (&d)[64], unsigned long long desc_a,
                                                      unsigned long long desc_b) {
-    asm volatile(WGMMA_K32_E4M3(128, WGMMA_D64_REGS, "%64, %65")
+    asm volatile(WGMMA_K32_E4M3(128, WGMMA_D64_REGS, "%64, %65", 1)
+                 : WGMMA_D64_OPERANDS(d)
+                 : "l"(desc_a), "l"(desc_b));
+}
+// As above, D = A * B: the first k-step of a fresh partial sum (D's old values are ignored).
+__device__ __forceinline__ void wgmma_m64n128k32_f32_e4m3_first(float (&d)[64], unsigned long long desc_a,
+                                                           unsigned long long desc_b) {
+    asm volatile(WGMMA_K32_E4M3(128, WGMMA_D64_REGS, "%64, %65", 0)
                  : WGMMA_D64_OPERANDS(d)
                  : "l"(desc_a), "l"(desc_b));
 }
 __device__ __forceinline__ void wgmma_m64n256k32_f32_e4m3(float (&d)[128], unsigned long long desc_a,
                                                      unsigned long long desc_b) {
-    asm volatile(WGMMA_K32_E4M3(256, WGMMA_D128_REGS, "%128, %129")
+    asm volatile(WGMMA_K32_E4M3(256, WGMMA_D128_REGS, "%128, %129", 1)
                  : WGMMA_D128_OPERANDS(d)
                  : "l"(desc_a), "l"(desc_b));
 }

@@ -99,7 +99,7 @@ CONFIGS: dict[str, Config] = {
                               dtypes=DTYPES),
     "128x256 stream-k": Config(**_TWO_WG, persistent=True, tma_store=False, stages=(3, 4), schedule="stream-k",
                                dtypes=DTYPES),
-    "64x256 split-k": Config(256, 1, False, False, (4, 5, 6), block_m=64, schedule="split-k", dtypes=DTYPES),
+    "64x256 split-k": Config(256, 1, False, False, (3, 4, 5), block_m=64, schedule="split-k", dtypes=DTYPES),
 }
 
 # The self-test the sanitizer must catch: the producer refills a stage without waiting for its empty barrier, i.e.
@@ -226,8 +226,10 @@ class Gemm:
         if dtype != "fp8e4m3" and n % 8:
             self.b_padded = torch.zeros(k, -(-n // 8) * 8, dtype=b.dtype, device=b.device)
             b = self.b_padded[:, :n]
-        self.tmap_a = _tensor_map(ops.a, (bk, bm))
-        self.tmap_b = _tensor_map(b, (bk, bn)) if dtype == "fp8e4m3" else _tensor_map(b, (64, bk))
+        # boxes as (rows, columns) of the row-major tensors: A (BM x BLOCK_K), B as K x N in boxes of BLOCK_K x 64 or,
+        # fp8, as N x K in one box of BLOCK_N x BLOCK_K: every box row is 128 bytes, the swizzle's width
+        self.tmap_a = _tensor_map(ops.a, (bm, bk))
+        self.tmap_b = _tensor_map(b, (bn, bk)) if dtype == "fp8e4m3" else _tensor_map(b, (bk, 64))
         # C's map exists only where its rows have a 16-byte pitch; elsewhere the kernel stores directly and never
         # reads the map it is given.
         self.tmap_c = _tensor_map(c, (64, 64)) if config.tma_store and n % 8 == 0 else self.tmap_a
