@@ -1,13 +1,22 @@
-"""Validate, then time, every selected variant; return one row per (problem, shape, variant, stages).
+"""Validate, then time, every selected variant; return one row per (problem, dtype, shape, variant, stages).
 
-Validation: fresh random inputs for every variant and stage count, the output poisoned with NaN, every element
-compared with the problem's reference (torch, in higher precision where it matters). Only a variant that validates
-is timed.
+The run is the plan's jobs (suite.driver.plan: one per (problem, dtype, shape), with its ceiling), in order. Before
+any job, every NVRTC kernel the jobs need is compiled, in parallel threads, into the cubin cache (``precompile``).
+Then each job: every row validated, then every valid row timed with the ceiling interleaved.
+
+Validation: fresh random inputs for every variant and stage count (the seed from the row's place in the plan, so
+any shard or GPU draws the same), the output poisoned with NaN, every element compared with the problem's reference
+(torch, in higher precision where it matters). Only a variant that validates is timed. A Triton kernel compiles on
+its first call, which is this one.
 
 Timing: ``triton.testing.do_bench`` (CUDA events around each call; the L2 is flushed before every call by writing a
 256 MB buffer, outside the timed region; warm-up calls excluded), median and interquartile range of all samples.
-The ceiling of each (problem, shape) is timed interleaved with the variants: once before the first and once after
-each, its samples pooled, so the ratios compare numbers taken under the same conditions.
+How long a row is sampled and when the ceiling is timed again are suite.driver.timing's rules (adaptive by default:
+until the median is known to +-0.25%; ``Options.timer = "fixed"``: the earlier fixed budget). The ceiling's samples
+are pooled and every ratio of the job is taken against their median: numbers from one GPU, taken in one stretch.
+
+After a row fails on a GPU, the driver asks the GPU whether it still answers; when it does not (a sticky CUDA
+error, a GPU off the bus), the rows not finished are marked failed with the reason instead of failing one by one.
 
 Without a GPU: Triton kernels run in the interpreter and are validated (not timed); PTX modules are compiled for
 sm_90 and described (registers, shared memory, SASS); timings are marked as not measured.
@@ -15,15 +24,17 @@ sm_90 and described (registers, shared memory, SASS); timings are marked as not 
 
 from __future__ import annotations
 
+import os
 import statistics
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
-from typing import Callable
 
 import torch
 
 from suite.driver import meta as run_meta
+from suite.driver import timing
 from suite.info import KernelInfo
 from suite.problems import PROBLEMS, Problem
 from suite.registry import Variant, variants
@@ -45,7 +56,8 @@ class Options:
     quick: bool = False
     seed: int = 0
     warmup_ms: float = 25.0
-    rep_ms: float = 200.0
+    rep_ms: float = 200.0  # the fixed timer's budget (a quarter with --quick)
+    timer: str = "adaptive"  # "adaptive" (suite.driver.timing's stop rule) or "fixed" (rep_ms of samples)
 
 
 def _row(problem: Problem, size, variant: Variant, stages, dtype: str | None = None) -> dict:
@@ -234,26 +246,54 @@ def _validate(size, variant: Variant, stages, seed: int, device, dtype: str | No
 
 
 def _time(fn: Callable[[], None], opts: Options, rep_scale: float = 1.0) -> list[float]:
+    """One batch of samples: ``do_bench`` after ``opts.warmup_ms`` of warm-up, ``opts.rep_ms * rep_scale`` of samples
+    (a quarter of that with --quick), the L2 flushed before every call."""
     from triton.testing import do_bench
 
     rep = (opts.rep_ms / 4 if opts.quick else opts.rep_ms) * rep_scale
     return list(do_bench(fn, warmup=opts.warmup_ms, rep=rep, return_mode="all"))
 
 
-MAX_SPREAD = 0.01  # interquartile range / median above which a row is re-timed, then flagged
+MAX_SPREAD = 0.01  # interquartile range / median above which a row is flagged (the fixed timer re-times it first)
 
 
-def _measure(fn: Callable[[], None], opts: Options) -> dict:
-    """Time ``fn``; if the relative spread is above MAX_SPREAD, time it again with twice the repetitions and pool the
-    samples (clocks often settle). Reads the GPU's clocks and throttle state right after."""
-    samples = _time(fn, opts)
-    if _spread(samples) > MAX_SPREAD:
-        samples += _time(fn, opts, rep_scale=2.0)
-    median, iqr = _stats(samples)
-    state = run_meta.gpu_state()
-    return {"median_ms": median, "iqr_ms": iqr, "spread": iqr / median, "samples": len(samples), "measured": True,
+def stop_rule(opts: Options) -> timing.StopRule:
+    return timing.ADAPTIVE_QUICK if opts.quick else timing.ADAPTIVE
+
+
+def _sample(fn: Callable[[], None], opts: Options) -> timing.Sampled:
+    """The adaptive timer (suite.driver.timing): batches of ``_time`` until the median is known to the stop rule's
+    precision or its batches are spent. Only the first batch warms up; each later one is twice the one before."""
+    rule = stop_rule(opts)
+    first = replace(opts, rep_ms=rule.batch_ms, quick=False)
+    later = replace(first, warmup_ms=0.0)
+    return timing.sample(lambda k: _time(fn, first if k == 0 else later, rep_scale=2.0 ** k), rule)
+
+
+def _measure(fn: Callable[[], None], opts: Options, phases: timing.Phases | None = None) -> dict:
+    """Time ``fn`` with the options' timer (the adaptive stop rule, or the fixed budget: re-timed with twice the
+    repetitions when the relative spread is above MAX_SPREAD, samples pooled). Reads the GPU's clocks and throttle
+    state right after (counted as the "gpu_state" phase, the sampling as "time")."""
+    phases = phases if phases is not None else timing.Phases()
+    with phases("time"):
+        sampled = _sampled(fn, opts)
+    median, iqr = _stats(sampled.samples)
+    with phases("gpu_state"):
+        state = run_meta.gpu_state()
+    return {"median_ms": median, "iqr_ms": iqr, "spread": iqr / median, "samples": len(sampled.samples),
+            "measured": True, "ci95": sampled.ci95, "batches": sampled.batches, "precision_met": sampled.met,
             "sm_clock_mhz": state.get("sm_clock_mhz"), "temperature_c": state.get("temperature_c"),
             "throttled": state.get("throttled")}
+
+
+def _sampled(fn: Callable[[], None], opts: Options) -> timing.Sampled:
+    """The samples of ``fn`` by the options' timer."""
+    if opts.timer == "fixed":
+        samples, batches = _time(fn, opts), 1
+        if _spread(samples) > MAX_SPREAD:
+            samples, batches = samples + _time(fn, opts, rep_scale=2.0), 2
+        return timing.Sampled(samples, batches, timing.ci_half_width(samples), True)
+    return _sample(fn, opts)
 
 
 def _spread(samples: list[float]) -> float:
@@ -261,112 +301,378 @@ def _spread(samples: list[float]) -> float:
     return iqr / median
 
 
-def _throughput_and_flags(problem: Problem, size, group_rows: list[dict]) -> None:
-    """Throughput and ratio to the ceiling of one shape's measured rows; notes for noisy or throttled ones."""
+def _throughput_and_flags(problem: Problem, size, group_rows: list[dict], ceiling_ms: float | None = None,
+                          precision: float | None = None) -> None:
+    """Throughput and ratio to the ceiling of one job's measured rows (the ceiling's median: ``ceiling_ms``, else
+    the ceiling row's among them); notes for noisy, imprecise or throttled ones."""
     work = problem.work(size)
-    ceiling_ms = next((r["median_ms"] for r in group_rows if r["ceiling"] and r["measured"]), None)
+    if ceiling_ms is None:
+        ceiling_ms = next((r["median_ms"] for r in group_rows if r["ceiling"] and r["measured"]), None)
     for row in group_rows:
         if not row["measured"]:
             continue
         row["throughput"] = work / (row["median_ms"] * 1e-3) / problem.scale
         if ceiling_ms:
             row["ratio_to_ceiling"] = ceiling_ms / row["median_ms"]
+            row["ceiling_ms"] = ceiling_ms
         flags = []
         if row["spread"] > MAX_SPREAD:
             flags.append(f"spread {100 * row['spread']:.1f}% > {100 * MAX_SPREAD:g}%")
+        if precision is not None and row.get("precision_met") is False:
+            flags.append(f"median known to +-{100 * row['ci95']:.2f}% (95% CI), short of +-{100 * precision:g}%")
         if row.get("throttled"):
             flags.append("GPU reported a clock slowdown (power/thermal) at the end of timing")
         if flags:
             row["note"] = "; ".join(([row["note"]] if row["note"] else []) + flags)
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# The run: jobs of the plan (suite.driver.plan), each validated, then timed with its ceiling interleaved
+# ---------------------------------------------------------------------------------------------------------------
+
+
 def run(opts: Options, on_gpu: bool, progress: bool = True, device: torch.device | None = None) -> list[dict]:
-    """Every selected (problem, size, variant, stages): validated, timed on a GPU, described without one.
-    ``device`` defaults to the GPU when ``on_gpu`` (tests pass the CPU to exercise the timing logic)."""
+    """Every selected (problem, dtype, shape, variant, stages), in this process: validated, timed on a GPU,
+    described without one. ``device`` defaults to the GPU when ``on_gpu`` (tests pass the CPU to exercise the
+    timing logic)."""
+    from suite.driver import plan as planning
+
+    return run_jobs(planning.build(opts, on_gpu).jobs, opts, on_gpu, progress=progress, device=device)
+
+
+def run_jobs(jobs, opts: Options, on_gpu: bool, progress: bool = True, device: torch.device | None = None,
+             phases: timing.Phases | None = None, gpu: dict | None = None, described: dict | None = None) -> list[dict]:
+    """``jobs`` (suite.driver.plan.Job) in order, in this process: their kernels compiled up front, then each job
+    validated and timed. When the GPU stops answering, the rows left are marked failed with the reason.
+    ``described``: descriptions already made in this process (kept across calls by a worker), added to."""
+    from suite.driver.workers import DeviceFailed, unfinished
+
     device = device or torch.device("cuda" if on_gpu else "cpu")
-    plan = check_options(opts, on_gpu)
-    groups = plan_groups(plan, opts, on_gpu)
-    bar = Progress(sum(len(jobs) for *_, jobs in groups), progress)
+    phases = phases if phases is not None else timing.Phases()
+    gpu = gpu if gpu is not None else current_gpu(device)
+    bar = Progress(sum(len(j.rows) for j in jobs) * (2 if on_gpu else 1), progress)
+    described = described if described is not None else {}
+    with phases("compile"):
+        described.update(precompile(jobs, on_gpu, known=described))
     rows: list[dict] = []
-    described: dict[str, dict] = {}
-    seed = opts.seed
-
-    for problem, dtype, size, group in groups:
-        if True:  # one (problem, dtype, shape): its rows and its ceiling
-            timing_inputs = problem.make_inputs(size, 10_000 + seed, device, dtype) if on_gpu else None
-            ceiling = next((v for v, _ in group if v.ceiling and dtype in v.dtypes), None)
-            ceiling_samples: list[float] = []
-            ceiling_state = {"throttled": False}
-            ceiling_fn = None
-
-            def time_ceiling() -> None:
-                nonlocal ceiling_fn
-                if ceiling is None or not on_gpu or ceiling.skip_reason() or ceiling.dtype_skip_reason(dtype):
-                    return
-                if ceiling_fn is None:
-                    ceiling_fn = ceiling.factory(timing_inputs, problem.make_output(timing_inputs), None)
-                ceiling_samples.extend(_time(ceiling_fn, opts))
-                state = run_meta.gpu_state()
-                ceiling_state.update(sm_clock_mhz=state.get("sm_clock_mhz"), temperature_c=state.get("temperature_c"),
-                                     throttled=ceiling_state["throttled"] or bool(state.get("throttled")))
-
-            time_ceiling()
-            group_rows = []
-            for variant, stages in group:
-                seed += 1
-                bar.step(f"{problem.name} {dtype} {problem.shape(size)} {variant.label} stages={stages}")
-                row = _row(problem, size, variant, stages, dtype)
-                group_rows.append(row)
-                if dtype_reason := variant.dtype_skip_reason(dtype):
-                    row["note"] = dtype_reason  # said in its row, never silently absent
-                    continue
-                reason = variant.skip_reason()
-                if reason:
-                    if not on_gpu and variant.describe is not None:
-                        key = (variant.label, dtype)
-                        if key not in described:
-                            try:
-                                described[key] = (variant.describe(CPU_ARCH) if dtype == problem.default_dtype
-                                                  else variant.kernel.describe(CPU_ARCH, dtype))
-                            except Exception as e:  # a build that fails is a failed row; the run goes on
-                                described[key] = e
-                        if isinstance(described[key], Exception):
-                            _fail(row, "build failed", described[key])
-                            continue
-                        _add_info(row, described[key].get(stages))
-                        row["built_for"] = CPU_ARCH  # compiled and described; not run: `reason`
-                    else:
-                        row["note"] = f"skipped: {reason}"
-                    continue
-                try:
-                    check, fn = _validate(size, variant, stages, seed, device, dtype)
-                except ValueError as e:  # a configuration the kernel refuses (e.g. a ring too deep for the GPU)
-                    row.update(valid=False, note=f"refused: {e}")
-                    continue
-                except Exception as e:  # a build or launch that fails is a failed row; the run goes on
-                    _fail(row, "build or launch failed", e)
-                    continue
-                row.update(check)
-                _add_info(row, getattr(fn, "info", None))
-                if not on_gpu or not row["valid"]:
-                    continue  # without a GPU: validated (Triton in the interpreter), never timed
-                if variant is ceiling:
-                    continue  # timed interleaved, below
-                try:
-                    timed = variant.factory(timing_inputs, problem.make_output(timing_inputs), stages)
-                    row.update(_measure(timed, opts))
-                except Exception as e:
-                    _fail(row, "timing failed", e)
-                    continue
-                time_ceiling()
-
-            if ceiling_samples:
-                median, iqr = _stats(ceiling_samples)
-                for row in group_rows:
-                    if row["ceiling"] and row["valid"]:
-                        row.update(median_ms=median, iqr_ms=iqr, spread=iqr / median, samples=len(ceiling_samples),
-                                   measured=True, **ceiling_state,
-                                   note="timed interleaved with every variant of this shape, samples pooled")
-            _throughput_and_flags(problem, size, group_rows)
-            rows.extend(group_rows)
+    lost = None
+    for job in jobs:
+        if lost is not None:
+            rows += [dict(r, **gpu) for r in unfinished(job, skeleton, [], None, lost)]
+            continue
+        try:
+            rows += run_job(job, opts, on_gpu, device, described=described, phases=phases, bar=bar, gpu=gpu)
+        except DeviceFailed as e:
+            lost = f"the GPU failed earlier in this run: {e}"
+            rows += [dict(r, **gpu) for r in unfinished(job, skeleton, e.rows, None, f"the GPU failed: {e}")]
     return rows
+
+
+def current_gpu(device: torch.device) -> dict:
+    """The row fields naming the GPU this process times on: torch's index and its UUID (None on the CPU)."""
+    if device.type != "cuda" or not torch.cuda.is_available():
+        return {"gpu_index": None, "gpu_uuid": None}
+    index = device.index if device.index is not None else torch.cuda.current_device()
+    uuid = getattr(torch.cuda.get_device_properties(index), "uuid", None)
+    return {"gpu_index": index, "gpu_uuid": run_meta.smi_target(uuid, None, index) if uuid else None}
+
+
+def _variants_of(problem: str) -> dict[str, Variant]:
+    return {v.label: v for v in variants(problem)}
+
+
+def skeleton(job) -> list[dict]:
+    """The rows of ``job`` before anything ran (marked failed by callers when a job cannot run)."""
+    problem, by_label = PROBLEMS[job.problem], _variants_of(job.problem)
+    rows = []
+    for spec in job.rows:
+        row = _row(problem, job.size, by_label[spec.label], spec.stages, job.dtype)
+        row.update(job=job.index, plan_row=spec.index)
+        rows.append(row)
+    return rows
+
+
+def _describe(variant: Variant, problem: Problem, dtype: str):
+    """Without a GPU: the variant's kernels compiled for CPU_ARCH and described, at ``dtype``."""
+    if dtype == problem.default_dtype:
+        return variant.describe(CPU_ARCH)
+    return variant.kernel.describe(CPU_ARCH, dtype)
+
+
+def _nvrtc_builder(kernel) -> Callable[[str], object] | None:
+    """What compiles the cubins a launch of ``kernel`` loads, for an arch: None for a kernel NVRTC does not build.
+    A streaming kernel module (suite.nvrtc.stream.StreamKernel) launches through its module's ``build(arch,
+    config)`` (every depth of the configuration in one cubin), not through ``NvrtcModule.build`` (its own depths):
+    warming the other would compile a cubin no launch loads."""
+    from suite.kernel import NvrtcModule
+
+    if not isinstance(kernel, NvrtcModule):
+        return None
+    module, config = getattr(kernel, "module", None), getattr(kernel, "stream_config", None)
+    if config is not None and callable(getattr(module, "build", None)):
+        return lambda arch: module.build(arch, config)
+    return kernel.build
+
+
+def precompile(jobs, on_gpu: bool, max_workers: int | None = None, known: dict | None = None) -> dict:
+    """Compile every kernel of ``jobs`` up front, in parallel threads (NVRTC releases the GIL; cuobjdump runs in a
+    subprocess), before anything is timed. On a GPU: every NVRTC kernel of a variant that runs here, for this GPU's
+    arch, into the cubin cache, so each launch loads it (Triton kernels compile on their first call, which is the
+    validation call, before any timing of the job). Without a GPU: each gated-out variant's kernels compiled for
+    CPU_ARCH and described; returns (label, dtype) -> description (or the exception its build raised), for those
+    not in ``known`` already."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    work: dict[tuple, Callable[[], object]] = {}
+    arch = None
+    for job in jobs:
+        problem, by_label = PROBLEMS[job.problem], _variants_of(job.problem)
+        for spec in job.rows:
+            variant = by_label[spec.label]
+            if not spec.runs or variant.dtype_skip_reason(job.dtype):
+                continue
+            if variant.skip_reason():
+                key = (variant.label, job.dtype)
+                if not on_gpu and variant.describe is not None and key not in (known or {}) and \
+                        ("describe", *key) not in work:
+                    work[("describe", variant.label, job.dtype)] = (
+                        lambda v=variant, p=problem, d=job.dtype: _describe(v, p, d))
+                continue
+            if not on_gpu:
+                continue
+            builder = _nvrtc_builder(variant.kernel)
+            if builder is None:
+                continue
+            if arch is None:
+                try:
+                    from suite.nvrtc import loader
+
+                    arch = loader.current_arch()
+                except Exception:  # noqa: BLE001 - no GPU to ask (a test on a CPU): each launch compiles for itself
+                    return {}
+            work.setdefault(("build", id(variant.kernel)), lambda b=builder, a=arch: b(a))
+    if not work:
+        return {}
+    described = {}
+    with ThreadPoolExecutor(max_workers=max_workers or min(len(work), os.cpu_count() or 1)) as pool:
+        futures = {key: pool.submit(task) for key, task in work.items()}
+        for key, future in futures.items():
+            try:
+                result = future.result()
+            except Exception as e:  # noqa: BLE001 - a build that fails is a failed row (described) or fails its launch
+                result = e
+            if key[0] == "describe":
+                described[key[1:]] = result
+    return described
+
+
+def _check_device(device: torch.device, rows: list[dict]) -> None:
+    """After a row failed on the GPU: raise DeviceFailed (with the rows finished so far) when the device no longer
+    answers (a sticky CUDA error, or the GPU fell off the bus): every later launch would fail the same way."""
+    if device.type != "cuda":
+        return
+    from suite.driver.workers import DeviceFailed
+
+    try:
+        torch.cuda.synchronize(device)
+    except Exception as e:  # noqa: BLE001 - any error here means the context is gone
+        done = [r for r in rows if r.get("_final")]
+        for r in done:
+            r.pop("_final", None)
+        raise DeviceFailed(f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}",
+                           done) from None
+
+
+def run_job(job, opts: Options, on_gpu: bool, device: torch.device, *, described: dict | None = None,
+            phases: timing.Phases | None = None, bar: Progress | None = None, gpu: dict | None = None) -> list[dict]:
+    """One job (suite.driver.plan.Job): every row validated (without a GPU: Triton in the interpreter, NVRTC kernels
+    described), then, on a GPU, every valid row timed with the ceiling interleaved (suite.driver.timing). A row's
+    validation seed is ``opts.seed + 1 + its plan index``: the same inputs whichever shard or GPU runs it."""
+    phases = phases if phases is not None else timing.Phases()
+    bar = bar or Progress(0, enabled=False)
+    described = described if described is not None else {}
+    problem, by_label, dtype, size = PROBLEMS[job.problem], _variants_of(job.problem), job.dtype, job.size
+    rows = skeleton(job)
+    pairs = [(spec, by_label[spec.label]) for spec in job.rows]
+    for row in rows:
+        row.update(gpu or {})
+
+    to_time = []
+    for (spec, variant), row in zip(pairs, rows):
+        bar.step(f"validate {problem.name} {dtype} {problem.shape(size)} {variant.label} stages={spec.stages}")
+        with phases("validate"):
+            timed = _validate_row(row, variant, spec, job, problem, opts, on_gpu, device, described)
+        row["_final"] = not timed
+        if timed:
+            to_time.append((spec, variant, row))
+        elif row["valid"] is False and on_gpu:
+            _check_device(device, rows)
+
+    ceiling_ms = _time_job(job, problem, to_time, rows, opts, device, phases, bar, by_label) if on_gpu else None
+    for row in rows:
+        row.pop("_final", None)
+    _throughput_and_flags(problem, size, rows, ceiling_ms, None if opts.timer == "fixed" else stop_rule(opts).precision)
+    return rows
+
+
+def _validate_row(row: dict, variant: Variant, spec, job, problem: Problem, opts: Options, on_gpu: bool,
+                  device: torch.device, described: dict) -> bool:
+    """Validate one row (or describe it, or say why it is skipped); True when it is valid and can be timed."""
+    dtype = job.dtype
+    if dtype_reason := variant.dtype_skip_reason(dtype):
+        row["note"] = dtype_reason  # said in its row, never silently absent
+        return False
+    reason = variant.skip_reason()
+    if reason:
+        if not on_gpu and variant.describe is not None:
+            key = (variant.label, dtype)
+            if key not in described:
+                try:
+                    described[key] = _describe(variant, problem, dtype)
+                except Exception as e:  # noqa: BLE001 - a build that fails is a failed row; the run goes on
+                    described[key] = e
+            if isinstance(described[key], Exception):
+                _fail(row, "build failed", described[key])
+                return False
+            _add_info(row, described[key].get(spec.stages))
+            row["built_for"] = CPU_ARCH  # compiled and described; not run: `reason`
+        else:
+            row["note"] = f"skipped: {reason}"
+        return False
+    try:
+        check, fn = _validate(job.size, variant, spec.stages, opts.seed + 1 + spec.index, device, dtype)
+    except ValueError as e:  # a configuration the kernel refuses (e.g. a ring too deep for the GPU)
+        row.update(valid=False, note=f"refused: {e}")
+        return False
+    except Exception as e:  # noqa: BLE001 - a build or launch that fails is a failed row
+        _fail(row, "build or launch failed", e)
+        return False
+    row.update(check)
+    _add_info(row, getattr(fn, "info", None))
+    return bool(row["valid"]) and on_gpu
+
+
+class _Ceiling:
+    """One job's ceiling, timed interleaved with its rows (suite.driver.timing.CeilingCadence), samples pooled."""
+
+    def __init__(self, fn: Callable[[], None] | None, opts: Options, phases: timing.Phases):
+        self.fn, self.opts, self.phases = fn, opts, phases
+        self.samples: list[float] = []
+        self.cadence = timing.CeilingCadence(interval_s=0.0 if opts.timer == "fixed" else timing.CEILING_EVERY_S)
+        self.state = {"throttled": False}
+        self.fresh = False  # timed since the last row
+
+    def time(self) -> None:
+        if self.fn is None:
+            return
+        with self.phases("ceilings"):
+            if self.opts.timer == "fixed":  # one batch each time, as before
+                samples = _time(self.fn, self.opts)
+                sampled = timing.Sampled(samples, 1, timing.ci_half_width(samples), True)
+            else:
+                sampled = _sample(self.fn, self.opts)
+        self.samples.extend(sampled.samples)
+        self.cadence.record(_stats(sampled.samples)[0], sampled.ci95)
+        with self.phases("gpu_state"):
+            state = run_meta.gpu_state()
+        self.state.update(sm_clock_mhz=state.get("sm_clock_mhz"), temperature_c=state.get("temperature_c"),
+                          throttled=self.state["throttled"] or bool(state.get("throttled")))
+        self.fresh = True
+
+    def after_row(self) -> None:
+        self.fresh = False
+        if self.cadence.due():
+            self.time()
+
+    def finish(self) -> None:
+        if not self.fresh:
+            self.time()
+
+    @property
+    def median(self) -> float | None:
+        return _stats(self.samples)[0] if self.samples else None
+
+
+def _time_job(job, problem: Problem, to_time: list, rows: list[dict], opts: Options, device: torch.device,
+              phases: timing.Phases, bar: Progress, by_label: dict[str, Variant]) -> float | None:
+    """Time the job's valid rows with its ceiling interleaved; returns the ceiling's pooled median (None: no
+    ceiling here). The ceiling row, when the job has it, gets the pooled samples."""
+    ceiling_variant = by_label.get(job.ceiling) if job.ceiling else None
+    ceiling_row = next((r for r in rows if r["ceiling"] and f"{r['backend']}:{r['variant']}" == job.ceiling), None)
+    with phases("inputs"):
+        timing_inputs = problem.make_inputs(job.size, job.timing_seed, device, job.dtype) if to_time else None
+        ceiling_fn = None
+        if to_time and ceiling_row is not None and ceiling_row["valid"] is True:  # a ceiling that validated here
+            ceiling_fn = ceiling_variant.factory(timing_inputs, problem.make_output(timing_inputs), None)
+    ceiling = _Ceiling(ceiling_fn, opts, phases)
+    if to_time:
+        ceiling.time()
+    for spec, variant, row in to_time:
+        bar.step(f"time {problem.name} {job.dtype} {problem.shape(job.size)} {variant.label} stages={spec.stages}")
+        if variant is ceiling_variant:
+            row["_final"] = True
+            continue  # timed interleaved, below
+        try:
+            with phases("inputs"):
+                timed = variant.factory(timing_inputs, problem.make_output(timing_inputs), spec.stages)
+            row.update(_measure(timed, opts, phases))
+            del timed
+        except Exception as e:  # noqa: BLE001 - a timing that fails is a failed row; the run goes on
+            _fail(row, "timing failed", e)
+            _check_device(device, rows)
+        row["_final"] = True
+        ceiling.after_row()
+    for _ in range(len(rows) - len(to_time)):
+        bar.step(f"{problem.name} {job.dtype} {problem.shape(job.size)}")
+    if to_time:
+        ceiling.finish()
+    if not ceiling.samples:
+        return None
+    median, iqr = _stats(ceiling.samples)
+    drift = ceiling.cadence.drift
+    row = ceiling_row
+    if row is not None and row["valid"]:
+        note = (f"timed interleaved with every variant of this shape ({len(ceiling.cadence.timings)} timings"
+                + (f", drift {100 * drift:.2f}%" if drift is not None else "") + "), samples pooled")
+        if drift is not None and drift > MAX_SPREAD:
+            note += f"; drift above {100 * MAX_SPREAD:g}% between its timings"
+        row.update(median_ms=median, iqr_ms=iqr, spread=iqr / median, samples=len(ceiling.samples), measured=True,
+                   ci95=timing.ci_half_width(ceiling.samples), precision_met=True,
+                   ceiling_timings=len(ceiling.cadence.timings), ceiling_drift=drift, **ceiling.state, note=note)
+    return median
+
+
+_WORKER_DESCRIBED: dict = {}  # in a worker process: descriptions made for its earlier jobs
+
+
+def job_worker(job, device, opts: Options, on_gpu: bool):
+    """The real worker (suite.driver.workers.run_jobs): run ``job`` in this process, pinned to ``device``, and
+    return its rows with the seconds per phase and the GPU's state after it. Raises DeviceFailed when the pinned
+    GPU is not the one asked for, or not visible at all."""
+    from suite.driver.workers import DeviceFailed, JobResult
+
+    if on_gpu and device.index is not None:
+        if not torch.cuda.is_available() or torch.cuda.device_count() != 1:
+            raise DeviceFailed(f"{device.label} is not visible to its worker (CUDA_VISIBLE_DEVICES="
+                               f"{os.environ.get('CUDA_VISIBLE_DEVICES')!r}, {torch.cuda.device_count()} GPU(s))")
+        uuid = getattr(torch.cuda.get_device_properties(0), "uuid", None)
+        if device.uuid and uuid and run_meta.smi_target(uuid, None, 0) != device.uuid:
+            raise DeviceFailed(f"{device.label}'s worker sees another GPU ({run_meta.smi_target(uuid, None, 0)})")
+    phases = timing.Phases()
+    rows = run_jobs([job], opts, on_gpu, progress=False, phases=phases, gpu=device.row_fields(),
+                    described=_WORKER_DESCRIBED)
+    state = run_meta.gpu_state() if on_gpu and device.index is not None else {}
+    return JobResult(rows, phases.seconds, state)
+
+
+def worker_setup(plugins: tuple[str, ...] = ()) -> None:
+    """A spawned worker's setup, after it is pinned: the interpreter's compatibility shim where Triton interprets,
+    then the plugins the parent loaded (their variants are in the plan)."""
+    if os.environ.get("TRITON_INTERPRET") == "1":
+        from suite.triton import interpreter_compat
+
+        interpreter_compat.install()
+    if plugins:
+        from suite.plugins import load_plugins
+
+        load_plugins(list(plugins))

@@ -1,12 +1,15 @@
-"""Where and with what a run happened: GPU, driver, CUDA, library versions, date, clocks and temperature."""
+"""Where and with what a run happened: GPU, driver, CUDA, library versions, the suite's own source, date, clocks and
+temperature. (What the run did: its plan, shard, timer, GPUs and phase_seconds come from suite.driver.sweep.)"""
 
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 import os
 import platform
 import subprocess
 from importlib import metadata
+from pathlib import Path
 
 
 def _version(dist: str) -> str | None:
@@ -66,27 +69,52 @@ def _smi(fields: tuple[str, ...]) -> list[str] | None:
     return [v.strip() for v in out.split(",")]
 
 
+_ONE_QUERY: list[str] = []  # the reasons field nvidia-smi answered in one query with the state; [] untried, [""] none
+
+
 def gpu_state() -> dict:
     """SM / memory clocks (MHz), temperature (C), power (W), the active clock-event (throttle) reasons bitmask and
-    whether any of them is a slowdown. Read-only: the suite never changes clocks. Empty without nvidia-smi."""
+    whether any of them is a slowdown. Read-only: the suite never changes clocks. Empty without nvidia-smi.
+
+    One nvidia-smi call asks for all of it (it is read after every timed row); when this nvidia-smi does not answer
+    that (an older one, or another reasons field name), the state and the reasons are asked separately."""
+    fields = [_ONE_QUERY[0]] if _ONE_QUERY else list(_REASON_FIELDS)
+    for field in fields if fields != [""] else []:
+        values = _smi(_STATE_FIELDS + (field,))
+        if values is not None and len(values) == len(_STATE_FIELDS) + 1 and _parse_reasons(values[-1]) is not None:
+            _ONE_QUERY[:] = [field]
+            return _state(values[:-1], values[-1])
+    if not _ONE_QUERY:
+        _ONE_QUERY[:] = [""]
     values = _smi(_STATE_FIELDS)
     if values is None:
         return {}
+    reasons = None
+    for field in _REASON_FIELDS:
+        answer = _smi((field,))
+        if answer is not None:
+            reasons = answer[0]
+            break
+    return _state(values, reasons)
+
+
+def _parse_reasons(text: str) -> int | None:
+    try:
+        return int(text, 16)
+    except ValueError:
+        return None
+
+
+def _state(values: list[str], reasons: str | None) -> dict:
     state: dict = {}
     for key, value in zip(("sm_clock_mhz", "mem_clock_mhz", "temperature_c", "power_w"), values):
         try:
             state[key] = float(value)
         except ValueError:
             state[key] = value
-    for field in _REASON_FIELDS:
-        reasons = _smi((field,))
-        if reasons is not None:
-            try:
-                state["throttle_reasons"] = int(reasons[0], 16)
-                state["throttled"] = bool(state["throttle_reasons"] & THROTTLE_MASK)
-            except ValueError:
-                pass
-            break
+    if reasons is not None and (mask := _parse_reasons(reasons)) is not None:
+        state["throttle_reasons"] = mask
+        state["throttled"] = bool(mask & THROTTLE_MASK)
     return state
 
 
@@ -101,12 +129,23 @@ def memory_latency_ns() -> float | str:
         return f"unavailable ({type(e).__name__}: {e})"
 
 
+def suite_source() -> str:
+    """A hash of the suite's own source (every .py, .cu and .cuh file under suite/, by path and content): two runs of
+    different code have different hashes (suite.merge refuses to combine them)."""
+    root = Path(__file__).resolve().parents[1]
+    h = hashlib.sha256()
+    for path in sorted(p for p in root.rglob("*") if p.suffix in (".py", ".cu", ".cuh") and p.is_file()):
+        h.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
 def collect(on_gpu: bool) -> dict:
     import torch
 
     meta = {
         "date": dt.datetime.now(dt.timezone.utc).isoformat(timespec="seconds"),
         "host": platform.node(),
+        "suite_source": suite_source(),
         "python": platform.python_version(),
         "torch": torch.__version__,
         "triton": _version("triton"),

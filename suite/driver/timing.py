@@ -1,0 +1,192 @@
+"""How long a row is sampled, when its ceiling is timed again, and where a run's time goes.
+
+The stop rule (the default, adaptive timer). A row is timed in batches of ``triton.testing.do_bench`` (CUDA events
+around every call, the L2 flushed before each, the first batch after a 25 ms warm-up, the later ones straight after
+it); the first batch asks for 25 ms of samples and each further batch for twice the one before. Sampling stops as soon
+as the median is known to the stated precision: the distribution-free 95% confidence interval of the median (order
+statistics r = floor((n - 1.96 sqrt n) / 2) and s = ceil(1 + (n + 1.96 sqrt n) / 2), Conover) is within +-0.25% of
+the median, with at least 10 samples; or when the budget is spent (4 batches: 25 + 50 + 100 + 200 ms of samples). A
+row that stops on the budget says how well its median is known. The fixed timer (``--timer fixed``) is the previous
+rule: 200 ms of samples, 400 ms more when the interquartile range exceeds 1% of the median.
+
+The ceiling's cadence. Each job times its ceiling before its first row, again whenever 2 s have passed since the last
+ceiling timing, and after its last row; all its samples are pooled. When two consecutive ceiling timings differ by
+more than their confidence intervals allow (drift beyond the noise), the interval halves for the rest of the job,
+down to after every row (what the fixed timer does).
+
+Both rules sample sustained back-to-back launches with the L2 flushed between them: the clocks are those the GPU
+holds under that load at its power cap, not the short-burst boost clocks a few isolated launches see.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import math
+import os
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+
+Z95 = 1.959964  # two-sided 95% normal quantile
+
+
+def process_seconds() -> float | None:
+    """Seconds since this process started (Linux: /proc), so a run's total counts the interpreter's start and the
+    imports too; None where that cannot be read."""
+    try:
+        fields = Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()
+        uptime = float(Path("/proc/uptime").read_text().split()[0])
+        return uptime - int(fields[19]) / os.sysconf("SC_CLK_TCK")  # field 22, starttime, in clock ticks
+    except (OSError, ValueError, IndexError, AttributeError):
+        return None
+
+
+def now() -> float:
+    """The clock the ceiling cadence reads (tests replace it)."""
+    return time.monotonic()
+
+
+def median_ci(samples: list[float]) -> tuple[float, float, float]:
+    """The median of ``samples`` and the bounds of its distribution-free 95% confidence interval (the order
+    statistics r = floor((n - z sqrt n) / 2) and s = ceil(1 + (n + z sqrt n) / 2), 1-based, clamped to the samples:
+    the number of samples below the true median is Binomial(n, 1/2), whatever the distribution)."""
+    ordered = sorted(samples)
+    n = len(ordered)
+    half = Z95 * math.sqrt(n)
+    lo = min(n, max(1, math.floor((n - half) / 2)))
+    hi = max(1, min(n, math.ceil(1 + (n + half) / 2)))
+    return statistics.median(ordered), ordered[lo - 1], ordered[hi - 1]
+
+
+def ci_half_width(samples: list[float]) -> float:
+    """Half the width of the median's 95% confidence interval, as a fraction of the median."""
+    median, lo, hi = median_ci(samples)
+    return (hi - lo) / 2 / median if median > 0 else math.inf
+
+
+@dataclass(frozen=True)
+class StopRule:
+    """When a row has been sampled enough (see the module docstring)."""
+
+    precision: float = 0.0025  # the median's 95% CI half-width, as a fraction of it, at which sampling stops
+    min_samples: int = 10
+    batch_ms: float = 25.0  # do_bench's rep for the first batch; each later batch doubles it
+    max_batches: int = 4  # 25 + 50 + 100 + 200 ms of samples at most
+
+    def met(self, samples: list[float]) -> bool:
+        return len(samples) >= self.min_samples and ci_half_width(samples) <= self.precision
+
+    @property
+    def budget_ms(self) -> float:
+        return self.batch_ms * (2 ** self.max_batches - 1)
+
+    def describe(self) -> str:
+        return (f"batches of do_bench (first {self.batch_ms:g} ms of samples after the warm-up, each next one twice "
+                f"as long) until the median's distribution-free 95% confidence interval is within "
+                f"+-{100 * self.precision:g}% of it (at least {self.min_samples} samples), or after "
+                f"{self.max_batches} batches ({self.budget_ms:g} ms of samples)")
+
+
+ADAPTIVE = StopRule()
+ADAPTIVE_QUICK = StopRule(precision=0.01, batch_ms=10.0, max_batches=3)  # --quick: a smoke run
+
+
+@dataclass
+class Sampled:
+    samples: list[float]
+    batches: int
+    ci95: float  # the median's 95% CI half-width / median
+    met: bool  # the precision was reached (False: the budget ran out first)
+
+
+def sample(batch: Callable[[int], list[float]], rule: StopRule) -> Sampled:
+    """Call ``batch(k)`` (k = 0, 1, ...: the k-th batch's samples) until ``rule`` is met or its batches are spent."""
+    samples: list[float] = []
+    for k in range(rule.max_batches):
+        samples.extend(batch(k))
+        if rule.met(samples):
+            return Sampled(samples, k + 1, ci_half_width(samples), True)
+    return Sampled(samples, rule.max_batches, ci_half_width(samples), False)
+
+
+CEILING_EVERY_S = 2.0
+CEILING_MIN_INTERVAL_S = 0.05  # below this, the interval is 0: the ceiling is timed after every row
+
+
+@dataclass
+class CeilingCadence:
+    """When a job's ceiling is timed again (see the module docstring): ``due()`` after each row, ``record()`` after
+    each timing of it."""
+
+    interval_s: float = CEILING_EVERY_S
+    last: float | None = None
+    timings: list[tuple[float, float]] = field(default_factory=list)  # (median, ci95) of each timing
+
+    def due(self) -> bool:
+        return self.last is None or now() - self.last >= self.interval_s
+
+    def record(self, median: float, ci95: float) -> None:
+        if self.timings:
+            prev_median, prev_ci = self.timings[-1]
+            if abs(median - prev_median) > ci95 * median + prev_ci * prev_median:
+                self.interval_s = self.interval_s / 2 if self.interval_s / 2 >= CEILING_MIN_INTERVAL_S else 0.0
+        self.timings.append((median, ci95))
+        self.last = now()
+
+    @property
+    def drift(self) -> float | None:
+        """(max - min) / mean of the medians of its timings; None before two timings."""
+        if len(self.timings) < 2:
+            return None
+        medians = [m for m, _ in self.timings]
+        return (max(medians) - min(medians)) / statistics.fmean(medians)
+
+
+def describe_timer(timer: str, quick: bool = False) -> dict:
+    """What results metadata records of the timer: its name, its rule, the ceiling's cadence and the power regime."""
+    regime = ("sustained: back-to-back launches with the L2 flushed between them (do_bench), after a warm-up, "
+              "read at the clocks the GPU holds under that load at its power cap (not short-burst boost clocks)")
+    if timer == "fixed":
+        return {"name": "fixed", "library": "triton.testing.do_bench",
+                "rule": "200 ms of samples (50 with --quick) after a 25 ms warm-up, 400 ms more (100) when the "
+                        "interquartile range exceeds 1% of the median; median and IQR of all samples",
+                "ceiling": "timed before the first row of its table and after every row, samples pooled",
+                "power_regime": regime}
+    rule = ADAPTIVE_QUICK if quick else ADAPTIVE
+    return {"name": "adaptive", "library": "triton.testing.do_bench", "rule": rule.describe(),
+            "stop_rule": asdict(rule),
+            "ceiling": f"timed before the first row of its table, again once {CEILING_EVERY_S:g} s have passed since "
+                       "its last timing (the interval halving whenever two consecutive timings differ by more than "
+                       "their 95% confidence intervals allow), and after the last row; samples pooled",
+            "power_regime": regime}
+
+
+class Phases:
+    """Seconds spent per phase of a run (compile, validate, time, ceilings, ...), accumulated: ``with
+    phases("validate"): ...``. Phases must not nest (each second is counted once)."""
+
+    def __init__(self, since_start: bool = False):
+        """``since_start``: count the process's life so far (interpreter start, imports) as "startup"."""
+        self.seconds: dict[str, float] = {}
+        if since_start and (started := process_seconds()) is not None:
+            self.seconds["startup"] = started
+
+    @contextlib.contextmanager
+    def __call__(self, name: str):
+        t0 = time.perf_counter()
+        try:
+            yield
+        finally:
+            self.add(name, time.perf_counter() - t0)
+
+    def add(self, name: str, seconds: float) -> None:
+        self.seconds[name] = self.seconds.get(name, 0.0) + seconds
+
+    def merge(self, other: dict[str, float]) -> None:
+        for name, seconds in other.items():
+            self.add(name, seconds)
+
+    def as_dict(self) -> dict[str, float]:
+        return {k: round(v, 2) for k, v in self.seconds.items()}

@@ -1,0 +1,207 @@
+"""The adaptive timer's stop rule, the ceiling's cadence, phase_seconds, and a GPU that stops answering mid-run, on
+fakes (do_bench, nvidia-smi and the clock replaced): the driver's GPU path runs on CPU tensors."""
+
+import random
+import subprocess
+
+import pytest
+import torch
+
+from suite.driver import bench, timing
+from suite.driver import meta as run_meta
+from suite.driver import plan as planning
+
+
+def test_median_ci_is_the_order_statistics_interval():
+    samples = [float(i) for i in range(1, 101)]  # n = 100: ranks 40 and 61 (the binomial table's interval)
+    assert timing.median_ci(samples) == (50.5, 40.0, 61.0)
+    assert timing.median_ci([3.0]) == (3.0, 3.0, 3.0)
+    assert timing.median_ci([2.0, 1.0]) == (1.5, 1.0, 2.0)
+
+
+def test_median_ci_covers_the_true_median_95_percent_of_the_time():
+    """Distribution-free: on skewed (exponential) samples of 40, the interval holds the true median (ln 2) in about
+    95% of draws."""
+    rng = random.Random(1)
+    draws = 1500
+    hits = 0
+    for _ in range(draws):
+        _, lo, hi = timing.median_ci([rng.expovariate(1.0) for _ in range(40)])
+        hits += lo <= 0.6931 <= hi
+    assert 0.93 <= hits / draws <= 0.99
+
+
+def test_sampling_stops_as_soon_as_the_median_is_known():
+    rule = timing.StopRule(precision=0.0025, min_samples=10, max_batches=4)
+    asked = []
+
+    def tight(k):
+        asked.append(k)
+        return [1.0 + 0.0001 * (i % 3) for i in range(12)]
+
+    sampled = timing.sample(tight, rule)
+    assert asked == [0] and sampled.met and sampled.batches == 1 and sampled.ci95 <= 0.0025
+
+
+def test_sampling_needs_the_minimum_count_and_stops_on_the_budget():
+    rule = timing.StopRule(precision=0.0025, min_samples=10, max_batches=4)
+    assert timing.sample(lambda k: [1.0] * 4, rule).batches == 3  # exact, but 4 and 8 samples are too few
+    rng = random.Random(0)
+    noisy = timing.sample(lambda k: [1.0 + rng.random() for _ in range(10)], rule)
+    assert noisy.batches == 4 and not noisy.met and noisy.ci95 > 0.0025 and len(noisy.samples) == 40
+
+
+def test_the_adaptive_timer_warms_up_once_and_doubles_its_batches(monkeypatch):
+    calls = []
+
+    def fake_time(fn, opts, rep_scale=1.0):
+        calls.append((opts.warmup_ms, opts.rep_ms * rep_scale))
+        return [1.0 + 0.1 * (len(calls) % 2), 1.2, 0.9, 1.1] * 3  # never precise enough
+
+    monkeypatch.setattr(bench, "_time", fake_time)
+    monkeypatch.setattr(bench.run_meta, "gpu_state", lambda: {"sm_clock_mhz": 1755.0, "throttled": False})
+    phases = timing.Phases()
+    row = bench._measure(lambda: None, bench.Options(), phases)
+    assert calls == [(25.0, 25.0), (0.0, 50.0), (0.0, 100.0), (0.0, 200.0)]  # 375 ms of samples at most
+    assert row["batches"] == 4 and row["precision_met"] is False and row["samples"] == 48
+    assert row["sm_clock_mhz"] == 1755.0 and set(phases.seconds) == {"time", "gpu_state"}
+    calls.clear()
+    bench._measure(lambda: None, bench.Options(quick=True))
+    assert calls == [(25.0, 10.0), (0.0, 20.0), (0.0, 40.0)]
+
+
+def test_the_fixed_timer_is_the_old_rule(monkeypatch):
+    calls = []
+    monkeypatch.setattr(bench, "_time", lambda fn, opts, rep_scale=1.0: calls.append(rep_scale) or [1.0, 2.0] * 5)
+    monkeypatch.setattr(bench.run_meta, "gpu_state", dict)
+    row = bench._measure(lambda: None, bench.Options(timer="fixed"))
+    assert calls == [1.0, 2.0] and row["samples"] == 20 and row["batches"] == 2
+
+
+def test_ceiling_cadence_halves_when_it_drifts_beyond_its_noise(monkeypatch):
+    now = [100.0]
+    monkeypatch.setattr(timing, "now", lambda: now[0])
+    cadence = timing.CeilingCadence(interval_s=2.0)
+    assert cadence.due()
+    cadence.record(1.000, 0.001)
+    assert not cadence.due()
+    now[0] += 2.0
+    assert cadence.due()
+    cadence.record(1.001, 0.001)  # within the two intervals: same cadence
+    assert cadence.interval_s == 2.0
+    cadence.record(1.010, 0.001)  # drifted by 0.9%, far beyond +-0.1%: twice as often
+    assert cadence.interval_s == 1.0 and cadence.drift == pytest.approx(0.01 / 1.0037, rel=1e-3)
+    for _ in range(10):
+        cadence.record(cadence.timings[-1][0] * 1.01, 0.001)
+    assert cadence.interval_s == 0.0  # at worst: after every row, as the fixed timer does
+    now[0] += 0.001
+    assert cadence.due()
+
+
+def _fake_gpu_run(monkeypatch, opts, clock_step=0.0):
+    """bench.run on CPU tensors with do_bench and nvidia-smi faked; every batch advances the fake clock by
+    ``clock_step`` s. Returns (rows, the callables timed, in order)."""
+    now = [0.0]
+    timed = []
+    monkeypatch.setattr(timing, "now", lambda: now[0])
+
+    def fake_time(fn, opts, rep_scale=1.0):
+        fn()  # the real callable runs (torch on the CPU, Triton in the interpreter)
+        now[0] += clock_step
+        timed.append(fn)
+        return [1.0] * 12
+
+    monkeypatch.setattr(bench, "_time", fake_time)
+    monkeypatch.setattr(bench.run_meta, "gpu_state", lambda: {"throttled": False, "sm_clock_mhz": 1980.0})
+    rows = bench.run(opts, on_gpu=True, progress=False, device=torch.device("cpu"))
+    return rows, timed
+
+
+def test_the_ceiling_is_timed_at_its_cadence_and_the_ratios_use_its_pooled_median(monkeypatch):
+    opts = bench.Options(problems=("vector",), sizes={"vector": (4097,)}, backends=("torch", "triton"), stages=(2,))
+    rows, _ = _fake_gpu_run(monkeypatch, opts, clock_step=1.5)  # one batch: 1.5 s of the fake clock
+    ceiling = next(r for r in rows if r["ceiling"])
+    timed = [r for r in rows if r["measured"] and not r["ceiling"]]
+    assert len(timed) >= 4
+    # before the first row, then whenever 2 s have passed (after every other row here), and after the last row
+    # unless it was just timed
+    assert ceiling["ceiling_timings"] in (1 + len(timed) // 2, 2 + len(timed) // 2)
+    assert "interleaved" in ceiling["note"] and ceiling["ceiling_drift"] == 0.0
+    assert all(r["ceiling_ms"] == ceiling["median_ms"] and r["ratio_to_ceiling"] == 1.0 for r in timed)
+    assert all(r["precision_met"] and r["batches"] == 1 for r in timed)
+
+
+def test_a_gpu_that_stops_answering_fails_the_rows_left_with_the_reason(monkeypatch):
+    """After a row fails, the driver asks the device; when it no longer answers, every row not finished yet (this
+    job's and the later jobs') is marked failed with the reason, the finished ones are kept, and nothing is
+    retried on the dead context."""
+    from suite.driver.workers import DeviceFailed
+
+    opts = bench.Options(problems=("vector",), sizes={"vector": (4097, 8195)}, backends=("torch", "triton"),
+                         stages=(2,))
+    jobs = planning.build(opts, on_gpu=True).jobs
+    mul = next(r for r in bench.skeleton(jobs[0]) if r["variant"] == "mul")
+    real_validate = bench._validate
+
+    def validate(size, variant, stages, seed, device, dtype=None):
+        if variant.name == "mul":
+            raise RuntimeError("CUDA error: an illegal memory access was encountered")
+        return real_validate(size, variant, stages, seed, device, dtype)
+
+    def check_device(device, rows):
+        raise DeviceFailed("CUDA error: an illegal memory access was encountered",
+                           [r for r in rows if r.get("_final")])
+
+    monkeypatch.setattr(bench, "_validate", validate)
+    monkeypatch.setattr(bench, "_check_device", check_device)
+    rows, _ = _fake_gpu_run(monkeypatch, opts)
+    assert [r["plan_row"] for r in rows] == [r.index for j in jobs for r in j.rows]  # every row, once
+    first = [r for r in rows if r["job"] == 0]
+    failed_row = next(r for r in first if r["variant"] == "mul")
+    assert failed_row["plan_row"] == mul["plan_row"] and failed_row["valid"] is False
+    before = [r for r in first if r["plan_row"] < mul["plan_row"]]
+    assert all(r["valid"] is not False for r in before)  # validated before the failure: kept
+    after = [r for r in first if r["plan_row"] > mul["plan_row"]] + [r for r in rows if r["job"] == 1]
+    assert after and all(r["valid"] is False and "illegal memory access" in r["note"] for r in after)
+    assert all(r["note"].startswith("not run: the GPU failed earlier") for r in rows if r["job"] == 1)
+
+
+def test_phases_add_up():
+    phases = timing.Phases()
+    with phases("validate"):
+        pass
+    phases.add("time", 1.25)
+    phases.merge({"time": 0.5, "ceilings": 0.1})
+    assert phases.as_dict() == {"validate": 0.0, "time": 1.75, "ceilings": 0.1}
+    assert timing.process_seconds() > 0  # Linux: the process's age, from /proc
+    assert "startup" in timing.Phases(since_start=True).seconds
+
+
+def test_timer_metadata_states_the_rule_and_the_power_regime():
+    adaptive, fixed = timing.describe_timer("adaptive"), timing.describe_timer("fixed")
+    assert "95% confidence interval" in adaptive["rule"] and "+-0.25%" in adaptive["rule"]
+    assert adaptive["stop_rule"]["precision"] == 0.0025 and "power cap" in adaptive["power_regime"]
+    assert "200 ms" in fixed["rule"] and "after every row" in fixed["ceiling"]
+
+
+def test_gpu_state_is_one_nvidia_smi_call_where_it_answers_everything(monkeypatch):
+    calls = []
+
+    def fake_run(cmd, **kw):
+        calls.append(cmd[1])
+        fields = cmd[1].split("=", 1)[1].split(",")
+        if "clocks_event_reasons.active" in fields:  # an older nvidia-smi: only the old name
+            raise subprocess.CalledProcessError(6, cmd)
+        values = {"clocks.sm": "1755", "clocks.mem": "3201", "temperature.gpu": "61", "power.draw": "698.1",
+                  "clocks_throttle_reasons.active": "0x0000000000000004"}
+        return subprocess.CompletedProcess(cmd, 0, stdout=", ".join(values[f] for f in fields) + "\n")
+
+    monkeypatch.setattr(run_meta, "gpu_target", lambda: "GPU-aaaa")
+    monkeypatch.setattr(run_meta.subprocess, "run", fake_run)
+    monkeypatch.setattr(run_meta, "_ONE_QUERY", [])
+    expected = {"sm_clock_mhz": 1755.0, "mem_clock_mhz": 3201.0, "temperature_c": 61.0, "power_w": 698.1,
+                "throttle_reasons": 4, "throttled": True}
+    assert run_meta.gpu_state() == expected
+    calls.clear()
+    assert run_meta.gpu_state() == expected
+    assert len(calls) == 1  # the field name that works is remembered: one call per row
