@@ -155,6 +155,8 @@ for _row, _what in (
                          "(stream-K)"),
     ("64x256 split-k", "decode: 64-row tiles (1 consumer warpgroup: a 128-row tile would be mostly padding for "
                        "M <= 64), split-K as above, rings 3-5 deep (the weight streams through once; 5 x 40 KiB is what fits)"),
+    ("64x128 split-k", "decode: 64x128 tiles, twice the blocks of 64x256 before splitting, rings 4-8 deep (24 KiB "
+                       "stages)"),
 ):
     register_kernel("gemm", "ptx", f"{_row} tma+wgmma", f"suite.ptx.gemm_tma:KERNELS[{_row}]", gate=needs_sm90a,
                     description=_what, shape_sets=("llm", "long-k"))

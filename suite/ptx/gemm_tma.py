@@ -100,6 +100,7 @@ CONFIGS: dict[str, Config] = {
     "128x256 stream-k": Config(**_TWO_WG, persistent=True, tma_store=False, stages=(3, 4), schedule="stream-k",
                                dtypes=DTYPES),
     "64x256 split-k": Config(256, 1, False, False, (3, 4, 5), block_m=64, schedule="split-k", dtypes=DTYPES),
+    "64x128 split-k": Config(128, 1, False, False, (4, 6, 8), block_m=64, schedule="split-k", dtypes=DTYPES),
 }
 
 # The self-test the sanitizer must catch: the producer refills a stage without waiting for its empty barrier, i.e.
