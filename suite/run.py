@@ -40,6 +40,15 @@ def _stage_count(text: str) -> int:
     return stages
 
 
+def _shard(text: str) -> tuple[int, int]:
+    from suite.driver.plan import parse_shard
+
+    try:
+        return parse_shard(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(str(e)) from None
+
+
 def _usage_error(flag: str, message: str) -> int:
     print(f"error: {flag}: {message}", file=sys.stderr)
     return 2
@@ -107,6 +116,17 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "cell per row")
     p.add_argument("--json", action="store_true", help="print the results as JSON on stdout instead of tables")
     p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    p.add_argument("--gpus", metavar="all|I,J",
+                   help="one worker process per GPU ('all', or torch's indices, e.g. 0,1), the plan's (problem, dtype, "
+                        "shape) jobs spread among them; each job times its own ceiling on its GPU, each row records "
+                        "the GPU it ran on")
+    p.add_argument("--shard", type=_shard, metavar="I/N",
+                   help="run the I-th of N deterministic parts of the plan (same plan, same order on every host; "
+                        "default in a Slurm job array: SLURM_ARRAY_TASK_ID of SLURM_ARRAY_TASK_COUNT); combine the "
+                        "parts with python -m suite.merge")
+    p.add_argument("--timer", choices=("adaptive", "fixed"), default="adaptive",
+                   help="adaptive (default): sample each row until its median is known to +-0.25%% (95%% CI) or "
+                        "375 ms of samples; fixed: 200 ms of samples, 400 ms more when the spread is above 1%%")
     args = p.parse_args(argv)
     if args.size and (not args.problem or len(args.problem) != 1):
         p.error("--size needs exactly one --problem (sizes mean different things per problem)")
@@ -152,7 +172,7 @@ def main(argv=None) -> int:
 
     from suite.driver import meta as run_meta
     from suite.driver import report
-    from suite.driver.bench import OptionError, Options, check_options, run
+    from suite.driver.bench import OptionError, Options, check_options
     from suite.problems import PROBLEMS
 
     problems = tuple(args.problem or PROBLEM_NAMES)
@@ -199,12 +219,30 @@ def main(argv=None) -> int:
             args.size or ())}.get(e.option, "--problem / --backend / --variant / --stages")  # "variants": all
         return _usage_error(flag, str(e))
 
+    from suite.driver import sweep
+
+    try:
+        shard = sweep.resolve_shard(args.shard, os.environ)
+    except ValueError as e:
+        return _usage_error("SLURM_ARRAY_TASK_*", str(e))
+    gpus = None
+    if args.gpus:
+        try:
+            gpus = sweep.resolve_gpus(args.gpus, on_gpu)
+        except ValueError as e:
+            return _usage_error(f"--gpus {args.gpus}", str(e))
+
     if not on_gpu:
         _say("No CUDA GPU here: Triton kernels run in the Triton interpreter at small sizes and are validated "
              "against torch; PTX kernels are compiled for sm_90 and their SASS reported, not run. Nothing is timed.")
-    meta = run_meta.collect(on_gpu)
-    meta["gpu_state_before"] = run_meta.gpu_state() if on_gpu else {}
-    rows = run(opts, on_gpu, progress=not args.no_progress)
+    phases = sweep.Phases(since_start=True)
+    with phases("meta"):
+        meta = run_meta.collect(on_gpu)
+        meta["gpu_state_before"] = run_meta.gpu_state() if on_gpu else {}
+    opts.timer = args.timer
+    rows, run_info = sweep.execute(opts, on_gpu, gpus=gpus, shard=shard,
+                                   plugins=tuple(args.plugin or ()), progress=not args.no_progress, phases=phases)
+    meta.update(run_info)
     meta["gpu_state_after"] = run_meta.gpu_state() if on_gpu else {}
     if args.profile:  # after every timing, in separate processes
         from suite.driver import profile
@@ -218,7 +256,9 @@ def main(argv=None) -> int:
 
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     out = args.out or Path("results") / (report.slug(meta["gpu"]) if on_gpu else "cpu") / stamp
-    written = report.write(rows, meta, out)
+    with phases("reports"):
+        written = report.write(rows, meta, out)
+    sweep.record_phases(out, meta, phases)
     if args.json:
         print(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
     else:

@@ -1,0 +1,102 @@
+"""One run of the plan, or of one shard of it, in this process or on several GPUs: what suite.run calls.
+
+``execute`` builds the plan (suite.driver.plan), keeps the shard's jobs (``--shard I/N``, or a Slurm job array's
+task), then runs them: in this process (suite.driver.bench.run_jobs), or with ``--gpus`` one worker process per GPU
+(suite.driver.workers.run_jobs, the worker being suite.driver.bench.job_worker). It returns the rows and what the
+results metadata records of the run: the plan's identity, the shard, the timer and its power regime, the GPU(s) each
+row ran on, and the seconds per phase (``phase_seconds``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from collections.abc import Mapping
+from pathlib import Path
+
+from suite.driver import plan as planning
+from suite.driver import timing
+from suite.driver.timing import Phases
+
+__all__ = ["Phases", "execute", "record_phases", "resolve_gpus", "resolve_shard"]
+
+
+def resolve_shard(given: tuple[int, int] | None, environ: Mapping[str, str]) -> tuple[int, int] | None:
+    """--shard when given, else the Slurm job array task's shard (suite.driver.plan.shard_from_env), else None.
+    Raises ValueError (naming the Slurm variables) when they are set but do not give a shard."""
+    return given if given is not None else planning.shard_from_env(environ)
+
+
+def resolve_gpus(text: str, on_gpu: bool):
+    """--gpus 'all' or '0,1' -> the suite.driver.workers.Device of each (ValueError naming the rule)."""
+    from suite.driver import workers
+
+    return workers.parse_gpus(text, workers.visible_gpus() if on_gpu else [])
+
+
+def execute(opts, on_gpu: bool, *, gpus=None, shard: tuple[int, int] | None = None, plugins: tuple[str, ...] = (),
+            progress: bool = True, phases: Phases | None = None) -> tuple[list[dict], dict]:
+    """Run the shard ``shard`` (index, count; None: the whole plan) of ``opts``' plan, on ``gpus`` (a list of
+    suite.driver.workers.Device, one worker process each; None: in this process). Returns (rows in plan order,
+    metadata: plan, shard, timer, gpus, phase_seconds)."""
+    from suite.driver import bench
+
+    phases = phases if phases is not None else Phases()
+    with phases("plan"):
+        plan = planning.build(opts, on_gpu)
+        index, count = shard or (1, 1)
+        jobs = list(plan.shard(index, count))
+    if not jobs:
+        print(f"shard {index}/{count} has no jobs: the plan has {len(plan.jobs)} (nothing to run; its results say "
+              "so, for suite.merge)", file=sys.stderr)
+    info = {"plan": plan.meta(), "shard": {"index": index, "count": count, "jobs": [j.index for j in jobs]},
+            "timer": timing.describe_timer(opts.timer, opts.quick)}
+    if gpus is None:
+        import torch
+
+        device = torch.device("cuda" if on_gpu else "cpu")
+        gpu = bench.current_gpu(device)
+        rows = bench.run_jobs(jobs, opts, on_gpu, progress=progress, device=device, phases=phases, gpu=gpu)
+        if on_gpu:
+            info["gpus"] = [{"index": gpu["gpu_index"], "uuid": gpu["gpu_uuid"],
+                             "name": torch.cuda.get_device_name(device), "jobs": [j.index for j in jobs],
+                             "rows": len(rows)}]
+        else:
+            info["gpus"] = []
+    else:
+        from suite.driver import workers
+
+        with phases("compile"):  # once here, into the cubin cache every worker reads
+            bench.precompile(jobs, on_gpu)
+        bar = bench.Progress(sum(len(j.rows) for j in jobs), progress)
+
+        def arrived(job, rows):
+            for row in rows:
+                bar.step(f"{job.problem} {job.dtype} {job.shape} {row['backend']}:{row['variant']} "
+                         f"stages={row['stages']}")
+
+        with phases("workers"):
+            rows, reports = workers.run_jobs(jobs, list(gpus), bench.job_worker, (opts, on_gpu),
+                                             skeleton=bench.skeleton, cost=lambda job: job.cost,
+                                             setup=bench.worker_setup, setup_args=(tuple(plugins),), on_result=arrived)
+        info["gpus"] = [r.meta() for r in reports]
+    info["phase_seconds"] = phases.as_dict()
+    return rows, info
+
+
+def record_phases(out: Path, meta: dict, phases: Phases) -> None:
+    """After the report is written: put the final ``phase_seconds`` (with the report's own seconds and the whole
+    process's) into ``meta`` and into ``out``/results.json (the file that records the run; table.md keeps the phases
+    as they were when it was written)."""
+    total = timing.process_seconds()
+    meta["phase_seconds"] = {**phases.as_dict(), **({"total": round(total, 2)} if total is not None else {})}
+    path = Path(out) / "results.json"
+    try:
+        data = json.loads(path.read_text())
+    except (OSError, ValueError):
+        return
+    data["meta"]["phase_seconds"] = meta["phase_seconds"]
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.phases.tmp")
+    tmp.write_text(json.dumps(data, indent=1, default=str))
+    os.replace(tmp, path)

@@ -1,0 +1,253 @@
+"""--gpus: one worker process per GPU, the plan's jobs spread among them.
+
+Each GPU gets its own ``concurrent.futures.ProcessPoolExecutor`` of one spawned process, pinned to that GPU by
+CUDA_VISIBLE_DEVICES (set by the pool's initializer, before anything touches CUDA in that process). One pool per GPU,
+not one pool of N: a pool whose process dies is broken for good, and a shared pool would take every GPU down with it.
+
+Jobs (suite.driver.plan.Job: one table of one (problem, dtype, shape), with its ceiling) go to whichever GPU is free
+next, longest first. Each job times its own ceiling, so every ratio compares two numbers from one GPU. Rows come back
+whole per job and are returned in plan order, whichever GPU finished first.
+
+A GPU fails when its worker process dies, when its job raises (the job handles a row's own failure itself: a row
+that fails is a failed row), or when the job reports that the device stopped answering (``DeviceFailed``, with the
+rows it had finished). Then: the rows of its job that were not finished are marked failed with the reason, that GPU
+takes no more jobs, the other GPUs take the jobs it would have run and finish. When every GPU has failed, the jobs
+left are marked failed ("not run") with each GPU's reason. Every planned row is returned exactly once.
+
+The worker function is injectable (``run_jobs(..., worker=...)``), so the scheduling, merging and failure handling
+are tested on a CPU with fake workers; the real worker is suite.driver.bench.job_worker. Importing this module
+imports nothing heavy (no torch): a spawned process imports it before it is pinned.
+"""
+
+from __future__ import annotations
+
+import multiprocessing
+import os
+from collections import deque
+from collections.abc import Callable, Iterable
+from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True)
+class Device:
+    """Where a worker runs: a GPU (``index`` as torch numbers it in the parent process, its UUID, its model) or the
+    CPU (index None; the CPU path of the driver, used to test the real worker on machines without a GPU)."""
+
+    index: int | None
+    uuid: str | None = None
+    name: str = "cpu"
+    visible: str | None = None  # the CUDA_VISIBLE_DEVICES entry that shows the worker this GPU and only it
+
+    @property
+    def label(self) -> str:
+        if self.index is None:
+            return "the CPU worker"
+        return f"GPU {self.index}" + (f" ({self.uuid})" if self.uuid else "")
+
+    def env(self) -> dict[str, str]:
+        return {"CUDA_VISIBLE_DEVICES": "" if self.index is None else (self.visible or str(self.index))}
+
+    def row_fields(self) -> dict:
+        return {"gpu_index": self.index, "gpu_uuid": self.uuid}
+
+
+class DeviceFailed(RuntimeError):
+    """The device stopped answering during a job: ``rows`` are the job's rows that were finished before (plan_row
+    tells which); the rest are unfinished."""
+
+    def __init__(self, message: str, rows: Iterable[dict] = ()):
+        super().__init__(message)
+        self.rows = list(rows)
+
+    def __reduce__(self):  # picklable across the process boundary, rows included
+        return (DeviceFailed, (str(self), self.rows))
+
+
+@dataclass
+class JobResult:
+    """What a worker returns for one job: its rows, seconds per phase, the GPU's state at the end."""
+
+    rows: list[dict]
+    phases: dict[str, float] = field(default_factory=dict)
+    gpu_state: dict = field(default_factory=dict)
+
+
+@dataclass
+class DeviceReport:
+    """What happened on one device: for results metadata."""
+
+    device: Device
+    jobs: list[int] = field(default_factory=list)  # plan indices of the jobs it finished
+    rows: int = 0
+    failed: str | None = None  # why it stopped taking jobs
+    phases: dict[str, float] = field(default_factory=dict)
+    gpu_state_after: dict = field(default_factory=dict)
+
+    def meta(self) -> dict:
+        return {"index": self.device.index, "uuid": self.device.uuid, "name": self.device.name, "jobs": self.jobs,
+                "rows": self.rows, "failed": self.failed, "phase_seconds": {k: round(v, 2) for k, v in
+                                                                             self.phases.items()},
+                "gpu_state_after": self.gpu_state_after}
+
+
+def _init_worker(device: Device, setup: Callable | None, setup_args: tuple) -> None:
+    """The pool's initializer: pin the process to its device before anything initializes CUDA, then ``setup``."""
+    os.environ.update(device.env())
+    if device.index is None:
+        os.environ.setdefault("TRITON_INTERPRET", "1")
+    global CURRENT
+    CURRENT = device
+    if setup is not None:
+        setup(*setup_args)
+
+
+CURRENT: Device | None = None  # in a worker process: the device it is pinned to
+
+
+def _reason(error: BaseException) -> str:
+    text = str(error).strip().splitlines()
+    return f"{type(error).__name__}: {text[0] if text else 'no message'}"
+
+
+def unfinished(job, skeleton: Callable, done: list[dict], device: Device | None, why: str) -> list[dict]:
+    """The job's rows: those in ``done`` as they are, the others from ``skeleton(job)`` marked failed with ``why``."""
+    finished = {r.get("plan_row"): r for r in done}
+    rows = []
+    for row in skeleton(job):
+        if row.get("plan_row") in finished:
+            rows.append(finished[row["plan_row"]])
+            continue
+        row.update(valid=False, measured=False, error=why, note=f"not run: {why}")
+        if device is not None:
+            row.update(device.row_fields())
+        rows.append(row)
+    return rows
+
+
+def run_jobs(jobs: list, devices: list[Device], worker: Callable, args: tuple = (), *, skeleton: Callable,
+             cost: Callable = lambda job: 0.0, setup: Callable | None = None, setup_args: tuple = (),
+             on_result: Callable | None = None) -> tuple[list[dict], list[DeviceReport]]:
+    """Run every job on one of ``devices``: ``worker(job, device, *args)`` in that device's process returns a
+    JobResult (or a plain list of rows). ``skeleton(job)`` gives a job's rows unrun (for marking failures; each with
+    its ``plan_row``). ``on_result(job, rows)`` is called in this process as each job's rows arrive. Returns every
+    job's rows in plan order (by job index, then as the job returned them) and one report per device."""
+    if not devices:
+        raise ValueError("no device to run on")
+    context = multiprocessing.get_context("spawn")
+    pools = {d: ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_init_worker,
+                                    initargs=(d, setup, setup_args)) for d in devices}
+    reports = {d: DeviceReport(d) for d in devices}
+    queue = deque(sorted(jobs, key=lambda j: (-cost(j), j.index)))  # longest first: the last to finish is short
+    running: dict[Future, tuple[Device, object]] = {}
+    results: dict[int, list[dict]] = {}
+
+    def submit(device: Device) -> None:
+        job = queue.popleft()
+        try:
+            running[pools[device].submit(worker, job, device, *args)] = (device, job)
+        except Exception as e:  # noqa: BLE001 - the pool broke between two jobs (its process died idle)
+            queue.appendleft(job)
+            fail(device, _reason(e))
+
+    def fail(device: Device, why: str) -> None:
+        reports[device].failed = why
+        pools[device].shutdown(wait=False, cancel_futures=True)
+
+    def finish(job, rows: list[dict]) -> None:
+        results[job.index] = rows
+        if on_result is not None:
+            on_result(job, rows)
+
+    try:
+        for device in devices:
+            if queue:
+                submit(device)
+        while running:
+            done, _ = wait(running, return_when=FIRST_COMPLETED)
+            for future in done:
+                device, job = running.pop(future)
+                report = reports[device]
+                try:
+                    result = future.result()
+                except DeviceFailed as e:
+                    why = f"{device.label} failed during this job: {e}"
+                    finish(job, unfinished(job, skeleton, e.rows, device, why))
+                    fail(device, str(e))
+                except Exception as e:  # noqa: BLE001 - its process died (BrokenProcessPool), or its job raised
+                    what = "its worker process died" if type(e).__name__ == "BrokenProcessPool" else _reason(e)
+                    finish(job, unfinished(job, skeleton, [], device, f"{device.label} failed during this job: {what}"))
+                    fail(device, what)
+                else:
+                    if not isinstance(result, JobResult):
+                        result = JobResult(list(result))
+                    rows = [dict(r, **device.row_fields()) for r in result.rows]
+                    finish(job, rows)
+                    report.jobs.append(job.index)
+                    report.rows += len(rows)
+                    for name, seconds in result.phases.items():
+                        report.phases[name] = report.phases.get(name, 0.0) + seconds
+                    report.gpu_state_after = result.gpu_state or report.gpu_state_after
+                if report.failed is None and queue:
+                    submit(device)
+            if queue and not running:  # every device has failed: nothing will take the jobs left
+                why = "; ".join(f"{r.device.label}: {r.failed}" for r in reports.values())
+                while queue:
+                    job = queue.popleft()
+                    finish(job, unfinished(job, skeleton, [], None, f"every device failed ({why})"))
+    finally:
+        for pool in pools.values():
+            pool.shutdown(wait=True, cancel_futures=True)
+    rows = [row for index in sorted(results) for row in results[index]]
+    return rows, [reports[d] for d in devices]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# --gpus
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def visible_gpus() -> list[Device]:
+    """Every GPU torch sees in this process, with its UUID, model and the CUDA_VISIBLE_DEVICES entry that names it."""
+    import torch
+
+    from suite.driver.meta import smi_target
+
+    if not torch.cuda.is_available():
+        return []
+    out = []
+    for i in range(torch.cuda.device_count()):
+        props = torch.cuda.get_device_properties(i)
+        uuid = getattr(props, "uuid", None)
+        visible = smi_target(uuid, os.environ.get("CUDA_VISIBLE_DEVICES"), i)
+        uuid_text = visible if str(visible).startswith(("GPU-", "MIG-")) else None
+        out.append(Device(i, uuid_text, props.name, visible))
+    return out
+
+
+def parse_gpus(text: str, available: list[Device]) -> list[Device]:
+    """--gpus: 'all' or comma-separated indices of ``available`` (torch's numbering here), e.g. '0,1'. Raises
+    ValueError naming the rule: no GPU, an index that is not a whole number or not a GPU here, a GPU named twice, or
+    GPUs of different models (their rows would be tabulated as one GPU's)."""
+    if not available:
+        raise ValueError("no CUDA GPU here: --gpus needs one")
+    spec = text.strip().lower()
+    if spec == "all":
+        chosen = list(available)
+    else:
+        parts = [p.strip() for p in spec.split(",")]
+        if not parts or not all(p.isdigit() for p in parts):
+            raise ValueError(f"{text!r}: give 'all' or GPU indices separated by commas, e.g. 0,1")
+        indices = [int(p) for p in parts]
+        if len(set(indices)) != len(indices):
+            raise ValueError(f"{text!r}: a GPU is named twice")
+        missing = [i for i in indices if i >= len(available)]
+        if missing:
+            raise ValueError(f"{text!r}: no GPU {missing[0]} here (this machine has {len(available)}: "
+                             f"{', '.join(str(d.index) for d in available)})")
+        chosen = [available[i] for i in indices]
+    models = sorted({d.name for d in chosen})
+    if len(models) > 1:
+        raise ValueError(f"{text!r}: the GPUs are of different models ({', '.join(models)}); run each model on its "
+                         "own (suite.merge --by gpu puts the runs side by side)")
+    return chosen

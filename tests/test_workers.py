@@ -1,0 +1,131 @@
+"""--gpus on a CPU: the scheduling, the merging of rows and the failure handling of suite.driver.workers, with fake
+workers in spawned processes (tests/workers_fakes.py) standing in for GPUs; and the real worker
+(suite.driver.bench.job_worker) on two CPU "devices", against the same plan run in one process."""
+
+import os
+
+import pytest
+import workers_fakes as fakes
+
+from suite.driver.workers import Device, parse_gpus, run_jobs
+
+GPUS = [Device(0, "GPU-aaaa", "NVIDIA H200", "GPU-aaaa"), Device(1, "GPU-bbbb", "NVIDIA H200", "GPU-bbbb")]
+
+
+def _run(jobs, behaviour=None, devices=GPUS):
+    seen = []
+    rows, reports = run_jobs(jobs, devices, fakes.worker, (behaviour or {},), skeleton=fakes.skeleton,
+                             cost=lambda j: j.cost, on_result=lambda job, rs: seen.append(job.index))
+    return rows, {r.device.index: r for r in reports}, seen
+
+
+def _planned(jobs):
+    return [r["plan_row"] for j in jobs for r in fakes.skeleton(j)]
+
+
+def test_jobs_spread_over_the_devices_each_run_once_in_plan_order():
+    jobs = [fakes.FakeJob(i, n_rows=2, cost=float(i % 3)) for i in range(10)]
+    rows, reports, seen = _run(jobs)
+    assert [r["plan_row"] for r in rows] == _planned(jobs)  # every row once, in plan order
+    assert sorted(seen) == list(range(10))
+    assert all(r["valid"] for r in rows)
+    for r in rows:  # each row names the GPU it ran on, and the worker that ran it was pinned to that GPU alone
+        assert r["visible"] == GPUS[r["gpu_index"]].visible and r["gpu_uuid"] == GPUS[r["gpu_index"]].uuid
+    assert all(reports[i].jobs for i in (0, 1))  # both GPUs worked
+    assert len({r["pid"] for r in rows if r["gpu_index"] == 0}) == 1  # one process per GPU, kept across its jobs
+    assert {r["pid"] for r in rows if r["gpu_index"] == 0}.isdisjoint({r["pid"] for r in rows if r["gpu_index"] == 1})
+    assert sum(reports[i].rows for i in (0, 1)) == len(rows) and reports[0].phases["time"] > 0
+    assert reports[0].gpu_state_after == {"sm_clock_mhz": 1980.0}
+
+
+def test_a_gpu_whose_worker_dies_fails_only_its_job_and_the_others_finish():
+    jobs = [fakes.FakeJob(i) for i in range(8)]
+    rows, reports, _ = _run(jobs, {("GPU-bbbb", 1): "die"})
+    assert [r["plan_row"] for r in rows] == _planned(jobs)  # nothing lost, nothing twice
+    lost = [r for r in rows if r["job"] == 1]
+    assert all(r["valid"] is False and r["gpu_index"] == 1 for r in lost)
+    assert all("GPU 1 (GPU-bbbb) failed during this job: its worker process died" in r["note"] for r in lost)
+    assert all(r["valid"] and r["gpu_index"] == 0 for r in rows if r["job"] != 1)  # GPU 0 took the rest
+    assert reports[1].failed == "its worker process died" and reports[0].failed is None
+    assert 1 not in reports[1].jobs
+
+
+def test_a_device_that_stops_answering_keeps_the_rows_it_finished():
+    jobs = [fakes.FakeJob(i, n_rows=4) for i in range(4)]
+    rows, reports, _ = _run(jobs, {("GPU-aaaa", 0): "lost"})
+    job0 = [r for r in rows if r["job"] == 0]
+    assert job0[0]["valid"] is True  # finished before the device was lost
+    assert all(r["valid"] is False and "ECC error" in r["note"] and r["gpu_uuid"] == "GPU-aaaa" for r in job0[1:])
+    assert all(r["valid"] for r in rows if r["job"] != 0)
+    assert "ECC" in reports[0].failed and [r["plan_row"] for r in rows] == _planned(jobs)
+
+
+def test_a_job_that_raises_marks_its_rows_failed_with_the_reason():
+    jobs = [fakes.FakeJob(i) for i in range(3)]
+    rows, _reports, _ = _run(jobs, {("GPU-aaaa", 0): "raise"})
+    assert all("RuntimeError: out of memory" in r["note"] for r in rows if r["job"] == 0)
+    assert all(r["valid"] for r in rows if r["job"] != 0) and [r["plan_row"] for r in rows] == _planned(jobs)
+
+
+def test_when_every_gpu_fails_the_jobs_left_are_marked_not_run():
+    jobs = [fakes.FakeJob(i) for i in range(6)]
+    # the longest-first queue hands job 0 to GPU 0 and job 1 to GPU 1: both die on them
+    behaviour = {("GPU-aaaa", 0): "die", ("GPU-bbbb", 1): "die"}
+    rows, _reports, _ = _run([fakes.FakeJob(i, cost=10.0 - i) for i in range(6)], behaviour)
+    assert [r["plan_row"] for r in rows] == _planned(jobs)
+    assert all(r["valid"] is False for r in rows)
+    left = [r for r in rows if r["job"] >= 2]
+    assert all(r["note"].startswith("not run: every device failed (GPU 0 (GPU-aaaa): its worker process died; "
+                                    "GPU 1 (GPU-bbbb): its worker process died)") for r in left)
+    assert all(r.get("gpu_index") is None for r in left)
+
+
+def test_a_worker_may_return_plain_rows():
+    rows, _reports = run_jobs([fakes.FakeJob(0)], GPUS[:1], fakes.plain_worker, skeleton=fakes.skeleton)
+    assert [r["plan_row"] for r in rows] == [0, 1, 2] and all(r["gpu_index"] == 0 for r in rows)
+
+
+def test_the_real_worker_on_two_cpu_devices_matches_one_process(monkeypatch):
+    """bench.job_worker through spawned processes (pinned to "no GPU": the CPU path of the driver) gives the rows
+    the in-process run gives, in the same order, each naming the device it ran on."""
+    from suite.driver import bench, plan
+
+    opts = bench.Options(problems=("vector",), variants=("triton:tile loop",), sizes={"vector": (4097, 8195)})
+    jobs = list(plan.build(opts, on_gpu=False).jobs)
+    assert len(jobs) == 2
+    cpus = [Device(None, None, "cpu"), Device(None, "second", "cpu")]
+    rows, reports = run_jobs(jobs, cpus, bench.job_worker, (opts, False), skeleton=bench.skeleton,
+                             cost=lambda j: j.cost, setup=bench.worker_setup)
+    reference = bench.run(opts, on_gpu=False, progress=False)
+    strip = ("gpu_index", "gpu_uuid")
+    assert [{k: v for k, v in r.items() if k not in strip} for r in rows] == \
+        [{k: v for k, v in r.items() if k not in strip} for r in reference]
+    assert all(r["valid"] for r in rows) and {r["gpu_uuid"] for r in rows} <= {None, "second"}
+    assert all(rep.failed is None for rep in reports) and sum(len(rep.jobs) for rep in reports) == 2
+    assert all("validate" in rep.phases for rep in reports if rep.jobs)
+
+
+@pytest.mark.parametrize("text, picked", [("all", [0, 1, 2]), ("0,2", [0, 2]), (" 1 ", [1]), ("ALL", [0, 1, 2])])
+def test_parse_gpus(text, picked):
+    available = [Device(i, f"GPU-{i}", "NVIDIA H200", f"GPU-{i}") for i in range(3)]
+    assert [d.index for d in parse_gpus(text, available)] == picked
+
+
+@pytest.mark.parametrize("text, available, rule", [
+    ("all", [], "no CUDA GPU here"),
+    ("3", [Device(0, name="H200")], "no GPU 3 here (this machine has 1: 0)"),
+    ("0,0", [Device(0, name="H200")], "a GPU is named twice"),
+    ("0;1", [Device(0, name="H200")], "give 'all' or GPU indices separated by commas"),
+    ("-1", [Device(0, name="H200")], "give 'all' or GPU indices"),
+    ("all", [Device(0, name="NVIDIA H200"), Device(1, name="NVIDIA H100")], "different models"),
+])
+def test_parse_gpus_names_the_rule(text, available, rule):
+    with pytest.raises(ValueError, match=rule.replace("(", r"\(").replace(")", r"\)")):
+        parse_gpus(text, available)
+
+
+def test_device_pins_the_worker():
+    assert Device(1, "GPU-bbbb", "H200", "GPU-bbbb").env() == {"CUDA_VISIBLE_DEVICES": "GPU-bbbb"}
+    assert Device(2, None, "H200").env() == {"CUDA_VISIBLE_DEVICES": "2"}
+    assert Device(None).env() == {"CUDA_VISIBLE_DEVICES": ""}  # the CPU worker sees no GPU
+    assert os.environ.get("CUDA_VISIBLE_DEVICES") != "GPU-bbbb"  # pinning happens in the worker, not here
