@@ -1,0 +1,344 @@
+"""python -m suite.merge DIR... --out DIR: combine shard results into one results directory.
+
+Each DIR is a results directory of suite.run (its results.json): a shard (``--shard I/N``, a Slurm job array task),
+a whole run, or an earlier merge. The output is what suite.run writes (table.md, results.csv, results.json, plots,
+through suite.driver.report.write), rows in plan order, with metadata saying which parts it was merged from.
+
+It refuses, with exit 2 and one line naming the rule:
+- results of different plans (the plan's id: another selection, sizes, seed, timer or --quick);
+- results of different GPU models (``--by gpu`` puts them side by side instead);
+- results of different software (Python, torch, Triton, cuda-core / cuda-bindings, NVRTC, the driver, the CUDA
+  runtime, or the suite's own source);
+- overlapping shards (two parts that both ran a job of the plan);
+- missing shards (jobs of the plan that no part ran), unless ``--allow-partial``: then each missing (problem, dtype,
+  shape) gets a row that marks the hole, and the metadata lists what is missing.
+
+``--by gpu``: the parts are grouped by GPU model, each group merged as above into OUT/<gpu>/, and OUT/table.md puts
+the models side by side (throughput, % of ceiling, and each model's throughput relative to the first), for
+comparing GPU generations; all groups must be of one plan.
+
+Exit status: 0, or 1 when a merged row failed (as suite.run), 2 on a refusal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import io
+import json
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+SOFTWARE = ("python", "torch", "triton", "cuda_core", "cuda_bindings", "cuda_python", "nvrtc", "driver", "cuda_runtime",
+            "suite_source")
+WIDTH = 160
+
+
+class MergeError(ValueError):
+    """A refusal: one line naming the rule."""
+
+
+@dataclass
+class Part:
+    dir: Path
+    meta: dict
+    rows: list[dict]
+
+    @property
+    def plan(self) -> dict:
+        return self.meta["plan"]
+
+    @property
+    def jobs(self) -> list[int]:
+        return list(self.meta["shard"]["jobs"])
+
+    @property
+    def shard(self) -> str:
+        shard = self.meta["shard"]
+        if shard.get("index") is not None:
+            return f"{shard['index']}/{shard['count']}"
+        return "merged " + ", ".join(shard.get("parts") or [])
+
+    @property
+    def gpu(self) -> str:
+        return self.meta.get("gpu") or "cpu"
+
+
+def load(path: str | Path) -> Part:
+    """One results directory (or its results.json). MergeError, one line naming it, when it is not one that
+    records its plan and shard."""
+    path = Path(path)
+    file = path / "results.json" if path.is_dir() else path
+    where = path if path.is_dir() else path.parent
+    try:
+        data = json.loads(file.read_text())
+    except FileNotFoundError:
+        raise MergeError(f"{path}: no results.json there") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise MergeError(f"{file}: cannot read it ({e})") from None
+    except ValueError:
+        raise MergeError(f"{file}: not JSON") from None
+    if not isinstance(data, dict) or not isinstance(data.get("meta"), dict) or not isinstance(data.get("rows"), list):
+        raise MergeError(f"{file}: not a pipesuite results.json (no meta and rows)")
+    meta = data["meta"]
+    plan, shard = meta.get("plan"), meta.get("shard")
+    rows = [r for r in data["rows"] if not (isinstance(r, dict) and r.get("placeholder"))]  # an earlier hole
+    if not isinstance(plan, dict) or "id" not in plan or not isinstance(shard, dict) or "jobs" not in shard:
+        raise MergeError(f"{file}: its metadata records no plan and shard (written before suite.merge existed?)")
+    return Part(where, meta, rows)
+
+
+def _describe(part: Part, job: int) -> str:
+    names = part.plan.get("job_list") or []
+    return names[job] if job < len(names) else f"job {job}"
+
+
+def same_plan(parts: list[Part]) -> None:
+    """Refuse (MergeError) parts of different plans."""
+    if not parts:
+        raise MergeError("no results to merge")
+    first = parts[0]
+    for part in parts[1:]:
+        if part.plan["id"] != first.plan["id"]:
+            raise MergeError(f"mixed plans: {first.dir} ran plan {first.plan['id']}, {part.dir} plan "
+                             f"{part.plan['id']} (another selection, sizes, seed, timer or --quick)")
+
+
+def check(parts: list[Part], *, same_gpu: bool = True) -> None:
+    """Refuse (MergeError) parts that cannot be one run: different plans, GPU models (``same_gpu``) or software,
+    or two parts that ran the same job."""
+    same_plan(parts)
+    first = parts[0]
+    if same_gpu:
+        for part in parts[1:]:
+            if part.gpu != first.gpu:
+                raise MergeError(f"mixed GPU models: {first.dir} ran on {first.gpu}, {part.dir} on {part.gpu} "
+                                 "(--by gpu puts them side by side)")
+    for part in parts[1:]:
+        for key in SOFTWARE:
+            if part.meta.get(key) != first.meta.get(key):
+                raise MergeError(f"mixed software versions: {key} {first.meta.get(key)} in {first.dir}, "
+                                 f"{part.meta.get(key)} in {part.dir}")
+    owner: dict[int, Part] = {}
+    for part in parts:
+        for job in part.jobs:
+            if job in owner:
+                other = owner[job]
+                raise MergeError(f"overlapping shards: {other.dir} (shard {other.shard}) and {part.dir} (shard "
+                                 f"{part.shard}) both ran {_describe(part, job)}")
+            owner[job] = part
+
+
+def missing_jobs(parts: list[Part]) -> list[int]:
+    covered = {job for part in parts for job in part.jobs}
+    return [job for job in range(int(parts[0].plan["jobs"])) if job not in covered]
+
+
+def _missing_shards(parts: list[Part]) -> str:
+    """'2/3' when every part is a plain shard of one count; '' otherwise."""
+    shards = [p.meta["shard"] for p in parts]
+    counts = {s.get("count") for s in shards}
+    if len(counts) != 1 or None in counts or any(s.get("index") is None for s in shards):
+        return ""
+    count = counts.pop()
+    have = {s["index"] for s in shards}
+    return ", ".join(f"{i}/{count}" for i in range(1, count + 1) if i not in have)
+
+
+def _placeholder(part: Part, job: int, shards: str) -> dict:
+    """The row that marks a job no part ran (--allow-partial)."""
+    from suite.driver.plan import parse_description
+    from suite.problems import PROBLEMS
+
+    described = parse_description(_describe(part, job))
+    problem = PROBLEMS.get(described["problem"])
+    where = f"shard {shards}" if shards else "a shard"
+    return {"problem": described["problem"], "shape": described["shape"], "dtype": described["dtype"],
+            "backend": "missing", "variant": f"{described['rows']} rows", "group": "", "stages": None,
+            "baseline": False, "ceiling": False, "median_ms": None, "iqr_ms": None, "spread": None, "samples": 0,
+            "throughput": None, "unit": problem.unit if problem else "", "ratio_to_ceiling": None, "valid": None,
+            "max_abs_error": None, "rel_error": None, "measured": False, "throttled": None,
+            "note": f"not merged: {where} with this shape's {described['rows']} rows is missing (--allow-partial)",
+            "job": job, "plan_row": None, "gpu_index": None, "gpu_uuid": None, "placeholder": True}
+
+
+def combine(parts: list[Part], *, allow_partial: bool = False, same_gpu: bool = True) -> tuple[list[dict], dict]:
+    """The merged rows (plan order) and metadata of ``parts``; MergeError on a refusal."""
+    check(parts, same_gpu=same_gpu)
+    missing = missing_jobs(parts)
+    shards = _missing_shards(parts)
+    if missing and not allow_partial:
+        listed = "; ".join(_describe(parts[0], j) for j in missing[:3]) + (
+            f"; and {len(missing) - 3} more" if len(missing) > 3 else "")
+        raise MergeError(f"missing shards: {shards or 'some'} ({len(missing)} of {parts[0].plan['jobs']} jobs: "
+                         f"{listed}); merge them too, or pass --allow-partial")
+    rows = [r for part in parts for r in part.rows] + [_placeholder(parts[0], j, shards) for j in missing]
+    rows.sort(key=lambda r: (r.get("job", 0), -1 if r.get("plan_row") is None else r["plan_row"]))
+    first = parts[0].meta
+    meta = {k: v for k, v in first.items() if k not in ("gpu_state_before", "gpu_state_after", "phase_seconds",
+                                                        "command", "shard", "gpus", "merge")}
+    meta["host"] = ", ".join(dict.fromkeys(str(p.meta.get("host")) for p in parts))
+    meta["shard"] = {"index": None, "count": None, "jobs": sorted(j for p in parts for j in p.jobs),
+                     "parts": [p.shard for p in parts]}
+    phases: dict[str, float] = {}
+    for part in parts:
+        for name, seconds in (part.meta.get("phase_seconds") or {}).items():
+            phases[name] = round(phases.get(name, 0.0) + seconds, 2)
+    meta["phase_seconds"] = phases  # summed over the parts (machine time, not wall time)
+    meta["gpus"] = [dict(g, host=p.meta.get("host")) for p in parts for g in (p.meta.get("gpus") or [])]
+    meta["merge"] = {"parts": [{"dir": str(p.dir), "shard": p.shard, "host": p.meta.get("host"),
+                                "date": p.meta.get("date"), "phase_seconds": p.meta.get("phase_seconds")}
+                               for p in parts],
+                     "partial": bool(missing),
+                     "missing": [f"{_describe(parts[0], j)}" + (f" (shard {shards})" if shards else "")
+                                 for j in missing]}
+    return rows, meta
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# --by gpu
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _key(r: dict) -> tuple:
+    return (r["problem"], r.get("dtype"), r["shape"], r.get("group") or "", r["backend"], r["variant"], r["stages"])
+
+
+def side_by_side(runs: dict[str, list[dict]]) -> str:
+    """One block per (problem, dtype, shape, table): each (variant, stages) on a line, each GPU model's throughput and
+    % of its own ceiling side by side, and every model after the first relative to the first."""
+    from tabulate import tabulate
+
+    from suite.driver.report import _pct, _perf
+
+    names = list(runs)
+    by_gpu = {name: {_key(r): r for r in rows} for name, rows in runs.items()}
+    keys = list(dict.fromkeys(_key(r) for rows in runs.values() for r in rows))
+    blocks: dict[tuple, list[tuple]] = {}
+    for key in keys:
+        blocks.setdefault(key[:4], []).append(key)
+    out = []
+    for (problem, dtype, shape, group), members in blocks.items():
+        first = next(by_gpu[n][k] for k in members for n in names if k in by_gpu[n])
+        unit = first.get("unit", "")
+        headers = ["variant", "stages"]
+        for i, name in enumerate(names):
+            headers += [f"{name} {unit}", f"{name} %"] + ([f"{name} / {names[0]}"] if i else [])
+        body = []
+        for key in members:
+            line = [f"{key[4]}:{key[5]}", "-" if key[6] is None else str(key[6])]
+            base = by_gpu[names[0]].get(key)
+            for i, name in enumerate(names):
+                r = by_gpu[name].get(key)
+                line += ["-", "-"] if r is None else [_perf(r), _pct(r)]
+                if i:
+                    both = r is not None and base is not None and r.get("measured") and base.get("measured")
+                    line.append(f"{r['throughput'] / base['throughput']:.2f}x" if both and base["throughput"] else "-")
+            body.append(line)
+        title = f"### {problem} {shape} ({dtype})" + (f", {group}" if group else "") + f": {unit} by GPU"
+        out.append(title + "\n\n" + tabulate(body, headers=headers, tablefmt="github", disable_numparse=True))
+    return "\n\n".join(out)
+
+
+def write_by_gpu(groups: dict[str, tuple[list[dict], dict]], out: Path, command: str) -> list[Path]:
+    """OUT/<gpu>/ (each model's merged results, as suite.run writes them) and OUT/table.md, results.csv and
+    results.json with the models side by side (every row with its ``gpu``)."""
+    from suite.driver import report
+
+    out.mkdir(parents=True, exist_ok=True)
+    written = []
+    for name, (rows, meta) in groups.items():
+        written += report.write(rows, meta, out / report.slug(name))
+    runs = {name: rows for name, (rows, _) in groups.items()}
+    meta = {"by": "gpu", "gpus": list(groups), "plan": next(iter(groups.values()))[1]["plan"], "command": command,
+            "runs": {name: str(out / report.slug(name)) for name in groups}}
+    md = ("# pipesuite results by GPU\n\n" + "\n".join(f"- {k}: {report._text(v)}" for k, v in meta.items())
+          + "\n\n" + side_by_side(runs) + "\n")
+    rows = [dict(r, gpu=name) for name, rs in runs.items() for r in rs]
+    buf = io.StringIO()
+    fields = ("gpu",) + report.CSV_FIELDS
+    writer = csv.DictWriter(buf, fieldnames=fields, extrasaction="ignore")
+    writer.writeheader()
+    for r in rows:
+        writer.writerow({k: r.get(k) for k in fields})
+    for name, text in (("table.md", md), ("results.csv", buf.getvalue()),
+                       ("results.json", json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))):
+        report._atomic_write(out / name, text)
+        written.append(out / name)
+    return written
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The command
+# ---------------------------------------------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # one line, exit 2
+        self.exit(2, f"error: {message} (see python -m suite.merge --help)\n")
+
+
+def parse_args(argv=None) -> argparse.Namespace:
+    p = _Parser(prog="python -m suite.merge", description=__doc__.split("\n\n")[0],
+                epilog="Example: python -m suite.merge results/shard-*/ --out results/merged",
+                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="results directories (or their results.json)")
+    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="where to write the merged results")
+    p.add_argument("--allow-partial", action="store_true",
+                   help="merge even when shards are missing: each missing shape gets a row that marks the hole")
+    p.add_argument("--by", choices=("gpu",), help="gpu: runs of different GPU models side by side in one table")
+    return p.parse_args(argv)
+
+
+def main(argv=None) -> int:
+    args = parse_args(argv)
+    from suite.run import check_out
+
+    if why := check_out(args.out):
+        print(f"error: --out: {why}", file=sys.stderr)
+        return 2
+    command = "python -m suite.merge " + " ".join(argv if argv is not None else sys.argv[1:])
+    try:
+        parts = [load(d) for d in args.dirs]
+        out = args.out.resolve()
+        inside = next((p.dir for p in parts if p.dir.resolve() == out), None)
+        if inside is not None:
+            raise MergeError(f"--out {args.out} is one of the results being merged")
+        if args.by == "gpu":
+            same_plan(parts)  # one plan across the models; each model's parts merged (and checked) on their own
+            groups = {}
+            for name in dict.fromkeys(p.gpu for p in parts):
+                rows, meta = combine([p for p in parts if p.gpu == name], allow_partial=args.allow_partial)
+                meta["command"] = command
+                groups[name] = (rows, meta)
+        else:
+            rows, meta = combine(parts, allow_partial=args.allow_partial)
+            meta["command"] = command
+    except MergeError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+
+    from suite.driver import report
+
+    if args.by == "gpu":
+        written = write_by_gpu(groups, args.out, command)
+        print(side_by_side({name: rows for name, (rows, _) in groups.items()}))
+        all_rows = [r for rows, _ in groups.values() for r in rows]
+    else:
+        written = report.write(rows, meta, args.out)
+        print(report.terminal_table(rows, WIDTH))
+        all_rows = rows
+        if meta["merge"]["partial"]:
+            print(f"\npartial: {len(meta['merge']['missing'])} shape(s) missing, marked in the table: "
+                  + "; ".join(meta["merge"]["missing"][:3]), file=sys.stderr)
+    print(f"\nmerged {len(parts)} result(s) into {args.out}/: {', '.join(sorted({p.name for p in written}))}")
+    failed = [r for r in all_rows if r.get("valid") is False]
+    if failed:
+        print(f"\n{len(failed)} row(s) FAILED (validation, or a GPU that failed)", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

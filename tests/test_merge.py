@@ -1,0 +1,213 @@
+"""python -m suite.merge: shards combine into the full run's results; overlapping, missing, mixed-GPU, mixed-software
+and mixed-plan inputs are refused in one line with exit 2; --allow-partial marks the hole; --by gpu puts GPU models
+side by side. Shards here are synthetic (the real default plan, rows with made-up times) except in the end-to-end
+test, which merges real CPU shard runs of the CLI."""
+
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from suite import merge
+from suite.driver import bench, report
+from suite.driver import plan as planning
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SOFTWARE = {"python": "3.12.3", "torch": "2.11.0", "triton": "3.6.0", "cuda_core": "1.2.0", "nvrtc": "13.0",
+            "driver": "580.65", "cuda_runtime": "12.8", "suite_source": "0123456789abcdef"}
+
+
+@pytest.fixture(scope="module")
+def gemm_plan():
+    return planning.build(bench.Options(problems=("gemm",), dtypes=("fp16", "bf16"), shape_sets=("square",)),
+                          on_gpu=True)
+
+
+def _rows(plan, jobs, gpu="NVIDIA H200", measured=False, speed=1.0):
+    rows = []
+    for job in jobs:
+        for spec, row in zip(job.rows, bench.skeleton(job)):
+            row.update(valid=True if spec.runs else None, gpu_index=0, gpu_uuid=f"GPU-{gpu}")
+            if measured and spec.runs and job.dtype == "fp16":  # one dtype: the plots are per shape
+                median = (1.0 + 0.01 * row["plan_row"]) / speed
+                row.update(measured=True, median_ms=median, iqr_ms=0.001, spread=0.001, samples=50,
+                           throughput=100.0 / median, ratio_to_ceiling=0.9)
+            rows.append(row)
+    return rows
+
+
+def _part(path, plan, index=1, count=1, gpu="NVIDIA H200", measured=False, speed=1.0, **meta_changes):
+    jobs = plan.shard(index, count)
+    meta = {"date": "2026-11-30T12:00:00+00:00", "host": f"node{index}", **SOFTWARE, "gpu": gpu,
+            "plan": plan.meta(), "shard": {"index": index, "count": count, "jobs": [j.index for j in jobs]},
+            "phase_seconds": {"validate": 1.0, "time": 2.0, "total": 4.0},
+            "gpus": [{"index": 0, "uuid": f"GPU-{gpu}", "name": gpu}], **meta_changes}
+    report.write(_rows(plan, jobs, gpu, measured, speed), meta, path)
+    return path
+
+
+def _merge(*argv):
+    """suite.merge in this process: (exit status, stdout, stderr)."""
+    import contextlib
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    with contextlib.redirect_stdout(out), contextlib.redirect_stderr(err):
+        code = merge.main([str(a) for a in argv])
+    return code, out.getvalue(), err.getvalue()
+
+
+def _body(path):
+    text = (path / "table.md").read_text()
+    return text[text.index("###"):]
+
+
+def test_three_shards_rebuild_the_full_run(gemm_plan, tmp_path):
+    full = _part(tmp_path / "full", gemm_plan, measured=True)
+    shards = [_part(tmp_path / f"s{i}", gemm_plan, i, 3, measured=True) for i in (3, 1, 2)]  # any order
+    code, out, err = _merge(*shards, "--out", tmp_path / "merged")
+    assert code == 0, err
+    merged = json.loads((tmp_path / "merged" / "results.json").read_text())
+    expected = json.loads((full / "results.json").read_text())
+    assert merged["rows"] == expected["rows"]  # every row, once, in plan order
+    assert _body(tmp_path / "merged") == _body(full)  # the same tables
+    assert (tmp_path / "merged" / "results.csv").read_text() == (full / "results.csv").read_text()
+    assert (tmp_path / "merged" / "gemm.png").read_bytes()[:4] == b"\x89PNG"
+    meta = merged["meta"]
+    assert meta["plan"]["id"] == gemm_plan.id and meta["shard"]["jobs"] == list(range(len(gemm_plan.jobs)))
+    assert meta["shard"]["parts"] == ["3/3", "1/3", "2/3"] and meta["merge"]["partial"] is False
+    assert meta["phase_seconds"]["time"] == 6.0 and meta["host"] == "node3, node1, node2"
+    assert [p["shard"] for p in meta["merge"]["parts"]] == ["3/3", "1/3", "2/3"]
+    assert "merged 3 result(s)" in out
+
+
+def test_a_partial_merge_completes_with_the_missing_shard(gemm_plan, tmp_path):
+    """Shards 1 and 2 merged with --allow-partial, then that merge with shard 3: the full run, the hole filled."""
+    one, two, three = (_part(tmp_path / f"s{i}", gemm_plan, i, 3) for i in (1, 2, 3))
+    assert _merge(one, two, "--allow-partial", "--out", tmp_path / "m12")[0] == 0
+    code, _, err = _merge(tmp_path / "m12", three, "--out", tmp_path / "all")
+    assert code == 0, err
+    assert _merge(one, two, three, "--out", tmp_path / "direct")[0] == 0
+    rows = json.loads((tmp_path / "all" / "results.json").read_text())["rows"]
+    assert rows == json.loads((tmp_path / "direct" / "results.json").read_text())["rows"]
+    assert not any(r["backend"] == "missing" for r in rows)
+
+
+@pytest.mark.parametrize("case, says", [
+    ("overlap", "overlapping shards: "),
+    ("overlap other count", "overlapping shards: "),
+    ("missing", "missing shards: 2/3 ("),
+    ("gpu", "mixed GPU models: "),
+    ("software", "mixed software versions: torch 2.11.0 in "),
+    ("source", "mixed software versions: suite_source "),
+    ("plan", "mixed plans: "),
+])
+def test_refusals_are_one_line_and_exit_2(gemm_plan, tmp_path, case, says):
+    one, two, three = (_part(tmp_path / f"s{i}", gemm_plan, i, 3) for i in (1, 2, 3))
+    other = planning.build(bench.Options(problems=("gemm",), dtypes=("fp16", "bf16"), shape_sets=("square",), seed=7),
+                           on_gpu=True)
+    parts = {
+        "overlap": [one, two, three, _part(tmp_path / "again", gemm_plan, 2, 3)],
+        "overlap other count": [one, two, three, _part(tmp_path / "half", gemm_plan, 1, 2)],
+        "missing": [one, three],
+        "gpu": [one, two, _part(tmp_path / "h100", gemm_plan, 3, 3, gpu="NVIDIA H100 80GB HBM3")],
+        "software": [one, two, _part(tmp_path / "sw", gemm_plan, 3, 3, torch="2.10.0")],
+        "source": [one, two, _part(tmp_path / "src", gemm_plan, 3, 3, suite_source="fedcba9876543210")],
+        "plan": [one, two, _part(tmp_path / "seed7", other, 3, 3)],
+    }[case]
+    code, out, err = _merge(*parts, "--out", tmp_path / "merged")
+    assert code == 2 and err.startswith("error: " + says) and len(err.strip().splitlines()) == 1, err
+    assert out == "" and not (tmp_path / "merged").exists()
+
+
+def test_allow_partial_marks_the_hole(gemm_plan, tmp_path):
+    one, three = _part(tmp_path / "s1", gemm_plan, 1, 3), _part(tmp_path / "s3", gemm_plan, 3, 3)
+    code, _, err = _merge(one, three, "--allow-partial", "--out", tmp_path / "partial")
+    assert code == 0 and "partial:" in err
+    data = json.loads((tmp_path / "partial" / "results.json").read_text())
+    hole = gemm_plan.shard(2, 3)
+    marks = [r for r in data["rows"] if r["backend"] == "missing"]
+    assert [r["job"] for r in marks] == [j.index for j in hole]
+    assert all("not merged: shard 2/3" in r["note"] for r in marks)
+    assert {(r["problem"], r["dtype"], r["shape"]) for r in marks} == {(j.problem, j.dtype_label, j.shape)
+                                                                       for j in hole}
+    assert data["meta"]["merge"]["partial"] is True and len(data["meta"]["merge"]["missing"]) == len(hole)
+    assert [r["job"] for r in data["rows"]] == sorted(r["job"] for r in data["rows"])  # the hole in its place
+    assert "missing:" in (tmp_path / "partial" / "table.md").read_text()
+
+
+def test_by_gpu_puts_models_side_by_side(gemm_plan, tmp_path):
+    h200 = [_part(tmp_path / f"h200-{i}", gemm_plan, i, 2, measured=True) for i in (1, 2)]
+    h100 = _part(tmp_path / "h100", gemm_plan, gpu="NVIDIA H100", measured=True, speed=0.5, torch="2.10.0")
+    code, _out, err = _merge(*h200, h100, "--by", "gpu", "--out", tmp_path / "by")
+    assert code == 0, err
+    table = (tmp_path / "by" / "table.md").read_text()
+    assert "NVIDIA H200 TFLOP/s" in table and "NVIDIA H100 TFLOP/s" in table
+    assert "NVIDIA H100 / NVIDIA H200" in table and "| 0.50x" in table
+    for name in ("NVIDIA-H200", "NVIDIA-H100"):  # each model's own merged results, plots included
+        assert (tmp_path / "by" / name / "results.json").exists() and (tmp_path / "by" / name / "gemm.png").exists()
+    rows = json.loads((tmp_path / "by" / "results.json").read_text())["rows"]
+    assert {r["gpu"] for r in rows} == {"NVIDIA H200", "NVIDIA H100"} and len(rows) == 2 * gemm_plan.row_count
+    assert (tmp_path / "by" / "results.csv").read_text().startswith("gpu,problem,shape")
+
+
+def test_by_gpu_still_refuses_mixed_plans_and_missing_shards(gemm_plan, tmp_path):
+    other = planning.build(bench.Options(problems=("gemm",), dtypes=("fp16",)), on_gpu=True)
+    code, _, err = _merge(_part(tmp_path / "a", gemm_plan), _part(tmp_path / "b", other, gpu="NVIDIA H100"),
+                          "--by", "gpu", "--out", tmp_path / "by")
+    assert code == 2 and "mixed plans" in err
+    code, _, err = _merge(_part(tmp_path / "c", gemm_plan, 1, 2), _part(tmp_path / "d", gemm_plan, gpu="NVIDIA H100"),
+                          "--by", "gpu", "--out", tmp_path / "by2")
+    assert code == 2 and "missing shards: 2/2" in err
+
+
+@pytest.mark.parametrize("make, says", [
+    (lambda d: d.mkdir(), "no results.json there"),
+    (lambda d: (d.mkdir(), (d / "results.json").write_text("{")), "not JSON"),
+    (lambda d: (d.mkdir(), (d / "results.json").write_text('{"meta": {}, "rows": []}')), "records no plan and shard"),
+])
+def test_inputs_that_are_not_shard_results_are_refused(tmp_path, make, says):
+    make(tmp_path / "x")
+    code, _, err = _merge(tmp_path / "x", "--out", tmp_path / "merged")
+    assert code == 2 and says in err and len(err.strip().splitlines()) == 1
+
+
+def test_out_must_not_be_an_input(gemm_plan, tmp_path):
+    part = _part(tmp_path / "s", gemm_plan)
+    code, _, err = _merge(part, "--out", part)
+    assert code == 2 and "is one of the results being merged" in err
+
+
+def test_cli_merges_real_cpu_shards_into_the_unsharded_run(tmp_path):
+    """End to end, as a Slurm array would: the CLI on two shards, the second as task 2 of --array=1-2 (its shard from
+    the Slurm variables), then python -m suite.merge: the merged rows and tables are the unsharded run's."""
+    argv = [sys.executable, "-m", "suite.run", "--problem", "vector", "--variant", "triton:tile loop", "--size",
+            "4097", "8195", "12289", "--no-progress", "--out"]
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    slurm = {"SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_COUNT": "2", "SLURM_ARRAY_TASK_MIN": "1",
+             "SLURM_ARRAY_TASK_MAX": "2"}
+    runs = [subprocess.Popen(argv + [str(tmp_path / "s1"), "--shard", "1/2"], env=env, cwd=ROOT),
+            subprocess.Popen(argv + [str(tmp_path / "s2")], env={**env, **slurm}, cwd=ROOT),
+            subprocess.Popen(argv + [str(tmp_path / "full")], env=env, cwd=ROOT)]
+    assert [p.wait(timeout=300) for p in runs] == [0, 0, 0]
+    proc = subprocess.run([sys.executable, "-m", "suite.merge", str(tmp_path / "s2"), str(tmp_path / "s1"), "--out",
+                           str(tmp_path / "merged")], capture_output=True, text=True, cwd=ROOT, timeout=120,
+                          check=False)
+    assert proc.returncode == 0, proc.stderr
+    s1, s2, merged, full = (json.loads((tmp_path / d / "results.json").read_text())
+                            for d in ("s1", "s2", "merged", "full"))
+    plan = planning.build(bench.Options(problems=("vector",), variants=("triton:tile loop",),
+                                        sizes={"vector": (4097, 8195, 12289)}), on_gpu=False)
+    for shard, index in ((s1, 1), (s2, 2)):  # the Slurm task ran what --shard 2/2 names
+        assert shard["meta"]["shard"] == {"index": index, "count": 2, "jobs": [j.index for j in plan.shard(index, 2)]}
+        assert shard["meta"]["plan"]["id"] == plan.id == full["meta"]["plan"]["id"]
+        assert {r["job"] for r in shard["rows"]} == set(shard["meta"]["shard"]["jobs"])
+    assert merged["rows"] == full["rows"]
+    assert _body(tmp_path / "merged") == _body(tmp_path / "full")
+    assert sorted(merged["meta"]["shard"]["parts"]) == ["1/2", "2/2"]
+    phases = s2["meta"]["phase_seconds"]  # where the time went, and the timer's rule and power regime
+    assert {"startup", "meta", "plan", "compile", "validate", "reports", "total"} <= set(phases)
+    assert phases["total"] >= phases["validate"] > 0
+    assert s2["meta"]["timer"]["name"] == "adaptive" and "power cap" in s2["meta"]["timer"]["power_regime"]
