@@ -1,4 +1,5 @@
 import os
+import tempfile
 
 import pytest
 import torch
@@ -11,6 +12,24 @@ if os.environ.get("TRITON_INTERPRET") == "1":
     from suite.triton import interpreter_compat
 
     interpreter_compat.install()  # older interpreters under NumPy >= 2.5 (see that module)
+
+
+GPU_LOCK = os.path.join(tempfile.gettempdir(), f"pipesuite-gpu-tests-{getattr(os, 'getuid', lambda: 0)()}.lock")
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_protocol(item, nextitem):
+    """Tests marked gpu take the GPU as a whole (timing, ncu's clock control, compute-sanitizer, tens of GB): under
+    pytest-xdist (-n auto) they take turns, each holding GPU_LOCK from its setup to its teardown, so no two of them
+    time, profile or fill memory side by side on one GPU; every other test runs in parallel. A lock file rather than
+    an xdist_group: --dist loadgroup stopped grouping with pytest 9.2 (pytest-xdist issue #1386), silently."""
+    if not (HAS_GPU and "gpu" in item.keywords):
+        yield
+        return
+    from filelock import FileLock
+
+    with FileLock(GPU_LOCK):
+        yield
 
 
 def pytest_collection_modifyitems(config, items):
