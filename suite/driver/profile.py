@@ -310,7 +310,7 @@ def _item(row: dict, stages_swept: bool) -> str:
 
 
 def profile_group(ncu: str, problem: str, shape: str, rows: list[dict], seed: int = 0,
-                  timeout_s: float | None = None) -> None:
+                  timeout_s: float | None = None, dtype: str = "") -> None:
     """Profile ``rows`` (all of one problem and shape) in one worker process under ncu and set each row's
     ``profile``: the profile object, or {"error": why} for a row whose kernel ncu did not profile. Raises
     Unavailable when ncu cannot profile at all (no permission, a metric ncu does not know, ...)."""
@@ -320,8 +320,11 @@ def profile_group(ncu: str, problem: str, shape: str, rows: list[dict], seed: in
     items = [_item(r, swept.get(f"{r['backend']}:{r['variant']}", True)) for r in rows]
     with tempfile.TemporaryDirectory(prefix="pipesuite-profile-") as tmp:
         manifest_path = Path(tmp) / "manifest.json"
-        cmd = ncu_command(ncu, ["--seed", str(10_000 + seed), "--manifest", str(manifest_path), problem, shape,
-                                *items])
+        from suite.problems import PROBLEMS
+
+        name = next((d.name for d in PROBLEMS[problem].dtypes.values() if d.label == dtype), "")
+        cmd = ncu_command(ncu, ["--seed", str(10_000 + seed), "--manifest", str(manifest_path)]
+                          + (["--dtype", name] if name else []) + [problem, shape, *items])
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parents[2])  # the repository root, so the worker imports this suite
         env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
@@ -404,16 +407,16 @@ def add_profiles(rows: list[dict], on_gpu: bool, seed: int = 0, progress: bool =
     if not timed:
         raise Unavailable("no row was timed, so nothing is profiled")
     ncu = find_ncu()
-    groups: dict[tuple[str, str], list[dict]] = {}
-    for r in timed:
-        groups.setdefault((r["problem"], r["shape"]), []).append(r)
-    for n, ((problem, shape), group) in enumerate(groups.items()):
+    groups: dict[tuple[str, str, str], list[dict]] = {}
+    for r in timed:  # one worker per (problem, shape, dtype): the rows of one group share their inputs
+        groups.setdefault((r["problem"], r["shape"], r.get("dtype") or ""), []).append(r)
+    for n, ((problem, shape, dtype), group) in enumerate(groups.items()):
         t0 = time.time()
         if progress:
             print(f"profiling {problem} {shape}: {len(group)} launches under ncu ...", end="", file=sys.stderr,
                   flush=True)
         try:
-            profile_group(ncu, problem, shape, group, seed, timeout_s=group_timeout())
+            profile_group(ncu, problem, shape, group, seed, timeout_s=group_timeout(), dtype=dtype)
         except Unavailable as e:
             if progress:
                 print(" failed", file=sys.stderr)

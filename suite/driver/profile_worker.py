@@ -47,6 +47,7 @@ def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m suite.driver.profile_worker", description=__doc__.split("\n\n")[0])
     p.add_argument("--seed", type=int, default=10_000)
     p.add_argument("--manifest", type=Path, help="where to write what was launched (JSON), row by row")
+    p.add_argument("--dtype", help="the problem's dtype (suite.problems.DType name; default: the problem's first)")
     p.add_argument("problem")
     p.add_argument("size")
     p.add_argument("rows", nargs="+", metavar="ROW")
@@ -74,7 +75,7 @@ def main(argv=None) -> int:
     if not torch.cuda.is_available():
         print("profile_worker: needs a CUDA GPU", file=sys.stderr)
         return 2
-    inputs = problem.make_inputs(size, args.seed, torch.device("cuda"))
+    inputs = problem.make_inputs(size, args.seed, torch.device("cuda"), args.dtype)
     manifest = []
     for i, (label, stages) in enumerate(rows):
         variant = known[label]
