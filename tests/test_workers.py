@@ -85,6 +85,13 @@ def test_a_worker_may_return_plain_rows():
     assert [r["plan_row"] for r in rows] == [0, 1, 2] and all(r["gpu_index"] == 0 for r in rows)
 
 
+def test_a_worker_is_pinned_before_its_setup_imports_anything():
+    """The setup is named, not pickled: it runs once the process is pinned, and nothing imported torch before."""
+    rows, _ = run_jobs([fakes.FakeJob(0)], GPUS[1:], fakes.setup_worker, skeleton=fakes.skeleton,
+                       setup="workers_fakes:setup", setup_args=("hello",))
+    assert all(r["tag"] == "hello" and r["visible"] == "GPU-bbbb" and r["torch_loaded"] is False for r in rows)
+
+
 def test_the_real_worker_on_two_cpu_devices_matches_one_process(monkeypatch):
     """bench.job_worker through spawned processes (pinned to "no GPU": the CPU path of the driver) gives the rows
     the in-process run gives, in the same order, each naming the device it ran on."""
@@ -95,7 +102,7 @@ def test_the_real_worker_on_two_cpu_devices_matches_one_process(monkeypatch):
     assert len(jobs) == 2
     cpus = [Device(None, None, "cpu"), Device(None, "second", "cpu")]
     rows, reports = run_jobs(jobs, cpus, bench.job_worker, (opts, False), skeleton=bench.skeleton,
-                             cost=lambda j: j.cost, setup=bench.worker_setup)
+                             cost=lambda j: j.cost, setup="suite.driver.bench:worker_setup")
     reference = bench.run(opts, on_gpu=False, progress=False)
     strip = ("gpu_index", "gpu_uuid")
     assert [{k: v for k, v in r.items() if k not in strip} for r in rows] == \

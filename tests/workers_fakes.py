@@ -4,6 +4,7 @@ worker processes import it, and only it: no torch, no pytest, a worker starts in
 from __future__ import annotations
 
 import os
+import sys
 import time
 from dataclasses import dataclass
 
@@ -42,3 +43,15 @@ def worker(job: FakeJob, device, behaviour: dict) -> JobResult:
 def plain_worker(job: FakeJob, device) -> list[dict]:
     """A worker that returns a plain list of rows (no JobResult)."""
     return [dict(r, valid=True) for r in skeleton(job)]
+
+
+SETUP: dict = {}
+
+
+def setup(tag: str) -> None:
+    """A worker setup (run_jobs(setup="workers_fakes:setup")): what the process looked like when it ran."""
+    SETUP.update(tag=tag, visible=os.environ.get("CUDA_VISIBLE_DEVICES"), torch_loaded="torch" in sys.modules)
+
+
+def setup_worker(job: FakeJob, device) -> list[dict]:
+    return [dict(r, **SETUP) for r in skeleton(job)]

@@ -199,7 +199,8 @@ def sizes_for(problem: Problem, opts: Options, on_gpu: bool, dtype: str | None =
     if not on_gpu:
         return tuple((size, None) for size in problem.cpu_sizes)
     if opts.shape_sets:
-        return tuple(dict.fromkeys((size, name) for name in opts.shape_sets for size in problem.shape_sets.get(name, ())))
+        return tuple(dict.fromkeys((size, name) for name in opts.shape_sets
+                                   for size in problem.shape_sets.get(name, ())))
     return tagged(problem.quick_sizes if opts.quick else problem.default_sizes_for(dtype))
 
 

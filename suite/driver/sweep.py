@@ -79,7 +79,8 @@ def execute(opts, on_gpu: bool, *, gpus=None, shard: tuple[int, int] | None = No
         with phases("workers"):
             rows, reports = workers.run_jobs(jobs, list(gpus), bench.job_worker, (opts, on_gpu),
                                              skeleton=bench.skeleton, cost=lambda job: job.cost,
-                                             setup=bench.worker_setup, setup_args=(tuple(plugins),), on_result=arrived)
+                                             setup="suite.driver.bench:worker_setup", setup_args=(tuple(plugins),),
+                                             on_result=arrived)
         info["gpus"] = [r.meta() for r in reports]
     info["phase_seconds"] = phases.as_dict()
     return rows, info

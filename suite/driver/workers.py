@@ -21,6 +21,7 @@ imports nothing heavy (no torch): a spawned process imports it before it is pinn
 
 from __future__ import annotations
 
+import importlib
 import multiprocessing
 import os
 from collections import deque
@@ -91,15 +92,17 @@ class DeviceReport:
                 "gpu_state_after": self.gpu_state_after}
 
 
-def _init_worker(device: Device, setup: Callable | None, setup_args: tuple) -> None:
-    """The pool's initializer: pin the process to its device before anything initializes CUDA, then ``setup``."""
+def _init_worker(device: Device, setup: str | None, setup_args: tuple) -> None:
+    """The pool's initializer: pin the process to its device, then import and call ``setup`` ("package.module:name":
+    named, not pickled, so that nothing that might touch CUDA is imported before the process is pinned)."""
     os.environ.update(device.env())
     if device.index is None:
         os.environ.setdefault("TRITON_INTERPRET", "1")
     global CURRENT
     CURRENT = device
     if setup is not None:
-        setup(*setup_args)
+        module, _, name = setup.partition(":")
+        getattr(importlib.import_module(module), name)(*setup_args)
 
 
 CURRENT: Device | None = None  # in a worker process: the device it is pinned to
@@ -126,11 +129,12 @@ def unfinished(job, skeleton: Callable, done: list[dict], device: Device | None,
 
 
 def run_jobs(jobs: list, devices: list[Device], worker: Callable, args: tuple = (), *, skeleton: Callable,
-             cost: Callable = lambda job: 0.0, setup: Callable | None = None, setup_args: tuple = (),
+             cost: Callable = lambda job: 0.0, setup: str | None = None, setup_args: tuple = (),
              on_result: Callable | None = None) -> tuple[list[dict], list[DeviceReport]]:
     """Run every job on one of ``devices``: ``worker(job, device, *args)`` in that device's process returns a
-    JobResult (or a plain list of rows). ``skeleton(job)`` gives a job's rows unrun (for marking failures; each with
-    its ``plan_row``). ``on_result(job, rows)`` is called in this process as each job's rows arrive. Returns every
+    JobResult (or a plain list of rows); ``setup`` ("package.module:function") runs in each worker once it is pinned,
+    with ``setup_args``. ``skeleton(job)`` gives a job's rows unrun (for marking failures; each with its
+    ``plan_row``). ``on_result(job, rows)`` is called in this process as each job's rows arrive. Returns every
     job's rows in plan order (by job index, then as the job returned them) and one report per device."""
     if not devices:
         raise ValueError("no device to run on")
