@@ -166,6 +166,32 @@ def test_a_gpu_that_stops_answering_fails_the_rows_left_with_the_reason(monkeypa
     assert all(r["note"].startswith("not run: the GPU failed earlier") for r in rows if r["job"] == 1)
 
 
+def test_a_worker_whose_gpu_stops_answering_tells_its_parent(monkeypatch):
+    """In a --gpus worker the lost GPU is not absorbed into rows: DeviceFailed goes to the parent (which gives that
+    GPU no more jobs and marks the rest of the job failed), carrying the rows whose outcome was final."""
+    from suite.driver.workers import Device, DeviceFailed
+
+    opts = bench.Options(problems=("vector",), sizes={"vector": (4097,)}, backends=("torch", "triton"), stages=(2,))
+    job = planning.build(opts, on_gpu=True).jobs[0]
+    real_validate = bench._validate
+
+    def validate(size, variant, stages, seed, device, dtype=None):
+        if variant.name == "copy_":
+            raise RuntimeError("CUDA error: unspecified launch failure")
+        return real_validate(size, variant, stages, seed, device, dtype)
+
+    def check_device(device, rows):
+        raise DeviceFailed("CUDA error: unspecified launch failure", [r for r in rows if r.get("_final")])
+
+    monkeypatch.setattr(bench, "_validate", validate)
+    monkeypatch.setattr(bench, "_check_device", check_device)
+    with pytest.raises(DeviceFailed, match="unspecified launch failure") as lost:
+        bench.job_worker(job, Device(None), opts, True)  # the GPU path, on CPU tensors
+    # finished: the row that failed (its own reason); torch:mul validated before it but was not timed yet
+    assert [r["variant"] for r in lost.value.rows] == ["copy_"]
+    assert lost.value.rows[0]["note"].startswith("build or launch failed: RuntimeError: CUDA error")
+
+
 def test_phases_add_up():
     phases = timing.Phases()
     with phases("validate"):

@@ -60,11 +60,13 @@ def test_a_device_that_stops_answering_keeps_the_rows_it_finished():
     assert "ECC" in reports[0].failed and [r["plan_row"] for r in rows] == _planned(jobs)
 
 
-def test_a_job_that_raises_marks_its_rows_failed_with_the_reason():
-    jobs = [fakes.FakeJob(i) for i in range(3)]
-    rows, _reports, _ = _run(jobs, {("GPU-aaaa", 0): "raise"})
-    assert all("RuntimeError: out of memory" in r["note"] for r in rows if r["job"] == 0)
+def test_a_job_that_raises_fails_its_rows_not_its_gpu():
+    jobs = [fakes.FakeJob(i) for i in range(6)]
+    rows, reports, _ = _run(jobs, {("GPU-aaaa", 0): "raise"})
+    assert all(r["valid"] is False and r["note"] == "not run: the job raised on GPU 0 (GPU-aaaa): RuntimeError: out "
+               "of memory" for r in rows if r["job"] == 0)
     assert all(r["valid"] for r in rows if r["job"] != 0) and [r["plan_row"] for r in rows] == _planned(jobs)
+    assert reports[0].failed is None and reports[0].jobs  # GPU 0 went on with other jobs
 
 
 def test_when_every_gpu_fails_the_jobs_left_are_marked_not_run():

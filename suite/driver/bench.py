@@ -649,7 +649,7 @@ _WORKER_DESCRIBED: dict = {}  # in a worker process: descriptions made for its e
 def job_worker(job, device, opts: Options, on_gpu: bool):
     """The real worker (suite.driver.workers.run_jobs): run ``job`` in this process, pinned to ``device``, and
     return its rows with the seconds per phase and the GPU's state after it. Raises DeviceFailed when the pinned
-    GPU is not the one asked for, or not visible at all."""
+    GPU is not the one asked for, is not visible at all, or stops answering during the job."""
     from suite.driver.workers import DeviceFailed, JobResult
 
     if on_gpu and device.index is not None:
@@ -660,8 +660,16 @@ def job_worker(job, device, opts: Options, on_gpu: bool):
         if device.uuid and uuid and run_meta.smi_target(uuid, None, 0) != device.uuid:
             raise DeviceFailed(f"{device.label}'s worker sees another GPU ({run_meta.smi_target(uuid, None, 0)})")
     phases = timing.Phases()
-    rows = run_jobs([job], opts, on_gpu, progress=False, phases=phases, gpu=device.row_fields(),
-                    described=_WORKER_DESCRIBED)
+    where = torch.device("cuda" if on_gpu and device.index is not None else "cpu")  # a CPU worker: CPU tensors
+    with phases("compile"):
+        _WORKER_DESCRIBED.update(precompile([job], on_gpu, known=_WORKER_DESCRIBED))
+    try:  # a DeviceFailed goes to the parent (with the rows finished), which gives this GPU no more jobs
+        rows = run_job(job, opts, on_gpu, where, described=_WORKER_DESCRIBED, phases=phases, gpu=device.row_fields())
+    except DeviceFailed:
+        raise
+    except Exception:  # the job failed; when the GPU no longer answers either, the GPU failed
+        _check_device(where, [])
+        raise
     state = run_meta.gpu_state() if on_gpu and device.index is not None else {}
     return JobResult(rows, phases.seconds, state)
 

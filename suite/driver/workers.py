@@ -8,11 +8,12 @@ Jobs (suite.driver.plan.Job: one table of one (problem, dtype, shape), with its 
 next, longest first. Each job times its own ceiling, so every ratio compares two numbers from one GPU. Rows come back
 whole per job and are returned in plan order, whichever GPU finished first.
 
-A GPU fails when its worker process dies, when its job raises (the job handles a row's own failure itself: a row
-that fails is a failed row), or when the job reports that the device stopped answering (``DeviceFailed``, with the
-rows it had finished). Then: the rows of its job that were not finished are marked failed with the reason, that GPU
-takes no more jobs, the other GPUs take the jobs it would have run and finish. When every GPU has failed, the jobs
-left are marked failed ("not run") with each GPU's reason. Every planned row is returned exactly once.
+A GPU fails when its worker process dies, or when its job reports that the device stopped answering
+(``DeviceFailed``, with the rows it had finished). Then: the rows of its job that were not finished are marked failed
+with the reason, that GPU takes no more jobs, the other GPUs take the jobs it would have run and finish. When every
+GPU has failed, the jobs left are marked failed ("not run") with each GPU's reason. A job that raises anything else
+failed, not its GPU (a row's own failure is a failed row; this is the job's code failing): its rows are marked failed
+with the reason and the GPU goes on. Every planned row is returned exactly once.
 
 The worker function is injectable (``run_jobs(..., worker=...)``), so the scheduling, merging and failure handling
 are tested on a CPU with fake workers; the real worker is suite.driver.bench.job_worker. Importing this module
@@ -179,9 +180,13 @@ def run_jobs(jobs: list, devices: list[Device], worker: Callable, args: tuple = 
                     finish(job, unfinished(job, skeleton, e.rows, device, why))
                     fail(device, str(e))
                 except Exception as e:  # noqa: BLE001 - its process died (BrokenProcessPool), or its job raised
-                    what = "its worker process died" if type(e).__name__ == "BrokenProcessPool" else _reason(e)
-                    finish(job, unfinished(job, skeleton, [], device, f"{device.label} failed during this job: {what}"))
-                    fail(device, what)
+                    if type(e).__name__ == "BrokenProcessPool":
+                        finish(job, unfinished(job, skeleton, [], device,
+                                               f"{device.label} failed during this job: its worker process died"))
+                        fail(device, "its worker process died")
+                    else:  # the job failed, not the GPU: its rows say why, the GPU goes on with the next job
+                        finish(job, unfinished(job, skeleton, [], device, f"the job raised on {device.label}: "
+                                                                          f"{_reason(e)}"))
                 else:
                     if not isinstance(result, JobResult):
                         result = JobResult(list(result))
