@@ -1,0 +1,53 @@
+"""Compiling up front: on a GPU, bench.precompile builds exactly the cubins the launches then load (from the cubin
+cache, nothing compiled again), for the streaming kernels (whose launch builds every depth of the configuration in
+one cubin) and for a plain NVRTC module alike. On a CPU the GPU is faked: its arch, and gates that let every variant
+run."""
+
+import pytest
+
+from suite.driver import bench
+from suite.driver import plan as planning
+from suite.nvrtc import loader
+from suite.registry import Variant
+
+
+@pytest.fixture
+def fake_sm90(monkeypatch):
+    monkeypatch.setattr(loader, "current_arch", lambda: "sm_90")
+    monkeypatch.setattr(Variant, "skip_reason", lambda self: None)
+    compiled = []
+    real = loader.compile_cu
+
+    def compile_cu(path, name_expressions, arch=None, *args, **kwargs):
+        module = real(path, name_expressions, arch, *args, **kwargs)
+        compiled.append((path, tuple(name_expressions), module.from_cache))
+        return module
+
+    monkeypatch.setattr(loader, "compile_cu", compile_cu)
+    return compiled
+
+
+def test_the_cubins_compiled_up_front_are_those_the_launches_load(fake_sm90):
+    opts = bench.Options(problems=("vector",), variants=("ptx:cp.async ring", "cuda:cuda::pipeline ring"))
+    jobs = planning.build(opts, on_gpu=True).jobs
+    kernels = {v.label: v.kernel for v in bench._variants_of("vector").values()
+               if v.label in ("ptx:cp.async ring", "cuda:cuda::pipeline ring")}
+    assert bench.precompile(jobs, on_gpu=True) == {}  # on a GPU nothing is described
+    built = list(fake_sm90)
+    assert len(built) == 2
+    fake_sm90.clear()
+    stream = kernels["ptx:cp.async ring"]
+    launched = stream.module.build(None, stream.stream_config)  # what Scale2 loads: arch None, the GPU's
+    assert launched.from_cache and fake_sm90[0][1] in [names for _, names, _ in built]
+    plain = kernels["cuda:cuda::pipeline ring"]
+    assert plain.build() is plain.build("sm_90")  # the launch's build(): the one compiled up front, in memory
+
+
+def test_without_a_gpu_the_gated_kernels_are_described_in_parallel(monkeypatch):
+    opts = bench.Options(problems=("vector",), variants=("ptx:cp.async ring",))
+    jobs = planning.build(opts, on_gpu=False).jobs
+    described = bench.precompile(jobs, on_gpu=False)
+    assert set(described) == {("ptx:cp.async ring", "fp32")}
+    info = described[("ptx:cp.async ring", "fp32")]
+    assert set(info) == set(bench._variants_of("vector")["ptx:cp.async ring"].stages)
+    assert bench.precompile(jobs, on_gpu=False, known=described) == {}  # a worker's later jobs reuse them
