@@ -156,7 +156,10 @@ for _row, _what in (
     ("64x256 split-k", "decode: 64-row tiles (1 consumer warpgroup: a 128-row tile would be mostly padding for "
                        "M <= 64), split-K as above, rings 3-5 deep (the weight streams through once; 5 x 40 KiB is what fits)"),
     ("64x128 split-k", "decode: 64x128 tiles, twice the blocks of 64x256 before splitting, rings 4-8 deep (24 KiB "
-                       "stages)"),
+                       "stages; 4 stages leave room for 2 blocks per SM)"),
+    ("128x128 split-k", "long K: 128x128 tiles on 2 consumer warpgroups (64x128 each), split-K as above: more tiles "
+                        "than 128x256, so fewer splits and a smaller fix-up per tile"),
+    ("128x128 stream-k", "the 128x128 tile, stream-K"),
 ):
     register_kernel("gemm", "ptx", f"{_row} tma+wgmma", f"suite.ptx.gemm_tma:KERNELS[{_row}]", gate=needs_sm90a,
                     description=_what, shape_sets=("llm", "long-k"))

@@ -37,8 +37,9 @@
 //                   rasterization, GROUP_M tile rows at a time) and the ring runs on across tiles, so the producer
 //                   prefetches the next tile while the consumers store this one. Otherwise one block per tile.
 //   SCHED_SPLIT_K:  `splits` blocks per tile, each over an equal share of K (the launcher chooses the split count).
-//   SCHED_STREAM_K: persistent blocks share the tiles x K-tiles multiply-add iterations evenly; a block's range may
-//                   start or end inside a tile.
+//   SCHED_STREAM_K: persistent blocks take whole tiles in data-parallel waves while at least two waves remain, then
+//                   share the last tiles' multiply-add iterations evenly; a block's range may start or end inside a
+//                   tile.
 // A unit that covers a tile's whole K range stores C directly. A unit that covers part of it (a split, or a stream-K
 // piece) writes its fp32 partial to a workspace slot and arrives on the tile's counter; the last of the tile's units
 // to arrive sums every partial in K order (the same order whoever arrives last: the result is bit-reproducible run
@@ -210,16 +211,32 @@ struct SplitK {
     }
 };
 
-// stream-K: G persistent blocks share I = tiles x K tiles iterations; block c takes [c I / G, (c + 1) I / G), which
-// it walks as units, one per tile it touches. A tile's contributors are the consecutive blocks first..last whose
-// ranges meet it. A block has at most two partial units (its first and its last), so its workspace slots are 2c and
-// 2c + 1: every contributor but the first starts its range inside this tile (its first unit, slot 2c); the first
-// one's range starts in this tile too (slot 2 first) or in an earlier one (this is its last unit, 2 first + 1).
+// stream-K, with data-parallel waves first (CUTLASS's "DP + SK" hybrid): with G persistent blocks and at least 2G
+// tiles, the first (tiles / G - 1) x G tiles are whole units dealt round-robin (block c takes c, c + G, ...), so
+// the blocks in flight work on neighbouring tiles and share A and B in L2; the G to 2G tiles left are shared
+// stream-K: their I = tiles_left x K tiles iterations are split evenly, block c taking [c I / G, (c + 1) I / G),
+// walked as units, one per tile it touches. Fewer than 2G tiles (decode, long K): all stream-K.
+// A stream-K tile's contributors are the consecutive blocks first..last whose ranges meet it. A block has at most
+// two partial units (its first and its last), so its workspace slots are 2c and 2c + 1: every contributor but the
+// first starts its range inside this tile (its first unit, slot 2c); the first one's range starts in this tile too
+// (slot 2 first) or in an earlier one (this is its last unit, 2 first + 1).
 struct StreamK {
     int tiles, num_k_tiles;
-    long long iters;  // tiles x num_k_tiles
+    int dp_tiles;     // tiles done whole, data-parallel, before the stream-K part
+    long long iters;  // (tiles - dp_tiles) x num_k_tiles: the stream-K iterations
+    __device__ __forceinline__ StreamK(int tiles_, int num_k_tiles_) : tiles(tiles_), num_k_tiles(num_k_tiles_) {
+        const int g = gridDim.x;
+        dp_tiles = tiles >= 2 * g ? (tiles / g - 1) * g : 0;
+        iters = (long long)(tiles - dp_tiles) * num_k_tiles;
+    }
+    __device__ __forceinline__ int dp_units() const {  // this block's data-parallel tiles
+        return ((int)(dp_tiles - 1 - blockIdx.x) + (int)gridDim.x) / (int)gridDim.x;
+    }
+    __device__ __forceinline__ WorkUnit dp_unit(int i) const {
+        return {(int)blockIdx.x + i * (int)gridDim.x, 0, num_k_tiles, 1, 0, 0, 0, 0};
+    }
     __device__ __forceinline__ long long start(int c) const { return (long long)c * iters / gridDim.x; }
-    // The block whose range holds iteration i: the largest c with start(c) <= i.
+    // The block whose range holds stream-K iteration i: the largest c with start(c) <= i.
     __device__ __forceinline__ int block_of(long long i) const { return (int)(((i + 1) * gridDim.x - 1) / iters); }
     __device__ __forceinline__ WorkUnit unit_at(long long it, long long end) const {
         const int tile = (int)(it / num_k_tiles), k_begin = (int)(it % num_k_tiles);
@@ -227,7 +244,7 @@ struct StreamK {
         const long long tile_start = (long long)tile * num_k_tiles;
         const int first = block_of(tile_start);
         const int last = block_of(tile_start + num_k_tiles - 1);
-        return {tile, k_begin, k_tiles, last - first + 1, (int)blockIdx.x - first,
+        return {dp_tiles + tile, k_begin, k_tiles, last - first + 1, (int)blockIdx.x - first,
                 2 * first, 2, start(first) < tile_start ? 1 : 0};
     }
 };
@@ -284,16 +301,20 @@ __device__ __forceinline__ void producer(const TensorMap& tmap_a, const TensorMa
             write.advance<STAGES>();
         }
     } else {
-        const StreamK sched{num_tiles, num_k_tiles, (long long)num_tiles * num_k_tiles};
-        const long long end = sched.start(blockIdx.x + 1);
-        for (long long it = sched.start(blockIdx.x); it < end;) {
-            const WorkUnit u = sched.unit_at(it, end);
+        const StreamK sched(num_tiles, num_k_tiles);
+        auto produce_unit = [&](const WorkUnit& u) {
             int m0, n0;
             tile_origin<BM, BLOCK_N>(u.tile, tiles_m, tiles_n, m0, n0);
             for (int k_tile = u.k_begin; k_tile < u.k_begin + u.k_tiles; ++k_tile) {
                 produce_k_tile<STAGES, T, E>(tmap_a, tmap_b, smem, write, k_tile, m0, n0);
                 write.advance<STAGES>();
             }
+        };
+        for (int i = 0; i < sched.dp_units(); ++i) produce_unit(sched.dp_unit(i));
+        const long long end = sched.start(blockIdx.x + 1);
+        for (long long it = sched.start(blockIdx.x); it < end;) {
+            const WorkUnit u = sched.unit_at(it, end);
+            produce_unit(u);
             it += u.k_tiles;
         }
     }
@@ -602,7 +623,10 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
             consume_unit<STAGES, T, E, BM, BLOCK_N>(acc, smem, read, sched.unit(), C, M, N, tiles_m, tiles_n, wg,
                                                     release, alpha, workspace, counters);
         } else {
-            const StreamK sched{num_tiles, num_k_tiles, (long long)num_tiles * num_k_tiles};
+            const StreamK sched(num_tiles, num_k_tiles);
+            for (int i = 0; i < sched.dp_units(); ++i)
+                consume_unit<STAGES, T, E, BM, BLOCK_N>(acc, smem, read, sched.dp_unit(i), C, M, N, tiles_m, tiles_n,
+                                                        wg, release, alpha, workspace, counters);
             const long long end = sched.start(blockIdx.x + 1);
             for (long long it = sched.start(blockIdx.x); it < end;) {
                 const WorkUnit u = sched.unit_at(it, end);

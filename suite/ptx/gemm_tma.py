@@ -99,8 +99,10 @@ CONFIGS: dict[str, Config] = {
                               dtypes=DTYPES),
     "128x256 stream-k": Config(**_TWO_WG, persistent=True, tma_store=False, stages=(3, 4), schedule="stream-k",
                                dtypes=DTYPES),
+    "128x128 stream-k": Config(128, 2, True, False, (4, 7), schedule="stream-k", dtypes=DTYPES),
     "64x256 split-k": Config(256, 1, False, False, (3, 4, 5), block_m=64, schedule="split-k", dtypes=DTYPES),
     "64x128 split-k": Config(128, 1, False, False, (4, 6, 8), block_m=64, schedule="split-k", dtypes=DTYPES),
+    "128x128 split-k": Config(128, 2, False, False, (4, 7), schedule="split-k", dtypes=DTYPES),
 }
 
 # The self-test the sanitizer must catch: the producer refills a stage without waiting for its empty barrier, i.e.
@@ -118,10 +120,11 @@ def build(arch: str = ARCH) -> loader.CompiledModule:
     return loader.compile_cu(SOURCE, exprs, arch=arch, defines=DEFINES)
 
 
-def split_count(tiles: int, k_tiles: int, num_sms: int) -> int:
-    """split-K's rule: as many splits as fill the SMs once with tiles x splits blocks (no second, partial wave),
-    while every split keeps at least MIN_K_TILES_PER_SPLIT K tiles; 1 when the tiles alone fill the SMs."""
-    return max(1, min(num_sms // max(1, tiles), k_tiles // MIN_K_TILES_PER_SPLIT))
+def split_count(tiles: int, k_tiles: int, slots: int) -> int:
+    """split-K's rule: as many splits as fill the GPU's block slots (SMs x resident blocks per SM) once with
+    tiles x splits blocks (no second, partial wave), while every split keeps at least MIN_K_TILES_PER_SPLIT K tiles;
+    1 when the tiles alone fill the slots."""
+    return max(1, min(slots // max(1, tiles), k_tiles // MIN_K_TILES_PER_SPLIT))
 
 
 class TmaGemm(NvrtcModule):
@@ -239,7 +242,7 @@ class Gemm:
         sms = loader.num_sms()
         self.splits = 1
         if config.schedule == "split-k":
-            self.splits = split_count(tiles, k_tiles, sms) if splits is None else splits  # (tests force a count)
+            self.splits = split_count(tiles, k_tiles, sms * blocks_per_sm) if splits is None else splits  # tests force one
             if self.splits < 1:
                 raise ValueError(f"splits must be >= 1 (got {self.splits})")
             self.grid = tiles * self.splits
