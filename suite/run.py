@@ -244,6 +244,9 @@ def main(argv=None) -> int:
                                    plugins=tuple(args.plugin or ()), progress=not args.no_progress, phases=phases)
     meta.update(run_info)
     meta["gpu_state_after"] = run_meta.gpu_state() if on_gpu else {}
+    from suite.driver import roofline
+
+    meta["roofline"] = roofline.annotate(rows, on_gpu)  # each GEMM row against its shape's bound on this GPU
     if args.profile:  # after every timing, in separate processes
         from suite.driver import profile
 
