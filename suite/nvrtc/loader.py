@@ -28,6 +28,10 @@ from suite.sass import disassemble, instruction_classes, resource_usage, split_f
 
 INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include"  # headers every backend's kernels share
 STATIC_SMEM_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-kernel attribute raised
+# Every compile's ProgramOptions besides the name, arch, include path and defines; all of them are in the cache key.
+# -lineinfo: source lines in the cubin (for ncu's source view) and in the PTX (to place ptxas errors); it changes no
+# instruction.
+NVRTC_OPTIONS = {"std": "c++17", "lineinfo": True}
 
 
 class KernelCompileError(RuntimeError):
@@ -35,7 +39,9 @@ class KernelCompileError(RuntimeError):
 
     An error ptxas found in the generated PTX (typically inside an inline ``asm``) is reported by ptxas as "ptx input,
     line N": ``locations`` maps each such line back to ``file:line`` of the C++ source through the PTX's line info
-    (innermost first, then where it was inlined), and ``ptx_path`` is the PTX kept on disk."""
+    (innermost first, then where it was inlined; errors before warnings), and ``ptx_path`` is the PTX kept on disk.
+    ``first_error`` is the first error (never a warning) with its ``file:line``; ``summary`` adds where the PTX is
+    kept: the one line the tables show."""
 
     def __init__(self, path: Path, arch: str, log: str, locations: list[str] | None = None,
                  ptx_path: Path | None = None):
@@ -43,10 +49,33 @@ class KernelCompileError(RuntimeError):
         self.locations, self.ptx_path = locations or [], ptx_path
         text = f"NVRTC failed to compile {self.path} for {arch}:\n{log}"
         if self.locations:
-            text += "\nptxas errors, at their source:\n" + "\n".join(f"  {loc}" for loc in self.locations)
+            text += "\nptxas diagnostics, at their source:\n" + "\n".join(f"  {loc}" for loc in self.locations)
         if ptx_path is not None:
             text += f"\nthe PTX ptxas read is kept at {ptx_path}"
         super().__init__(text)
+
+    @property
+    def first_error(self) -> str:
+        """``file:line: error: message`` of the first error: ptxas's, placed in the source, else the C++ front
+        end's, else the first line of the log that reports an error."""
+        for loc in self.locations:
+            if ": error:" in loc:
+                return loc
+        m = _CXX_ERROR_RE.search(self.log)
+        if m:
+            return f"{m['file']}:{m['line']}: error: {m['message'].strip()}"
+        lines = [line.strip() for line in self.log.splitlines() if line.strip()]
+        return next((line for line in lines if "error" in line.lower() and "NVRTC_ERROR" not in line),
+                    lines[0] if lines else f"NVRTC failed to compile {self.path}")
+
+    @property
+    def summary(self) -> str:
+        return self.first_error + (f" (PTX kept at {self.ptx_path})" if self.ptx_path is not None else "")
+
+
+# A C++ front-end diagnostic of NVRTC: "/path/file.cu(12): error: expected a \";\"" (also "catastrophic error").
+_CXX_ERROR_RE = re.compile(r"^(?P<file>[^\n]+?)\((?P<line>\d+)\): (?:catastrophic )?error(?: #[\w-]+)?: (?P<message>.*)$",
+                           re.MULTILINE)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -136,39 +165,43 @@ def compile_cu(
     name_expressions = tuple(name_expressions)
     own_headers = (str(path.parent), str(INCLUDE_DIR))
     include_path = tuple(str(Path(d).resolve()) for d in include_path)
-    key = cache.cache_key(path, arch, tuple(defines), name_expressions, own_headers, nvrtc_version(), include_path)
-    entry = cache.cache_dir() / f"{path.stem}-{arch}-{key[:32]}.cubin"
-    if use_cache and (hit := cache.read_entry(entry)) is not None:
-        cubin, symbols, log = hit
-        return CompiledModule(path, arch, cubin, symbols, from_cache=True, log=log)
-
     from cuda.core import Program, ProgramOptions
     from cuda.core._utils.cuda_utils import NVRTCError
 
-    # -lineinfo: source lines in the cubin (for ncu's source view) and in the PTX (to place ptxas errors); it
-    # changes no instruction.
-    program_options = ProgramOptions(
-        name=str(path), arch=arch, std="c++17", include_path=[*own_headers, *include_path],
-        define_macro=list(defines) or None, lineinfo=True,
-    )
+    program_options = ProgramOptions(name=str(path), arch=arch, include_path=[*own_headers, *include_path],
+                                     define_macro=list(defines) or None, **NVRTC_OPTIONS)
+    key = cache.cache_key(path, arch, name_expressions, nvrtc_options(program_options), own_headers, nvrtc_version())
+    entry = cache.Entry(f"{path.stem}-{arch}-{key[:32]}.cubin", key, nvrtc_options(program_options))
+    if use_cache and (hit := entry.read()) is not None:
+        cubin, symbols, log = hit
+        return CompiledModule(path, arch, cubin, symbols, from_cache=True, log=log)
+
     source = path.read_text()
     program = Program(source, code_type="c++", options=program_options)
     warnings = io.StringIO()  # the build log of a successful compile: ptxas warnings such as C7510 land here
     try:
         obj, log = program.compile("cubin", name_expressions=name_expressions, logs=warnings), None
     except NVRTCError as e:
-        obj, log = None, str(e).rstrip("\x00")
+        obj, log = None, str(e).replace("\x00", "")  # NVRTC's and ptxas's logs end in NUL; never kept
     del program  # released here, not later from a traceback's frame (cuda.core's finalizer dislikes late teardown)
     if obj is None:
-        raise _compile_error(path, arch, log, source, program_options, name_expressions, entry.with_suffix(".ptx"))
+        raise _compile_error(path, arch, log, source, program_options, name_expressions, entry)
     symbols = {k: (v.decode() if isinstance(v, bytes) else v) for k, v in obj.symbol_mapping.items()}
     cubin = bytes(obj.code)
-    build_log = warnings.getvalue().rstrip("\x00").strip()
+    build_log = warnings.getvalue().replace("\x00", "").strip()
     if build_log:
         print(f"{path.name} ({arch}): {build_log}", file=sys.stderr)  # warnings are shown, never swallowed
     if use_cache:
-        cache.write_entry(entry, cubin, symbols, build_log)
+        entry.write(cubin, symbols, build_log)  # a cache that cannot take it warns once; the cubin is used
     return CompiledModule(path, arch, cubin, symbols, from_cache=False, log=build_log)
+
+
+def nvrtc_options(program_options) -> list[str]:
+    """The options NVRTC receives for ``program_options``, as text (the cache key covers every one of them)."""
+    as_bytes = getattr(program_options, "as_bytes", None)
+    if as_bytes is None:  # a cuda.core without it: every field of the options
+        return [repr(program_options)]
+    return [o.decode() if isinstance(o, bytes) else str(o) for o in as_bytes("nvrtc")]
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -180,19 +213,21 @@ _LOC_RE = re.compile(r"^\s*\.loc\s+(\d+)\s+(\d+)\s+\d+(?:.*?inlined_at\s+(\d+)\s
 _FILE_RE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]+)"', re.MULTILINE)
 
 
-def _compile_error(path: Path, arch: str, log: str, source: str, options, name_expressions, ptx_path: Path):
-    """The KernelCompileError for ``log``; when ptxas rejected the PTX, with its lines mapped back to the source."""
-    errors = _PTXAS_LINE_RE.findall(log)
-    if not errors:
+def _compile_error(path: Path, arch: str, log: str, source: str, options, name_expressions, entry):
+    """The KernelCompileError for ``log``; when ptxas rejected the PTX, with its lines mapped back to the source
+    (errors first) and the PTX kept beside the cache ``entry`` (suite.nvrtc.cache.Entry.keep: never through a
+    symlink; in a private temporary file when the cache directory cannot take it)."""
+    diagnostics = sorted(dict.fromkeys(_PTXAS_LINE_RE.findall(log)),
+                         key=lambda d: not d[1].lstrip().startswith("error"))  # errors first, each in log order
+    if not diagnostics:
         return KernelCompileError(path, arch, log)
     try:
         ptx = _generate_ptx(source, options, name_expressions, arch)
-    except Exception as e:  # the map is a help; the NVRTC log above is the error
+    except Exception as e:  # noqa: BLE001 - the map is a help; the NVRTC log above is the error
         return KernelCompileError(path, arch, log + f"\n(could not regenerate the PTX to place the error: {e})")
-    ptx_path.parent.mkdir(parents=True, exist_ok=True)
-    ptx_path.write_text(ptx)
+    ptx_path = entry.keep(".ptx", ptx)
     locations = [f"{ptx_source_location(ptx, int(line))}: {re.sub(r' +:', ':', ' '.join(message.split()))} "
-                 f"[PTX line {line}]" for line, message in dict.fromkeys(errors)]
+                 f"[PTX line {line}]" for line, message in diagnostics]
     return KernelCompileError(path, arch, log, locations, ptx_path)
 
 
