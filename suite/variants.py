@@ -149,17 +149,12 @@ for _rung, _what in (
 # The schedules for shapes with fewer output tiles than SMs (decode, long K): the same TMA + wgmma pipeline, the work
 # cut into units of (tile, K range); a tile shared by several units is summed in K order by its last unit.
 for _row, _what in (
-    ("128x256 split-k", "the persistent rung's 128x256 tile (2 consumer warpgroups), K split over tiles x splits "
-                        "blocks (splits: as many as fill the SMs once, >= 4 K tiles each)"),
-    ("128x256 stream-k", "the same tile, one block per SM sharing all tiles x K-tiles iterations evenly "
-                         "(stream-K)"),
-    ("64x256 split-k", "decode: 64-row tiles (1 consumer warpgroup: a 128-row tile would be mostly padding for "
-                       "M <= 64), split-K as above, rings 3-5 deep (the weight streams through once; 5 x 40 KiB is what fits)"),
-    ("64x128 split-k", "decode: 64x128 tiles, twice the blocks of 64x256 before splitting, rings 4-8 deep (24 KiB "
-                       "stages; 4 stages leave room for 2 blocks per SM)"),
-    ("128x128 split-k", "long K: 128x128 tiles on 2 consumer warpgroups (64x128 each), split-K as above: more tiles "
-                        "than 128x256, so fewer splits and a smaller fix-up per tile"),
-    ("128x128 stream-k", "the 128x128 tile, stream-K"),
+    ("128x256 stream-k", "the persistent rung's 128x256 tile (2 consumer warpgroups), stream-K: whole tiles in "
+                         "data-parallel waves while two waves remain, the last tiles' K iterations shared evenly"),
+    ("128x128 split-k", "128x128 tiles on 2 consumer warpgroups (64x128 each), K split over tiles x splits blocks "
+                        "(splits: as many as fill the block slots once, >= 4 K tiles each)"),
+    ("64x128 split-k", "decode: 64x128 tiles on 1 consumer warpgroup (a 128-row tile would be mostly padding for "
+                       "M <= 64), split-K as above, rings 4-8 deep (24 KiB stages; 4 leave room for 2 blocks per SM)"),
 ):
     register_kernel("gemm", "ptx", f"{_row} tma+wgmma", f"suite.ptx.gemm_tma:KERNELS[{_row}]", gate=needs_sm90a,
                     description=_what, shape_sets=("llm", "long-k"))
