@@ -106,9 +106,13 @@ def parse_args(argv=None) -> argparse.Namespace:
                    help="import MODULE (a dotted name or a .py file) before reading the registry: variants defined "
                         "outside the suite (repeatable; installed 'pipesuite.variants' entry points load anyway)")
     p.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"), type=Path,
-                   help="compare two results.json files row by row (SAME / FASTER / SLOWER / MISSING / INVALID / "
-                        "NEW) and exit: 0 when nothing is SLOWER, MISSING or INVALID, 1 when something is, 2 on bad "
-                        "input")
+                   help="compare two runs (their directories or results.json files) row by row (SAME / FASTER / "
+                        "SLOWER / NOISY / MISSING / INVALID / NEW) and exit: 0 when nothing is SLOWER, NOISY, MISSING "
+                        "or INVALID, 1 when something is, 2 on bad input or on runs of different GPU models or major "
+                        "software versions")
+    p.add_argument("--allow-different", action="store_true",
+                   help="with --compare: compare runs of different GPU models or major software versions anyway "
+                        "(said above the verdicts)")
     p.add_argument("--profile", action="store_true",
                    help="after timing, one more launch of every timed row under Nsight Compute (ncu, in a separate "
                         "process; timings are never taken under the profiler): SM and DRAM throughput, occupancy, "
@@ -130,6 +134,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     args = p.parse_args(argv)
     if args.size and (not args.problem or len(args.problem) != 1):
         p.error("--size needs exactly one --problem (sizes mean different things per problem)")
+    if args.allow_different and not args.compare:
+        p.error("--allow-different goes with --compare")
     return args
 
 
@@ -161,7 +167,7 @@ def main(argv=None) -> int:
         from suite.driver.compare import CompareError, compare, exit_code, summary
 
         try:
-            table, results = compare(*args.compare)
+            table, results = compare(*args.compare, allow_different=args.allow_different)
         except CompareError as e:
             return _usage_error("--compare", str(e))
         print(table)

@@ -1,36 +1,52 @@
 """Compare two runs' results.json as a regression gate: every row of either file gets exactly one verdict.
 
-Rows match on (problem, shape, dtype, backend, variant, stages); a variant present with a single stage count in each
-run is also matched across stage counts (so a run with --stages 1 can be held against one with --stages 3, and the
-autotuned variant against itself when it picked another depth). A row repeated in one file (the same --size given
-twice) is matched in order.
+OLD and NEW are results.json files or the run directories that hold them (the directory a run printed). Rows match on
+(problem, shape, dtype, backend, variant, stages); a variant present with a single stage count in each run is also
+matched across stage counts (so a run with --stages 1 can be held against one with --stages 3, and the autotuned
+variant against itself when it picked another depth). A row repeated in one file (the same --size given twice) is
+matched in order. Matching is linear in the number of rows.
 
 Verdicts, one per row of OLD and per row of NEW (a matched pair is one line):
   SAME / FASTER / SLOWER  matched, both timed and valid: each side's interval is median +- max(IQR / 2,
                           NOISE_FLOOR * median); SLOWER when the new interval lies wholly above the old one (more
                           time), FASTER when wholly below, SAME when they overlap. The floor stands for the run-to-run
                           noise one run's IQR cannot see (clocks, another process): 2%.
+  NOISY                   timed, but its samples spread (IQR / median) above NOISY_SPREAD (5 x the floor) in NEW, or
+                          in the OLD row it is held against: an interval that wide overlaps anything, so it is never
+                          passed as SAME; time it again
   INVALID                 in NEW but failed validation or was not timed there (matched or not)
   MISSING                 in OLD only
   NEW                     in NEW only, timed and valid; or matched with an OLD row that was not timed or not valid
                           (nothing to hold it against)
 
-Exit codes (``exit_code``): 0 when nothing is SLOWER, MISSING or INVALID; 1 when something is; the CLI exits 2 on bad
-input (``CompareError``): a file that cannot be read, is not JSON or is not a pipesuite results.json, an OLD with no
-timed row, or two files with no row in common. Every such error is one line naming the file.
+The runs must be comparable: the same GPU model and the same major version of Python, torch, Triton, cuda-core,
+cuda-bindings, NVRTC, the CUDA runtime and the driver. Otherwise the comparison is refused (exit 2), unless
+``allow_different`` (--allow-different), which says so above the verdicts; any other difference of those versions is
+said there too.
+
+Exit codes (``exit_code``): 0 when nothing is SLOWER, NOISY, MISSING or INVALID; 1 when something is; the CLI exits 2
+on bad input (``CompareError``): a file that cannot be read, is not JSON (or is nested too deeply to be a results
+file) or is not a pipesuite results.json, an OLD with no timed row, two files with no row in common, or runs that are
+not comparable. Every such error is one line naming the file.
 """
 
 from __future__ import annotations
 
 import json
 import math
+import re
+from collections import Counter, defaultdict, deque
 from pathlib import Path
 
 from tabulate import tabulate
 
 NOISE_FLOOR = 0.02
-VERDICTS = ("SAME", "FASTER", "SLOWER", "MISSING", "INVALID", "NEW")
-FAILING = ("SLOWER", "MISSING", "INVALID")  # any of these makes the comparison exit 1
+NOISY_SPREAD = 5 * NOISE_FLOOR  # IQR / median above this: the row's interval says nothing (NOISY)
+VERDICTS = ("SAME", "FASTER", "SLOWER", "NOISY", "MISSING", "INVALID", "NEW")
+FAILING = ("SLOWER", "NOISY", "MISSING", "INVALID")  # any of these makes the comparison exit 1
+# Metadata that must agree (GPU model) or agree in major version (software) for two runs' times to be compared.
+GPU_FIELD = "gpu"
+SOFTWARE = ("python", "torch", "triton", "cuda_core", "cuda_bindings", "nvrtc", "cuda_runtime", "driver")
 _KEY_FIELDS = ("problem", "shape", "dtype", "backend", "variant")
 
 
@@ -69,10 +85,20 @@ def _number(x) -> bool:
     return isinstance(x, (int, float)) and not isinstance(x, bool) and math.isfinite(x)
 
 
+def results_file(path: str | Path) -> Path:
+    """The results.json of ``path``: the file itself, or the one in a run directory."""
+    path = Path(path)
+    return path / "results.json" if path.is_dir() else path
+
+
 def load(path: str | Path) -> tuple[dict, list[dict]]:
-    """(meta, rows) of a results.json. Raises CompareError, one line naming the file, when it is not one."""
+    """(meta, rows) of a results.json, or of the run directory holding one. Raises CompareError, one line naming the
+    file, when it is not one."""
+    if Path(path).is_dir() and not (Path(path) / "results.json").is_file():
+        raise CompareError(f"{path}: a directory with no results.json (not a run directory)")
+    path = results_file(path)
     try:
-        text = Path(path).read_text()
+        text = path.read_text()
     except OSError as e:
         raise CompareError(f"{path}: cannot read it ({e.strerror or e})") from None
     except UnicodeDecodeError:
@@ -83,6 +109,8 @@ def load(path: str | Path) -> tuple[dict, list[dict]]:
         data = json.loads(text)
     except json.JSONDecodeError as e:
         raise CompareError(f"{path}: not JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
+    except RecursionError:
+        raise CompareError(f"{path}: not a pipesuite results.json (JSON nested too deeply)") from None
     what = f"{path}: not a pipesuite results.json"
     if not isinstance(data, dict) or "rows" not in data:
         raise CompareError(f"{what} (no top-level 'rows')")
@@ -97,6 +125,43 @@ def load(path: str | Path) -> tuple[dict, list[dict]]:
             raise CompareError(f"{what} (row {i}: {problem})")
     meta = data.get("meta")
     return meta if isinstance(meta, dict) else {}, rows
+
+
+def _major(version) -> int | None:
+    m = re.match(r"\s*(\d+)", str(version))
+    return int(m[1]) if m else None
+
+
+def comparable(
+    old_meta: dict, new_meta: dict, old: str = "OLD", new: str = "NEW", *, allow_different: bool = False
+) -> list[str]:
+    """Refuse (CompareError) runs of different GPU models or of different major software versions, unless
+    ``allow_different``; return the notes to print above the verdicts (what differs, and that it was allowed)."""
+    refusals, notes = [], []
+    old_gpu, new_gpu = old_meta.get(GPU_FIELD), new_meta.get(GPU_FIELD)
+    if old_gpu and new_gpu and old_gpu != new_gpu:
+        refusals.append(f"GPU models {old_gpu} ({old}) and {new_gpu} ({new})")
+    elif bool(old_gpu) != bool(new_gpu) and (old_meta or new_meta):
+        notes.append(f"only {old if old_gpu else new} records its GPU model ({old_gpu or new_gpu})")
+    minor = []
+    for field in SOFTWARE:
+        a, b = old_meta.get(field), new_meta.get(field)
+        if a is None or b is None or str(a) == str(b):
+            continue
+        if _major(a) != _major(b):
+            refusals.append(f"{field} {a} ({old}) and {b} ({new})")
+        else:
+            minor.append(f"{field} {a} -> {b}")
+    if refusals and not allow_different:
+        raise CompareError(
+            f"{old} and {new} are not comparable: different {'; '.join(refusals)} "
+            "(--allow-different compares them anyway)"
+        )
+    if refusals:
+        notes.insert(0, f"compared although they differ (--allow-different): {'; '.join(refusals)}")
+    if minor:
+        notes.append(f"software differs: {', '.join(minor)}")
+    return [f"note: {n}" for n in notes]
 
 
 def _key(r: dict, with_stages: bool = True) -> tuple:
@@ -122,35 +187,36 @@ def verdict(old: dict, new: dict) -> str:
 
 def match(old_rows: list[dict], new_rows: list[dict]) -> list[tuple[dict | None, dict | None]]:
     """Every row of both lists exactly once: (old, new) pairs, (old, None) for OLD only, (None, new) for NEW only.
-    In OLD's order, then the NEW-only rows in NEW's order."""
-    new_left = list(range(len(new_rows)))
-    by_key: dict[tuple, list[int]] = {}
-    for j in new_left:
-        by_key.setdefault(_key(new_rows[j]), []).append(j)
+    In OLD's order, then the NEW-only rows in NEW's order. Linear: every lookup is by key."""
+    by_key: dict[tuple, deque[int]] = defaultdict(deque)
+    by_base: dict[tuple, list[int]] = defaultdict(list)
+    for j, r in enumerate(new_rows):
+        by_key[_key(r)].append(j)
+        by_base[_key(r, False)].append(j)
     partner: dict[int, int] = {}
     for i, r in enumerate(old_rows):  # exact matches, in order (duplicates pair up first with first)
-        if by_key.get(_key(r)):
-            partner[i] = by_key[_key(r)].pop(0)
-    old_count: dict[tuple, int] = {}
-    new_count: dict[tuple, int] = {}
-    for r in old_rows:
-        old_count[_key(r, False)] = old_count.get(_key(r, False), 0) + 1
-    for r in new_rows:
-        new_count[_key(r, False)] = new_count.get(_key(r, False), 0) + 1
+        queue = by_key.get(_key(r))
+        if queue:
+            partner[i] = queue.popleft()
+    old_count = Counter(_key(r, False) for r in old_rows)
     taken = set(partner.values())
     for i, r in enumerate(old_rows):  # one stage count on each side: match across stage counts
         base = _key(r, False)
-        if i in partner or old_count[base] != 1 or new_count.get(base) != 1:
+        if i in partner or old_count[base] != 1 or len(by_base.get(base, ())) != 1:
             continue
-        j = next(j for j in new_left if _key(new_rows[j], False) == base)
+        j = by_base[base][0]
         if j not in taken:
             partner[i] = j
             taken.add(j)
     out: list[tuple[dict | None, dict | None]] = [
         (r, new_rows[partner[i]] if i in partner else None) for i, r in enumerate(old_rows)
     ]
-    out += [(None, new_rows[j]) for j in new_left if j not in taken]
+    out += [(None, r) for j, r in enumerate(new_rows) if j not in taken]
     return out
+
+
+def _spread(r: dict) -> float:
+    return (r.get("iqr_ms") or 0.0) / r["median_ms"]
 
 
 def classify(old: dict | None, new: dict | None) -> tuple[str, str]:
@@ -159,6 +225,11 @@ def classify(old: dict | None, new: dict | None) -> tuple[str, str]:
         return "MISSING", "not in NEW"
     if not _timed(new):
         return "INVALID", "failed validation in NEW" if new["valid"] is False else "not timed in NEW"
+    for side, r in (("NEW", new), ("OLD", old)):
+        if r is not None and _timed(r) and _spread(r) > NOISY_SPREAD:
+            return "NOISY", (
+                f"{side} samples spread {100 * _spread(r):.0f}% > {100 * NOISY_SPREAD:g}% (IQR / median): time it again"
+            )
     if old is None:
         return "NEW", "not in OLD"
     if not _timed(old):
@@ -179,12 +250,20 @@ def compare_rows(old_rows: list[dict], new_rows: list[dict]) -> list[dict]:
             stages = _stages(either["stages"])
         old_ms = old["median_ms"] if old is not None and _timed(old) else None
         new_ms = new["median_ms"] if new is not None and _timed(new) else None
-        results.append({
-            "problem": either["problem"], "shape": either["shape"], "variant": f"{either['backend']}:{either['variant']}",
-            "stages": stages, "old_ms": old_ms, "new_ms": new_ms,
-            "change": new_ms / old_ms - 1 if old_ms and new_ms else None, "verdict": v, "note": note,
-            "matched": old is not None and new is not None,
-        })
+        results.append(
+            {
+                "problem": either["problem"],
+                "shape": either["shape"],
+                "variant": f"{either['backend']}:{either['variant']}",
+                "stages": stages,
+                "old_ms": old_ms,
+                "new_ms": new_ms,
+                "change": new_ms / old_ms - 1 if old_ms and new_ms else None,
+                "verdict": v,
+                "note": note,
+                "matched": old is not None and new is not None,
+            }
+        )
     return results
 
 
@@ -193,7 +272,7 @@ def _stages(s) -> str:
 
 
 def exit_code(results: list[dict]) -> int:
-    """0 when nothing is SLOWER, MISSING or INVALID, else 1."""
+    """0 when nothing is SLOWER, NOISY, MISSING or INVALID, else 1."""
     return 1 if any(r["verdict"] in FAILING for r in results) else 0
 
 
@@ -204,23 +283,40 @@ def summary(results: list[dict]) -> str:
     return text + (f"; exit 1 ({', '.join(bad)})" if bad else "; exit 0")
 
 
-def compare(old_path: str | Path, new_path: str | Path) -> tuple[str, list[dict]]:
-    """The comparison as a table and as results (see compare_rows). Raises CompareError when a file is not a
-    results.json, OLD holds no timed row, or the files share no row."""
-    _, old_rows = load(old_path)
-    _, new_rows = load(new_path)
+def compare(old_path: str | Path, new_path: str | Path, allow_different: bool = False) -> tuple[str, list[dict]]:
+    """The comparison as a table (the notes of ``comparable`` above it) and as results (see compare_rows). Raises
+    CompareError when a file is not a results.json, the runs are not comparable, OLD holds no timed row, or the files
+    share no row."""
+    old_meta, old_rows = load(old_path)
+    new_meta, new_rows = load(new_path)
+    notes = comparable(
+        old_meta, new_meta, str(results_file(old_path)), str(results_file(new_path)), allow_different=allow_different
+    )
     if not any(_timed(r) for r in old_rows):
         raise CompareError(f"{old_path}: no timed, valid row (a CPU run?): nothing to hold NEW against")
     results = compare_rows(old_rows, new_rows)
     if not any(r["matched"] for r in results):
         raise CompareError(f"{old_path} and {new_path} share no (problem, shape, dtype, variant): nothing to compare")
     table = tabulate(
-        [[r["problem"], r["shape"], r["variant"], r["stages"], _ms(r["old_ms"]), _ms(r["new_ms"]),
-          "-" if r["change"] is None else f"{100 * r['change']:+.1f}%", r["verdict"], r["note"]] for r in results],
+        [
+            [
+                r["problem"],
+                r["shape"],
+                r["variant"],
+                r["stages"],
+                _ms(r["old_ms"]),
+                _ms(r["new_ms"]),
+                "-" if r["change"] is None else f"{100 * r['change']:+.1f}%",
+                r["verdict"],
+                r["note"],
+            ]
+            for r in results
+        ],
         headers=["problem", "shape", "variant", "stages", "old ms", "new ms", "time", "verdict", "note"],
-        tablefmt="github", disable_numparse=True,
+        tablefmt="github",
+        disable_numparse=True,
     )
-    return table, results
+    return "\n".join([*notes, table]), results
 
 
 def _ms(x) -> str:
