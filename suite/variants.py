@@ -49,7 +49,7 @@ register_kernel(
 )
 register_kernel(
     "vector", "cuda", "cuda::pipeline ring", "suite.cuda.vector:KERNEL", gate=needs_gpu((8, 0)),
-    description="the seed's ring (32 KiB tiles, 2 per block), copies through cuda::memcpy_async into a "
+    description="the PTX ring's tiles (32 KiB, 2 per block), copies through cuda::memcpy_async into a "
                 "cuda::pipeline (libcu++)",
 )
 
@@ -120,7 +120,7 @@ register_kernel(
 
 register_kernel(
     "gemm", "ptx", "128x256x32 mma.sync", "suite.ptx.gemm:GEMM_K32", gate=needs_gpu((8, 0)), shape_sets=("square",),
-    description="the seed's design: cp.async ring, ldmatrix into 2 register slots, mma.sync m16n8k16, 8 warps 2x4",
+    description="the original design: cp.async ring, ldmatrix into 2 register slots, mma.sync m16n8k16, 8 warps 2x4",
 )
 
 register_kernel(

@@ -1,4 +1,4 @@
-"""y = 2 * x through the cuda::pipeline ring of ``vector.cu``: the seed's ring as the PTX kernel's bandwidth
+"""y = 2 * x through the cuda::pipeline ring of ``vector.cu``: the PTX ring's design at the PTX kernel's bandwidth
 configuration runs it (32 KiB tiles, 256 threads, runs of 2 tiles per block), the copies written in libcu++."""
 
 from __future__ import annotations

@@ -7,7 +7,7 @@
   second); when the run has none, ``copy_`` is timed once over 1 GiB after the run, the same way;
 * tensor peak, per dtype: the best large-square cuBLAS throughput of the run (its ceiling rows at M, N, K >= 4096);
   when the run has none, cuBLAS is timed once at 8192^3 after the run. A register-only MMA loop is not used: on the
-  H200 it issues below cuBLAS's large-square rate (DEVICE.md), so cuBLAS is the higher, and the bound.
+  H200 it issues below cuBLAS's large-square rate (docs/results.md), so cuBLAS is the higher, and the bound.
 
 Each GEMM row gets ``roofline`` (in TFLOP/s) and ``ratio_to_roofline``; the run's metadata gets ``roofline``: the
 bandwidth and peaks used and how each was measured. A memory-bound shape (decode) is then judged against the memory

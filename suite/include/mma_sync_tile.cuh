@@ -6,7 +6,7 @@
 // The design is a pipeline of pipelines (docs/design.md):
 //   global --cp.async--> STAGES-deep shared-memory ring --ldmatrix--> 2 register fragment slots --mma.sync--> fp32
 // Block tile 128 x 256 x BLOCK_K, 256 threads = 8 warps arranged 2 (M) x 4 (N), each warp owning a 64 x 64 tile of C
-// as 4 x 8 mma.sync.m16n8k16 accumulators (128 fp32 registers per thread). BLOCK_K = 32 is the seed's tile;
+// as 4 x 8 mma.sync.m16n8k16 accumulators (128 fp32 registers per thread). BLOCK_K = 32 is the original design's tile;
 // BLOCK_K = 64 halves the block barriers per multiply-add (one per 4 k-steps instead of per 2) at twice the shared
 // memory per stage.
 //

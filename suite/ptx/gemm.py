@@ -15,7 +15,7 @@ from suite.nvrtc import loader
 
 SOURCE = Path(__file__).with_name("gemm.cu")
 STAGES = (1, 2, 3, 4, 5)
-BLOCK_KS = (32, 64)  # 32: the seed's tile; 64: half the barriers per multiply-add, twice the bytes per stage
+BLOCK_KS = (32, 64)  # 32: the original design's tile; 64: half the barriers per multiply-add, twice the bytes per stage
 BLOCK_M, BLOCK_N = 128, 256
 THREADS = 256
 # gemm.cu computes indices in 32-bit ints: rows up to M rounded up to BLOCK_M, columns up to N rounded up to BLOCK_N,

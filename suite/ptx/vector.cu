@@ -1,6 +1,6 @@
 // vector.cu: y = 2 * x (fp32) streamed through a STAGES-deep cp.async shared-memory ring.
 //
-// The seed text's single-block pipeline, generalized to a grid of many blocks. The tiles of x are dealt to blocks in
+// The single-block cp.async ring of docs/design.md, generalized to a grid of many blocks. The tiles of x are dealt to blocks in
 // runs of `run` contiguous tiles, runs handed out round-robin (tile_schedule.cuh); the launcher (vector.py) picks the
 // layout:
 //   * persistent (the depth sweep): grid = blocks_per_sm x SMs, run = 1, so block b streams tiles b, b + grid, ...:

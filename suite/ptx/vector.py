@@ -52,8 +52,8 @@ class Config:
         return f"{kib(self.tile_bytes)} tiles, {self.threads} threads, {self.schedule.describe()}"
 
 
-# Measured on an H200 (tools/tune_vector.py, 1 GiB; DEVICE.md): short runs of 2 tiles of 32 KiB reach 99% of copy_
-# at 4 stages; persistent grids of the same kernel stayed near 90%.
+# The best layout tools/tune_vector.py found on the H200 for 1 GiB (its table: docs/tuning.md): short runs of 2 tiles
+# of 32 KiB at 4 stages; persistent grids of the same kernel came well behind.
 BANDWIDTH = Config(tile_bytes=32 * 1024, threads=256, schedule=Schedule(tiles_per_block=2))
 DEPTH_THREADS = 128  # 2 KiB tiles are one 16-byte chunk per thread at 128 threads
 DEPTH_TILE_BYTES = (2048, 4096, 8192, 16384, 32768)

@@ -110,10 +110,10 @@ def scale2(x: torch.Tensor, stages: int = 2, out: torch.Tensor | None = None,
 # The registry's kernel modules (suite/variants.py): "bandwidth" and one per depth-sweep tile ("2KiB", ...).
 # racecheck reports a race at every reuse of a stage that a raw-address cp.async.bulk refills after the consumers'
 # ld.shared reads were released through an mbarrier: it does not take the mbarrier arrive / try_wait pair as ordering
-# them (flash-attention documents the same for its cp.async.bulk buffers, AI/RACECHECK_TMA_HAZARD.md; the same
-# pattern through cp.async.bulk.tensor reports nothing). Measured on the H200 (2026-11-30): hazards at every depth
-# in proportion to the ring's reuses, with and without a proxy fence before the release, every output bit-exact.
+# them (flash-attention documents the same for its cp.async.bulk buffers; the same pattern through
+# cp.async.bulk.tensor reports nothing). On the H200: hazards at every depth in proportion to the ring's reuses, with
+# and without a proxy fence before the release, every output bit-exact (docs/sanitizer.md).
 RACECHECK_BLIND = ("racecheck does not model the mbarrier release of a stage that a raw cp.async.bulk refills; "
-                   "it reports every reuse (results/NVIDIA-H200/sanitizer-20261130-094620/NOTES.md)")
+                   "it reports every reuse (docs/sanitizer.md)")
 KERNELS = stream.kernels_of(sys.modules[__name__], ("bulk_copy", "mbarrier"), archs=("sm_90",),
                             sanitizer_blind_spots={"racecheck": RACECHECK_BLIND})

@@ -80,10 +80,8 @@ class Config:
                 f"{self.schedule.describe(pinned_by='the grid')}")
 
 
-# Measured on an H200 (tools/tune_vector.py, 1 GiB): 1-2 tiles of 32 KiB per program reach 96-98% of copy_, a
-# persistent grid 92-93%; with copy_ timed around each configuration (--triton, 2026-11-30) 2 tiles of 64 KiB,
-# 4 warps, came first (97.5%), 32 KiB tiles 96.0-97.3%; streaming cache hints (evict_first loads, .cs stores) lost
-# 0.5-6 points everywhere and were dropped.
+# The best layout tools/tune_vector.py --triton found on the H200 for 1 GiB (docs/tuning.md): 2 tiles of 64 KiB per
+# program, 4 warps; streaming cache hints (evict_first loads, .cs stores) lost everywhere and were dropped.
 BANDWIDTH = Config(tile_bytes=64 * 1024, num_warps=4, schedule=Schedule(tiles_per_block=2))
 DEPTH_NUM_WARPS = 4  # 128 threads, as the PTX ring's depth blocks
 DEPTH_TILE_BYTES = (2048, 4096, 8192, 16384, 32768)

@@ -94,11 +94,10 @@ class Config:
                 f"num_warps={self.num_warps}, {self.schedule.describe(pinned_by='the grid')}")
 
 
-# Measured on an H200 (tools/tune_vector.py --triton-desc --quick, 1 GiB, copy_ timed around each configuration,
-# results/NVIDIA-H200/tune-vector-triton-desc-20261130.txt): one 32 KiB tile per program at num_stages=3 came first
-# (98.7% of copy_, 4 warps 98.6%). With one tile per program nothing is pipelined; what num_stages=3 sets is the
-# shared memory (3 tiles, 96 KiB), hence 2 resident programs per SM. 3 and 1 per SM (num_stages 2 and 4: 64 and
-# 128 KiB) reach 95.8% and 72.5%. Longer runs (2-4 tiles) reach 92-95.5%, persistent grids 79-90%.
+# The best layout tools/tune_vector.py --triton-desc found on the H200 for 1 GiB (docs/tuning.md): one 32 KiB tile
+# per program at num_stages=3. With one tile per program nothing is pipelined; what num_stages=3 sets is the shared
+# memory (3 tiles, 96 KiB), hence 2 resident programs per SM; 3 and 1 per SM (num_stages 2 and 4) came behind, and
+# so did longer runs and persistent grids.
 BANDWIDTH = Config(tile_bytes=32 * 1024, num_warps=8, schedule=Schedule(tiles_per_block=1))
 BANDWIDTH_STAGES = (3,)
 
