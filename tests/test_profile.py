@@ -21,7 +21,7 @@ from suite.driver.profile_worker import parse_row
 DATA = Path(__file__).parent / "data"
 SAMPLE = DATA / "ncu-raw-h200-20261130.csv"
 NVTX_COLUMN = "thread Domain:Push/Pop_Range:PL_Type:PL_Value:CLR_Type:Color:Msg_Type:Msg"
-# The sample's kernels, in the order ncu profiled them (tools/ncu_target.py launches them in registry order).
+# The sample's kernels, in the order ncu profiled them (one launch per row, in registry order).
 VECTOR, MMA32, MMA64, WS, WS2, PERSISTENT, TMA_STORE = range(7)
 
 
