@@ -183,8 +183,12 @@ def check_options(opts: Options, on_gpu: bool) -> list[tuple[Problem, Variant, t
 
 
 def dtypes_for(problem: Problem, opts: Options) -> tuple[str, ...]:
-    """The problem's dtypes the options select (all of them by default)."""
-    return tuple(d for d in problem.dtypes if opts.dtypes is None or d in opts.dtypes)
+    """The problem's dtypes the options select: those --dtype names; without it, every dtype in a default run (each
+    at its own default sizes), and the problem's default dtype alone at named shape sets or explicit sizes (another
+    dtype is one --dtype away)."""
+    if opts.dtypes is None:
+        return (problem.default_dtype,) if opts.shape_sets or problem.name in opts.sizes else tuple(problem.dtypes)
+    return tuple(d for d in problem.dtypes if d in opts.dtypes)
 
 
 def sizes_for(problem: Problem, opts: Options, on_gpu: bool, dtype: str | None = None) -> tuple:
