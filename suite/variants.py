@@ -105,7 +105,7 @@ register_kernel(
 )
 
 register_kernel(
-    "gemm", "triton", "tuned", "suite.triton.gemm_desc:KERNELS[tuned]", gate=needs_gpu((9, 0)),
+    "gemm", "triton", "tuned", "suite.triton.gemm_desc:KERNELS[tuned]", gate=needs_gpu((9, 0)), shape_sets=("square",),
     description="triton.autotune over depths, both schedules (one program per tile, persistent) and GROUP_M of the "
                 "128x256x64 tensor-descriptor kernel, descriptors built on the host "
                 "(suite.triton.gemm_desc.tuning_configs)",
@@ -182,6 +182,7 @@ register_kernel(
 
 register_kernel(
     "gemm", "triton", "128x256x64 gluon ws persistent", "suite.triton.gemm_gluon:KERNEL", gate=needs_sm90a,
+    shape_sets=("square",),
     description="Gluon (triton.experimental.gluon, Triton's lower-level language): the PTX TMA-store kernel's "
                 "design, a 1-warp TMA producer and two wgmma warpgroups on an mbarrier ring, persistent, C stored "
                 "with TMA",
