@@ -7,7 +7,13 @@ usually with its kernel module and ``.cu`` file beside it. Two ways in:
   importable from here, or the path of a ``.py`` file (its directory is put on sys.path first, as ``python FILE``
   would, so that it can import its siblings);
 * an installed distribution's entry point in the group ``pipesuite.variants`` (``[project.entry-points."pipesuite.
-  variants"] mine = "my_package.variants"``), loaded the first time the registry is read.
+  variants"] mine = "my_package.variants"``), loaded the first time the registry is read, before any ``--plugin``.
+
+Each plugin file is imported once, however it is named: a ``--plugin`` that is already loaded (by path, by module
+name, or as an installed entry point) is not imported again. Whatever a plugin raises while it imports and
+registers, ``SystemExit`` (a plugin that calls ``sys.exit``) included, becomes a PluginError naming the plugin: the
+CLI says it in one line and exits 2, never 0 with nothing run. Only KeyboardInterrupt passes through. An entry
+point that failed fails every later read of the registry too (it is never skipped silently).
 """
 
 from __future__ import annotations
@@ -20,63 +26,127 @@ from types import ModuleType
 
 ENTRY_POINT_GROUP = "pipesuite.variants"
 _entry_points_loaded = False
+_entry_points_error: PluginError | None = None
 
 
 class PluginError(RuntimeError):
-    """A plugin could not be found or failed while importing (its own error is chained)."""
+    """A plugin could not be found or failed while importing (its own error is chained). ``source`` says where it
+    came from, for the CLI's one line: '--plugin' or 'installed plugin'."""
+
+    def __init__(self, message: str, source: str = "--plugin"):
+        super().__init__(message)
+        self.source = source
+
+
+def _what_happened(e: BaseException) -> str:
+    if isinstance(e, SystemExit):
+        return f"SystemExit({e.code!r}): it called sys.exit() while importing"
+    return f"{type(e).__name__}: {e}"
+
+
+def _guarded(what: str, source: str, load):
+    """``load()``, with anything it raises but KeyboardInterrupt (SystemExit included) as a PluginError."""
+    try:
+        return load()
+    except (PluginError, KeyboardInterrupt):
+        raise
+    except BaseException as e:  # a plugin's sys.exit(0) must not end the run as a success
+        raise PluginError(f"{what} failed to import: {_what_happened(e)}", source) from e
+
+
+def _loaded_from(origin: str | Path | None) -> ModuleType | None:
+    """The module already imported from the file ``origin``, under whatever name."""
+    if not origin:
+        return None
+    try:
+        target = Path(origin).resolve()
+    except (OSError, RuntimeError):
+        return None
+    for module in list(sys.modules.values()):
+        file = getattr(module, "__file__", None)
+        if file:
+            try:
+                if Path(file).resolve() == target:
+                    return module
+            except (OSError, RuntimeError):
+                continue
+    return None
+
+
+def _origin(module_name: str) -> str | None:
+    """The file a dotted module name would be imported from (None when it cannot be found)."""
+    try:
+        spec = importlib.util.find_spec(module_name)
+    except (ImportError, ValueError):
+        return None
+    return spec.origin if spec is not None and spec.has_location else None
 
 
 def load_plugin(spec: str) -> ModuleType:
-    """Import one plugin, by dotted module name or by ``.py`` path. Loading the same plugin again is a no-op."""
+    """Import one plugin, by dotted module name or by ``.py`` path, after the suite's own variants and the installed
+    entry points. A plugin already loaded (under any name) is returned as it is."""
     import suite.registry
 
-    suite.registry.variants()  # the suite's own registrations first: the tables list them before a plugin's
+    suite.registry.variants()  # the suite's own registrations, then the entry points: the tables list them first
     path = Path(spec)
-    try:
-        if spec.endswith(".py") or path.is_file():
-            return _load_file(path)
-        return importlib.import_module(spec)
-    except PluginError:
-        raise
-    except Exception as e:  # an ImportError, or whatever the plugin's own code raised: name the plugin
-        raise PluginError(f"plugin {spec!r} failed to import: {type(e).__name__}: {e}") from e
+    if spec.endswith(".py") or path.is_file():
+        return _load_file(path, spec)
+
+    def load():
+        loaded = _loaded_from(_origin(spec))
+        return loaded if loaded is not None else importlib.import_module(spec)
+
+    return _guarded(f"plugin {spec!r}", "--plugin", load)
 
 
 def load_plugins(specs) -> list[ModuleType]:
+    """The suite's variants, the installed entry points, then each plugin of ``specs`` (each once)."""
+    import suite.registry
+
+    suite.registry.variants()
     return [load_plugin(spec) for spec in specs or ()]
 
 
-def _load_file(path: Path) -> ModuleType:
+def _load_file(path: Path, spec: str) -> ModuleType:
     path = path.resolve()
     if not path.is_file():
         raise PluginError(f"plugin file {path} does not exist")
+    loaded = _loaded_from(path)
+    if loaded is not None:
+        return loaded
     name = f"pipesuite_plugin_{path.stem}"
-    if name in sys.modules and getattr(sys.modules[name], "__file__", None) == str(path):
-        return sys.modules[name]
     if str(path.parent) not in sys.path:
         sys.path.insert(0, str(path.parent))
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
+    module_spec = importlib.util.spec_from_file_location(name, path)
+    module = importlib.util.module_from_spec(module_spec)
     sys.modules[name] = module
-    try:
-        spec.loader.exec_module(module)
-    except BaseException:
-        del sys.modules[name]
-        raise
-    return module
+
+    def load():
+        try:
+            module_spec.loader.exec_module(module)
+        except BaseException:
+            del sys.modules[name]
+            raise
+        return module
+
+    return _guarded(f"plugin {spec!r}", "--plugin", load)
 
 
 def load_entry_points() -> None:
-    """Import every installed ``pipesuite.variants`` entry point, once."""
-    global _entry_points_loaded
+    """Import every installed ``pipesuite.variants`` entry point, once. One that fails raises PluginError, now and
+    on every later call."""
+    global _entry_points_loaded, _entry_points_error
+    if _entry_points_error is not None:
+        raise _entry_points_error
     if _entry_points_loaded:
         return
     _entry_points_loaded = True
     from importlib.metadata import entry_points
 
     for ep in entry_points(group=ENTRY_POINT_GROUP):
+        what = f"entry point {ep.name!r} = {ep.value!r} ({ENTRY_POINT_GROUP})"
         try:
-            ep.load()
-        except Exception as e:
-            raise PluginError(f"entry point {ep.name!r} = {ep.value!r} ({ENTRY_POINT_GROUP}) failed to import: "
-                              f"{type(e).__name__}: {e}") from e
+            _guarded(what, "installed plugin", ep.load)
+        except PluginError as e:
+            _entry_points_error = e
+            raise

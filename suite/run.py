@@ -151,13 +151,13 @@ def main(argv=None) -> int:
         from suite.triton import interpreter_compat
 
         interpreter_compat.install()  # older interpreters under NumPy >= 2.5 (see that module)
-    if args.plugin:
+    if not args.compare:  # installed entry points, then --plugin, each once; a failing one is one line, exit 2
         from suite.plugins import PluginError, load_plugins
 
         try:
             load_plugins(args.plugin)
         except PluginError as e:
-            return _usage_error("--plugin", str(e))
+            return _usage_error(e.source, str(e))
     if args.list:
         from suite.driver.report import variant_table
 

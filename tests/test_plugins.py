@@ -9,7 +9,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import HAS_GPU
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -18,7 +17,7 @@ NAMES = ("cuda:plugin prefetch", "triton:plugin tiles")
 
 
 def _run(*args, env=None):
-    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=ROOT, env=env)
+    return subprocess.run([sys.executable, *args], capture_output=True, text=True, cwd=ROOT, env=env, check=False)
 
 
 def test_listed_by_path_and_by_module_name():
@@ -31,11 +30,28 @@ def test_listed_by_path_and_by_module_name():
 def test_runs_and_validates(tmp_path):
     """On a CPU: the Triton variant validates in the interpreter, the .cu one is built for sm_90 with its SASS; on a
     GPU both validate and are timed."""
-    proc = _run("-m", "suite.run", "--plugin", str(PLUGIN), "--problem", "vector", "--size", "40963", "--quick",
-                "--variant", *NAMES, "--out", str(tmp_path / "run"), "--no-progress")
+    proc = _run(
+        "-m",
+        "suite.run",
+        "--plugin",
+        str(PLUGIN),
+        "--problem",
+        "vector",
+        "--size",
+        "40963",
+        "--quick",
+        "--variant",
+        *NAMES,
+        "--out",
+        str(tmp_path / "run"),
+        "--no-progress",
+    )
     assert proc.returncode == 0, proc.stderr[-3000:]
-    rows = [r for r in json.loads((tmp_path / "run" / "results.json").read_text())["rows"]
-            if f"{r['backend']}:{r['variant']}" in NAMES]
+    rows = [
+        r
+        for r in json.loads((tmp_path / "run" / "results.json").read_text())["rows"]
+        if f"{r['backend']}:{r['variant']}" in NAMES
+    ]
     assert {f"{r['backend']}:{r['variant']}" for r in rows} == set(NAMES)
     for r in rows:
         if HAS_GPU or r["backend"] == "triton":
@@ -54,8 +70,19 @@ def test_bad_plugin_is_one_clear_line():
 def test_registry_wide_tests_cover_the_plugin():
     """tests/test_variants.py with the plugin loaded (conftest's --suite-plugin): its variants get the odd-size,
     build and bad-input tests with no test written for them."""
-    proc = _run("-m", "pytest", "-q", "-p", "no:cacheprovider", str(ROOT / "tests" / "test_variants.py"),
-                "--suite-plugin", str(PLUGIN), "-k", "plugin", "-rA")
+    proc = _run(
+        "-m",
+        "pytest",
+        "-q",
+        "-p",
+        "no:cacheprovider",
+        str(ROOT / "tests" / "test_variants.py"),
+        "--suite-plugin",
+        str(PLUGIN),
+        "-k",
+        "plugin",
+        "-rA",
+    )
     assert proc.returncode == 0, proc.stdout[-3000:]
     out = proc.stdout
     assert "test_builds_without_spills_with_its_sass[cuda:plugin prefetch-sm_90]" in out
@@ -80,11 +107,25 @@ def test_entry_point_group(tmp_path):
 def test_sanitized(tmp_path):
     """The plugin's .cu variant runs under compute-sanitizer with no change to the suite, and is clean (only it:
     --variant)."""
-    proc = _run("-m", "suite.sanitize", "--plugin", str(PLUGIN), "--variant", "cuda:plugin prefetch", "--tools",
-                "memcheck", "racecheck", "--out", str(tmp_path))
+    proc = _run(
+        "-m",
+        "suite.sanitize",
+        "--plugin",
+        str(PLUGIN),
+        "--variant",
+        "cuda:plugin prefetch",
+        "--tools",
+        "memcheck",
+        "racecheck",
+        "--out",
+        str(tmp_path),
+    )
     assert (tmp_path / "sanitizer.md").exists(), proc.stderr[-3000:]
-    rows = [line for line in (tmp_path / "sanitizer.md").read_text().splitlines()
-            if line.startswith("| ") and not line.startswith("| variant")]  # the data rows of both tables
+    rows = [
+        line
+        for line in (tmp_path / "sanitizer.md").read_text().splitlines()
+        if line.startswith("| ") and not line.startswith("| variant")
+    ]  # the data rows of both tables
     assert len(rows) == 3 and all(line.count("clean") == 2 for line in rows), rows  # stages 1, 2, 4; both tools
     assert all("cuda:plugin prefetch" in line for line in rows) and proc.returncode == 0, rows  # nothing else ran
     log = (tmp_path / "memcheck-healthy.log").read_text()
@@ -137,9 +178,24 @@ def test_a_variant_that_fails_leaves_a_failed_row_and_the_run_goes_on(tmp_path):
     plugin = tmp_path / "broken_plugin.py"
     (tmp_path / "broken.cu").write_text(BROKEN_CU)
     plugin.write_text(BROKEN_PLUGIN.replace("{on_cpu}", str(not HAS_GPU)))
-    proc = _run("-m", "suite.run", "--plugin", str(plugin), "--problem", "vector", "--size", "40963", "--quick",
-                "--variant", "cuda:broken build", "torch:broken launch", "triton:tile loop", "--out",
-                str(tmp_path / "run"), "--no-progress")
+    proc = _run(
+        "-m",
+        "suite.run",
+        "--plugin",
+        str(plugin),
+        "--problem",
+        "vector",
+        "--size",
+        "40963",
+        "--quick",
+        "--variant",
+        "cuda:broken build",
+        "torch:broken launch",
+        "triton:tile loop",
+        "--out",
+        str(tmp_path / "run"),
+        "--no-progress",
+    )
     assert proc.returncode == 1, proc.stderr[-3000:]  # something failed, and the exit status says so
     rows = json.loads((tmp_path / "run" / "results.json").read_text())["rows"]
     by = {}
@@ -153,3 +209,73 @@ def test_a_variant_that_fails_leaves_a_failed_row_and_the_run_goes_on(tmp_path):
     assert launch["valid"] is False and "CUDA_ERROR_LAUNCH_FAILED" in launch["note"], launch
     assert by["triton:tile loop"] and all(r["valid"] for r in by["triton:tile loop"])  # the rest of the run
     assert "failed: KernelCompileError" in (tmp_path / "run" / "table.md").read_text()
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Issue 22, item 13: a plugin never ends a run as a success, fails in one line, and loads once
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _entry_point(tmp_path, module: str, name: str = "example"):
+    """An installed distribution (a .dist-info on PYTHONPATH) whose 'pipesuite.variants' entry point is ``module``."""
+    dist = tmp_path / f"pipesuite_{name}-0.1.dist-info"
+    dist.mkdir()
+    (dist / "METADATA").write_text(f"Metadata-Version: 2.1\nName: pipesuite-{name}\nVersion: 0.1\n")
+    (dist / "entry_points.txt").write_text(f"[pipesuite.variants]\n{name} = {module}\n")
+    return dict(os.environ, PYTHONPATH=os.pathsep.join([str(tmp_path), str(PLUGIN.parent), str(ROOT)]))
+
+
+@pytest.mark.parametrize("code", ["0", "None"])
+def test_a_plugin_that_calls_sys_exit_is_a_plugin_error(tmp_path, code):
+    plugin = tmp_path / "quitter.py"
+    plugin.write_text(f"import sys\nsys.exit({code})\n")
+    proc = _run("-m", "suite.run", "--plugin", str(plugin), "--problem", "vector", "--out", str(tmp_path / "run"))
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
+    assert (
+        "error: --plugin: plugin" in proc.stderr and "SystemExit" in proc.stderr and "called sys.exit()" in proc.stderr
+    )
+    assert not (tmp_path / "run").exists()
+
+
+def test_a_failing_entry_point_is_one_line(tmp_path):
+    (tmp_path / "bad_plugin.py").write_text("raise RuntimeError('boom at import')\n")
+    env = _entry_point(tmp_path, "bad_plugin", "bad")
+    for argv in (["--list"], ["--problem", "vector", "--out", str(tmp_path / "run")]):
+        proc = _run("-m", "suite.run", *argv, env=env)
+        assert proc.returncode == 2, proc.stderr
+        assert proc.stderr.strip().splitlines() == [
+            (
+                "error: installed plugin: entry point 'bad' = 'bad_plugin' (pipesuite.variants) failed to import: "
+                "RuntimeError: boom at import"
+            )
+        ], proc.stderr
+    (tmp_path / "bad_plugin.py").write_text("import sys\nsys.exit(0)\n")
+    proc = _run("-m", "suite.run", "--list", env=env)
+    assert proc.returncode == 2 and "SystemExit" in proc.stderr and "Traceback" not in proc.stderr
+
+
+def test_a_failed_entry_point_is_never_skipped_later(tmp_path):
+    (tmp_path / "bad_plugin.py").write_text("raise RuntimeError('boom')\n")
+    env = _entry_point(tmp_path, "bad_plugin", "bad")
+    script = (
+        "from suite.plugins import PluginError\nfrom suite.registry import variants\n"
+        "for _ in range(2):\n    try:\n        variants()\n        print('read')\n"
+        "    except PluginError as e:\n        print('refused')\n"
+    )
+    proc = _run("-c", script, env=env)
+    assert proc.stdout.split() == ["refused", "refused"], proc.stderr
+
+
+def test_a_plugin_given_twice_loads_once(tmp_path):
+    """--plugin path.py of a module that is also installed as an entry point (and the same by module name): its
+    variants are registered once, not refused as duplicates."""
+    env = _entry_point(tmp_path, "example_plugin")
+    proc = _run(
+        "-m", "suite.run", "--plugin", str(PLUGIN), "--plugin", "tests.plugins.example_plugin", "--list", env=env
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("plugin prefetch") == 1 and proc.stdout.count("plugin tiles") == 1
+    proc = _run("-m", "suite.run", "--plugin", str(PLUGIN), "--plugin", "tests.plugins.example_plugin", "--list")
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.count("plugin prefetch") == 1
