@@ -458,6 +458,7 @@ def precompile(jobs, on_gpu: bool, max_workers: int | None = None, known: dict |
             work.setdefault(("build", id(variant.kernel)), lambda b=builder, a=arch: b(a))
     if not work:
         return {}
+    _import_compilers()
     described = {}
     with ThreadPoolExecutor(max_workers=max_workers or min(len(work), os.cpu_count() or 1)) as pool:
         futures = {key: pool.submit(task) for key, task in work.items()}
@@ -469,6 +470,21 @@ def precompile(jobs, on_gpu: bool, max_workers: int | None = None, known: dict |
             if key[0] == "describe":
                 described[key[1:]] = result
     return described
+
+
+def _import_compilers() -> None:
+    """Import what the builds import, here, before the threads start: two threads importing cuda.core at once can
+    see it half-initialized ("cannot import name 'Program' from 'cuda.core.cu13'")."""
+    try:
+        import cuda.core  # noqa: F401
+        from cuda.core import Program, ProgramOptions  # noqa: F401
+        from cuda.core._utils.cuda_utils import NVRTCError  # noqa: F401
+
+        from suite.nvrtc import loader
+
+        loader.nvrtc_version()
+    except Exception:  # noqa: BLE001 - each build then reports its own error
+        return
 
 
 def _check_device(device: torch.device, rows: list[dict]) -> None:
