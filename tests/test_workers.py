@@ -94,24 +94,24 @@ def test_a_worker_is_pinned_before_its_setup_imports_anything():
     assert all(r["tag"] == "hello" and r["visible"] == "GPU-bbbb" and r["torch_loaded"] is False for r in rows)
 
 
-def test_the_real_worker_on_two_cpu_devices_matches_one_process(monkeypatch):
-    """bench.job_worker through spawned processes (pinned to "no GPU": the CPU path of the driver) gives the rows
-    the in-process run gives, in the same order, each naming the device it ran on."""
-    from suite.driver import bench, plan
+def test_the_real_worker_on_two_cpu_devices_matches_one_process():
+    """suite.driver.sweep.execute with two CPU "devices": bench.job_worker in spawned processes (pinned to no GPU:
+    the CPU path of the driver) gives the rows the in-process run gives, in the same order, each naming the device
+    it ran on, and the metadata says which device ran which job."""
+    from suite.driver import bench, sweep
 
     opts = bench.Options(problems=("vector",), variants=("triton:tile loop",), sizes={"vector": (4097, 8195)})
-    jobs = list(plan.build(opts, on_gpu=False).jobs)
-    assert len(jobs) == 2
     cpus = [Device(None, None, "cpu"), Device(None, "second", "cpu")]
-    rows, reports = run_jobs(jobs, cpus, bench.job_worker, (opts, False), skeleton=bench.skeleton,
-                             cost=lambda j: j.cost, setup="suite.driver.bench:worker_setup")
-    reference = bench.run(opts, on_gpu=False, progress=False)
+    rows, meta = sweep.execute(opts, on_gpu=False, gpus=cpus, progress=False)
+    reference, ref_meta = sweep.execute(opts, on_gpu=False, progress=False)
     strip = ("gpu_index", "gpu_uuid")
     assert [{k: v for k, v in r.items() if k not in strip} for r in rows] == \
         [{k: v for k, v in r.items() if k not in strip} for r in reference]
-    assert all(r["valid"] for r in rows) and {r["gpu_uuid"] for r in rows} <= {None, "second"}
-    assert all(rep.failed is None for rep in reports) and sum(len(rep.jobs) for rep in reports) == 2
-    assert all("validate" in rep.phases for rep in reports if rep.jobs)
+    assert len(rows) == 4 and all(r["valid"] for r in rows) and {r["gpu_uuid"] for r in rows} <= {None, "second"}
+    assert meta["plan"] == ref_meta["plan"] and meta["shard"] == ref_meta["shard"]
+    assert sorted(j for g in meta["gpus"] for j in g["jobs"]) == [0, 1]
+    assert all(g["failed"] is None for g in meta["gpus"]) and "workers" in meta["phase_seconds"]
+    assert all("validate" in g["phase_seconds"] for g in meta["gpus"] if g["jobs"])
 
 
 @pytest.mark.parametrize("text, picked", [("all", [0, 1, 2]), ("0,2", [0, 2]), (" 1 ", [1]), ("ALL", [0, 1, 2])])

@@ -67,8 +67,9 @@ def execute(opts, on_gpu: bool, *, gpus=None, shard: tuple[int, int] | None = No
     else:
         from suite.driver import workers
 
-        with phases("compile"):  # once here, into the cubin cache every worker reads
-            bench.precompile(jobs, on_gpu)
+        if on_gpu:
+            with phases("compile"):  # once here, into the cubin cache every worker reads
+                bench.precompile(jobs, on_gpu)
         bar = bench.Progress(sum(len(j.rows) for j in jobs), progress)
 
         def arrived(job, rows):
