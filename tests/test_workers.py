@@ -45,6 +45,7 @@ def test_a_gpu_whose_worker_dies_fails_only_its_job_and_the_others_finish():
     lost = [r for r in rows if r["job"] == 1]
     assert all(r["valid"] is False and r["gpu_index"] == 1 for r in lost)
     assert all("GPU 1 (GPU-bbbb) failed during this job: its worker process died" in r["note"] for r in lost)
+    assert all(r["failure"] == "device" for r in lost)
     assert all(r["valid"] and r["gpu_index"] == 0 for r in rows if r["job"] != 1)  # GPU 0 took the rest
     assert reports[1].failed == "its worker process died" and reports[0].failed is None
     assert 1 not in reports[1].jobs

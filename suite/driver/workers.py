@@ -115,14 +115,15 @@ def _reason(error: BaseException) -> str:
 
 
 def unfinished(job, skeleton: Callable, done: list[dict], device: Device | None, why: str) -> list[dict]:
-    """The job's rows: those in ``done`` as they are, the others from ``skeleton(job)`` marked failed with ``why``."""
+    """The job's rows: those in ``done`` as they are, the others from ``skeleton(job)`` marked failed with ``why``
+    (``failure`` "device": not run, or not finished, because the device or its worker failed)."""
     finished = {r.get("plan_row"): r for r in done}
     rows = []
     for row in skeleton(job):
         if row.get("plan_row") in finished:
             rows.append(finished[row["plan_row"]])
             continue
-        row.update(valid=False, measured=False, error=why, note=f"not run: {why}")
+        row.update(valid=False, measured=False, error=why, failure="device", note=f"not run: {why}")
         if device is not None:
             row.update(device.row_fields())
         rows.append(row)
