@@ -104,10 +104,12 @@ def _stats(times_ms: list[float]) -> tuple[float, float]:
 
 
 class Progress:
-    """One line per step on stderr: [i/n] what is running."""
+    """One line per step on stderr: [i/n] what is running, redrawn in place; drawn only when stderr is a terminal
+    (a log file gets no carriage returns)."""
 
     def __init__(self, total: int, enabled: bool = True):
-        self.total, self.done, self.enabled, self.t0 = total, 0, enabled, time.time()
+        self.total, self.done, self.t0 = total, 0, time.time()
+        self.enabled = enabled and sys.stderr.isatty()
 
     def step(self, what: str) -> None:
         self.done += 1
@@ -232,14 +234,21 @@ def plan_groups(plan: list[tuple[Problem, Variant, tuple]], opts: Options, on_gp
 
 
 def _fail(row: dict, what: str, error: Exception) -> None:
-    """Mark ``row`` failed (the CLI's exit status counts it): a one-line note that points at the cause (for a
-    compile error, the source location), the whole message in ``error``."""
-    text = str(error).strip()
+    """Mark ``row`` failed, with its ``failure`` (build, launch or timing: the CLI counts each apart from the rows
+    that failed validation) and a one-line note that points at the cause: for a compile error, its first error (never
+    a warning) at its ``.cu`` file:line, and where the PTX is kept; the whole message in ``error``."""
+    from suite.nvrtc.loader import KernelCompileError
+
+    text = str(error).replace("\x00", "").strip()
     lines = [line.strip() for line in text.splitlines() if line.strip()]
-    where = getattr(error, "locations", None) or [next((line for line in lines if "error" in line.lower()),
-                                                      lines[0] if lines else "")]
-    row.update(valid=False, measured=False, error=f"{type(error).__name__}: {text}",
-               note=f"{what}: {type(error).__name__}: {where[0][:300]}")
+    if isinstance(error, KernelCompileError):
+        what, failure = "build failed", "build"
+        where = error.first_error[:300] + (f" (PTX kept at {error.ptx_path})" if error.ptx_path else "")
+    else:
+        failure = "build" if what.startswith("build failed") else "timing" if what.startswith("timing") else "launch"
+        where = next((line for line in lines if "error" in line.lower()), lines[0] if lines else "")[:300]
+    row.update(valid=False, measured=False, error=f"{type(error).__name__}: {text}", failure=failure,
+               note=f"{what}: {type(error).__name__}: {where}")
 
 
 def _validate(size, variant: Variant, stages, seed: int, device, dtype: str | None = None) -> tuple[dict, object]:
@@ -405,18 +414,11 @@ def _describe(variant: Variant, problem: Problem, dtype: str):
 
 
 def _nvrtc_builder(kernel) -> Callable[[str], object] | None:
-    """What compiles the cubins a launch of ``kernel`` loads, for an arch: None for a kernel NVRTC does not build.
-    A streaming kernel module (suite.nvrtc.stream.StreamKernel) launches through its module's ``build(arch,
-    config)`` (every depth of the configuration in one cubin), not through ``NvrtcModule.build`` (its own depths):
-    warming the other would compile a cubin no launch loads."""
+    """What compiles the cubins a launch of ``kernel`` loads, for an arch: its ``build``; None for a kernel NVRTC
+    does not build."""
     from suite.kernel import NvrtcModule
 
-    if not isinstance(kernel, NvrtcModule):
-        return None
-    module, config = getattr(kernel, "module", None), getattr(kernel, "stream_config", None)
-    if config is not None and callable(getattr(module, "build", None)):
-        return lambda arch: module.build(arch, config)
-    return kernel.build
+    return kernel.build if isinstance(kernel, NvrtcModule) else None
 
 
 def precompile(jobs, on_gpu: bool, max_workers: int | None = None, known: dict | None = None) -> dict:

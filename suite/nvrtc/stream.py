@@ -137,6 +137,10 @@ class StreamKernel(NvrtcModule):
     def name_expressions(self, stages: int) -> tuple[str, ...]:
         return (self.stream_config.name_expression(stages),)
 
+    def build(self, arch: str | None = None):
+        """The cubin its launches load: the module's build of this configuration (every depth it compiles)."""
+        return self.module.build(arch, self.stream_config)
+
     def config(self) -> str:
         return self.stream_config.describe()
 
