@@ -60,17 +60,11 @@ def _say(text: str) -> None:
 
 
 def check_out(out: Path) -> str | None:
-    """Why the results cannot be written to ``out``, or None: it must be a directory, or creatable as one."""
-    if out.exists():
-        if not out.is_dir():
-            return f"{out} exists and is not a directory"
-        return None if os.access(out, os.W_OK | os.X_OK) else f"cannot write in {out}"
-    parent = out.absolute().parent
-    while not parent.exists():
-        parent = parent.parent
-    if not parent.is_dir():
-        return f"cannot create {out}: {parent} is not a directory"
-    return None if os.access(parent, os.W_OK | os.X_OK) else f"cannot create {out}: cannot write in {parent}"
+    """Why the results cannot be written to ``out``, or None (suite.driver.report.check_out: a file is created and
+    removed there, not guessed from mode bits)."""
+    from suite.driver.report import check_out as check
+
+    return check(out)
 
 
 def parse_args(argv=None) -> argparse.Namespace:
@@ -119,7 +113,12 @@ def parse_args(argv=None) -> argparse.Namespace:
                         "tensor pipe, warps per scheduler, top stalls, shared-memory bank conflicts, and a 'why' "
                         "cell per row")
     p.add_argument("--json", action="store_true", help="print the results as JSON on stdout instead of tables")
-    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr")
+    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr (it is drawn only on a "
+                                                                "terminal)")
+    p.add_argument("--verbose", action="store_true",
+                   help="the full tables on the terminal even when nothing is timed (without a GPU the terminal "
+                        "shows a compact summary: per problem and backend, rows valid, built and failed, the SASS "
+                        "classes found, and every failure)")
     p.add_argument("--gpus", metavar="all|I,J",
                    help="one worker process per GPU ('all', or torch's indices, e.g. 0,1), the plan's (problem, dtype, "
                         "shape) jobs spread among them; each job times its own ceiling on its GPU, each row records "
@@ -175,6 +174,13 @@ def main(argv=None) -> int:
         return exit_code(results)
     if args.out is not None and (why := check_out(args.out)):
         return _usage_error("--out", why)
+    default_out = None  # results/<gpu>/ (a directory per run is made in it at the end): checked now, not after the run
+    if args.out is None:
+        from suite.driver.report import slug
+
+        default_out = Path("results") / (slug(torch.cuda.get_device_name()) if on_gpu else "cpu")
+        if why := check_out(default_out):
+            return _usage_error("results/ (the default output; --out DIR writes elsewhere)", why)
 
     from suite.driver import meta as run_meta
     from suite.driver import report
@@ -185,7 +191,8 @@ def main(argv=None) -> int:
     if args.dtype:
         problems = tuple(p for p in problems if set(args.dtype) & set(PROBLEMS[p].dtypes))
         if not problems:
-            return _usage_error(f"--dtype {' '.join(args.dtype)}", "no selected problem takes these inputs")
+            taken = ", ".join(args.dtype)
+            return _usage_error(f"--dtype {' '.join(args.dtype)}", f"no selected problem takes {taken}")
     if args.shapes:
         problems = tuple(p for p in problems if set(args.shapes) & set(PROBLEMS[p].shape_sets))
         if not problems:
@@ -264,22 +271,31 @@ def main(argv=None) -> int:
     meta["command"] = "python -m suite.run " + " ".join(argv if argv is not None else sys.argv[1:])
 
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
-    out = args.out or Path("results") / (report.slug(meta["gpu"]) if on_gpu else "cpu") / stamp
     with phases("reports"):
-        written = report.write(rows, meta, out)
-    sweep.record_phases(out, meta, phases)
+        try:  # a directory of this run's own (another run of the same second gets another); files whole or absent
+            out = args.out or report.new_run_dir(default_out, stamp)
+            written, unwritten = report.write(rows, meta, out), None
+        except report.WriteError as e:
+            out, written, unwritten = e.out_dir, e.written, e
+    if unwritten is None:
+        try:
+            sweep.record_phases(out, meta, phases)
+        except OSError as e:
+            unwritten = report.WriteError(out, written, [("results.json's phase_seconds", e)])
     if args.json:
         print(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
     else:
-        print(report.terminal_table(rows, WIDTH))
-        print(f"\nwrote {', '.join(p.name for p in written)} in {out}/")
+        print(report.terminal(rows, WIDTH, verbose=args.verbose))
+        if written:
+            print(f"\nwrote {', '.join(p.name for p in written)} in {out}/")
     for why in report.missing_plots(rows, on_gpu):
         _say(why)
-    failed = [r for r in rows if r["valid"] is False]
-    if failed:
-        print(f"\n{len(failed)} variant(s) FAILED validation", file=sys.stderr)
-        return 1
-    return 0
+    if unwritten is not None:
+        print(f"\nerror: {unwritten}", file=sys.stderr)
+    closing = report.failure_summary(rows)  # build failures, invalid rows... each counted apart
+    if closing:
+        print(f"\n{closing}", file=sys.stderr)
+    return 1 if unwritten is not None or closing else 0
 
 
 if __name__ == "__main__":

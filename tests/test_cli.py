@@ -142,14 +142,20 @@ def test_cli_refuses_sizes_too_large_for_the_interpreter(tmp_path):
 
 def test_cli_cpu_run_end_to_end(tmp_path):
     """No GPU (hidden on a GPU machine): Triton validated in the interpreter, PTX built for sm_90 with its SASS,
-    nothing timed, no plot and why, exit 0; files readable as the umask allows; the terminal fits 160 columns."""
+    nothing timed, no plot and why, exit 0; files readable as the umask allows; the terminal fits 160 columns and,
+    nothing being timed, is the compact summary (the full tables with --verbose)."""
     out = tmp_path / "run"
     proc, _ = _cli("--problem", "vector", "--out", str(out), "--no-progress", cpu=True)
     assert proc.returncode == 0, proc.stderr
     assert "No CUDA GPU here" in proc.stderr
     assert "No plot written (vector.png)" in proc.stderr and "without a GPU nothing is timed" in proc.stderr
-    assert "valid, not timed" in proc.stdout and "built sm_90: LDGSTS" in proc.stdout
+    summary = {line.split("|")[2].strip(): line for line in proc.stdout.splitlines() if line.startswith("| vector")}
+    assert set(summary) == {"torch", "triton", "ptx", "cuda"} and "LDGSTS" in summary["ptx"], proc.stdout
+    assert "valid, not timed" not in proc.stdout and "Full tables: --verbose" in proc.stdout
+    assert len((proc.stdout + proc.stderr).splitlines()) <= 30
     assert max(len(line) for line in (proc.stdout + proc.stderr).splitlines()) <= 160
+    verbose = report.terminal(json.loads((out / "results.json").read_text())["rows"], 160, verbose=True)
+    assert "valid, not timed" in verbose and "built sm_90: LDGSTS" in verbose
     rows = json.loads((out / "results.json").read_text())["rows"]
     assert all(r["valid"] for r in rows if r["backend"] in ("torch", "triton"))
     # every PTX row's machine code copies asynchronously: cp.async (LDGSTS) or a Hopper bulk copy (UBLKCP)
@@ -190,7 +196,7 @@ def test_cli_variant_filter_runs_only_its_problem(tmp_path):
 def test_list_shows_gates(capsys):
     assert main(["--list"]) == 0
     out = capsys.readouterr().out
-    assert "cp.async ring" in out and "a CUDA GPU of compute capability >= 8.0" in out
+    assert "cp.async ring" in out and "a CUDA GPU of compute capability >= 8.0" in " ".join(out.split())
 
 
 def test_driver_timing_logic_with_a_fake_clock(monkeypatch):
@@ -335,7 +341,7 @@ def test_terminal_table_fits_160_columns_and_keeps_everything():
 
 def test_plot_ceiling_has_its_own_color_and_the_legend_covers_no_data():
     rows = _rows() + [_row(backend="torch", variant="mul", stages=None, baseline=True, median_ms=0.95)]
-    for i in range(9):  # enough variants to go around the palette
+    for i in range(9):  # enough variants of one backend to need many shades
         rows += [_row(backend="triton", variant=f"v{i}", stages=s, throughput=1.0 + i + s) for s in (1, 2, 3)]
     rows += [dict(r, shape="4096") for r in rows]
     fig = report.figure(rows, "vector")
@@ -349,10 +355,13 @@ def test_plot_ceiling_has_its_own_color_and_the_legend_covers_no_data():
         assert len(ceiling) == 1 and len(others) == 12
         assert to_rgba(ceiling[0].get_color()) not in {to_rgba(ln.get_color()) for ln in others}
         assert len({to_rgba(ln.get_color()) for ln in others}) == len(others)  # no two variants share a color
-        legend = ax.get_legend().get_window_extent(renderer)
-        for other in fig.axes:
-            assert not legend.overlaps(other.get_window_extent(renderer))  # outside every panel
-        assert fig.bbox.x0 <= legend.x0 and legend.x1 <= fig.bbox.x1 and fig.bbox.y0 <= legend.y0  # on the page
+        assert ax.get_legend() is None  # one legend for the figure
+    (legend,) = fig.legends
+    box = legend.get_window_extent(renderer)
+    for ax in fig.axes:
+        assert not box.overlaps(ax.get_window_extent(renderer))  # outside every panel
+    assert fig.bbox.x0 <= box.x0 and box.x1 <= fig.bbox.x1 and fig.bbox.y0 <= box.y0 and box.y1 <= fig.bbox.y1
+    assert len(legend.get_texts()) == 13  # each label once, not once per panel
     import matplotlib.pyplot as plt
 
     plt.close(fig)

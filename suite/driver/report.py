@@ -90,9 +90,15 @@ def _where(r: dict) -> str:
     return _label(r) + ("" if r["stages"] is None else f" stages={r['stages']}")
 
 
-def table(rows: list[dict], fmt: str = "github") -> str:
-    """One block per (problem, shape): the stage sweep with each swept variant side by side, then every other
-    variant (baselines, ceilings, tuned) on a line of its own."""
+MD_WIDTH = 300  # table.md: its tables are split to fit this (a variant's columns kept together), its notes wrapped
+CONFIG_INLINE = 60  # a configuration longer than this is given in the notes below its table, not in a cell
+
+
+def table(rows: list[dict], fmt: str = "github", width: int = MD_WIDTH) -> str:
+    """One block per (problem, shape): the stage sweep with each swept variant side by side (split into several
+    tables, each repeating the stage column, so that lines fit ``width``; stage counts no variant of a table ran are
+    left out), then every other variant (baselines, ceilings, tuned) on a line of its own, then the notes: each row's
+    note, and each configuration too long for a cell."""
     blocks = []
     for (problem, (shape, _), group_name), group in _groups(rows).items():
         unit = group[0]["unit"]
@@ -108,32 +114,39 @@ def table(rows: list[dict], fmt: str = "github") -> str:
         where = f"{problem} {shape} ({group[0]['dtype']})" + (f", {group_name}" if group_name else "")
         title = f"### {where}: {unit}, % of {ceiling_name}"
         headers = ["stages"]
-        for k in swept:
-            headers += [f"{k} {unit}", f"{k} %", f"{k} smem stage/total, regs, blocks", f"{k} SASS"]
-            headers += [f"{k} why"] if why else []
+        for k in swept:  # a variant's columns: its name heads the first, the others follow it
+            headers += [f"{k} {unit}", "%", "smem stage/total, regs, blocks", "SASS"] + (["why"] if why else [])
         body = []
         for s in sorted({r["stages"] for k in swept for r in by_variant[k]}):
-            line = [s]
+            line = [str(s)]
             for k in swept:
                 r = next((r for r in by_variant[k] if r["stages"] == s), None)
                 line += ["-"] * 4 if r is None else [_perf(r), _pct(r), _resources(r), r.get("sass") or "-"]
-                line += [_why(r)] if why else []
+                line += ([_why(r)] if why else [])
             body.append(line)
         parts = [title]
         if body:
-            parts.append(tabulate(body, headers=headers, tablefmt=fmt, disable_numparse=True))
+            parts += _fit(headers, body, width, group=5 if why else 4, fmt=fmt)
+        notes = []
         if others:
-            other_body = [[_label(r), "-" if r["stages"] is None else r["stages"], _perf(r), _pct(r), _resources(r),
-                           r.get("sass") or "-"] + ([_why(r)] if why else []) + [r.get("config") or ""] for r in others]
+            other_body = []
+            for r in others:
+                config = r.get("config") or ""
+                if len(config) > CONFIG_INLINE:
+                    notes.append(f"- {_where(r)}: config: {config}")
+                    config = "(in the notes)"
+                other_body.append([_label(r), "-" if r["stages"] is None else str(r["stages"]), _perf(r), _pct(r),
+                                   _resources(r), r.get("sass") or "-"] + ([_why(r)] if why else []) + [config])
             parts.append(tabulate(other_body, headers=["variant", "stages", unit, "%", "smem stage/total, regs, blocks",
                                                         "SASS"] + (["why"] if why else []) + ["config"],
                                   tablefmt=fmt, disable_numparse=True))
-        notes = [f"- {_where(r)}: {r['note']}" for r in group if r.get("note")]
+        notes += [f"- {_where(r)}: {r['note']}" for r in group if r.get("note")]
         notes += [f"- {_where(r)}: profile: {r['profile']['note']}" for r in group
                   if (r.get("profile") or {}).get("note")]
         notes += [f"- {_profile_note()}"] if why else []
         if notes:
-            parts.append("\n".join(notes))
+            parts.append("\n".join(textwrap.fill(n, width, subsequent_indent="  ", break_long_words=False,
+                                                 break_on_hyphens=False) for n in notes))
         blocks.append("\n\n".join(parts))
     return "\n\n".join(blocks)
 
@@ -180,16 +193,22 @@ def _width(headers: list[str], body: list[list[str]]) -> int:
     return max(len(line) for line in _github(headers, body).splitlines())
 
 
-def _fit(headers: list[str], body: list[list[str]], width: int, keep: int = 1) -> list[str]:
-    """The table, split into several (each repeating the first ``keep`` columns) so that every line fits
-    ``width``."""
-    tables, cols = [], list(range(keep, len(headers)))
-    while cols:
+def _fit(headers: list[str], body: list[list[str]], width: int, keep: int = 1, group: int = 1,
+         fmt: str = "github") -> list[str]:
+    """The table, split into several (each repeating the first ``keep`` columns; the others taken ``group`` at a time,
+    a variant's columns never parted) so that every line fits ``width`` (one group wider than that stays whole). Each
+    table leaves out the lines that are '-' in every column it shows but the first ``keep``."""
+    groups = [list(range(i, min(i + group, len(headers)))) for i in range(keep, len(headers), group)]
+    first = list(range(keep))
+    tables = []
+    while groups:
         take = 1
-        while take < len(cols) and _width(*_columns(headers, body, list(range(keep)) + cols[:take + 1])) <= width:
+        while take < len(groups) and _width(*_columns(headers, body, first + sum(groups[:take + 1], []))) <= width:
             take += 1
-        tables.append(_github(*_columns(headers, body, list(range(keep)) + cols[:take])))
-        cols = cols[take:]
+        picked_headers, picked = _columns(headers, body, first + sum(groups[:take], []))
+        picked = [line for line in picked if any(cell != "-" for cell in line[keep:])]
+        tables.append(tabulate(picked, headers=picked_headers, tablefmt=fmt, disable_numparse=True))
+        groups = groups[take:]
     return tables
 
 
@@ -260,19 +279,122 @@ def terminal_table(rows: list[dict], width: int = 160) -> str:
     return "\n\n".join(blocks + [footer])
 
 
-def variant_table() -> str:
-    """The registered variants with their stage sweeps, roles, gates and whether they run here (--list)."""
+def terminal(rows: list[dict], width: int = 160, verbose: bool = False) -> str:
+    """What the CLI prints: the tables (terminal_table) when something was timed or ``verbose``; for a run that timed
+    nothing (no GPU), the compact summary (cpu_summary)."""
+    if verbose or any(r.get("measured") for r in rows):
+        return terminal_table(rows, width)
+    return cpu_summary(rows, width)
+
+
+def _sass_classes(rows: list[dict]) -> str:
+    """The SASS opcodes of ``rows``' cells, each once, in the order met."""
+    names = dict.fromkeys(op for r in rows for op in (r.get("sass") or "").split() if op != "-")
+    return " ".join(names) or "-"
+
+
+def cpu_summary(rows: list[dict], width: int = 160) -> str:
+    """A run that timed nothing, compactly: per problem and backend, how many rows validated (Triton in the
+    interpreter, torch), were built and described (NVRTC kernels compiled for a GPU that is not here), failed or were
+    skipped, and the SASS classes their builds hold; then every failure in full (rows failing alike, together)."""
+    counts: dict[tuple[str, str], dict] = {}
+    for r in rows:
+        c = counts.setdefault((r["problem"], r["backend"]), {"rows": [], "valid": 0, "built": 0, "failed": 0,
+                                                             "skipped": 0})
+        c["rows"].append(r)
+        if r.get("valid") is False:
+            c["failed"] += 1
+        elif r.get("valid"):
+            c["valid"] += 1
+        elif r.get("built_for"):
+            c["built"] += 1
+        else:
+            c["skipped"] += 1
+    archs = sorted({r["built_for"] for r in rows if r.get("built_for")})
+    built = f"built {', '.join(archs)}, not run" if archs else "built, not run"
+    headers = ["problem", "backend", "rows", "valid", built, "failed", "skipped", "SASS classes found"]
+    body = [[p, b, str(len(c["rows"])), str(c["valid"]), str(c["built"]), str(c["failed"]), str(c["skipped"]),
+             _sass_classes(c["rows"])] for (p, b), c in counts.items()]
+    room = width - _width(headers[:-1], [line[:-1] for line in body]) - 5
+    body = [line[:-1] + [_clip(line[-1], max(room, 12))] for line in body]
+    parts = [_github(headers, body)]
+    failures: dict[tuple[str, str], list[dict]] = {}
+    for r in rows:
+        if r.get("valid") is False:
+            failures.setdefault((_label(r), r.get("note") or "failed"), []).append(r)
+    if failures:
+        lines = []
+        for (label, note), rs in failures.items():
+            at = ", ".join(dict.fromkeys(f"{r['problem']} {r['shape']} ({r.get('dtype')})" for r in rs))
+            stages = [str(r["stages"]) for r in rs if r["stages"] is not None]
+            where = label + (f" stages={','.join(dict.fromkeys(stages))}" if stages else "")
+            lines.append(textwrap.fill(f"{where} at {at}: {note}", width, initial_indent="- ", subsequent_indent="  "))
+        parts.append("\n".join(lines))
+    parts.append(textwrap.fill("valid: checked against torch (Triton in its interpreter); built: compiled for the GPU "
+                               "named and described (registers, shared memory, SASS), not run; nothing is timed "
+                               "without a GPU. Full tables: --verbose; every row, resource and note: table.md.", width))
+    return "\n\n".join(parts)
+
+
+FAILURES = {  # a failed row's kind (failure_kind) -> how the closing line counts it
+    "build": "build failed", "invalid": "FAILED validation", "launch": "launch failed", "timing": "timing failed",
+    "refused": "refused by the kernel", "failed": "failed",
+}
+
+
+def failure_kind(row: dict) -> str | None:
+    """None for a row that did not fail; else what failed: build, launch or timing (suite.driver.bench._fail),
+    invalid (validation), refused (a configuration the kernel refuses) or failed (anything else)."""
+    if row.get("valid") is not False:
+        return None
+    if row.get("failure") in FAILURES:
+        return row["failure"]
+    note = row.get("note") or ""
+    return "invalid" if note.startswith("INVALID") else "refused" if note.startswith("refused") else "failed"
+
+
+def failure_summary(rows: list[dict]) -> str | None:
+    """The CLI's closing line when rows failed (it then exits 1), each kind counted apart, e.g. '3 rows failed: 2
+    build failed, 1 FAILED validation'; None when none did."""
+    kinds = [k for r in rows if (k := failure_kind(r))]
+    if not kinds:
+        return None
+    counts = {k: kinds.count(k) for k in FAILURES if k in kinds}
+    return f"{len(kinds)} row{'s' if len(kinds) != 1 else ''} failed: " + ", ".join(
+        f"{n} {FAILURES[k]}" for k, n in counts.items())
+
+
+def _runs_here(v, on_gpu: bool) -> str:
+    reason = v.skip_reason()
+    if reason is None:
+        interpreted = not on_gpu and v.backend == "triton"
+        return "yes (Triton interpreter)" if interpreted else "yes"
+    if not on_gpu and v.describe is not None:
+        return "built, not run (no GPU)"
+    return f"no: {reason}"
+
+
+def variant_table(width: int = 160) -> str:
+    """The registered variants (--list): problem, backend, name, stage sweep, role and whether each runs here, in a
+    table that fits ``width``; then each variant's description and gate, wrapped to ``width``."""
+    import torch
+
     from suite.registry import variants
 
-    rows = []
+    on_gpu = torch.cuda.is_available()
+    rows, about = [], []
     for v in variants():
-        reason = v.skip_reason()
         rows.append([v.problem, v.backend, v.name, ",".join("-" if s is None else str(s) for s in v.stages),
                      " ".join(role for role, on in (("baseline", v.baseline), ("ceiling", v.ceiling)) if on),
-                     (v.gate.__doc__ or v.gate.__name__).strip(), "yes" if reason is None else f"no: {reason}",
-                     v.description])
-    return tabulate(rows, headers=["problem", "backend", "variant", "stages", "role", "gate", "runs here", "what"],
-                    tablefmt="github")
+                     _runs_here(v, on_gpu)])
+        gate = (v.gate.__doc__ or v.gate.__name__).strip()
+        text = (v.description.rstrip(".") + ". " if v.description else "") + f"Runs on: {gate}"
+        about.append(textwrap.fill(f"{v.label} ({v.problem}): {text}", width, initial_indent="- ",
+                                   subsequent_indent="  "))
+    headers = ["problem", "backend", "variant", "stages", "role", "runs here"]
+    room = width - _width(headers[:-1], [line[:-1] for line in rows]) - 5
+    rows = [line[:-1] + [_clip(line[-1], max(room, 24))] for line in rows]
+    return _github(headers, rows) + "\n\n" + "\n".join(about)
 
 
 def _temp_beside(path: Path) -> tuple[int, Path]:
@@ -312,13 +434,36 @@ def to_csv(rows: list[dict]) -> str:
 
 
 CEILING_COLOR = "black"  # no variant line is ever drawn in it
+# One colour family per backend (shades of it, one per variant), a marker per variant (rung) within the backend.
+BACKEND_COLORMAPS = {"ptx": "Reds", "triton": "Blues", "cuda": "Greens", "torch": "Purples"}
+SPARE_COLORMAPS = ("Oranges", "YlOrBr", "PuRd", "BuGn", "copper")  # other backends (plugins), in the order met
+MARKERS = "osD^vP*X<>hpd8H"
+
+
+def styles(labels: list[str]) -> dict[str, tuple[tuple, str]]:
+    """(colour, marker) per ``backend:variant`` label: each backend's variants in shades of its own colour family,
+    darkest first, and each with its own marker, so that no two share both."""
+    from matplotlib import colormaps
+
+    by_backend: dict[str, list[str]] = {}
+    for label in labels:
+        by_backend.setdefault(label.split(":", 1)[0], []).append(label)
+    spare = iter(SPARE_COLORMAPS)
+    out = {}
+    for backend, members in by_backend.items():
+        cmap = colormaps[BACKEND_COLORMAPS.get(backend) or next(spare, "Greys")]
+        for i, label in enumerate(members):
+            shade = 0.95 - 0.5 * i / max(1, len(members) - 1)  # 0.95 .. 0.45: every shade reads as the family
+            out[label] = (cmap(shade), MARKERS[i % len(MARKERS)])
+    return out
 
 
 def figure(rows: list[dict], problem: str):
     """The plot of ``problem`` as a matplotlib Figure (None when nothing of it was measured): throughput against
     stage count, one panel per shape, a line per swept variant, the ceiling as a black dashed line, every other
-    unstaged variant (baselines, tuned) as a dotted line. Each label keeps one color across panels, taken from a
-    palette without black; each legend sits below its panel, outside the axes, so it never covers data."""
+    unstaged variant (baselines, tuned) as a dotted line. Each label keeps its style across panels: a colour family
+    per backend, a marker per variant (``styles``). One legend for the figure, to the right of every panel, outside
+    the axes, so it never covers data and is never clipped."""
     # grouped variants (the vector's depth sweep) are drawn against bytes in flight by suite.driver.depth_plot
     measured = [r for r in rows if r["problem"] == problem and r.get("measured") and not r.get("group")]
     if not measured:
@@ -328,11 +473,11 @@ def figure(rows: list[dict], problem: str):
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
 
-    labels = list(dict.fromkeys(_label(r) for r in measured if not r["ceiling"]))
-    palette = plt.get_cmap("tab10" if len(labels) <= 10 else "tab20").colors
-    color = {label: palette[i % len(palette)] for i, label in enumerate(labels)}
+    style = styles(list(dict.fromkeys(_label(r) for r in measured if not r["ceiling"])))
     shapes = list(dict.fromkeys(r["shape"] for r in measured))
-    fig, axes = plt.subplots(1, len(shapes), figsize=(5.5 * len(shapes), 5.2), squeeze=False, layout="constrained")
+    fig, axes = plt.subplots(1, len(shapes), figsize=(5.5 * len(shapes) + 4, 5.2), squeeze=False,
+                             layout="constrained")
+    legend: dict[str, object] = {}
     for ax, shape in zip(axes[0], shapes):
         group = [r for r in measured if r["shape"] == shape]
         lines: dict[str, list[dict]] = {}
@@ -341,20 +486,25 @@ def figure(rows: list[dict], problem: str):
         for label, rs in lines.items():
             if len({r["stages"] for r in rs}) > 1:
                 rs = sorted(rs, key=lambda r: r["stages"])
-                ax.plot([r["stages"] for r in rs], [r["throughput"] for r in rs], marker="o", label=label,
-                        color=color[label])
+                color, marker = style[label]
+                (handle,) = ax.plot([r["stages"] for r in rs], [r["throughput"] for r in rs], marker=marker,
+                                    label=label, color=color, markersize=5)
             elif rs[0]["ceiling"]:
-                ax.axhline(rs[0]["throughput"], linestyle="--", color=CEILING_COLOR, label=f"{label} (ceiling)")
+                label = f"{label} (ceiling)"
+                handle = ax.axhline(rs[0]["throughput"], linestyle="--", color=CEILING_COLOR, label=label)
             else:
-                ax.axhline(rs[0]["throughput"], linestyle=":", color=color[label],
-                           label=label + ("" if rs[0]["stages"] is None else f", {rs[0]['stages']} stages"))
+                label += "" if rs[0]["stages"] is None else f", {rs[0]['stages']} stages"
+                handle = ax.axhline(rs[0]["throughput"], linestyle=":", color=style[_label(rs[0])][0], label=label)
+            legend.setdefault(label, handle)
         ax.set_title(f"{problem} {shape}")
         ax.set_xlabel("pipeline stages")
         ax.set_ylabel(group[0]["unit"])
         ax.set_ylim(bottom=0)
         ax.xaxis.get_major_locator().set_params(integer=True)
         ax.grid(alpha=0.3)
-        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=2, frameon=False)
+    backends = list(dict.fromkeys(label.split(":", 1)[0] for label in legend))
+    order = sorted(legend, key=lambda label: (not label.endswith("(ceiling)"), backends.index(label.split(":", 1)[0])))
+    fig.legend([legend[k] for k in order], order, loc="outside right upper", fontsize=7, frameon=False)
     return fig
 
 
@@ -408,18 +558,99 @@ def slug(text: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "unknown"
 
 
+class WriteError(OSError):
+    """Some files of a results directory could not be written: ``written`` are whole, ``failed`` (name, error) were
+    not written at all (each file is written to a temporary name and renamed into place, never half-written)."""
+
+    def __init__(self, out_dir: Path, written: list[Path], failed: list[tuple[str, BaseException]]):
+        self.out_dir, self.written, self.failed = Path(out_dir), list(written), list(failed)
+        errors = "; ".join(dict.fromkeys(f"{type(e).__name__}: {getattr(e, 'strerror', None) or e}" for _, e in failed))
+        text = f"could not write {', '.join(name for name, _ in failed)} in {out_dir}/ ({errors})"
+        if written:
+            text += f"; written: {', '.join(p.name for p in written)}"
+        super().__init__(text)
+
+
 def write(rows: list[dict], meta: dict, out_dir: Path) -> list[Path]:
-    """Write table.md, results.csv, results.json and one plot per problem into ``out_dir``. Everything is written
-    to temporary names first and renamed into place, so an interrupted run leaves no half-written file."""
-    out_dir.mkdir(parents=True, exist_ok=True)
-    written = depth_plot.write(rows, meta, out_dir)  # adds each row's effective latency (for the files below)
-    md = "# pipesuite results\n\n" + "\n".join(f"- {k}: {_text(v)}" for k, v in meta.items()) + "\n\n" + table(rows) + "\n"
-    for name, text in (("table.md", md), ("results.csv", to_csv(rows)),
-                       ("results.json", json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))):
-        _atomic_write(out_dir / name, text)
-        written.append(out_dir / name)
+    """Write results.json, results.csv, table.md and the plots into ``out_dir``; returns the files written. Each is
+    written to a temporary name and renamed into place, so none is ever half-written; when some cannot be written (a
+    full disk...), the others still are and WriteError names those that were not."""
+    written: list[Path] = []
+    failed: list[tuple[str, BaseException]] = []
+    try:
+        out_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as e:
+        raise WriteError(out_dir, [], [("the directory", e)]) from None
+    depth_plot.annotate(rows, meta)  # each row's effective latency, for the files below
+    md = "# pipesuite results\n\n" + "\n".join(
+        textwrap.fill(f"- {k}: {_text(v)}", MD_WIDTH, subsequent_indent="  ", break_long_words=False,
+                      break_on_hyphens=False) for k, v in meta.items()) + "\n\n" + table(rows) + "\n"
+    files = (("results.json", lambda: json.dumps({"meta": meta, "rows": rows}, indent=1, default=str)),
+             ("results.csv", lambda: to_csv(rows)), ("table.md", lambda: md))
+    for name, text in files:  # the JSON first: it is the record of the run
+        try:
+            _atomic_write(out_dir / name, text())
+            written.append(out_dir / name)
+        except OSError as e:
+            failed.append((name, e))
     for problem in dict.fromkeys(r["problem"] for r in rows):
-        path = out_dir / f"{problem}.png"
-        if plot(rows, problem, path):
-            written.append(path)
+        for name, draw in ((f"{problem}.png", lambda path, p=problem: plot(rows, p, path)),
+                           (f"{problem}-depth.png", lambda path, p=problem: _depth_plot(rows, meta, p, path))):
+            try:
+                if draw(out_dir / name):
+                    written.append(out_dir / name)
+            except OSError as e:
+                failed.append((name, e))
+    if failed:
+        raise WriteError(out_dir, written, failed)
     return written
+
+
+def _depth_plot(rows: list[dict], meta: dict, problem: str, path: Path) -> bool:
+    """suite.driver.depth_plot's plot, drawn to a temporary name beside ``path`` and renamed into place."""
+    tmp = path.with_name(f".{path.stem}.{os.getpid()}.{secrets.token_hex(4)}{path.suffix}")
+    try:
+        drawn = depth_plot.plot(rows, meta, problem, tmp)
+        if drawn:
+            os.replace(tmp, path)
+        return drawn
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def new_run_dir(base: Path, stamp: str) -> Path:
+    """A new results directory ``base/stamp``, created here and by no one else: when another run took that name (two
+    runs started in the same second), ``stamp-2``, ``stamp-3``... WriteError when it cannot be made."""
+    n = 1
+    while True:
+        path = base / (stamp if n == 1 else f"{stamp}-{n}")
+        try:
+            base.mkdir(parents=True, exist_ok=True)
+            path.mkdir()
+            return path
+        except FileExistsError:
+            n += 1
+        except OSError as e:
+            raise WriteError(path, [], [("the directory", e)]) from None
+
+
+def check_out(out: Path) -> str | None:
+    """Why results cannot be written to ``out``, or None: it must be a directory, or creatable as one, and a file
+    must be creatable in it (or in the nearest directory above it that exists): tried, not guessed from mode bits
+    (root passes any mode check, a read-only mount passes them all). Creates nothing that stays."""
+    out = Path(out)
+    if out.exists() and not out.is_dir():
+        return f"{out} exists and is not a directory"
+    probe = out.absolute()
+    while not probe.exists():
+        probe = probe.parent
+    if not probe.is_dir():
+        return f"cannot create {out}: {probe} is not a directory"
+    try:
+        fd, tmp = _temp_beside(probe / "write-probe")
+        os.close(fd)
+        Path(tmp).unlink()
+    except OSError as e:
+        return f"cannot {'write in' if probe == out.absolute() else 'create'} {out}: cannot write in {probe} " \
+               f"({e.strerror or e})"
+    return None
