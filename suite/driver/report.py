@@ -15,11 +15,44 @@ from tabulate import tabulate
 from suite.driver import depth_plot
 
 CSV_FIELDS = (
-    "problem", "shape", "dtype", "backend", "variant", "stages", "median_ms", "iqr_ms", "spread", "samples",
-    "throughput", "unit", "ratio_to_ceiling", "valid", "max_abs_error", "rel_error", "smem_per_stage", "smem_total",
-    "registers", "spill_bytes", "occupancy", "threads", "grid", "sass", "config", "baseline", "ceiling", "measured",
-    "sm_clock_mhz", "temperature_c", "throttled", "built_for", "note",
-    "group", "tile_bytes", "resident_blocks_per_sm", "bytes_in_flight_per_sm", "effective_latency_ns",
+    "problem",
+    "shape",
+    "dtype",
+    "backend",
+    "variant",
+    "stages",
+    "median_ms",
+    "iqr_ms",
+    "spread",
+    "samples",
+    "throughput",
+    "unit",
+    "ratio_to_ceiling",
+    "valid",
+    "max_abs_error",
+    "rel_error",
+    "smem_per_stage",
+    "smem_total",
+    "registers",
+    "spill_bytes",
+    "occupancy",
+    "threads",
+    "grid",
+    "sass",
+    "config",
+    "baseline",
+    "ceiling",
+    "measured",
+    "sm_clock_mhz",
+    "temperature_c",
+    "throttled",
+    "built_for",
+    "note",
+    "group",
+    "tile_bytes",
+    "resident_blocks_per_sm",
+    "bytes_in_flight_per_sm",
+    "effective_latency_ns",
 )
 
 
@@ -77,8 +110,10 @@ def _groups(rows: list[dict]) -> dict[tuple[str, str, str], list[dict]]:
 
 
 def _ceiling_of(rows: list[dict], problem: str, shape_dtype: tuple) -> dict | None:
-    return next((r for r in rows if r["ceiling"] and (r["problem"], (r["shape"], r.get("dtype"))) == (problem, shape_dtype)),
-                None)
+    return next(
+        (r for r in rows if r["ceiling"] and (r["problem"], (r["shape"], r.get("dtype"))) == (problem, shape_dtype)),
+        None,
+    )
 
 
 def _label(r: dict) -> str:
@@ -122,7 +157,7 @@ def table(rows: list[dict], fmt: str = "github", width: int = MD_WIDTH) -> str:
             for k in swept:
                 r = next((r for r in by_variant[k] if r["stages"] == s), None)
                 line += ["-"] * 4 if r is None else [_perf(r), _pct(r), _resources(r), r.get("sass") or "-"]
-                line += ([_why(r)] if why else [])
+                line += [_why(r)] if why else []
             body.append(line)
         parts = [title]
         if body:
@@ -135,18 +170,40 @@ def table(rows: list[dict], fmt: str = "github", width: int = MD_WIDTH) -> str:
                 if len(config) > CONFIG_INLINE:
                     notes.append(f"- {_where(r)}: config: {config}")
                     config = "(in the notes)"
-                other_body.append([_label(r), "-" if r["stages"] is None else str(r["stages"]), _perf(r), _pct(r),
-                                   _resources(r), r.get("sass") or "-"] + ([_why(r)] if why else []) + [config])
-            parts.append(tabulate(other_body, headers=["variant", "stages", unit, "%", "smem stage/total, regs, blocks",
-                                                        "SASS"] + (["why"] if why else []) + ["config"],
-                                  tablefmt=fmt, disable_numparse=True))
+                other_body.append(
+                    [
+                        _label(r),
+                        "-" if r["stages"] is None else str(r["stages"]),
+                        _perf(r),
+                        _pct(r),
+                        _resources(r),
+                        r.get("sass") or "-",
+                    ]
+                    + ([_why(r)] if why else [])
+                    + [config]
+                )
+            parts.append(
+                tabulate(
+                    other_body,
+                    headers=["variant", "stages", unit, "%", "smem stage/total, regs, blocks", "SASS"]
+                    + (["why"] if why else [])
+                    + ["config"],
+                    tablefmt=fmt,
+                    disable_numparse=True,
+                )
+            )
         notes += [f"- {_where(r)}: {r['note']}" for r in group if r.get("note")]
-        notes += [f"- {_where(r)}: profile: {r['profile']['note']}" for r in group
-                  if (r.get("profile") or {}).get("note")]
+        notes += [
+            f"- {_where(r)}: profile: {r['profile']['note']}" for r in group if (r.get("profile") or {}).get("note")
+        ]
         notes += [f"- {_profile_note()}"] if why else []
         if notes:
-            parts.append("\n".join(textwrap.fill(n, width, subsequent_indent="  ", break_long_words=False,
-                                                 break_on_hyphens=False) for n in notes))
+            parts.append(
+                "\n".join(
+                    textwrap.fill(n, width, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False)
+                    for n in notes
+                )
+            )
         blocks.append("\n\n".join(parts))
     return "\n\n".join(blocks)
 
@@ -193,19 +250,24 @@ def _width(headers: list[str], body: list[list[str]]) -> int:
     return max(len(line) for line in _github(headers, body).splitlines())
 
 
-def _fit(headers: list[str], body: list[list[str]], width: int, keep: int = 1, group: int = 1,
-         fmt: str = "github") -> list[str]:
+def _fit(
+    headers: list[str], body: list[list[str]], width: int, keep: int = 1, group: int = 1, fmt: str = "github"
+) -> list[str]:
     """The table, split into several (each repeating the first ``keep`` columns; the others taken ``group`` at a time,
     a variant's columns never parted) so that every line fits ``width`` (one group wider than that stays whole). Each
     table leaves out the lines that are '-' in every column it shows but the first ``keep``."""
     groups = [list(range(i, min(i + group, len(headers)))) for i in range(keep, len(headers), group)]
     first = list(range(keep))
+
+    def columns(n: int) -> list[int]:  # the kept columns and the first n groups
+        return first + [c for g in groups[:n] for c in g]
+
     tables = []
     while groups:
         take = 1
-        while take < len(groups) and _width(*_columns(headers, body, first + sum(groups[:take + 1], []))) <= width:
+        while take < len(groups) and _width(*_columns(headers, body, columns(take + 1))) <= width:
             take += 1
-        picked_headers, picked = _columns(headers, body, first + sum(groups[:take], []))
+        picked_headers, picked = _columns(headers, body, columns(take))
         picked = [line for line in picked if any(cell != "-" for cell in line[keep:])]
         tables.append(tabulate(picked, headers=picked_headers, tablefmt=fmt, disable_numparse=True))
         groups = groups[take:]
@@ -255,18 +317,26 @@ def terminal_table(rows: list[dict], width: int = 160) -> str:
             if why:
                 parts += _fit(["why: stages"] + swept, why_body, width)
         if others:
-            body = [[_label(r), "-" if r["stages"] is None else str(r["stages"]), cells[id(r)]]
-                    + ([_why(r)] if why else []) + [r.get("config") or ""] for r in others]
+            body = [
+                [_label(r), "-" if r["stages"] is None else str(r["stages"]), cells[id(r)]]
+                + ([_why(r)] if why else [])
+                + [r.get("config") or ""]
+                for r in others
+            ]
             headers = ["variant", "stages", unit] + (["why"] if why else []) + ["config"]
             n = len(headers) - 1  # the config column, clipped to what is left
             room = width - _width(headers[:n], [line[:n] for line in body]) - 5  # "| " + config + " |" - shared "|"
             body = [line[:n] + [_clip(line[n], max(room, 6))] for line in body]
             parts.append(_github(headers, body))
-        problems = [f"{_where(r)}: {r['note']}" for r in group if r.get("valid") is False or
-                    r.get("note", "").startswith("skipped")]
+        problems = [
+            f"{_where(r)}: {r['note']}"
+            for r in group
+            if r.get("valid") is False or r.get("note", "").startswith("skipped")
+        ]
         if problems:
-            parts.append("\n".join(textwrap.fill(p, width, initial_indent="- ", subsequent_indent="  ")
-                                   for p in problems))
+            parts.append(
+                "\n".join(textwrap.fill(p, width, initial_indent="- ", subsequent_indent="  ") for p in problems)
+            )
         blocks.append("\n\n".join(parts))
     legend = []
     if THROTTLED in marks:
@@ -299,8 +369,9 @@ def cpu_summary(rows: list[dict], width: int = 160) -> str:
     skipped, and the SASS classes their builds hold; then every failure in full (rows failing alike, together)."""
     counts: dict[tuple[str, str], dict] = {}
     for r in rows:
-        c = counts.setdefault((r["problem"], r["backend"]), {"rows": [], "valid": 0, "built": 0, "failed": 0,
-                                                             "skipped": 0})
+        c = counts.setdefault(
+            (r["problem"], r["backend"]), {"rows": [], "valid": 0, "built": 0, "failed": 0, "skipped": 0}
+        )
         c["rows"].append(r)
         if r.get("valid") is False:
             c["failed"] += 1
@@ -313,8 +384,19 @@ def cpu_summary(rows: list[dict], width: int = 160) -> str:
     archs = sorted({r["built_for"] for r in rows if r.get("built_for")})
     built = f"built {', '.join(archs)}, not run" if archs else "built, not run"
     headers = ["problem", "backend", "rows", "valid", built, "failed", "skipped", "SASS classes found"]
-    body = [[p, b, str(len(c["rows"])), str(c["valid"]), str(c["built"]), str(c["failed"]), str(c["skipped"]),
-             _sass_classes(c["rows"])] for (p, b), c in counts.items()]
+    body = [
+        [
+            p,
+            b,
+            str(len(c["rows"])),
+            str(c["valid"]),
+            str(c["built"]),
+            str(c["failed"]),
+            str(c["skipped"]),
+            _sass_classes(c["rows"]),
+        ]
+        for (p, b), c in counts.items()
+    ]
     room = width - _width(headers[:-1], [line[:-1] for line in body]) - 5
     body = [line[:-1] + [_clip(line[-1], max(room, 12))] for line in body]
     parts = [_github(headers, body)]
@@ -330,15 +412,24 @@ def cpu_summary(rows: list[dict], width: int = 160) -> str:
             where = label + (f" stages={','.join(dict.fromkeys(stages))}" if stages else "")
             lines.append(textwrap.fill(f"{where} at {at}: {note}", width, initial_indent="- ", subsequent_indent="  "))
         parts.append("\n".join(lines))
-    parts.append(textwrap.fill("valid: checked against torch (Triton in its interpreter); built: compiled for the GPU "
-                               "named and described (registers, shared memory, SASS), not run; nothing is timed "
-                               "without a GPU. Full tables: --verbose; every row, resource and note: table.md.", width))
+    parts.append(
+        textwrap.fill(
+            "valid: checked against torch (Triton in its interpreter); built: compiled for the GPU "
+            "named and described (registers, shared memory, SASS), not run; nothing is timed "
+            "without a GPU. Full tables: --verbose; every row, resource and note: table.md.",
+            width,
+        )
+    )
     return "\n\n".join(parts)
 
 
 FAILURES = {  # a failed row's kind (failure_kind) -> how the closing line counts it
-    "build": "build failed", "invalid": "FAILED validation", "launch": "launch failed", "timing": "timing failed",
-    "refused": "refused by the kernel", "failed": "failed",
+    "build": "build failed",
+    "invalid": "FAILED validation",
+    "launch": "launch failed",
+    "timing": "timing failed",
+    "refused": "refused by the kernel",
+    "failed": "failed",
 }
 
 
@@ -361,7 +452,8 @@ def failure_summary(rows: list[dict]) -> str | None:
         return None
     counts = {k: kinds.count(k) for k in FAILURES if k in kinds}
     return f"{len(kinds)} row{'s' if len(kinds) != 1 else ''} failed: " + ", ".join(
-        f"{n} {FAILURES[k]}" for k, n in counts.items())
+        f"{n} {FAILURES[k]}" for k, n in counts.items()
+    )
 
 
 def _runs_here(v, on_gpu: bool) -> str:
@@ -384,13 +476,21 @@ def variant_table(width: int = 160) -> str:
     on_gpu = torch.cuda.is_available()
     rows, about = [], []
     for v in variants():
-        rows.append([v.problem, v.backend, v.name, ",".join("-" if s is None else str(s) for s in v.stages),
-                     " ".join(role for role, on in (("baseline", v.baseline), ("ceiling", v.ceiling)) if on),
-                     _runs_here(v, on_gpu)])
+        rows.append(
+            [
+                v.problem,
+                v.backend,
+                v.name,
+                ",".join("-" if s is None else str(s) for s in v.stages),
+                " ".join(role for role, on in (("baseline", v.baseline), ("ceiling", v.ceiling)) if on),
+                _runs_here(v, on_gpu),
+            ]
+        )
         gate = (v.gate.__doc__ or v.gate.__name__).strip()
         text = (v.description.rstrip(".") + ". " if v.description else "") + f"Runs on: {gate}"
-        about.append(textwrap.fill(f"{v.label} ({v.problem}): {text}", width, initial_indent="- ",
-                                   subsequent_indent="  "))
+        about.append(
+            textwrap.fill(f"{v.label} ({v.problem}): {text}", width, initial_indent="- ", subsequent_indent="  ")
+        )
     headers = ["problem", "backend", "variant", "stages", "role", "runs here"]
     room = width - _width(headers[:-1], [line[:-1] for line in rows]) - 5
     rows = [line[:-1] + [_clip(line[-1], max(room, 24))] for line in rows]
@@ -475,8 +575,7 @@ def figure(rows: list[dict], problem: str):
 
     style = styles(list(dict.fromkeys(_label(r) for r in measured if not r["ceiling"])))
     shapes = list(dict.fromkeys(r["shape"] for r in measured))
-    fig, axes = plt.subplots(1, len(shapes), figsize=(5.5 * len(shapes) + 4, 5.2), squeeze=False,
-                             layout="constrained")
+    fig, axes = plt.subplots(1, len(shapes), figsize=(5.5 * len(shapes) + 4, 5.2), squeeze=False, layout="constrained")
     legend: dict[str, object] = {}
     for ax, shape in zip(axes[0], shapes):
         group = [r for r in measured if r["shape"] == shape]
@@ -487,8 +586,14 @@ def figure(rows: list[dict], problem: str):
             if len({r["stages"] for r in rs}) > 1:
                 rs = sorted(rs, key=lambda r: r["stages"])
                 color, marker = style[label]
-                (handle,) = ax.plot([r["stages"] for r in rs], [r["throughput"] for r in rs], marker=marker,
-                                    label=label, color=color, markersize=5)
+                (handle,) = ax.plot(
+                    [r["stages"] for r in rs],
+                    [r["throughput"] for r in rs],
+                    marker=marker,
+                    label=label,
+                    color=color,
+                    markersize=5,
+                )
             elif rs[0]["ceiling"]:
                 label = f"{label} (ceiling)"
                 handle = ax.axhline(rs[0]["throughput"], linestyle="--", color=CEILING_COLOR, label=label)
@@ -533,10 +638,16 @@ def missing_plots(rows: list[dict], on_gpu: bool) -> list[str]:
     if not unplotted:
         return []
     if not on_gpu:
-        return [f"No plot written ({', '.join(p + '.png' for p in unplotted)}): plots show measured throughput, and "
-                "without a GPU nothing is timed."]
-    return [f"No {p}.png written: no {p} row was timed (each failed validation or was skipped; see table.md)."
-            for p in unplotted]
+        return [
+            (
+                f"No plot written ({', '.join(p + '.png' for p in unplotted)}): plots show measured throughput, and "
+                "without a GPU nothing is timed."
+            )
+        ]
+    return [
+        f"No {p}.png written: no {p} row was timed (each failed validation or was skipped; see table.md)."
+        for p in unplotted
+    ]
 
 
 def _text(value) -> str:
@@ -571,10 +682,11 @@ class WriteError(OSError):
         super().__init__(text)
 
 
-def write(rows: list[dict], meta: dict, out_dir: Path) -> list[Path]:
-    """Write results.json, results.csv, table.md and the plots into ``out_dir``; returns the files written. Each is
-    written to a temporary name and renamed into place, so none is ever half-written; when some cannot be written (a
-    full disk...), the others still are and WriteError names those that were not."""
+def write(rows: list[dict], meta: dict, out_dir: Path, record: bool = True) -> list[Path]:
+    """Write results.json (unless not ``record``: suite.report re-rendering a run in place leaves its record as it
+    is), results.csv, table.md and the plots into ``out_dir``; returns the files written. Each is written to a
+    temporary name and renamed into place, so none is ever half-written; when some cannot be written (a full
+    disk...), the others still are and WriteError names those that were not."""
     written: list[Path] = []
     failed: list[tuple[str, BaseException]] = []
     try:
@@ -582,11 +694,23 @@ def write(rows: list[dict], meta: dict, out_dir: Path) -> list[Path]:
     except OSError as e:
         raise WriteError(out_dir, [], [("the directory", e)]) from None
     depth_plot.annotate(rows, meta)  # each row's effective latency, for the files below
-    md = "# pipesuite results\n\n" + "\n".join(
-        textwrap.fill(f"- {k}: {_text(v)}", MD_WIDTH, subsequent_indent="  ", break_long_words=False,
-                      break_on_hyphens=False) for k, v in meta.items()) + "\n\n" + table(rows) + "\n"
-    files = (("results.json", lambda: json.dumps({"meta": meta, "rows": rows}, indent=1, default=str)),
-             ("results.csv", lambda: to_csv(rows)), ("table.md", lambda: md))
+    md = (
+        "# pipesuite results\n\n"
+        + "\n".join(
+            textwrap.fill(
+                f"- {k}: {_text(v)}", MD_WIDTH, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+            )
+            for k, v in meta.items()
+        )
+        + "\n\n"
+        + table(rows)
+        + "\n"
+    )
+    files = (
+        ("results.json", lambda: json.dumps({"meta": meta, "rows": rows}, indent=1, default=str)),
+        ("results.csv", lambda: to_csv(rows)),
+        ("table.md", lambda: md),
+    )[0 if record else 1 :]
     for name, text in files:  # the JSON first: it is the record of the run
         try:
             _atomic_write(out_dir / name, text())
@@ -594,8 +718,10 @@ def write(rows: list[dict], meta: dict, out_dir: Path) -> list[Path]:
         except OSError as e:
             failed.append((name, e))
     for problem in dict.fromkeys(r["problem"] for r in rows):
-        for name, draw in ((f"{problem}.png", lambda path, p=problem: plot(rows, p, path)),
-                           (f"{problem}-depth.png", lambda path, p=problem: _depth_plot(rows, meta, p, path))):
+        for name, draw in (
+            (f"{problem}.png", lambda path, p=problem: plot(rows, p, path)),
+            (f"{problem}-depth.png", lambda path, p=problem: _depth_plot(rows, meta, p, path)),
+        ):
             try:
                 if draw(out_dir / name):
                     written.append(out_dir / name)
@@ -651,6 +777,8 @@ def check_out(out: Path) -> str | None:
         os.close(fd)
         Path(tmp).unlink()
     except OSError as e:
-        return f"cannot {'write in' if probe == out.absolute() else 'create'} {out}: cannot write in {probe} " \
-               f"({e.strerror or e})"
+        return (
+            f"cannot {'write in' if probe == out.absolute() else 'create'} {out}: cannot write in {probe} "
+            f"({e.strerror or e})"
+        )
     return None

@@ -1,0 +1,107 @@
+"""python -m suite.report DIR: render a run's tables and plots again from its results.json, on any machine.
+
+DIR is a results directory (what python -m suite.run printed, or a committed one under results/) or its results.json.
+The terminal shows what the run showed (the tables when something was timed, the compact summary when nothing was;
+--verbose for the tables always); table.md, results.csv and the plots are written again, into DIR itself (its
+results.json, the record of the run, is left exactly as it is) or into --out OUT (with a copy of the results.json).
+Nothing is run and no GPU is needed: this is how the plots of a GPU run are drawn again after the plotting code
+changed. Exit status: 0; 1 when a file could not be written; 2 on bad input (one line naming the file and the rule).
+
+Examples:
+  python -m suite.report results/NVIDIA-H200/20261130-120428-gemm
+  python -m suite.report results/NVIDIA-H200/20261130-120428-gemm --out /tmp/gemm-again
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+WIDTH = 160
+RENDERED_FIELDS = ("problem", "shape", "backend", "variant", "stages", "unit", "ceiling", "valid", "measured")
+
+
+class ReportError(ValueError):
+    """Bad input: one line naming the file and the rule."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):
+        self.exit(2, f"error: {message} (see python -m suite.report --help)\n")
+
+
+def load(path: str | Path) -> tuple[dict, list[dict], Path]:
+    """(meta, rows, results.json) of a results directory or file; ReportError when it is not one."""
+    path = Path(path)
+    file = path / "results.json" if path.is_dir() else path
+    try:
+        data = json.loads(file.read_text())
+    except FileNotFoundError:
+        raise ReportError(f"{path}: no results.json there" if path.is_dir() else f"{file}: no such file") from None
+    except (OSError, UnicodeDecodeError) as e:
+        raise ReportError(f"{file}: cannot read it ({getattr(e, 'strerror', None) or e})") from None
+    except json.JSONDecodeError as e:
+        raise ReportError(f"{file}: not JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
+    except RecursionError:
+        raise ReportError(f"{file}: not a pipesuite results.json (JSON nested too deeply)") from None
+    if not isinstance(data, dict) or not isinstance(data.get("rows"), list) or not isinstance(data.get("meta"), dict):
+        raise ReportError(f"{file}: not a pipesuite results.json (no 'meta' object and 'rows' list)")
+    for i, row in enumerate(data["rows"]):
+        missing = [k for k in RENDERED_FIELDS if k not in row] if isinstance(row, dict) else ["(not an object)"]
+        if missing:
+            raise ReportError(f"{file}: not a pipesuite results.json (row {i} has no {', '.join(missing)})")
+    if not data["rows"]:
+        raise ReportError(f"{file}: holds no rows (nothing to render)")
+    return data["meta"], data["rows"], file
+
+
+def main(argv=None) -> int:
+    p = _Parser(
+        prog="python -m suite.report",
+        description=__doc__.split("\n\n")[0],
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        epilog=__doc__.split("\n\n", 1)[1],
+    )
+    p.add_argument("dir", type=Path, metavar="DIR", help="a results directory, or its results.json")
+    p.add_argument(
+        "--out",
+        type=Path,
+        metavar="OUT",
+        help="write table.md, results.csv, the plots and a copy of results.json here (default: into DIR, "
+        "leaving its results.json as it is)",
+    )
+    p.add_argument("--verbose", action="store_true", help="the full tables even when nothing was timed")
+    args = p.parse_args(argv)
+
+    from suite.driver import report
+
+    try:
+        meta, rows, file = load(args.dir)
+    except ReportError as e:
+        print(f"error: {e}", file=sys.stderr)
+        return 2
+    out = args.out or file.parent
+    if why := report.check_out(out):
+        print(f"error: --out: {why}", file=sys.stderr)
+        return 2
+    in_place = out.resolve() == file.parent.resolve()
+    try:
+        written, unwritten = report.write(rows, meta, out, record=not in_place), None
+    except report.WriteError as e:
+        written, unwritten = e.written, e
+    print(report.terminal(rows, WIDTH, verbose=args.verbose))
+    if written:
+        print(
+            f"\nwrote {', '.join(p.name for p in written)} in {out}/"
+            + (" (results.json as it was)" if in_place else "")
+        )
+    if unwritten is not None:
+        print(f"\nerror: {unwritten}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
