@@ -278,6 +278,13 @@ def _columns(headers: list[str], body: list[list[str]], picked: list[int]) -> tu
     return [headers[i] for i in picked], [[line[i] for i in picked] for line in body]
 
 
+def _fill(item: str, width: int) -> str:
+    """A list item wrapped to ``width``, never breaking a word (a path, a file:line stays whole to copy)."""
+    return textwrap.fill(
+        item, width, initial_indent="- ", subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+    )
+
+
 def _clip(text: str, n: int) -> str:
     return text if len(text) <= n else text[: max(0, n - 3)] + "..."
 
@@ -334,9 +341,7 @@ def terminal_table(rows: list[dict], width: int = 160) -> str:
             if r.get("valid") is False or r.get("note", "").startswith("skipped")
         ]
         if problems:
-            parts.append(
-                "\n".join(textwrap.fill(p, width, initial_indent="- ", subsequent_indent="  ") for p in problems)
-            )
+            parts.append("\n".join(_fill(p, width) for p in problems))
         blocks.append("\n\n".join(parts))
     legend = []
     if THROTTLED in marks:
@@ -410,7 +415,7 @@ def cpu_summary(rows: list[dict], width: int = 160) -> str:
             at = ", ".join(dict.fromkeys(f"{r['problem']} {r['shape']} ({r.get('dtype')})" for r in rs))
             stages = [str(r["stages"]) for r in rs if r["stages"] is not None]
             where = label + (f" stages={','.join(dict.fromkeys(stages))}" if stages else "")
-            lines.append(textwrap.fill(f"{where} at {at}: {note}", width, initial_indent="- ", subsequent_indent="  "))
+            lines.append(_fill(f"{where} at {at}: {note}", width))
         parts.append("\n".join(lines))
     parts.append(
         textwrap.fill(
@@ -488,9 +493,7 @@ def variant_table(width: int = 160) -> str:
         )
         gate = (v.gate.__doc__ or v.gate.__name__).strip()
         text = (v.description.rstrip(".") + ". " if v.description else "") + f"Runs on: {gate}"
-        about.append(
-            textwrap.fill(f"{v.label} ({v.problem}): {text}", width, initial_indent="- ", subsequent_indent="  ")
-        )
+        about.append(_fill(f"{v.label} ({v.problem}): {text}", width))
     headers = ["problem", "backend", "variant", "stages", "role", "runs here"]
     room = width - _width(headers[:-1], [line[:-1] for line in rows]) - 5
     rows = [line[:-1] + [_clip(line[-1], max(room, 24))] for line in rows]
