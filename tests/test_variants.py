@@ -1,13 +1,18 @@
-"""Every registered variant, derived from the registry and its kernel modules (no kernel or problem named here):
+"""Every registered variant, derived from the registry and its kernel modules (no kernel or problem named here, and
+nothing assumed of a kernel's design beyond what its module declares: shared memory, stage counts, copies and dtypes
+are whatever the contract in suite/kernel.py says they are):
 
-* validated (suite.validate) at its problem's odd sizes, at every stage count, wherever it runs: on a CPU the
-  Triton kernels in the interpreter and the library calls, on a GPU everything;
-* each kernel compiled by NVRTC built for every arch its module lists (sm_80 and sm_90 by default), without spills
-  and with the SASS instruction classes its module declares it must contain;
-* each kernel against its problem's bad-input table, plus its module's own rules, an unknown stage count, and (for
-  the NVRTC kernels, which launch on a GPU) host tensors: a ValueError naming the rule, before anything runs.
+* validated (suite.validate) at every dtype it implements, at that dtype's odd sizes (``Problem.edge_sizes_for``),
+  at every stage count of that dtype (``Variant.stages_for``), wherever it runs: on a CPU the Triton kernels in the
+  interpreter and the library calls, on a GPU everything. A variant that cannot run here has one skipped id per
+  dtype, saying why (not one per stage count and size);
+* each kernel compiled by NVRTC built for every arch its module lists, every instantiation its stage counts need,
+  without spills and with the SASS instruction classes its module declares it must contain;
+* each kernel against its problem's bad-input table, plus its module's own rules, an unknown stage count, every dtype
+  of its problem it does not implement, and (for the NVRTC kernels, which launch on a GPU) host tensors: a
+  ValueError naming the rule, before anything runs.
 
-Test ids and failure messages name the variant (backend:name).
+Test ids and failure messages name the variant (backend:name) and the dtype where it is not the problem's default.
 """
 
 import re
@@ -15,9 +20,9 @@ import zlib
 
 import pytest
 import torch
-
 from conftest import HAS_GPU
-from suite.kernel import NvrtcModule
+
+from suite.kernel import LibraryOp, NvrtcModule
 from suite.problems import PROBLEMS
 from suite.registry import variants
 from suite.sass import INSTRUCTION_CLASSES
@@ -25,33 +30,44 @@ from suite.validate import validate
 
 DEVICE = torch.device("cuda" if HAS_GPU else "cpu")
 VARIANTS = variants()
-KERNELS = [v for v in VARIANTS if not (v.baseline or v.ceiling)]  # the library calls check nothing themselves
+KERNELS = [v for v in VARIANTS if not isinstance(v.kernel, LibraryOp)]  # library calls check nothing themselves
 
 
 def _shape(v, size) -> str:
     return PROBLEMS[v.problem].shape(size)
 
 
+def _at(v, dtype) -> str:
+    """The dtype's part of an id: nothing for the problem's default dtype (ids read as before dtypes came)."""
+    return "" if dtype == PROBLEMS[v.problem].default_dtype else f"-{dtype}"
+
+
 # ---------------------------------------------------------------------------------------------------------------
-# Validation at odd sizes
+# Validation at odd sizes: every dtype a variant declares, at that dtype's edge sizes and every depth
 # ---------------------------------------------------------------------------------------------------------------
 
 
 def _validation_cases():
     for v in VARIANTS:
-        reason = v.skip_reason()
-        for stages in v.stages:
-            for size in PROBLEMS[v.problem].edge_sizes:
-                marks = [pytest.mark.skip(reason=f"{v.label}: {reason}")] if reason else []
-                yield pytest.param(v, stages, size, marks=marks, id=f"{v.label}-s{stages}-{_shape(v, size)}")
+        problem = PROBLEMS[v.problem]
+        for dtype in v.dtypes:
+            stages, sizes = v.stages_for(dtype), problem.edge_sizes_for(dtype)
+            reason = v.skip_reason() or v.dtype_skip_reason(dtype)
+            if reason:  # one id that says why, not one per stage count and size
+                yield pytest.param(v, dtype, stages[0], sizes[0], id=f"{v.label}{_at(v, dtype)}",
+                                   marks=pytest.mark.skip(reason=f"{v.label}{_at(v, dtype)}: {reason}"))
+                continue
+            for s in stages:
+                for size in sizes:
+                    yield pytest.param(v, dtype, s, size, id=f"{v.label}{_at(v, dtype)}-s{s}-{_shape(v, size)}")
 
 
-@pytest.mark.parametrize("variant, stages, size", list(_validation_cases()))
-def test_validates_at_odd_sizes(variant, stages, size):
-    seed = zlib.crc32(f"{variant.label} {stages} {_shape(variant, size)}".encode())  # fresh per case, reproducible
-    result = validate(variant, stages, size, seed=seed, device=DEVICE)
-    check = result.check
-    assert check.valid, (f"{variant.label} stages={stages} size={_shape(variant, size)}: {check.message} "
+@pytest.mark.parametrize("variant, dtype, stages, size", list(_validation_cases()))
+def test_validates_at_odd_sizes(variant, dtype, stages, size):
+    # fresh inputs per case, reproducible
+    seed = zlib.crc32(f"{variant.label} {dtype} {stages} {_shape(variant, size)}".encode())
+    check = validate(variant, stages, size, seed=seed, device=DEVICE, dtype=dtype).check
+    assert check.valid, (f"{variant.label} {dtype} stages={stages} size={_shape(variant, size)}: {check.message} "
                          f"(max abs error {check.max_abs_error:.3g})")
 
 
@@ -76,8 +92,12 @@ def test_builds_without_spills_with_its_sass(variant, arch):
     module = kernel.build(arch)
     classes, resources = module.instruction_classes(), module.resources()
     problems = []
-    for stages in variant.stages:
+    depths = dict.fromkeys(s for dtype in variant.dtypes for s in variant.stages_for(dtype))  # every dtype's depths
+    for stages in depths:
         for expr in kernel.name_expressions(stages):
+            if expr not in resources:
+                problems.append(f"{expr}: a launch at stages={stages} may pick it, but build() did not compile it")
+                continue
             res, sass = resources[expr], classes[expr]
             spill = res.get("local", 0) + res.get("stack", 0)
             if spill or sass["local_memory"]:
@@ -95,10 +115,17 @@ def test_builds_without_spills_with_its_sass(variant, arch):
 
 
 def _bad_cases():
-    for v in KERNELS:
+    for v in VARIANTS:
         problem = PROBLEMS[v.problem]
-        bad = list(problem.bad_inputs()) + (v.kernel.bad_inputs() if v.kernel is not None else [])
-        for b in bad:
+        # a dtype of its problem it does not implement: refused by the registration (Variant.factory), library or not
+        for dtype in problem.dtypes:
+            if dtype not in v.dtypes:
+                inputs = problem.make_inputs(problem.edge_sizes_for(dtype)[0], 0, torch.device("cpu"), dtype)
+                yield pytest.param(v, v.stages[0], inputs, problem.make_output(inputs), "not implemented",
+                                   id=f"{v.label}-{dtype} not implemented")
+        if v not in KERNELS:
+            continue
+        for b in list(problem.bad_inputs()) + v.kernel.bad_inputs():
             yield pytest.param(v, v.stages[0], b.inputs, b.out, b.rule, id=f"{v.label}-{b.why}")
         inputs = problem.make_inputs(problem.edge_sizes[0], 0, torch.device("cpu"))
         if v.stages != (None,):
@@ -114,6 +141,7 @@ def test_bad_input_is_refused_naming_the_rule(variant, stages, inputs, out, rule
     try:
         variant.factory(inputs, out, stages)
     except ValueError as e:
-        assert re.search(rule, str(e)), f"{variant.label} refused it, but its message {str(e)!r} does not match {rule!r}"
+        said = str(e)
+        assert re.search(rule, said), f"{variant.label} refused it, but its message {said!r} does not match {rule!r}"
     else:
         pytest.fail(f"{variant.label} accepted an input that breaks the rule {rule!r} (stages={stages})")
