@@ -6,7 +6,14 @@ import pytest
 import torch
 
 from suite import registry
-from suite.kernel import LibraryOp
+from suite.kernel import LibraryOp, NvrtcModule
+from suite.problems import PROBLEMS
+
+VARIANTS = registry.variants()  # the suite's registrations and any --suite-plugin's (tests/conftest.py)
+
+
+def _label(v) -> str:
+    return v.label
 
 
 def test_every_problem_has_a_baseline_a_ceiling_and_both_kernel_backends():
@@ -14,7 +21,42 @@ def test_every_problem_has_a_baseline_a_ceiling_and_both_kernel_backends():
         vs = registry.variants(problem)
         assert sum(v.baseline for v in vs) == 1 and sum(v.ceiling for v in vs) == 1
         assert {"torch", "triton", "ptx"} <= {v.backend for v in vs}
-        assert all(v.stages == (None,) or all(isinstance(s, int) and s >= 1 for s in v.stages) for v in vs)
+
+
+@pytest.mark.parametrize("variant", VARIANTS, ids=_label)
+def test_every_dtype_of_its_problem_has_a_row_or_a_reason(variant):
+    """A variant implements some of its problem's dtypes, each with its own depths; every other dtype has a reason
+    (Variant.dtype_skip_reason), which the driver puts in that dtype's row: no variant is silently absent."""
+    problem = PROBLEMS[variant.problem]
+    assert variant.dtypes and set(variant.dtypes) <= set(problem.dtypes), (variant.label, variant.dtypes)
+    for dtype in problem.dtypes:
+        reason = variant.dtype_skip_reason(dtype)
+        if dtype in variant.dtypes:
+            stages = variant.stages_for(dtype)
+            assert stages == (None,) or (stages and all(isinstance(s, int) and s >= 1 for s in stages)), (dtype, stages)
+            assert reason is None or (isinstance(reason, str) and reason), (dtype, reason)  # this machine cannot run it
+        else:
+            assert isinstance(reason, str) and dtype in reason, (dtype, reason)
+
+
+def test_a_run_at_every_dtype_has_a_row_for_every_variant():
+    """The plan of a run at every dtype (a CPU run: no shape set leaves a variant out) has, for each job, a row of
+    every variant of its problem: at each depth of a dtype it implements, one saying why at a dtype it does not."""
+    from suite.driver import bench, plan
+
+    built = plan.build(bench.Options(), on_gpu=False)
+    assert {(j.problem, j.dtype) for j in built.jobs} == {(p, d) for p in PROBLEMS for d in PROBLEMS[p].dtypes}
+    for job in built.jobs:
+        rows = {}
+        for r in job.rows:
+            rows.setdefault(r.label, []).append(r)
+        for v in registry.variants(job.problem):
+            assert v.label in rows, f"{v.label} has no row at {job.problem} {job.dtype} {job.shape}"
+            if job.dtype in v.dtypes:
+                assert [r.stages for r in rows[v.label]] == list(v.stages_for(job.dtype)) and all(
+                    r.runs for r in rows[v.label]), (v.label, job.dtype)
+            else:
+                assert [(r.stages, r.runs) for r in rows[v.label]] == [(None, False)], (v.label, job.dtype)
 
 
 def test_duplicate_and_unknown_registrations_are_refused():
@@ -67,14 +109,29 @@ def test_a_kernel_is_imported_only_when_needed(scratch_registry):
     registry.register_kernel("vector", "test", "lazy", "pipesuite_no_such_module:KERNEL")  # registering imports nothing
     (v,) = [v for v in registry.variants() if v.label == "test:lazy"]
     with pytest.raises(ModuleNotFoundError, match="pipesuite_no_such_module"):
-        v.stages
+        _ = v.stages
     with pytest.raises(ValueError, match="package.module:NAME"):
         registry.resolve_kernel("no_colon_here")
 
 
-def test_an_nvrtc_kernel_describes_itself_without_a_gpu():
-    """The PTX registrations' describe is their module's: every stage count, compiled for the arch asked."""
-    for v in registry.variants(backend="ptx"):
-        info = v.describe("sm_90")
-        assert set(info) == set(v.stages), v.label
-        assert all(i.registers and i.spill_bytes == 0 and i.smem_per_stage for i in info.values()), v.label
+NVRTC = [v for v in VARIANTS if isinstance(v.kernel, NvrtcModule)]
+
+
+@pytest.mark.parametrize("variant", NVRTC, ids=_label)
+def test_an_nvrtc_kernel_describes_itself_without_a_gpu(variant):
+    """Without a GPU (as a CPU run does, suite.driver.bench.CPU_ARCH): every stage count described, and what the
+    description says is what the module declares: its stage bytes (0 for a kernel without shared memory), the shared
+    memory its stages take at least, the SASS classes it requires; registers, and no spills."""
+    from suite.driver.bench import CPU_ARCH
+
+    kernel = variant.kernel
+    info = variant.describe(CPU_ARCH)
+    assert set(info) == set(variant.stages), variant.label
+    required = kernel.sass_minimums()
+    assert isinstance(kernel.stage_bytes, int) and kernel.stage_bytes >= 0, (variant.label, kernel.stage_bytes)
+    for stages, i in info.items():
+        where = f"{variant.label} stages={stages}"
+        assert i.registers and i.spill_bytes == 0, (where, i.registers, i.spill_bytes)
+        assert i.smem_per_stage == kernel.stage_bytes, (where, i.smem_per_stage, kernel.stage_bytes)
+        assert i.smem_total is not None and i.smem_total >= stages * kernel.stage_bytes, (where, i.smem_total)
+        assert all(i.sass.get(cls, 0) >= least for cls, least in required.items()), (where, i.sass, required)
