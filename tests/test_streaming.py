@@ -19,7 +19,7 @@ def test_schedules():
     assert (runs.persistent, runs.run, runs.grid(9, 132)) == (False, 2, 5)
     assert persistent.tiles_in_flight(8) == 8 and runs.tiles_in_flight(8) == 2 and runs.tiles_in_flight(1) == 1
     assert bytes_in_flight_per_sm(4, 8192, 2) == 65536 and bytes_in_flight_per_sm(4, 8192, None) is None
-    for bad in (dict(), dict(blocks_per_sm=1, tiles_per_block=2), dict(blocks_per_sm=0), dict(tiles_per_block=1.5)):
+    for bad in ({}, {"blocks_per_sm": 1, "tiles_per_block": 2}, {"blocks_per_sm": 0}, {"tiles_per_block": 1.5}):
         with pytest.raises(ValueError):
             Schedule(**bad)
 
@@ -35,29 +35,35 @@ def test_a_share_of_the_sm_pins_exactly_k_blocks(k):
 
 
 def test_registry_declares_the_depth_sweep():
-    depth = [v for v in registry.variants("vector") if v.group]
+    """The suite's own depth sweep (suite/variants.py: DEPTH_VARIANTS at each DEPTH_TILE_BYTES) and headline rows.
+    Only the suite's registrations are pinned here: a plugin's vector variant, of whatever design (no shared memory,
+    one stage, several stage counts in the main table), needs no edit."""
+    from suite.streaming import BANDWIDTH_STAGES, DEPTH_TILE_BYTES
+    from suite.variants import DEPTH_VARIANTS
+
+    by_label = {v.label: v for v in registry.variants("vector")}
     groups = {}
-    for v in depth:
-        groups.setdefault(v.group, []).append(v)
-    assert len(groups) == 5  # 2, 4, 8, 16, 32 KiB tiles
-    for group, vs in groups.items():
-        assert sorted(v.backend for v in vs) == ["ptx", "ptx", "triton"], group
+    for tile in DEPTH_TILE_BYTES:
+        vs = [by_label[f"{backend}:{name} {tile // 1024}KiB"] for _, backend, name, *_ in DEPTH_VARIANTS]
+        assert sorted(v.backend for v in vs) == ["ptx", "ptx", "triton"], tile
+        assert len({v.group for v in vs}) == 1 and vs[0].group, tile  # one table per tile size
+        groups[vs[0].group] = vs
         assert len({v.stages for v in vs}) == 1 and vs[0].stages[0] == 1  # one stage axis per table, from 1 stage
-        tile = int(group.split(": ")[1].split(" KiB")[0]) * 1024
         assert all(128 + s * tile <= 227 * 1024 for s in vs[0].stages)  # every ring fits an H200 block
-    assert max(s for v in depth for s in v.stages) == 8
-    headline = [v for v in registry.variants("vector") if not v.group and v.backend in ("triton", "ptx")]
-    # each backend's headline rows are there (a new headline variant needs no edit here)
-    assert {"triton:tile loop", "ptx:cp.async ring", "ptx:bulk ring"} <= {v.label for v in headline}
-    assert all(len(v.stages) == 1 for v in headline)
+    assert len(groups) == len(DEPTH_TILE_BYTES) == 5  # 2, 4, 8, 16, 32 KiB tiles
+    assert max(s for vs in groups.values() for v in vs for s in v.stages) == 8
+    # each backend's headline row: its best measured configuration at one depth, in the main table
+    for label in ("triton:tile loop", "ptx:cp.async ring", "ptx:bulk ring"):
+        assert by_label[label].stages == BANDWIDTH_STAGES and not by_label[label].group, label
 
 
 def _row(**kw):
-    row = dict(problem="vector", shape="268435456", dtype="fp32", backend="ptx", variant="cp.async ring 2KiB",
-               group="depth sweep: 2 KiB tiles", stages=1, baseline=False, ceiling=False, median_ms=1.0, iqr_ms=0.0,
-               spread=0.0, samples=10, throughput=1000.0, unit="GB/s", ratio_to_ceiling=0.25, valid=True,
-               measured=True, throttled=False, note="", tile_bytes=2048, resident_blocks_per_sm=1,
-               bytes_in_flight_per_sm=2048, occupancy=1, sass="LDGSTS")
+    row = {"problem": "vector", "shape": "268435456", "dtype": "fp32", "backend": "ptx",
+           "variant": "cp.async ring 2KiB", "group": "depth sweep: 2 KiB tiles", "stages": 1, "baseline": False,
+           "ceiling": False, "median_ms": 1.0, "iqr_ms": 0.0, "spread": 0.0, "samples": 10, "throughput": 1000.0,
+           "unit": "GB/s", "ratio_to_ceiling": 0.25, "valid": True, "measured": True, "throttled": False, "note": "",
+           "tile_bytes": 2048, "resident_blocks_per_sm": 1, "bytes_in_flight_per_sm": 2048, "occupancy": 1,
+           "sass": "LDGSTS"}
     row.update(kw)
     return row
 
