@@ -288,50 +288,42 @@ def test_interpreter_compat_squeezes_the_index(monkeypatch):
 
 # -- the descriptor GEMM (suite/triton/gemm_desc.py), compiled for sm_90 without a GPU --
 
-_GEMM_DESC_COMPILE_SCRIPT = """
-import json, sys
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.compiler import ASTSource
-from suite.sass import disassemble, instruction_classes
-from suite.triton import gemm_desc as g
 
-out = []
-for host in json.loads(sys.argv[1]):
-    bm, bn, bk = g.BLOCK_M, g.BLOCK_N, g.BLOCK_K
+def _gemm_desc_spec(dtype: str, host: bool, stages: int, persistent: bool = True) -> dict:
+    """gemm_desc_kernel as DescGemm launches it at ``dtype`` (C stored through a descriptor, in halves when
+    persistent), for tests/sm90_compile.py."""
+    from sm90_compile import OUT_TYPES, TRITON_TYPES, desc, scales
+
+    from suite.triton import gemm_desc as g
+
+    bm, bn, bk = g.TILES[dtype]
+    fp8 = dtype == "fp8e4m3"
+    c_box = [bm, bn // 2 if persistent else bn]
     if host:
-        operands = {"a": f"tensordesc<fp16[{bm},{bk}]>", "b": f"tensordesc<fp16[{bk},{bn}]>",
-                    "c": f"tensordesc<fp16[{bm},{bn // 2}]>"}
+        operands = {"a": desc(dtype, [bm, bk]), "b": desc(dtype, [bn, bk] if fp8 else [bk, bn]),
+                    "c": f"tensordesc<{OUT_TYPES[dtype]}[{c_box[0]},{c_box[1]}]>"}
     else:
-        operands = {"a": "*fp16", "b": "*fp16", "c": "*fp16"}
-    ints = {name: "i32" for name in ("M", "N", "K", "stride_am", "stride_bk", "stride_cm", "NUM_PROGRAMS")}
-    meta = dict(BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=g.GROUP_M, PERSISTENT=True, C_DESC=True,
-                EPILOGUE_SUBTILE=True, HOST_DESC=host)
-    aligned = [["tt.divisibility", 16]]
-    src = ASTSource(fn=g.gemm_desc_kernel, signature={**operands, **ints, **{k: "constexpr" for k in meta}},
-                    constexprs=meta, attrs={(i,): aligned for i in range(3, 9)})
-    k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options={"num_warps": g.NUM_WARPS, "num_stages": 3})
-    out.append({"classes": instruction_classes(disassemble(k.asm["cubin"])), "shared": k.metadata.shared,
-                "tensormaps_built": k.asm["ptx"].count("tensormap.replace")})
-print(json.dumps(out))
-"""
+        operands = {"a": f"*{TRITON_TYPES[dtype]}", "b": f"*{TRITON_TYPES[dtype]}", "c": f"*{OUT_TYPES[dtype]}"}
+    ints = {name: "i32" for name in ("M", "N", "K", "stride_am", "stride_b", "stride_cm", "NUM_PROGRAMS")}
+    meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": g.GROUP_M, "PERSISTENT": persistent, "C_DESC": True,
+                "EPILOGUE_SUBTILE": persistent, "HOST_DESC": host, "B_K_MAJOR": fp8,
+                "OUT_DTYPE": "tl.float16" if dtype == "fp16" else "tl.bfloat16", "SCALED": fp8}
+    scale_sig, scale_values = scales(dtype)
+    return {"fn": "suite.triton.gemm_desc:gemm_desc_kernel",
+                "signature": {**operands, **ints, **{k: "constexpr" for k in meta}, **scale_sig},
+                "constexprs": {**meta, **scale_values}, "aligned": ["M", "N", "K", "stride_am", "stride_b", "stride_cm"],
+                "options": {"num_warps": g.NUM_WARPS, "num_stages": stages}}
 
 
 def test_gemm_desc_host_descriptors_build_nothing_on_the_device():
     """Compiled for sm_90 without a GPU, the persistent descriptor GEMM at 3 stages is the Hopper path either way
     (HGMMA fed by TMA on mbarriers, no spills, three 48 KiB stages plus C's 32 KiB half), and only the in-kernel form
     writes tensor maps on the device: the difference the host-built row measures."""
-    import json
-    import os
-    import subprocess
-    import sys
+    from sm90_compile import compile_sm90
 
     from suite.triton import gemm_desc
 
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run([sys.executable, "-c", _GEMM_DESC_COMPILE_SCRIPT, json.dumps([False, True])],
-                          capture_output=True, text=True, env=env, check=True)
-    in_kernel, host = json.loads(proc.stdout.strip().splitlines()[-1])
+    in_kernel, host = compile_sm90([_gemm_desc_spec("fp16", False, 3), _gemm_desc_spec("fp16", True, 3)])
     stage = (gemm_desc.BLOCK_M * gemm_desc.BLOCK_K + gemm_desc.BLOCK_K * gemm_desc.BLOCK_N) * 2
     c_half = gemm_desc.BLOCK_M * gemm_desc.BLOCK_N // 2 * 2
     for got in (in_kernel, host):
@@ -339,58 +331,68 @@ def test_gemm_desc_host_descriptors_build_nothing_on_the_device():
         assert classes["wgmma"] > 0 and classes["tma"] > 0 and classes["mbarrier"] > 0, classes
         assert classes["local_memory"] == 0, classes
         assert (got["shared"] - c_half) // stage == 3, got["shared"]
-    assert in_kernel["tensormaps_built"] > 0
-    assert host["tensormaps_built"] == 0
+    assert in_kernel["ptx"]["tensormap.replace"] > 0
+    assert host["ptx"]["tensormap.replace"] == 0
+
+
+def test_gemm_desc_every_dtype_and_depth_fits_on_sm90():
+    """bf16 and fp8 (128x256x128, B K-major) at every depth the modules sweep, host-built descriptors: wgmma (QGMMA
+    for fp8, HGMMA otherwise) fed by TMA, no spills, and the shared memory the stage lists were derived from (48 KiB
+    stages plus C's staging tile, whole or in halves) within the 227 KiB a block may have."""
+    from sm90_compile import compile_sm90
+
+    from suite.triton import gemm_desc as g
+
+    cases = [(d, s, p) for d in ("bf16", "fp8e4m3") for p in (True, False)
+             for s in (g.STAGES_PERSISTENT if p else g.STAGES)]
+    results = compile_sm90([_gemm_desc_spec(d, True, s, p) for d, s, p in cases])
+    for (dtype, stages, persistent), got in zip(cases, results):
+        classes, shared = got["classes"], got["shared"]
+        assert classes["wgmma"] > 0 and classes["tma"] > 0 and classes["local_memory"] == 0, (dtype, stages, classes)
+        assert (classes["wgmma_fp8"] > 0) == (dtype == "fp8e4m3"), (dtype, classes)
+        c_tile = g.BLOCK_M * g.BLOCK_N * 2 // (2 if persistent else 1)
+        assert 0 <= shared - stages * g.stage_bytes(dtype) - c_tile < 1024, (dtype, stages, persistent, shared)
+        assert shared <= g.SMEM_LIMIT
 
 
 # -- the warp-specialized Gluon GEMM (suite/triton/gemm_gluon.py), compiled for sm_90 without a GPU --
 
-_GLUON_COMPILE_SCRIPT = """
-import json, sys
-import triton
-from triton.backends.compiler import GPUTarget
-from triton.experimental.gluon import language as gl
-from triton.experimental.gluon._runtime import GluonASTSource
-from suite.sass import disassemble, instruction_classes
-from suite.triton import gemm_gluon as g
 
-def desc(box):
-    return f"tensordesc<fp16[{box[0]},{box[1]}],{gl.NVMMASharedLayout.get_default_for(box, gl.float16)!r}>"
-
-out = []
-for stages in json.loads(sys.argv[1]):
-    meta = dict(GROUP_M=g.GROUP_M, STAGES=stages, PRODUCER_WARPS=g.PRODUCER_WARPS, PRODUCER_REGS=g.PRODUCER_REGS,
-                num_warps=g.NUM_WARPS)
-    sig = {"a_desc": desc([g.BLOCK_M, g.BLOCK_K]), "b_desc": desc([g.BLOCK_K, g.BLOCK_N]),
-           "c_desc": desc([g.BLOCK_M, g.BLOCK_N]), "M": "i32", "N": "i32", "K": "i32", **{k: "constexpr" for k in meta}}
-    k = triton.compile(GluonASTSource(fn=g.gemm_gluon_kernel, signature=sig, constexprs=meta),
-                       target=GPUTarget("cuda", 90, 32), options={"num_warps": g.NUM_WARPS})
-    ptx = k.asm["ptx"]
-    out.append({"classes": instruction_classes(disassemble(k.asm["cubin"])), "shared": k.metadata.shared,
-                "setmaxnreg": sorted(set(l.split()[-1].rstrip(";") for l in ptx.splitlines() if "setmaxnreg" in l))})
-print(json.dumps(out))
-"""
-
-
-def test_gluon_gemm_is_warp_specialized_on_sm90():
-    """Compiled for sm_90 without a GPU, at every depth: wgmma fed by TMA loads on mbarriers and drained by a TMA
-    store, no spills, the ring plus C's staging tile in shared memory, and setmaxnreg giving the producer warp its
-    few registers and the consumer warpgroups the rest (the warp specialization the row is about)."""
-    import json
-    import os
-    import subprocess
-    import sys
+def _gluon_spec(dtype: str, stages: int) -> dict:
+    from sm90_compile import OUT_TYPES, TRITON_TYPES, scales
 
     from suite.triton import gemm_gluon as g
 
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run([sys.executable, "-c", _GLUON_COMPILE_SCRIPT, json.dumps(list(g.STAGES))],
-                          capture_output=True, text=True, env=env, check=True)
-    stage = (g.BLOCK_M * g.BLOCK_K + g.BLOCK_K * g.BLOCK_N) * 2
-    c_tile = g.BLOCK_M * g.BLOCK_N * 2
-    for stages, got in zip(g.STAGES, json.loads(proc.stdout.strip().splitlines()[-1])):
+    bm, bn, bk = g.TILES[dtype]
+    fp8 = dtype == "fp8e4m3"
+    element = {"fp16": "gl.float16", "bf16": "gl.bfloat16", "fp8e4m3": "gl.float8e4nv"}
+    out = "gl.float16" if dtype == "fp16" else "gl.bfloat16"
+    meta = {"GROUP_M": g.GROUP_M, "STAGES": stages, "PRODUCER_WARPS": g.PRODUCER_WARPS, "PRODUCER_REGS": g.PRODUCER_REGS,
+                "B_K_MAJOR": fp8, "SCALED": fp8, "num_warps": g.NUM_WARPS}
+    scale_sig, scale_values = scales(dtype)
+    sig = {"a_desc": {"gluon_desc": [TRITON_TYPES[dtype], [bm, bk], element[dtype]]},
+           "b_desc": {"gluon_desc": [TRITON_TYPES[dtype], [bn, bk] if fp8 else [bk, bn], element[dtype]]},
+           "c_desc": {"gluon_desc": [OUT_TYPES[dtype], [bm, bn], out]}, **scale_sig,
+           "M": "i32", "N": "i32", "K": "i32", **{k: "constexpr" for k in meta}}
+    return {"fn": "suite.triton.gemm_gluon:gemm_gluon_kernel", "gluon": True, "signature": sig,
+                "constexprs": {**meta, **scale_values}, "options": {"num_warps": g.NUM_WARPS}}
+
+
+def test_gluon_gemm_is_warp_specialized_on_sm90():
+    """Compiled for sm_90 without a GPU, at every dtype and depth: wgmma (QGMMA for fp8) fed by TMA loads on
+    mbarriers and drained by a TMA store, no spills, the ring plus C's staging tile in shared memory, and setmaxnreg
+    giving the producer warp its few registers and the consumer warpgroups the rest (the warp specialization the
+    row is about)."""
+    from sm90_compile import compile_sm90
+
+    from suite.triton import gemm_gluon as g
+
+    cases = [(d, s) for d in g.DTYPES for s in g.KERNEL.stages_for(d)]
+    for (dtype, stages), got in zip(cases, compile_sm90([_gluon_spec(d, s) for d, s in cases])):
         classes = got["classes"]
-        assert classes["wgmma"] > 0 and classes["tma"] > 0 and classes["mbarrier"] > 0, (stages, classes)
-        assert classes["local_memory"] == 0, (stages, classes)
-        assert 0 <= got["shared"] - stages * stage - c_tile < 1024, (stages, got["shared"])  # + barriers, alignment
-        assert str(g.PRODUCER_REGS) in got["setmaxnreg"] and len(got["setmaxnreg"]) >= 2, got["setmaxnreg"]
+        assert classes["wgmma"] > 0 and classes["tma"] > 0 and classes["mbarrier"] > 0, (dtype, stages, classes)
+        assert (classes["wgmma_fp8"] > 0) == (dtype == "fp8e4m3"), (dtype, classes)
+        assert classes["local_memory"] == 0, (dtype, stages, classes)
+        c_tile = g.BLOCK_M * g.BLOCK_N * 2
+        assert 0 <= got["shared"] - stages * g.stage_bytes(dtype) - c_tile < 1024, (stages, got["shared"])
+        assert got["ptx"]["setmaxnreg"] >= 2, got["ptx"]

@@ -3,6 +3,8 @@
 
 from __future__ import annotations
 
+from typing import ClassVar
+
 import torch
 import triton
 import triton.language as tl
@@ -119,6 +121,14 @@ class Tile128x256x32(TritonModule):
     """gemm_kernel at the PTX kernel's tile, swept over num_stages."""
 
     stages = STAGES
+    # fp16 only: this row is the PTX mma.sync kernel's twin (the seed's tile and type, square shapes); the Triton rows
+    # in bf16 and fp8 are the tensor-descriptor kernels (gemm_desc.py and the split-K / stream-K / decode modules)
+    dtype_notes: ClassVar[dict[str, str]] = {
+        "bf16": "the pointer kernel is the fp16 PTX mma.sync kernel's twin; Triton's bf16 rows are the descriptor "
+                "kernels",
+        "fp8e4m3": "the pointer kernel walks B as K x N, and fp8 takes B as N x K (K-major); Triton's fp8 rows are "
+                   "the descriptor kernels",
+    }
 
     def launch(self, inputs, out, stages):
         return Gemm(*inputs, out, stages)

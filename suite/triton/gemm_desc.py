@@ -1,6 +1,16 @@
-"""C = A @ B (fp16 in, fp32 accumulate, fp16 out) in Triton through tensor descriptors (TMA on Hopper), one program
-per output tile or persistent (one program per SM looping over tiles), swept over ``num_stages``; and the ``tuned``
-launcher, which lets triton.autotune pick among these kernels' schedules, depths and rasterizations.
+"""C = A @ B (fp32 accumulate) in Triton through tensor descriptors (TMA on Hopper), one program per output tile or
+persistent (one program per SM looping over tiles), swept over ``num_stages``; and the ``tuned`` launcher, which lets
+triton.autotune pick among these kernels' schedules, depths and rasterizations.
+
+Three input types (suite.problems.GEMM_DTYPES), each on its own tile, every stage 48 KiB of shared memory:
+
+* fp16 -> fp16 and bf16 -> bf16: A (M x K) and B (K x N) row-major, 128x256x64;
+* fp8 e4m3 -> bf16: B is given N x K (K-major, what wgmma's fp8 form reads and ``torch._scaled_mm`` takes), loaded as
+  [BLOCK_N, BLOCK_K] boxes and multiplied as ``tl.dot(a, b.T)``; 128x256x128, fp8's natural tile (wgmma's k32 steps,
+  128-byte rows). The per-tensor scales multiply the fp32 accumulator in the epilogue, before the bf16 store, as
+  ``torch._scaled_mm`` does. The products are summed in wgmma's own accumulator across K (Triton's default on sm_90,
+  ``max_num_imprecise_acc`` unbounded): promoting each K tile into a second fp32 accumulator would need 256 registers
+  per thread at this tile.
 
 The descriptors are built either in the kernel (``tl.make_tensor_descriptor``: each program writes its tensor maps to
 global scratch and fences them before its first load) or on the host (``triton.tools.tensor_descriptor``, passed as
@@ -8,8 +18,10 @@ kernel parameters: nothing to build or fence on the device). On the H200 the hos
 cuBLAS faster at 4096^3 and about 4 at 4000x3000x1000 (results/NVIDIA-H200/probe-triton-gemm-host-desc-20261130.txt);
 the table keeps both, so it shows what that buys.
 
-Tensor descriptors need every row pitch to be a multiple of 16 bytes. When K or N is not a multiple of 8, the
-launcher copies A or B into a buffer with a padded pitch on every call (counted in the time, said in the config)."""
+Tensor descriptors need every row pitch to be a multiple of 16 bytes. Where a row of A or B is not (K or N not a
+multiple of 8 for 2-byte types, K not a multiple of 16 for fp8), the launcher copies it into a buffer with a padded
+pitch on every call (counted in the time, said in the config): ``Operands``, which the other descriptor kernels of
+the suite (split-K, stream-K, decode) use too."""
 
 from __future__ import annotations
 
@@ -18,15 +30,44 @@ import triton
 import triton.language as tl
 from triton.tools.tensor_descriptor import TensorDescriptor
 
-from suite.checks import check_gemm_operands, check_stages
+from suite.checks import check_stages, gemm_operands
 from suite.kernel import TritonModule
 from suite.triton._compiled import kernel_info
+from suite.triton._interp_dot import widen_bf16_dot
 
-BLOCK_M, BLOCK_N, BLOCK_K = 128, 256, 64
+DTYPES = ("fp16", "bf16", "fp8e4m3")
+# (BLOCK_M, BLOCK_N, BLOCK_K) per input type: 48 KiB per stage either way, (128 x 64 + 64 x 256) x 2 bytes for the
+# 2-byte types and (128 x 128 + 256 x 128) x 1 byte for fp8
+TILES = {"fp16": (128, 256, 64), "bf16": (128, 256, 64), "fp8e4m3": (128, 256, 128)}
+BLOCK_M, BLOCK_N, BLOCK_K = TILES["fp16"]
 NUM_WARPS = 8
 GROUP_M = 8
-STAGES = (2, 3)  # with C staged in shared memory for its descriptor store, 4 stages need 256 KiB
-STAGES_PERSISTENT = (2, 3, 4)  # the persistent kernel stores C in two halves: 4 stages fit (224 KiB)
+# The output type of each input type, for the epilogue's cast (fp8's is bf16, as torch._scaled_mm's here)
+OUT_DTYPES = {"fp16": tl.float16, "bf16": tl.bfloat16, "fp8e4m3": tl.bfloat16}
+ELEMENT_BYTES = {"fp16": 2, "bf16": 2, "fp8e4m3": 1}
+SMEM_LIMIT = 227 * 1024  # the most shared memory one block may have on the H200 (sm_90)
+
+
+def stage_bytes(dtype: str, tile: tuple[int, int, int] | None = None) -> int:
+    """Shared memory of one ring stage: an A box and a B box."""
+    bm, bn, bk = tile or TILES[dtype]
+    return (bm + bn) * bk * ELEMENT_BYTES[dtype]
+
+
+def rings_that_fit(ring_stage: int, other: int, depths) -> tuple[int, ...]:
+    """The depths whose ring (``ring_stage`` bytes a stage) and ``other`` bytes of shared memory fit SMEM_LIMIT."""
+    return tuple(s for s in depths if s * ring_stage + other <= SMEM_LIMIT)
+
+
+# Shared memory per block = ring + C's staging tile for its descriptor store (64 KiB for a 128x256 tile of 2-byte C;
+# half of it when the persistent kernel stores C in two halves). With 48 KiB stages, for every dtype:
+#   one program per tile: 2 -> 160, 3 -> 208 KiB; 4 -> 256 KiB does not fit 227;
+#   persistent (C in halves): 2 -> 128, 3 -> 176, 4 -> 224 KiB; 5 -> 272 KiB does not.
+C_TILE_BYTES = BLOCK_M * BLOCK_N * 2
+STAGES = rings_that_fit(stage_bytes("fp16"), C_TILE_BYTES, (2, 3, 4))
+STAGES_PERSISTENT = rings_that_fit(stage_bytes("fp16"), C_TILE_BYTES // 2, (2, 3, 4, 5))
+assert STAGES == (2, 3) and STAGES_PERSISTENT == (2, 3, 4)
+assert len({stage_bytes(d) for d in DTYPES}) == 1  # one stage list serves every dtype
 
 
 @triton.jit
@@ -50,9 +91,9 @@ def gemm_desc_kernel(
     M,
     N,
     K,
-    # row pitches (elements; the column stride is 1)
+    # row pitches (elements; the column stride is 1): A's, B's (a row of K x N, or with B_K_MAJOR of N x K), C's
     stride_am,
-    stride_bk,
+    stride_b,
     stride_cm,
     # how many programs walk the tiles (the SM count when PERSISTENT)
     NUM_PROGRAMS,
@@ -65,6 +106,12 @@ def gemm_desc_kernel(
     C_DESC: tl.constexpr,  # store C through a descriptor too (its rows have a 16-byte pitch)
     EPILOGUE_SUBTILE: tl.constexpr = False,  # store C in two halves: half the shared memory for its staging
     HOST_DESC: tl.constexpr = False,  # a, b (and c when C_DESC) come as descriptors built on the host
+    B_K_MAJOR: tl.constexpr = False,  # B given as N x K (fp8): boxes of [BLOCK_N, BLOCK_K], multiplied transposed
+    OUT_DTYPE: tl.constexpr = tl.float16,  # C's element type
+    SCALED: tl.constexpr = False,  # multiply by scale_a x scale_b in the epilogue (fp8's per-tensor scales)
+    # fp8 only: pointers to the per-tensor scales (one fp32 each)
+    scale_a=None,
+    scale_b=None,
 ):
     # -- descriptors: shape, strides and box of each operand; the TMA unit zero-fills reads past the edges --
     if HOST_DESC:
@@ -72,7 +119,10 @@ def gemm_desc_kernel(
         b_desc = b
     else:
         a_desc = tl.make_tensor_descriptor(a, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
-        b_desc = tl.make_tensor_descriptor(b, shape=[K, N], strides=[stride_bk, 1], block_shape=[BLOCK_K, BLOCK_N])
+        if B_K_MAJOR:
+            b_desc = tl.make_tensor_descriptor(b, shape=[N, K], strides=[stride_b, 1], block_shape=[BLOCK_N, BLOCK_K])
+        else:
+            b_desc = tl.make_tensor_descriptor(b, shape=[K, N], strides=[stride_b, 1], block_shape=[BLOCK_K, BLOCK_N])
     tiles_m = tl.cdiv(M, BLOCK_M)
     tiles_n = tl.cdiv(N, BLOCK_N)
     num_tiles = tiles_m * tiles_n
@@ -86,10 +136,14 @@ def gemm_desc_kernel(
         acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
         for kt in range(k_tiles):
             a_tile = a_desc.load([m0, kt * BLOCK_K])
-            b_tile = b_desc.load([kt * BLOCK_K, n0])
-            acc = tl.dot(a_tile, b_tile, acc)
+            if B_K_MAJOR:
+                acc = tl.dot(a_tile, b_desc.load([n0, kt * BLOCK_K]).T, acc)
+            else:
+                acc = tl.dot(a_tile, b_desc.load([kt * BLOCK_K, n0]), acc)
 
-        # -- write back, fp32 -> fp16 --
+        # -- write back: the scales (fp8) on the fp32 accumulator, then the cast to C's type --
+        if SCALED:
+            acc = acc * (tl.load(scale_a) * tl.load(scale_b))
         if C_DESC and EPILOGUE_SUBTILE:
             if HOST_DESC:
                 c_desc = c
@@ -98,20 +152,20 @@ def gemm_desc_kernel(
                                                    block_shape=[BLOCK_M, BLOCK_N // 2])
             halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
             left, right = tl.split(halves)
-            c_desc.store([m0, n0], left.to(tl.float16))
-            c_desc.store([m0, n0 + BLOCK_N // 2], right.to(tl.float16))
+            c_desc.store([m0, n0], left.to(OUT_DTYPE))
+            c_desc.store([m0, n0 + BLOCK_N // 2], right.to(OUT_DTYPE))
         elif C_DESC:
             if HOST_DESC:
                 c_desc = c
             else:
                 c_desc = tl.make_tensor_descriptor(c, shape=[M, N], strides=[stride_cm, 1],
                                                    block_shape=[BLOCK_M, BLOCK_N])
-            c_desc.store([m0, n0], acc.to(tl.float16))
+            c_desc.store([m0, n0], acc.to(OUT_DTYPE))
         else:
             rows = m0 + tl.arange(0, BLOCK_M)
             cols = n0 + tl.arange(0, BLOCK_N)
             c_ptrs = c + rows[:, None].to(tl.int64) * stride_cm + cols[None, :]
-            tl.store(c_ptrs, acc.to(tl.float16), mask=(rows[:, None] < M) & (cols[None, :] < N))
+            tl.store(c_ptrs, acc.to(OUT_DTYPE), mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
 def _alloc_scratch(size: int, alignment: int, stream):
@@ -119,25 +173,45 @@ def _alloc_scratch(size: int, alignment: int, stream):
     return torch.empty(size, dtype=torch.int8, device="cuda")
 
 
-def _num_programs_limit(device: torch.device) -> int:
+def num_sms(device: torch.device) -> int:
+    """Programs a persistent grid launches: the SM count, or in the interpreter a few (so that persistent loops
+    really walk several tiles, and split rules see a small GPU)."""
     if device.type == "cuda":
         return torch.cuda.get_device_properties(device).multi_processor_count
-    return 4  # the interpreter: a few programs, so the persistent loop really walks several tiles
+    return 4
+
+
+_num_programs_limit = num_sms  # the name the tools use
 
 
 class Operands:
-    """A and B as the descriptors need them: rows of a 16-byte pitch (a padded copy per call where K or N is not
-    a multiple of 8), whether C can be stored through a descriptor too, and the host-built descriptors of all three
-    (built once per box; Triton encodes them into tensor maps at each launch)."""
+    """A and B as the descriptors need them: rows of a 16-byte pitch (a padded copy per call where a row of A or B
+    is not), whether C can be stored through a descriptor too, and the host-built descriptors of all three (built
+    once per box; Triton encodes them into tensor maps at each launch).
 
-    def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor):
-        (m, k), n = a.shape, b.shape[1]
-        self.a, self.b, self.c = a, b, c
-        self.a_padded = torch.zeros(m, -(-k // 8) * 8, dtype=a.dtype, device=a.device) if k % 8 else None
-        self.b_padded = torch.zeros(k, -(-n // 8) * 8, dtype=b.dtype, device=b.device) if n % 8 else None
-        self.c_desc = n % 8 == 0 and c.data_ptr() % 16 == 0
-        self.note = "".join([", K % 8 != 0: A copied to a padded pitch per call" if k % 8 else "",
-                             ", N % 8 != 0: B copied to a padded pitch per call" if n % 8 else ""])
+    ``b_k_major``: B is N x K (fp8), its rows run along K; otherwise K x N, its rows run along N."""
+
+    def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, b_k_major: bool = False):
+        m, k = a.shape
+        n = b.shape[0] if b_k_major else b.shape[1]
+        self.a, self.b, self.c, self.b_k_major = a, b, c, b_k_major
+        self.m, self.n, self.k = m, n, k
+        per_16_bytes = 16 // a.element_size()  # elements in 16 bytes: 8 for 2-byte types, 16 for fp8
+        b_row = k if b_k_major else n
+
+        def padded(rows: int, cols: int, t: torch.Tensor) -> torch.Tensor | None:
+            if cols % per_16_bytes == 0:
+                return None
+            return torch.zeros(rows, -(-cols // per_16_bytes) * per_16_bytes, dtype=t.dtype, device=t.device)
+
+        self.a_padded = padded(m, k, a)
+        self.b_padded = padded(b.shape[0], b_row, b)
+        self.c_desc = (n * c.element_size()) % 16 == 0 and c.data_ptr() % 16 == 0
+        rule = f"a multiple of {per_16_bytes}"
+        self.note = "".join([f", K not {rule}: A copied to a padded pitch per call" if self.a_padded is not None
+                             else "",
+                             f", {'K' if b_k_major else 'N'} not {rule}: B copied to a padded pitch per call"
+                             if self.b_padded is not None else ""])
         self._descriptors = {}
 
     def refresh(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -154,66 +228,101 @@ class Operands:
     def args(self) -> tuple:
         """Refresh the padded copies and return (a, b, c, M, N, K, pitches) for the kernel."""
         a, b = self.refresh()
-        (m, k), n = self.a.shape, self.b.shape[1]
-        return (a, b, self.c, m, n, k, a.stride(0), b.stride(0), self.c.stride(0))
+        return (a, b, self.c, self.m, self.n, self.k, a.stride(0), b.stride(0), self.c.stride(0))
+
+    def ab_descriptors(self, block_m: int, block_n: int, block_k: int) -> tuple[TensorDescriptor, TensorDescriptor]:
+        """Host-built descriptors of A ([block_m, block_k] boxes) and B ([block_k, block_n] boxes, or
+        [block_n, block_k] when K-major), over the tensors the kernel reads (the padded buffers where there are)."""
+        key = ("ab", block_m, block_n, block_k)
+        if key not in self._descriptors:
+            a = self.a if self.a_padded is None else self.a_padded
+            b = self.b if self.b_padded is None else self.b_padded
+            m, n, k = self.m, self.n, self.k
+            if self.b_k_major:
+                b_desc = TensorDescriptor(b, shape=[n, k], strides=[b.stride(0), 1], block_shape=[block_n, block_k])
+            else:
+                b_desc = TensorDescriptor(b, shape=[k, n], strides=[b.stride(0), 1], block_shape=[block_k, block_n])
+            self._descriptors[key] = (
+                TensorDescriptor(a, shape=[m, k], strides=[a.stride(0), 1], block_shape=[block_m, block_k]), b_desc)
+        return self._descriptors[key]
 
     def host_args(self, block_m: int, block_n: int, block_k: int, c_halves: bool) -> tuple:
         """As args(), with A, B and (when C_DESC) C as descriptors built on the host for these boxes (C's box is
         half the tile's width when it is stored in two halves)."""
-        a, b, c, m, n, k, *pitches = self.args()
-        key = (block_m, block_n, block_k, c_halves)
+        _, _, c, m, n, k, *pitches = self.args()
+        key = ("c", block_m, block_n, c_halves)
         if key not in self._descriptors:
             c_box = [block_m, block_n // 2 if c_halves else block_n]
             self._descriptors[key] = (
-                TensorDescriptor(a, shape=[m, k], strides=[a.stride(0), 1], block_shape=[block_m, block_k]),
-                TensorDescriptor(b, shape=[k, n], strides=[b.stride(0), 1], block_shape=[block_k, block_n]),
-                TensorDescriptor(c, shape=[m, n], strides=[c.stride(0), 1], block_shape=c_box) if self.c_desc else c,
-            )
-        return (*self._descriptors[key], m, n, k, *pitches)
+                TensorDescriptor(c, shape=[m, n], strides=[c.stride(0), 1], block_shape=c_box) if self.c_desc else c)
+        return (*self.ab_descriptors(block_m, block_n, block_k), self._descriptors[key], m, n, k, *pitches)
+
+
+def scale_kwargs(ops) -> dict:
+    """The kernel's keyword arguments for the scales: fp8's two per-tensor scales, nothing otherwise."""
+    if ops.scale_a is None:
+        return {}
+    return {"SCALED": True, "scale_a": ops.scale_a, "scale_b": ops.scale_b}
+
+
+def dtype_config(dtype: str) -> str:
+    """What the row must say about the operands of ``dtype``."""
+    if dtype == "fp8e4m3":
+        return (", fp8e4m3->bf16: B given N x K (K-major), tl.dot(a, b.T), scale_a x scale_b on the fp32 "
+                "accumulator before the bf16 store")
+    return ""
 
 
 class DescGemm:
-    """The 128x256x64 tile, 8 warps, through descriptors (built in the kernel, or on the host with ``host_desc``), at
-    ``stages``: one program per tile or persistent."""
+    """The dtype's tile (TILES), 8 warps, through descriptors (built in the kernel, or on the host with
+    ``host_desc``), at ``stages``: one program per tile or persistent."""
 
-    def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int, persistent: bool,
-                 host_desc: bool = False):
+    def __init__(self, inputs, c: torch.Tensor, stages: int, persistent: bool, host_desc: bool = False):
         check_stages(stages, STAGES_PERSISTENT if persistent else STAGES)
-        check_gemm_operands(a, b, c)
+        ops = gemm_operands(inputs, c, DTYPES)
+        widen_bf16_dot()  # the interpreter's bf16 dot (suite.triton._interp_dot); nothing on a GPU
         if not host_desc:
             triton.set_allocator(_alloc_scratch)
-        self.operands, self.stages, self.persistent, self.host_desc = Operands(a, b, c), stages, persistent, host_desc
-        m, n = c.shape
-        tiles = triton.cdiv(m, BLOCK_M) * triton.cdiv(n, BLOCK_N)
-        self.grid = min(tiles, _num_programs_limit(a.device)) if persistent else tiles
-        self.config = (f"{BLOCK_M}x{BLOCK_N}x{BLOCK_K}, num_warps={NUM_WARPS}, num_stages={stages}, tensor descriptors"
+        self.ops, self.tile = ops, TILES[ops.dtype]
+        self.operands = Operands(ops.a, ops.b, c, b_k_major=ops.b_k_major)
+        self.stages, self.persistent, self.host_desc = stages, persistent, host_desc
+        bm, bn, bk = self.tile
+        tiles = triton.cdiv(ops.m, bm) * triton.cdiv(ops.n, bn)
+        self.grid = min(tiles, num_sms(ops.a.device)) if persistent else tiles
+        self.config = (f"{bm}x{bn}x{bk}, num_warps={NUM_WARPS}, num_stages={stages}, tensor descriptors"
                        + (" built on the host" if host_desc else " built in the kernel")
-                       + (", persistent, C stored in two halves" if persistent else "") + self.operands.note)
-        self.info = kernel_info(None, (BLOCK_M * BLOCK_K + BLOCK_K * BLOCK_N) * 2, self.config, self.grid)
+                       + (", persistent, C stored in two halves" if persistent else "")
+                       + dtype_config(ops.dtype) + self.operands.note)
+        self.info = kernel_info(None, stage_bytes(ops.dtype), self.config, self.grid)
         self._compiled = False
 
     def __call__(self) -> None:
-        args = (self.operands.host_args(BLOCK_M, BLOCK_N, BLOCK_K, c_halves=self.persistent) if self.host_desc
+        bm, bn, bk = self.tile
+        args = (self.operands.host_args(bm, bn, bk, c_halves=self.persistent) if self.host_desc
                 else self.operands.args())
         compiled = gemm_desc_kernel[(self.grid,)](
-            *args, self.grid, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M,
+            *args, self.grid, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=GROUP_M,
             PERSISTENT=self.persistent, C_DESC=self.operands.c_desc, EPILOGUE_SUBTILE=self.persistent,
-            HOST_DESC=self.host_desc, num_warps=NUM_WARPS, num_stages=self.stages,
+            HOST_DESC=self.host_desc, B_K_MAJOR=self.ops.b_k_major, OUT_DTYPE=OUT_DTYPES[self.ops.dtype],
+            num_warps=NUM_WARPS, num_stages=self.stages, **scale_kwargs(self.ops),
         )
         if not self._compiled and compiled is not None:
             self._compiled = True
             self.info = kernel_info(compiled, self.info.smem_per_stage, self.config, self.grid)
 
 
-def tuning_configs() -> list[triton.Config]:
-    """The space the ``tuned`` variant searches, all on the 128x256x64 tile with 8 warps and C stored in two halves:
-    depth, one program per tile or persistent, and GROUP_M. One tile keeps one set of host-built descriptors valid
-    for every configuration (their boxes are part of the kernel's signature), so no per-configuration hook is needed
-    and the choice can be cached on disk. Other tiles never won at the suite's shapes on the H200: 256x128 and
-    128x128 came 2-10 points behind 128x256 at 4096^3, 8192^3 and 4000x3000x1000
-    (results/NVIDIA-H200/tune-gemm-triton-20261130.txt, probe-triton-gemm-host-desc-20261130.txt)."""
+def tuning_configs(dtype: str = "fp16") -> list[triton.Config]:
+    """The space the ``tuned`` variant searches at ``dtype``, all on that dtype's tile (TILES) with 8 warps and C
+    stored in two halves: depth, one program per tile or persistent, and GROUP_M. One tile keeps one set of
+    host-built descriptors valid for every configuration (their boxes are part of the kernel's signature), so no
+    per-configuration hook is needed and the choice can be cached on disk. Other tiles never won at the suite's fp16
+    shapes on the H200: 256x128 and 128x128 came 2-10 points behind 128x256 at 4096^3, 8192^3 and 4000x3000x1000
+    (results/NVIDIA-H200/tune-gemm-triton-20261130.txt, probe-triton-gemm-host-desc-20261130.txt); for fp8,
+    128x256x128 at 3 stages was 1.04-1.09 of cuBLAS fp8 and 128x128x128 about 1.0 (shared/DEVICE.md).
+    The configurations are the same for every dtype; only the tile's BLOCK_K differs (64, or 128 for fp8)."""
+    bm, bn, bk = TILES[dtype]
     return [
-        triton.Config({"BLOCK_M": BLOCK_M, "BLOCK_N": BLOCK_N, "BLOCK_K": BLOCK_K, "GROUP_M": g, "PERSISTENT": p,
+        triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": g, "PERSISTENT": p,
                        "EPILOGUE_SUBTILE": True}, num_stages=s, num_warps=NUM_WARPS)
         for s, p, g in (
             (3, True, GROUP_M),
@@ -228,23 +337,30 @@ def tuning_configs() -> list[triton.Config]:
     ]
 
 
-# cache_results: the choice is kept in Triton's on-disk cache (keyed by Triton, the GPU, the kernel's source, the
-# configurations and M, N, K), so the --profile worker, a separate process, profiles the configuration that was timed
-# instead of tuning again (on the H200 it once picked another). Later runs with the same code reuse it too: the row's
-# config says which was used; clearing TRITON_CACHE_DIR tunes afresh.
-gemm_desc_kernel_tuned = triton.autotune(configs=tuning_configs(), key=["M", "N", "K", "C_DESC"],
-                                         cache_results=True)(triton.jit(gemm_desc_kernel.fn))
+# One autotuner per dtype (fp8's configurations have another BLOCK_K). cache_results: the choice is kept in Triton's
+# on-disk cache (keyed by Triton, the GPU, the kernel's source, the configurations and the key: M, N, K, C_DESC and
+# the output type, which tells fp16 from bf16), so the --profile worker, a separate process, profiles the
+# configuration that was timed instead of tuning again (on the H200 it once picked another). Later runs with the same
+# code reuse it too: the row's config says which was used; clearing TRITON_CACHE_DIR tunes afresh. Building an
+# autotuner compiles nothing.
+TUNED_KERNELS = {
+    dtype: triton.autotune(configs=tuning_configs(dtype), key=["M", "N", "K", "C_DESC", "OUT_DTYPE"],
+                           cache_results=True)(triton.jit(gemm_desc_kernel.fn))
+    for dtype in DTYPES
+}
+gemm_desc_kernel_tuned = TUNED_KERNELS["fp16"]
 
 
 class TunedGemm:
-    """triton.autotune over tuning_configs(), descriptors built on the host; the chosen config is reported in
+    """triton.autotune over tuning_configs(dtype), descriptors built on the host; the chosen config is reported in
     ``info.config`` (GPU only)."""
 
-    def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor):
-        check_gemm_operands(a, b, c)
-        self.operands = Operands(a, b, c)
-        m, n = c.shape
-        limit = _num_programs_limit(a.device)
+    def __init__(self, inputs, c: torch.Tensor):
+        ops = gemm_operands(inputs, c, DTYPES)
+        self.ops, self.tile, self.kernel = ops, TILES[ops.dtype], TUNED_KERNELS[ops.dtype]
+        self.operands = Operands(ops.a, ops.b, c, b_k_major=ops.b_k_major)
+        m, n = ops.m, ops.n
+        limit = num_sms(ops.a.device)
         self.num_programs = lambda meta: (
             min(limit, triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"])) if meta["PERSISTENT"]
             else triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]))
@@ -255,20 +371,22 @@ class TunedGemm:
     def __call__(self) -> None:
         # NUM_PROGRAMS must equal the grid; the persistent configs use the SM count, the others one per tile, and
         # the kernel only reads NUM_PROGRAMS when PERSISTENT.
-        compiled = gemm_desc_kernel_tuned[lambda meta: (self.num_programs(meta),)](
-            *self.operands.host_args(BLOCK_M, BLOCK_N, BLOCK_K, c_halves=True), self.limit,
-            C_DESC=self.operands.c_desc, HOST_DESC=True)
+        bm, bn, bk = self.tile
+        compiled = self.kernel[lambda meta: (self.num_programs(meta),)](
+            *self.operands.host_args(bm, bn, bk, c_halves=True), self.limit,
+            C_DESC=self.operands.c_desc, HOST_DESC=True, B_K_MAJOR=self.ops.b_k_major,
+            OUT_DTYPE=OUT_DTYPES[self.ops.dtype], **scale_kwargs(self.ops))
         if not self._compiled and compiled is not None:
             self._compiled = True
-            cfg = gemm_desc_kernel_tuned.best_config
+            cfg = self.kernel.best_config
             bm, bn, bk = cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"], cfg.kwargs["BLOCK_K"]
             self.info = kernel_info(
-                compiled, (bm * bk + bk * bn) * 2,
+                compiled, stage_bytes(self.ops.dtype, (bm, bn, bk)),
                 f"{bm}x{bn}x{bk}, num_warps={cfg.num_warps}, num_stages={cfg.num_stages}, tensor descriptors"
                 " built on the host" + (", persistent" if cfg.kwargs["PERSISTENT"] else "")
                 + (", C stored in two halves" if cfg.kwargs["EPILOGUE_SUBTILE"] else "")
                 + f", GROUP_M={cfg.kwargs['GROUP_M']} (autotuned)"
-                + self.operands.note,
+                + dtype_config(self.ops.dtype) + self.operands.note,
                 self.num_programs(cfg.kwargs),
             )
             self.info.stages = cfg.num_stages
@@ -277,21 +395,27 @@ class TunedGemm:
 class Descriptors(TritonModule):
     """gemm_desc_kernel at one schedule and descriptor source, swept over num_stages, for the registry."""
 
+    dtypes = DTYPES
+
     def __init__(self, persistent: bool, host_desc: bool = False):
         self.persistent, self.host_desc = persistent, host_desc
         self.stages = STAGES_PERSISTENT if persistent else STAGES
 
+    def stages_for(self, dtype: str) -> tuple:
+        return self.stages  # 48 KiB stages at every dtype (TILES): the same rings fit
+
     def launch(self, inputs, out, stages):
-        return DescGemm(*inputs, out, stages, persistent=self.persistent, host_desc=self.host_desc)
+        return DescGemm(inputs, out, stages, persistent=self.persistent, host_desc=self.host_desc)
 
 
 class Tuned(TritonModule):
-    """triton.autotune over tuning_configs(): the depth it chose is reported in its row (GPU only)."""
+    """triton.autotune over tuning_configs(dtype): the depth it chose is reported in its row (GPU only)."""
 
     stages = (None,)
+    dtypes = DTYPES
 
     def launch(self, inputs, out, stages):
-        return TunedGemm(*inputs, out)
+        return TunedGemm(inputs, out)
 
 
 KERNELS = {

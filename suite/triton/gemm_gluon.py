@@ -1,4 +1,4 @@
-"""C = A @ B (fp16 in, fp32 accumulate, fp16 out) in Gluon, Triton's lower-level language
+"""C = A @ B (fp32 accumulate) in Gluon, Triton's lower-level language
 (``triton.experimental.gluon``): the Hopper pipeline of the PTX TMA-store kernel (suite/ptx/gemm_tma.cu) written
 with Triton's compiler doing registers, layouts and instruction selection, and the programmer doing what
 ``tl.dot`` leaves to the pipeliner: the shared-memory ring, its mbarriers and the warp roles.
@@ -18,11 +18,20 @@ gemm_desc.py, whose 8 warps issue the loads, wait and compute in lockstep, four 
 consumer warps (before the ready wait, and before the one-thread arrive that releases a stage), but the wgmma run
 on under them. Triton rounds the block up to whole warpgroups for setmaxnreg: 384 threads, 9 warps working.
 
+Three input types, on the tiles of gemm_desc.py (``TILES``: 48 KiB stages): fp16 -> fp16 and bf16 -> bf16 on
+128x256x64; fp8 e4m3 -> bf16 on 128x256x128, B given N x K (K-major: the ring holds [BLOCK_N, BLOCK_K] boxes and the
+wgmma reads each through a transposed view, which is the K-major B operand wgmma's fp8 form needs), the per-tensor
+scales applied to the fp32 accumulator before the bf16 store, as ``torch._scaled_mm`` does. fp8 products are summed in
+wgmma's own accumulator (Triton's default on sm_90, as in gemm_desc.py).
+
 Needs a GPU of compute capability 9.0 (wgmma); the Triton interpreter does not run Gluon. Descriptors are built on
-the host. TMA needs 16-byte row pitches: where K or N is not a multiple of 8, A, B or C go through a buffer with a
-padded pitch, copied on every call (counted in the time, said in the config), as in gemm_desc.py."""
+the host. TMA needs 16-byte row pitches: where a row of A or B is not (K or N not a multiple of 8 for 2-byte types,
+K not a multiple of 16 for fp8) or N is not a multiple of 8 (C), A, B or C go through a buffer with a padded pitch,
+copied on every call (counted in the time, said in the config), as in gemm_desc.py."""
 
 from __future__ import annotations
+
+from typing import ClassVar
 
 import torch
 import triton
@@ -37,28 +46,30 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 )
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from suite.checks import check_gemm_operands, check_stages
+from suite.checks import check_stages, gemm_operands
 from suite.kernel import TritonModule
 from suite.triton._compiled import kernel_info
-from suite.triton.gemm_desc import Operands, tile_origin
+from suite.triton.gemm_desc import DTYPES, TILES, Operands, dtype_config, stage_bytes, tile_origin
 
 # The TMA copies under the names of the installed Triton: async_copy_global_to_shared / async_copy_shared_to_global
 # (3.6, the H200 machine's) became async_load / async_store (3.9, the CI's; the old names raise there).
 _tma_load = getattr(tma, "async_load", None) or tma.async_copy_global_to_shared
 _tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_global
 
-BLOCK_M, BLOCK_N, BLOCK_K = 128, 256, 64
+BLOCK_M, BLOCK_N, BLOCK_K = TILES["fp16"]  # fp8: TILES["fp8e4m3"], 128x256x128
 GROUP_M = 8
 NUM_WARPS = 8  # the consumer partition: two warpgroups
 PRODUCER_WARPS, PRODUCER_REGS = 1, 24  # the producer partition only computes coordinates
-STAGES = (2, 3)  # 48 KiB per stage and C's 64 KiB staging tile: 4 stages would need 256 KiB
+STAGES = (2, 3)  # 48 KiB per stage at every dtype and C's 64 KiB staging tile: 4 stages would need 256 KiB
+GL_DTYPES = {"fp16": gl.float16, "bf16": gl.bfloat16, "fp8e4m3": gl.float8e4nv}
 
 
 @gluon.jit
-def _producer(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, GROUP_M: gl.constexpr, STAGES: gl.constexpr):
+def _producer(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
+              B_K_MAJOR: gl.constexpr):
     BLOCK_M: gl.constexpr = a_desc.block_type.shape[0]
     BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
-    BLOCK_N: gl.constexpr = b_desc.block_type.shape[1]
+    BLOCK_N: gl.constexpr = b_desc.block_type.shape[0] if B_K_MAJOR else b_desc.block_type.shape[1]
     tiles_m = gl.cdiv(M, BLOCK_M)
     tiles_n = gl.cdiv(N, BLOCK_N)
     k_tiles = gl.cdiv(K, BLOCK_K)
@@ -74,7 +85,10 @@ def _producer(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, GROUP_M: gl
             # past the edges of A and B)
             mbarrier.expect(ready.index(smem_write_stage), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
             _tma_load(a_desc, [m0, kt * BLOCK_K], ready.index(smem_write_stage), a_ring.index(smem_write_stage))
-            _tma_load(b_desc, [kt * BLOCK_K, n0], ready.index(smem_write_stage), b_ring.index(smem_write_stage))
+            if B_K_MAJOR:
+                _tma_load(b_desc, [n0, kt * BLOCK_K], ready.index(smem_write_stage), b_ring.index(smem_write_stage))
+            else:
+                _tma_load(b_desc, [kt * BLOCK_K, n0], ready.index(smem_write_stage), b_ring.index(smem_write_stage))
             smem_write_stage += 1
             if smem_write_stage == STAGES:
                 smem_write_stage = 0
@@ -82,14 +96,15 @@ def _producer(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, GROUP_M: gl
 
 
 @gluon.jit
-def _consumer(c_desc, a_ring, b_ring, ready, empty, c_smem, M, N, K, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
+def _consumer(c_desc, a_ring, b_ring, ready, empty, c_smem, scale_a, scale_b, M, N, K, GROUP_M: gl.constexpr,
+              STAGES: gl.constexpr, B_K_MAJOR: gl.constexpr, SCALED: gl.constexpr, INSTR_K: gl.constexpr,
               num_warps: gl.constexpr):
     BLOCK_M: gl.constexpr = c_desc.block_type.shape[0]
     BLOCK_N: gl.constexpr = c_desc.block_type.shape[1]
     BLOCK_K: gl.constexpr = a_ring.type.shape[2]
-    # wgmma's accumulator layout: warpgroups stacked along M, one m64nNk16 instruction per warpgroup and K step
+    # wgmma's accumulator layout: warpgroups stacked along M, one m64nNkK instruction per warpgroup and K step
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
-                                                         instr_shape=[16, BLOCK_N, 16])
+                                                         instr_shape=[16, BLOCK_N, INSTR_K])
     tiles_m = gl.cdiv(M, BLOCK_M)
     tiles_n = gl.cdiv(N, BLOCK_N)
     k_tiles = gl.cdiv(K, BLOCK_K)
@@ -103,7 +118,11 @@ def _consumer(c_desc, a_ring, b_ring, ready, empty, c_smem, M, N, K, GROUP_M: gl
         for kt in range(k_tiles):
             # wait for the TMA bytes of this stage (its ready barrier's phase for this lap)
             mbarrier.wait(ready.index(smem_read_stage), lap)
-            acc = warpgroup_mma(a_ring.index(smem_read_stage), b_ring.index(smem_read_stage), acc, is_async=True)
+            if B_K_MAJOR:  # fp8: the [BLOCK_N, BLOCK_K] box read as K x N through a transposed (K-major) view
+                b_tile = b_ring.index(smem_read_stage).permute((1, 0))
+            else:
+                b_tile = b_ring.index(smem_read_stage)
+            acc = warpgroup_mma(a_ring.index(smem_read_stage), b_tile, acc, is_async=True)
             # wait until at most this group is in flight: the previous K step's wgmma has read its stage
             acc = warpgroup_mma_wait(1, deps=(acc,))
             # hand that stage back to the producer (none before the first step); Triton makes the partition's 8 warps
@@ -118,8 +137,10 @@ def _consumer(c_desc, a_ring, b_ring, ready, empty, c_smem, M, N, K, GROUP_M: gl
         acc = warpgroup_mma_wait(0, deps=(acc,))
         mbarrier.arrive(empty.index(release_stage))
 
-        # -- EPILOGUE: C through shared memory and a TMA store (clipped at the edges of C); the store of this tile
-        #    runs on while the next tile's wgmma start --
+        # -- EPILOGUE: the scales (fp8) on the fp32 accumulator, then C through shared memory and a TMA store
+        #    (clipped at the edges of C); the store of this tile runs on while the next tile's wgmma start --
+        if SCALED:
+            acc = acc * (gl.load(scale_a) * gl.load(scale_b))
         tma.store_wait(0)  # the previous tile's store has finished reading c_smem
         c_smem.store(acc.to(c_desc.dtype))
         fence_async_shared()  # make the generic-proxy writes to c_smem visible to the TMA (async proxy)
@@ -128,9 +149,29 @@ def _consumer(c_desc, a_ring, b_ring, ready, empty, c_smem, M, N, K, GROUP_M: gl
 
 
 @gluon.jit
-def gemm_gluon_kernel(a_desc, b_desc, c_desc, M, N, K, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
-                      PRODUCER_WARPS: gl.constexpr, PRODUCER_REGS: gl.constexpr, num_warps: gl.constexpr):
+def gemm_gluon_kernel(
+    # descriptors (built on the host)
+    a_desc,
+    b_desc,
+    c_desc,
+    # fp8 only: pointers to the per-tensor scales (one fp32 each); None otherwise
+    scale_a,
+    scale_b,
+    # sizes
+    M,
+    N,
+    K,
+    # meta-parameters
+    GROUP_M: gl.constexpr,
+    STAGES: gl.constexpr,
+    PRODUCER_WARPS: gl.constexpr,
+    PRODUCER_REGS: gl.constexpr,
+    B_K_MAJOR: gl.constexpr,  # B given N x K (fp8)
+    SCALED: gl.constexpr,  # apply scale_a x scale_b in the epilogue
+    num_warps: gl.constexpr,
+):
     dtype: gl.constexpr = a_desc.dtype
+    INSTR_K: gl.constexpr = 256 // dtype.primitive_bitwidth  # wgmma's K step: k16 for 2-byte operands, k32 for fp8
     a_ring = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
     b_ring = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
     c_smem = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
@@ -140,8 +181,9 @@ def gemm_gluon_kernel(a_desc, b_desc, c_desc, M, N, K, GROUP_M: gl.constexpr, ST
         mbarrier.init(ready.index(s), count=1)  # completed by the producer's expect and the TMA bytes
         mbarrier.init(empty.index(s), count=1)  # completed by the consumer partition's one arrival
     gl.warp_specialize(
-        [(_consumer, (c_desc, a_ring, b_ring, ready, empty, c_smem, M, N, K, GROUP_M, STAGES, num_warps)),
-         (_producer, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, GROUP_M, STAGES))],
+        [(_consumer, (c_desc, a_ring, b_ring, ready, empty, c_smem, scale_a, scale_b, M, N, K, GROUP_M, STAGES,
+                      B_K_MAJOR, SCALED, INSTR_K, num_warps)),
+         (_producer, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, GROUP_M, STAGES, B_K_MAJOR))],
         [PRODUCER_WARPS],
         [PRODUCER_REGS],
     )
@@ -150,44 +192,57 @@ def gemm_gluon_kernel(a_desc, b_desc, c_desc, M, N, K, GROUP_M: gl.constexpr, ST
         mbarrier.invalidate(empty.index(s))
 
 
-def descriptors(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, m: int, n: int, k: int) -> tuple:
-    """Host-built descriptors of A (M x K), B (K x N) and C (M x N), with the buffers' row pitches (padded ones
-    included) and the 128-byte-swizzled shared layouts wgmma reads."""
-    def desc(t, shape, box):
-        layout = gl.NVMMASharedLayout.get_default_for(box, gl.float16)
+def descriptors(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, m: int, n: int, k: int,
+                dtype: str = "fp16") -> tuple:
+    """Host-built descriptors of A (M x K), B (K x N, or N x K for fp8) and C (M x N), with the buffers' row pitches
+    (padded ones included) and the 128-byte-swizzled shared layouts wgmma reads."""
+    bm, bn, bk = TILES[dtype]
+
+    def desc(t, shape, box, element):
+        layout = gl.NVMMASharedLayout.get_default_for(box, element)
         return TensorDescriptor(t, shape, [t.stride(0), 1], box, layout)
 
-    return desc(a, [m, k], [BLOCK_M, BLOCK_K]), desc(b, [k, n], [BLOCK_K, BLOCK_N]), desc(c, [m, n], [BLOCK_M, BLOCK_N])
+    element, out = GL_DTYPES[dtype], GL_DTYPES["bf16" if dtype == "fp8e4m3" else dtype]
+    b_desc = (desc(b, [n, k], [bn, bk], element) if dtype == "fp8e4m3" else desc(b, [k, n], [bk, bn], element))
+    return desc(a, [m, k], [bm, bk], element), b_desc, desc(c, [m, n], [bm, bn], out)
 
 
 class GluonGemm:
-    """The persistent warp-specialized Gluon GEMM at ``stages`` (GPU of compute capability 9.0 only)."""
+    """The persistent warp-specialized Gluon GEMM at ``stages`` (GPU of compute capability 9.0 only); fp8 takes its
+    scales after C."""
 
-    def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int):
+    def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int,
+                 scale_a: torch.Tensor | None = None, scale_b: torch.Tensor | None = None):
         check_stages(stages, STAGES)
-        m, n, k = check_gemm_operands(a, b, c)
-        self.operands = Operands(a, b, c)
+        inputs = (a, b) if scale_a is None and scale_b is None else (a, b, scale_a, scale_b)
+        ops = gemm_operands(inputs, c, DTYPES)
+        m, n, k = ops.m, ops.n, ops.k
+        self.ops = ops
+        self.operands = Operands(a, b, c, b_k_major=ops.b_k_major)
         self.c = c
         # poisoned, and initialized for initcheck, which does not see the TMA store's writes
         self.c_padded = (torch.full((m, -(-n // 8) * 8), float("nan"), dtype=c.dtype, device=c.device)
                          if n % 8 else None)
         a_k, b_k = self.operands.refresh()
         c_out = c if self.c_padded is None else self.c_padded
-        self.args = (*descriptors(a_k, b_k, c_out, m, n, k), m, n, k)
+        self.args = (*descriptors(a_k, b_k, c_out, m, n, k, ops.dtype), ops.scale_a, ops.scale_b, m, n, k)
         self.stages = stages
-        tiles = triton.cdiv(m, BLOCK_M) * triton.cdiv(n, BLOCK_N)
+        bm, bn, bk = TILES[ops.dtype]
+        tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
         self.grid = min(tiles, torch.cuda.get_device_properties(a.device).multi_processor_count)
-        self.config = (f"{BLOCK_M}x{BLOCK_N}x{BLOCK_K}, Gluon, {NUM_WARPS} consumer warps + {PRODUCER_WARPS} "
+        self.config = (f"{bm}x{bn}x{bk}, Gluon, {NUM_WARPS} consumer warps + {PRODUCER_WARPS} "
                        f"producer warp ({PRODUCER_REGS} regs), {stages}-stage TMA ring, persistent, GROUP_M={GROUP_M}"
-                       + self.operands.note + (", C through a padded pitch per call" if n % 8 else ""))
-        self.info = kernel_info(None, (BLOCK_M * BLOCK_K + BLOCK_K * BLOCK_N) * 2, self.config, self.grid)
+                       + dtype_config(ops.dtype) + self.operands.note
+                       + (", C through a padded pitch per call" if n % 8 else ""))
+        self.info = kernel_info(None, stage_bytes(ops.dtype), self.config, self.grid)
         self._compiled = False
 
     def __call__(self) -> None:
         self.operands.refresh()
         compiled = gemm_gluon_kernel[(self.grid,)](
             *self.args, GROUP_M=GROUP_M, STAGES=self.stages, PRODUCER_WARPS=PRODUCER_WARPS,
-            PRODUCER_REGS=PRODUCER_REGS, num_warps=NUM_WARPS,
+            PRODUCER_REGS=PRODUCER_REGS, B_K_MAJOR=self.ops.b_k_major, SCALED=self.ops.scale_a is not None,
+            num_warps=NUM_WARPS,
         )
         if self.c_padded is not None:
             self.c.copy_(self.c_padded[:, : self.c.shape[1]])
@@ -211,17 +266,21 @@ class WarpSpecialized(TritonModule):
     """gemm_gluon_kernel as the kernel-module contract (suite.kernel) states it, for the registry."""
 
     stages = STAGES
+    dtypes = DTYPES
     # compute-sanitizer: edge tiles with N % 8 != 0 (C through its padded buffer) and a K tile cut short; a ring that
     # wraps many times within a tile; more tiles (144) than SMs (132), so programs walk two tiles and reuse C's
     # staging buffer behind a TMA store
     sanitize_sizes = ((130, 250, 40), (256, 512, 1024), (1536, 3072, 64))
-    sanitizer_blind_spots = {"racecheck": RACECHECK_BLIND}
+    sanitizer_blind_spots: ClassVar[dict[str, str]] = {"racecheck": RACECHECK_BLIND}
 
     def kernel_names(self, stages: int) -> tuple[str, ...]:
         return ("gemm_gluon_kernel",)
 
+    def stages_for(self, dtype: str) -> tuple:
+        return self.stages  # 48 KiB stages at every dtype (gemm_desc.TILES) and the same C tile: the same rings fit
+
     def launch(self, inputs, out, stages):
-        return GluonGemm(*inputs, out, stages)
+        return GluonGemm(inputs[0], inputs[1], out, stages, *inputs[2:])
 
 
 KERNEL = WarpSpecialized()
