@@ -1,4 +1,9 @@
-"""On a GPU: every registered variant x stage count against torch, on fresh random inputs, outputs poisoned."""
+"""On a GPU: every registered variant, at every dtype it implements and every stage count, against torch on fresh
+random inputs, outputs poisoned, at the shapes beyond the problems' odd sizes (those, tests/test_variants.py validates
+at every dtype and depth, on a GPU as on a CPU): the medium shapes at every depth, the large ones at one depth per
+variant (_deepest says which and why)."""
+
+import math
 
 import pytest
 import torch
@@ -6,23 +11,49 @@ import triton
 import triton.language as tl
 from triton.language.extra import cuda as tlc
 
-from suite.problems import GEMM, VECTOR
+from suite.kernel import LibraryOp
+from suite.problems import GEMM, PROBLEMS, VECTOR
 from suite.registry import variants
 from suite.validate import validate
 
 pytestmark = pytest.mark.gpu
 
-CASES_VECTOR = [(v, s) for v in variants("vector") for s in v.stages]
-CASES_GEMM = [(v, s) for v in variants("gemm") for s in v.stages]
+
+def _deepest(stages: tuple) -> object:
+    """The one depth a variant runs the large shapes at: its deepest ring. It keeps the most copies in flight and
+    takes the most shared memory (the configuration that fails first where resources are short). The other depths
+    lose little: each ``python -m suite.run`` validates every timed row at its timed (large) shape before timing it,
+    and here every depth runs the medium shapes, where a ring's start, wrap and drain are as depth-dependent."""
+    counts = [s for s in stages if s is not None]
+    return max(counts) if counts else stages[0]
 
 
-def _id(case):
-    v, s = case
-    return f"{v.backend}:{v.name}:{s}"
+def _at(problem, dtype: str) -> str:
+    return "" if dtype == problem.default_dtype else f"-{dtype}"
 
 
-def _run(problem, variant, stages, size, seed):
-    inputs = problem.make_inputs(size, seed, torch.device("cuda"))
+def _unless_it_runs_here(v, dtype: str) -> list:
+    """A skip mark with the reason when the variant's gate or the dtype says it cannot run on this GPU."""
+    reason = v.skip_reason() or v.dtype_skip_reason(dtype)
+    return [pytest.mark.skip(reason=f"{v.label}{_at(PROBLEMS[v.problem], dtype)}: {reason}")] if reason else []
+
+
+def _cases(problem, every_depth, one_depth):
+    """pytest params (variant, dtype, stages, size) for every variant of ``problem`` at every dtype it implements:
+    each ``every_depth(dtype)`` size at each of that dtype's depths, each ``one_depth(dtype)`` size at the deepest;
+    skipped, with the reason, where its gate or the dtype says it cannot run here."""
+    for v in variants(problem.name):
+        for dtype in v.dtypes:
+            depths, marks = v.stages_for(dtype), _unless_it_runs_here(v, dtype)
+            runs = [(s, size) for size in every_depth(dtype) for s in depths]
+            runs += [(_deepest(depths), size) for size in one_depth(dtype)]
+            for s, size in runs:
+                yield pytest.param(v, dtype, s, size, marks=marks,
+                                   id=f"{v.label}{_at(problem, dtype)}:{s}:{problem.shape(size)}")
+
+
+def _run(problem, variant, stages, size, seed, dtype=None):
+    inputs = problem.make_inputs(size, seed, torch.device("cuda"), dtype)
     out = problem.make_output(inputs)
     out.fill_(float("nan"))  # poisoned: an element the kernel never writes fails the check
     variant.factory(inputs, out, stages)()
@@ -30,41 +61,59 @@ def _run(problem, variant, stages, size, seed):
     return out, (variant.reference or problem.reference)(inputs)
 
 
-# Every size for the main table's variants; the depth sweep's many configurations get two odd sizes (one Triton
-# specialization, so one compile each) and, below, n = 2^31 + 5.
-CASES_VECTOR_N = [(v, s, n) for v, s in CASES_VECTOR
-                  for n in ((4097, 2**20 + 3) if v.group else (1, 3, 4, 4097, 2**20 + 3, 2**28))]
+# The vector's odd sizes (1, 3, 4, 4097, ...) are validated at every depth by tests/test_variants.py.
+VECTOR_EVERY_DEPTH = (2**20 + 3,)  # 4 MiB, a ragged end: many tiles per block, every ring fills and wraps
+VECTOR_ONE_DEPTH = (2**28,)  # 1 GiB: the size the sweep times
 
 
-@pytest.mark.parametrize("case", CASES_VECTOR_N, ids=lambda c: f"{_id(c[:2])}:n={c[2]}")
-def test_vector_bit_exact(case):
-    variant, stages, n = case
-    out, ref = _run(VECTOR, variant, stages, n, seed=n + 17 * (stages or 0))
+@pytest.mark.parametrize("variant, dtype, stages, n",
+                         list(_cases(VECTOR, lambda d: VECTOR_EVERY_DEPTH, lambda d: VECTOR_ONE_DEPTH)))
+def test_vector_bit_exact(variant, dtype, stages, n):
+    out, ref = _run(VECTOR, variant, stages, n, seed=n + 17 * (stages or 0), dtype=dtype)
     torch.testing.assert_close(out, ref, rtol=0, atol=0)
 
 
-GEMM_SHAPES = [
-    (1, 1, 8),  # tiny
-    (7, 13, 8),  # K = 8: one partial K tile
-    (129, 257, 40),  # one past the tile in M and N
-    (300, 520, 136),  # ragged in M, N % 8 == 0
-    (256, 250, 64),  # N % 8 != 0: the PTX kernel's predicated B path
-    (333, 77, 24),  # odd N, K < BLOCK_K
+# Beyond GEMM.edge_sizes, which tests/test_variants.py validates at every dtype and depth on the GPU too (a tiny
+# product, K < BLOCK_K, a partial second K tile, odd N, one past the 128 x 256 tile): the shapes that were here for
+# those cases ((7, 13, 8), (129, 257, 40), (333, 77, 24), (257, 129, 24)) bought nothing more and are gone.
+GEMM_EVERY_DEPTH = [
+    (300, 520, 136),  # ragged in M, N % 8 == 0, several K tiles and a partial last one
+    (256, 250, 64),  # N % 8 != 0 (the PTX kernel's predicated B path), M two whole tiles
     (1100, 700, 264),  # 9 x 3 tiles: a rasterization group cut short
+    (1025, 8193, 72),  # 297 tiles of 128 x 256, over two per SM: a persistent ring carried from tile to tile
+    (128, 256, 65536),  # one tile, a long K loop: the ring wraps many times (K 8192 for bf16 and fp8)
+]
+GEMM_ONE_DEPTH = [
     (2048, 2048, 2048),
-    (257, 129, 24),  # the Hopper kernels' odd shapes: N odd (B copied to a padded pitch for TMA)
     (4000, 3000, 1000),  # K % 64 != 0: the last K tile is partly past the edge (TMA zero-fills it)
     (8191, 8193, 4104),  # every dimension ragged, large
-    (128, 256, 65536),  # one tile, a long K loop: the ring wraps many times
 ]
 
 
-@pytest.mark.parametrize("case", CASES_GEMM, ids=_id)
-@pytest.mark.parametrize("shape", GEMM_SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_gemm_matches_fp64(case, shape):
-    variant, stages = case
-    check = validate(variant, stages, shape, seed=sum(shape) + 101 * (stages or 0), device=torch.device("cuda")).check
-    assert check.valid, (f"{variant.label} stages={stages}: {check.message} "
+def _k_step(dtype: str) -> int:
+    """The K multiple a dtype's kernels need: what its odd sizes' K share (8 for fp16 and bf16, 16 for fp8's
+    16-byte rows), since each dtype's edge sizes keep to its rules."""
+    return math.gcd(*(k for _, _, k in GEMM.edge_sizes_for(dtype)))
+
+
+def _k_most(dtype: str) -> int:
+    """The longest K a default run takes the dtype to (65536 for fp16, 8192 for bf16 and fp8): the precision the
+    suite claims for it. (Triton's fp8 kernels sum all of K in wgmma's reduced-precision accumulator, whose error
+    grows with K.)"""
+    return max(k for _, _, k in GEMM.default_sizes_for(dtype))
+
+
+def _gemm_shapes(shapes):
+    """The shapes at a dtype: K rounded up to its K multiple and no longer than its longest (unchanged for fp16)."""
+    return lambda dtype: [(m, n, min(-(-k // _k_step(dtype)) * _k_step(dtype), _k_most(dtype))) for m, n, k in shapes]
+
+
+@pytest.mark.parametrize("variant, dtype, stages, shape",
+                         list(_cases(GEMM, _gemm_shapes(GEMM_EVERY_DEPTH), _gemm_shapes(GEMM_ONE_DEPTH))))
+def test_gemm_matches_fp64(variant, dtype, stages, shape):
+    check = validate(variant, stages, shape, seed=sum(shape) + 101 * (stages or 0), device=torch.device("cuda"),
+                     dtype=dtype).check
+    assert check.valid, (f"{variant.label} {dtype} stages={stages} {GEMM.shape(shape)}: {check.message} "
                          f"(max abs error {check.max_abs_error:.3g}, rel {check.rel_error:.3g})")
 
 
@@ -104,7 +153,10 @@ def test_ptx_gemm_refuses_a_ring_that_does_not_fit_this_gpu():
 # vector: the depth sweep's configurations past 2^31 elements, the residency they pin, the latency probe
 # ---------------------------------------------------------------------------------------------------------------
 
-CASES_VECTOR_KERNELS = [(v, s) for v, s in CASES_VECTOR if v.backend != "torch"]
+# Every depth here, not one: each depth is its own pipelined schedule (Triton's pipeliner peels a different prologue
+# and epilogue per num_stages), and each must compute its offsets in 64 bits.
+CASES_VECTOR_KERNELS = [pytest.param(v, s, marks=_unless_it_runs_here(v, VECTOR.default_dtype), id=f"{v.label}:{s}")
+                        for v in variants("vector") if not isinstance(v.kernel, LibraryOp) for s in v.stages]
 HUGE_N = 2**31 + 5  # 64-bit indexing everywhere, and a ragged last chunk
 
 
@@ -114,9 +166,8 @@ def huge_vector():
     return x, x * 2
 
 
-@pytest.mark.parametrize("case", CASES_VECTOR_KERNELS, ids=_id)
-def test_vector_bit_exact_past_2_to_the_31(case, huge_vector):
-    variant, stages = case
+@pytest.mark.parametrize("variant, stages", CASES_VECTOR_KERNELS)
+def test_vector_bit_exact_past_2_to_the_31(variant, stages, huge_vector):
     x, ref = huge_vector
     out = torch.full_like(x, float("nan"))
     variant.factory((x,), out, stages)()
