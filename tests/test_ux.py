@@ -385,3 +385,24 @@ def test_gemm_png_of_the_committed_h200_run_has_no_legend_over_an_axis():
     for backend, pairs in seen.items():
         assert len({m for _, m in pairs}) == len({label for label, _ in pairs}), backend
     plt.close(fig)
+
+
+# -- 19. set-up: each dependency declared once ---------------------------------------------------------------------
+
+
+def test_each_dependency_is_declared_once():
+    """`pip install -e .` then `.[test]` must not change a version the first chose (numpy was pinned in the test
+    extra only, so installing the tests downgraded it): no package appears both in the dependencies and in an extra,
+    nor twice in one list."""
+    tomllib = pytest.importorskip("tomllib")
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+
+    def names(specs):
+        return [re.match(r"[A-Za-z0-9_.-]+", s)[0].lower().replace("_", "-") for s in specs]
+
+    base = names(project["dependencies"])
+    assert len(base) == len(set(base)), base
+    for extra, specs in project.get("optional-dependencies", {}).items():
+        again = set(names(specs)) & set(base)
+        assert not again, f"[{extra}] declares {sorted(again)} again"
+        assert len(names(specs)) == len(set(names(specs))), extra

@@ -149,8 +149,8 @@ def table(rows: list[dict], fmt: str = "github", width: int = MD_WIDTH) -> str:
         where = f"{problem} {shape} ({group[0]['dtype']})" + (f", {group_name}" if group_name else "")
         title = f"### {where}: {unit}, % of {ceiling_name}"
         headers = ["stages"]
-        for k in swept:  # a variant's columns: its name heads the first, the others follow it
-            headers += [f"{k} {unit}", "%", "smem stage/total, regs, blocks", "SASS"] + (["why"] if why else [])
+        for k in swept:  # a variant's columns: its name heads the first (and the wide "why" cell), the others follow
+            headers += [f"{k} {unit}", "%", "smem stage/total, regs, blocks", "SASS"] + ([f"{k} why"] if why else [])
         body = []
         for s in sorted({r["stages"] for k in swept for r in by_variant[k]}):
             line = [str(s)]
