@@ -107,6 +107,19 @@ class TritonModule(KernelModule):
     """A Triton kernel. On a CPU it runs in the Triton interpreter (TRITON_INTERPRET=1, set before the module is
     imported); its SASS is known only after Triton compiled it on a GPU."""
 
+    # Faults planted by with_defines (the sanitizer's self-test): names (``Fault.define``) the module's launcher reads
+    # and turns into a constexpr flag or a launch order of its kernels; () in every healthy build.
+    extra_defines: tuple[str, ...] = ()
+
+    def with_defines(self, *defines: str, stages: tuple[int, ...] | None = None) -> "TritonModule":
+        """The same kernel with faults planted, as NvrtcModule.with_defines (suite.sanitize calls either): a copy
+        whose launches see ``defines`` in ``extra_defines``; ``stages`` narrows its sweep to those stage counts."""
+        other = copy.copy(self)
+        other.extra_defines = tuple(self.extra_defines) + tuple(defines)
+        if stages is not None:
+            other.stages = tuple(stages)
+        return other
+
 
 class NvrtcModule(KernelModule):
     """A ``.cu`` file compiled by NVRTC for every instantiation its stage counts need, cached on disk.

@@ -187,3 +187,29 @@ register_kernel(
                 "design, a 1-warp TMA producer and two wgmma warpgroups on an mbarrier ring, persistent, C stored "
                 "with TMA",
 )
+
+# Triton for the shapes whose output tiles cannot fill the SMs (decode, long K): tensor-descriptor loads, tiles,
+# split counts and schedules chosen from the shape by the rules in each module, deterministic fix-ups (no float
+# atomics), fp16 / bf16 / fp8 e4m3.
+register_kernel(
+    "gemm", "triton", "split-k desc", "suite.triton.gemm_splitk:KERNEL", gate=gpu_or_interpreter,
+    shape_sets=("llm", "long-k"),
+    description="split-K: each output tile's K tiles dealt in balanced ranges to `splits` programs (64x256 tiles on 4 "
+                "warps for M <= 64, else 128x256 on 8), fp32 partials summed in split order by a second Triton "
+                "pass; splits: the fewest that fill the SMs within 5% as well as any count within two waves, >= 4 K "
+                "tiles each (suite.triton.gemm_splitk.split_count)",
+)
+register_kernel(
+    "gemm", "triton", "stream-k desc", "suite.triton.gemm_streamk:KERNEL", gate=gpu_or_interpreter,
+    shape_sets=("llm", "long-k"),
+    description="stream-K: one program per SM, whole tiles round robin while two waves remain, the rest's "
+                "tiles x K-tiles iterations in one balanced contiguous range per program; shared tiles summed in "
+                "program order by a fix-up pass",
+)
+register_kernel(
+    "gemm", "triton", "decode swap-ab desc", "suite.triton.gemm_decode:KERNEL", gate=gpu_or_interpreter,
+    shape_sets=("llm", "long-k"),
+    description="small M: C^T = B^T A^T, 64 or 128 weight rows on wgmma's M side and 16-64 tokens on its N side, "
+                "stages of <= 40 KiB in 2-5 deep rings (the weight streams once), split-K where the weight's tiles "
+                "cannot fill the SMs (suite.triton.gemm_decode.plan)",
+)

@@ -1,0 +1,282 @@
+"""Decode GEMM in Triton: C = A @ B for a few token rows (M = 1..256) against a wide weight B, computed swapped,
+C^T = B^T A^T, with split-K where the weight's tiles alone cannot fill the SMs.
+
+A decode step streams the weight (K x N, 134 MB at 8192 x 8192 fp16) through the SMs exactly once, against M = 16
+tokens: a memory pipeline. The 128x256 tiles of the other kernels put the tokens on wgmma's M side, which is at least
+64 rows per warpgroup, so a 16-token step wastes three quarters of every wgmma and keeps 128-row A tiles in shared
+memory for nothing. Swapped, the weight's N runs along wgmma's M (BLOCK_W = 64 or 128 weight rows per program, one
+warpgroup) and the tokens along wgmma's N (BLOCK_T = 16..64: wgmma's N may be any multiple of 8): every row of every
+wgmma is real weight, and the shared-memory ring holds weight, BLOCK_K deep.
+
+* **mainloop**: per K tile, a [BLOCK_T, BLOCK_K] box of A and a box of B (TMA through host-built descriptors), then
+  ``tl.dot(w, a.T)`` with w the weight as [BLOCK_W, BLOCK_K]: B's K x N box transposed (fp16 / bf16: wgmma reads a
+  transposed 16-bit operand from shared memory), or fp8's N x K box as it comes (K-major, as wgmma's fp8 form needs
+  both operands);
+* the ring is ``num_stages`` deep: the weight streams once, so depth buys bytes in flight, ((S - 1) x the stage's
+  bytes per SM), not reuse;
+* **epilogue**: the [BLOCK_W, BLOCK_T] accumulator is C^T's tile: stored transposed into C (scaled and cast), or with
+  split-K as an fp32 partial into the workspace [splits, M, N] that gemm_splitk's reduction pass sums in split order
+  (deterministic, no atomics).
+
+The rule (``plan``), from the shape only:
+
+* BLOCK_T = the power of two >= M, between 16 (tl.dot's least) and 64; more tokens take several token tiles, which
+  read the same weight tile at the same time (neighbouring programs), so it streams from DRAM about once;
+* BLOCK_K = the largest power of two (at most 256, TMA's box limit) whose stage, (BLOCK_W + BLOCK_T) x BLOCK_K
+  elements, stays within 40 KiB: rings of 2..5 stages (STAGES) always fit 227 KiB;
+* BLOCK_W in {64, 128} and the split count (gemm_splitk.split_count: at most two waves, >= 4 K tiles per split) are
+  chosen together: the pair with the best wave efficiency over the SMs, ties to fewer splits (one split: no
+  workspace, no second pass), then to the wider tile. E.g. N = 8192 -> 128 programs of 64 weight rows, no split;
+  N = 4096 -> 64 x 2 splits; N = 28672 -> 224 programs of 128 rows.
+
+fp16, bf16 and fp8 (B given N x K, its scales applied once, to the sum). A and B rows not 16-byte pitched go through
+gemm_desc.Operands' padded copies."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from suite.checks import check_stages, gemm_operands
+from suite.kernel import Fault, TritonModule
+from suite.triton._compiled import kernel_info
+from suite.triton._interp_dot import widen_bf16_dot
+from suite.triton.gemm_desc import DTYPES, ELEMENT_BYTES, OUT_DTYPES, Operands, dtype_config, num_sms, rings_that_fit
+from suite.triton.gemm_splitk import FAULT_REDUCE_FIRST, new_workspace, reduce_splits, split_count, wave_efficiency
+
+NUM_WARPS = 4  # one warpgroup: BLOCK_W weight rows as 1 or 2 wgmma m64 steps
+STAGE_LIMIT = 40 * 1024  # bytes of one stage at most (BLOCK_K is chosen to fit it)
+BLOCK_WS = (128, 64)  # weight rows per program, the wider first
+MAX_BLOCK_T = 64
+MAX_BLOCK_K = 256  # elements: a TMA box has at most 256 per dimension
+# Shared memory: the ring, <= 40 KiB a stage (the accumulator's layout conversion before the store reuses the ring's
+# space once the mainloop is done): 2 -> 80, 3 -> 120, 4 -> 160, 5 -> 200 KiB fit 227 KiB; 6 -> 240 KiB does not.
+STAGES = rings_that_fit(STAGE_LIMIT, 1024, (2, 3, 4, 5, 6))
+assert STAGES == (2, 3, 4, 5)
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Tile, splits and grid of one decode launch (``plan``)."""
+
+    block_w: int  # weight rows (C's columns) per program: wgmma's M
+    block_t: int  # token rows (C's rows) per program: wgmma's N
+    block_k: int
+    splits: int
+    tiles_w: int
+    tiles_t: int
+
+    @property
+    def tiles(self) -> int:
+        return self.tiles_w * self.tiles_t
+
+    @property
+    def programs(self) -> int:
+        return self.tiles * self.splits
+
+    def stage_bytes(self, dtype: str) -> int:
+        return (self.block_w + self.block_t) * self.block_k * ELEMENT_BYTES[dtype]
+
+
+def block_t_for(m: int) -> int:
+    """Token rows per program: the power of two >= M, within [16, MAX_BLOCK_T]."""
+    return min(MAX_BLOCK_T, max(16, triton.next_power_of_2(m)))
+
+
+def block_k_for(dtype: str, block_w: int, block_t: int) -> int:
+    """The largest power of two, at most MAX_BLOCK_K, whose stage (A's and B's boxes) fits STAGE_LIMIT."""
+    fits = STAGE_LIMIT // ((block_w + block_t) * ELEMENT_BYTES[dtype])
+    return min(MAX_BLOCK_K, 1 << (fits.bit_length() - 1))
+
+
+def plan(dtype: str, m: int, n: int, k: int, sms: int, splits: int | None = None) -> Plan:
+    """The decode rule (the module's docstring): BLOCK_T from M, BLOCK_K from the stage limit, and (BLOCK_W, splits)
+    with the best wave efficiency, ties to fewer splits, then the wider tile. ``splits`` forces a count (tests)."""
+    block_t = block_t_for(m)
+    tiles_t = triton.cdiv(m, block_t)
+    best = None
+    for block_w in BLOCK_WS:
+        block_k = block_k_for(dtype, block_w, block_t)
+        tiles = triton.cdiv(n, block_w) * tiles_t
+        s = split_count(tiles, triton.cdiv(k, block_k), sms) if splits is None else splits
+        candidate = Plan(block_w, block_t, block_k, s, triton.cdiv(n, block_w), tiles_t)
+        score = (wave_efficiency(candidate.programs, sms), -s)  # BLOCK_WS is widest first: ties keep the wider
+        if best is None or score > best[0]:
+            best = (score, candidate)
+    return best[1]
+
+
+@triton.jit
+def decode_kernel(
+    # A and B: descriptors built on the host; C and the fp32 workspace [splits, M, N]: pointers
+    a_desc,
+    b_desc,
+    c,
+    workspace,
+    # fp8 only: pointers to the per-tensor scales (one fp32 each); None otherwise
+    scale_a,
+    scale_b,
+    # sizes
+    M,
+    N,
+    K,
+    splits,
+    # C's row pitch (elements)
+    stride_cm,
+    # meta-parameters
+    BLOCK_W: tl.constexpr,  # weight rows (N) per program: the wgmma's M
+    BLOCK_T: tl.constexpr,  # token rows (M) per program: the wgmma's N
+    BLOCK_K: tl.constexpr,
+    SPLIT: tl.constexpr,  # splits > 1: store the fp32 partial into the workspace (else C, scaled and cast)
+    B_K_MAJOR: tl.constexpr,  # B given N x K (fp8): its box is already the weight as [BLOCK_W, BLOCK_K]
+    OUT_DTYPE: tl.constexpr,
+    SCALED: tl.constexpr,
+):
+    # -- which token tile, weight tile and split: token tiles of one weight tile are neighbours (they read the same
+    #    weight boxes at about the same time, so the weight comes from DRAM about once), then the weight tiles of one
+    #    split (adjacent columns of the same K rows) --
+    pid = tl.program_id(0)
+    tiles_t = tl.cdiv(M, BLOCK_T)
+    tiles = tiles_t * tl.cdiv(N, BLOCK_W)
+    split = pid // tiles
+    t0 = (pid % tiles % tiles_t) * BLOCK_T
+    w0 = (pid % tiles // tiles_t) * BLOCK_W
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    k_first = split * k_tiles // splits  # balanced: the remainder spreads over the splits
+    k_last = (split + 1) * k_tiles // splits
+
+    # -- MAINLOOP: num_stages boxes of weight in flight (TMA into the pipeliner's ring); wgmma with the weight as
+    #    the M side, the tokens as the N side: acc is C^T's tile, [BLOCK_W, BLOCK_T] --
+    acc = tl.zeros((BLOCK_W, BLOCK_T), dtype=tl.float32)
+    for kt in range(k_first, k_last):
+        tokens = a_desc.load([t0, kt * BLOCK_K])  # [BLOCK_T, BLOCK_K], zero past M
+        if B_K_MAJOR:
+            weight = b_desc.load([w0, kt * BLOCK_K])  # [BLOCK_W, BLOCK_K]
+        else:
+            weight = b_desc.load([kt * BLOCK_K, w0]).T  # [BLOCK_K, BLOCK_W] read transposed
+        acc = tl.dot(weight, tokens.T, acc)
+
+    # -- EPILOGUE: C[t, w] = acc[w, t], masked to M x N --
+    ws = w0 + tl.arange(0, BLOCK_W)
+    ts = t0 + tl.arange(0, BLOCK_T)
+    inside = (ws[:, None] < N) & (ts[None, :] < M)
+    if SPLIT:
+        # this split's partial, unscaled, into its own slice of the workspace (an empty split stores its zeros)
+        slice_ = workspace + split.to(tl.int64) * M * N
+        tl.store(slice_ + ts[None, :].to(tl.int64) * N + ws[:, None], acc, mask=inside)
+    else:
+        if SCALED:
+            acc = acc * (tl.load(scale_a) * tl.load(scale_b))
+        tl.store(c + ts[None, :].to(tl.int64) * stride_cm + ws[:, None], acc.to(OUT_DTYPE), mask=inside)
+
+
+class DecodeGemm:
+    """The swapped decode GEMM at ``stages``, planned by ``plan`` (``splits`` forces a split count: tests)."""
+
+    def __init__(self, inputs, c: torch.Tensor, stages: int, splits: int | None = None, faults: tuple = ()):
+        check_stages(stages, STAGES)
+        ops = gemm_operands(inputs, c, DTYPES)
+        if splits is not None and (not isinstance(splits, int) or splits < 1):
+            raise ValueError(f"splits must be a whole number >= 1 (got {splits!r})")
+        widen_bf16_dot()  # the interpreter's bf16 dot (suite.triton._interp_dot); nothing on a GPU
+        self.ops, self.stages = ops, stages
+        self.reduce_first = FAULT_REDUCE_FIRST in faults
+        sms = num_sms(ops.a.device)
+        self.plan = p = plan(ops.dtype, ops.m, ops.n, ops.k, sms, splits)
+        self.operands = Operands(ops.a, ops.b, c, b_k_major=ops.b_k_major)
+        self.workspace = (
+            new_workspace(p.splits, ops.m, ops.n, c.device, fresh=self.reduce_first) if p.splits > 1 else None
+        )
+        stage = p.stage_bytes(ops.dtype)
+        self.config = (
+            f"swapped (C^T = B^T A^T): {p.block_w} weight rows x {p.block_t} tokens x {p.block_k} K per "
+            f"program, num_warps={NUM_WARPS}, num_stages={stages} ({stage // 1024} KiB stages), "
+            f"{p.tiles} tiles x {p.splits} split{'s' if p.splits > 1 else ''} = {p.programs} programs"
+            + (
+                ", fp32 workspace [splits, M, N] summed in split order by a second pass"
+                if p.splits > 1
+                else ", C stored directly"
+            )
+            + dtype_config(ops.dtype)
+            + self.operands.note
+        )
+        self.info = kernel_info(None, stage, self.config, p.programs)
+        self._note_in_flight(sms)
+        self._compiled = False
+
+    def _note_in_flight(self, sms: int) -> None:
+        """Bytes each SM keeps in flight: S - 1 stages ahead of the one being read, times the programs per SM
+        (one: the ring is sized for it)."""
+        self.info.bytes_in_flight_per_sm = (self.stages - 1) * self.info.smem_per_stage
+        self.info.resident_blocks_per_sm = 1
+
+    def __call__(self) -> None:
+        ops, p = self.ops, self.plan
+        if self.reduce_first:  # the fault: the fix-up before the partials it sums
+            reduce_splits(self.workspace, ops.c, ops, p.splits)
+        self.operands.refresh()
+        bk = p.block_k
+        a_desc, b_desc = self.operands.ab_descriptors(p.block_t, p.block_w, bk)
+        compiled = decode_kernel[(p.programs,)](
+            a_desc,
+            b_desc,
+            ops.c,
+            self.workspace,
+            ops.scale_a,
+            ops.scale_b,
+            ops.m,
+            ops.n,
+            ops.k,
+            p.splits,
+            ops.c.stride(0),
+            BLOCK_W=p.block_w,
+            BLOCK_T=p.block_t,
+            BLOCK_K=bk,
+            SPLIT=p.splits > 1,
+            B_K_MAJOR=ops.b_k_major,
+            OUT_DTYPE=OUT_DTYPES[ops.dtype],
+            SCALED=ops.scale_a is not None,
+            num_warps=NUM_WARPS,
+            num_stages=self.stages,
+        )
+        if p.splits > 1 and not self.reduce_first:
+            reduce_splits(self.workspace, ops.c, ops, p.splits)  # after the partials: stream order
+        if not self._compiled and compiled is not None:
+            self._compiled = True
+            self.info = kernel_info(compiled, self.info.smem_per_stage, self.config, p.programs)
+            self._note_in_flight(0)
+
+
+class Decode(TritonModule):
+    """decode_kernel (+ gemm_splitk's reduction pass), swept over num_stages, for the registry."""
+
+    stages = STAGES
+    dtypes = DTYPES
+    # compute-sanitizer: M = 5 (one token tile, 11 rows of zero fill), N = 4000 (B's pitch padded, edge weight
+    # tiles) and K long enough for several splits with a remainder and a ring that wraps; and M = 70 (two token
+    # tiles, the second nearly empty)
+    sanitize_sizes = ((5, 4000, 2056), (70, 1000, 520))
+    faults = (
+        Fault(
+            "the reduction pass launched before the decode pass (the fix-up without its ordering)",
+            FAULT_REDUCE_FIRST,
+            (2,),
+            tool="initcheck",
+            size=(5, 4000, 2056),
+        ),
+    )
+
+    def stages_for(self, dtype: str) -> tuple:
+        return self.stages  # stages of <= 40 KiB at every dtype (block_k_for): the same rings fit
+
+    def kernel_names(self, stages: int) -> tuple[str, ...]:
+        return ("decode_kernel", "splitk_reduce_kernel")
+
+    def launch(self, inputs, out, stages):
+        return DecodeGemm(inputs, out, stages, faults=self.extra_defines)
+
+
+KERNEL = Decode()

@@ -1,0 +1,315 @@
+"""Split-K GEMM in Triton: C = A @ B with K divided over programs, for shapes whose output tiles are too few to fill
+the GPU (long K, decode), and a deterministic second pass that sums the splits.
+
+When M x N makes fewer 128x256 output tiles than the 132 SMs, one program per tile leaves most of the chip idle
+(512x512x65536: 8 tiles). Split-K gives every tile ``splits`` programs, each over a contiguous range of K tiles:
+
+* **partial pass** (``splitk_partial_kernel``): program (tile, split) streams A and B through a ``num_stages`` ring of
+  tensor-descriptor (TMA) loads over its K range and stores its fp32 partial tile into its own slice of a workspace
+  [splits, M, N] (plain masked stores: every element of M x N of every slice is written, zeros by an empty split);
+* **reduction pass** (``splitk_reduce_kernel``, launched after it on the same stream, counted in the time): each
+  element's splits are added in split order 0, 1, ..., splits - 1 in fp32, scaled (fp8), cast and stored to C.
+  The order is fixed, so the result is bit-identical run to run; no atomics anywhere.
+
+With one split there is no workspace and no second pass: the partial pass stores C itself (the plain tile kernel).
+
+The split count comes from the shape (``split_count``): the fewest splits that fill the SMs about as well as any count
+can within two waves, each split keeping at least MIN_K_TILES_PER_SPLIT K tiles, at most MAX_SPLITS; the row's config
+says how many. K ranges are balanced (split s covers K tiles [s k_tiles / splits, (s + 1) k_tiles / splits)), so a
+remainder spreads over the splits; more splits than K tiles (which the rule never picks, but a caller may ask for)
+leaves some splits empty.
+
+The workspace is sized from the shape by each launcher and belongs to it alone. The tile (``tile_for``): 256 columns
+by 64 rows (one warpgroup, 4 warps) when M <= 64, where a 128-row tile would be mostly padding, else 128 rows (two
+warpgroups, 8 warps); K steps of 64 for fp16 / bf16 and 128 for fp8 (gemm_desc.TILES): 40 or 48 KiB stages. fp8 takes
+B as N x K and computes ``tl.dot(a, b.T)``, its scales applied once, to the sum (in the reduction pass, or in the
+partial pass when there is one split). A and B rows not 16-byte pitched go through gemm_desc.Operands' padded
+copies."""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from suite.checks import check_stages, gemm_operands
+from suite.kernel import Fault, TritonModule
+from suite.triton._compiled import kernel_info
+from suite.triton._interp_dot import widen_bf16_dot
+from suite.triton.gemm_desc import (
+    DTYPES,
+    GROUP_M,
+    OUT_DTYPES,
+    TILES,
+    Operands,
+    dtype_config,
+    num_sms,
+    rings_that_fit,
+    stage_bytes,
+    tile_origin,
+)
+
+MIN_K_TILES_PER_SPLIT = 4  # fewer and each split's prologue, epilogue and partial tile cost more than its mainloop
+MAX_SPLITS = 32  # the workspace traffic (splits x M x N x 4 bytes, written and read) stays a fraction of A and B's
+WAVE_SLACK = 0.05  # a split count within 5% of the best wave efficiency is as good (fewer splits: less fix-up)
+REDUCE_BLOCK = 512  # elements of C per reduction program (4 warps: one 16-byte load per thread and split)
+# Shared memory: the ring (C and the partials leave from registers; the layout conversion before their stores reuses
+# the ring's space once the mainloop is done); stages of 48 KiB (128-row tiles) or 40 KiB (64-row) at every dtype:
+#   2 -> 96, 3 -> 144, 4 -> 192 KiB fit 227 KiB (with Triton's few hundred bytes of barriers); 5 -> 240 KiB does not.
+STAGES = rings_that_fit(stage_bytes("fp16"), 1024, (2, 3, 4, 5))
+assert STAGES == (2, 3, 4)
+
+
+def tile_for(dtype: str, m: int) -> tuple[int, int, int, int]:
+    """(BLOCK_M, BLOCK_N, BLOCK_K, warps) of the split-K and stream-K kernels: gemm_desc.TILES, with 64 rows (one
+    warpgroup) instead of 128 (two) when M <= 64."""
+    bm, bn, bk = TILES[dtype]
+    return (64, bn, bk, 4) if m <= 64 else (bm, bn, bk, 8)
+
+
+# The sanitizer's self-test (suite.sanitize): the reduction pass launched before the partial pass, i.e. the fix-up
+# without the ordering it needs; it reads workspace no partial has written yet, which initcheck reports. The fault's
+# workspace comes from a memory pool of its own, so that its bytes are fresh device memory, never written before.
+FAULT_REDUCE_FIRST = "PIPESUITE_FAULT_REDUCE_BEFORE_PARTIALS"
+
+
+def wave_efficiency(programs: int, sms: int) -> float:
+    """Busy fraction of the SM slots over the waves ``programs`` one-per-SM programs take."""
+    return programs / (-(-programs // sms) * sms)
+
+
+def split_count(tiles: int, k_tiles: int, sms: int) -> int:
+    """The split-K rule: among 1..cap splits, where cap keeps tiles x splits within two waves of the SMs, every
+    split at least MIN_K_TILES_PER_SPLIT K tiles and at most MAX_SPLITS, the fewest whose wave efficiency is within
+    WAVE_SLACK (relative) of the best. Tiles already filling two waves get one split (no workspace)."""
+    cap = max(1, min(MAX_SPLITS, k_tiles // MIN_K_TILES_PER_SPLIT, (2 * sms) // max(1, tiles)))
+    best = max(wave_efficiency(tiles * s, sms) for s in range(1, cap + 1))
+    return next(s for s in range(1, cap + 1) if wave_efficiency(tiles * s, sms) >= best * (1 - WAVE_SLACK))
+
+
+@triton.jit
+def splitk_partial_kernel(
+    # A and B: descriptors built on the host; C and the fp32 workspace [splits, M, N]: pointers
+    a_desc,
+    b_desc,
+    c,
+    workspace,
+    # fp8 only: pointers to the per-tensor scales (one fp32 each); None otherwise
+    scale_a,
+    scale_b,
+    # sizes
+    M,
+    N,
+    K,
+    splits,
+    # C's row pitch (elements)
+    stride_cm,
+    # meta-parameters
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    SPLIT: tl.constexpr,  # splits > 1: store the fp32 partial into the workspace (else C, scaled and cast)
+    B_K_MAJOR: tl.constexpr,  # B given N x K (fp8): boxes of [BLOCK_N, BLOCK_K], multiplied transposed
+    OUT_DTYPE: tl.constexpr,
+    SCALED: tl.constexpr,
+):
+    # -- which tile and which split: the programs of one split are consecutive, so the tiles in flight at once
+    #    share their K range of A and B in L2 --
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    tiles = tiles_m * tiles_n
+    split = tl.program_id(0) // tiles
+    m0, n0 = tile_origin(tl.program_id(0) % tiles, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    k_first = split * k_tiles // splits  # balanced: the remainder spreads over the splits
+    k_last = (split + 1) * k_tiles // splits
+
+    # -- MAINLOOP: num_stages K tiles in flight (TMA into a ring), wgmma on the oldest; zero-filled past K --
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kt in range(k_first, k_last):
+        a_tile = a_desc.load([m0, kt * BLOCK_K])
+        if B_K_MAJOR:
+            acc = tl.dot(a_tile, b_desc.load([n0, kt * BLOCK_K]).T, acc)
+        else:
+            acc = tl.dot(a_tile, b_desc.load([kt * BLOCK_K, n0]), acc)
+
+    # -- EPILOGUE --
+    rows = m0 + tl.arange(0, BLOCK_M)
+    cols = n0 + tl.arange(0, BLOCK_N)
+    inside = (rows[:, None] < M) & (cols[None, :] < N)
+    if SPLIT:
+        # this split's partial, unscaled, into its own slice (an empty split stores its zeros: the reduction reads
+        # every slice)
+        slice_ = workspace + split.to(tl.int64) * M * N
+        tl.store(slice_ + rows[:, None].to(tl.int64) * N + cols[None, :], acc, mask=inside)
+    else:
+        if SCALED:
+            acc = acc * (tl.load(scale_a) * tl.load(scale_b))
+        tl.store(c + rows[:, None].to(tl.int64) * stride_cm + cols[None, :], acc.to(OUT_DTYPE), mask=inside)
+
+
+@triton.jit
+def splitk_reduce_kernel(
+    # the fp32 workspace [SPLITS, M, N] and C (M x N, contiguous)
+    workspace,
+    c,
+    # fp8 only: pointers to the per-tensor scales; None otherwise
+    scale_a,
+    scale_b,
+    # sizes: M x N
+    MN,
+    # meta-parameters
+    SPLITS: tl.constexpr,
+    BLOCK: tl.constexpr,
+    OUT_DTYPE: tl.constexpr,
+    SCALED: tl.constexpr,
+):
+    # -- the second pass: runs after the partial pass on the same stream (stream order is the only wait it needs);
+    #    all SPLITS loads are issued at once (static_range unrolls), then added in split order: one fixed order of
+    #    fp32 additions per element, so the result is the same bits every run --
+    offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
+    inside = offs < MN
+    total = tl.load(workspace + offs, mask=inside, other=0.0)
+    for s in tl.static_range(1, SPLITS):
+        total += tl.load(workspace + s * MN + offs, mask=inside, other=0.0)
+    if SCALED:
+        total = total * (tl.load(scale_a) * tl.load(scale_b))
+    tl.store(c + offs, total.to(OUT_DTYPE), mask=inside)
+
+
+def reduce_splits(workspace: torch.Tensor, c: torch.Tensor, ops, splits: int) -> None:
+    """Launch the reduction pass: C = (sum of the workspace's first ``splits`` slices, in order) x scales."""
+    mn = c.numel()
+    splitk_reduce_kernel[(triton.cdiv(mn, REDUCE_BLOCK),)](
+        workspace,
+        c,
+        ops.scale_a,
+        ops.scale_b,
+        mn,
+        SPLITS=splits,
+        BLOCK=REDUCE_BLOCK,
+        OUT_DTYPE=OUT_DTYPES[ops.dtype],
+        SCALED=ops.scale_a is not None,
+        num_warps=4,
+    )
+
+
+def new_workspace(splits: int, m: int, n: int, device: torch.device, fresh: bool = False) -> torch.Tensor:
+    """The fp32 workspace [splits, M, N] of one launcher, sized from its shape. ``fresh``: from a memory pool of its
+    own (device memory never written before, for the initcheck fault), where torch has one."""
+    if fresh and device.type == "cuda" and hasattr(torch.cuda, "MemPool"):
+        pool = torch.cuda.MemPool()
+        with torch.cuda.use_mem_pool(pool):
+            workspace = torch.empty((splits, m, n), dtype=torch.float32, device=device)
+        workspace._pipesuite_pool = pool  # the pool lives as long as the workspace
+        return workspace
+    return torch.empty((splits, m, n), dtype=torch.float32, device=device)
+
+
+class SplitKGemm:
+    """Split-K at ``stages`` on the dtype's tile: ``splits`` from ``split_count`` unless given (the tests force
+    counts the rule would not pick)."""
+
+    def __init__(self, inputs, c: torch.Tensor, stages: int, splits: int | None = None, faults: tuple = ()):
+        check_stages(stages, STAGES)
+        ops = gemm_operands(inputs, c, DTYPES)
+        if splits is not None and (not isinstance(splits, int) or splits < 1):
+            raise ValueError(f"splits must be a whole number >= 1 (got {splits!r})")
+        widen_bf16_dot()  # the interpreter's bf16 dot (suite.triton._interp_dot); nothing on a GPU
+        self.ops, self.stages = ops, stages
+        self.reduce_first = FAULT_REDUCE_FIRST in faults
+        bm, bn, bk, self.warps = tile_for(ops.dtype, ops.m)
+        self.tile = bm, bn, bk
+        self.operands = Operands(ops.a, ops.b, c, b_k_major=ops.b_k_major)
+        tiles = triton.cdiv(ops.m, bm) * triton.cdiv(ops.n, bn)
+        k_tiles = triton.cdiv(ops.k, bk)
+        self.splits = split_count(tiles, k_tiles, num_sms(ops.a.device)) if splits is None else splits
+        self.grid = tiles * self.splits
+        self.workspace = (
+            new_workspace(self.splits, ops.m, ops.n, c.device, fresh=self.reduce_first) if self.splits > 1 else None
+        )
+        self.config = (
+            f"{bm}x{bn}x{bk}, num_warps={self.warps}, num_stages={stages}, split-K: {self.splits} "
+            f"split{'s' if self.splits > 1 else ''} of {k_tiles} K tiles over {tiles} tiles"
+            + (
+                f" ({self.grid} programs), fp32 workspace [{self.splits}, M, N] summed in split order by a second pass"
+                if self.splits > 1
+                else ", C stored directly"
+            )
+            + dtype_config(ops.dtype)
+            + self.operands.note
+        )
+        self.info = kernel_info(None, stage_bytes(ops.dtype, self.tile), self.config, self.grid)
+        self._compiled = False
+
+    def _partials(self):
+        bm, bn, bk = self.tile
+        self.operands.refresh()
+        a_desc, b_desc = self.operands.ab_descriptors(bm, bn, bk)
+        ops = self.ops
+        return splitk_partial_kernel[(self.grid,)](
+            a_desc,
+            b_desc,
+            ops.c,
+            self.workspace,
+            ops.scale_a,
+            ops.scale_b,
+            ops.m,
+            ops.n,
+            ops.k,
+            self.splits,
+            ops.c.stride(0),
+            BLOCK_M=bm,
+            BLOCK_N=bn,
+            BLOCK_K=bk,
+            GROUP_M=GROUP_M,
+            SPLIT=self.splits > 1,
+            B_K_MAJOR=ops.b_k_major,
+            OUT_DTYPE=OUT_DTYPES[ops.dtype],
+            SCALED=ops.scale_a is not None,
+            num_warps=self.warps,
+            num_stages=self.stages,
+        )
+
+    def __call__(self) -> None:
+        if self.reduce_first:  # the fault: the fix-up before the partials it sums
+            reduce_splits(self.workspace, self.ops.c, self.ops, self.splits)
+        compiled = self._partials()
+        if self.splits > 1 and not self.reduce_first:
+            reduce_splits(self.workspace, self.ops.c, self.ops, self.splits)  # after the partials: stream order
+        if not self._compiled and compiled is not None:
+            self._compiled = True
+            self.info = kernel_info(compiled, self.info.smem_per_stage, self.config, self.grid)
+
+
+class SplitK(TritonModule):
+    """splitk_partial_kernel + splitk_reduce_kernel, swept over num_stages, for the registry."""
+
+    stages = STAGES
+    dtypes = DTYPES
+    # compute-sanitizer (on 132 SMs): 4 splits of 18 K tiles (a remainder) over 2 x 2 edge tiles of 128 x 256, a
+    # partial last K tile, N not a multiple of 8 (B through its padded pitch); and 64-row tiles, 16 splits of 65 K
+    # tiles
+    sanitize_sizes = ((200, 300, 1096), (64, 520, 4104))
+    faults = (
+        Fault(
+            "the reduction pass launched before the partial pass (the fix-up without its ordering)",
+            FAULT_REDUCE_FIRST,
+            (2,),
+            tool="initcheck",
+            size=(200, 300, 1096),
+        ),
+    )
+
+    def stages_for(self, dtype: str) -> tuple:
+        return self.stages  # 40-48 KiB stages at every dtype (tile_for): the same rings fit
+
+    def kernel_names(self, stages: int) -> tuple[str, ...]:
+        return ("splitk_partial_kernel", "splitk_reduce_kernel")
+
+    def launch(self, inputs, out, stages):
+        return SplitKGemm(inputs, out, stages, faults=self.extra_defines)
+
+
+KERNEL = SplitK()

@@ -1,0 +1,408 @@
+"""Stream-K GEMM in Triton: persistent programs (one per SM) share the MAC-loop iterations of the output tiles
+evenly, whatever the tile count, and a deterministic second pass fixes up the tiles that several programs shared.
+
+Split-K balances the work only when tiles x splits is close to a multiple of the SMs; stream-K balances it always.
+One iteration is one K tile of one output tile (a BLOCK_K step of the mainloop). The schedule (``schedule``), a
+data-parallel + stream-K hybrid:
+
+* **data-parallel phase**: while two or more full waves of tiles remain, whole tiles are dealt round robin to the
+  programs (each stored straight to C), leaving between one and two waves' worth of tiles;
+* **stream-K phase**: the remaining tiles' iterations (``sk_iters`` = tiles x K tiles) are cut into one contiguous,
+  balanced range per program (program p: [p S / P, (p + 1) S / P)). A program walks its range tile by tile; a tile it
+  covers whole it stores to C, a tile it covers in part it stores as an fp32 partial into its own workspace slot
+  (slot 0 for the first tile of its range, slot 1 for the last: a range holds at most two partial tiles);
+* **fix-up pass** (``streamk_fixup_kernel``, launched after it on the same stream, counted in the time): for each
+  tile that several programs covered (always contiguous programs, p_first..p_last), the partials are added in program
+  order, scaled (fp8), cast and stored to C. The programs covering a tile follow from the range formula alone, so the
+  order is fixed: bit-identical run to run, no atomics, no flags.
+
+Tiles (``gemm_splitk.tile_for``): 64 or 128 rows (M <= 64 or not) by 256 columns, K steps of 64 (fp16 / bf16) or 128
+(fp8), loads through host-built tensor descriptors (TMA), ``num_stages`` deep; fp8 takes B as N x K and computes
+``tl.dot(a, b.T)``, its scales applied once per tile, to the sum. The workspace [programs, 2, BLOCK_M, BLOCK_N] fp32
+is sized from the shape by each launcher and belongs to it alone. ``tl.dot`` expresses all of it (the partial tiles
+are plain stores, their ordering the stream's), so no Gluon."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import triton
+import triton.language as tl
+
+from suite.checks import check_stages, gemm_operands
+from suite.kernel import Fault, TritonModule
+from suite.triton._compiled import kernel_info
+from suite.triton._interp_dot import widen_bf16_dot
+from suite.triton.gemm_desc import (
+    DTYPES,
+    GROUP_M,
+    OUT_DTYPES,
+    Operands,
+    dtype_config,
+    num_sms,
+    stage_bytes,
+    tile_origin,
+)
+from suite.triton.gemm_splitk import STAGES, new_workspace, tile_for
+
+FIXUP_ROWS = 2  # rows of a tile per fix-up program: 2 x 256 fp32 over 4 warps, one 16-byte load per thread and partial
+FIXUP_UNROLL = 8  # partials loaded at once (in flight together) before they are added in order
+# The sanitizer's self-test: the fix-up pass launched before the stream-K pass (the fix-up without its ordering); it
+# reads partial slots not written yet, which initcheck reports (the fault's workspace is fresh device memory).
+FAULT_FIXUP_FIRST = "PIPESUITE_FAULT_FIXUP_BEFORE_PARTIALS"
+
+
+@dataclass(frozen=True)
+class Schedule:
+    """Who does what: ``dp_tiles`` whole tiles round robin, then ``sk_iters`` iterations over ``sk_programs``."""
+
+    tiles: int
+    k_tiles: int
+    programs: int  # the grid (one program per SM, fewer when there is less work)
+    dp_tiles: int  # the first dp_tiles tiles (in tile order), whole, round robin
+    sk_programs: int  # programs sharing the rest
+    sk_iters: int  # (tiles - dp_tiles) x k_tiles
+
+    @property
+    def sk_tiles(self) -> int:
+        return self.tiles - self.dp_tiles
+
+    def first_iter(self, p: int) -> int:
+        """The first stream-K iteration of program p (p = sk_programs: the end)."""
+        return p * self.sk_iters // self.sk_programs
+
+    def program_of(self, i: int) -> int:
+        """The program whose range holds stream-K iteration i: the largest p with first_iter(p) <= i."""
+        return ((i + 1) * self.sk_programs - 1) // self.sk_iters
+
+    def covering(self, t: int) -> tuple[int, int]:
+        """(p_first, p_last): the programs that cover stream-K tile t (t counted from dp_tiles)."""
+        return self.program_of(t * self.k_tiles), self.program_of((t + 1) * self.k_tiles - 1)
+
+    @property
+    def cover(self) -> int:
+        """The most programs any stream-K tile is shared by."""
+        return max((b - a + 1 for a, b in map(self.covering, range(self.sk_tiles))), default=1)
+
+    def fixup_table(self) -> list[int]:
+        """What the fix-up pass reads instead of dividing: (p_first, p_last) of each stream-K tile, then the first
+        tile of each program's range."""
+        return [p for t in range(self.sk_tiles) for p in self.covering(t)] + [
+            self.first_iter(p) // self.k_tiles for p in range(self.sk_programs)
+        ]
+
+
+def schedule(tiles: int, k_tiles: int, sms: int) -> Schedule:
+    """The stream-K rule: one program per SM; while at least two full waves of tiles remain, those beyond the last
+    one-to-two waves are dealt whole (data-parallel: no fix-up, and the tiles in flight at once are neighbours in L2);
+    the iterations of the rest are shared evenly by the programs (at most one program per iteration)."""
+    full_waves = tiles // sms
+    dp_tiles = (full_waves - 1) * sms if full_waves >= 2 else 0
+    sk_iters = (tiles - dp_tiles) * k_tiles
+    sk_programs = min(sms, sk_iters)
+    return Schedule(tiles, k_tiles, sms if dp_tiles else sk_programs, dp_tiles, sk_programs, sk_iters)
+
+
+@triton.jit
+def _mac_loop(
+    a_desc,
+    b_desc,
+    m0,
+    n0,
+    k_first,
+    k_last,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    B_K_MAJOR: tl.constexpr,
+):
+    """K tiles [k_first, k_last) of the tile at (m0, n0), num_stages in flight (TMA into the pipeliner's ring)."""
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kt in range(k_first, k_last):
+        a_tile = a_desc.load([m0, kt * BLOCK_K])
+        if B_K_MAJOR:
+            acc = tl.dot(a_tile, b_desc.load([n0, kt * BLOCK_K]).T, acc)
+        else:
+            acc = tl.dot(a_tile, b_desc.load([kt * BLOCK_K, n0]), acc)
+    return acc
+
+
+@triton.jit
+def _store_c(
+    c,
+    acc,
+    m0,
+    n0,
+    M,
+    N,
+    stride_cm,
+    scale_a,
+    scale_b,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    OUT_DTYPE: tl.constexpr,
+    SCALED: tl.constexpr,
+):
+    """A finished tile to C: the scales (fp8) on the fp32 sum, the cast, a store masked to M x N."""
+    if SCALED:
+        acc = acc * (tl.load(scale_a) * tl.load(scale_b))
+    rows = m0 + tl.arange(0, BLOCK_M)
+    cols = n0 + tl.arange(0, BLOCK_N)
+    tl.store(
+        c + rows[:, None].to(tl.int64) * stride_cm + cols[None, :],
+        acc.to(OUT_DTYPE),
+        mask=(rows[:, None] < M) & (cols[None, :] < N),
+    )
+
+
+@triton.jit
+def streamk_kernel(
+    # A and B: descriptors built on the host; C and the fp32 workspace [programs, 2, BLOCK_M, BLOCK_N]: pointers
+    a_desc,
+    b_desc,
+    c,
+    workspace,
+    # fp8 only: pointers to the per-tensor scales (one fp32 each); None otherwise
+    scale_a,
+    scale_b,
+    # sizes
+    M,
+    N,
+    K,
+    # C's row pitch (elements)
+    stride_cm,
+    # the schedule (suite.triton.gemm_streamk.schedule)
+    num_programs,
+    dp_tiles,
+    sk_programs,
+    sk_iters,
+    # meta-parameters
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    B_K_MAJOR: tl.constexpr,  # B given N x K (fp8): boxes of [BLOCK_N, BLOCK_K], multiplied transposed
+    OUT_DTYPE: tl.constexpr,
+    SCALED: tl.constexpr,
+):
+    pid = tl.program_id(0)
+    tiles_m = tl.cdiv(M, BLOCK_M)
+    tiles_n = tl.cdiv(N, BLOCK_N)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+
+    # -- data-parallel phase: whole tiles, round robin, straight to C --
+    for tile in range(pid, dp_tiles, num_programs):
+        m0, n0 = tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
+        acc = _mac_loop(a_desc, b_desc, m0, n0, 0, k_tiles, BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR)
+        _store_c(c, acc, m0, n0, M, N, stride_cm, scale_a, scale_b, BLOCK_M, BLOCK_N, OUT_DTYPE, SCALED)
+
+    # -- stream-K phase: this program's contiguous range of iterations, tile by tile --
+    if pid < sk_programs:
+        first = pid.to(tl.int64) * sk_iters // sk_programs
+        last = (pid + 1).to(tl.int64) * sk_iters // sk_programs
+        first_tile = (first // k_tiles).to(tl.int32)
+        for t in range(first_tile, tl.cdiv(last, k_tiles).to(tl.int32)):
+            k_first = (tl.maximum(first, t * k_tiles) - t * k_tiles).to(tl.int32)
+            k_last = (tl.minimum(last, (t + 1) * k_tiles) - t * k_tiles).to(tl.int32)
+            m0, n0 = tile_origin(dp_tiles + t, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
+            acc = _mac_loop(a_desc, b_desc, m0, n0, k_first, k_last, BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR)
+            if (k_first == 0) & (k_last == k_tiles):  # the whole tile: no one else touches it
+                _store_c(c, acc, m0, n0, M, N, stride_cm, scale_a, scale_b, BLOCK_M, BLOCK_N, OUT_DTYPE, SCALED)
+            else:
+                # a part: into this program's slot (0 for its range's first tile, 1 for its last), whole tile, for
+                # the fix-up pass
+                slot = (pid * 2 + (t != first_tile).to(tl.int32)).to(tl.int64) * (BLOCK_M * BLOCK_N)
+                offs = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+                tl.store(workspace + slot + offs, acc)
+
+
+@triton.jit
+def streamk_fixup_kernel(
+    # the fp32 workspace [programs, 2, BLOCK_M, BLOCK_N], C, and the schedule's table (Schedule.fixup_table, int32)
+    workspace,
+    c,
+    table,
+    # fp8 only: pointers to the per-tensor scales; None otherwise
+    scale_a,
+    scale_b,
+    # sizes
+    M,
+    N,
+    # C's row pitch (elements)
+    stride_cm,
+    # the schedule
+    dp_tiles,
+    sk_tiles,
+    # meta-parameters
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    GROUP_M: tl.constexpr,
+    ROWS: tl.constexpr,  # rows of the tile this program sums
+    UNROLL: tl.constexpr,  # partials loaded at once
+    OUT_DTYPE: tl.constexpr,
+    SCALED: tl.constexpr,
+):
+    # -- the second pass: runs after streamk_kernel on the same stream (stream order is the only wait it needs) --
+    t = tl.program_id(0)  # a stream-K tile
+    # the programs whose ranges hold the tile's first and last iterations (Schedule.covering)
+    p_first = tl.load(table + 2 * t)
+    p_last = tl.load(table + 2 * t + 1)
+    if p_first < p_last:  # else one program covered the tile whole and stored it
+        rows = tl.program_id(1) * ROWS + tl.arange(0, ROWS)
+        cols = tl.arange(0, BLOCK_N)
+        offs = rows[:, None] * BLOCK_N + cols[None, :]
+        # UNROLL partials loaded at once (static_range unrolls), then added in program order p_first, p_first + 1,
+        # ...: one fixed order of fp32 additions per element; a program past p_last adds an exact 0
+        total = tl.zeros((ROWS, BLOCK_N), dtype=tl.float32)
+        for p0 in range(p_first, p_last + 1, UNROLL):
+            for j in tl.static_range(UNROLL):
+                p = p0 + j
+                # slot 0 when this tile is the first of p's range, else slot 1 (the last)
+                first_tile = tl.load(table + 2 * sk_tiles + p, mask=p <= p_last, other=t)
+                slot = (p * 2 + (first_tile != t).to(tl.int32)).to(tl.int64)
+                in_use = offs < tl.where(p <= p_last, BLOCK_M * BLOCK_N, 0)  # the scalar condition, as offs' mask
+                total += tl.load(workspace + slot * (BLOCK_M * BLOCK_N) + offs, mask=in_use, other=0.0)
+        tiles_m = tl.cdiv(M, BLOCK_M)
+        tiles_n = tl.cdiv(N, BLOCK_N)
+        m0, n0 = tile_origin(dp_tiles + t, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
+        if SCALED:
+            total = total * (tl.load(scale_a) * tl.load(scale_b))
+        c_rows = m0 + rows
+        c_cols = n0 + cols
+        tl.store(
+            c + c_rows[:, None].to(tl.int64) * stride_cm + c_cols[None, :],
+            total.to(OUT_DTYPE),
+            mask=(c_rows[:, None] < M) & (c_cols[None, :] < N),
+        )
+
+
+class StreamKGemm:
+    """Stream-K at ``stages`` on ``tile_for``'s tile; ``sms``: the programs it may use (tests pass other counts)."""
+
+    def __init__(self, inputs, c: torch.Tensor, stages: int, sms: int | None = None, faults: tuple = ()):
+        check_stages(stages, STAGES)
+        ops = gemm_operands(inputs, c, DTYPES)
+        if sms is not None and (not isinstance(sms, int) or sms < 1):
+            raise ValueError(f"sms must be a whole number >= 1 (got {sms!r})")
+        widen_bf16_dot()  # the interpreter's bf16 dot (suite.triton._interp_dot); nothing on a GPU
+        self.ops, self.stages = ops, stages
+        self.fixup_first = FAULT_FIXUP_FIRST in faults
+        bm, bn, bk, self.warps = tile_for(ops.dtype, ops.m)
+        self.tile = bm, bn, bk
+        self.operands = Operands(ops.a, ops.b, c, b_k_major=ops.b_k_major)
+        tiles = triton.cdiv(ops.m, bm) * triton.cdiv(ops.n, bn)
+        self.schedule = s = schedule(tiles, triton.cdiv(ops.k, bk), sms or num_sms(ops.a.device))
+        self.fixups = s.sk_tiles if s.cover > 1 else 0
+        self.workspace = (
+            new_workspace(s.sk_programs * 2, bm, bn, c.device, fresh=self.fixup_first) if self.fixups else None
+        )
+        self.table = torch.tensor(s.fixup_table(), dtype=torch.int32, device=c.device) if self.fixups else None
+        self.config = (
+            f"{bm}x{bn}x{bk}, num_warps={self.warps}, num_stages={stages}, stream-K: {s.programs} "
+            f"programs, {s.dp_tiles} of {tiles} tiles data-parallel, then {s.sk_iters} iterations "
+            f"({s.sk_tiles} tiles x {s.k_tiles} K tiles) shared, "
+            + (
+                f"tiles shared by up to {s.cover} programs summed in program order by a fix-up pass"
+                if self.fixups
+                else "no tile shared"
+            )
+            + dtype_config(ops.dtype)
+            + self.operands.note
+        )
+        self.info = kernel_info(None, stage_bytes(ops.dtype, self.tile), self.config, s.programs)
+        self._compiled = False
+
+    def _fixup(self):
+        bm, bn, _ = self.tile
+        ops, s = self.ops, self.schedule
+        streamk_fixup_kernel[(s.sk_tiles, bm // FIXUP_ROWS)](
+            self.workspace,
+            ops.c,
+            self.table,
+            ops.scale_a,
+            ops.scale_b,
+            ops.m,
+            ops.n,
+            ops.c.stride(0),
+            s.dp_tiles,
+            s.sk_tiles,
+            BLOCK_M=bm,
+            BLOCK_N=bn,
+            GROUP_M=GROUP_M,
+            ROWS=FIXUP_ROWS,
+            UNROLL=FIXUP_UNROLL,
+            OUT_DTYPE=OUT_DTYPES[ops.dtype],
+            SCALED=ops.scale_a is not None,
+            num_warps=4,
+        )
+
+    def __call__(self) -> None:
+        bm, bn, bk = self.tile
+        ops, s = self.ops, self.schedule
+        if self.fixups and self.fixup_first:  # the fault: the fix-up before the partials it sums
+            self._fixup()
+        self.operands.refresh()
+        a_desc, b_desc = self.operands.ab_descriptors(bm, bn, bk)
+        compiled = streamk_kernel[(s.programs,)](
+            a_desc,
+            b_desc,
+            ops.c,
+            self.workspace,
+            ops.scale_a,
+            ops.scale_b,
+            ops.m,
+            ops.n,
+            ops.k,
+            ops.c.stride(0),
+            s.programs,
+            s.dp_tiles,
+            s.sk_programs,
+            s.sk_iters,
+            BLOCK_M=bm,
+            BLOCK_N=bn,
+            BLOCK_K=bk,
+            GROUP_M=GROUP_M,
+            B_K_MAJOR=ops.b_k_major,
+            OUT_DTYPE=OUT_DTYPES[ops.dtype],
+            SCALED=ops.scale_a is not None,
+            num_warps=self.warps,
+            num_stages=self.stages,
+        )
+        if self.fixups and not self.fixup_first:
+            self._fixup()  # after the partials: stream order
+        if not self._compiled and compiled is not None:
+            self._compiled = True
+            self.info = kernel_info(compiled, self.info.smem_per_stage, self.config, s.programs)
+
+
+class StreamK(TritonModule):
+    """streamk_kernel + streamk_fixup_kernel, swept over num_stages, for the registry."""
+
+    stages = STAGES
+    dtypes = DTYPES
+    # compute-sanitizer: tiles shared by several programs, ranges that start and end mid-tile, edge tiles in M and
+    # N, a partial K tile, N not a multiple of 8 (B through its padded pitch); and a shape with a data-parallel
+    # phase (more than two waves of 128x256 tiles: 2432 x 3840 is 19 x 15 = 285 tiles on 132 SMs)
+    sanitize_sizes = ((200, 300, 1000), (2432, 3840, 136))
+    faults = (
+        Fault(
+            "the fix-up pass launched before the stream-K pass (the fix-up without its ordering)",
+            FAULT_FIXUP_FIRST,
+            (2,),
+            tool="initcheck",
+            size=(200, 300, 1000),
+        ),
+    )
+
+    def stages_for(self, dtype: str) -> tuple:
+        return self.stages  # 40-48 KiB stages at every dtype (gemm_splitk.tile_for): the same rings fit
+
+    def kernel_names(self, stages: int) -> tuple[str, ...]:
+        return ("streamk_kernel", "streamk_fixup_kernel")
+
+    def launch(self, inputs, out, stages):
+        return StreamKGemm(inputs, out, stages, faults=self.extra_defines)
+
+
+KERNEL = StreamK()

@@ -1,0 +1,107 @@
+"""bf16 and fp8 e4m3 in the Triton descriptor GEMMs (suite/triton/gemm_desc.py; the Gluon kernel's SASS is checked
+in tests/test_triton_interp.py): padded pitches where a row is not 16 bytes, the tuned configurations of each dtype,
+the rows that have no build saying why, bad input, and the interpreter's bf16 dot (suite/triton/_interp_dot.py).
+
+The registry-wide tests (tests/test_variants.py) validate every variant at every dtype it declares at the problem's
+edge sizes; these add the shapes those do not reach."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import HAS_GPU
+
+from suite.problems import GEMM
+from suite.triton import gemm_desc
+
+DEVICE = torch.device("cuda" if HAS_GPU else "cpu")
+
+
+@pytest.mark.parametrize("name", ["tile", "persistent", "persistent host"])
+@pytest.mark.parametrize(
+    "dtype, size",
+    [
+        ("fp8e4m3", (37, 45, 40)),  # K % 16 != 0: A and B (N x K) padded to 48; N odd: C without a descriptor
+        ("fp8e4m3", (5, 264, 136)),  # K % 16 == 8, C through its descriptor
+        ("bf16", (19, 30, 13)),  # K and N odd: A and B padded
+    ],
+)
+def test_desc_pads_rows_that_are_not_16_bytes(name, dtype, size):
+    kernel = gemm_desc.KERNELS[name]
+    inputs = GEMM.make_inputs(size, 7, DEVICE, dtype)
+    out = GEMM.make_output(inputs).fill_(float("nan"))
+    launcher = kernel.launch(inputs, out, kernel.stages_for(dtype)[-1])
+    launcher()
+    check = GEMM.check(out, GEMM.reference(inputs), dtype)
+    assert check.valid, f"{name} {dtype} {size}: {check.message} ({launcher.config})"
+    assert "padded pitch" in launcher.config
+    assert ("B given N x K" in launcher.config) == (dtype == "fp8e4m3")
+
+
+def test_operands_pad_by_element_size():
+    fp8 = torch.float8_e4m3fn
+    ops = gemm_desc.Operands(
+        torch.zeros(4, 24, dtype=fp8),
+        torch.zeros(8, 24, dtype=fp8),
+        torch.zeros(4, 8, dtype=torch.bfloat16),
+        b_k_major=True,
+    )
+    assert ops.a_padded.shape == (4, 32) and ops.b_padded.shape == (8, 32) and ops.c_desc
+    ops = gemm_desc.Operands(torch.zeros(4, 24).half(), torch.zeros(24, 12).half(), torch.zeros(4, 12).half())
+    assert ops.a_padded is None and ops.b_padded.shape == (24, 16) and not ops.c_desc
+
+
+@pytest.mark.parametrize("dtype", gemm_desc.DTYPES)
+def test_tuned_configs_fit_and_use_the_dtype_tile(dtype):
+    configs = gemm_desc.tuning_configs(dtype)
+    assert {c.kwargs["BLOCK_K"] for c in configs} == {gemm_desc.TILES[dtype][2]}
+    for c in configs:
+        ring = c.num_stages * gemm_desc.stage_bytes(dtype)
+        c_stage = gemm_desc.C_TILE_BYTES // (2 if c.kwargs["EPILOGUE_SUBTILE"] else 1)
+        assert ring + c_stage <= gemm_desc.SMEM_LIMIT, c
+    assert gemm_desc.TUNED_KERNELS[dtype].keys[-1] == "OUT_DTYPE"  # fp16 and bf16 choices kept apart
+
+
+def test_every_triton_gemm_row_says_why_it_has_no_build():
+    """A Triton GEMM variant without a dtype has a reason in its row (the pointer kernel: fp16 only, and why)."""
+    from suite.registry import variants
+
+    for v in variants("gemm", "triton"):
+        for dtype in GEMM.dtypes:
+            reason = v.dtype_skip_reason(dtype) if dtype not in v.dtypes else None
+            assert reason is None or "no " + dtype in reason
+    pointer = next(v for v in variants("gemm", "triton") if v.name == "128x256x32")
+    assert "K-major" in pointer.dtype_skip_reason("fp8e4m3") and "twin" in pointer.dtype_skip_reason("bf16")
+
+
+@pytest.mark.parametrize("name", ["tile", "persistent host", "tuned"])
+def test_desc_refuses_fp8_b_in_the_wrong_layout(name):
+    a = torch.randn(8, 32).to(torch.float8_e4m3fn)
+    b = torch.randn(32, 16).to(torch.float8_e4m3fn)  # K x N: fp8 takes N x K
+    with pytest.raises(ValueError, match="N x K"):
+        gemm_desc.KERNELS[name].launch(
+            (a, b, torch.tensor(1.0), torch.tensor(1.0)),
+            torch.empty(8, 16, dtype=torch.bfloat16),
+            3 if name != "tuned" else None,
+        )
+
+
+@pytest.mark.skipif(HAS_GPU, reason="the interpreter runs only where there is no GPU")
+def test_interpreter_bf16_dot_is_widened_exactly():
+    import triton
+    import triton.language as tl
+
+    from suite.triton._interp_dot import widen_bf16_dot
+
+    @triton.jit
+    def dot16(a, b, c):
+        r = tl.arange(0, 16)
+        x = tl.load(a + r[:, None] * 16 + r[None, :])
+        y = tl.load(b + r[:, None] * 16 + r[None, :])
+        tl.store(c + r[:, None] * 16 + r[None, :], tl.dot(x, y))
+
+    assert widen_bf16_dot() and widen_bf16_dot()  # installed once, and again a no-op
+    a, b = torch.randn(16, 16).bfloat16(), torch.randn(16, 16).bfloat16()
+    c = torch.empty(16, 16)
+    dot16[(1,)](a, b, c)
+    torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-6, atol=1e-5)

@@ -1,0 +1,602 @@
+"""The Triton kernels for the shapes LLMs run (suite/triton/gemm_splitk.py, gemm_streamk.py, gemm_decode.py):
+
+* each at small odd shapes against the fp64 reference, fresh random inputs and a NaN-poisoned output, in every dtype:
+  M = 1, M not a multiple of 8, K smaller than one split, a split that leaves a remainder, more splits than K tiles,
+  N and K not multiples of 16 (stream-K: shared tiles, ranges that end mid-tile, more programs than iterations);
+* the rules that choose splits, tiles and schedules, on the H200's 132 SMs, for shapes beyond the named sets;
+* determinism (two runs bit-identical), bad input (ValueError naming the rule), the sanitizer's fault hook;
+* each kernel compiled for sm_90 without a GPU: wgmma fed by TMA, no spills, its rings within 227 KiB.
+
+On a CPU the kernels run in the Triton interpreter (tests/conftest.py sets TRITON_INTERPRET=1), whose SM count is 4
+(gemm_desc.num_sms), so the tests force split counts and program counts; on a GPU the same cases run compiled.
+"""
+
+from __future__ import annotations
+
+import functools
+import random
+import zlib
+
+import pytest
+import torch
+from conftest import HAS_GPU
+
+from suite.problems import GEMM
+from suite.triton import gemm_decode, gemm_splitk, gemm_streamk
+from suite.triton.gemm_desc import SMEM_LIMIT
+
+DEVICE = torch.device("cuda" if HAS_GPU else "cpu")
+DTYPES = ("fp16", "bf16", "fp8e4m3")
+H200_SMS = 132
+
+
+def _run(launcher_type, size, dtype, seed, **kwargs):
+    """(inputs, out, launcher): fresh inputs of ``size``, the output poisoned, one call."""
+    inputs = GEMM.make_inputs(size, seed, DEVICE, dtype)
+    out = GEMM.make_output(inputs).fill_(float("nan"))
+    launcher = launcher_type(inputs, out, kwargs.pop("stages", 2), **kwargs)
+    launcher()
+    return inputs, out, launcher
+
+
+def _assert_valid(inputs, out, dtype, what):
+    check = GEMM.check(out, GEMM.reference(inputs), dtype)
+    assert check.valid, f"{what}: {check.message} (max abs error {check.max_abs_error:.3g})"
+
+
+@functools.cache
+def _fp8_unsupported() -> str | None:
+    """Why fp8 tl.dot cannot run here, or None: the interpreter of triton 3.9 multiplies e4m3 (widened to fp16);
+    another version's interpreter may not (the GPU machine's triton 3.6 compiles instead, so it never asks)."""
+    if HAS_GPU:
+        return None
+    try:
+        inputs, out, _ = _run(gemm_splitk.SplitKGemm, (3, 5, 32), "fp8e4m3", 0, splits=2)
+    except Exception as e:  # noqa: BLE001 (any failure of the interpreter is the reason to skip)
+        return f"this Triton's interpreter cannot run an fp8 tl.dot: {type(e).__name__}: {e}"
+    if not GEMM.check(out, GEMM.reference(inputs), "fp8e4m3").valid:
+        return "this Triton's interpreter computes fp8 tl.dot wrong"
+    return None
+
+
+def _needs(dtype: str) -> None:
+    reason = _fp8_unsupported() if dtype == "fp8e4m3" else None
+    if reason:
+        pytest.skip(reason)
+
+
+def _bk(kind: str, dtype: str, m: int) -> int:
+    """The K tile of split-K / stream-K at this dtype and M (the decode kernel's depends on more: see its cases)."""
+    return gemm_splitk.tile_for(dtype, m)[2]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Odd shapes against fp64, every dtype
+# ---------------------------------------------------------------------------------------------------------------
+
+# (name, M, N, K in K tiles or elements, splits): K as ("tiles", t) is t x BLOCK_K (+ 8 elements: a partial last
+# tile, and K not a multiple of 16), K as an int is that many elements
+SPLIT_CASES = [
+    ("M=1", 1, 70, ("tiles", 5), 2),
+    ("M odd, N odd", 13, 45, ("tiles", 3), 2),
+    ("K below one split", 20, 50, 24, 3),  # one K tile for three splits: two splits empty
+    ("remainder", 33, 64, ("tiles", 7), 3),  # 7 (8 with the partial tile) K tiles over 3 splits
+    ("splits > K tiles", 9, 40, ("tiles", 2), 9),
+    ("two tiles of each", 70, 300, ("tiles", 4), 4),  # 64- or 128-row tiles, 256 columns: several tiles, edges
+]
+
+
+def _k(k, bk: int) -> int:
+    return k[1] * bk + 8 if isinstance(k, tuple) else k
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name, m, n, k, splits", SPLIT_CASES, ids=[c[0] for c in SPLIT_CASES])
+def test_split_k_close_to_fp64(dtype, name, m, n, k, splits):
+    _needs(dtype)
+    size = (m, n, _k(k, _bk("split-k", dtype, m)))
+    seed = zlib.crc32(f"split-k {dtype} {size}".encode())
+    inputs, out, launcher = _run(gemm_splitk.SplitKGemm, size, dtype, seed, splits=splits)
+    assert launcher.splits == splits and (launcher.workspace is None) == (splits == 1)
+    _assert_valid(inputs, out, dtype, f"split-K {size} {dtype} splits={splits}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name, m, n, k, splits", SPLIT_CASES, ids=[c[0] for c in SPLIT_CASES])
+def test_decode_close_to_fp64(dtype, name, m, n, k, splits):
+    _needs(dtype)
+    block_k = gemm_decode.plan(dtype, m, n, 1 << 20, 4, splits).block_k  # this shape's K tile, whatever K is
+    size = (m, n, _k(k, block_k))
+    seed = zlib.crc32(f"decode {dtype} {size}".encode())
+    inputs, out, launcher = _run(gemm_decode.DecodeGemm, size, dtype, seed, splits=splits)
+    assert launcher.plan.splits == splits
+    _assert_valid(inputs, out, dtype, f"decode {size} {dtype} {launcher.plan}")
+
+
+# (name, M, N, K tiles, programs): 128x256 or 64x256 tiles; the programs stand for the SMs
+STREAM_CASES = [
+    ("M=1, tile shared by 3", 1, 70, 6, 3),
+    ("M odd, ranges end mid-tile", 13, 300, 5, 3),  # 2 tiles x 5 K tiles over 3 programs
+    ("more programs than iterations", 20, 50, 2, 7),
+    ("data-parallel phase", 70, 600, 3, 2),  # 2 x 3 = 6 tiles on 2 programs: 2 whole tiles each, then shared
+    ("K below one tile", 9, 40, 0, 3),  # K = 8: one partial K tile
+]
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("name, m, n, k_tiles, programs", STREAM_CASES, ids=[c[0] for c in STREAM_CASES])
+def test_stream_k_close_to_fp64(dtype, name, m, n, k_tiles, programs):
+    _needs(dtype)
+    size = (m, n, k_tiles * _bk("stream-k", dtype, m) + (8 if dtype != "fp8e4m3" else 24))
+    seed = zlib.crc32(f"stream-k {dtype} {size}".encode())
+    inputs, out, launcher = _run(gemm_streamk.StreamKGemm, size, dtype, seed, sms=programs)
+    _assert_valid(inputs, out, dtype, f"stream-K {size} {dtype} {launcher.schedule}")
+
+
+def test_stream_k_cases_cover_what_they_say():
+    """The cases above do share tiles, run a data-parallel phase, and have more programs than iterations."""
+    s = gemm_streamk.schedule(tiles=1, k_tiles=7, sms=3)
+    assert s.cover == 3 and s.dp_tiles == 0
+    s = gemm_streamk.schedule(tiles=2, k_tiles=6, sms=3)
+    assert s.cover == 2 and s.first_iter(1) % 6 != 0  # program 1 starts mid-tile
+    s = gemm_streamk.schedule(tiles=1, k_tiles=3, sms=7)
+    assert s.sk_programs == 3 and s.programs == 3  # one program per iteration, no idle program launched
+    s = gemm_streamk.schedule(tiles=6, k_tiles=4, sms=2)
+    assert s.dp_tiles == 4 and s.sk_tiles == 2
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# The rules, on the H200 (132 SMs), at shapes inside and outside the named sets
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_split_count_fills_the_sms_with_few_splits():
+    rule = gemm_splitk.split_count
+    assert rule(tiles=8, k_tiles=1024, sms=H200_SMS) == 16  # 512x512x65536 on 128x256 tiles: 128 programs
+    assert rule(tiles=32, k_tiles=512, sms=H200_SMS) == 4  # 1024x1024x32768: 128 programs
+    assert rule(tiles=64, k_tiles=128, sms=H200_SMS) == 2  # 256x8192x8192: 128 programs
+    assert rule(tiles=300, k_tiles=128, sms=H200_SMS) == 1  # more than two waves of tiles already: no workspace
+    assert rule(tiles=8, k_tiles=7, sms=H200_SMS) == 1  # too few K tiles for two splits of 4
+    assert rule(tiles=1, k_tiles=4096, sms=H200_SMS) == 31  # 31 of 132 SMs is within 5% of MAX_SPLITS' 32
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_split_count_rule_holds_for_any_shape(seed):
+    rng = random.Random(seed)
+    for _ in range(300):
+        tiles, k_tiles, sms = rng.randint(1, 600), rng.randint(1, 5000), rng.choice((4, 108, 132, 144))
+        s = gemm_splitk.split_count(tiles, k_tiles, sms)
+        assert 1 <= s <= gemm_splitk.MAX_SPLITS
+        if s > 1:
+            assert tiles * s <= 2 * sms and k_tiles // s >= gemm_splitk.MIN_K_TILES_PER_SPLIT
+            fewer = gemm_splitk.wave_efficiency(tiles * (s - 1), sms)
+            assert fewer < gemm_splitk.wave_efficiency(tiles * s, sms)  # each split added buys a fuller GPU
+
+
+def test_decode_plan_at_llm_shapes():
+    plan = gemm_decode.plan
+    p = plan("fp16", 16, 8192, 8192, H200_SMS)  # 70B O projection
+    assert (p.block_w, p.block_t, p.splits, p.programs) == (64, 16, 1, 128)  # every SM on the weight, no fix-up
+    assert p.stage_bytes("fp16") <= gemm_decode.STAGE_LIMIT
+    p = plan("fp16", 1, 4096, 4096, H200_SMS)  # 8B O projection: too few weight tiles alone
+    assert (p.block_w, p.splits, p.programs) == (64, 2, 128)
+    p = plan("fp16", 64, 28672, 4096, H200_SMS)  # 8B gate/up: 224 tiles of 128 rows, no split
+    assert (p.block_w, p.block_t, p.splits) == (128, 64, 1)
+    p = plan("fp8e4m3", 16, 8192, 8192, H200_SMS)
+    assert p.block_k == 256 and p.splits == 1
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_decode_plan_rule_holds_for_any_shape(seed):
+    rng = random.Random(100 + seed)
+    for _ in range(200):
+        dtype = rng.choice(DTYPES)
+        m, n, k = rng.randint(1, 300), rng.randint(1, 60000), rng.randint(1, 60000)
+        p = gemm_decode.plan(dtype, m, n, k, H200_SMS)
+        assert p.block_t >= min(m, 64) and p.block_t in (16, 32, 64) and p.block_w in gemm_decode.BLOCK_WS
+        assert p.stage_bytes(dtype) <= gemm_decode.STAGE_LIMIT and p.block_k <= gemm_decode.MAX_BLOCK_K
+        assert p.tiles_t * p.block_t >= m and p.tiles_w * p.block_w >= n
+        # no other tile or split count of the rule's candidates fills the SMs better
+        best = max(
+            gemm_splitk.wave_efficiency(
+                -(-n // w)
+                * p.tiles_t
+                * gemm_splitk.split_count(
+                    -(-n // w) * p.tiles_t, -(-k // gemm_decode.block_k_for(dtype, w, p.block_t)), H200_SMS
+                ),
+                H200_SMS,
+            )
+            for w in gemm_decode.BLOCK_WS
+        )
+        assert gemm_splitk.wave_efficiency(p.programs, H200_SMS) == best
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_stream_k_schedule_partitions_the_iterations(seed):
+    """Every stream-K iteration belongs to exactly one program's contiguous range; the fix-up's table (who covered
+    each tile, each program's first tile) agrees with walking the ranges; data-parallel tiles leave 1-2 waves."""
+    rng = random.Random(200 + seed)
+    for _ in range(60):
+        tiles, k_tiles, sms = rng.randint(1, 700), rng.randint(1, 40), rng.choice((3, 7, 132))
+        s = gemm_streamk.schedule(tiles, k_tiles, sms)
+        assert s.programs <= sms and s.sk_programs <= s.sk_iters
+        if s.dp_tiles:
+            assert s.dp_tiles % sms == 0 and sms <= s.sk_tiles < 2 * sms
+        else:
+            assert tiles < 2 * sms
+        owner = [None] * s.sk_iters
+        for p in range(s.sk_programs):
+            for i in range(s.first_iter(p), s.first_iter(p + 1)):
+                assert owner[i] is None
+                owner[i] = p
+        assert None not in owner and all(s.program_of(i) == owner[i] for i in range(s.sk_iters))
+        table = s.fixup_table()
+        for t in range(s.sk_tiles):
+            covering = sorted({owner[i] for i in range(t * k_tiles, (t + 1) * k_tiles)})
+            assert covering == list(range(table[2 * t], table[2 * t + 1] + 1))
+        assert table[2 * s.sk_tiles :] == [s.first_iter(p) // k_tiles for p in range(s.sk_programs)]
+
+
+def test_sanitizer_sizes_exercise_the_fix_up():
+    """On the H200, each module's first sanitizer size (and its fault's size) splits K with a remainder, or shares
+    tiles between programs: the fix-up runs under compute-sanitizer."""
+    for size in (gemm_splitk.KERNEL.sanitize_sizes[0], gemm_splitk.KERNEL.faults[0].size):
+        m, n, k = size
+        bm, bn, bk, _ = gemm_splitk.tile_for("fp16", m)
+        tiles, k_tiles = -(-m // bm) * -(-n // bn), -(-k // bk)
+        splits = gemm_splitk.split_count(tiles, k_tiles, H200_SMS)
+        assert splits > 1 and k_tiles % splits, (size, splits)
+    for size in (gemm_streamk.KERNEL.sanitize_sizes[0], gemm_streamk.KERNEL.faults[0].size):
+        m, n, k = size
+        bm, bn, bk, _ = gemm_splitk.tile_for("fp16", m)
+        assert gemm_streamk.schedule(-(-m // bm) * -(-n // bn), -(-k // bk), H200_SMS).cover > 1
+    m, n, k = gemm_streamk.KERNEL.sanitize_sizes[1]
+    assert gemm_streamk.schedule(-(-m // 128) * -(-n // 256), -(-k // 64), H200_SMS).dp_tiles > 0
+    for size in (gemm_decode.KERNEL.sanitize_sizes[0], gemm_decode.KERNEL.faults[0].size):
+        p = gemm_decode.plan("fp16", *size, H200_SMS)
+        assert p.splits > 1 and -(-size[2] // p.block_k) % p.splits, (size, p)
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Determinism, bad input, the fault hook
+# ---------------------------------------------------------------------------------------------------------------
+
+KINDS = {
+    "split-k": (gemm_splitk.SplitKGemm, {"splits": 3}),
+    "stream-k": (gemm_streamk.StreamKGemm, {"sms": 3}),
+    "decode": (gemm_decode.DecodeGemm, {"splits": 3}),
+}
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_two_runs_are_bit_identical(kind):
+    """The fix-up adds in a fixed order: the same inputs give the same bits, run after run (the launcher reused,
+    the output poisoned between runs)."""
+    launcher_type, kwargs = KINDS[kind]
+    size = (37, 300, 5 * 128 + 8) if HAS_GPU else (37, 70, 5 * 64 + 8)
+    inputs, out, launcher = _run(launcher_type, size, "fp16", 3, **kwargs)
+    first = out.clone()
+    out.fill_(float("nan"))
+    launcher()
+    assert torch.equal(first.view(torch.int16), out.view(torch.int16))
+    _assert_valid(inputs, out, "fp16", kind)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("size", [(16, 4096, 4096), (512, 512, 16384), (100, 1000, 3000)])
+def test_bit_identical_on_the_gpu_at_llm_shapes(kind, size):
+    """On the GPU, where programs finish in any order: the rule's own split counts and schedules, run three times,
+    the same bits, and valid."""
+    launcher_type, _ = KINDS[kind]
+    inputs, out, launcher = _run(launcher_type, size, "fp16", 11)
+    first = out.clone()
+    for _ in range(2):
+        out.fill_(float("nan"))
+        launcher()
+        torch.cuda.synchronize()
+        assert torch.equal(first.view(torch.int16), out.view(torch.int16)), launcher.config
+    _assert_valid(inputs, out, "fp16", f"{kind} {size}: {launcher.config}")
+
+
+def _fp8(m, n, k):
+    a = torch.randn(m, k).to(torch.float8_e4m3fn)
+    b = torch.randn(n, k).to(torch.float8_e4m3fn)
+    return a, b, torch.tensor(1.0), torch.tensor(1.0)
+
+
+BAD = [
+    (
+        "fp8 without scales",
+        lambda: (_fp8(8, 16, 32)[:2], torch.empty(8, 16, dtype=torch.bfloat16)),
+        {},
+        "needs its scale",
+    ),
+    (
+        "fp8 B as K x N",
+        lambda: (
+            (_fp8(8, 16, 32)[0], torch.randn(32, 16).to(torch.float8_e4m3fn), torch.tensor(1.0), torch.tensor(1.0)),
+            torch.empty(8, 16, dtype=torch.bfloat16),
+        ),
+        {},
+        "N x K",
+    ),
+    (
+        "fp8 scale of two",
+        lambda: ((*_fp8(8, 16, 32)[:3], torch.ones(2)), torch.empty(8, 16, dtype=torch.bfloat16)),
+        {},
+        "per-tensor scale",
+    ),
+    ("fp8 out fp16", lambda: (_fp8(8, 16, 32), torch.empty(8, 16, dtype=torch.float16)), {}, "dtype torch.bfloat16"),
+    (
+        "bf16 with scales",
+        lambda: (
+            (torch.randn(8, 32).bfloat16(), torch.randn(32, 16).bfloat16(), torch.tensor(1.0), torch.tensor(1.0)),
+            torch.empty(8, 16, dtype=torch.bfloat16),
+        ),
+        {},
+        "fp8 operands only",
+    ),
+    ("fp32 in", lambda: ((torch.randn(8, 32), torch.randn(32, 16)), torch.empty(8, 16)), {}, "not implemented"),
+    (
+        "stages",
+        lambda: ((torch.randn(8, 32).half(), torch.randn(32, 16).half()), torch.empty(8, 16).half()),
+        {"stages": 9},
+        "stages must be one of",
+    ),
+]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+@pytest.mark.parametrize("what, make, kwargs, rule", BAD, ids=[b[0] for b in BAD])
+def test_bad_input_is_refused_naming_the_rule(kind, what, make, kwargs, rule):
+    launcher_type, _ = KINDS[kind]
+    inputs, out = make()
+    with pytest.raises(ValueError, match=rule):
+        launcher_type(inputs, out, kwargs.get("stages", 2))
+
+
+@pytest.mark.parametrize(
+    "kind, bad",
+    [("split-k", {"splits": 0}), ("decode", {"splits": -1}), ("stream-k", {"sms": 0}), ("split-k", {"splits": 2.5})],
+)
+def test_bad_counts_are_refused(kind, bad):
+    launcher_type, _ = KINDS[kind]
+    inputs = (torch.randn(8, 32).half(), torch.randn(32, 16).half())
+    with pytest.raises(ValueError, match="must be a whole number >= 1"):
+        launcher_type(inputs, torch.empty(8, 16).half(), 2, **bad)
+
+
+@pytest.mark.parametrize(
+    "kind, module", [("split-k", gemm_splitk), ("stream-k", gemm_streamk), ("decode", gemm_decode)]
+)
+def test_fault_runs_the_fix_up_before_the_partials(kind, module):
+    """The sanitizer's fault (Fault.define, planted by TritonModule.with_defines) launches the fix-up before the
+    pass that writes the partials: it sums a workspace nobody wrote yet (NaN here), so C comes out wrong, while the
+    healthy module, on the same inputs, is right. On a GPU, initcheck reports those reads (suite.sanitize)."""
+    kernel = module.KERNEL
+    (fault,) = kernel.faults
+    broken = kernel.with_defines(fault.define, stages=fault.stages)
+    assert broken.stages == fault.stages and broken.extra_defines == (fault.define,) and kernel.extra_defines == ()
+    assert fault.tool == "initcheck" and len(kernel.kernel_names(2)) == 2  # the pass and its fix-up
+    size = (13, 70, 3 * 64 + 8)
+    launcher_type, kwargs = KINDS[kind]
+    for faults, valid in (((), True), ((fault.define,), False)):
+        inputs = GEMM.make_inputs(size, 5, DEVICE, "fp16")
+        out = GEMM.make_output(inputs).fill_(float("nan"))
+        launcher = launcher_type(inputs, out, fault.stages[0], faults=faults, **kwargs)
+        launcher.workspace.fill_(float("nan"))  # what a fresh, never-written workspace may hold
+        launcher()
+        assert GEMM.check(out, GEMM.reference(inputs), "fp16").valid == valid, faults
+
+
+def test_registered_for_the_llm_and_long_k_sets():
+    from suite.registry import variants
+
+    ours = {
+        v.name: v
+        for v in variants("gemm", "triton")
+        if v.name in ("split-k desc", "stream-k desc", "decode swap-ab desc")
+    }
+    assert set(ours) == {"split-k desc", "stream-k desc", "decode swap-ab desc"}
+    for v in ours.values():
+        assert v.shape_sets == ("llm", "long-k") and v.dtypes == DTYPES
+        assert all(v.stages_for(d) for d in DTYPES) and v.kernel.sanitize_sizes and v.kernel.faults
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Compiled for sm_90 without a GPU
+# ---------------------------------------------------------------------------------------------------------------
+
+OUT_DTYPE = {"fp16": "tl.float16", "bf16": "tl.bfloat16", "fp8e4m3": "tl.bfloat16"}
+
+
+def _descs(dtype, rows_a, rows_b, bk):
+    from sm90_compile import desc
+
+    fp8 = dtype == "fp8e4m3"
+    return {"a_desc": desc(dtype, [rows_a, bk]), "b_desc": desc(dtype, [rows_b, bk] if fp8 else [bk, rows_b])}
+
+
+def _spec(fn, dtype, sig, meta, stages, warps, aligned):
+    from sm90_compile import scales
+
+    scale_sig, scale_values = scales(dtype)
+    options = {"num_warps": warps} | ({"num_stages": stages} if stages else {})
+    return {
+        "fn": fn,
+        "signature": {**sig, **scale_sig, **{k: "constexpr" for k in meta}},
+        "constexprs": {**meta, **scale_values},
+        "aligned": aligned,
+        "options": options,
+    }
+
+
+def _assert_pipelined(got, dtype, stages, stage_bytes, what):
+    classes = got["classes"]
+    assert classes["wgmma"] > 0 and classes["tma"] > 0 and classes["mbarrier"] > 0, (what, classes)
+    assert (classes["wgmma_fp8"] > 0) == (dtype == "fp8e4m3"), (what, classes)
+    assert classes["local_memory"] == 0, (what, "spills", classes)
+    assert stages * stage_bytes <= got["shared"] <= SMEM_LIMIT, (what, got["shared"])
+    assert got["ptx"]["atom.global"] == 0 and got["ptx"]["red.global"] == 0, (what, "atomics", got["ptx"])
+
+
+def test_split_k_on_sm90():
+    """Both tiles (64 and 128 rows) at every dtype and the deepest ring, plus the shallowest, the partial and the
+    direct epilogue: wgmma on TMA loads, no spills, no atomics, within 227 KiB; the reduction pass at MAX_SPLITS
+    unrolled without spills."""
+    from sm90_compile import OUT_TYPES, compile_sm90
+
+    fn = "suite.triton.gemm_splitk:splitk_partial_kernel"
+    cases = [(d, m, max(gemm_splitk.STAGES), True) for d, m in (("fp16", 16), ("fp16", 1000), ("bf16", 1000))]
+    cases += [("fp8e4m3", m, max(gemm_splitk.STAGES), True) for m in (16, 1000)]
+    cases += [("fp16", 1000, min(gemm_splitk.STAGES), False)]
+    specs = []
+    for dtype, m, stages, split in cases:
+        bm, bn, bk, warps = gemm_splitk.tile_for(dtype, m)
+        sig = {
+            **_descs(dtype, bm, bn, bk),
+            "c": f"*{OUT_TYPES[dtype]}",
+            "workspace": "*fp32",
+            "M": "i32",
+            "N": "i32",
+            "K": "i32",
+            "splits": "i32",
+            "stride_cm": "i32",
+        }
+        meta = {
+            "BLOCK_M": bm,
+            "BLOCK_N": bn,
+            "BLOCK_K": bk,
+            "GROUP_M": 8,
+            "SPLIT": split,
+            "B_K_MAJOR": dtype == "fp8e4m3",
+            "OUT_DTYPE": OUT_DTYPE[dtype],
+            "SCALED": dtype == "fp8e4m3",
+        }
+        specs.append(_spec(fn, dtype, sig, meta, stages, warps, ["c", "workspace", "stride_cm"]))
+    reduce_meta = {
+        "SPLITS": gemm_splitk.MAX_SPLITS,
+        "BLOCK": gemm_splitk.REDUCE_BLOCK,
+        "OUT_DTYPE": "tl.bfloat16",
+        "SCALED": True,
+    }
+    specs.append(
+        _spec(
+            "suite.triton.gemm_splitk:splitk_reduce_kernel",
+            "fp8e4m3",
+            {"workspace": "*fp32", "c": "*bf16", "MN": "i32"},
+            reduce_meta,
+            None,
+            4,
+            ["workspace", "c"],
+        )
+    )
+    *partials, reduction = compile_sm90(specs)
+    for (dtype, m, stages, _), got in zip(cases, partials):
+        bm, bn, bk, _ = gemm_splitk.tile_for(dtype, m)
+        _assert_pipelined(got, dtype, stages, gemm_splitk.stage_bytes(dtype, (bm, bn, bk)), (dtype, m, stages))
+    assert reduction["classes"]["local_memory"] == 0, reduction["classes"]
+
+
+def test_stream_k_on_sm90():
+    from sm90_compile import OUT_TYPES, compile_sm90
+
+    fn = "suite.triton.gemm_streamk:streamk_kernel"
+    cases = [(d, m, max(gemm_streamk.STAGES)) for d in ("fp16", "fp8e4m3") for m in (16, 1000)]
+    specs = []
+    for dtype, m, stages in cases:
+        bm, bn, bk, warps = gemm_splitk.tile_for(dtype, m)
+        sig = {
+            **_descs(dtype, bm, bn, bk),
+            "c": f"*{OUT_TYPES[dtype]}",
+            "workspace": "*fp32",
+            "M": "i32",
+            "N": "i32",
+            "K": "i32",
+            "stride_cm": "i32",
+            "num_programs": "i32",
+            "dp_tiles": "i32",
+            "sk_programs": "i32",
+            "sk_iters": "i32",
+        }
+        meta = {
+            "BLOCK_M": bm,
+            "BLOCK_N": bn,
+            "BLOCK_K": bk,
+            "GROUP_M": 8,
+            "B_K_MAJOR": dtype == "fp8e4m3",
+            "OUT_DTYPE": OUT_DTYPE[dtype],
+            "SCALED": dtype == "fp8e4m3",
+        }
+        specs.append(_spec(fn, dtype, sig, meta, stages, warps, ["c", "workspace", "stride_cm"]))
+    fixup_meta = {
+        "BLOCK_M": 128,
+        "BLOCK_N": 256,
+        "GROUP_M": 8,
+        "ROWS": gemm_streamk.FIXUP_ROWS,
+        "UNROLL": gemm_streamk.FIXUP_UNROLL,
+        "OUT_DTYPE": "tl.bfloat16",
+        "SCALED": True,
+    }
+    specs.append(
+        _spec(
+            "suite.triton.gemm_streamk:streamk_fixup_kernel",
+            "fp8e4m3",
+            {
+                "workspace": "*fp32",
+                "c": "*bf16",
+                "table": "*i32",
+                "M": "i32",
+                "N": "i32",
+                "stride_cm": "i32",
+                "dp_tiles": "i32",
+                "sk_tiles": "i32",
+            },
+            fixup_meta,
+            None,
+            4,
+            ["workspace", "c", "table", "stride_cm"],
+        )
+    )
+    *mains, fixup = compile_sm90(specs)
+    for (dtype, m, stages), got in zip(cases, mains):
+        bm, bn, bk, _ = gemm_splitk.tile_for(dtype, m)
+        _assert_pipelined(got, dtype, stages, gemm_splitk.stage_bytes(dtype, (bm, bn, bk)), (dtype, m, stages))
+    assert fixup["classes"]["local_memory"] == 0, fixup["classes"]
+
+
+def test_decode_on_sm90():
+    """The widest and narrowest tiles of the rule, every dtype, the deepest ring (5 stages of up to 40 KiB): wgmma
+    with the weight on its M side (HGMMA; QGMMA for fp8) on TMA loads, no spills, within 227 KiB."""
+    from sm90_compile import OUT_TYPES, compile_sm90
+
+    fn = "suite.triton.gemm_decode:decode_kernel"
+    cases = [("fp16", 64, 16), ("fp16", 128, 64), ("bf16", 128, 32), ("fp8e4m3", 64, 16), ("fp8e4m3", 128, 64)]
+    stages = max(gemm_decode.STAGES)
+    specs = []
+    for dtype, block_w, block_t in cases:
+        bk = gemm_decode.block_k_for(dtype, block_w, block_t)
+        sig = {
+            **_descs(dtype, block_t, block_w, bk),
+            "c": f"*{OUT_TYPES[dtype]}",
+            "workspace": "*fp32",
+            "M": "i32",
+            "N": "i32",
+            "K": "i32",
+            "splits": "i32",
+            "stride_cm": "i32",
+        }
+        meta = {
+            "BLOCK_W": block_w,
+            "BLOCK_T": block_t,
+            "BLOCK_K": bk,
+            "SPLIT": block_t == 16,
+            "B_K_MAJOR": dtype == "fp8e4m3",
+            "OUT_DTYPE": OUT_DTYPE[dtype],
+            "SCALED": dtype == "fp8e4m3",
+        }
+        specs.append(_spec(fn, dtype, sig, meta, stages, gemm_decode.NUM_WARPS, ["c", "workspace", "stride_cm"]))
+    for (dtype, block_w, block_t), got in zip(cases, compile_sm90(specs)):
+        p = gemm_decode.Plan(block_w, block_t, gemm_decode.block_k_for(dtype, block_w, block_t), 1, 1, 1)
+        _assert_pipelined(got, dtype, stages, p.stage_bytes(dtype), (dtype, block_w, block_t))
