@@ -9,18 +9,42 @@ import time
 
 import pytest
 import torch
-
 from conftest import HAS_GPU
+
 from suite.driver import report
 from suite.run import main
 
 
 def _row(**kw):
-    row = dict(problem="vector", shape="1024", dtype="fp32", backend="ptx", variant="ring", stages=3,
-               baseline=False, ceiling=False, median_ms=1.0, iqr_ms=0.004, spread=0.004, samples=100,
-               throughput=2.0, unit="GB/s", ratio_to_ceiling=0.9, valid=True, max_abs_error=0.0, rel_error=0.0,
-               measured=True, throttled=False, note="", smem_per_stage=32768, smem_total=33792, registers=40,
-               spill_bytes=0, occupancy=3, sass="LDGSTS")
+    row = {
+        "problem": "vector",
+        "shape": "1024",
+        "dtype": "fp32",
+        "backend": "ptx",
+        "variant": "ring",
+        "stages": 3,
+        "baseline": False,
+        "ceiling": False,
+        "median_ms": 1.0,
+        "iqr_ms": 0.004,
+        "spread": 0.004,
+        "samples": 100,
+        "throughput": 2.0,
+        "unit": "GB/s",
+        "ratio_to_ceiling": 0.9,
+        "valid": True,
+        "max_abs_error": 0.0,
+        "rel_error": 0.0,
+        "measured": True,
+        "throttled": False,
+        "note": "",
+        "smem_per_stage": 32768,
+        "smem_total": 33792,
+        "registers": 40,
+        "spill_bytes": 0,
+        "occupancy": 3,
+        "sass": "LDGSTS",
+    }
     row.update(kw)
     return row
 
@@ -56,8 +80,20 @@ def test_writers_and_plot(tmp_path):
     assert names == ["results.csv", "results.json", "table.md", "vector.png"]
     data = json.loads((tmp_path / "out" / "results.json").read_text())
     assert data["meta"] == {"gpu": "test"} and len(data["rows"]) == len(rows)
-    for key in ("problem", "backend", "variant", "stages", "shape", "dtype", "median_ms", "throughput", "unit",
-                "ratio_to_ceiling", "valid", "max_abs_error"):
+    for key in (
+        "problem",
+        "backend",
+        "variant",
+        "stages",
+        "shape",
+        "dtype",
+        "median_ms",
+        "throughput",
+        "unit",
+        "ratio_to_ceiling",
+        "valid",
+        "max_abs_error",
+    ):
         assert key in data["rows"][0]
     csv_lines = (tmp_path / "out" / "results.csv").read_text().splitlines()
     assert csv_lines[0].startswith("problem,shape,dtype,backend") and len(csv_lines) == len(rows) + 1
@@ -86,30 +122,42 @@ def _cli(*argv, cpu=False, timeout=600):
     runs on any machine."""
     env = {**os.environ, **({"CUDA_VISIBLE_DEVICES": ""} if cpu else {})}
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "suite.run", *argv], capture_output=True, text=True, env=env,
-                          timeout=timeout)
+    proc = subprocess.run(
+        [sys.executable, "-m", "suite.run", *argv],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=timeout,
+        check=False,
+    )
     return proc, time.monotonic() - t0
 
 
-@pytest.mark.parametrize("argv, flag, rule", [
-    (["--problem", "nope"], "--problem", "invalid choice"),
-    (["--variant", "nope"], "--variant", "unknown 'nope'"),
-    (["--size", "8"], "--size", "needs exactly one --problem"),
-    (["--problem", "vector", "--size", "-5"], "--size", "every dimension must be >= 1"),
-    (["--problem", "vector", "--size", "0"], "--size", "every dimension must be >= 1"),
-    (["--problem", "gemm", "--size", "64x0x64"], "--size", "every dimension must be >= 1"),
-    (["--problem", "vector", "--size", "abc"], "--size", "sizes are whole numbers"),
-    (["--problem", "vector", "--size", "1e6"], "--size", "sizes are whole numbers"),
-    (["--problem", "vector", "--size", "2^70"], "--size", "below 2^63"),
-    (["--problem", "gemm", "--size", "8x8"], "--size", "a gemm size is M (a cube) or MxNxK"),
-    (["--problem", "gemm", "--dtype", "fp32"], "--dtype", "no selected problem takes fp32"),
-    (["--stages", "0"], "--stages", "stage counts must be >= 1"),
-    (["--stages", "abc"], "--stages", "stage counts are whole numbers"),
-    (["--stages", "99"], "--stages 99", "no selected variant sweeps 99"),
-    (["--problem", "vector", "--stages", str(_GEMM_ONLY_STAGE)], f"--stages {_GEMM_ONLY_STAGE}",
-     f"no selected variant sweeps {_GEMM_ONLY_STAGE}"),  # gemm sweeps it, but only vector is selected
-    (["--backend", "ptx", "--variant", "tile loop"], "--variant", "no registered variant matches"),
-])
+@pytest.mark.parametrize(
+    "argv, flag, rule",
+    [
+        (["--problem", "nope"], "--problem", "invalid choice"),
+        (["--variant", "nope"], "--variant", "unknown 'nope'"),
+        (["--size", "8"], "--size", "needs exactly one --problem"),
+        (["--problem", "vector", "--size", "-5"], "--size", "every dimension must be >= 1"),
+        (["--problem", "vector", "--size", "0"], "--size", "every dimension must be >= 1"),
+        (["--problem", "gemm", "--size", "64x0x64"], "--size", "every dimension must be >= 1"),
+        (["--problem", "vector", "--size", "abc"], "--size", "sizes are whole numbers"),
+        (["--problem", "vector", "--size", "1e6"], "--size", "sizes are whole numbers"),
+        (["--problem", "vector", "--size", "2^70"], "--size", "below 2^63"),
+        (["--problem", "gemm", "--size", "8x8"], "--size", "a gemm size is M (a cube) or MxNxK"),
+        (["--problem", "gemm", "--dtype", "fp32"], "--dtype", "no selected problem takes fp32"),
+        (["--stages", "0"], "--stages", "stage counts must be >= 1"),
+        (["--stages", "abc"], "--stages", "stage counts are whole numbers"),
+        (["--stages", "99"], "--stages 99", "no selected variant sweeps 99"),
+        (
+            ["--problem", "vector", "--stages", str(_GEMM_ONLY_STAGE)],
+            f"--stages {_GEMM_ONLY_STAGE}",
+            f"no selected variant sweeps {_GEMM_ONLY_STAGE}",
+        ),  # gemm sweeps it, but only vector is selected
+        (["--backend", "ptx", "--variant", "tile loop"], "--variant", "no registered variant matches"),
+    ],
+)
 def test_cli_rejects_bad_arguments_before_running(argv, flag, rule, tmp_path):
     """One line naming the flag and the rule, exit 2, within seconds, nothing written."""
     out = tmp_path / "results"
@@ -169,8 +217,9 @@ def test_cli_cpu_run_end_to_end(tmp_path, pytestconfig):
     labelled = [(f"{r['backend']}:{r['variant']}", r) for r in rows]
     built = [(r, declared[label]) for label, r in labelled if label in declared]
     assert {label for label, _ in labelled if label in declared} == set(declared)
-    assert all(r["built_for"] and all((r["sass_counts"] or {}).get(c, 0) >= n for c, n in need.items())
-               for r, need in built), [(r["variant"], r["sass_counts"], need) for r, need in built]
+    assert all(
+        r["built_for"] and all((r["sass_counts"] or {}).get(c, 0) >= n for c, n in need.items()) for r, need in built
+    ), [(r["variant"], r["sass_counts"], need) for r, need in built]
     assert not any(r["measured"] for r in rows)
     table_md = (out / "table.md").read_text()
     assert "built sm_90, not run" in table_md and "LDGSTS" in table_md and " regs" in table_md
@@ -181,8 +230,22 @@ def test_cli_cpu_run_end_to_end(tmp_path, pytestconfig):
 def test_cli_gpu_run_end_to_end(tmp_path):
     """On a GPU: a short real run is validated, timed, plotted, fits 160 columns, and exits 0."""
     out = tmp_path / "run"
-    proc, _ = _cli("--problem", "vector", "--size", "2^22", "--backend", "ptx", "triton", "--stages", "1", "4",
-                   "--quick", "--out", str(out), "--no-progress")
+    proc, _ = _cli(
+        "--problem",
+        "vector",
+        "--size",
+        "2^22",
+        "--backend",
+        "ptx",
+        "triton",
+        "--stages",
+        "1",
+        "4",
+        "--quick",
+        "--out",
+        str(out),
+        "--no-progress",
+    )
     assert proc.returncode == 0, proc.stderr
     assert max(len(line) for line in (proc.stdout + proc.stderr).splitlines()) <= 160
     rows = json.loads((out / "results.json").read_text())["rows"]
@@ -199,7 +262,9 @@ def test_cli_variant_filter_runs_only_its_problem(tmp_path):
     assert proc.returncode == 0, proc.stderr
     rows = json.loads((out / "results.json").read_text())["rows"]
     assert {(r["problem"], r["backend"], r["variant"]) for r in rows} == {
-        ("vector", "ptx", "cp.async ring"), ("vector", "torch", "copy_")}
+        ("vector", "ptx", "cp.async ring"),
+        ("vector", "torch", "copy_"),
+    }
     assert "gemm" not in proc.stdout
 
 
@@ -225,8 +290,9 @@ def test_driver_timing_logic_with_a_fake_clock(monkeypatch):
 
     monkeypatch.setattr(bench, "_time", fake_time)
     monkeypatch.setattr(bench.run_meta, "gpu_state", lambda: {"throttled": True, "sm_clock_mhz": 1500.0})
-    opts = bench.Options(problems=("vector",), sizes={"vector": (3 * 8192 + 5,)}, backends=("torch", "triton"),
-                         stages=(2,))
+    opts = bench.Options(
+        problems=("vector",), sizes={"vector": (3 * 8192 + 5,)}, backends=("torch", "triton"), stages=(2,)
+    )
     # on a CPU machine the Triton kernel runs in the interpreter on CPU tensors; on a GPU machine, on the GPU
     rows = bench.run(opts, on_gpu=True, progress=False, device=torch.device("cuda" if HAS_GPU else "cpu"))
     by = {(r["backend"], r["variant"]): r for r in rows}
@@ -308,8 +374,13 @@ def test_written_files_honour_the_umask(tmp_path, umask, mode):
 
 
 def test_table_md_has_no_python_reprs(tmp_path):
-    meta = {"gpu": None, "driver": None, "gpu_state_before": {"sm_clock_mhz": 1980.0, "throttled": False},
-            "gpu_state_after": {}, "nvrtc": "13.0"}
+    meta = {
+        "gpu": None,
+        "driver": None,
+        "gpu_state_before": {"sm_clock_mhz": 1980.0, "throttled": False},
+        "gpu_state_after": {},
+        "nvrtc": "13.0",
+    }
     rows = _rows() + [_row(backend="torch", variant="mul", stages=None, note="spread 1.5% > 1%")]
     report.write(rows, meta, tmp_path / "out")
     text = (tmp_path / "out" / "table.md").read_text()
@@ -324,15 +395,38 @@ def _wide_rows():
     an autotuned variant with a long config."""
     rows = []
     for shape in ("8192x8192x8192", "4000x3000x1000"):
-        common = dict(problem="gemm", shape=shape, dtype="fp16->fp32acc->fp16", unit="TFLOP/s", throughput=512.3)
+        common = {
+            "problem": "gemm",
+            "shape": shape,
+            "dtype": "fp16->fp32acc->fp16",
+            "unit": "TFLOP/s",
+            "throughput": 512.3,
+        }
         rows.append(_row(**common, backend="torch", variant="cuBLAS", stages=None, ceiling=True, ratio_to_ceiling=1.0))
         for i in range(6):
             for s in (1, 2, 3, 4, 5):
-                rows.append(_row(**common, backend="ptx", variant=f"128x256x{32 * (i + 1)} wgmma tma warp-specialized",
-                                 stages=s, throttled=(i, s) == (0, 3), spread=0.05 if (i, s) == (1, 2) else 0.001))
+                rows.append(
+                    _row(
+                        **common,
+                        backend="ptx",
+                        variant=f"128x256x{32 * (i + 1)} wgmma tma warp-specialized",
+                        stages=s,
+                        throttled=(i, s) == (0, 3),
+                        spread=0.05 if (i, s) == (1, 2) else 0.001,
+                    )
+                )
         rows.append(_row(**common, backend="triton", variant="tuned", stages=4, config="x" * 300))
-        rows.append(_row(**common, backend="ptx", variant="broken", stages=None, valid=False, measured=False,
-                         note="INVALID: " + "Tensor-likes are not close! " * 12))
+        rows.append(
+            _row(
+                **common,
+                backend="ptx",
+                variant="broken",
+                stages=None,
+                valid=False,
+                measured=False,
+                note="INVALID: " + "Tensor-likes are not close! " * 12,
+            )
+        )
     return rows
 
 
@@ -380,10 +474,12 @@ def test_plot_ceiling_has_its_own_color_and_the_legend_covers_no_data():
 def test_missing_plots_say_why():
     cpu_rows = [_row(measured=False, valid=None, built_for="sm_90"), _row(problem="gemm", measured=False, valid=False)]
     assert report.missing_plots(cpu_rows, on_gpu=False) == [
-        "No plot written (vector.png, gemm.png): plots show measured throughput, and without a GPU nothing is timed."]
+        "No plot written (vector.png, gemm.png): plots show measured throughput, and without a GPU nothing is timed."
+    ]
     gpu_rows = _rows() + [_row(problem="gemm", measured=False, valid=False)]
     assert report.missing_plots(gpu_rows, on_gpu=True) == [
-        "No gemm.png written: no gemm row was timed (each failed validation or was skipped; see table.md)."]
+        "No gemm.png written: no gemm row was timed (each failed validation or was skipped; see table.md)."
+    ]
     assert report.missing_plots(_rows(), on_gpu=True) == []
 
 
@@ -393,7 +489,7 @@ def test_readme_documents_every_csv_column_and_the_cpu_limits():
     from suite.problems import PROBLEMS
 
     readme = (Path(__file__).parent.parent / "README.md").read_text()
-    output = readme[readme.index("### Output"):]
+    output = readme[readme.index("### Output") :]
     missing = [c for c in report.CSV_FIELDS if f"`{c}`" not in output]
     assert not missing, f"README's output section does not explain {missing}"
     for problem in PROBLEMS.values():

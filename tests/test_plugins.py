@@ -276,7 +276,9 @@ def test_a_plugin_given_twice_loads_once(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     listed = [line for line in proc.stdout.splitlines() if line.startswith("| ")]  # the table's lines
-    assert sum("plugin prefetch" in line for line in listed) == 1 and sum("plugin tiles" in line for line in listed) == 1
+    assert (
+        sum("plugin prefetch" in line for line in listed) == 1 and sum("plugin tiles" in line for line in listed) == 1
+    )
     proc = _run("-m", "suite.run", "--plugin", str(PLUGIN), "--plugin", "tests.plugins.example_plugin", "--list")
     assert proc.returncode == 0, proc.stderr
     assert sum("plugin prefetch" in line for line in proc.stdout.splitlines() if line.startswith("| ")) == 1

@@ -85,14 +85,29 @@ def included_sources(path: Path, include_path: tuple[str | Path, ...] = ()) -> l
     return seen
 
 
-def cache_key(path: Path, arch: str, name_expressions: tuple[str, ...], options: list[str],
-              header_dirs: tuple[str, ...] = (), nvrtc_version: tuple[int, int] = (0, 0)) -> str:
+def cache_key(
+    path: Path,
+    arch: str,
+    name_expressions: tuple[str, ...],
+    options: list[str],
+    header_dirs: tuple[str, ...] = (),
+    nvrtc_version: tuple[int, int] = (0, 0),
+) -> str:
     """The key of one compile. ``options``: every option NVRTC receives (suite.nvrtc.loader passes ProgramOptions'
     own rendering); ``header_dirs``: where the ``#include "..."`` headers hashed by content are found (a header
     library on the include path but not here, such as libcu++, is keyed by its directory, which is in ``options``)."""
     h = hashlib.sha256()
-    h.update(json.dumps({"format": CACHE_FORMAT, "arch": arch, "nvrtc": list(nvrtc_version),
-                         "name_expressions": list(name_expressions), "options": list(options)}).encode())
+    h.update(
+        json.dumps(
+            {
+                "format": CACHE_FORMAT,
+                "arch": arch,
+                "nvrtc": list(nvrtc_version),
+                "name_expressions": list(name_expressions),
+                "options": list(options),
+            }
+        ).encode()
+    )
     for src in included_sources(path, header_dirs):
         h.update(b"\0" + src.name.encode() + b"\0" + src.read_bytes())
     return h.hexdigest()
@@ -174,7 +189,9 @@ class Entry:
         except FileNotFoundError:
             return None
         except OSError as e:  # ELOOP: a symlink; EACCES, ENXIO (a socket), ...
-            self._refuse("it is a symlink" if os.path.islink(self.dir / self.name) else f"cannot open it ({e.strerror})")
+            self._refuse(
+                "it is a symlink" if os.path.islink(self.dir / self.name) else f"cannot open it ({e.strerror})"
+            )
             return None
         try:
             st = os.fstat(fd)
@@ -219,8 +236,16 @@ class Entry:
     # -- write -------------------------------------------------------------------------------------------------------
 
     def encode(self, cubin: bytes, symbols: dict[str, str], log: str = "") -> bytes:
-        header = json.dumps({"format": CACHE_FORMAT, "key": self.key, "options": self.options, "symbols": symbols,
-                             "log": log, "size": len(cubin)})
+        header = json.dumps(
+            {
+                "format": CACHE_FORMAT,
+                "key": self.key,
+                "options": self.options,
+                "symbols": symbols,
+                "log": log,
+                "size": len(cubin),
+            }
+        )
         rest = header.encode() + b"\n" + cubin
         return MAGIC + b"\n" + hashlib.sha256(rest).hexdigest().encode() + b"\n" + rest
 
@@ -250,8 +275,11 @@ class Entry:
                 raise
             return d / name
         except OSError as e:
-            _warn("write", f"could not store {d / name} ({type(e).__name__}: {e.strerror or e}); the "
-                           "compiled cubin is used, uncached")
+            _warn(
+                "write",
+                f"could not store {d / name} ({type(e).__name__}: {e.strerror or e}); the "
+                "compiled cubin is used, uncached",
+            )
             return None
         finally:
             os.close(dfd)
