@@ -298,3 +298,35 @@ def test_the_key_covers_each_option_given():
     assert base != cache.cache_key(src, "sm_90", ("k<1>",), ["-arch=sm_90", "--std=c++17", "--generate-line-info"])
     assert base != cache.cache_key(src, "sm_90", ("k<2>",), ["-arch=sm_90", "--std=c++17"])
     assert base == cache.cache_key(src, "sm_90", ("k<1>",), ["-arch=sm_90", "--std=c++17"])
+
+
+def test_a_run_with_an_unwritable_cache_builds_every_row(tmp_path):
+    """The CLI with a cache directory that cannot be created: every PTX row is built and described (none fails
+    'build failed: PermissionError'), exit 0, and one warning says the cache is not used."""
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": "", "PIPESUITE_CACHE_DIR": "/proc/pipesuite-no-such/cubin"}
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "suite.run",
+            "--problem",
+            "vector",
+            "--variant",
+            "ptx:cp.async ring",
+            "--out",
+            str(tmp_path / "run"),
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        env=env,
+        timeout=600,
+        check=False,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    warnings = [line for line in proc.stderr.splitlines() if line.startswith("warning: cubin cache:")]
+    assert len(warnings) == 1 and "cannot create /proc/pipesuite-no-such/cubin" in warnings[0], proc.stderr
+    rows = json.loads((tmp_path / "run" / "results.json").read_text())["rows"]
+    ptx = [r for r in rows if r["backend"] == "ptx"]
+    assert ptx and all(r["valid"] is not False and r.get("built_for") == "sm_90" for r in ptx), ptx
