@@ -314,9 +314,11 @@ def test_tile_counts_are_pluralized():
 # -- 17. suite.report --------------------------------------------------------------------------------------------
 
 
-def test_report_renders_a_committed_run_without_a_gpu(tmp_path):
-    proc = _run("-m", "suite.report", str(H200_GEMM), "--out", str(tmp_path / "again"))
-    assert proc.returncode == 0, proc.stderr
+def test_report_renders_a_committed_run_without_a_gpu(tmp_path, capsys):
+    from suite.report import main
+
+    assert main([str(H200_GEMM), "--out", str(tmp_path / "again")]) == 0
+    out = capsys.readouterr().out
     assert sorted(p.name for p in (tmp_path / "again").iterdir()) == [
         "gemm.png",
         "results.csv",
@@ -324,16 +326,15 @@ def test_report_renders_a_committed_run_without_a_gpu(tmp_path):
         "table.md",
     ]
     assert (tmp_path / "again" / "gemm.png").read_bytes()[:4] == b"\x89PNG"
-    assert "ptx:128x256x64 ws 2wg tma+wgmma" in proc.stdout and max(map(len, proc.stdout.splitlines())) <= 160
+    assert "ptx:128x256x64 ws 2wg tma+wgmma" in out and max(map(len, out.splitlines())) <= 160
     # in place: the tables and plots again, the record untouched
     copy = tmp_path / "copy"
     shutil.copytree(H200_GEMM, copy)
     (copy / "table.md").unlink()
     before = (copy / "results.json").read_bytes()
-    proc = _run("-m", "suite.report", str(copy))
-    assert proc.returncode == 0, proc.stderr
+    assert main([str(copy)]) == 0
     assert (copy / "table.md").exists() and (copy / "results.json").read_bytes() == before
-    assert "(results.json as it was)" in proc.stdout
+    assert "(results.json as it was)" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize(
