@@ -6,7 +6,7 @@ Examples:
   python -m suite.run --problem vector --backend ptx --stages 1 3
   python -m suite.run --list                            # the registered variants and their gates
   python -m suite.run --problem gemm --size 4096 --profile   # and why: one more launch per row under ncu
-  python -m suite.run --compare OLD NEW                  # two runs (directories or results.json): a gate
+  python -m suite.run --compare OLD NEW                 # two runs (directories or results.json): a gate
 """
 
 from __future__ import annotations
