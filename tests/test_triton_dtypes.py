@@ -59,7 +59,7 @@ def test_tuned_configs_fit_and_use_the_dtype_tile(dtype):
         ring = c.num_stages * gemm_desc.stage_bytes(dtype)
         c_stage = gemm_desc.C_TILE_BYTES // (2 if c.kwargs["EPILOGUE_SUBTILE"] else 1)
         assert ring + c_stage <= gemm_desc.SMEM_LIMIT, c
-    assert gemm_desc.TUNED_KERNELS[dtype].keys[-1] == "OUT_DTYPE"  # fp16 and bf16 choices kept apart
+    assert gemm_desc.TUNED_KERNELS[dtype].keys[-1] == "OUT_TYPE"  # fp16 and bf16 choices kept apart
 
 
 def test_every_triton_gemm_row_says_why_it_has_no_build():

@@ -307,7 +307,7 @@ def _gemm_desc_spec(dtype: str, host: bool, stages: int, persistent: bool = True
     ints = {name: "i32" for name in ("M", "N", "K", "stride_am", "stride_b", "stride_cm", "NUM_PROGRAMS")}
     meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": g.GROUP_M, "PERSISTENT": persistent, "C_DESC": True,
                 "EPILOGUE_SUBTILE": persistent, "HOST_DESC": host, "B_K_MAJOR": fp8,
-                "OUT_DTYPE": "tl.float16" if dtype == "fp16" else "tl.bfloat16", "SCALED": fp8}
+                "OUT_TYPE": OUT_TYPES[dtype], "SCALED": fp8}
     scale_sig, scale_values = scales(dtype)
     return {"fn": "suite.triton.gemm_desc:gemm_desc_kernel",
                 "signature": {**operands, **ints, **{k: "constexpr" for k in meta}, **scale_sig},

@@ -14,9 +14,8 @@ Three input types (suite.problems.GEMM_DTYPES), each on its own tile, every stag
 
 The descriptors are built either in the kernel (``tl.make_tensor_descriptor``: each program writes its tensor maps to
 global scratch and fences them before its first load) or on the host (``triton.tools.tensor_descriptor``, passed as
-kernel parameters: nothing to build or fence on the device). On the H200 the host-built form is 1-3 points of
-cuBLAS faster at 4096^3 and about 4 at 4000x3000x1000 (results/NVIDIA-H200/probe-triton-gemm-host-desc-20261130.txt);
-the table keeps both, so it shows what that buys.
+kernel parameters: nothing to build or fence on the device). The table keeps both, so it shows what that buys
+(the host-descriptor probe: docs/tuning.md).
 
 Tensor descriptors need every row pitch to be a multiple of 16 bytes. Where a row of A or B is not (K or N not a
 multiple of 8 for 2-byte types, K not a multiple of 16 for fp8), the launcher copies it into a buffer with a padded
@@ -44,6 +43,9 @@ NUM_WARPS = 8
 GROUP_M = 8
 # The output type of each input type, for the epilogue's cast (fp8's is bf16, as torch._scaled_mm's here)
 OUT_DTYPES = {"fp16": tl.float16, "bf16": tl.bfloat16, "fp8e4m3": tl.bfloat16}
+# ... and by name, as gemm_desc_kernel takes it: a string, so that it can sit in the autotuner's key, which
+# triton.autotune writes to its on-disk cache as JSON (a tl.dtype is not JSON)
+OUT_TYPES = {"fp16": "fp16", "bf16": "bf16", "fp8e4m3": "bf16"}
 ELEMENT_BYTES = {"fp16": 2, "bf16": 2, "fp8e4m3": 1}
 SMEM_LIMIT = 227 * 1024  # the most shared memory one block may have on the H200 (sm_90)
 
@@ -82,6 +84,15 @@ def tile_origin(tile, tiles_m, tiles_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.const
 
 
 @triton.jit
+def cast_out(x, OUT_TYPE: tl.constexpr):
+    """x in C's type, named by OUT_TYPE ("fp16" or "bf16")."""
+    if OUT_TYPE == "bf16":
+        return x.to(tl.bfloat16)
+    else:
+        return x.to(tl.float16)
+
+
+@triton.jit
 def gemm_desc_kernel(
     # A, B, C: pointers, or with HOST_DESC descriptors built on the host (C stays a pointer unless C_DESC)
     a,
@@ -107,7 +118,7 @@ def gemm_desc_kernel(
     EPILOGUE_SUBTILE: tl.constexpr = False,  # store C in two halves: half the shared memory for its staging
     HOST_DESC: tl.constexpr = False,  # a, b (and c when C_DESC) come as descriptors built on the host
     B_K_MAJOR: tl.constexpr = False,  # B given as N x K (fp8): boxes of [BLOCK_N, BLOCK_K], multiplied transposed
-    OUT_DTYPE: tl.constexpr = tl.float16,  # C's element type
+    OUT_TYPE: tl.constexpr = "fp16",  # C's element type: "fp16" or "bf16"
     SCALED: tl.constexpr = False,  # multiply by scale_a x scale_b in the epilogue (fp8's per-tensor scales)
     # fp8 only: pointers to the per-tensor scales (one fp32 each)
     scale_a=None,
@@ -152,20 +163,20 @@ def gemm_desc_kernel(
                                                    block_shape=[BLOCK_M, BLOCK_N // 2])
             halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
             left, right = tl.split(halves)
-            c_desc.store([m0, n0], left.to(OUT_DTYPE))
-            c_desc.store([m0, n0 + BLOCK_N // 2], right.to(OUT_DTYPE))
+            c_desc.store([m0, n0], cast_out(left, OUT_TYPE))
+            c_desc.store([m0, n0 + BLOCK_N // 2], cast_out(right, OUT_TYPE))
         elif C_DESC:
             if HOST_DESC:
                 c_desc = c
             else:
                 c_desc = tl.make_tensor_descriptor(c, shape=[M, N], strides=[stride_cm, 1],
                                                    block_shape=[BLOCK_M, BLOCK_N])
-            c_desc.store([m0, n0], acc.to(OUT_DTYPE))
+            c_desc.store([m0, n0], cast_out(acc, OUT_TYPE))
         else:
             rows = m0 + tl.arange(0, BLOCK_M)
             cols = n0 + tl.arange(0, BLOCK_N)
             c_ptrs = c + rows[:, None].to(tl.int64) * stride_cm + cols[None, :]
-            tl.store(c_ptrs, acc.to(OUT_DTYPE), mask=(rows[:, None] < M) & (cols[None, :] < N))
+            tl.store(c_ptrs, cast_out(acc, OUT_TYPE), mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
 def _alloc_scratch(size: int, alignment: int, stream):
@@ -303,7 +314,7 @@ class DescGemm:
         compiled = gemm_desc_kernel[(self.grid,)](
             *args, self.grid, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=GROUP_M,
             PERSISTENT=self.persistent, C_DESC=self.operands.c_desc, EPILOGUE_SUBTILE=self.persistent,
-            HOST_DESC=self.host_desc, B_K_MAJOR=self.ops.b_k_major, OUT_DTYPE=OUT_DTYPES[self.ops.dtype],
+            HOST_DESC=self.host_desc, B_K_MAJOR=self.ops.b_k_major, OUT_TYPE=OUT_TYPES[self.ops.dtype],
             num_warps=NUM_WARPS, num_stages=self.stages, **scale_kwargs(self.ops),
         )
         if not self._compiled and compiled is not None:
@@ -316,9 +327,7 @@ def tuning_configs(dtype: str = "fp16") -> list[triton.Config]:
     stored in two halves: depth, one program per tile or persistent, and GROUP_M. One tile keeps one set of
     host-built descriptors valid for every configuration (their boxes are part of the kernel's signature), so no
     per-configuration hook is needed and the choice can be cached on disk. Other tiles never won at the suite's fp16
-    shapes on the H200: 256x128 and 128x128 came 2-10 points behind 128x256 at 4096^3, 8192^3 and 4000x3000x1000
-    (results/NVIDIA-H200/tune-gemm-triton-20261130.txt, probe-triton-gemm-host-desc-20261130.txt); for fp8,
-    128x256x128 at 3 stages was 1.04-1.09 of cuBLAS fp8 and 128x128x128 about 1.0 (shared/DEVICE.md).
+    shapes on the H200, and for fp8 128x256x128 at 3 stages led 128x128x128 (docs/tuning.md).
     The configurations are the same for every dtype; only the tile's BLOCK_K differs (64, or 128 for fp8)."""
     bm, bn, bk = TILES[dtype]
     return [
@@ -344,7 +353,7 @@ def tuning_configs(dtype: str = "fp16") -> list[triton.Config]:
 # code reuse it too: the row's config says which was used; clearing TRITON_CACHE_DIR tunes afresh. Building an
 # autotuner compiles nothing.
 TUNED_KERNELS = {
-    dtype: triton.autotune(configs=tuning_configs(dtype), key=["M", "N", "K", "C_DESC", "OUT_DTYPE"],
+    dtype: triton.autotune(configs=tuning_configs(dtype), key=["M", "N", "K", "C_DESC", "OUT_TYPE"],
                            cache_results=True)(triton.jit(gemm_desc_kernel.fn))
     for dtype in DTYPES
 }
@@ -375,7 +384,7 @@ class TunedGemm:
         compiled = self.kernel[lambda meta: (self.num_programs(meta),)](
             *self.operands.host_args(bm, bn, bk, c_halves=True), self.limit,
             C_DESC=self.operands.c_desc, HOST_DESC=True, B_K_MAJOR=self.ops.b_k_major,
-            OUT_DTYPE=OUT_DTYPES[self.ops.dtype], **scale_kwargs(self.ops))
+            OUT_TYPE=OUT_TYPES[self.ops.dtype], **scale_kwargs(self.ops))
         if not self._compiled and compiled is not None:
             self._compiled = True
             cfg = self.kernel.best_config

@@ -198,7 +198,7 @@ def reduce_splits(workspace: torch.Tensor, c: torch.Tensor, ops, splits: int) ->
 def new_workspace(splits: int, m: int, n: int, device: torch.device, fresh: bool = False) -> torch.Tensor:
     """The fp32 workspace [splits, M, N] of one launcher, sized from its shape. ``fresh``: from a memory pool of its
     own (device memory never written before, for the initcheck fault), where torch has one."""
-    if fresh and device.type == "cuda" and hasattr(torch.cuda, "MemPool"):
+    if fresh and device.type == "cuda" and hasattr(torch.cuda, "MemPool") and hasattr(torch.cuda, "use_mem_pool"):
         pool = torch.cuda.MemPool()
         with torch.cuda.use_mem_pool(pool):
             workspace = torch.empty((splits, m, n), dtype=torch.float32, device=device)
