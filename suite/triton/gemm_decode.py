@@ -208,10 +208,12 @@ class DecodeGemm:
         self._compiled = False
 
     def _note_in_flight(self, sms: int) -> None:
-        """Bytes each SM keeps in flight: S - 1 stages ahead of the one being read, times the programs per SM
-        (one: the ring is sized for it)."""
-        self.info.bytes_in_flight_per_sm = (self.stages - 1) * self.info.smem_per_stage
-        self.info.resident_blocks_per_sm = 1
+        """Loads each SM keeps in flight: S - 1 stages ahead of the one the wgmma reads, per program, times the
+        programs an SM holds at once (as many as fit, kernel_info's occupancy once compiled, but no more than the
+        grid gives it)."""
+        per_sm = max(1, min(self.info.occupancy or 1, -(-self.plan.programs // sms)))
+        self.info.resident_blocks_per_sm = per_sm
+        self.info.bytes_in_flight_per_sm = (self.stages - 1) * self.info.smem_per_stage * per_sm
 
     def __call__(self) -> None:
         ops, p = self.ops, self.plan
@@ -247,7 +249,7 @@ class DecodeGemm:
         if not self._compiled and compiled is not None:
             self._compiled = True
             self.info = kernel_info(compiled, self.info.smem_per_stage, self.config, p.programs)
-            self._note_in_flight(0)
+            self._note_in_flight(num_sms(ops.a.device))
 
 
 class Decode(TritonModule):
