@@ -327,6 +327,8 @@ def main(argv=None) -> int:
                 line.append("clean" if n == 0 else f"{n} finding(s)")
             rows.append(line)
     for tool in [] if args.faults_only else args.tools:
+        if all(blind_spot(v, tool) for v in sanitized_variants()):
+            continue  # the tool judges none of the selected kernels (each one's reason is in the report)
         ok &= totals[tool] == 0  # also catches findings in kernels not attributed above, and a tool that did not run
 
     # Self-test: every declared fault must be reported, attributed to the instantiations it broke.

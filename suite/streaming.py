@@ -56,7 +56,8 @@ class Schedule:
     def describe(self, pinned_by: str = "shared-memory padding") -> str:
         if self.persistent:
             return f"persistent, {self.blocks_per_sm}/SM pinned by {pinned_by}, tiles grid-strided"
-        return f"{self.tiles_per_block} tiles per block, residency set by resources"
+        tiles = "1 tile" if self.tiles_per_block == 1 else f"{self.tiles_per_block} tiles"
+        return f"{tiles} per block, residency set by resources"
 
 
 def bytes_in_flight_per_sm(tiles_in_flight: int, tile_bytes: int, resident_blocks_per_sm: int | None) -> int | None:

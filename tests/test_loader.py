@@ -125,7 +125,9 @@ def test_inline_asm_error_names_the_source_line(cache_dir, tmp_path):
     src = tmp_path / "typo"
     src.mkdir()
     shutil.copy(vector.SOURCE, src / "vector.cu")
-    header = (loader.INCLUDE_DIR / "ptx_wrappers.cuh").read_text()  # a broken copy beside vector.cu is found first
+    for other in loader.INCLUDE_DIR.glob("*.cuh"):  # the shared headers beside it, found before suite/include's, so
+        shutil.copy(other, src / other.name)  # that ring.cuh includes the broken wrappers written below
+    header = (loader.INCLUDE_DIR / "ptx_wrappers.cuh").read_text()
     assert header.count("cp.async.commit_group;") == 1
     (src / "ptx_wrappers.cuh").write_text(header.replace("cp.async.commit_group;", "cp.async.comit_group;"))
     typo_line = next(i for i, text in enumerate(header.splitlines(), 1) if "cp.async.commit_group;" in text)

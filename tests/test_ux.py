@@ -304,11 +304,11 @@ def test_table_md_lines_stay_readable_and_long_configs_go_to_the_notes():
     assert "(in the notes)" in text
 
 
-@pytest.mark.xfail(strict=True, reason="suite/streaming.py (not this change's file) says '1 tiles per block'")
 def test_tile_counts_are_pluralized():
     from suite.streaming import Schedule
 
     assert "1 tile per block" in Schedule(tiles_per_block=1).describe()
+    assert "2 tiles per block" in Schedule(tiles_per_block=2).describe()
 
 
 # -- 17. suite.report --------------------------------------------------------------------------------------------

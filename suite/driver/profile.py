@@ -180,7 +180,7 @@ def _r(value, digits: int = 2):
 
 
 def profile_of(kernel: dict) -> dict:
-    """The profile object of one profiled kernel (see the README's "Reading the profile columns")."""
+    """The profile object of one profiled kernel (docs/method.md, "--profile")."""
     v = kernel["values"]
     stalls = {r: v.get(stall_metric(r)) for r in STALL_REASONS}
     stalled = {r: x for r, x in stalls.items() if r != NOT_A_STALL and x}

@@ -28,6 +28,9 @@ CSV_FIELDS = (
     "throughput",
     "unit",
     "ratio_to_ceiling",
+    "roofline",
+    "ratio_to_roofline",
+    "bound",
     "valid",
     "max_abs_error",
     "rel_error",
@@ -81,8 +84,12 @@ def _perf(row: dict) -> str:
 
 
 def _pct(row: dict) -> str:
+    """% of the ceiling, and of the roofline where the row has one (suite.driver.roofline): '62.3% (rl 41%)'."""
     r = row.get("ratio_to_ceiling")
-    return "-" if r is None else f"{100 * r:.1f}%"
+    if r is None:
+        return "-"
+    rl = row.get("ratio_to_roofline")
+    return f"{100 * r:.1f}%" + ("" if rl is None else f" (rl {100 * rl:.0f}%)")
 
 
 def _resources(row: dict) -> str:
@@ -147,7 +154,8 @@ def table(rows: list[dict], fmt: str = "github", width: int = MD_WIDTH) -> str:
         why = _profiled(group)  # with --profile: a "why" column per variant
 
         where = f"{problem} {shape} ({group[0]['dtype']})" + (f", {group_name}" if group_name else "")
-        title = f"### {where}: {unit}, % of {ceiling_name}"
+        title = f"### {where}: {unit}, % of {ceiling_name}" + (
+            " (rl: % of the roofline)" if any(r.get("ratio_to_roofline") is not None for r in group) else "")
         headers = ["stages"]
         for k in swept:  # a variant's columns: its name heads the first (and the wide "why" cell), the others follow
             headers += [f"{k} {unit}", "%", "smem stage/total, regs, blocks", "SASS"] + ([f"{k} why"] if why else [])
@@ -222,7 +230,7 @@ def _why(r: dict | None) -> str:
 def _profile_note() -> str:
     from suite.driver.profile import TIMED_NOTE
 
-    return f"why: {TIMED_NOTE} (how to read it: README, Reading the profile columns)"
+    return f"why: {TIMED_NOTE} (how to read it: docs/method.md, --profile)"
 
 
 THROTTLED, NOISY = "*", "~"  # marks in the terminal table's cells
@@ -234,7 +242,7 @@ def _cell(r: dict, noisy_above: float) -> str:
     if r.get("measured") and r.get("valid") is not False:
         digits = 0 if r["unit"] == "GB/s" else 1
         marks = (THROTTLED if r.get("throttled") else "") + (NOISY if (r.get("spread") or 0) > noisy_above else "")
-        pct = "" if r.get("ratio_to_ceiling") is None else f" {100 * r['ratio_to_ceiling']:.1f}%"
+        pct = "" if r.get("ratio_to_ceiling") is None else f" {_pct(r)}"
         return f"{r['throughput']:.{digits}f}{marks}{pct}"
     if r.get("valid") is None and r.get("built_for"):
         return f"built {r['built_for']}: {r.get('sass') or 'no SASS classes'}"

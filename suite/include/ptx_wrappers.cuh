@@ -372,7 +372,7 @@ __device__ __forceinline__ void wgmma_m64n256k16_f32_bf16(float (&d)[128], unsig
                  : "l"(desc_a), "l"(desc_b));
 }
 
-// D(64 x N, fp32) += A(64 x 32, K-major, shared) * B(32 x N, K-major, shared), fp8 e4m3 operands.
+// D(64 x 128, fp32) += A(64 x 32, K-major, shared) * B(32 x 128, K-major, shared), fp8 e4m3 operands.
 __device__ __forceinline__ void wgmma_m64n128k32_f32_e4m3(float (&d)[64], unsigned long long desc_a,
                                                      unsigned long long desc_b) {
     asm volatile(WGMMA_K32_E4M3(128, WGMMA_D64_REGS, "%64, %65", 1)
@@ -384,12 +384,6 @@ __device__ __forceinline__ void wgmma_m64n128k32_f32_e4m3_first(float (&d)[64], 
                                                            unsigned long long desc_b) {
     asm volatile(WGMMA_K32_E4M3(128, WGMMA_D64_REGS, "%64, %65", 0)
                  : WGMMA_D64_OPERANDS(d)
-                 : "l"(desc_a), "l"(desc_b));
-}
-__device__ __forceinline__ void wgmma_m64n256k32_f32_e4m3(float (&d)[128], unsigned long long desc_a,
-                                                     unsigned long long desc_b) {
-    asm volatile(WGMMA_K32_E4M3(256, WGMMA_D128_REGS, "%128, %129", 1)
-                 : WGMMA_D128_OPERANDS(d)
                  : "l"(desc_a), "l"(desc_b));
 }
 

@@ -116,12 +116,7 @@ struct E4M3 {  // bf16 out, with the per-tensor scales
     static constexpr int BYTES = 1, K_STEP = 32;
     static constexpr bool B_K_MAJOR = true, SCALED = true, PROMOTE = true;
     __device__ __forceinline__ static half2_bits pack(float lo, float hi) { return pack_bf16x2(lo, hi); }
-    template <int N>
-    __device__ __forceinline__ static void mma(float (&d)[N / 2], unsigned long long da, unsigned long long db) {
-        if constexpr (N == 256) wgmma_m64n256k32_f32_e4m3(d, da, db);
-        else wgmma_m64n128k32_f32_e4m3(d, da, db);
-    }
-    // one 128-wide half of N: D = A * B on the first k-step of a K tile, D += A * B on the others
+    // one 128-wide half of N (fp8 is always promoted, so it has no whole-tile form): D = A * B on the first k-step of a K tile, D += A * B on the others
     __device__ __forceinline__ static void mma_half(float (&d)[64], unsigned long long da, unsigned long long db,
                                                     bool first) {
         if (first) wgmma_m64n128k32_f32_e4m3_first(d, da, db);
