@@ -105,3 +105,30 @@ def test_interpreter_bf16_dot_is_widened_exactly():
     c = torch.empty(16, 16)
     dot16[(1,)](a, b, c)
     torch.testing.assert_close(c, a.float() @ b.float(), rtol=1e-6, atol=1e-5)
+
+
+@pytest.mark.skipif(HAS_GPU, reason="the interpreter runs only where there is no GPU")
+def test_fp8_rows_skip_where_the_interpreter_cannot_multiply_fp8(monkeypatch):
+    """An interpreter whose tl.dot fails on fp8 (triton 3.9's does not; another version's might) turns every
+    Triton GEMM's fp8 row into a skip that says why, not a failure; the other dtypes still run."""
+    from triton.runtime import interpreter
+
+    from suite.triton import _interp_dot, gemm_decode, gemm_splitk, gemm_streamk
+
+    def no_fp8(self, a, b, d, *args, **kwargs):
+        raise NotImplementedError("no fp8 here")
+
+    monkeypatch.setattr(interpreter.InterpreterBuilder, "create_dot", no_fp8)
+    _interp_dot.fp8_dot_unsupported.cache_clear()
+    try:
+        reason = _interp_dot.fp8_dot_unsupported()
+        assert "cannot run an fp8 tl.dot" in reason and "no fp8 here" in reason
+        for kernel in (
+            gemm_desc.KERNELS["persistent host"],
+            gemm_splitk.KERNEL,
+            gemm_streamk.KERNEL,
+            gemm_decode.KERNEL,
+        ):
+            assert kernel.skip_reason("fp8e4m3") == reason and kernel.skip_reason("bf16") is None
+    finally:
+        _interp_dot.fp8_dot_unsupported.cache_clear()

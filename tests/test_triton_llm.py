@@ -13,7 +13,6 @@ On a CPU the kernels run in the Triton interpreter (tests/conftest.py sets TRITO
 
 from __future__ import annotations
 
-import functools
 import random
 import zlib
 
@@ -23,6 +22,7 @@ from conftest import HAS_GPU
 
 from suite.problems import GEMM
 from suite.triton import gemm_decode, gemm_splitk, gemm_streamk
+from suite.triton._interp_dot import fp8_dot_unsupported
 from suite.triton.gemm_desc import SMEM_LIMIT
 
 DEVICE = torch.device("cuda" if HAS_GPU else "cpu")
@@ -44,23 +44,8 @@ def _assert_valid(inputs, out, dtype, what):
     assert check.valid, f"{what}: {check.message} (max abs error {check.max_abs_error:.3g})"
 
 
-@functools.cache
-def _fp8_unsupported() -> str | None:
-    """Why fp8 tl.dot cannot run here, or None: the interpreter of triton 3.9 multiplies e4m3 (widened to fp16);
-    another version's interpreter may not (the GPU machine's triton 3.6 compiles instead, so it never asks)."""
-    if HAS_GPU:
-        return None
-    try:
-        inputs, out, _ = _run(gemm_splitk.SplitKGemm, (3, 5, 32), "fp8e4m3", 0, splits=2)
-    except Exception as e:  # noqa: BLE001 (any failure of the interpreter is the reason to skip)
-        return f"this Triton's interpreter cannot run an fp8 tl.dot: {type(e).__name__}: {e}"
-    if not GEMM.check(out, GEMM.reference(inputs), "fp8e4m3").valid:
-        return "this Triton's interpreter computes fp8 tl.dot wrong"
-    return None
-
-
 def _needs(dtype: str) -> None:
-    reason = _fp8_unsupported() if dtype == "fp8e4m3" else None
+    reason = fp8_dot_unsupported() if dtype == "fp8e4m3" else None  # an interpreter without fp8 tl.dot
     if reason:
         pytest.skip(reason)
 

@@ -43,7 +43,7 @@ import triton.language as tl
 from suite.checks import check_stages, gemm_operands
 from suite.kernel import Fault, TritonModule
 from suite.triton._compiled import kernel_info
-from suite.triton._interp_dot import widen_bf16_dot
+from suite.triton._interp_dot import fp8_dot_unsupported, widen_bf16_dot
 from suite.triton.gemm_desc import DTYPES, ELEMENT_BYTES, OUT_DTYPES, Operands, dtype_config, num_sms, rings_that_fit
 from suite.triton.gemm_splitk import FAULT_REDUCE_FIRST, new_workspace, reduce_splits, split_count, wave_efficiency
 
@@ -273,6 +273,9 @@ class Decode(TritonModule):
 
     def stages_for(self, dtype: str) -> tuple:
         return self.stages  # stages of <= 40 KiB at every dtype (block_k_for): the same rings fit
+
+    def skip_reason(self, dtype: str) -> str | None:
+        return fp8_dot_unsupported() if dtype == "fp8e4m3" else None  # the interpreter's fp8 (suite.triton._interp_dot)
 
     def kernel_names(self, stages: int) -> tuple[str, ...]:
         return ("decode_kernel", "splitk_reduce_kernel")

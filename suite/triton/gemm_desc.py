@@ -32,7 +32,7 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 from suite.checks import check_stages, gemm_operands
 from suite.kernel import TritonModule
 from suite.triton._compiled import kernel_info
-from suite.triton._interp_dot import widen_bf16_dot
+from suite.triton._interp_dot import fp8_dot_unsupported, widen_bf16_dot
 
 DTYPES = ("fp16", "bf16", "fp8e4m3")
 # (BLOCK_M, BLOCK_N, BLOCK_K) per input type: 48 KiB per stage either way, (128 x 64 + 64 x 256) x 2 bytes for the
@@ -412,6 +412,9 @@ class Descriptors(TritonModule):
 
     def stages_for(self, dtype: str) -> tuple:
         return self.stages  # 48 KiB stages at every dtype (TILES): the same rings fit
+
+    def skip_reason(self, dtype: str) -> str | None:
+        return fp8_dot_unsupported() if dtype == "fp8e4m3" else None  # the interpreter's fp8 (suite.triton._interp_dot)
 
     def launch(self, inputs, out, stages):
         return DescGemm(inputs, out, stages, persistent=self.persistent, host_desc=self.host_desc)

@@ -35,7 +35,7 @@ import triton.language as tl
 from suite.checks import check_stages, gemm_operands
 from suite.kernel import Fault, TritonModule
 from suite.triton._compiled import kernel_info
-from suite.triton._interp_dot import widen_bf16_dot
+from suite.triton._interp_dot import fp8_dot_unsupported, widen_bf16_dot
 from suite.triton.gemm_desc import (
     DTYPES,
     GROUP_M,
@@ -304,6 +304,9 @@ class SplitK(TritonModule):
 
     def stages_for(self, dtype: str) -> tuple:
         return self.stages  # 40-48 KiB stages at every dtype (tile_for): the same rings fit
+
+    def skip_reason(self, dtype: str) -> str | None:
+        return fp8_dot_unsupported() if dtype == "fp8e4m3" else None  # the interpreter's fp8 (suite.triton._interp_dot)
 
     def kernel_names(self, stages: int) -> tuple[str, ...]:
         return ("splitk_partial_kernel", "splitk_reduce_kernel")
