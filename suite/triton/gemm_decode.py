@@ -44,7 +44,16 @@ from suite.checks import check_stages, gemm_operands
 from suite.kernel import Fault, TritonModule
 from suite.triton._compiled import kernel_info
 from suite.triton._interp_dot import fp8_dot_unsupported, widen_bf16_dot
-from suite.triton.gemm_desc import DTYPES, ELEMENT_BYTES, OUT_DTYPES, Operands, dtype_config, num_sms, rings_that_fit
+from suite.triton.gemm_desc import (
+    DTYPES,
+    ELEMENT_BYTES,
+    OUT_DTYPES,
+    Operands,
+    count,
+    dtype_config,
+    num_sms,
+    rings_that_fit,
+)
 from suite.triton.gemm_splitk import FAULT_REDUCE_FIRST, new_workspace, reduce_splits, split_count, wave_efficiency
 
 NUM_WARPS = 4  # one warpgroup: BLOCK_W weight rows as 1 or 2 wgmma m64 steps
@@ -194,7 +203,7 @@ class DecodeGemm:
         self.config = (
             f"swapped (C^T = B^T A^T): {p.block_w} weight rows x {p.block_t} tokens x {p.block_k} K per "
             f"program, num_warps={NUM_WARPS}, num_stages={stages} ({stage // 1024} KiB stages), "
-            f"{p.tiles} tiles x {p.splits} split{'s' if p.splits > 1 else ''} = {p.programs} programs"
+            f"{count(p.tiles, 'tile')} x {count(p.splits, 'split')} = {count(p.programs, 'program')}"
             + (
                 ", fp32 workspace [splits, M, N] summed in split order by a second pass"
                 if p.splits > 1

@@ -276,6 +276,11 @@ def scale_kwargs(ops) -> dict:
     return {"SCALED": True, "scale_a": ops.scale_a, "scale_b": ops.scale_b}
 
 
+def count(n: int, thing: str) -> str:
+    """'1 tile', '2 tiles': a count for a row's config."""
+    return f"{n} {thing}" + ("" if n == 1 else "s")
+
+
 def dtype_config(dtype: str) -> str:
     """What the row must say about the operands of ``dtype``."""
     if dtype == "fp8e4m3":

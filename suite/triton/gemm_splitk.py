@@ -42,6 +42,7 @@ from suite.triton.gemm_desc import (
     OUT_DTYPES,
     TILES,
     Operands,
+    count,
     dtype_config,
     num_sms,
     rings_that_fit,
@@ -230,8 +231,8 @@ class SplitKGemm:
             new_workspace(self.splits, ops.m, ops.n, c.device, fresh=self.reduce_first) if self.splits > 1 else None
         )
         self.config = (
-            f"{bm}x{bn}x{bk}, num_warps={self.warps}, num_stages={stages}, split-K: {self.splits} "
-            f"split{'s' if self.splits > 1 else ''} of {k_tiles} K tiles over {tiles} tiles"
+            f"{bm}x{bn}x{bk}, num_warps={self.warps}, num_stages={stages}, split-K: {count(self.splits, 'split')} "
+            f"of {count(k_tiles, 'K tile')} over {count(tiles, 'tile')}"
             + (
                 f" ({self.grid} programs), fp32 workspace [{self.splits}, M, N] summed in split order by a second pass"
                 if self.splits > 1

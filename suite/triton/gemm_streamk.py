@@ -39,6 +39,7 @@ from suite.triton.gemm_desc import (
     GROUP_M,
     OUT_DTYPES,
     Operands,
+    count,
     dtype_config,
     num_sms,
     stage_bytes,
@@ -299,9 +300,9 @@ class StreamKGemm:
         )
         self.table = torch.tensor(s.fixup_table(), dtype=torch.int32, device=c.device) if self.fixups else None
         self.config = (
-            f"{bm}x{bn}x{bk}, num_warps={self.warps}, num_stages={stages}, stream-K: {s.programs} "
-            f"programs, {s.dp_tiles} of {tiles} tiles data-parallel, then {s.sk_iters} iterations "
-            f"({s.sk_tiles} tiles x {s.k_tiles} K tiles) shared, "
+            f"{bm}x{bn}x{bk}, num_warps={self.warps}, num_stages={stages}, stream-K: {count(s.programs, 'program')}"
+            f", {s.dp_tiles} of {count(tiles, 'tile')} data-parallel, then {count(s.sk_iters, 'iteration')} "
+            f"({count(s.sk_tiles, 'tile')} x {count(s.k_tiles, 'K tile')}) shared, "
             + (
                 f"tiles shared by up to {s.cover} programs summed in program order by a fix-up pass"
                 if self.fixups
