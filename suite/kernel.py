@@ -159,7 +159,9 @@ class NvrtcModule(KernelModule):
         return tuple(f"{k}={v}" for k, v in self.constants().items()) + tuple(self.extra_defines)
 
     def all_name_expressions(self) -> tuple[str, ...]:
-        return tuple(dict.fromkeys(e for s in self.stages for e in self.name_expressions(s)))
+        """Every instantiation a launch may pick, at every depth of every dtype it implements."""
+        depths = dict.fromkeys(s for d in (self.dtypes or (None,)) for s in (self.stages_for(d) if d else self.stages))
+        return tuple(dict.fromkeys(e for s in depths for e in self.name_expressions(s)))
 
     def build(self, arch: str | None = None):
         """Every instantiation, compiled for ``arch`` (default: the current GPU): a suite.nvrtc.loader.CompiledModule."""
@@ -182,8 +184,9 @@ class NvrtcModule(KernelModule):
             other.stages = tuple(stages)
         return other
 
-    def describe(self, arch: str) -> dict[int, KernelInfo]:
-        """Without a GPU: compile for ``arch`` and report each stage count's kernel (registers, spills, SASS)."""
+    def describe(self, arch: str, dtype: str | None = None) -> dict[int, KernelInfo]:
+        """Without a GPU: compile for ``arch`` and report each stage count's kernel (registers, spills, SASS); the
+        first instantiation of each depth (a module with several dtypes overrides this to pick ``dtype``'s)."""
         built = self.build(arch)
         out = {}
         for stages in self.stages:

@@ -483,17 +483,3 @@ def test_missing_plots_say_why():
         "No gemm.png written: no gemm row was timed (each failed validation or was skipped; see table.md)."
     ]
     assert report.missing_plots(_rows(), on_gpu=True) == []
-
-
-def test_readme_documents_every_csv_column_and_the_cpu_limits():
-    from pathlib import Path
-
-    from suite.problems import PROBLEMS
-
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    output = readme[readme.index("### Output") :]
-    missing = [c for c in report.CSV_FIELDS if f"`{c}`" not in output]
-    assert not missing, f"README's output section does not explain {missing}"
-    for problem in PROBLEMS.values():
-        assert problem.cpu_limit.split(" (")[0].replace("*", "·") in readme, problem.cpu_limit
-    assert "PIPESUITE_CACHE_DIR" in readme and "--index-url https://download.pytorch.org/whl/cpu" in readme

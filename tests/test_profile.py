@@ -403,20 +403,6 @@ def test_worker_runs_by_hand(tmp_path):
     assert [e["index"] for e in entries] == [0, 1, 2] and all(e.get("launched") for e in entries), entries
 
 
-def test_readme_explains_every_profile_field_and_column():
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    section = readme[readme.index("### Reading the profile columns"):]
-    fields = set(profile.profile_of(_kernels()[VECTOR])) | {"shape", "kernels"} | set(profile.CSV_FIELDS)
-    assert not [f for f in fields if f"`{f}`" not in section]
-    named = set()  # the metric names the section writes, `{ld,st}` and `<reason>` expanded
-    for token in re.findall(r"`([a-z0-9_]+__[^`]+)`", section):
-        forms = [token.replace("<reason>", r) for r in profile.STALL_REASONS] if "<reason>" in token else [token]
-        for form in forms:
-            alt = re.search(r"\{([^}]+)\}", form)
-            named |= {form[:alt.start()] + a + form[alt.end():] for a in alt[1].split(",")} if alt else {form}
-    assert set(profile.METRICS) - {profile.DURATION} <= named
-
-
 def test_group_timeout_from_the_environment(monkeypatch):
     monkeypatch.delenv("PIPESUITE_PROFILE_TIMEOUT", raising=False)
     assert profile.group_timeout() is None

@@ -148,7 +148,7 @@ class StreamKernel(NvrtcModule):
         check_stages(stages, self.stages)
         return self.module.Scale2(inputs[0], out, stages, self.stream_config)
 
-    def describe(self, arch: str) -> dict[int, KernelInfo]:
+    def describe(self, arch: str, dtype: str | None = None) -> dict[int, KernelInfo]:
         return self.module.describe(arch, self.stream_config, self.stages)
 
 
