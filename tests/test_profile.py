@@ -6,7 +6,6 @@ import csv
 import io
 import json
 import os
-import re
 import subprocess
 import sys
 from pathlib import Path
