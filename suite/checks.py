@@ -36,7 +36,9 @@ def check_tensor(
 def check_same_device(*named: tuple[str, torch.Tensor]) -> None:
     devices = {t.device for _, t in named}
     if len(devices) > 1:
-        raise ValueError("all tensors must be on one device (got " + ", ".join(f"{n}: {t.device}" for n, t in named) + ")")
+        raise ValueError(
+            "all tensors must be on one device (got " + ", ".join(f"{n}: {t.device}" for n, t in named) + ")"
+        )
 
 
 def check_shape(t: torch.Tensor, name: str, shape: tuple[int, ...]) -> None:
@@ -66,8 +68,9 @@ def check_vector_operands(x: torch.Tensor, y: torch.Tensor) -> None:
         raise ValueError("x must hold at least one element")
 
 
-def check_gemm_operands(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor,
-                        dtype: torch.dtype = torch.float16) -> tuple[int, int, int]:
+def check_gemm_operands(
+    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, dtype: torch.dtype = torch.float16
+) -> tuple[int, int, int]:
     """C = A @ B: ``dtype`` in and out, 2-D, contiguous, 16-byte aligned, same device, A (M x K), B (K x N),
     C (M x N), all >= 1. Returns (M, N, K)."""
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype != b.dtype:
@@ -123,25 +126,32 @@ def gemm_operands(inputs: tuple, c: torch.Tensor, dtypes: tuple[str, ...] = ("fp
         raise ValueError(f"dtype {dtype} is not implemented by this kernel (it implements {', '.join(dtypes)})")
     if dtype != "fp8e4m3":
         if len(inputs) != 2:
-            raise ValueError(f"a {dtype} GEMM takes (a, b): per-tensor scales are for fp8 operands only "
-                             f"(got {len(inputs)} inputs)")
+            raise ValueError(
+                f"a {dtype} GEMM takes (a, b): per-tensor scales are for fp8 operands only (got {len(inputs)} inputs)"
+            )
         m, n, k = check_gemm_operands(a, inputs[1], c, GEMM_TORCH_DTYPES[dtype])
         return GemmOperands(a, inputs[1], c, m, n, k, dtype)
     if len(inputs) != 4:
-        raise ValueError("an fp8 operand needs its scale: an fp8 GEMM takes (a, b, scale_a, scale_b), per-tensor "
-                         f"fp32 scales (got {len(inputs)} inputs)")
+        raise ValueError(
+            "an fp8 operand needs its scale: an fp8 GEMM takes (a, b, scale_a, scale_b), per-tensor "
+            f"fp32 scales (got {len(inputs)} inputs)"
+        )
     b, scale_a, scale_b = inputs[1:]
     if isinstance(b, torch.Tensor) and b.dim() == 2 and b.shape[1] != a.shape[-1]:
-        raise ValueError(f"fp8 B must be given as N x K (K-major, as wgmma and torch._scaled_mm take it): b is "
-                         f"{tuple(b.shape)} but K = {a.shape[-1]}")
+        raise ValueError(
+            f"fp8 B must be given as N x K (K-major, as wgmma and torch._scaled_mm take it): b is "
+            f"{tuple(b.shape)} but K = {a.shape[-1]}"
+        )
     for name, t in (("a", a), ("b", b)):
         check_tensor(t, name, dtype=torch.float8_e4m3fn, ndim=2)
     check_tensor(c, "c", dtype=torch.bfloat16, ndim=2)
     for name, s in (("scale_a", scale_a), ("scale_b", scale_b)):
         if not isinstance(s, torch.Tensor) or s.dtype != torch.float32 or s.numel() != 1:
-            raise ValueError(f"{name} must be a per-tensor scale: one fp32 element (got "
-                             f"{tuple(s.shape) if isinstance(s, torch.Tensor) else type(s).__name__}"
-                             f"{' ' + str(s.dtype) if isinstance(s, torch.Tensor) else ''})")
+            raise ValueError(
+                f"{name} must be a per-tensor scale: one fp32 element (got "
+                f"{tuple(s.shape) if isinstance(s, torch.Tensor) else type(s).__name__}"
+                f"{' ' + str(s.dtype) if isinstance(s, torch.Tensor) else ''})"
+            )
     check_same_device(("a", a), ("b", b), ("c", c), ("scale_a", scale_a), ("scale_b", scale_b))
     (m, k), n = a.shape, b.shape[0]
     check_shape(c, "c", (m, n))

@@ -17,9 +17,9 @@ Nothing here compiles or launches at import time.
 from __future__ import annotations
 
 import copy
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 import torch
 
@@ -92,8 +92,9 @@ class LibraryOp(KernelModule):
 
     stages = (None,)
 
-    def __init__(self, op: Callable, dtypes: tuple[str, ...] | None = None,
-                 requires: Callable[[str], str | None] | None = None):
+    def __init__(
+        self, op: Callable, dtypes: tuple[str, ...] | None = None, requires: Callable[[str], str | None] | None = None
+    ):
         self.op, self.dtypes, self._requires = op, dtypes, requires
 
     def launch(self, inputs: Inputs, out: torch.Tensor, stages) -> Callable[[], None]:
@@ -111,7 +112,7 @@ class TritonModule(KernelModule):
     # and turns into a constexpr flag or a launch order of its kernels; () in every healthy build.
     extra_defines: tuple[str, ...] = ()
 
-    def with_defines(self, *defines: str, stages: tuple[int, ...] | None = None) -> "TritonModule":
+    def with_defines(self, *defines: str, stages: tuple[int, ...] | None = None) -> TritonModule:
         """The same kernel with faults planted, as NvrtcModule.with_defines (suite.sanitize calls either): a copy
         whose launches see ``defines`` in ``extra_defines``; ``stages`` narrows its sweep to those stage counts."""
         other = copy.copy(self)
@@ -164,17 +165,22 @@ class NvrtcModule(KernelModule):
         return tuple(dict.fromkeys(e for s in depths for e in self.name_expressions(s)))
 
     def build(self, arch: str | None = None):
-        """Every instantiation, compiled for ``arch`` (default: the current GPU): a suite.nvrtc.loader.CompiledModule."""
+        """Every instantiation, compiled for ``arch`` (default: the current GPU): a loader.CompiledModule."""
         from suite.nvrtc import loader
 
         arch = arch or loader.current_arch()
         builds = self.__dict__.setdefault("_builds", {})
         if arch not in builds:
-            builds[arch] = loader.compile_cu(self.source, self.all_name_expressions(), arch=arch,
-                                             defines=self.defines(), include_path=self.include_dirs())
+            builds[arch] = loader.compile_cu(
+                self.source,
+                self.all_name_expressions(),
+                arch=arch,
+                defines=self.defines(),
+                include_path=self.include_dirs(),
+            )
         return builds[arch]
 
-    def with_defines(self, *defines: str, stages: tuple[int, ...] | None = None) -> "NvrtcModule":
+    def with_defines(self, *defines: str, stages: tuple[int, ...] | None = None) -> NvrtcModule:
         """The same kernel built with more defines (e.g. a fault for the sanitizer), compiled separately; ``stages``
         narrows what is compiled (and launchable) to those stage counts."""
         other = copy.copy(self)
@@ -191,6 +197,11 @@ class NvrtcModule(KernelModule):
         out = {}
         for stages in self.stages:
             expr = self.name_expressions(stages)[0]
-            out[stages] = built.kernel_info(expr, self.stage_bytes, stages, threads=self.threads,
-                                            config=f"{arch} cubin, {expr}" + (f"; {self.config()}" if self.config() else ""))
+            out[stages] = built.kernel_info(
+                expr,
+                self.stage_bytes,
+                stages,
+                threads=self.threads,
+                config=f"{arch} cubin, {expr}" + (f"; {self.config()}" if self.config() else ""),
+            )
         return out

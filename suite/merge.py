@@ -30,8 +30,18 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-SOFTWARE = ("python", "torch", "triton", "cuda_core", "cuda_bindings", "cuda_python", "nvrtc", "driver", "cuda_runtime",
-            "suite_source")
+SOFTWARE = (
+    "python",
+    "torch",
+    "triton",
+    "cuda_core",
+    "cuda_bindings",
+    "cuda_python",
+    "nvrtc",
+    "driver",
+    "cuda_runtime",
+    "suite_source",
+)
 WIDTH = 160
 
 
@@ -101,8 +111,10 @@ def same_plan(parts: list[Part]) -> None:
     first = parts[0]
     for part in parts[1:]:
         if part.plan["id"] != first.plan["id"]:
-            raise MergeError(f"mixed plans: {first.dir} ran plan {first.plan['id']}, {part.dir} plan "
-                             f"{part.plan['id']} (another selection, sizes, seed, timer or --quick)")
+            raise MergeError(
+                f"mixed plans: {first.dir} ran plan {first.plan['id']}, {part.dir} plan "
+                f"{part.plan['id']} (another selection, sizes, seed, timer or --quick)"
+            )
 
 
 def check(parts: list[Part], *, same_gpu: bool = True) -> None:
@@ -113,20 +125,26 @@ def check(parts: list[Part], *, same_gpu: bool = True) -> None:
     if same_gpu:
         for part in parts[1:]:
             if part.gpu != first.gpu:
-                raise MergeError(f"mixed GPU models: {first.dir} ran on {first.gpu}, {part.dir} on {part.gpu} "
-                                 "(--by gpu puts them side by side)")
+                raise MergeError(
+                    f"mixed GPU models: {first.dir} ran on {first.gpu}, {part.dir} on {part.gpu} "
+                    "(--by gpu puts them side by side)"
+                )
     for part in parts[1:]:
         for key in SOFTWARE:
             if part.meta.get(key) != first.meta.get(key):
-                raise MergeError(f"mixed software versions: {key} {first.meta.get(key)} in {first.dir}, "
-                                 f"{part.meta.get(key)} in {part.dir}")
+                raise MergeError(
+                    f"mixed software versions: {key} {first.meta.get(key)} in {first.dir}, "
+                    f"{part.meta.get(key)} in {part.dir}"
+                )
     owner: dict[int, Part] = {}
     for part in parts:
         for job in part.jobs:
             if job in owner:
                 other = owner[job]
-                raise MergeError(f"overlapping shards: {other.dir} (shard {other.shard}) and {part.dir} (shard "
-                                 f"{part.shard}) both ran {_describe(part, job)}")
+                raise MergeError(
+                    f"overlapping shards: {other.dir} (shard {other.shard}) and {part.dir} (shard "
+                    f"{part.shard}) both ran {_describe(part, job)}"
+                )
             owner[job] = part
 
 
@@ -154,13 +172,35 @@ def _placeholder(part: Part, job: int, shards: str) -> dict:
     described = parse_description(_describe(part, job))
     problem = PROBLEMS.get(described["problem"])
     where = f"shard {shards}" if shards else "a shard"
-    return {"problem": described["problem"], "shape": described["shape"], "dtype": described["dtype"],
-            "backend": "missing", "variant": f"{described['rows']} rows", "group": "", "stages": None,
-            "baseline": False, "ceiling": False, "median_ms": None, "iqr_ms": None, "spread": None, "samples": 0,
-            "throughput": None, "unit": problem.unit if problem else "", "ratio_to_ceiling": None, "valid": None,
-            "max_abs_error": None, "rel_error": None, "measured": False, "throttled": None,
-            "note": f"not merged: {where} with this shape's {described['rows']} rows is missing (--allow-partial)",
-            "job": job, "plan_row": None, "gpu_index": None, "gpu_uuid": None, "placeholder": True}
+    return {
+        "problem": described["problem"],
+        "shape": described["shape"],
+        "dtype": described["dtype"],
+        "backend": "missing",
+        "variant": f"{described['rows']} rows",
+        "group": "",
+        "stages": None,
+        "baseline": False,
+        "ceiling": False,
+        "median_ms": None,
+        "iqr_ms": None,
+        "spread": None,
+        "samples": 0,
+        "throughput": None,
+        "unit": problem.unit if problem else "",
+        "ratio_to_ceiling": None,
+        "valid": None,
+        "max_abs_error": None,
+        "rel_error": None,
+        "measured": False,
+        "throttled": None,
+        "note": f"not merged: {where} with this shape's {described['rows']} rows is missing (--allow-partial)",
+        "job": job,
+        "plan_row": None,
+        "gpu_index": None,
+        "gpu_uuid": None,
+        "placeholder": True,
+    }
 
 
 def combine(parts: list[Part], *, allow_partial: bool = False, same_gpu: bool = True) -> tuple[list[dict], dict]:
@@ -170,29 +210,47 @@ def combine(parts: list[Part], *, allow_partial: bool = False, same_gpu: bool = 
     shards = _missing_shards(parts)
     if missing and not allow_partial:
         listed = "; ".join(_describe(parts[0], j) for j in missing[:3]) + (
-            f"; and {len(missing) - 3} more" if len(missing) > 3 else "")
-        raise MergeError(f"missing shards: {shards or 'some'} ({len(missing)} of {parts[0].plan['jobs']} jobs: "
-                         f"{listed}); merge them too, or pass --allow-partial")
+            f"; and {len(missing) - 3} more" if len(missing) > 3 else ""
+        )
+        raise MergeError(
+            f"missing shards: {shards or 'some'} ({len(missing)} of {parts[0].plan['jobs']} jobs: "
+            f"{listed}); merge them too, or pass --allow-partial"
+        )
     rows = [r for part in parts for r in part.rows] + [_placeholder(parts[0], j, shards) for j in missing]
     rows.sort(key=lambda r: (r.get("job", 0), -1 if r.get("plan_row") is None else r["plan_row"]))
     first = parts[0].meta
-    meta = {k: v for k, v in first.items() if k not in ("gpu_state_before", "gpu_state_after", "phase_seconds",
-                                                        "command", "shard", "gpus", "merge")}
+    meta = {
+        k: v
+        for k, v in first.items()
+        if k not in ("gpu_state_before", "gpu_state_after", "phase_seconds", "command", "shard", "gpus", "merge")
+    }
     meta["host"] = ", ".join(dict.fromkeys(str(p.meta.get("host")) for p in parts))
-    meta["shard"] = {"index": None, "count": None, "jobs": sorted(j for p in parts for j in p.jobs),
-                     "parts": [p.shard for p in parts]}
+    meta["shard"] = {
+        "index": None,
+        "count": None,
+        "jobs": sorted(j for p in parts for j in p.jobs),
+        "parts": [p.shard for p in parts],
+    }
     phases: dict[str, float] = {}
     for part in parts:
         for name, seconds in (part.meta.get("phase_seconds") or {}).items():
             phases[name] = round(phases.get(name, 0.0) + seconds, 2)
     meta["phase_seconds"] = phases  # summed over the parts (machine time, not wall time)
     meta["gpus"] = [dict(g, host=p.meta.get("host")) for p in parts for g in (p.meta.get("gpus") or [])]
-    meta["merge"] = {"parts": [{"dir": str(p.dir), "shard": p.shard, "host": p.meta.get("host"),
-                                "date": p.meta.get("date"), "phase_seconds": p.meta.get("phase_seconds")}
-                               for p in parts],
-                     "partial": bool(missing),
-                     "missing": [f"{_describe(parts[0], j)}" + (f" (shard {shards})" if shards else "")
-                                 for j in missing]}
+    meta["merge"] = {
+        "parts": [
+            {
+                "dir": str(p.dir),
+                "shard": p.shard,
+                "host": p.meta.get("host"),
+                "date": p.meta.get("date"),
+                "phase_seconds": p.meta.get("phase_seconds"),
+            }
+            for p in parts
+        ],
+        "partial": bool(missing),
+        "missing": [f"{_describe(parts[0], j)}" + (f" (shard {shards})" if shards else "") for j in missing],
+    }
     return rows, meta
 
 
@@ -251,10 +309,20 @@ def write_by_gpu(groups: dict[str, tuple[list[dict], dict]], out: Path, command:
     for name, (rows, meta) in groups.items():
         written += report.write(rows, meta, out / report.slug(name))
     runs = {name: rows for name, (rows, _) in groups.items()}
-    meta = {"by": "gpu", "gpus": list(groups), "plan": next(iter(groups.values()))[1]["plan"], "command": command,
-            "runs": {name: str(out / report.slug(name)) for name in groups}}
-    md = ("# pipesuite results by GPU\n\n" + "\n".join(f"- {k}: {report._text(v)}" for k, v in meta.items())
-          + "\n\n" + side_by_side(runs) + "\n")
+    meta = {
+        "by": "gpu",
+        "gpus": list(groups),
+        "plan": next(iter(groups.values()))[1]["plan"],
+        "command": command,
+        "runs": {name: str(out / report.slug(name)) for name in groups},
+    }
+    md = (
+        "# pipesuite results by GPU\n\n"
+        + "\n".join(f"- {k}: {report._text(v)}" for k, v in meta.items())
+        + "\n\n"
+        + side_by_side(runs)
+        + "\n"
+    )
     rows = [dict(r, gpu=name) for name, rs in runs.items() for r in rs]
     buf = io.StringIO()
     fields = ("gpu",) + report.CSV_FIELDS
@@ -262,8 +330,11 @@ def write_by_gpu(groups: dict[str, tuple[list[dict], dict]], out: Path, command:
     writer.writeheader()
     for r in rows:
         writer.writerow({k: r.get(k) for k in fields})
-    for name, text in (("table.md", md), ("results.csv", buf.getvalue()),
-                       ("results.json", json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))):
+    for name, text in (
+        ("table.md", md),
+        ("results.csv", buf.getvalue()),
+        ("results.json", json.dumps({"meta": meta, "rows": rows}, indent=1, default=str)),
+    ):
         report._atomic_write(out / name, text)
         written.append(out / name)
     return written
@@ -280,13 +351,19 @@ class _Parser(argparse.ArgumentParser):
 
 
 def parse_args(argv=None) -> argparse.Namespace:
-    p = _Parser(prog="python -m suite.merge", description=__doc__.split("\n\n")[0],
-                epilog="Example: python -m suite.merge results/shard-*/ --out results/merged",
-                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = _Parser(
+        prog="python -m suite.merge",
+        description=__doc__.split("\n\n")[0],
+        epilog="Example: python -m suite.merge results/shard-*/ --out results/merged",
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     p.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="results directories (or their results.json)")
     p.add_argument("--out", type=Path, required=True, metavar="DIR", help="where to write the merged results")
-    p.add_argument("--allow-partial", action="store_true",
-                   help="merge even when shards are missing: each missing shape gets a row that marks the hole")
+    p.add_argument(
+        "--allow-partial",
+        action="store_true",
+        help="merge even when shards are missing: each missing shape gets a row that marks the hole",
+    )
     p.add_argument("--by", choices=("gpu",), help="gpu: runs of different GPU models side by side in one table")
     return p.parse_args(argv)
 
@@ -330,8 +407,11 @@ def main(argv=None) -> int:
         print(report.terminal_table(rows, WIDTH))
         all_rows = rows
         if meta["merge"]["partial"]:
-            print(f"\npartial: {len(meta['merge']['missing'])} shape(s) missing, marked in the table: "
-                  + "; ".join(meta["merge"]["missing"][:3]), file=sys.stderr)
+            print(
+                f"\npartial: {len(meta['merge']['missing'])} shape(s) missing, marked in the table: "
+                + "; ".join(meta["merge"]["missing"][:3]),
+                file=sys.stderr,
+            )
     print(f"\nmerged {len(parts)} result(s) into {args.out}/: {', '.join(sorted({p.name for p in written}))}")
     failed = [r for r in all_rows if r.get("valid") is False]
     if failed:

@@ -10,8 +10,9 @@ from __future__ import annotations
 
 import math
 import re
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Callable
+from typing import Any
 
 import torch
 
@@ -216,8 +217,9 @@ def _gemm_inputs(size: tuple[int, int, int], seed: int, device: torch.device, dt
 
 def gemm_dtype_of(inputs: Inputs) -> str:
     """The GEMM dtype name of a tuple of inputs (fp8: four tensors, A first)."""
-    return {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float8_e4m3fn: "fp8e4m3"}.get(inputs[0].dtype,
-                                                                                               str(inputs[0].dtype))
+    return {torch.float16: "fp16", torch.bfloat16: "bf16", torch.float8_e4m3fn: "fp8e4m3"}.get(
+        inputs[0].dtype, str(inputs[0].dtype)
+    )
 
 
 def _gemm_output(inputs: Inputs) -> torch.Tensor:
@@ -249,8 +251,12 @@ def _gemm_bad_inputs() -> list[BadInput]:
         BadInput((_h(16, 17)[:, 1:], _h(16, 16)), _h(16, 16), "contiguous", "a offset rows"),
         BadInput((_h(16, 16), _h(24, 16)), _h(16, 16), "a's columns must equal b's rows", "K mismatch"),
         BadInput((_h(16, 16), _h(16, 16)), _h(16, 8), r"shape \(16, 16\)", "c narrow"),
-        BadInput((torch.randn(16 * 16 + 1).half()[1:].view(16, 16), _h(16, 16)), _h(16, 16), "16-byte boundary",
-                 "a misaligned"),
+        BadInput(
+            (torch.randn(16 * 16 + 1).half()[1:].view(16, 16), _h(16, 16)),
+            _h(16, 16),
+            "16-byte boundary",
+            "a misaligned",
+        ),
         BadInput((_h(16, 16), torch.randn(16, 16).bfloat16()), _h(16, 16), "same dtype", "a fp16, b bf16"),
     ]
 
@@ -293,9 +299,16 @@ GEMM_DTYPES = {
     "fp16": DType("fp16", "fp16->fp32acc->fp16", _FP16_TOL, bytes_in=2, bytes_out=2),
     "bf16": DType("bf16", "bf16->fp32acc->bf16", _BF16_TOL, bytes_in=2, bytes_out=2, default_sizes=SQUARE_SHAPES),
     # K a multiple of 16: TMA and wgmma's k32 fp8 steps need 16-byte rows; M, N odd
-    "fp8e4m3": DType("fp8e4m3", "fp8e4m3->fp32acc->bf16", _BF16_TOL, bytes_in=1, bytes_out=2,
-                     edge_sizes=((1, 1, 16), (67, 45, 48), (133, 250, 32), (129, 257, 16)), default_sizes=SQUARE_SHAPES,
-                     layout="B given as N x K (K-major), per-tensor scales applied in the epilogue, bf16 out"),
+    "fp8e4m3": DType(
+        "fp8e4m3",
+        "fp8e4m3->fp32acc->bf16",
+        _BF16_TOL,
+        bytes_in=1,
+        bytes_out=2,
+        edge_sizes=((1, 1, 16), (67, 45, 48), (133, 250, 32), (129, 257, 16)),
+        default_sizes=SQUARE_SHAPES,
+        layout="B given as N x K (K-major), per-tensor scales applied in the epilogue, bf16 out",
+    ),
 }
 
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 
 import importlib
 import os
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any
 
 import torch
 
@@ -93,7 +94,7 @@ class Variant:
         return f"{self.backend}:{self.name}"
 
     @property
-    def kernel(self) -> "KernelModule":
+    def kernel(self) -> KernelModule:
         """The kernel module this variant was registered with (imported on first use)."""
         return resolve_kernel(self.kernel_ref)
 
@@ -130,8 +131,10 @@ class Variant:
         kernel = self.kernel
         dtype = PROBLEMS[self.problem].input_dtype(inputs)
         if dtype in PROBLEMS[self.problem].dtypes and dtype not in self.dtypes:  # others: the kernel's own checks
-            raise ValueError(f"{self.label}: dtype {dtype} is not implemented by this kernel (it implements "
-                             f"{', '.join(self.dtypes)})")
+            raise ValueError(
+                f"{self.label}: dtype {dtype} is not implemented by this kernel (it implements "
+                f"{', '.join(self.dtypes)})"
+            )
         return kernel.launch(inputs, out, stages)
 
     def skip_reason(self) -> str | None:
@@ -139,10 +142,10 @@ class Variant:
 
 
 _REGISTRY: list[Variant] = []
-_KERNELS: dict[str, "KernelModule"] = {}
+_KERNELS: dict[str, KernelModule] = {}
 
 
-def resolve_kernel(ref) -> "KernelModule":
+def resolve_kernel(ref) -> KernelModule:
     """A kernel module given as an object, or as "package.module:NAME" or "package.module:NAME[key]" (imported
     here, once)."""
     if not isinstance(ref, str):
@@ -176,4 +179,6 @@ def variants(problem: str | None = None, backend: str | None = None) -> list[Var
 
     load_entry_points()
 
-    return [v for v in _REGISTRY if (problem is None or v.problem == problem) and (backend is None or v.backend == backend)]
+    return [
+        v for v in _REGISTRY if (problem is None or v.problem == problem) and (backend is None or v.backend == backend)
+    ]

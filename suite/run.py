@@ -76,60 +76,116 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     p.add_argument("--problem", nargs="+", choices=PROBLEM_NAMES, help="problems to run (default: all)")
     p.add_argument("--backend", nargs="+", help="backends to run, e.g. torch triton ptx (default: all; see --list)")
-    p.add_argument("--stages", nargs="+", type=_stage_count, metavar="S",
-                   help="stage counts to sweep (default: each variant's own; unstaged variants always run)")
-    p.add_argument("--variant", nargs="+", metavar="NAME",
-                   help="only these variants, by name or backend:name (see --list); the ceiling of each problem "
-                        "that runs is kept")
-    p.add_argument("--size", nargs="+", metavar="SIZE",
-                   help="problem sizes: vector n ('268435456' or '2^28'), gemm 'M' (a cube) or 'MxNxK'. "
-                        "Needs a single --problem. Without a GPU, limited to what the interpreter runs in seconds "
-                        "(vector n <= 2^24, gemm M*N*K <= 2^28)")
-    p.add_argument("--shapes", nargs="+", metavar="NAME", choices=SHAPE_SETS,
-                   help="named shape sets instead of the default sizes (gemm: square, llm: Llama-3 8B/70B "
-                        "projections at decode and prefill M, long-k: fewer output tiles than SMs)")
-    p.add_argument("--dtype", nargs="+", metavar="DTYPE", choices=DTYPES,
-                   help="only these input types (vector: fp32; gemm: fp16, bf16, fp8e4m3; default: all)")
-    p.add_argument("--out", type=Path, metavar="DIR",
-                   help="where to write table.md, results.csv, results.json and plots "
-                        "(default: results/<gpu>/<timestamp>/; results/cpu/<timestamp>/ without a GPU)")
+    p.add_argument(
+        "--stages",
+        nargs="+",
+        type=_stage_count,
+        metavar="S",
+        help="stage counts to sweep (default: each variant's own; unstaged variants always run)",
+    )
+    p.add_argument(
+        "--variant",
+        nargs="+",
+        metavar="NAME",
+        help="only these variants, by name or backend:name (see --list); the ceiling of each problem that runs is kept",
+    )
+    p.add_argument(
+        "--size",
+        nargs="+",
+        metavar="SIZE",
+        help="problem sizes: vector n ('268435456' or '2^28'), gemm 'M' (a cube) or 'MxNxK'. "
+        "Needs a single --problem. Without a GPU, limited to what the interpreter runs in seconds "
+        "(vector n <= 2^24, gemm M*N*K <= 2^28)",
+    )
+    p.add_argument(
+        "--shapes",
+        nargs="+",
+        metavar="NAME",
+        choices=SHAPE_SETS,
+        help="named shape sets instead of the default sizes (gemm: square, llm: Llama-3 8B/70B "
+        "projections at decode and prefill M, long-k: fewer output tiles than SMs)",
+    )
+    p.add_argument(
+        "--dtype",
+        nargs="+",
+        metavar="DTYPE",
+        choices=DTYPES,
+        help="only these input types (vector: fp32; gemm: fp16, bf16, fp8e4m3; default: all)",
+    )
+    p.add_argument(
+        "--out",
+        type=Path,
+        metavar="DIR",
+        help="where to write table.md, results.csv, results.json and plots "
+        "(default: results/<gpu>/<timestamp>/; results/cpu/<timestamp>/ without a GPU)",
+    )
     p.add_argument("--quick", action="store_true", help="a short smoke run: smaller sizes, fewer repetitions")
     p.add_argument("--seed", type=int, default=0, help="base seed; every validation draws a fresh one from it")
     p.add_argument("--list", action="store_true", help="print the registered variants with their gates and exit")
-    p.add_argument("--plugin", action="append", metavar="MODULE",
-                   help="import MODULE (a dotted name or a .py file) before reading the registry: variants defined "
-                        "outside the suite (repeatable; installed 'pipesuite.variants' entry points load anyway)")
-    p.add_argument("--compare", nargs=2, metavar=("OLD", "NEW"), type=Path,
-                   help="compare two runs (their directories or results.json files) row by row (SAME / FASTER / "
-                        "SLOWER / NOISY / MISSING / INVALID / NEW) and exit: 0 when nothing is SLOWER, NOISY, MISSING "
-                        "or INVALID, 1 when something is, 2 on bad input or on runs of different GPU models or major "
-                        "software versions")
-    p.add_argument("--allow-different", action="store_true",
-                   help="with --compare: compare runs of different GPU models or major software versions anyway "
-                        "(said above the verdicts)")
-    p.add_argument("--profile", action="store_true",
-                   help="after timing, one more launch of every timed row under Nsight Compute (ncu, in a separate "
-                        "process; timings are never taken under the profiler): SM and DRAM throughput, occupancy, "
-                        "tensor pipe, warps per scheduler, top stalls, shared-memory bank conflicts, and a 'why' "
-                        "cell per row")
+    p.add_argument(
+        "--plugin",
+        action="append",
+        metavar="MODULE",
+        help="import MODULE (a dotted name or a .py file) before reading the registry: variants defined "
+        "outside the suite (repeatable; installed 'pipesuite.variants' entry points load anyway)",
+    )
+    p.add_argument(
+        "--compare",
+        nargs=2,
+        metavar=("OLD", "NEW"),
+        type=Path,
+        help="compare two runs (their directories or results.json files) row by row (SAME / FASTER / "
+        "SLOWER / NOISY / MISSING / INVALID / NEW) and exit: 0 when nothing is SLOWER, NOISY, MISSING "
+        "or INVALID, 1 when something is, 2 on bad input or on runs of different GPU models or major "
+        "software versions",
+    )
+    p.add_argument(
+        "--allow-different",
+        action="store_true",
+        help="with --compare: compare runs of different GPU models or major software versions anyway "
+        "(said above the verdicts)",
+    )
+    p.add_argument(
+        "--profile",
+        action="store_true",
+        help="after timing, one more launch of every timed row under Nsight Compute (ncu, in a separate "
+        "process; timings are never taken under the profiler): SM and DRAM throughput, occupancy, "
+        "tensor pipe, warps per scheduler, top stalls, shared-memory bank conflicts, and a 'why' "
+        "cell per row",
+    )
     p.add_argument("--json", action="store_true", help="print the results as JSON on stdout instead of tables")
-    p.add_argument("--no-progress", action="store_true", help="no progress line on stderr (it is drawn only on a "
-                                                                "terminal)")
-    p.add_argument("--verbose", action="store_true",
-                   help="the full tables on the terminal even when nothing is timed (without a GPU the terminal "
-                        "shows a compact summary: per problem and backend, rows valid, built and failed, the SASS "
-                        "classes found, and every failure)")
-    p.add_argument("--gpus", metavar="all|I,J",
-                   help="one worker process per GPU ('all', or torch's indices, e.g. 0,1), the plan's (problem, dtype, "
-                        "shape) jobs spread among them; each job times its own ceiling on its GPU, each row records "
-                        "the GPU it ran on")
-    p.add_argument("--shard", type=_shard, metavar="I/N",
-                   help="run the I-th of N deterministic parts of the plan (same plan, same order on every host; "
-                        "default in a Slurm job array: SLURM_ARRAY_TASK_ID of SLURM_ARRAY_TASK_COUNT); combine the "
-                        "parts with python -m suite.merge")
-    p.add_argument("--timer", choices=("adaptive", "fixed"), default="adaptive",
-                   help="adaptive (default): sample each row until its median is known to +-0.25%% (95%% CI) or "
-                        "375 ms of samples; fixed: 200 ms of samples, 400 ms more when the spread is above 1%%")
+    p.add_argument(
+        "--no-progress", action="store_true", help="no progress line on stderr (it is drawn only on a terminal)"
+    )
+    p.add_argument(
+        "--verbose",
+        action="store_true",
+        help="the full tables on the terminal even when nothing is timed (without a GPU the terminal "
+        "shows a compact summary: per problem and backend, rows valid, built and failed, the SASS "
+        "classes found, and every failure)",
+    )
+    p.add_argument(
+        "--gpus",
+        metavar="all|I,J",
+        help="one worker process per GPU ('all', or torch's indices, e.g. 0,1), the plan's (problem, dtype, "
+        "shape) jobs spread among them; each job times its own ceiling on its GPU, each row records "
+        "the GPU it ran on",
+    )
+    p.add_argument(
+        "--shard",
+        type=_shard,
+        metavar="I/N",
+        help="run the I-th of N deterministic parts of the plan (same plan, same order on every host; "
+        "default in a Slurm job array: SLURM_ARRAY_TASK_ID of SLURM_ARRAY_TASK_COUNT); combine the "
+        "parts with python -m suite.merge",
+    )
+    p.add_argument(
+        "--timer",
+        choices=("adaptive", "fixed"),
+        default="adaptive",
+        help="adaptive (default): sample each row until its median is known to +-0.25%% (95%% CI) or "
+        "375 ms of samples; fixed: 200 ms of samples, 400 ms more when the spread is above 1%%",
+    )
     args = p.parse_args(argv)
     if args.size and (not args.problem or len(args.problem) != 1):
         p.error("--size needs exactly one --problem (sizes mean different things per problem)")
@@ -205,31 +261,42 @@ def main(argv=None) -> int:
         known = {v.backend for v in variants()}
         unknown = [b for b in args.backend if b not in known]
         if unknown:
-            return _usage_error("--backend", f"unknown {', '.join(map(repr, unknown))}; known: {', '.join(sorted(known))}")
+            return _usage_error(
+                "--backend", f"unknown {', '.join(map(repr, unknown))}; known: {', '.join(sorted(known))}"
+            )
     if args.variant:
         from suite.driver.bench import variant_names
 
         known = variant_names()
         unknown = [n for n in args.variant if n not in known]
         if unknown:
-            return _usage_error("--variant", f"unknown {', '.join(map(repr, unknown))} (python -m suite.run --list "
-                                             "shows the variants)")
+            return _usage_error(
+                "--variant", f"unknown {', '.join(map(repr, unknown))} (python -m suite.run --list shows the variants)"
+            )
     sizes = {}
     if args.size:
         try:
             sizes[problems[0]] = tuple(PROBLEMS[problems[0]].parse_size(s) for s in args.size)
         except ValueError as e:
             return _usage_error("--size", str(e))
-    opts = Options(problems=problems, backends=tuple(args.backend) if args.backend else None,
-                   variants=tuple(args.variant) if args.variant else None,
-                   stages=tuple(args.stages) if args.stages else None, sizes=sizes, quick=args.quick, seed=args.seed,
-                   dtypes=tuple(args.dtype) if args.dtype else None,
-                   shape_sets=tuple(args.shapes) if args.shapes else None)
+    opts = Options(
+        problems=problems,
+        backends=tuple(args.backend) if args.backend else None,
+        variants=tuple(args.variant) if args.variant else None,
+        stages=tuple(args.stages) if args.stages else None,
+        sizes=sizes,
+        quick=args.quick,
+        seed=args.seed,
+        dtypes=tuple(args.dtype) if args.dtype else None,
+        shape_sets=tuple(args.shapes) if args.shapes else None,
+    )
     try:
         check_options(opts, on_gpu)
     except OptionError as e:
-        flag = {"stages": "--stages " + " ".join(map(str, args.stages or ())), "sizes": "--size " + " ".join(
-            args.size or ())}.get(e.option, "--problem / --backend / --variant / --stages")  # "variants": all
+        flag = {
+            "stages": "--stages " + " ".join(map(str, args.stages or ())),
+            "sizes": "--size " + " ".join(args.size or ()),
+        }.get(e.option, "--problem / --backend / --variant / --stages")  # "variants": all
         return _usage_error(flag, str(e))
 
     from suite.driver import sweep
@@ -246,15 +313,24 @@ def main(argv=None) -> int:
             return _usage_error(f"--gpus {args.gpus}", str(e))
 
     if not on_gpu:
-        _say("No CUDA GPU here: Triton kernels run in the Triton interpreter at small sizes and are validated "
-             "against torch; PTX kernels are compiled for sm_90 and their SASS reported, not run. Nothing is timed.")
+        _say(
+            "No CUDA GPU here: Triton kernels run in the Triton interpreter at small sizes and are validated "
+            "against torch; PTX kernels are compiled for sm_90 and their SASS reported, not run. Nothing is timed."
+        )
     phases = sweep.Phases(since_start=True)
     with phases("meta"):
         meta = run_meta.collect(on_gpu)
         meta["gpu_state_before"] = run_meta.gpu_state() if on_gpu else {}
     opts.timer = args.timer
-    rows, run_info = sweep.execute(opts, on_gpu, gpus=gpus, shard=shard,
-                                   plugins=tuple(args.plugin or ()), progress=not args.no_progress, phases=phases)
+    rows, run_info = sweep.execute(
+        opts,
+        on_gpu,
+        gpus=gpus,
+        shard=shard,
+        plugins=tuple(args.plugin or ()),
+        progress=not args.no_progress,
+        phases=phases,
+    )
     meta.update(run_info)
     meta["gpu_state_after"] = run_meta.gpu_state() if on_gpu else {}
     from suite.driver import roofline

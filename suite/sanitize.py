@@ -62,8 +62,10 @@ def select(names) -> None:
     known = {v.label for v in sanitized} | {v.name for v in sanitized}
     unknown = [n for n in names if n not in known]
     if unknown:
-        raise ValueError(f"not a sanitized variant: {', '.join(map(repr, unknown))} "
-                         f"(sanitized: {', '.join(v.label for v in sanitized)})")
+        raise ValueError(
+            f"not a sanitized variant: {', '.join(map(repr, unknown))} "
+            f"(sanitized: {', '.join(v.label for v in sanitized)})"
+        )
     _selection = tuple(names)
 
 
@@ -150,7 +152,7 @@ def worker_fault(tool: str, index: int) -> int:
 
     from suite.validate import validate
 
-    for v, fault in faults(tool)[index:index + 1]:
+    for v, fault in faults(tool)[index : index + 1]:
         broken_kernel = v.kernel.with_defines(fault.define, stages=fault.stages)
         broken = dataclasses.replace(v, kernel_ref=broken_kernel)
         for stages in fault.stages:
@@ -158,8 +160,11 @@ def worker_fault(tool: str, index: int) -> int:
             for size in (v.kernel.sanitize_sizes[0] if fault.size is None else fault.size,):
                 _case_start(v, stages)
                 result = validate(broken, stages, size, seed=11, device=torch.device("cuda"))
-                print(f"CASE fault {fault.define} {v.label} stages={stages} shape={_shape(v, size)} "
-                      f"valid={result.check.valid}", flush=True)
+                print(
+                    f"CASE fault {fault.define} {v.label} stages={stages} shape={_shape(v, size)} "
+                    f"valid={result.check.valid}",
+                    flush=True,
+                )
     return 0
 
 
@@ -181,7 +186,9 @@ def _sanitizer() -> str:
 
 _TOP_LEVEL_RE = re.compile(r"^=+ \S")  # '========= Invalid ...' starts a message; '=========     at ...' continues it
 # Not findings: headers and summaries, and our own TIMEOUT line (a tool that timed out has no summary: not clean)
-_NOT_FINDINGS_RE = re.compile(r"^=+ (COMPUTE-SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|Target application|Warning:|TIMEOUT)")
+_NOT_FINDINGS_RE = re.compile(
+    r"^=+ (COMPUTE-SANITIZER|ERROR SUMMARY|RACECHECK SUMMARY|Target application|Warning:|TIMEOUT)"
+)
 _HAZARD_WARNING_RE = re.compile(r"^=+ Warning: .*hazard detected")
 
 
@@ -216,7 +223,7 @@ def parse(report: str, names=None, warnings: bool = False) -> tuple[int | None, 
         if line.startswith(CASE_START):
             flush()
             block = []
-            running[:] = [n.strip() for n in line[len(CASE_START):].split(" ; ") if n.strip()]
+            running[:] = [n.strip() for n in line[len(CASE_START) :].split(" ; ") if n.strip()]
         elif _TOP_LEVEL_RE.match(line):
             flush()
             block = [line]
@@ -226,14 +233,30 @@ def parse(report: str, names=None, warnings: bool = False) -> tuple[int | None, 
     return total, per_kernel
 
 
-def tool_command(sanitizer: str, tool: str, worker: str, plugins=(), fault: int | None = None, selection=None
-                 ) -> list[str]:
+def tool_command(
+    sanitizer: str, tool: str, worker: str, plugins=(), fault: int | None = None, selection=None
+) -> list[str]:
     """The compute-sanitizer command line of one worker: the plugins and the --variant selection passed on."""
     # --report-api-errors no: torch and cuda-bindings probe optional driver entry points (cuGetProcAddress) and
     # expect some to fail; those are not kernel findings.
-    cmd = [sanitizer, "--tool", tool, "--print-limit", "50", "--report-api-errors", "no", sys.executable, "-m",
-           "suite.sanitize", "--worker", worker, "--worker-tool", tool, *(f"--plugin={p}" for p in plugins),
-           *(f"--variant={n}" for n in (_selection if selection is None else selection))]
+    cmd = [
+        sanitizer,
+        "--tool",
+        tool,
+        "--print-limit",
+        "50",
+        "--report-api-errors",
+        "no",
+        sys.executable,
+        "-m",
+        "suite.sanitize",
+        "--worker",
+        worker,
+        "--worker-tool",
+        tool,
+        *(f"--plugin={p}" for p in plugins),
+        *(f"--variant={n}" for n in (_selection if selection is None else selection)),
+    ]
     if fault is not None:
         cmd += ["--worker-fault", str(fault)]
     if tool == "racecheck":
@@ -241,8 +264,9 @@ def tool_command(sanitizer: str, tool: str, worker: str, plugins=(), fault: int 
     return cmd
 
 
-def run_tool(tool: str, worker: str, log_dir: Path, plugins=(), fault: int | None = None, selection=None
-             ) -> tuple[int | None, dict[str, int], str]:
+def run_tool(
+    tool: str, worker: str, log_dir: Path, plugins=(), fault: int | None = None, selection=None
+) -> tuple[int | None, dict[str, int], str]:
     """Run a worker ("healthy", or "fault" for fault number ``fault`` of those declared for ``tool``) under ``tool``;
     write its log."""
     if worker == "fault" and fault is None:
@@ -250,8 +274,7 @@ def run_tool(tool: str, worker: str, log_dir: Path, plugins=(), fault: int | Non
     cmd = tool_command(_sanitizer(), tool, worker, plugins, fault, selection)
     try:
         # one stream, in the order written: a finding sits after the CASE-START line of the launch that made it
-        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-                              timeout=TOOL_TIMEOUT_S)
+        proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, timeout=TOOL_TIMEOUT_S)
         report = proc.stdout
     except subprocess.TimeoutExpired as e:  # no summary then: a healthy run that times out is not clean
         out = (e.stdout or b"").decode() if isinstance(e.stdout, bytes) else (e.stdout or "")
@@ -264,15 +287,31 @@ def run_tool(tool: str, worker: str, log_dir: Path, plugins=(), fault: int | Non
 def main(argv=None) -> int:
     p = argparse.ArgumentParser(prog="python -m suite.sanitize", description=__doc__.split("\n\n")[0])
     p.add_argument("--tools", nargs="+", choices=TOOLS, default=list(TOOLS))
-    p.add_argument("--out", type=Path, help="where to write sanitizer.md and the tools' logs "
-                                            "(default: results/<gpu>/sanitizer-<timestamp>/)")
-    p.add_argument("--plugin", action="append", default=[], metavar="MODULE",
-                   help="import MODULE (a dotted name or a .py file) before reading the registry, here and in the "
-                        "sanitized processes: its variants are sanitized too (repeatable)")
-    p.add_argument("--variant", action="append", default=[], metavar="NAME",
-                   help="sanitize only this variant (backend:name or name; repeatable), and its declared faults")
-    p.add_argument("--faults-only", action="store_true",
-                   help="run only the self-test (every declared fault of the chosen tools), not the healthy kernels")
+    p.add_argument(
+        "--out",
+        type=Path,
+        help="where to write sanitizer.md and the tools' logs (default: results/<gpu>/sanitizer-<timestamp>/)",
+    )
+    p.add_argument(
+        "--plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="import MODULE (a dotted name or a .py file) before reading the registry, here and in the "
+        "sanitized processes: its variants are sanitized too (repeatable)",
+    )
+    p.add_argument(
+        "--variant",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="sanitize only this variant (backend:name or name; repeatable), and its declared faults",
+    )
+    p.add_argument(
+        "--faults-only",
+        action="store_true",
+        help="run only the self-test (every declared fault of the chosen tools), not the healthy kernels",
+    )
     p.add_argument("--worker", choices=("healthy", "fault"), help=argparse.SUPPRESS)
     p.add_argument("--worker-tool", choices=TOOLS, help=argparse.SUPPRESS)
     p.add_argument("--worker-fault", type=int, default=0, help=argparse.SUPPRESS)
@@ -341,21 +380,42 @@ def main(argv=None) -> int:
             # the process ran this fault alone: what the tool attributes to its kernels, or else its error total
             n = sum(per_kernel.get(name, 0) for name in names) or (total or 0)
             ok &= n > 0
-            fault_rows.append([v.label, fault.name, fault.define, ",".join(map(str, fault.stages)), tool,
-                               f"{n} finding(s) {'/'.join(kinds)}".strip() if n else "NOT caught: the check is blind"])
+            fault_rows.append(
+                [
+                    v.label,
+                    fault.name,
+                    fault.define,
+                    ",".join(map(str, fault.stages)),
+                    tool,
+                    f"{n} finding(s) {'/'.join(kinds)}".strip() if n else "NOT caught: the check is blind",
+                ]
+            )
 
-    shapes = "; ".join(f"{v.label}: {', '.join(_shape(v, s) for s in v.kernel.sanitize_sizes)}"
-                       for v in sanitized_variants())
+    shapes = "; ".join(
+        f"{v.label}: {', '.join(_shape(v, s) for s in v.kernel.sanitize_sizes)}" for v in sanitized_variants()
+    )
     skipped = "".join(f"\n- not run under compute-sanitizer: {label} ({why})" for label, why in not_sanitized())
-    skipped += "".join(f"\n- not run under {tool}: {v.label} ({blind_spot(v, tool)})"
-                       for v in sanitized_variants() for tool in args.tools if blind_spot(v, tool))
-    table = ("(--faults-only: the healthy kernels were not run)" if args.faults_only else
-             tabulate(rows, headers=["variant", "stages", *args.tools], tablefmt="github"))
-    fault_table = tabulate(fault_rows, headers=["variant", "fault", "define", "stages", "tool", "reported"],
-                           tablefmt="github") if fault_rows else "(no variant declares a fault)"
-    text = (f"# compute-sanitizer report\n\n- GPU: {meta['gpu']}, driver {meta.get('driver')}, date {meta['date']}\n"
-            f"- shapes: {shapes}\n- tool summaries (errors, all kernels): {totals}{skipped}\n\n{table}\n\n"
-            f"## Self-test: builds with a barrier or a wait removed must be reported\n\n{fault_table}\n")
+    skipped += "".join(
+        f"\n- not run under {tool}: {v.label} ({blind_spot(v, tool)})"
+        for v in sanitized_variants()
+        for tool in args.tools
+        if blind_spot(v, tool)
+    )
+    table = (
+        "(--faults-only: the healthy kernels were not run)"
+        if args.faults_only
+        else tabulate(rows, headers=["variant", "stages", *args.tools], tablefmt="github")
+    )
+    fault_table = (
+        tabulate(fault_rows, headers=["variant", "fault", "define", "stages", "tool", "reported"], tablefmt="github")
+        if fault_rows
+        else "(no variant declares a fault)"
+    )
+    text = (
+        f"# compute-sanitizer report\n\n- GPU: {meta['gpu']}, driver {meta.get('driver')}, date {meta['date']}\n"
+        f"- shapes: {shapes}\n- tool summaries (errors, all kernels): {totals}{skipped}\n\n{table}\n\n"
+        f"## Self-test: builds with a barrier or a wait removed must be reported\n\n{fault_table}\n"
+    )
     (out / "sanitizer.md").write_text(text)
     print(text)
     print(f"wrote {out}/sanitizer.md and the tools' logs")

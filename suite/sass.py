@@ -37,7 +37,9 @@ _OPCODE_RE = re.compile(r"/\*[0-9a-f]{4,}\*/\s+(?:@!?U?P\w+\s+)?([A-Z][A-Z0-9_]*
 def split_functions(sass: str) -> dict[str, str]:
     """Per kernel symbol, its part of a cuobjdump -sass listing."""
     marks = list(_FUNCTION_RE.finditer(sass))
-    return {m[1]: sass[m.end() : (marks[i + 1].start() if i + 1 < len(marks) else len(sass))] for i, m in enumerate(marks)}
+    return {
+        m[1]: sass[m.end() : (marks[i + 1].start() if i + 1 < len(marks) else len(sass))] for i, m in enumerate(marks)
+    }
 
 
 def opcode_counts(sass: str) -> dict[str, int]:
@@ -57,8 +59,10 @@ def _matches(mnemonic: str, pattern: str) -> bool:
 def instruction_classes(sass: str) -> dict[str, int]:
     """How many instructions of each class in INSTRUCTION_CLASSES the listing holds (0 when absent)."""
     counts = opcode_counts(sass)
-    return {cls: sum(n for mnemonic, n in counts.items() if any(_matches(mnemonic, p) for p in patterns))
-            for cls, patterns in INSTRUCTION_CLASSES.items()}
+    return {
+        cls: sum(n for mnemonic, n in counts.items() if any(_matches(mnemonic, p) for p in patterns))
+        for cls, patterns in INSTRUCTION_CLASSES.items()
+    }
 
 
 def wgmma_chain(sass: str) -> tuple[int, int]:
@@ -72,8 +76,14 @@ def summary(classes: dict[str, int]) -> str:
     """Short form for a table cell, e.g. ``LDGSTS LDSM HMMA``: the opcodes of the classes present (spills excepted;
     wgmma as QGMMA when its operands are fp8)."""
     names = {"wgmma": "QGMMA" if classes.get("wgmma_fp8") else "HGMMA"}
-    return " ".join(names.get(c, INSTRUCTION_CLASSES[c][0]) for c, n in classes.items()
-                    if n and c not in ("local_memory", "wgmma_fp8")) or "-"
+    return (
+        " ".join(
+            names.get(c, INSTRUCTION_CLASSES[c][0])
+            for c, n in classes.items()
+            if n and c not in ("local_memory", "wgmma_fp8")
+        )
+        or "-"
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------

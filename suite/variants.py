@@ -18,12 +18,22 @@ from suite.registry import anywhere, gpu_or_interpreter, needs_gpu, needs_sm90a,
 
 
 register_kernel(
-    "vector", "torch", "mul", LibraryOp(lambda inputs, out: lambda: torch.mul(inputs[0], 2, out=out)),
-    baseline=True, gate=anywhere, description="torch.mul(x, 2, out=y)",
+    "vector",
+    "torch",
+    "mul",
+    LibraryOp(lambda inputs, out: lambda: torch.mul(inputs[0], 2, out=out)),
+    baseline=True,
+    gate=anywhere,
+    description="torch.mul(x, 2, out=y)",
 )
 register_kernel(
-    "vector", "torch", "copy_", LibraryOp(lambda inputs, out: lambda: out.copy_(inputs[0])),
-    ceiling=True, gate=anywhere, reference=lambda inputs: inputs[0],
+    "vector",
+    "torch",
+    "copy_",
+    LibraryOp(lambda inputs, out: lambda: out.copy_(inputs[0])),
+    ceiling=True,
+    gate=anywhere,
+    reference=lambda inputs: inputs[0],
     description="y.copy_(x): the device-to-device bandwidth ceiling (reads and writes as many bytes as y = 2x)",
 )
 
@@ -31,45 +41,86 @@ register_kernel(
 # The bandwidth regime: 1 GiB, each backend's best measured configuration (BANDWIDTH in suite/ptx/vector.py,
 # suite/ptx/vector_bulk.py, suite/triton/vector.py), one stage count each: the headline rows against copy_.
 register_kernel(
-    "vector", "triton", "tile loop", "suite.triton.vector:KERNELS[bandwidth]", gate=gpu_or_interpreter,
+    "vector",
+    "triton",
+    "tile loop",
+    "suite.triton.vector:KERNELS[bandwidth]",
+    gate=gpu_or_interpreter,
     description="each program streams 2 tiles of 64 KiB, tl.range(num_stages=4)",
 )
 register_kernel(
-    "vector", "triton", "desc tile loop", "suite.triton.vector_desc:KERNELS[bandwidth]", gate=gpu_or_interpreter,
+    "vector",
+    "triton",
+    "desc tile loop",
+    "suite.triton.vector_desc:KERNELS[bandwidth]",
+    gate=gpu_or_interpreter,
     description="the tile loop through tensor descriptors (TMA loads and stores on Hopper): one 32 KiB tile per "
-                "program, 8 warps; num_stages=3 pipelines nothing here but sizes shared memory to 2 programs per SM",
+    "program, 8 warps; num_stages=3 pipelines nothing here but sizes shared memory to 2 programs per SM",
 )
 register_kernel(
-    "vector", "ptx", "cp.async ring", "suite.ptx.vector:KERNELS[bandwidth]", gate=needs_gpu((8, 0)),
+    "vector",
+    "ptx",
+    "cp.async ring",
+    "suite.ptx.vector:KERNELS[bandwidth]",
+    gate=needs_gpu((8, 0)),
     description="each block streams 2 tiles of 32 KiB through a 4-deep cp.async shared-memory ring",
 )
 register_kernel(
-    "vector", "ptx", "bulk ring", "suite.ptx.vector_bulk:KERNELS[bandwidth]", gate=needs_gpu((9, 0)),
+    "vector",
+    "ptx",
+    "bulk ring",
+    "suite.ptx.vector_bulk:KERNELS[bandwidth]",
+    gate=needs_gpu((9, 0)),
     description="each block streams 2 tiles of 32 KiB through a 4-deep ring of cp.async.bulk copies and mbarriers",
 )
 register_kernel(
-    "vector", "cuda", "cuda::pipeline ring", "suite.cuda.vector:KERNEL", gate=needs_gpu((8, 0)),
+    "vector",
+    "cuda",
+    "cuda::pipeline ring",
+    "suite.cuda.vector:KERNEL",
+    gate=needs_gpu((8, 0)),
     description="the PTX ring's tiles (32 KiB, 2 per block), copies through cuda::memcpy_async into a "
-                "cuda::pipeline (libcu++)",
+    "cuda::pipeline (libcu++)",
 )
 
 # The depth sweep: persistent grids at one resident block (program) per SM, pinned; tiles of 2-32 KiB; every stage
 # count whose ring fits (suite.streaming.depth_stages). One group (table) per tile size.
 DEPTH_VARIANTS = (
     # module, backend, name (the tile size is appended), gate, description
-    ("suite.triton.vector", "triton", "tile loop", gpu_or_interpreter,
-     "one program per SM (grid-pinned), 4 warps, tl.range(num_stages=S) over its tiles"),
-    ("suite.ptx.vector", "ptx", "cp.async ring", needs_gpu((8, 0)),
-     "one 128-thread block per SM (pinned by shared-memory padding), an S-deep cp.async ring"),
-    ("suite.ptx.vector_bulk", "ptx", "bulk ring", needs_gpu((9, 0)),
-     "one block per SM (pinned by shared-memory padding), 1 producer + 4 consumer warps, an S-deep "
-     "cp.async.bulk + mbarrier ring (Hopper)"),
+    (
+        "suite.triton.vector",
+        "triton",
+        "tile loop",
+        gpu_or_interpreter,
+        "one program per SM (grid-pinned), 4 warps, tl.range(num_stages=S) over its tiles",
+    ),
+    (
+        "suite.ptx.vector",
+        "ptx",
+        "cp.async ring",
+        needs_gpu((8, 0)),
+        "one 128-thread block per SM (pinned by shared-memory padding), an S-deep cp.async ring",
+    ),
+    (
+        "suite.ptx.vector_bulk",
+        "ptx",
+        "bulk ring",
+        needs_gpu((9, 0)),
+        "one block per SM (pinned by shared-memory padding), 1 producer + 4 consumer warps, an S-deep "
+        "cp.async.bulk + mbarrier ring (Hopper)",
+    ),
 )
 for _tile_kib in (2, 4, 8, 16, 32):
     for _module, _backend, _name, _gate, _what in DEPTH_VARIANTS:
-        register_kernel("vector", _backend, f"{_name} {_tile_kib}KiB", f"{_module}:KERNELS[{_tile_kib}KiB]",
-                        gate=_gate, group=f"depth sweep: {_tile_kib} KiB tiles, persistent, 1 block/SM",
-                        description=f"{_tile_kib} KiB tiles: {_what}")
+        register_kernel(
+            "vector",
+            _backend,
+            f"{_name} {_tile_kib}KiB",
+            f"{_module}:KERNELS[{_tile_kib}KiB]",
+            gate=_gate,
+            group=f"depth sweep: {_tile_kib} KiB tiles, persistent, 1 block/SM",
+            description=f"{_tile_kib} KiB tiles: {_what}",
+        )
 
 # ---------------------------------------------------------------------------------------------------------------
 # gemm: C = A @ B, fp16 in, fp32 accumulate, fp16 out
@@ -94,37 +145,67 @@ def _fp8_capable(dtype: str) -> str | None:
 
 
 register_kernel(
-    "gemm", "torch", "cuBLAS", LibraryOp(_cublas, dtypes=("fp16", "bf16", "fp8e4m3"), requires=_fp8_capable),
-    baseline=True, ceiling=True, gate=anywhere,
+    "gemm",
+    "torch",
+    "cuBLAS",
+    LibraryOp(_cublas, dtypes=("fp16", "bf16", "fp8e4m3"), requires=_fp8_capable),
+    baseline=True,
+    ceiling=True,
+    gate=anywhere,
     description="torch.matmul(a, b, out=c); fp8: torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype=bf16)",
 )
 
 register_kernel(
-    "gemm", "triton", "128x256x32", "suite.triton.gemm:KERNEL", gate=gpu_or_interpreter, shape_sets=("square",),
+    "gemm",
+    "triton",
+    "128x256x32",
+    "suite.triton.gemm:KERNEL",
+    gate=gpu_or_interpreter,
+    shape_sets=("square",),
     description="the PTX kernel's tile: 128x256x32, 8 warps, GROUP_M=8, swept over num_stages",
 )
 
 register_kernel(
-    "gemm", "triton", "tuned", "suite.triton.gemm_desc:KERNELS[tuned]", gate=needs_gpu((9, 0)), shape_sets=("square",),
+    "gemm",
+    "triton",
+    "tuned",
+    "suite.triton.gemm_desc:KERNELS[tuned]",
+    gate=needs_gpu((9, 0)),
+    shape_sets=("square",),
     description="triton.autotune over depths, both schedules (one program per tile, persistent) and GROUP_M of the "
-                "128x256x64 tensor-descriptor kernel, descriptors built on the host "
-                "(suite.triton.gemm_desc.tuning_configs)",
+    "128x256x64 tensor-descriptor kernel, descriptors built on the host "
+    "(suite.triton.gemm_desc.tuning_configs)",
 )
 
 
 register_kernel(
-    "gemm", "cuda", "128x256x32 cuda::pipeline", "suite.cuda.gemm:GEMM_K32", gate=needs_gpu((8, 0)), shape_sets=("square",),
+    "gemm",
+    "cuda",
+    "128x256x32 cuda::pipeline",
+    "suite.cuda.gemm:GEMM_K32",
+    gate=needs_gpu((8, 0)),
+    shape_sets=("square",),
     description="the PTX kernel's tile, ldmatrix and mma.sync; global -> shared through cuda::memcpy_async and a "
-                "cuda::pipeline (libcu++)",
+    "cuda::pipeline (libcu++)",
 )
 
 register_kernel(
-    "gemm", "ptx", "128x256x32 mma.sync", "suite.ptx.gemm:GEMM_K32", gate=needs_gpu((8, 0)), shape_sets=("square",),
+    "gemm",
+    "ptx",
+    "128x256x32 mma.sync",
+    "suite.ptx.gemm:GEMM_K32",
+    gate=needs_gpu((8, 0)),
+    shape_sets=("square",),
     description="the original design: cp.async ring, ldmatrix into 2 register slots, mma.sync m16n8k16, 8 warps 2x4",
 )
 
 register_kernel(
-    "gemm", "ptx", "128x256x64 mma.sync", "suite.ptx.gemm:GEMM_K64", gate=needs_gpu((8, 0)), shape_sets=("square",),
+    "gemm",
+    "ptx",
+    "128x256x64 mma.sync",
+    "suite.ptx.gemm:GEMM_K64",
+    gate=needs_gpu((8, 0)),
+    shape_sets=("square",),
     description="the same pipeline with BLOCK_K = 64: one block barrier per 4 k-steps instead of per 2",
 )
 
@@ -135,81 +216,138 @@ register_kernel(
 
 # The ladder (suite/ptx/gemm_tma.py CONFIGS): each rung adds one technique; each sweeps every ring that fits.
 for _rung, _what in (
-    ("128x128x64 ws", "TMA into an mbarrier ring (full/empty per stage), wgmma from shared memory; 1 producer warp, "
-                      "1 consumer warpgroup, setmaxnreg"),
+    (
+        "128x128x64 ws",
+        "TMA into an mbarrier ring (full/empty per stage), wgmma from shared memory; 1 producer warp, "
+        "1 consumer warpgroup, setmaxnreg",
+    ),
     ("128x256x64 ws 2wg", "the same with two consumer warpgroups (64x256 each): twice the tile"),
-    ("128x256x64 ws 2wg persistent",
-     "the same, persistent: one block per SM walks the tiles (grouped), the ring runs on across tiles"),
-    ("128x256x64 ws 2wg persistent tma-store",
-     "the same, its epilogue staged in shared memory and stored with TMA while the next tile starts"),
+    (
+        "128x256x64 ws 2wg persistent",
+        "the same, persistent: one block per SM walks the tiles (grouped), the ring runs on across tiles",
+    ),
+    (
+        "128x256x64 ws 2wg persistent tma-store",
+        "the same, its epilogue staged in shared memory and stored with TMA while the next tile starts",
+    ),
 ):
-    register_kernel("gemm", "ptx", f"{_rung} tma+wgmma", f"suite.ptx.gemm_tma:KERNELS[{_rung}]", gate=needs_sm90a,
-                    description=_what, shape_sets=None if _rung.endswith("tma-store") else ("square",))
+    register_kernel(
+        "gemm",
+        "ptx",
+        f"{_rung} tma+wgmma",
+        f"suite.ptx.gemm_tma:KERNELS[{_rung}]",
+        gate=needs_sm90a,
+        description=_what,
+        shape_sets=None if _rung.endswith("tma-store") else ("square",),
+    )
 
 # The schedules for shapes with fewer output tiles than SMs (decode, long K): the same TMA + wgmma pipeline, the work
 # cut into units of (tile, K range); a tile shared by several units is summed in K order by its last unit.
 for _row, _what in (
-    ("128x256 stream-k", "the persistent rung's 128x256 tile (2 consumer warpgroups), stream-K: whole tiles in "
-                         "data-parallel waves while two waves remain, the last tiles' K iterations shared evenly"),
-    ("128x128 split-k", "128x128 tiles on 2 consumer warpgroups (64x128 each), K split over tiles x splits blocks "
-                        "(splits: as many as fill the block slots once, >= 4 K tiles each)"),
-    ("64x128 split-k", "decode: 64x128 tiles on 1 consumer warpgroup (a 128-row tile would be mostly padding for "
-                       "M <= 64), split-K as above, rings 4-8 deep (24 KiB stages; 4 leave room for 2 blocks per SM)"),
+    (
+        "128x256 stream-k",
+        "the persistent rung's 128x256 tile (2 consumer warpgroups), stream-K: whole tiles in "
+        "data-parallel waves while two waves remain, the last tiles' K iterations shared evenly",
+    ),
+    (
+        "128x128 split-k",
+        "128x128 tiles on 2 consumer warpgroups (64x128 each), K split over tiles x splits blocks "
+        "(splits: as many as fill the block slots once, >= 4 K tiles each)",
+    ),
+    (
+        "64x128 split-k",
+        "decode: 64x128 tiles on 1 consumer warpgroup (a 128-row tile would be mostly padding for "
+        "M <= 64), split-K as above, rings 4-8 deep (24 KiB stages; 4 leave room for 2 blocks per SM)",
+    ),
 ):
-    register_kernel("gemm", "ptx", f"{_row} tma+wgmma", f"suite.ptx.gemm_tma:KERNELS[{_row}]", gate=needs_sm90a,
-                    description=_what, shape_sets=("llm", "long-k"))
+    register_kernel(
+        "gemm",
+        "ptx",
+        f"{_row} tma+wgmma",
+        f"suite.ptx.gemm_tma:KERNELS[{_row}]",
+        gate=needs_sm90a,
+        description=_what,
+        shape_sets=("llm", "long-k"),
+    )
 
 
 register_kernel(
-    "gemm", "triton", "128x256x64 desc", "suite.triton.gemm_desc:KERNELS[tile]", gate=gpu_or_interpreter,
+    "gemm",
+    "triton",
+    "128x256x64 desc",
+    "suite.triton.gemm_desc:KERNELS[tile]",
+    gate=gpu_or_interpreter,
     shape_sets=("square",),
     description="tensor descriptors built in the kernel (tl.make_tensor_descriptor; TMA on Hopper), one program per "
-                "tile, 8 warps, swept over num_stages",
+    "tile, 8 warps, swept over num_stages",
 )
 register_kernel(
-    "gemm", "triton", "128x256x64 desc persistent", "suite.triton.gemm_desc:KERNELS[persistent]",
-    gate=gpu_or_interpreter, shape_sets=("square",),
+    "gemm",
+    "triton",
+    "128x256x64 desc persistent",
+    "suite.triton.gemm_desc:KERNELS[persistent]",
+    gate=gpu_or_interpreter,
+    shape_sets=("square",),
     description="tensor descriptors, one program per SM over all tiles (tl.range(..., flatten=True)), 8 warps, "
-                "C stored in two halves",
+    "C stored in two halves",
 )
 register_kernel(
-    "gemm", "triton", "128x256x64 desc persistent host", "suite.triton.gemm_desc:KERNELS[persistent host]",
+    "gemm",
+    "triton",
+    "128x256x64 desc persistent host",
+    "suite.triton.gemm_desc:KERNELS[persistent host]",
     gate=gpu_or_interpreter,
     description="the same with its descriptors built on the host (triton.tools.tensor_descriptor) and passed as "
-                "kernel parameters: no tensor maps written and fenced by each program",
+    "kernel parameters: no tensor maps written and fenced by each program",
 )
 
 
 register_kernel(
-    "gemm", "triton", "128x256x64 gluon ws persistent", "suite.triton.gemm_gluon:KERNEL", gate=needs_sm90a,
+    "gemm",
+    "triton",
+    "128x256x64 gluon ws persistent",
+    "suite.triton.gemm_gluon:KERNEL",
+    gate=needs_sm90a,
     shape_sets=("square",),
     description="Gluon (triton.experimental.gluon, Triton's lower-level language): the PTX TMA-store kernel's "
-                "design, a 1-warp TMA producer and two wgmma warpgroups on an mbarrier ring, persistent, C stored "
-                "with TMA",
+    "design, a 1-warp TMA producer and two wgmma warpgroups on an mbarrier ring, persistent, C stored "
+    "with TMA",
 )
 
 # Triton for the shapes whose output tiles cannot fill the SMs (decode, long K): tensor-descriptor loads, tiles,
 # split counts and schedules chosen from the shape by the rules in each module, deterministic fix-ups (no float
 # atomics), fp16 / bf16 / fp8 e4m3.
 register_kernel(
-    "gemm", "triton", "split-k desc", "suite.triton.gemm_splitk:KERNEL", gate=gpu_or_interpreter,
+    "gemm",
+    "triton",
+    "split-k desc",
+    "suite.triton.gemm_splitk:KERNEL",
+    gate=gpu_or_interpreter,
     shape_sets=("llm", "long-k"),
     description="split-K: each output tile's K tiles dealt in balanced ranges to `splits` programs (64x256 tiles on 4 "
-                "warps for M <= 64, else 128x256 on 8), fp32 partials summed in split order by a second Triton "
-                "pass; splits: the fewest that fill the SMs within 5% as well as any count within two waves, >= 4 K "
-                "tiles each (suite.triton.gemm_splitk.split_count)",
+    "warps for M <= 64, else 128x256 on 8), fp32 partials summed in split order by a second Triton "
+    "pass; splits: the fewest that fill the SMs within 5% as well as any count within two waves, >= 4 K "
+    "tiles each (suite.triton.gemm_splitk.split_count)",
 )
 register_kernel(
-    "gemm", "triton", "stream-k desc", "suite.triton.gemm_streamk:KERNEL", gate=gpu_or_interpreter,
+    "gemm",
+    "triton",
+    "stream-k desc",
+    "suite.triton.gemm_streamk:KERNEL",
+    gate=gpu_or_interpreter,
     shape_sets=("llm", "long-k"),
     description="stream-K: one program per SM, whole tiles round robin while two waves remain, the rest's "
-                "tiles x K-tiles iterations in one balanced contiguous range per program; shared tiles summed in "
-                "program order by a fix-up pass",
+    "tiles x K-tiles iterations in one balanced contiguous range per program; shared tiles summed in "
+    "program order by a fix-up pass",
 )
 register_kernel(
-    "gemm", "triton", "decode swap-ab desc", "suite.triton.gemm_decode:KERNEL", gate=gpu_or_interpreter,
+    "gemm",
+    "triton",
+    "decode swap-ab desc",
+    "suite.triton.gemm_decode:KERNEL",
+    gate=gpu_or_interpreter,
     shape_sets=("llm", "long-k"),
     description="small M: C^T = B^T A^T, 64 or 128 weight rows on wgmma's M side and 16-64 tokens on its N side, "
-                "stages of <= 40 KiB in 2-5 deep rings (the weight streams once), split-K where the weight's tiles "
-                "cannot fill the SMs (suite.triton.gemm_decode.plan)",
+    "stages of <= 40 KiB in 2-5 deep rings (the weight streams once), split-K where the weight's tiles "
+    "cannot fill the SMs (suite.triton.gemm_decode.plan)",
 )

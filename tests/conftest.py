@@ -50,9 +50,14 @@ def cache_dir(tmp_path, monkeypatch):
 
 
 def pytest_addoption(parser):
-    parser.addoption("--suite-plugin", action="append", default=[], metavar="MODULE",
-                     help="load a pipesuite plugin (suite.plugins) before collection: the registry-wide tests "
-                          "cover its variants too")
+    parser.addoption(
+        "--suite-plugin",
+        action="append",
+        default=[],
+        metavar="MODULE",
+        help="load a pipesuite plugin (suite.plugins) before collection: the registry-wide tests "
+        "cover its variants too",
+    )
 
 
 def pytest_configure(config):

@@ -4,16 +4,29 @@ import importlib.util
 import json
 from pathlib import Path
 
-_SPEC = importlib.util.spec_from_file_location("agreement", Path(__file__).resolve().parents[1] / "tools" /
-                                               "agreement.py")
+_SPEC = importlib.util.spec_from_file_location(
+    "agreement", Path(__file__).resolve().parents[1] / "tools" / "agreement.py"
+)
 agreement = importlib.util.module_from_spec(_SPEC)
 _SPEC.loader.exec_module(agreement)
 
 
 def _run(path, medians, ratios=None, total=100.0, plan="p1"):
-    rows = [{"problem": "gemm", "dtype": "fp16->fp32acc->fp16", "shape": "4096x4096x4096", "backend": "ptx",
-             "variant": f"v{i}", "stages": 3, "measured": True, "valid": True, "median_ms": m,
-             "ratio_to_ceiling": (ratios or [0.9] * len(medians))[i]} for i, m in enumerate(medians)]
+    rows = [
+        {
+            "problem": "gemm",
+            "dtype": "fp16->fp32acc->fp16",
+            "shape": "4096x4096x4096",
+            "backend": "ptx",
+            "variant": f"v{i}",
+            "stages": 3,
+            "measured": True,
+            "valid": True,
+            "median_ms": m,
+            "ratio_to_ceiling": (ratios or [0.9] * len(medians))[i],
+        }
+        for i, m in enumerate(medians)
+    ]
     path.write_text(json.dumps({"meta": {"plan": {"id": plan}, "phase_seconds": {"total": total}}, "rows": rows}))
     return str(path)
 

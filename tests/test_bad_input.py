@@ -8,7 +8,6 @@ import torch
 from suite.ptx import gemm as pgemm
 from suite.ptx import vector as pvector
 from suite.ptx import vector_bulk as pbulk
-from suite.triton import gemm as tgemm
 from suite.triton import vector as tvector
 
 
@@ -77,12 +76,15 @@ def _meta(*shape):
     return torch.empty(*shape, dtype=torch.float16, device="meta")
 
 
-@pytest.mark.parametrize("m, n, k", [
-    (pgemm.MAX_DIM + 1, 8, 8),  # M + a tile would pass 2^31 in the row guards and the epilogue
-    (8, pgemm.MAX_DIM + 8, 8),
-    (8, 8, pgemm.MAX_DIM + 1 - (pgemm.MAX_DIM + 1) % 8 + 8),  # K (a multiple of 8) past the limit: k0 + row wraps
-    (2**31 - 8, 8, 8),
-])
+@pytest.mark.parametrize(
+    "m, n, k",
+    [
+        (pgemm.MAX_DIM + 1, 8, 8),  # M + a tile would pass 2^31 in the row guards and the epilogue
+        (8, pgemm.MAX_DIM + 8, 8),
+        (8, 8, pgemm.MAX_DIM + 1 - (pgemm.MAX_DIM + 1) % 8 + 8),  # K (a multiple of 8) past the limit: k0 + row wraps
+        (2**31 - 8, 8, 8),
+    ],
+)
 def test_ptx_gemm_refuses_dimensions_whose_indices_would_wrap(m, n, k):
     with pytest.raises(ValueError, match=r"M, N and K must each be <= 2\^31 - 1 - 256 = 2147483391"):
         pgemm.check_inputs(_meta(m, k), _meta(k, n), _meta(m, n), 3)

@@ -48,8 +48,9 @@ def _cases(problem, every_depth, one_depth):
             runs = [(s, size) for size in every_depth(dtype) for s in depths]
             runs += [(_deepest(depths), size) for size in one_depth(dtype)]
             for s, size in runs:
-                yield pytest.param(v, dtype, s, size, marks=marks,
-                                   id=f"{v.label}{_at(problem, dtype)}:{s}:{problem.shape(size)}")
+                yield pytest.param(
+                    v, dtype, s, size, marks=marks, id=f"{v.label}{_at(problem, dtype)}:{s}:{problem.shape(size)}"
+                )
 
 
 def _run(problem, variant, stages, size, seed, dtype=None):
@@ -66,8 +67,9 @@ VECTOR_EVERY_DEPTH = (2**20 + 3,)  # 4 MiB, a ragged end: many tiles per block, 
 VECTOR_ONE_DEPTH = (2**28,)  # 1 GiB: the size the sweep times
 
 
-@pytest.mark.parametrize("variant, dtype, stages, n",
-                         list(_cases(VECTOR, lambda d: VECTOR_EVERY_DEPTH, lambda d: VECTOR_ONE_DEPTH)))
+@pytest.mark.parametrize(
+    "variant, dtype, stages, n", list(_cases(VECTOR, lambda d: VECTOR_EVERY_DEPTH, lambda d: VECTOR_ONE_DEPTH))
+)
 def test_vector_bit_exact(variant, dtype, stages, n):
     out, ref = _run(VECTOR, variant, stages, n, seed=n + 17 * (stages or 0), dtype=dtype)
     torch.testing.assert_close(out, ref, rtol=0, atol=0)
@@ -108,13 +110,17 @@ def _gemm_shapes(shapes):
     return lambda dtype: [(m, n, min(-(-k // _k_step(dtype)) * _k_step(dtype), _k_most(dtype))) for m, n, k in shapes]
 
 
-@pytest.mark.parametrize("variant, dtype, stages, shape",
-                         list(_cases(GEMM, _gemm_shapes(GEMM_EVERY_DEPTH), _gemm_shapes(GEMM_ONE_DEPTH))))
+@pytest.mark.parametrize(
+    "variant, dtype, stages, shape", list(_cases(GEMM, _gemm_shapes(GEMM_EVERY_DEPTH), _gemm_shapes(GEMM_ONE_DEPTH)))
+)
 def test_gemm_matches_fp64(variant, dtype, stages, shape):
-    check = validate(variant, stages, shape, seed=sum(shape) + 101 * (stages or 0), device=torch.device("cuda"),
-                     dtype=dtype).check
-    assert check.valid, (f"{variant.label} {dtype} stages={stages} {GEMM.shape(shape)}: {check.message} "
-                         f"(max abs error {check.max_abs_error:.3g}, rel {check.rel_error:.3g})")
+    check = validate(
+        variant, stages, shape, seed=sum(shape) + 101 * (stages or 0), device=torch.device("cuda"), dtype=dtype
+    ).check
+    assert check.valid, (
+        f"{variant.label} {dtype} stages={stages} {GEMM.shape(shape)}: {check.message} "
+        f"(max abs error {check.max_abs_error:.3g}, rel {check.rel_error:.3g})"
+    )
 
 
 def test_gemm_check_catches_a_wrong_tile():
@@ -155,8 +161,12 @@ def test_ptx_gemm_refuses_a_ring_that_does_not_fit_this_gpu():
 
 # Every depth here, not one: each depth is its own pipelined schedule (Triton's pipeliner peels a different prologue
 # and epilogue per num_stages), and each must compute its offsets in 64 bits.
-CASES_VECTOR_KERNELS = [pytest.param(v, s, marks=_unless_it_runs_here(v, VECTOR.default_dtype), id=f"{v.label}:{s}")
-                        for v in variants("vector") if not isinstance(v.kernel, LibraryOp) for s in v.stages]
+CASES_VECTOR_KERNELS = [
+    pytest.param(v, s, marks=_unless_it_runs_here(v, VECTOR.default_dtype), id=f"{v.label}:{s}")
+    for v in variants("vector")
+    if not isinstance(v.kernel, LibraryOp)
+    for s in v.stages
+]
 HUGE_N = 2**31 + 5  # 64-bit indexing everywhere, and a ragged last chunk
 
 

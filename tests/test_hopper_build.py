@@ -6,8 +6,12 @@ import pytest
 from suite.ptx import gemm_tma
 from suite.sass import split_functions, wgmma_chain
 
-CASES = [(name, stages, dtype) for name, config in gemm_tma.CONFIGS.items() for stages in config.stages
-         for dtype in config.dtypes]
+CASES = [
+    (name, stages, dtype)
+    for name, config in gemm_tma.CONFIGS.items()
+    for stages in config.stages
+    for dtype in config.dtypes
+]
 
 
 def _module(name: str):
@@ -44,8 +48,10 @@ def test_every_instantiation_is_the_hopper_pipeline(name, stages, dtype):
 
 
 def test_wgmma_chain_detects_serialized_code():
-    chained = ("/*0f00*/ HGMMA.64x256x16.F32 R24, gdesc[UR16].tnspB, R24 ;\n"
-               "/*1090*/ HGMMA.64x256x16.F32 R24, gdesc[UR16].tnspB, R24, gsb0 ;")
+    chained = (
+        "/*0f00*/ HGMMA.64x256x16.F32 R24, gdesc[UR16].tnspB, R24 ;\n"
+        "/*1090*/ HGMMA.64x256x16.F32 R24, gdesc[UR16].tnspB, R24, gsb0 ;"
+    )
     serialized = chained.replace("R24 ;", "R24, gsb0 ;")
     assert wgmma_chain(chained) == (2, 1)
     assert wgmma_chain(serialized) == (2, 2)
@@ -66,8 +72,13 @@ def test_sm90_without_a_is_refused_by_ptxas():
     from suite.nvrtc import loader
 
     with pytest.raises(loader.KernelCompileError):
-        loader.compile_cu(gemm_tma.SOURCE, (gemm_tma.CONFIGS["128x128x64 ws"].name_expression(2),), arch="sm_90",
-                          defines=gemm_tma.DEFINES, use_cache=False)
+        loader.compile_cu(
+            gemm_tma.SOURCE,
+            (gemm_tma.CONFIGS["128x128x64 ws"].name_expression(2),),
+            arch="sm_90",
+            defines=gemm_tma.DEFINES,
+            use_cache=False,
+        )
 
 
 def test_the_ring_fault_runs_where_the_producer_can_lap_the_consumer():

@@ -131,14 +131,16 @@ def test_inline_asm_error_names_the_source_line(cache_dir, tmp_path):
     assert header.count("cp.async.commit_group;") == 1
     (src / "ptx_wrappers.cuh").write_text(header.replace("cp.async.commit_group;", "cp.async.comit_group;"))
     typo_line = next(i for i, text in enumerate(header.splitlines(), 1) if "cp.async.commit_group;" in text)
-    call_lines = {i for i, text in enumerate((src / "vector.cu").read_text().splitlines(), 1)
-                  if "cp_async_commit();" in text}
+    call_lines = {
+        i for i, text in enumerate((src / "vector.cu").read_text().splitlines(), 1) if "cp_async_commit();" in text
+    }
     with pytest.raises(loader.KernelCompileError) as info:
         loader.compile_cu(src / "vector.cu", (vector.name_expression(2),), arch="sm_90")
     err = info.value
     assert "ptx input, line" in err.log  # ptxas, not the C++ front end
-    assert err.locations and all(f"ptx_wrappers.cuh:{typo_line} (inlined at {src / 'vector.cu'}:" in loc
-                                 for loc in err.locations), err.locations
+    assert err.locations and all(
+        f"ptx_wrappers.cuh:{typo_line} (inlined at {src / 'vector.cu'}:" in loc for loc in err.locations
+    ), err.locations
     inlined_at = {int(loc.split("vector.cu:")[1].split(")")[0]) for loc in err.locations}
     assert inlined_at <= call_lines and inlined_at, (inlined_at, call_lines)
     assert "Unknown modifier '.comit_group'" in str(err) and str(err.ptx_path) in str(err)

@@ -15,14 +15,23 @@ from suite.driver import bench, report
 from suite.driver import plan as planning
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-SOFTWARE = {"python": "3.12.3", "torch": "2.11.0", "triton": "3.6.0", "cuda_core": "1.2.0", "nvrtc": "13.0",
-            "driver": "580.65", "cuda_runtime": "12.8", "suite_source": "0123456789abcdef"}
+SOFTWARE = {
+    "python": "3.12.3",
+    "torch": "2.11.0",
+    "triton": "3.6.0",
+    "cuda_core": "1.2.0",
+    "nvrtc": "13.0",
+    "driver": "580.65",
+    "cuda_runtime": "12.8",
+    "suite_source": "0123456789abcdef",
+}
 
 
 @pytest.fixture(scope="module")
 def gemm_plan():
-    return planning.build(bench.Options(problems=("gemm",), dtypes=("fp16", "bf16"), shape_sets=("square",)),
-                          on_gpu=True)
+    return planning.build(
+        bench.Options(problems=("gemm",), dtypes=("fp16", "bf16"), shape_sets=("square",)), on_gpu=True
+    )
 
 
 def _rows(plan, jobs, gpu="NVIDIA H200", measured=False, speed=1.0):
@@ -32,18 +41,32 @@ def _rows(plan, jobs, gpu="NVIDIA H200", measured=False, speed=1.0):
             row.update(valid=True if spec.runs else None, gpu_index=0, gpu_uuid=f"GPU-{gpu}")
             if measured and spec.runs and job.dtype == "fp16":  # one dtype: the plots are per shape
                 median = (1.0 + 0.01 * row["plan_row"]) / speed
-                row.update(measured=True, median_ms=median, iqr_ms=0.001, spread=0.001, samples=50,
-                           throughput=100.0 / median, ratio_to_ceiling=0.9)
+                row.update(
+                    measured=True,
+                    median_ms=median,
+                    iqr_ms=0.001,
+                    spread=0.001,
+                    samples=50,
+                    throughput=100.0 / median,
+                    ratio_to_ceiling=0.9,
+                )
             rows.append(row)
     return rows
 
 
 def _part(path, plan, index=1, count=1, gpu="NVIDIA H200", measured=False, speed=1.0, **meta_changes):
     jobs = plan.shard(index, count)
-    meta = {"date": "2026-11-30T12:00:00+00:00", "host": f"node{index}", **SOFTWARE, "gpu": gpu,
-            "plan": plan.meta(), "shard": {"index": index, "count": count, "jobs": [j.index for j in jobs]},
-            "phase_seconds": {"validate": 1.0, "time": 2.0, "total": 4.0},
-            "gpus": [{"index": 0, "uuid": f"GPU-{gpu}", "name": gpu}], **meta_changes}
+    meta = {
+        "date": "2026-11-30T12:00:00+00:00",
+        "host": f"node{index}",
+        **SOFTWARE,
+        "gpu": gpu,
+        "plan": plan.meta(),
+        "shard": {"index": index, "count": count, "jobs": [j.index for j in jobs]},
+        "phase_seconds": {"validate": 1.0, "time": 2.0, "total": 4.0},
+        "gpus": [{"index": 0, "uuid": f"GPU-{gpu}", "name": gpu}],
+        **meta_changes,
+    }
     report.write(_rows(plan, jobs, gpu, measured, speed), meta, path)
     return path
 
@@ -61,7 +84,7 @@ def _merge(*argv):
 
 def _body(path):
     text = (path / "table.md").read_text()
-    return text[text.index("###"):]
+    return text[text.index("###") :]
 
 
 def test_three_shards_rebuild_the_full_run(gemm_plan, tmp_path):
@@ -95,19 +118,23 @@ def test_a_partial_merge_completes_with_the_missing_shard(gemm_plan, tmp_path):
     assert not any(r["backend"] == "missing" for r in rows)
 
 
-@pytest.mark.parametrize("case, says", [
-    ("overlap", "overlapping shards: "),
-    ("overlap other count", "overlapping shards: "),
-    ("missing", "missing shards: 2/3 ("),
-    ("gpu", "mixed GPU models: "),
-    ("software", "mixed software versions: torch 2.11.0 in "),
-    ("source", "mixed software versions: suite_source "),
-    ("plan", "mixed plans: "),
-])
+@pytest.mark.parametrize(
+    "case, says",
+    [
+        ("overlap", "overlapping shards: "),
+        ("overlap other count", "overlapping shards: "),
+        ("missing", "missing shards: 2/3 ("),
+        ("gpu", "mixed GPU models: "),
+        ("software", "mixed software versions: torch 2.11.0 in "),
+        ("source", "mixed software versions: suite_source "),
+        ("plan", "mixed plans: "),
+    ],
+)
 def test_refusals_are_one_line_and_exit_2(gemm_plan, tmp_path, case, says):
     one, two, three = (_part(tmp_path / f"s{i}", gemm_plan, i, 3) for i in (1, 2, 3))
-    other = planning.build(bench.Options(problems=("gemm",), dtypes=("fp16", "bf16"), shape_sets=("square",), seed=7),
-                           on_gpu=True)
+    other = planning.build(
+        bench.Options(problems=("gemm",), dtypes=("fp16", "bf16"), shape_sets=("square",), seed=7), on_gpu=True
+    )
     parts = {
         "overlap": [one, two, three, _part(tmp_path / "again", gemm_plan, 2, 3)],
         "overlap other count": [one, two, three, _part(tmp_path / "half", gemm_plan, 1, 2)],
@@ -131,8 +158,9 @@ def test_allow_partial_marks_the_hole(gemm_plan, tmp_path):
     marks = [r for r in data["rows"] if r["backend"] == "missing"]
     assert [r["job"] for r in marks] == [j.index for j in hole]
     assert all("not merged: shard 2/3" in r["note"] for r in marks)
-    assert {(r["problem"], r["dtype"], r["shape"]) for r in marks} == {(j.problem, j.dtype_label, j.shape)
-                                                                       for j in hole}
+    assert {(r["problem"], r["dtype"], r["shape"]) for r in marks} == {
+        (j.problem, j.dtype_label, j.shape) for j in hole
+    }
     assert data["meta"]["merge"]["partial"] is True and len(data["meta"]["merge"]["missing"]) == len(hole)
     assert [r["job"] for r in data["rows"]] == sorted(r["job"] for r in data["rows"])  # the hole in its place
     assert "missing:" in (tmp_path / "partial" / "table.md").read_text()
@@ -155,19 +183,37 @@ def test_by_gpu_puts_models_side_by_side(gemm_plan, tmp_path):
 
 def test_by_gpu_still_refuses_mixed_plans_and_missing_shards(gemm_plan, tmp_path):
     other = planning.build(bench.Options(problems=("gemm",), dtypes=("fp16",)), on_gpu=True)
-    code, _, err = _merge(_part(tmp_path / "a", gemm_plan), _part(tmp_path / "b", other, gpu="NVIDIA H100"),
-                          "--by", "gpu", "--out", tmp_path / "by")
+    code, _, err = _merge(
+        _part(tmp_path / "a", gemm_plan),
+        _part(tmp_path / "b", other, gpu="NVIDIA H100"),
+        "--by",
+        "gpu",
+        "--out",
+        tmp_path / "by",
+    )
     assert code == 2 and "mixed plans" in err
-    code, _, err = _merge(_part(tmp_path / "c", gemm_plan, 1, 2), _part(tmp_path / "d", gemm_plan, gpu="NVIDIA H100"),
-                          "--by", "gpu", "--out", tmp_path / "by2")
+    code, _, err = _merge(
+        _part(tmp_path / "c", gemm_plan, 1, 2),
+        _part(tmp_path / "d", gemm_plan, gpu="NVIDIA H100"),
+        "--by",
+        "gpu",
+        "--out",
+        tmp_path / "by2",
+    )
     assert code == 2 and "missing shards: 2/2" in err
 
 
-@pytest.mark.parametrize("make, says", [
-    (lambda d: d.mkdir(), "no results.json there"),
-    (lambda d: (d.mkdir(), (d / "results.json").write_text("{")), "not JSON"),
-    (lambda d: (d.mkdir(), (d / "results.json").write_text('{"meta": {}, "rows": []}')), "records no plan and shard"),
-])
+@pytest.mark.parametrize(
+    "make, says",
+    [
+        (lambda d: d.mkdir(), "no results.json there"),
+        (lambda d: (d.mkdir(), (d / "results.json").write_text("{")), "not JSON"),
+        (
+            lambda d: (d.mkdir(), (d / "results.json").write_text('{"meta": {}, "rows": []}')),
+            "records no plan and shard",
+        ),
+    ],
+)
 def test_inputs_that_are_not_shard_results_are_refused(tmp_path, make, says):
     make(tmp_path / "x")
     code, _, err = _merge(tmp_path / "x", "--out", tmp_path / "merged")
@@ -183,23 +229,58 @@ def test_out_must_not_be_an_input(gemm_plan, tmp_path):
 def test_cli_merges_real_cpu_shards_into_the_unsharded_run(tmp_path):
     """End to end, as a Slurm array would: the CLI on two shards, the second as task 2 of --array=1-2 (its shard from
     the Slurm variables), then python -m suite.merge: the merged rows and tables are the unsharded run's."""
-    argv = [sys.executable, "-m", "suite.run", "--problem", "vector", "--variant", "triton:tile loop", "--size",
-            "4097", "8195", "12289", "--no-progress", "--out"]
+    argv = [
+        sys.executable,
+        "-m",
+        "suite.run",
+        "--problem",
+        "vector",
+        "--variant",
+        "triton:tile loop",
+        "--size",
+        "4097",
+        "8195",
+        "12289",
+        "--no-progress",
+        "--out",
+    ]
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-    slurm = {"SLURM_ARRAY_TASK_ID": "2", "SLURM_ARRAY_TASK_COUNT": "2", "SLURM_ARRAY_TASK_MIN": "1",
-             "SLURM_ARRAY_TASK_MAX": "2"}
-    runs = [subprocess.Popen(argv + [str(tmp_path / "s1"), "--shard", "1/2"], env=env, cwd=ROOT),
-            subprocess.Popen(argv + [str(tmp_path / "s2")], env={**env, **slurm}, cwd=ROOT),
-            subprocess.Popen(argv + [str(tmp_path / "full")], env=env, cwd=ROOT)]
+    slurm = {
+        "SLURM_ARRAY_TASK_ID": "2",
+        "SLURM_ARRAY_TASK_COUNT": "2",
+        "SLURM_ARRAY_TASK_MIN": "1",
+        "SLURM_ARRAY_TASK_MAX": "2",
+    }
+    runs = [
+        subprocess.Popen(argv + [str(tmp_path / "s1"), "--shard", "1/2"], env=env, cwd=ROOT),
+        subprocess.Popen(argv + [str(tmp_path / "s2")], env={**env, **slurm}, cwd=ROOT),
+        subprocess.Popen(argv + [str(tmp_path / "full")], env=env, cwd=ROOT),
+    ]
     assert [p.wait(timeout=300) for p in runs] == [0, 0, 0]
-    proc = subprocess.run([sys.executable, "-m", "suite.merge", str(tmp_path / "s2"), str(tmp_path / "s1"), "--out",
-                           str(tmp_path / "merged")], capture_output=True, text=True, cwd=ROOT, timeout=120,
-                          check=False)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "suite.merge",
+            str(tmp_path / "s2"),
+            str(tmp_path / "s1"),
+            "--out",
+            str(tmp_path / "merged"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=120,
+        check=False,
+    )
     assert proc.returncode == 0, proc.stderr
-    s1, s2, merged, full = (json.loads((tmp_path / d / "results.json").read_text())
-                            for d in ("s1", "s2", "merged", "full"))
-    plan = planning.build(bench.Options(problems=("vector",), variants=("triton:tile loop",),
-                                        sizes={"vector": (4097, 8195, 12289)}), on_gpu=False)
+    s1, s2, merged, full = (
+        json.loads((tmp_path / d / "results.json").read_text()) for d in ("s1", "s2", "merged", "full")
+    )
+    plan = planning.build(
+        bench.Options(problems=("vector",), variants=("triton:tile loop",), sizes={"vector": (4097, 8195, 12289)}),
+        on_gpu=False,
+    )
     for shard, index in ((s1, 1), (s2, 2)):  # the Slurm task ran what --shard 2/2 names
         assert shard["meta"]["shard"] == {"index": index, "count": 2, "jobs": [j.index for j in plan.shard(index, 2)]}
         assert shard["meta"]["plan"]["id"] == plan.id == full["meta"]["plan"]["id"]

@@ -9,19 +9,22 @@ import torch
 from suite.driver import meta
 
 
-@pytest.mark.parametrize("uuid, visible, ordinal, target", [
-    ("8a3c2f1e-0b6d-4e2a-9c1f-77aa00bb11cc", None, 0, "GPU-8a3c2f1e-0b6d-4e2a-9c1f-77aa00bb11cc"),
-    ("8a3c2f1e-0b6d-4e2a-9c1f-77aa00bb11cc", "3,1", 1, "GPU-8a3c2f1e-0b6d-4e2a-9c1f-77aa00bb11cc"),  # UUID first
-    ("GPU-8a3c2f1e", None, 0, "GPU-8a3c2f1e"),
-    ("MIG-0e2c", "MIG-0e2c", 0, "MIG-0e2c"),
-    (None, "3,1", 0, "3"),  # torch's GPU 0 is physical GPU 3
-    (None, "3,1", 1, "1"),
-    (None, " 5 , 6 ", 1, "6"),
-    (None, "GPU-aaaa,GPU-bbbb", 1, "GPU-bbbb"),
-    (None, None, 2, "2"),  # nothing hidden: CUDA's numbering is nvidia-smi's
-    (None, "", 0, "0"),
-    ("", "7", 0, "7"),
-])
+@pytest.mark.parametrize(
+    "uuid, visible, ordinal, target",
+    [
+        ("8a3c2f1e-0b6d-4e2a-9c1f-77aa00bb11cc", None, 0, "GPU-8a3c2f1e-0b6d-4e2a-9c1f-77aa00bb11cc"),
+        ("8a3c2f1e-0b6d-4e2a-9c1f-77aa00bb11cc", "3,1", 1, "GPU-8a3c2f1e-0b6d-4e2a-9c1f-77aa00bb11cc"),  # UUID first
+        ("GPU-8a3c2f1e", None, 0, "GPU-8a3c2f1e"),
+        ("MIG-0e2c", "MIG-0e2c", 0, "MIG-0e2c"),
+        (None, "3,1", 0, "3"),  # torch's GPU 0 is physical GPU 3
+        (None, "3,1", 1, "1"),
+        (None, " 5 , 6 ", 1, "6"),
+        (None, "GPU-aaaa,GPU-bbbb", 1, "GPU-bbbb"),
+        (None, None, 2, "2"),  # nothing hidden: CUDA's numbering is nvidia-smi's
+        (None, "", 0, "0"),
+        ("", "7", 0, "7"),
+    ],
+)
 def test_smi_target(uuid, visible, ordinal, target):
     assert meta.smi_target(uuid, visible, ordinal) == target
 
@@ -29,7 +32,9 @@ def test_smi_target(uuid, visible, ordinal, target):
 def _fake_gpu(monkeypatch, ordinal, uuid):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
     monkeypatch.setattr(torch.cuda, "current_device", lambda: ordinal)
-    monkeypatch.setattr(torch.cuda, "get_device_properties", lambda i: SimpleNamespace(uuid=uuid if i == ordinal else "?"))
+    monkeypatch.setattr(
+        torch.cuda, "get_device_properties", lambda i: SimpleNamespace(uuid=uuid if i == ordinal else "?")
+    )
 
 
 def test_gpu_target_maps_torchs_current_device(monkeypatch):
@@ -55,8 +60,14 @@ def test_gpu_state_queries_the_gpu_in_use(monkeypatch):
 
     monkeypatch.setattr(meta.subprocess, "run", fake_run)
     state = meta.gpu_state()
-    assert state == {"sm_clock_mhz": 1980.0, "mem_clock_mhz": 3201.0, "temperature_c": 45.0, "power_w": 612.5,
-                     "throttle_reasons": 4, "throttled": True}
+    assert state == {
+        "sm_clock_mhz": 1980.0,
+        "mem_clock_mhz": 3201.0,
+        "temperature_c": 45.0,
+        "power_w": 612.5,
+        "throttle_reasons": 4,
+        "throttled": True,
+    }
     assert calls and all(cmd[cmd.index("-i") + 1] == "5" for cmd in calls)  # physical GPU 5, not "0"
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     calls.clear()

@@ -30,8 +30,11 @@ def fake_sm90(monkeypatch):
 def test_the_cubins_compiled_up_front_are_those_the_launches_load(fake_sm90):
     opts = bench.Options(problems=("vector",), variants=("ptx:cp.async ring", "cuda:cuda::pipeline ring"))
     jobs = planning.build(opts, on_gpu=True).jobs
-    kernels = {v.label: v.kernel for v in bench._variants_of("vector").values()
-               if v.label in ("ptx:cp.async ring", "cuda:cuda::pipeline ring")}
+    kernels = {
+        v.label: v.kernel
+        for v in bench._variants_of("vector").values()
+        if v.label in ("ptx:cp.async ring", "cuda:cuda::pipeline ring")
+    }
     assert bench.precompile(jobs, on_gpu=True) == {}  # on a GPU nothing is described
     built = list(fake_sm90)
     assert len(built) == 2

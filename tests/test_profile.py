@@ -11,8 +11,8 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from conftest import HAS_GPU
+
 from suite.driver import profile, report
 from suite.driver.profile_worker import main as worker_main
 from suite.driver.profile_worker import parse_row
@@ -50,10 +50,30 @@ def _sample_with_ranges(ranges: list[int]) -> str:
 
 def _row(variant="128x256x32 mma.sync", stages=3, problem="gemm", **kw):
     unit = "TFLOP/s" if problem == "gemm" else "GB/s"
-    row = dict(problem=problem, shape="4096x4096x4096" if problem == "gemm" else "1024", dtype="x", backend="ptx",
-               variant=variant, stages=stages, baseline=False, ceiling=False, median_ms=1.0, iqr_ms=0.01,
-               spread=0.01, samples=10, throughput=1.0, unit=unit, ratio_to_ceiling=0.5, valid=True,
-               max_abs_error=0.0, rel_error=0.0, measured=True, throttled=False, note="", config="")
+    row = dict(
+        problem=problem,
+        shape="4096x4096x4096" if problem == "gemm" else "1024",
+        dtype="x",
+        backend="ptx",
+        variant=variant,
+        stages=stages,
+        baseline=False,
+        ceiling=False,
+        median_ms=1.0,
+        iqr_ms=0.01,
+        spread=0.01,
+        samples=10,
+        throughput=1.0,
+        unit=unit,
+        ratio_to_ceiling=0.5,
+        valid=True,
+        max_abs_error=0.0,
+        rel_error=0.0,
+        measured=True,
+        throttled=False,
+        note="",
+        config="",
+    )
     row.update(kw)
     return row
 
@@ -81,9 +101,14 @@ def test_sample_parses_into_kernels():
     """Seven kernels after ncu's ==PROF== lines, the units row applied, thousands separators read."""
     kernels = _kernels()
     assert [profile.short_kernel_name(k["name"]) for k in kernels] == [
-        "scale2_pipeline<3>", "gemm_f16_f32acc<3, 1, 32>", "gemm_f16_f32acc<3, 1, 64>",
-        "gemm_tma_wgmma<3, 128, 1, 0, 0>", "gemm_tma_wgmma<3, 256, 2, 0, 0>", "gemm_tma_wgmma<3, 256, 2, 1, 0>",
-        "gemm_tma_wgmma<3, 256, 2, 1, 1>"]
+        "scale2_pipeline<3>",
+        "gemm_f16_f32acc<3, 1, 32>",
+        "gemm_f16_f32acc<3, 1, 64>",
+        "gemm_tma_wgmma<3, 128, 1, 0, 0>",
+        "gemm_tma_wgmma<3, 256, 2, 0, 0>",
+        "gemm_tma_wgmma<3, 256, 2, 1, 0>",
+        "gemm_tma_wgmma<3, 256, 2, 1, 1>",
+    ]
     assert all(k["range"] is None for k in kernels)  # taken without --nvtx
     assert kernels[MMA32]["values"][profile.SMEM["ld_wavefronts"]] == 4_227_072  # "4,227,072"
     assert kernels[VECTOR]["values"][profile.DURATION] == 129_152  # ns
@@ -128,7 +153,8 @@ def test_why_cell():
     assert profile.why(vec) == "dram 82%; long_sb 62%, short_sb 15%; bank conflicts 12%"
     assert profile.why(_row()) == "-"
     assert profile.why(_row(profile={"error": "ncu profiled no kernel of this launch"})) == (
-        "no profile: ncu profiled no kernel of this launch")
+        "no profile: ncu profiled no kernel of this launch"
+    )
 
 
 def test_notice_is_one_line_within_the_width():
@@ -212,9 +238,11 @@ sys.exit({status})
 
 
 def _gemm_rows():
-    return [_row(backend="torch", variant="cuBLAS", stages=None, ceiling=True),
-            _row(variant="128x256x32 mma.sync", stages=3),
-            _row(backend="triton", variant="tuned", stages=4)]  # stages chosen by the autotuner: not an argument
+    return [
+        _row(backend="torch", variant="cuBLAS", stages=None, ceiling=True),
+        _row(variant="128x256x32 mma.sync", stages=3),
+        _row(backend="triton", variant="tuned", stages=4),
+    ]  # stages chosen by the autotuner: not an argument
 
 
 def test_profile_pass_with_a_fake_ncu(tmp_path, monkeypatch):
@@ -226,13 +254,30 @@ def test_profile_pass_with_a_fake_ncu(tmp_path, monkeypatch):
     assert "ncu 2099.1.0.0" in line and "--clock-control none" in line
     assert "no timing was taken under the profiler" in line
     argv = json.loads(argv_file.read_text())
-    assert argv[:argv.index("--metrics")] == ["--clock-control", "none", "--profile-from-start", "off", "--nvtx",
-                                              "--csv", "--page", "raw"]
+    assert argv[: argv.index("--metrics")] == [
+        "--clock-control",
+        "none",
+        "--profile-from-start",
+        "off",
+        "--nvtx",
+        "--csv",
+        "--page",
+        "raw",
+    ]
     assert argv[argv.index("--metrics") + 1].split(",") == list(profile.METRICS)
-    worker = argv[argv.index("--metrics") + 2:]
+    worker = argv[argv.index("--metrics") + 2 :]
     assert worker[:3] == [sys.executable, "-m", "suite.driver.profile_worker"]
-    assert worker[3:] == ["--seed", "10003", "--manifest", worker[6], "gemm", "4096x4096x4096", "torch:cuBLAS",
-                          "ptx:128x256x32 mma.sync@3", "triton:tuned"]
+    assert worker[3:] == [
+        "--seed",
+        "10003",
+        "--manifest",
+        worker[6],
+        "gemm",
+        "4096x4096x4096",
+        "torch:cuBLAS",
+        "ptx:128x256x32 mma.sync@3",
+        "triton:tuned",
+    ]
     assert rows[0]["profile"]["kernel"] == "scale2_pipeline<3>"
     assert rows[1]["profile"]["kernels"] == 2 and rows[2]["profile"]["tensor_pipe_pct"] == 54.55
     assert "profile" not in rows[3]
@@ -241,11 +286,16 @@ def test_profile_pass_with_a_fake_ncu(tmp_path, monkeypatch):
 @pytest.mark.parametrize("status", [0, 1])
 def test_no_permission_for_the_counters(tmp_path, monkeypatch, status):
     """ERR_NVGPUCTRPERM, whatever ncu's exit status: one line saying so, and no row gets a profile."""
-    _fake_ncu(tmp_path, monkeypatch, "==PROF== Connected to process 7 (/usr/bin/python3)\n"
-              "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance "
-              "Counters on the target device 0. For instructions on enabling permissions and to get more information "
-              "see https://developer.nvidia.com/ERR_NVGPUCTRPERM\n==PROF== Disconnected from process 7\n"
-              "==WARNING== No kernels were profiled.\n", status)
+    _fake_ncu(
+        tmp_path,
+        monkeypatch,
+        "==PROF== Connected to process 7 (/usr/bin/python3)\n"
+        "==ERROR== ERR_NVGPUCTRPERM - The user does not have permission to access NVIDIA GPU Performance "
+        "Counters on the target device 0. For instructions on enabling permissions and to get more information "
+        "see https://developer.nvidia.com/ERR_NVGPUCTRPERM\n==PROF== Disconnected from process 7\n"
+        "==WARNING== No kernels were profiled.\n",
+        status,
+    )
     rows = _gemm_rows()
     with pytest.raises(profile.Unavailable, match="no permission to read the GPU's performance counters") as e:
         profile.add_profiles(rows, on_gpu=True, progress=False)
@@ -279,12 +329,30 @@ def test_cli_profile_without_a_gpu_says_so_in_one_line_and_runs_on(tmp_path):
     """GPUs hidden: --profile says in one line that nothing is profiled; the run itself completes as always."""
     out = tmp_path / "run"
     env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
-    proc = subprocess.run([sys.executable, "-m", "suite.run", "--profile", "--problem", "vector", "--backend", "torch",
-                           "--out", str(out), "--no-progress"], capture_output=True, text=True, env=env, timeout=300)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "suite.run",
+            "--profile",
+            "--problem",
+            "vector",
+            "--backend",
+            "torch",
+            "--out",
+            str(out),
+            "--no-progress",
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=300,
+    )
     assert proc.returncode == 0, proc.stderr
     said = [line for line in proc.stderr.splitlines() if "--profile" in line]
-    assert said == ["--profile: no CUDA GPU here: nothing was timed, so nothing is profiled; the run goes on without "
-                    "profiles."]
+    assert said == [
+        "--profile: no CUDA GPU here: nothing was timed, so nothing is profiled; the run goes on without profiles."
+    ]
     data = json.loads((out / "results.json").read_text())
     assert data["rows"] and not any("profile" in r for r in data["rows"])
     assert data["meta"]["profile"].startswith("not taken: no CUDA GPU here")
@@ -299,10 +367,13 @@ def test_cli_profile_without_a_gpu_says_so_in_one_line_and_runs_on(tmp_path):
 def _profiled_rows():
     k = _kernels()
     rows = [_row(backend="torch", variant="cuBLAS", stages=None, ceiling=True, profile=profile.profile_of(k[WS2]))]
-    rows += [_row(stages=s, profile={**profile.profile_of(k[MMA32]), "shape": "4096x4096x4096", "note": ""})
-             for s in (1, 2)]
-    rows += [_row(backend="triton", variant="128x256x32", stages=1, profile={"error": "RuntimeError: boom"}),
-             _row(backend="triton", variant="128x256x32", stages=2, profile=profile.profile_of(k[TMA_STORE]))]
+    rows += [
+        _row(stages=s, profile={**profile.profile_of(k[MMA32]), "shape": "4096x4096x4096", "note": ""}) for s in (1, 2)
+    ]
+    rows += [
+        _row(backend="triton", variant="128x256x32", stages=1, profile={"error": "RuntimeError: boom"}),
+        _row(backend="triton", variant="128x256x32", stages=2, profile=profile.profile_of(k[TMA_STORE])),
+    ]
     return rows
 
 
@@ -352,12 +423,15 @@ def test_worker_rows():
             parse_row(bad)
 
 
-@pytest.mark.parametrize("argv, says", [
-    (["vector", "1024", "ptx:nope@2"], "unknown vector variant"),
-    (["vector", "1024", "ptx:cp.async ring@0"], "whole number >= 1"),
-    (["vector", "1e3", "torch:copy_"], "sizes are whole numbers"),
-    (["nope", "1024", "torch:copy_"], "unknown problem"),
-])
+@pytest.mark.parametrize(
+    "argv, says",
+    [
+        (["vector", "1024", "ptx:nope@2"], "unknown vector variant"),
+        (["vector", "1024", "ptx:cp.async ring@0"], "whole number >= 1"),
+        (["vector", "1e3", "torch:copy_"], "sizes are whole numbers"),
+        (["nope", "1024", "torch:copy_"], "unknown problem"),
+    ],
+)
 def test_worker_refuses_bad_arguments_before_touching_the_gpu(argv, says, capsys):
     with pytest.raises(SystemExit) as e:
         worker_main(argv)
@@ -370,8 +444,11 @@ def test_profile_pass_on_the_gpu(tmp_path):
     the counters are not available). Every timed row gets a profile of exactly one kernel."""
     from suite.driver.bench import Options, run
 
-    rows = run(Options(problems=("vector",), variants=("cp.async ring",), sizes={"vector": (2**24,)}, quick=True),
-               on_gpu=True, progress=False)
+    rows = run(
+        Options(problems=("vector",), variants=("cp.async ring",), sizes={"vector": (2**24,)}, quick=True),
+        on_gpu=True,
+        progress=False,
+    )
     medians = [r["median_ms"] for r in rows]
     try:
         profile.add_profiles(rows, on_gpu=True, progress=False)
@@ -393,9 +470,23 @@ def test_worker_runs_by_hand(tmp_path):
     """Without ncu the worker just builds and launches: every row launched, none failed, nothing on stdout (where ncu
     prints its CSV)."""
     manifest = tmp_path / "m.json"
-    proc = subprocess.run([sys.executable, "-m", "suite.driver.profile_worker", "--manifest", str(manifest), "vector",
-                           "2^20", "torch:copy_", "ptx:cp.async ring@4", "triton:tile loop@4"],
-                          capture_output=True, text=True, timeout=600)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "suite.driver.profile_worker",
+            "--manifest",
+            str(manifest),
+            "vector",
+            "2^20",
+            "torch:copy_",
+            "ptx:cp.async ring@4",
+            "triton:tile loop@4",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout == ""
     entries = json.loads(manifest.read_text())

@@ -3,10 +3,10 @@ kernel runs here (Triton in the interpreter on a CPU; every kernel on a GPU) on 
 
 import pytest
 import torch
+from conftest import HAS_GPU
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from conftest import HAS_GPU
 from suite.registry import variants
 from suite.validate import validate
 

@@ -16,6 +16,7 @@ def _count(ops: dict[str, int], opcode: str) -> int:
     """Instructions of one opcode, whatever their modifiers (opcode_counts keys are full mnemonics: UBLKCP.S.G)."""
     return sum(n for mnemonic, n in ops.items() if mnemonic.split(".")[0] == opcode)
 
+
 VECTOR_CONFIGS = [vector.BANDWIDTH] + [vector.depth(t) for t in vector.DEPTH_TILE_BYTES]
 BULK_CONFIGS = [vector_bulk.BANDWIDTH] + [vector_bulk.depth(t) for t in vector_bulk.DEPTH_TILE_BYTES]
 
@@ -54,8 +55,9 @@ def test_bulk_ring_builds_for_hopper(arch, config):
 
 def test_bulk_ring_needs_sm_90():
     with pytest.raises(loader.KernelCompileError, match="sm_80"):
-        loader.compile_cu(vector_bulk.SOURCE, (vector_bulk.BANDWIDTH.name_expression(2),), arch="sm_80",
-                          use_cache=False)
+        loader.compile_cu(
+            vector_bulk.SOURCE, (vector_bulk.BANDWIDTH.name_expression(2),), arch="sm_80", use_cache=False
+        )
 
 
 def test_latency_probe_builds():
@@ -106,17 +108,20 @@ def test_sass_classifier_reads_real_listings():
     got = instruction_classes(fake)
     assert got["ldmatrix"] == 1 and got["mma"] == 1 and got["async_copy"] == 0
     # plain vector memory: a 16-byte load with any further modifier counts, a narrower one does not
-    plain = ("        /*0010*/  @!P0 LDG.E.128.CONSTANT R4, desc[UR4][R2.64] ;\n"
-             "        /*0020*/       LDG.E.64 R6, desc[UR4][R2.64] ;\n"
-             "        /*0030*/       STG.E.128 desc[UR4][R8.64], R4 ;\n"
-             "        /*0040*/       LDGSTS.E.BYPASS.128.ZFILL [R1], desc[UR4][R2.64] ;")
+    plain = (
+        "        /*0010*/  @!P0 LDG.E.128.CONSTANT R4, desc[UR4][R2.64] ;\n"
+        "        /*0020*/       LDG.E.64 R6, desc[UR4][R2.64] ;\n"
+        "        /*0030*/       STG.E.128 desc[UR4][R8.64], R4 ;\n"
+        "        /*0040*/       LDGSTS.E.BYPASS.128.ZFILL [R1], desc[UR4][R2.64] ;"
+    )
     got = instruction_classes(plain)
     assert (got["vector_load"], got["vector_store"], got["async_copy"]) == (1, 1, 1)
 
 
 def test_kernel_info_from_the_cubin():
-    info = gemm.build("sm_90", block_k=64).kernel_info(gemm.name_expression(3, True, 64), gemm.stage_bytes(64), 3,
-                                           occupancy=1, threads=256, grid=42, config="c")
+    info = gemm.build("sm_90", block_k=64).kernel_info(
+        gemm.name_expression(3, True, 64), gemm.stage_bytes(64), 3, occupancy=1, threads=256, grid=42, config="c"
+    )
     assert info.smem_per_stage == 48 * 1024 and info.smem_total >= 3 * 48 * 1024
     assert 200 <= info.registers <= 255 and info.spill_bytes == 0
     assert info.sass["mma"] > 0 and info.sass["ldmatrix"] > 0 and info.sass["async_copy"] > 0

@@ -45,8 +45,14 @@ def test_schedules_build_as_hoppers_pipeline(name):
 
 # On a GPU: M = 1, M not a multiple of 8, N not a multiple of 16, K below one K tile, a split remainder, more splits
 # than K tiles (empty splits), a stream-K range that starts and ends inside tiles.
-EDGES = [((1, 300, 1040), None), ((13, 264, 80), None), ((67, 250, 48), 3), ((64, 512, 4112), None),
-         ((200, 520, 16), 4), ((129, 257, 272), 7)]
+EDGES = [
+    ((1, 300, 1040), None),
+    ((13, 264, 80), None),
+    ((67, 250, 48), 3),
+    ((64, 512, 4112), None),
+    ((200, 520, 16), 4),
+    ((129, 257, 272), 7),
+]
 
 
 @pytest.mark.gpu
@@ -54,14 +60,20 @@ EDGES = [((1, 300, 1040), None), ((13, 264, 80), None), ((67, 250, 48), 3), ((64
 @pytest.mark.parametrize("name", SCHEDULED)
 def test_schedules_match_fp64_at_the_edges_bit_reproducibly(name, dtype):
     config = gemm_tma.CONFIGS[name]
-    for (size, splits) in EDGES:
+    for size, splits in EDGES:
         if dtype == "fp8e4m3" and size[2] % 16:
             continue
         for stages in config.stages[:1]:
             inputs = GEMM.make_inputs(size, sum(size) + stages, torch.device("cuda"), dtype)
             out = GEMM.make_output(inputs).fill_(float("nan"))
-            launch = gemm_tma.Gemm(inputs, out, config, stages, kernel=gemm_tma.KERNELS[name],
-                                   splits=splits if config.schedule == "split-k" else None)
+            launch = gemm_tma.Gemm(
+                inputs,
+                out,
+                config,
+                stages,
+                kernel=gemm_tma.KERNELS[name],
+                splits=splits if config.schedule == "split-k" else None,
+            )
             launch()
             torch.cuda.synchronize()
             check = GEMM.check(out, GEMM.reference(inputs), dtype)

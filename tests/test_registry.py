@@ -54,7 +54,8 @@ def test_a_run_at_every_dtype_has_a_row_for_every_variant():
             assert v.label in rows, f"{v.label} has no row at {job.problem} {job.dtype} {job.shape}"
             if job.dtype in v.dtypes:
                 assert [r.stages for r in rows[v.label]] == list(v.stages_for(job.dtype)) and all(
-                    r.runs for r in rows[v.label]), (v.label, job.dtype)
+                    r.runs for r in rows[v.label]
+                ), (v.label, job.dtype)
             else:
                 assert [(r.stages, r.runs) for r in rows[v.label]] == [(None, False)], (v.label, job.dtype)
 

@@ -8,9 +8,16 @@ from pathlib import Path
 import pytest
 
 from suite.kernel import NvrtcModule
-
-from suite.sanitize import (faults, kernel_names, kernel_pattern, normalize, not_sanitized, parse, run_tool,
-                            sanitized_variants)
+from suite.sanitize import (
+    faults,
+    kernel_names,
+    kernel_pattern,
+    normalize,
+    not_sanitized,
+    parse,
+    run_tool,
+    sanitized_variants,
+)
 from suite.sass import split_functions
 
 # Shaped like compute-sanitizer 2025's real output on an H200 (racecheck of the broken GEMM, abridged).
@@ -42,8 +49,11 @@ NAMES = ["gemm_f16_f32acc<1, true, 32>", "gemm_f16_f32acc<1, false, 32>", "scale
 def test_parse_attributes_findings_to_instantiations():
     total, per_kernel = parse(REPORT, NAMES)
     assert total == 239712  # all errors, not the displayed hazards
-    assert per_kernel == {"gemm_f16_f32acc<1, true, 32>": 1, "gemm_f16_f32acc<1, false, 32>": 1,
-                          "scale2_ring<128, 1, 3>": 1}
+    assert per_kernel == {
+        "gemm_f16_f32acc<1, true, 32>": 1,
+        "gemm_f16_f32acc<1, false, 32>": 1,
+        "scale2_ring<128, 1, 3>": 1,
+    }
     assert normalize("scale2_pipeline<(int)4>") == "scale2_pipeline<4>"
     assert parse("========= ERROR SUMMARY: 0 errors\n", NAMES) == (0, {})
     assert parse("no sanitizer output", NAMES)[0] is None  # a tool that did not run is not 'clean'
@@ -57,13 +67,18 @@ def test_findings_that_name_no_kernel_go_to_the_case_that_ran():
     The hazard block is real (the H200 run of 2026-11-30, cuda backend GEMM with its ring barrier removed)."""
     from pathlib import Path
 
-    log = (Path(__file__).parent.parent / "results" / "NVIDIA-H200" / "sanitizer-20261130-085045" /
-           "racecheck-fault.log").read_text().splitlines()
+    log = (
+        (Path(__file__).parent.parent / "results" / "NVIDIA-H200" / "sanitizer-20261130-085045" / "racecheck-fault.log")
+        .read_text()
+        .splitlines()
+    )
     hazard = "\n".join(log[1:31])
     assert "hazard detected" in hazard and "gemm_" not in hazard  # the block names no kernel (gemm.py is a host frame)
     names = ["gemm_cuda_pipeline<2, true, 32>", "gemm_f16_f32acc<2, true, 32>"]
-    report = f"CASE-START {names[0]} ; gemm_cuda_pipeline<2, false, 32>\n{hazard}\n{hazard}\n" \
-             f"CASE-START {names[1]}\n========= RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)\n"
+    report = (
+        f"CASE-START {names[0]} ; gemm_cuda_pipeline<2, false, 32>\n{hazard}\n{hazard}\n"
+        f"CASE-START {names[1]}\n========= RACECHECK SUMMARY: 2 hazards displayed (2 errors, 0 warnings)\n"
+    )
     total, per_kernel = parse(report, names)
     assert total == 2 and per_kernel == {names[0]: 2}
     assert parse(hazard, names)[1] == {}  # no case named: not attributed to anything
@@ -74,18 +89,23 @@ def test_a_fault_reported_only_as_warp_level_warnings_is_caught():
     warnings, the errors it counts are never displayed. A fault run counts the warnings (the H200 run of 2026-11-30,
     about 12:23: the mma.sync GEMM without its ring barrier, 260,896 errors, every displayed hazard a warning); a
     healthy run does not."""
-    warning = "\n".join([
-        "========= Warning: (Warp Level Programming) Potential RAW hazard detected at __shared__ 0x6600 in block "
-        "(2,0,0) :",
-        "=========     Write Thread (32,0,0) at cp_async_16(unsigned int, const void *, int)+0x1a70 in "
-        "ptx_wrappers.cuh:22",
-        "=========     Read Thread (40,0,0) at ldmatrix_x4(unsigned int, unsigned int (&)[4])+0x1e30 in "
-        "ptx_wrappers.cuh:74",
-        "=========     Current Value : 230",
-        "========= "])
+    warning = "\n".join(
+        [
+            "========= Warning: (Warp Level Programming) Potential RAW hazard detected at __shared__ 0x6600 in block "
+            "(2,0,0) :",
+            "=========     Write Thread (32,0,0) at cp_async_16(unsigned int, const void *, int)+0x1a70 in "
+            "ptx_wrappers.cuh:22",
+            "=========     Read Thread (40,0,0) at ldmatrix_x4(unsigned int, unsigned int (&)[4])+0x1e30 in "
+            "ptx_wrappers.cuh:74",
+            "=========     Current Value : 230",
+            "========= ",
+        ]
+    )
     names = ["gemm_f16_f32acc<2, true, 32>", "gemm_f16_f32acc<2, false, 32>"]
-    report = (f"========= COMPUTE-SANITIZER\nCASE-START {names[0]} ; {names[1]}\n{warning}\n{warning}\n"
-              "========= RACECHECK SUMMARY: 50 hazards displayed (260896 errors, 0 warnings)\n")
+    report = (
+        f"========= COMPUTE-SANITIZER\nCASE-START {names[0]} ; {names[1]}\n{warning}\n{warning}\n"
+        "========= RACECHECK SUMMARY: 50 hazards displayed (260896 errors, 0 warnings)\n"
+    )
     assert parse(report, names, warnings=True) == (260896, {names[0]: 2})
     assert parse(report, names) == (260896, {})
     tool_warning = "========= Warning: Detected overflow of print buffer\n"  # not a hazard: never a finding
@@ -108,8 +128,11 @@ def test_what_is_sanitized_comes_from_the_registry():
     assert all(v.label not in skipped for v in sanitized_variants())
 
 
-@pytest.mark.parametrize("variant, fault", [(v, f) for v, f in faults() if isinstance(v.kernel, NvrtcModule)],
-                         ids=lambda x: getattr(x, "label", getattr(x, "define", "")))
+@pytest.mark.parametrize(
+    "variant, fault",
+    [(v, f) for v, f in faults() if isinstance(v.kernel, NvrtcModule)],
+    ids=lambda x: getattr(x, "label", getattr(x, "define", "")),
+)
 def test_each_fault_changes_the_code(variant, fault):
     """A fault define that compiles to the same machine code would make the self-test blind: the faulty build's
     instantiations differ from the healthy ones, and have fewer waits (block barriers, mbarrier try-waits). (NVRTC
@@ -119,8 +142,10 @@ def test_each_fault_changes_the_code(variant, fault):
     broken = variant.kernel.with_defines(fault.define, stages=fault.stages).build(arch)
     for s in fault.stages:
         for expr in variant.kernel.kernel_names(s):
-            waits = [len(re.findall(r"BAR\.SYNC|SYNCS\.PHASECHK", split_functions(m.sass())[m.symbols[expr]]))
-                     for m in (healthy, broken)]
+            waits = [
+                len(re.findall(r"BAR\.SYNC|SYNCS\.PHASECHK", split_functions(m.sass())[m.symbols[expr]]))
+                for m in (healthy, broken)
+            ]
             assert waits[1] < waits[0], f"{variant.label} {fault.define} {expr}: waits {waits[0]} -> {waits[1]}"
 
 
@@ -137,7 +162,8 @@ def test_racecheck_catches_every_declared_fault(tmp_path):
         cases = "\n".join(line for line in report.splitlines() if line.startswith("CASE"))
         assert total and sum(per_kernel.get(n, 0) for n in names), (
             f"{v.label} {fault.define}: not reported for {sorted(names)}; findings per kernel {per_kernel}, "
-            f"{total} in the summary; cases:\n{cases}\nreport's first lines:\n{report[:1500]}")
+            f"{total} in the summary; cases:\n{cases}\nreport's first lines:\n{report[:1500]}"
+        )
 
 
 def test_a_fault_worker_needs_its_fault():
@@ -157,8 +183,13 @@ def test_variant_selection_limits_the_run_and_reaches_the_workers():
         assert {v.label for v, _ in sanitize.faults()} == {"ptx:128x256x32 mma.sync"}
         assert not sanitize.not_sanitized()  # nothing outside the selection is listed as skipped
         cmd = sanitize.tool_command("cs", "racecheck", "healthy", plugins=("p.py",))
-        assert cmd[cmd.index("--worker-tool"):] == ["--worker-tool", "racecheck", "--plugin=p.py",
-                                                    "--variant=ptx:bulk ring 2KiB", "--variant=128x256x32 mma.sync"]
+        assert cmd[cmd.index("--worker-tool") :] == [
+            "--worker-tool",
+            "racecheck",
+            "--plugin=p.py",
+            "--variant=ptx:bulk ring 2KiB",
+            "--variant=128x256x32 mma.sync",
+        ]
         for bad in (["nope"], ["triton:tuned"]):
             with pytest.raises(ValueError, match="not a sanitized variant"):
                 sanitize.select(bad)
@@ -194,5 +225,6 @@ def test_a_tool_that_cannot_judge_a_kernel_does_not_run_it(monkeypatch, capsys):
         sanitize.select([])
     blind = {(v.label, t) for v in sanitize.sanitized_variants() for t in sanitize.TOOLS if sanitize.blind_spot(v, t)}
     # the documented ones: the bulk ring's mbarrier-released refills, the Gluon GEMM's warp-specialization dispatch
-    assert blind and all((label.startswith("ptx:bulk ring") or "gluon" in label) and tool == "racecheck"
-                         for label, tool in blind)
+    assert blind and all(
+        (label.startswith("ptx:bulk ring") or "gluon" in label) and tool == "racecheck" for label, tool in blind
+    )

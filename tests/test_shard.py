@@ -58,19 +58,31 @@ def test_shards_are_balanced(full_plan):
 
 def test_the_plan_and_its_shards_are_the_same_in_another_process(full_plan):
     """Another interpreter (another hash seed, as on another host) builds the same plan id and the same shards."""
-    script = ("import json; from suite.driver import bench, plan; p = plan.build(bench.Options(), on_gpu=True); "
-              "print(json.dumps([p.id, [[j.index for j in p.shard(i, 3)] for i in (1, 2, 3)]]))")
+    script = (
+        "import json; from suite.driver import bench, plan; p = plan.build(bench.Options(), on_gpu=True); "
+        "print(json.dumps([p.id, [[j.index for j in p.shard(i, 3)] for i in (1, 2, 3)]]))"
+    )
     env = dict(os.environ, PYTHONHASHSEED="12345", TRITON_INTERPRET="1")
-    proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT,
-                          timeout=120, check=False)
+    proc = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, env=env, cwd=ROOT, timeout=120, check=False
+    )
     assert proc.returncode == 0, proc.stderr
     plan_id, shards = json.loads(proc.stdout)
     assert plan_id == full_plan.id
     assert shards == [[j.index for j in full_plan.shard(i, 3)] for i in (1, 2, 3)]
 
 
-@pytest.mark.parametrize("change", [{"seed": 1}, {"quick": True}, {"timer": "fixed"}, {"problems": ("gemm",)},
-                                    {"stages": (2,)}, {"dtypes": ("fp16",)}])
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"seed": 1},
+        {"quick": True},
+        {"timer": "fixed"},
+        {"problems": ("gemm",)},
+        {"stages": (2,)},
+        {"dtypes": ("fp16",)},
+    ],
+)
 def test_the_plan_id_changes_with_what_is_measured(full_plan, change):
     assert planning.build(bench.Options(**change), on_gpu=True).id != full_plan.id
 
@@ -83,8 +95,12 @@ def test_the_plan_id_is_stable(full_plan):
 def test_job_descriptions_read_back(full_plan):
     for job in full_plan.jobs:
         back = planning.parse_description(job.describe())
-        assert (back["problem"], back["dtype"], back["shape"], back["rows"]) == (job.problem, job.dtype_label,
-                                                                                 job.shape, len(job.rows))
+        assert (back["problem"], back["dtype"], back["shape"], back["rows"]) == (
+            job.problem,
+            job.dtype_label,
+            job.shape,
+            len(job.rows),
+        )
 
 
 @pytest.mark.parametrize("text, shard", [("1/3", (1, 3)), ("3/3", (3, 3)), (" 2 / 5 ", (2, 5)), ("1/1", (1, 1))])
@@ -92,9 +108,18 @@ def test_parse_shard(text, shard):
     assert planning.parse_shard(text) == shard
 
 
-@pytest.mark.parametrize("text, rule", [("0/3", "between 1 and N"), ("4/3", "between 1 and N"), ("1/0", "between"),
-                                        ("3", "a shard is I/N"), ("a/b", "a shard is I/N"), ("-1/3", "I/N"),
-                                        ("", "I/N")])
+@pytest.mark.parametrize(
+    "text, rule",
+    [
+        ("0/3", "between 1 and N"),
+        ("4/3", "between 1 and N"),
+        ("1/0", "between"),
+        ("3", "a shard is I/N"),
+        ("a/b", "a shard is I/N"),
+        ("-1/3", "I/N"),
+        ("", "I/N"),
+    ],
+)
 def test_parse_shard_names_the_rule(text, rule):
     with pytest.raises(ValueError, match=rule):
         planning.parse_shard(text)
@@ -102,18 +127,26 @@ def test_parse_shard_names_the_rule(text, rule):
 
 def _slurm(task, count, low=None, high=None, step=None):
     env = {"SLURM_ARRAY_TASK_ID": str(task), "SLURM_ARRAY_TASK_COUNT": str(count)}
-    env.update({k: str(v) for k, v in (("SLURM_ARRAY_TASK_MIN", low), ("SLURM_ARRAY_TASK_MAX", high),
-                                       ("SLURM_ARRAY_TASK_STEP", step)) if v is not None})
+    env.update(
+        {
+            k: str(v)
+            for k, v in (("SLURM_ARRAY_TASK_MIN", low), ("SLURM_ARRAY_TASK_MAX", high), ("SLURM_ARRAY_TASK_STEP", step))
+            if v is not None
+        }
+    )
     return env
 
 
-@pytest.mark.parametrize("array, tasks", [
-    ("--array=0-2", [_slurm(t, 3, 0, 2, 1) for t in (0, 1, 2)]),
-    ("--array=1-3", [_slurm(t, 3, 1, 3, 1) for t in (1, 2, 3)]),
-    ("--array=5-7", [_slurm(t, 3, 5, 7) for t in (5, 6, 7)]),  # no STEP: 1
-    ("--array=1-7:2", [_slurm(t, 4, 1, 7, 2) for t in (1, 3, 5, 7)]),
-    ("--array=0-2, MIN unset", [_slurm(t, 3) for t in (0, 1, 2)]),
-])
+@pytest.mark.parametrize(
+    "array, tasks",
+    [
+        ("--array=0-2", [_slurm(t, 3, 0, 2, 1) for t in (0, 1, 2)]),
+        ("--array=1-3", [_slurm(t, 3, 1, 3, 1) for t in (1, 2, 3)]),
+        ("--array=5-7", [_slurm(t, 3, 5, 7) for t in (5, 6, 7)]),  # no STEP: 1
+        ("--array=1-7:2", [_slurm(t, 4, 1, 7, 2) for t in (1, 3, 5, 7)]),
+        ("--array=0-2, MIN unset", [_slurm(t, 3) for t in (0, 1, 2)]),
+    ],
+)
 def test_slurm_array_tasks_are_the_shards_in_order(full_plan, array, tasks):
     """Each task of the array is one shard, the first task the first shard; the same jobs as --shard I/N."""
     n = len(tasks)
@@ -123,14 +156,17 @@ def test_slurm_array_tasks_are_the_shards_in_order(full_plan, array, tasks):
         assert [j.index for j in full_plan.shard(i, count)] == [j.index for j in full_plan.shard(expected, n)]
 
 
-@pytest.mark.parametrize("env, rule", [
-    (_slurm(5, 3), "SLURM_ARRAY_TASK_ID=5 is not one of COUNT=3"),
-    (_slurm(0, 3, 1, 3), "SLURM_ARRAY_TASK_ID=0 is not one of COUNT=3 tasks from MIN=1"),
-    (_slurm(5, 3, 1, 7), "to MAX=7"),  # --array=1,5,7: not an arithmetic range
-    (_slurm(2, 3, 1, 5, 2), "in steps of 2"),  # between two tasks of the step
-    ({"SLURM_ARRAY_TASK_ID": "1"}, "must both be set"),
-    (_slurm("x", 3), "whole numbers"),
-])
+@pytest.mark.parametrize(
+    "env, rule",
+    [
+        (_slurm(5, 3), "SLURM_ARRAY_TASK_ID=5 is not one of COUNT=3"),
+        (_slurm(0, 3, 1, 3), "SLURM_ARRAY_TASK_ID=0 is not one of COUNT=3 tasks from MIN=1"),
+        (_slurm(5, 3, 1, 7), "to MAX=7"),  # --array=1,5,7: not an arithmetic range
+        (_slurm(2, 3, 1, 5, 2), "in steps of 2"),  # between two tasks of the step
+        ({"SLURM_ARRAY_TASK_ID": "1"}, "must both be set"),
+        (_slurm("x", 3), "whole numbers"),
+    ],
+)
 def test_slurm_variables_that_name_no_shard_are_refused(env, rule):
     with pytest.raises(ValueError, match=rule):
         planning.shard_from_env(env)
@@ -139,16 +175,26 @@ def test_slurm_variables_that_name_no_shard_are_refused(env, rule):
 
 def _cli(*argv, env=None):
     full = {**os.environ, "CUDA_VISIBLE_DEVICES": "", **(env or {})}
-    return subprocess.run([sys.executable, "-m", "suite.run", *argv], capture_output=True, text=True, env=full,
-                          timeout=300, cwd=ROOT, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "suite.run", *argv],
+        capture_output=True,
+        text=True,
+        env=full,
+        timeout=300,
+        cwd=ROOT,
+        check=False,
+    )
 
 
-@pytest.mark.parametrize("argv, env, says", [
-    (["--shard", "4/3"], {}, "error: argument --shard: '4/3': I must be between 1 and N"),
-    (["--shard", "x"], {}, "error: argument --shard: 'x': a shard is I/N"),
-    ([], _slurm(3, 3), "error: SLURM_ARRAY_TASK_*: SLURM_ARRAY_TASK_ID=3 is not one of COUNT=3"),
-    (["--gpus", "all"], {}, "error: --gpus all: no CUDA GPU here"),
-])
+@pytest.mark.parametrize(
+    "argv, env, says",
+    [
+        (["--shard", "4/3"], {}, "error: argument --shard: '4/3': I must be between 1 and N"),
+        (["--shard", "x"], {}, "error: argument --shard: 'x': a shard is I/N"),
+        ([], _slurm(3, 3), "error: SLURM_ARRAY_TASK_*: SLURM_ARRAY_TASK_ID=3 is not one of COUNT=3"),
+        (["--gpus", "all"], {}, "error: --gpus all: no CUDA GPU here"),
+    ],
+)
 def test_cli_refuses_bad_shards_and_gpus_in_one_line(argv, env, says, tmp_path):
     proc = _cli("--problem", "vector", "--out", str(tmp_path / "r"), *argv, env=env)
     assert proc.returncode == 2 and proc.stderr.strip().splitlines()[-1].startswith(says), proc.stderr

@@ -58,25 +58,73 @@ def test_registry_declares_the_depth_sweep():
 
 
 def _row(**kw):
-    row = {"problem": "vector", "shape": "268435456", "dtype": "fp32", "backend": "ptx",
-           "variant": "cp.async ring 2KiB", "group": "depth sweep: 2 KiB tiles", "stages": 1, "baseline": False,
-           "ceiling": False, "median_ms": 1.0, "iqr_ms": 0.0, "spread": 0.0, "samples": 10, "throughput": 1000.0,
-           "unit": "GB/s", "ratio_to_ceiling": 0.25, "valid": True, "measured": True, "throttled": False, "note": "",
-           "tile_bytes": 2048, "resident_blocks_per_sm": 1, "bytes_in_flight_per_sm": 2048, "occupancy": 1,
-           "sass": "LDGSTS"}
+    row = {
+        "problem": "vector",
+        "shape": "268435456",
+        "dtype": "fp32",
+        "backend": "ptx",
+        "variant": "cp.async ring 2KiB",
+        "group": "depth sweep: 2 KiB tiles",
+        "stages": 1,
+        "baseline": False,
+        "ceiling": False,
+        "median_ms": 1.0,
+        "iqr_ms": 0.0,
+        "spread": 0.0,
+        "samples": 10,
+        "throughput": 1000.0,
+        "unit": "GB/s",
+        "ratio_to_ceiling": 0.25,
+        "valid": True,
+        "measured": True,
+        "throttled": False,
+        "note": "",
+        "tile_bytes": 2048,
+        "resident_blocks_per_sm": 1,
+        "bytes_in_flight_per_sm": 2048,
+        "occupancy": 1,
+        "sass": "LDGSTS",
+    }
     row.update(kw)
     return row
 
 
 def _rows():
-    rows = [_row(backend="torch", variant="copy_", group="", stages=None, ceiling=True, throughput=4000.0,
-                 ratio_to_ceiling=1.0, tile_bytes=None, resident_blocks_per_sm=None, bytes_in_flight_per_sm=None)]
+    rows = [
+        _row(
+            backend="torch",
+            variant="copy_",
+            group="",
+            stages=None,
+            ceiling=True,
+            throughput=4000.0,
+            ratio_to_ceiling=1.0,
+            tile_bytes=None,
+            resident_blocks_per_sm=None,
+            bytes_in_flight_per_sm=None,
+        )
+    ]
     for s in (1, 2, 4, 8):
         rows.append(_row(stages=s, bytes_in_flight_per_sm=2048 * s, throughput=min(4000.0, 900.0 * s)))
-        rows.append(_row(backend="triton", variant="tile loop 2KiB", stages=s,
-                         bytes_in_flight_per_sm=2048 * max(1, s - 1), throughput=min(3900.0, 850.0 * max(1, s - 1))))
-    rows.append(_row(variant="cp.async ring", group="", stages=4, tile_bytes=32768, bytes_in_flight_per_sm=65536,
-                     throughput=4150.0))
+        rows.append(
+            _row(
+                backend="triton",
+                variant="tile loop 2KiB",
+                stages=s,
+                bytes_in_flight_per_sm=2048 * max(1, s - 1),
+                throughput=min(3900.0, 850.0 * max(1, s - 1)),
+            )
+        )
+    rows.append(
+        _row(
+            variant="cp.async ring",
+            group="",
+            stages=4,
+            tile_bytes=32768,
+            bytes_in_flight_per_sm=65536,
+            throughput=4150.0,
+        )
+    )
     return rows
 
 
@@ -109,8 +157,10 @@ def test_depth_plot_and_columns(tmp_path):
 def test_groups_get_their_own_table_against_the_shape_ceiling():
     text = report.table(_rows())
     titles = [line for line in text.splitlines() if line.startswith("### ")]
-    assert titles == ["### vector 268435456 (fp32): GB/s, % of torch:copy_",
-                      "### vector 268435456 (fp32), depth sweep: 2 KiB tiles: GB/s, % of torch:copy_"]
+    assert titles == [
+        "### vector 268435456 (fp32): GB/s, % of torch:copy_",
+        "### vector 268435456 (fp32), depth sweep: 2 KiB tiles: GB/s, % of torch:copy_",
+    ]
     depth_table = text.split(titles[1])[1]
     assert "ptx:cp.async ring 2KiB GB/s" in depth_table and "triton:tile loop 2KiB GB/s" in depth_table
     assert "16 KiB in flight/SM" in depth_table and "| 8 " in depth_table

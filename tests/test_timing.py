@@ -137,8 +137,9 @@ def test_a_gpu_that_stops_answering_fails_the_rows_left_with_the_reason(monkeypa
     retried on the dead context."""
     from suite.driver.workers import DeviceFailed
 
-    opts = bench.Options(problems=("vector",), sizes={"vector": (4097, 8195)}, backends=("torch", "triton"),
-                         stages=(2,))
+    opts = bench.Options(
+        problems=("vector",), sizes={"vector": (4097, 8195)}, backends=("torch", "triton"), stages=(2,)
+    )
     jobs = planning.build(opts, on_gpu=True).jobs
     mul = next(r for r in bench.skeleton(jobs[0]) if r["variant"] == "mul")
     real_validate = bench._validate
@@ -149,8 +150,7 @@ def test_a_gpu_that_stops_answering_fails_the_rows_left_with_the_reason(monkeypa
         return real_validate(size, variant, stages, seed, device, dtype)
 
     def check_device(device, rows):
-        raise DeviceFailed("CUDA error: an illegal memory access was encountered",
-                           [r for r in rows if r.get("_final")])
+        raise DeviceFailed("CUDA error: an illegal memory access was encountered", [r for r in rows if r.get("_final")])
 
     monkeypatch.setattr(bench, "_validate", validate)
     monkeypatch.setattr(bench, "_check_device", check_device)
@@ -218,15 +218,26 @@ def test_gpu_state_is_one_nvidia_smi_call_where_it_answers_everything(monkeypatc
         fields = cmd[1].split("=", 1)[1].split(",")
         if "clocks_event_reasons.active" in fields:  # an older nvidia-smi: only the old name
             raise subprocess.CalledProcessError(6, cmd)
-        values = {"clocks.sm": "1755", "clocks.mem": "3201", "temperature.gpu": "61", "power.draw": "698.1",
-                  "clocks_throttle_reasons.active": "0x0000000000000004"}
+        values = {
+            "clocks.sm": "1755",
+            "clocks.mem": "3201",
+            "temperature.gpu": "61",
+            "power.draw": "698.1",
+            "clocks_throttle_reasons.active": "0x0000000000000004",
+        }
         return subprocess.CompletedProcess(cmd, 0, stdout=", ".join(values[f] for f in fields) + "\n")
 
     monkeypatch.setattr(run_meta, "gpu_target", lambda: "GPU-aaaa")
     monkeypatch.setattr(run_meta.subprocess, "run", fake_run)
     monkeypatch.setattr(run_meta, "_ONE_QUERY", [])
-    expected = {"sm_clock_mhz": 1755.0, "mem_clock_mhz": 3201.0, "temperature_c": 61.0, "power_w": 698.1,
-                "throttle_reasons": 4, "throttled": True}
+    expected = {
+        "sm_clock_mhz": 1755.0,
+        "mem_clock_mhz": 3201.0,
+        "temperature_c": 61.0,
+        "power_w": 698.1,
+        "throttle_reasons": 4,
+        "throttled": True,
+    }
     assert run_meta.gpu_state() == expected
     calls.clear()
     assert run_meta.gpu_state() == expected

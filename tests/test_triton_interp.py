@@ -4,7 +4,6 @@ from pathlib import Path
 
 import pytest
 import torch
-
 from conftest import HAS_GPU
 
 pytestmark = pytest.mark.skipif(HAS_GPU, reason="interpreter tests run on the CPU-only machines")
@@ -76,13 +75,17 @@ def compiled_sm90():
 
     cases = [(c.block, c.schedule.run, c.num_warps, s) for c, s in COMPILE_CASES]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run([sys.executable, "-c", _COMPILE_SCRIPT, json.dumps(cases)], capture_output=True, text=True,
-                          env=env, check=True)
+    proc = subprocess.run(
+        [sys.executable, "-c", _COMPILE_SCRIPT, json.dumps(cases)], capture_output=True, text=True, env=env, check=True
+    )
     return json.loads(proc.stdout.strip().splitlines()[-1])
 
 
-@pytest.mark.parametrize("i", range(len(COMPILE_CASES)),
-                         ids=[f"{c.tile_bytes // 1024}KiB-run{c.schedule.run}-s{s}" for c, s in COMPILE_CASES])
+@pytest.mark.parametrize(
+    "i",
+    range(len(COMPILE_CASES)),
+    ids=[f"{c.tile_bytes // 1024}KiB-run{c.schedule.run}-s{s}" for c, s in COMPILE_CASES],
+)
 def test_vector_pipelines_on_sm90(compiled_sm90, i):
     """Triton turns the tile loop's loads into cp.async (LDGSTS) into S - 1 tile buffers when S >= 2, plain loads at
     S = 1, never spills; the row's tiles in flight are derived from exactly these facts (streaming_info)."""
@@ -102,8 +105,9 @@ def test_vector_row_says_when_triton_did_not_pipeline():
     piped = KernelInfo(sass={"async_copy": 8}, smem_total=3 * 2048, occupancy=4)
     info = tvector.streaming_info(piped, tvector.depth(2048), 4)
     assert not info.note and info.bytes_in_flight_per_sm == 3 * 2048
-    info = tvector.streaming_info(KernelInfo(sass={"async_copy": 8}, smem_total=3 * 32768, occupancy=1),
-                                  tvector.BANDWIDTH, 4)
+    info = tvector.streaming_info(
+        KernelInfo(sass={"async_copy": 8}, smem_total=3 * 32768, occupancy=1), tvector.BANDWIDTH, 4
+    )
     assert info.bytes_in_flight_per_sm == 2 * 32768  # a short run of 2 tiles caps the ring's 3 buffers
 
 
@@ -169,9 +173,18 @@ def test_desc_vector_is_tma_on_sm90(config, stages):
     import sys
 
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run([sys.executable, "-c", _DESC_COMPILE_SCRIPT,
-                           json.dumps([[config.rows, config.schedule.run, config.num_warps, stages]])],
-                          capture_output=True, text=True, env=env, check=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _DESC_COMPILE_SCRIPT,
+            json.dumps([[config.rows, config.schedule.run, config.num_warps, stages]]),
+        ],
+        capture_output=True,
+        text=True,
+        env=env,
+        check=True,
+    )
     (got,) = json.loads(proc.stdout.strip().splitlines()[-1])
     classes = got["classes"]
     assert classes["local_memory"] == 0
@@ -300,19 +313,35 @@ def _gemm_desc_spec(dtype: str, host: bool, stages: int, persistent: bool = True
     fp8 = dtype == "fp8e4m3"
     c_box = [bm, bn // 2 if persistent else bn]
     if host:
-        operands = {"a": desc(dtype, [bm, bk]), "b": desc(dtype, [bn, bk] if fp8 else [bk, bn]),
-                    "c": f"tensordesc<{OUT_TYPES[dtype]}[{c_box[0]},{c_box[1]}]>"}
+        operands = {
+            "a": desc(dtype, [bm, bk]),
+            "b": desc(dtype, [bn, bk] if fp8 else [bk, bn]),
+            "c": f"tensordesc<{OUT_TYPES[dtype]}[{c_box[0]},{c_box[1]}]>",
+        }
     else:
         operands = {"a": f"*{TRITON_TYPES[dtype]}", "b": f"*{TRITON_TYPES[dtype]}", "c": f"*{OUT_TYPES[dtype]}"}
     ints = {name: "i32" for name in ("M", "N", "K", "stride_am", "stride_b", "stride_cm", "NUM_PROGRAMS")}
-    meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": g.GROUP_M, "PERSISTENT": persistent, "C_DESC": True,
-                "EPILOGUE_SUBTILE": persistent, "HOST_DESC": host, "B_K_MAJOR": fp8,
-                "OUT_TYPE": OUT_TYPES[dtype], "SCALED": fp8}
+    meta = {
+        "BLOCK_M": bm,
+        "BLOCK_N": bn,
+        "BLOCK_K": bk,
+        "GROUP_M": g.GROUP_M,
+        "PERSISTENT": persistent,
+        "C_DESC": True,
+        "EPILOGUE_SUBTILE": persistent,
+        "HOST_DESC": host,
+        "B_K_MAJOR": fp8,
+        "OUT_TYPE": OUT_TYPES[dtype],
+        "SCALED": fp8,
+    }
     scale_sig, scale_values = scales(dtype)
-    return {"fn": "suite.triton.gemm_desc:gemm_desc_kernel",
-                "signature": {**operands, **ints, **{k: "constexpr" for k in meta}, **scale_sig},
-                "constexprs": {**meta, **scale_values}, "aligned": ["M", "N", "K", "stride_am", "stride_b", "stride_cm"],
-                "options": {"num_warps": g.NUM_WARPS, "num_stages": stages}}
+    return {
+        "fn": "suite.triton.gemm_desc:gemm_desc_kernel",
+        "signature": {**operands, **ints, **{k: "constexpr" for k in meta}, **scale_sig},
+        "constexprs": {**meta, **scale_values},
+        "aligned": ["M", "N", "K", "stride_am", "stride_b", "stride_cm"],
+        "options": {"num_warps": g.NUM_WARPS, "num_stages": stages},
+    }
 
 
 def test_gemm_desc_host_descriptors_build_nothing_on_the_device():
@@ -343,8 +372,9 @@ def test_gemm_desc_every_dtype_and_depth_fits_on_sm90():
 
     from suite.triton import gemm_desc as g
 
-    cases = [(d, s, p) for d in ("bf16", "fp8e4m3") for p in (True, False)
-             for s in (g.STAGES_PERSISTENT if p else g.STAGES)]
+    cases = [
+        (d, s, p) for d in ("bf16", "fp8e4m3") for p in (True, False) for s in (g.STAGES_PERSISTENT if p else g.STAGES)
+    ]
     results = compile_sm90([_gemm_desc_spec(d, True, s, p) for d, s, p in cases])
     for (dtype, stages, persistent), got in zip(cases, results):
         classes, shared = got["classes"], got["shared"]
@@ -367,15 +397,33 @@ def _gluon_spec(dtype: str, stages: int) -> dict:
     fp8 = dtype == "fp8e4m3"
     element = {"fp16": "gl.float16", "bf16": "gl.bfloat16", "fp8e4m3": "gl.float8e4nv"}
     out = "gl.float16" if dtype == "fp16" else "gl.bfloat16"
-    meta = {"GROUP_M": g.GROUP_M, "STAGES": stages, "PRODUCER_WARPS": g.PRODUCER_WARPS, "PRODUCER_REGS": g.PRODUCER_REGS,
-                "B_K_MAJOR": fp8, "SCALED": fp8, "num_warps": g.NUM_WARPS}
+    meta = {
+        "GROUP_M": g.GROUP_M,
+        "STAGES": stages,
+        "PRODUCER_WARPS": g.PRODUCER_WARPS,
+        "PRODUCER_REGS": g.PRODUCER_REGS,
+        "B_K_MAJOR": fp8,
+        "SCALED": fp8,
+        "num_warps": g.NUM_WARPS,
+    }
     scale_sig, scale_values = scales(dtype)
-    sig = {"a_desc": {"gluon_desc": [TRITON_TYPES[dtype], [bm, bk], element[dtype]]},
-           "b_desc": {"gluon_desc": [TRITON_TYPES[dtype], [bn, bk] if fp8 else [bk, bn], element[dtype]]},
-           "c_desc": {"gluon_desc": [OUT_TYPES[dtype], [bm, bn], out]}, **scale_sig,
-           "M": "i32", "N": "i32", "K": "i32", **{k: "constexpr" for k in meta}}
-    return {"fn": "suite.triton.gemm_gluon:gemm_gluon_kernel", "gluon": True, "signature": sig,
-                "constexprs": {**meta, **scale_values}, "options": {"num_warps": g.NUM_WARPS}}
+    sig = {
+        "a_desc": {"gluon_desc": [TRITON_TYPES[dtype], [bm, bk], element[dtype]]},
+        "b_desc": {"gluon_desc": [TRITON_TYPES[dtype], [bn, bk] if fp8 else [bk, bn], element[dtype]]},
+        "c_desc": {"gluon_desc": [OUT_TYPES[dtype], [bm, bn], out]},
+        **scale_sig,
+        "M": "i32",
+        "N": "i32",
+        "K": "i32",
+        **{k: "constexpr" for k in meta},
+    }
+    return {
+        "fn": "suite.triton.gemm_gluon:gemm_gluon_kernel",
+        "gluon": True,
+        "signature": sig,
+        "constexprs": {**meta, **scale_values},
+        "options": {"num_warps": g.NUM_WARPS},
+    }
 
 
 def test_gluon_gemm_is_warp_specialized_on_sm90():

@@ -54,8 +54,14 @@ def _validation_cases():
             stages, sizes = v.stages_for(dtype), problem.edge_sizes_for(dtype)
             reason = v.skip_reason() or v.dtype_skip_reason(dtype)
             if reason:  # one id that says why, not one per stage count and size
-                yield pytest.param(v, dtype, stages[0], sizes[0], id=f"{v.label}{_at(v, dtype)}",
-                                   marks=pytest.mark.skip(reason=f"{v.label}{_at(v, dtype)}: {reason}"))
+                yield pytest.param(
+                    v,
+                    dtype,
+                    stages[0],
+                    sizes[0],
+                    id=f"{v.label}{_at(v, dtype)}",
+                    marks=pytest.mark.skip(reason=f"{v.label}{_at(v, dtype)}: {reason}"),
+                )
                 continue
             for s in stages:
                 for size in sizes:
@@ -67,8 +73,10 @@ def test_validates_at_odd_sizes(variant, dtype, stages, size):
     # fresh inputs per case, reproducible
     seed = zlib.crc32(f"{variant.label} {dtype} {stages} {_shape(variant, size)}".encode())
     check = validate(variant, stages, size, seed=seed, device=DEVICE, dtype=dtype).check
-    assert check.valid, (f"{variant.label} {dtype} stages={stages} size={_shape(variant, size)}: {check.message} "
-                         f"(max abs error {check.max_abs_error:.3g})")
+    assert check.valid, (
+        f"{variant.label} {dtype} stages={stages} size={_shape(variant, size)}: {check.message} "
+        f"(max abs error {check.max_abs_error:.3g})"
+    )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -104,8 +112,9 @@ def test_builds_without_spills_with_its_sass(variant, arch):
                 problems.append(f"{expr}: {spill} B of local memory, {sass['local_memory']} LDL/STL (spills)")
             short = {cls: sass[cls] for cls, least in required.items() if sass[cls] < least}
             if short:
-                problems.append(f"{expr}: SASS has {short}, the module requires at least "
-                                f"{ {cls: required[cls] for cls in short} }")
+                problems.append(
+                    f"{expr}: SASS has {short}, the module requires at least { {cls: required[cls] for cls in short} }"
+                )
     assert not problems, f"{variant.label} built for {arch}:\n  " + "\n  ".join(problems)
 
 
@@ -121,8 +130,14 @@ def _bad_cases():
         for dtype in problem.dtypes:
             if dtype not in v.dtypes:
                 inputs = problem.make_inputs(problem.edge_sizes_for(dtype)[0], 0, torch.device("cpu"), dtype)
-                yield pytest.param(v, v.stages[0], inputs, problem.make_output(inputs), "not implemented",
-                                   id=f"{v.label}-{dtype} not implemented")
+                yield pytest.param(
+                    v,
+                    v.stages[0],
+                    inputs,
+                    problem.make_output(inputs),
+                    "not implemented",
+                    id=f"{v.label}-{dtype} not implemented",
+                )
         if v not in KERNELS:
             continue
         for b in list(problem.bad_inputs()) + v.kernel.bad_inputs():
@@ -132,8 +147,9 @@ def _bad_cases():
             unknown = max(v.stages) + 1
             yield pytest.param(v, unknown, inputs, problem.make_output(inputs), "stages", id=f"{v.label}-stages")
         if isinstance(v.kernel, NvrtcModule):
-            yield pytest.param(v, v.stages[0], inputs, problem.make_output(inputs), "CUDA tensor",
-                               id=f"{v.label}-host tensors")
+            yield pytest.param(
+                v, v.stages[0], inputs, problem.make_output(inputs), "CUDA tensor", id=f"{v.label}-host tensors"
+            )
 
 
 @pytest.mark.parametrize("variant, stages, inputs, out, rule", list(_bad_cases()))

@@ -14,8 +14,15 @@ GPUS = [Device(0, "GPU-aaaa", "NVIDIA H200", "GPU-aaaa"), Device(1, "GPU-bbbb", 
 
 def _run(jobs, behaviour=None, devices=GPUS):
     seen = []
-    rows, reports = run_jobs(jobs, devices, fakes.worker, (behaviour or {},), skeleton=fakes.skeleton,
-                             cost=lambda j: j.cost, on_result=lambda job, rs: seen.append(job.index))
+    rows, reports = run_jobs(
+        jobs,
+        devices,
+        fakes.worker,
+        (behaviour or {},),
+        skeleton=fakes.skeleton,
+        cost=lambda j: j.cost,
+        on_result=lambda job, rs: seen.append(job.index),
+    )
     return rows, {r.device.index: r for r in reports}, seen
 
 
@@ -64,8 +71,11 @@ def test_a_device_that_stops_answering_keeps_the_rows_it_finished():
 def test_a_job_that_raises_fails_its_rows_not_its_gpu():
     jobs = [fakes.FakeJob(i) for i in range(6)]
     rows, reports, _ = _run(jobs, {("GPU-aaaa", 0): "raise"})
-    assert all(r["valid"] is False and r["note"] == "not run: the job raised on GPU 0 (GPU-aaaa): RuntimeError: out "
-               "of memory" for r in rows if r["job"] == 0)
+    assert all(
+        r["valid"] is False and r["note"] == "not run: the job raised on GPU 0 (GPU-aaaa): RuntimeError: out of memory"
+        for r in rows
+        if r["job"] == 0
+    )
     assert all(r["valid"] for r in rows if r["job"] != 0) and [r["plan_row"] for r in rows] == _planned(jobs)
     assert reports[0].failed is None and reports[0].jobs  # GPU 0 went on with other jobs
 
@@ -78,8 +88,13 @@ def test_when_every_gpu_fails_the_jobs_left_are_marked_not_run():
     assert [r["plan_row"] for r in rows] == _planned(jobs)
     assert all(r["valid"] is False for r in rows)
     left = [r for r in rows if r["job"] >= 2]
-    assert all(r["note"].startswith("not run: every device failed (GPU 0 (GPU-aaaa): its worker process died; "
-                                    "GPU 1 (GPU-bbbb): its worker process died)") for r in left)
+    assert all(
+        r["note"].startswith(
+            "not run: every device failed (GPU 0 (GPU-aaaa): its worker process died; "
+            "GPU 1 (GPU-bbbb): its worker process died)"
+        )
+        for r in left
+    )
     assert all(r.get("gpu_index") is None for r in left)
 
 
@@ -90,8 +105,14 @@ def test_a_worker_may_return_plain_rows():
 
 def test_a_worker_is_pinned_before_its_setup_imports_anything():
     """The setup is named, not pickled: it runs once the process is pinned, and nothing imported torch before."""
-    rows, _ = run_jobs([fakes.FakeJob(0)], GPUS[1:], fakes.setup_worker, skeleton=fakes.skeleton,
-                       setup="workers_fakes:setup", setup_args=("hello",))
+    rows, _ = run_jobs(
+        [fakes.FakeJob(0)],
+        GPUS[1:],
+        fakes.setup_worker,
+        skeleton=fakes.skeleton,
+        setup="workers_fakes:setup",
+        setup_args=("hello",),
+    )
     assert all(r["tag"] == "hello" and r["visible"] == "GPU-bbbb" and r["torch_loaded"] is False for r in rows)
 
 
@@ -106,8 +127,9 @@ def test_the_real_worker_on_two_cpu_devices_matches_one_process():
     rows, meta = sweep.execute(opts, on_gpu=False, gpus=cpus, progress=False)
     reference, ref_meta = sweep.execute(opts, on_gpu=False, progress=False)
     strip = ("gpu_index", "gpu_uuid")
-    assert [{k: v for k, v in r.items() if k not in strip} for r in rows] == \
-        [{k: v for k, v in r.items() if k not in strip} for r in reference]
+    assert [{k: v for k, v in r.items() if k not in strip} for r in rows] == [
+        {k: v for k, v in r.items() if k not in strip} for r in reference
+    ]
     assert len(rows) == 4 and all(r["valid"] for r in rows) and {r["gpu_uuid"] for r in rows} <= {None, "second"}
     assert meta["plan"] == ref_meta["plan"] and meta["shard"] == ref_meta["shard"]
     assert sorted(j for g in meta["gpus"] for j in g["jobs"]) == [0, 1]
@@ -121,14 +143,17 @@ def test_parse_gpus(text, picked):
     assert [d.index for d in parse_gpus(text, available)] == picked
 
 
-@pytest.mark.parametrize("text, available, rule", [
-    ("all", [], "no CUDA GPU here"),
-    ("3", [Device(0, name="H200")], "no GPU 3 here (this machine has 1: 0)"),
-    ("0,0", [Device(0, name="H200")], "a GPU is named twice"),
-    ("0;1", [Device(0, name="H200")], "give 'all' or GPU indices separated by commas"),
-    ("-1", [Device(0, name="H200")], "give 'all' or GPU indices"),
-    ("all", [Device(0, name="NVIDIA H200"), Device(1, name="NVIDIA H100")], "different models"),
-])
+@pytest.mark.parametrize(
+    "text, available, rule",
+    [
+        ("all", [], "no CUDA GPU here"),
+        ("3", [Device(0, name="H200")], "no GPU 3 here (this machine has 1: 0)"),
+        ("0,0", [Device(0, name="H200")], "a GPU is named twice"),
+        ("0;1", [Device(0, name="H200")], "give 'all' or GPU indices separated by commas"),
+        ("-1", [Device(0, name="H200")], "give 'all' or GPU indices"),
+        ("all", [Device(0, name="NVIDIA H200"), Device(1, name="NVIDIA H100")], "different models"),
+    ],
+)
 def test_parse_gpus_names_the_rule(text, available, rule):
     with pytest.raises(ValueError, match=rule.replace("(", r"\(").replace(")", r"\)")):
         parse_gpus(text, available)

@@ -19,8 +19,10 @@ class FakeJob:
 
 
 def skeleton(job: FakeJob) -> list[dict]:
-    return [{"job": job.index, "plan_row": 100 * job.index + i, "valid": None, "measured": False, "note": ""}
-            for i in range(job.n_rows)]
+    return [
+        {"job": job.index, "plan_row": 100 * job.index + i, "valid": None, "measured": False, "note": ""}
+        for i in range(job.n_rows)
+    ]
 
 
 def worker(job: FakeJob, device, behaviour: dict) -> JobResult:
@@ -31,8 +33,10 @@ def worker(job: FakeJob, device, behaviour: dict) -> JobResult:
     what = behaviour.get((device.uuid, job.index))
     if what == "die":
         os._exit(3)
-    rows = [dict(r, valid=True, measured=True, pid=os.getpid(), visible=os.environ.get("CUDA_VISIBLE_DEVICES"))
-            for r in skeleton(job)]
+    rows = [
+        dict(r, valid=True, measured=True, pid=os.getpid(), visible=os.environ.get("CUDA_VISIBLE_DEVICES"))
+        for r in skeleton(job)
+    ]
     if what == "lost":
         raise DeviceFailed("CUDA error: an ECC error was encountered", rows[:1])
     if what == "raise":

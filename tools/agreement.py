@@ -45,14 +45,19 @@ def _label(key: tuple) -> str:
 def back_to_back(a: str, b: str) -> bool:
     _, ra = load(a)
     _, rb = load(b)
-    diffs = {k: abs(rb[k]["median_ms"] - r["median_ms"]) / r["median_ms"] for k, r in ra.items()
-             if _timed(r) and _timed(rb.get(k))}
+    diffs = {
+        k: abs(rb[k]["median_ms"] - r["median_ms"]) / r["median_ms"]
+        for k, r in ra.items()
+        if _timed(r) and _timed(rb.get(k))
+    }
     if not diffs:
         raise SystemExit("error: no row is timed in both runs")
     median, beyond = statistics.median(diffs.values()), [k for k, d in diffs.items() if d > 0.03]
     ok = median <= 0.005 and not beyond
-    print(f"back-to-back: {len(diffs)} rows, median difference {100 * median:.2f}% (<= 0.5%), "
-          f"{len(beyond)} beyond 3%: {'PASS' if ok else 'FAIL'}")
+    print(
+        f"back-to-back: {len(diffs)} rows, median difference {100 * median:.2f}% (<= 0.5%), "
+        f"{len(beyond)} beyond 3%: {'PASS' if ok else 'FAIL'}"
+    )
     for k in sorted(diffs, key=diffs.get, reverse=True)[:5]:
         print(f"  {100 * diffs[k]:6.2f}%  {_label(k)}")
     return ok
@@ -63,15 +68,20 @@ def gpus(one: str, many: str) -> bool:
     meta_many, rn = load(many)
     if meta_one.get("plan", {}).get("id") != meta_many.get("plan", {}).get("id"):
         raise SystemExit("error: the two runs are of different plans")
-    diffs = {k: abs(rn[k]["ratio_to_ceiling"] - r["ratio_to_ceiling"]) / r["ratio_to_ceiling"] for k, r in r1.items()
-             if _timed(r) and _timed(rn.get(k)) and r.get("ratio_to_ceiling") and rn[k].get("ratio_to_ceiling")}
+    diffs = {
+        k: abs(rn[k]["ratio_to_ceiling"] - r["ratio_to_ceiling"]) / r["ratio_to_ceiling"]
+        for k, r in r1.items()
+        if _timed(r) and _timed(rn.get(k)) and r.get("ratio_to_ceiling") and rn[k].get("ratio_to_ceiling")
+    }
     beyond = [k for k, d in diffs.items() if d > 0.03]
     wall = (meta_many.get("phase_seconds", {}).get("total"), meta_one.get("phase_seconds", {}).get("total"))
     share = wall[0] / wall[1] if all(wall) else None
     ok = bool(diffs) and not beyond and share is not None and share <= 0.60
-    print(f"--gpus: {len(diffs)} rows, {len(beyond)} ratios beyond 3% of the one-GPU run's; wall "
-          f"{wall[0]} s vs {wall[1]} s = {'-' if share is None else f'{share:.2f}'} (<= 0.60): "
-          f"{'PASS' if ok else 'FAIL'}")
+    print(
+        f"--gpus: {len(diffs)} rows, {len(beyond)} ratios beyond 3% of the one-GPU run's; wall "
+        f"{wall[0]} s vs {wall[1]} s = {'-' if share is None else f'{share:.2f}'} (<= 0.60): "
+        f"{'PASS' if ok else 'FAIL'}"
+    )
     for k in sorted(diffs, key=diffs.get, reverse=True)[:5]:
         print(f"  {100 * diffs[k]:6.2f}%  {_label(k)}")
     return ok
@@ -104,8 +114,10 @@ def ceilings(path: str) -> bool:
         independent = do_bench(fn, warmup=25, rep=1000, return_mode="median")
         diff = abs(r["median_ms"] - independent) / independent
         ok &= diff <= 0.02
-        print(f"ceiling {_label(key)}: run {r['median_ms']:.4f} ms, do_bench {independent:.4f} ms, "
-              f"{100 * diff:.2f}% (<= 2%): {'PASS' if diff <= 0.02 else 'FAIL'}")
+        print(
+            f"ceiling {_label(key)}: run {r['median_ms']:.4f} ms, do_bench {independent:.4f} ms, "
+            f"{100 * diff:.2f}% (<= 2%): {'PASS' if diff <= 0.02 else 'FAIL'}"
+        )
     return ok
 
 

@@ -2,7 +2,8 @@
 comparison of a refactor: `python tools/sass_snapshot.py DIR`, then `diff -rwB BEFORE AFTER`.
 
 Line info is not part of `cuobjdump -sass` output, so moving code between files leaves the listing unchanged unless an
-instruction changed. cuobjdump pads its columns to the longest symbol of the cubin, so compare with `diff -rwB` (blank lines and padding aside)."""
+instruction changed. cuobjdump pads its columns to the longest symbol of the cubin, so compare with `diff -rwB`
+(blank lines and padding aside)."""
 
 from __future__ import annotations
 

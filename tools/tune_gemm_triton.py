@@ -18,22 +18,33 @@ from suite.triton import gemm_desc as g
 
 SHAPES = ((4096, 4096, 4096), (8192, 8192, 8192), (4000, 3000, 1000))
 CONFIGS = [  # BM, BN, BK, stages, warps, persistent, subtile, group_m
-    (128, 256, 64, 3, 8, True, True, 8), (128, 256, 64, 3, 8, True, True, 16),
-    (128, 256, 64, 3, 8, True, False, 8), (128, 256, 64, 3, 8, True, False, 16),
-    (128, 256, 64, 4, 8, True, True, 8), (128, 256, 64, 3, 8, False, False, 8),
-    (256, 128, 64, 3, 8, True, True, 8), (256, 128, 64, 3, 8, True, False, 8), (256, 128, 64, 4, 8, True, True, 8),
-    (128, 128, 64, 4, 8, True, True, 8), (128, 128, 64, 5, 4, True, True, 8),
+    (128, 256, 64, 3, 8, True, True, 8),
+    (128, 256, 64, 3, 8, True, True, 16),
+    (128, 256, 64, 3, 8, True, False, 8),
+    (128, 256, 64, 3, 8, True, False, 16),
+    (128, 256, 64, 4, 8, True, True, 8),
+    (128, 256, 64, 3, 8, False, False, 8),
+    (256, 128, 64, 3, 8, True, True, 8),
+    (256, 128, 64, 3, 8, True, False, 8),
+    (256, 128, 64, 4, 8, True, True, 8),
+    (128, 128, 64, 4, 8, True, True, 8),
+    (128, 128, 64, 5, 4, True, True, 8),
 ]
 
 EXTRA = [
-    (128, 256, 64, 3, 8, True, True, 16), (128, 256, 64, 3, 8, True, False, 8),  # the first round's best
-    (128, 256, 64, 3, 8, True, True, 4), (128, 256, 64, 3, 8, True, True, 32), (128, 256, 64, 3, 8, True, False, 32),
-    (128, 256, 128, 2, 8, True, True, 8), (128, 256, 32, 5, 8, True, True, 8), (128, 256, 32, 6, 8, True, False, 8),
+    (128, 256, 64, 3, 8, True, True, 16),
+    (128, 256, 64, 3, 8, True, False, 8),  # the first round's best
+    (128, 256, 64, 3, 8, True, True, 4),
+    (128, 256, 64, 3, 8, True, True, 32),
+    (128, 256, 64, 3, 8, True, False, 32),
+    (128, 256, 128, 2, 8, True, True, 8),
+    (128, 256, 32, 5, 8, True, True, 8),
+    (128, 256, 32, 6, 8, True, False, 8),
 ]
 if "--extra" in sys.argv:
     CONFIGS = EXTRA
 if "--shape" in sys.argv:
-    wanted = sys.argv[sys.argv.index("--shape") + 1:]
+    wanted = sys.argv[sys.argv.index("--shape") + 1 :]
     SHAPES = tuple(s for s in SHAPES if "x".join(map(str, s)) in wanted)
 
 
@@ -57,15 +68,26 @@ for m, n, k in SHAPES:
         grid = min(tiles, sms) if p else tiles
 
         def run():
-            g.gemm_desc_kernel[(grid,)](*ops.args(), grid, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=gm,
-                                        PERSISTENT=p, C_DESC=ops.c_desc, EPILOGUE_SUBTILE=sub, num_warps=w,
-                                        num_stages=s)
+            g.gemm_desc_kernel[(grid,)](
+                *ops.args(),
+                grid,
+                BLOCK_M=bm,
+                BLOCK_N=bn,
+                BLOCK_K=bk,
+                GROUP_M=gm,
+                PERSISTENT=p,
+                C_DESC=ops.c_desc,
+                EPILOGUE_SUBTILE=sub,
+                num_warps=w,
+                num_stages=s,
+            )
+
         what = f"{bm}x{bn}x{bk} s={s} w={w} {'persistent' if p else 'tile/program'}{' subtile' if sub else ''} G={gm}"
         try:
             c.fill_(float("nan"))
             run()
             torch.cuda.synchronize()
-            torch.testing.assert_close(c.float(), ref, atol=0.05 * k ** 0.5, rtol=1e-2)
+            torch.testing.assert_close(c.float(), ref, atol=0.05 * k**0.5, rtol=1e-2)
         except Exception as e:  # noqa: BLE001 - out of resources or wrong: say so, go on
             print(f"skip {what}: {type(e).__name__}: {str(e)[:120]}", file=sys.stderr)
             continue

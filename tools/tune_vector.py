@@ -76,13 +76,13 @@ def around_copy(rows, what, make):
 if TRITON_ONLY or TRITON_DESC:
     if TRITON_DESC:
         schedules = [Schedule(tiles_per_block=r) for r in (1, 2, 4)] + [Schedule(blocks_per_sm=k) for k in (1, 2)]
-        for tile, warps, schedule, stages in itertools.product((16 * 1024, 32 * 1024, 64 * 1024), (4, 8), schedules,
-                                                               (2, 3, 4)):
+        for tile, warps, schedule, stages in itertools.product(
+            (16 * 1024, 32 * 1024, 64 * 1024), (4, 8), schedules, (2, 3, 4)
+        ):
             config = tdesc.Config(tile_bytes=tile, num_warps=warps, schedule=schedule)
             around_copy(rows, f"triton desc num_stages={stages}", lambda: tdesc.Scale2(x, y, stages, config))
     else:
-        for tile, warps, run, stages in itertools.product((16 * 1024, 32 * 1024, 64 * 1024), (4, 8), (1, 2),
-                                                          (1, 3, 4)):
+        for tile, warps, run, stages in itertools.product((16 * 1024, 32 * 1024, 64 * 1024), (4, 8), (1, 2), (1, 3, 4)):
             config = tvector.Config(tile_bytes=tile, num_warps=warps, schedule=Schedule(tiles_per_block=run))
             around_copy(rows, f"triton num_stages={stages}", lambda: tvector.Scale2(x, y, stages, config))
     for ratio, what in sorted(rows, reverse=True):

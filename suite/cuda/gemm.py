@@ -1,4 +1,4 @@
-"""C = A @ B (fp16 or bf16 in, fp32 accumulate, the same type out) with ``gemm.cu``: the PTX GEMM's launcher (suite/ptx/gemm.py),
+"""C = A @ B (fp16 in, fp32 accumulate, fp16 out) with ``gemm.cu``: the PTX GEMM's launcher (suite/ptx/gemm.py),
 tile and mma.sync math, its global -> shared ring written with cuda::pipeline / cuda::memcpy_async."""
 
 from __future__ import annotations
@@ -22,4 +22,4 @@ class PipelineGemm(GemmMmaSync):
         return (cccl_include_dir(),)
 
 
-GEMM_K32 = PipelineGemm(32)
+GEMM_K32 = PipelineGemm(32, dtypes=("fp16",))

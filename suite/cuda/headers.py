@@ -29,4 +29,5 @@ def cccl_include_dir() -> Path:
             return d
     raise FileNotFoundError(
         "libcu++ headers (cuda/pipeline) not found; looked in " + ", ".join(map(str, candidates)) + ". Install "
-        "the CUDA toolkit's CCCL headers (pip install 'cuda-toolkit[cccl]'), or point CUDA_HOME at a toolkit.")
+        "the CUDA toolkit's CCCL headers (pip install 'cuda-toolkit[cccl]'), or point CUDA_HOME at a toolkit."
+    )

@@ -70,8 +70,15 @@ class Scale2:
         num_tiles = -(-x.numel() // kernel.tile_floats)
         self.grid = -(-num_tiles // TILES_PER_BLOCK)
         self.args = (x.data_ptr(), y.data_ptr(), np.int64(x.numel()))
-        self.info = module.kernel_info(expr, kernel.stage_bytes, stages, occupancy=blocks_per_sm, threads=THREADS,
-                                       grid=self.grid, config=kernel.config())
+        self.info = module.kernel_info(
+            expr,
+            kernel.stage_bytes,
+            stages,
+            occupancy=blocks_per_sm,
+            threads=THREADS,
+            grid=self.grid,
+            config=kernel.config(),
+        )
 
     def __call__(self) -> None:
         loader.launch(self.kernel, self.grid, THREADS, self.smem_bytes, *self.args)

@@ -115,8 +115,12 @@ class Progress:
         self.done += 1
         if self.enabled:
             bar = "#" * (20 * self.done // max(1, self.total))
-            print(f"\r[{bar:<20}] {self.done}/{self.total} {time.time() - self.t0:6.1f}s {what[:70]:<70}",
-                  end="" if self.done < self.total else "\n", file=sys.stderr, flush=True)
+            print(
+                f"\r[{bar:<20}] {self.done}/{self.total} {time.time() - self.t0:6.1f}s {what[:70]:<70}",
+                end="" if self.done < self.total else "\n",
+                file=sys.stderr,
+                flush=True,
+            )
 
 
 def variant_names() -> set[str]:
@@ -172,15 +176,21 @@ def check_options(opts: Options, on_gpu: bool) -> list[tuple[Problem, Variant, t
         swept = {s for _, v, stages in unstaged for s in stages if s is not None}
         missing = [s for s in opts.stages if s not in swept]
         if missing:
-            raise OptionError("stages", f"no selected variant sweeps {', '.join(map(str, missing))} stage(s); "
-                                        f"they sweep {', '.join(map(str, sorted(swept))) or 'none'}")
+            raise OptionError(
+                "stages",
+                f"no selected variant sweeps {', '.join(map(str, missing))} stage(s); "
+                f"they sweep {', '.join(map(str, sorted(swept))) or 'none'}",
+            )
     if not on_gpu:
         for name, sizes in opts.sizes.items():
             problem = PROBLEMS[name]
             for size in sizes:
                 if problem.work(size) > problem.cpu_max_work:
-                    raise OptionError("sizes", f"{problem.shape(size)} is too large for a CPU run (the Triton "
-                                               f"interpreter): {name} needs {problem.cpu_limit} without a GPU")
+                    raise OptionError(
+                        "sizes",
+                        f"{problem.shape(size)} is too large for a CPU run (the Triton "
+                        f"interpreter): {name} needs {problem.cpu_limit} without a GPU",
+                    )
     return plan
 
 
@@ -196,17 +206,21 @@ def dtypes_for(problem: Problem, opts: Options) -> tuple[str, ...]:
 def sizes_for(problem: Problem, opts: Options, on_gpu: bool, dtype: str | None = None) -> tuple:
     """(size, shape set) pairs: explicit sizes (no set: every variant runs them), the named sets asked for, or the
     default run's sizes for ``dtype``, each tagged with the first set it belongs to."""
+
     def tagged(sizes):
-        return tuple((size, next((name for name, members in problem.shape_sets.items() if size in members), None))
-                     for size in sizes)
+        return tuple(
+            (size, next((name for name, members in problem.shape_sets.items() if size in members), None))
+            for size in sizes
+        )
 
     if problem.name in opts.sizes:
         return tuple((size, None) for size in opts.sizes[problem.name])
     if not on_gpu:
         return tuple((size, None) for size in problem.cpu_sizes)
     if opts.shape_sets:
-        return tuple(dict.fromkeys((size, name) for name in opts.shape_sets
-                                   for size in problem.shape_sets.get(name, ())))
+        return tuple(
+            dict.fromkeys((size, name) for name in opts.shape_sets for size in problem.shape_sets.get(name, ()))
+        )
     return tagged(problem.quick_sizes if opts.quick else problem.default_sizes_for(dtype))
 
 
@@ -247,16 +261,25 @@ def _fail(row: dict, what: str, error: Exception) -> None:
     else:
         failure = "build" if what.startswith("build failed") else "timing" if what.startswith("timing") else "launch"
         where = next((line for line in lines if "error" in line.lower()), lines[0] if lines else "")[:300]
-    row.update(valid=False, measured=False, error=f"{type(error).__name__}: {text}", failure=failure,
-               note=f"{what}: {type(error).__name__}: {where}")
+    row.update(
+        valid=False,
+        measured=False,
+        error=f"{type(error).__name__}: {text}",
+        failure=failure,
+        note=f"{what}: {type(error).__name__}: {where}",
+    )
 
 
 def _validate(size, variant: Variant, stages, seed: int, device, dtype: str | None = None) -> tuple[dict, object]:
     """suite.validate on fresh inputs: the check fields of the row, and the callable (for its KernelInfo)."""
     result = validate(variant, stages, size, seed=seed, device=device, dtype=dtype)
     check = result.check
-    return {"valid": check.valid, "max_abs_error": check.max_abs_error, "rel_error": check.rel_error,
-            "note": "" if check.valid else f"INVALID: {check.message}"}, result.fn
+    return {
+        "valid": check.valid,
+        "max_abs_error": check.max_abs_error,
+        "rel_error": check.rel_error,
+        "note": "" if check.valid else f"INVALID: {check.message}",
+    }, result.fn
 
 
 def _time(fn: Callable[[], None], opts: Options, rep_scale: float = 1.0) -> list[float]:
@@ -281,7 +304,7 @@ def _sample(fn: Callable[[], None], opts: Options) -> timing.Sampled:
     rule = stop_rule(opts)
     first = replace(opts, rep_ms=rule.batch_ms, quick=False)
     later = replace(first, warmup_ms=0.0)
-    return timing.sample(lambda k: _time(fn, first if k == 0 else later, rep_scale=2.0 ** k), rule)
+    return timing.sample(lambda k: _time(fn, first if k == 0 else later, rep_scale=2.0**k), rule)
 
 
 def _measure(fn: Callable[[], None], opts: Options, phases: timing.Phases | None = None) -> dict:
@@ -294,10 +317,19 @@ def _measure(fn: Callable[[], None], opts: Options, phases: timing.Phases | None
     median, iqr = _stats(sampled.samples)
     with phases("gpu_state"):
         state = run_meta.gpu_state()
-    return {"median_ms": median, "iqr_ms": iqr, "spread": iqr / median, "samples": len(sampled.samples),
-            "measured": True, "ci95": sampled.ci95, "batches": sampled.batches, "precision_met": sampled.met,
-            "sm_clock_mhz": state.get("sm_clock_mhz"), "temperature_c": state.get("temperature_c"),
-            "throttled": state.get("throttled")}
+    return {
+        "median_ms": median,
+        "iqr_ms": iqr,
+        "spread": iqr / median,
+        "samples": len(sampled.samples),
+        "measured": True,
+        "ci95": sampled.ci95,
+        "batches": sampled.batches,
+        "precision_met": sampled.met,
+        "sm_clock_mhz": state.get("sm_clock_mhz"),
+        "temperature_c": state.get("temperature_c"),
+        "throttled": state.get("throttled"),
+    }
 
 
 def _sampled(fn: Callable[[], None], opts: Options) -> timing.Sampled:
@@ -315,8 +347,9 @@ def _spread(samples: list[float]) -> float:
     return iqr / median
 
 
-def _throughput_and_flags(problem: Problem, size, group_rows: list[dict], ceiling_ms: float | None = None,
-                          precision: float | None = None) -> None:
+def _throughput_and_flags(
+    problem: Problem, size, group_rows: list[dict], ceiling_ms: float | None = None, precision: float | None = None
+) -> None:
     """Throughput and ratio to the ceiling of one job's measured rows (the ceiling's median: ``ceiling_ms``, else
     the ceiling row's among them); notes for noisy, imprecise or throttled ones."""
     work = problem.work(size)
@@ -354,8 +387,16 @@ def run(opts: Options, on_gpu: bool, progress: bool = True, device: torch.device
     return run_jobs(planning.build(opts, on_gpu).jobs, opts, on_gpu, progress=progress, device=device)
 
 
-def run_jobs(jobs, opts: Options, on_gpu: bool, progress: bool = True, device: torch.device | None = None,
-             phases: timing.Phases | None = None, gpu: dict | None = None, described: dict | None = None) -> list[dict]:
+def run_jobs(
+    jobs,
+    opts: Options,
+    on_gpu: bool,
+    progress: bool = True,
+    device: torch.device | None = None,
+    phases: timing.Phases | None = None,
+    gpu: dict | None = None,
+    described: dict | None = None,
+) -> list[dict]:
     """``jobs`` (suite.driver.plan.Job) in order, in this process: their kernels compiled up front, then each job
     validated and timed. When the GPU stops answering, the rows left are marked failed with the reason.
     ``described``: descriptions already made in this process (kept across calls by a worker), added to."""
@@ -440,10 +481,15 @@ def precompile(jobs, on_gpu: bool, max_workers: int | None = None, known: dict |
                 continue
             if variant.skip_reason():
                 key = (variant.label, job.dtype)
-                if not on_gpu and variant.describe is not None and key not in (known or {}) and \
-                        ("describe", *key) not in work:
-                    work[("describe", variant.label, job.dtype)] = (
-                        lambda v=variant, p=problem, d=job.dtype: _describe(v, p, d))
+                if (
+                    not on_gpu
+                    and variant.describe is not None
+                    and key not in (known or {})
+                    and ("describe", *key) not in work
+                ):
+                    work[("describe", variant.label, job.dtype)] = lambda v=variant, p=problem, d=job.dtype: _describe(
+                        v, p, d
+                    )
                 continue
             if not on_gpu:
                 continue
@@ -502,12 +548,22 @@ def _check_device(device: torch.device, rows: list[dict]) -> None:
         done = [r for r in rows if r.get("_final")]
         for r in done:
             r.pop("_final", None)
-        raise DeviceFailed(f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}",
-                           done) from None
+        raise DeviceFailed(
+            f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}", done
+        ) from None
 
 
-def run_job(job, opts: Options, on_gpu: bool, device: torch.device, *, described: dict | None = None,
-            phases: timing.Phases | None = None, bar: Progress | None = None, gpu: dict | None = None) -> list[dict]:
+def run_job(
+    job,
+    opts: Options,
+    on_gpu: bool,
+    device: torch.device,
+    *,
+    described: dict | None = None,
+    phases: timing.Phases | None = None,
+    bar: Progress | None = None,
+    gpu: dict | None = None,
+) -> list[dict]:
     """One job (suite.driver.plan.Job): every row validated (without a GPU: Triton in the interpreter, NVRTC kernels
     described), then, on a GPU, every valid row timed with the ceiling interleaved (suite.driver.timing). A row's
     validation seed is ``opts.seed + 1 + its plan index``: the same inputs whichever shard or GPU runs it."""
@@ -538,8 +594,17 @@ def run_job(job, opts: Options, on_gpu: bool, device: torch.device, *, described
     return rows
 
 
-def _validate_row(row: dict, variant: Variant, spec, job, problem: Problem, opts: Options, on_gpu: bool,
-                  device: torch.device, described: dict) -> bool:
+def _validate_row(
+    row: dict,
+    variant: Variant,
+    spec,
+    job,
+    problem: Problem,
+    opts: Options,
+    on_gpu: bool,
+    device: torch.device,
+    described: dict,
+) -> bool:
     """Validate one row (or describe it, or say why it is skipped); True when it is valid and can be timed."""
     dtype = job.dtype
     if dtype_reason := variant.dtype_skip_reason(dtype):
@@ -598,8 +663,11 @@ class _Ceiling:
         self.cadence.record(_stats(sampled.samples)[0], sampled.ci95)
         with self.phases("gpu_state"):
             state = run_meta.gpu_state()
-        self.state.update(sm_clock_mhz=state.get("sm_clock_mhz"), temperature_c=state.get("temperature_c"),
-                          throttled=self.state["throttled"] or bool(state.get("throttled")))
+        self.state.update(
+            sm_clock_mhz=state.get("sm_clock_mhz"),
+            temperature_c=state.get("temperature_c"),
+            throttled=self.state["throttled"] or bool(state.get("throttled")),
+        )
         self.fresh = True
 
     def after_row(self) -> None:
@@ -616,8 +684,17 @@ class _Ceiling:
         return _stats(self.samples)[0] if self.samples else None
 
 
-def _time_job(job, problem: Problem, to_time: list, rows: list[dict], opts: Options, device: torch.device,
-              phases: timing.Phases, bar: Progress, by_label: dict[str, Variant]) -> float | None:
+def _time_job(
+    job,
+    problem: Problem,
+    to_time: list,
+    rows: list[dict],
+    opts: Options,
+    device: torch.device,
+    phases: timing.Phases,
+    bar: Progress,
+    by_label: dict[str, Variant],
+) -> float | None:
     """Time the job's valid rows with its ceiling interleaved; returns the ceiling's pooled median (None: no
     ceiling here). The ceiling row, when the job has it, gets the pooled samples."""
     ceiling_variant = by_label.get(job.ceiling) if job.ceiling else None
@@ -655,13 +732,26 @@ def _time_job(job, problem: Problem, to_time: list, rows: list[dict], opts: Opti
     drift = ceiling.cadence.drift
     row = ceiling_row
     if row is not None and row["valid"]:
-        note = (f"timed interleaved with every variant of this shape ({len(ceiling.cadence.timings)} timings"
-                + (f", drift {100 * drift:.2f}%" if drift is not None else "") + "), samples pooled")
+        note = (
+            f"timed interleaved with every variant of this shape ({len(ceiling.cadence.timings)} timings"
+            + (f", drift {100 * drift:.2f}%" if drift is not None else "")
+            + "), samples pooled"
+        )
         if drift is not None and drift > MAX_SPREAD:
             note += f"; drift above {100 * MAX_SPREAD:g}% between its timings"
-        row.update(median_ms=median, iqr_ms=iqr, spread=iqr / median, samples=len(ceiling.samples), measured=True,
-                   ci95=timing.ci_half_width(ceiling.samples), precision_met=True,
-                   ceiling_timings=len(ceiling.cadence.timings), ceiling_drift=drift, **ceiling.state, note=note)
+        row.update(
+            median_ms=median,
+            iqr_ms=iqr,
+            spread=iqr / median,
+            samples=len(ceiling.samples),
+            measured=True,
+            ci95=timing.ci_half_width(ceiling.samples),
+            precision_met=True,
+            ceiling_timings=len(ceiling.cadence.timings),
+            ceiling_drift=drift,
+            **ceiling.state,
+            note=note,
+        )
     return median
 
 
@@ -676,8 +766,10 @@ def job_worker(job, device, opts: Options, on_gpu: bool):
 
     if on_gpu and device.index is not None:
         if not torch.cuda.is_available() or torch.cuda.device_count() != 1:
-            raise DeviceFailed(f"{device.label} is not visible to its worker (CUDA_VISIBLE_DEVICES="
-                               f"{os.environ.get('CUDA_VISIBLE_DEVICES')!r}, {torch.cuda.device_count()} GPU(s))")
+            raise DeviceFailed(
+                f"{device.label} is not visible to its worker (CUDA_VISIBLE_DEVICES="
+                f"{os.environ.get('CUDA_VISIBLE_DEVICES')!r}, {torch.cuda.device_count()} GPU(s))"
+            )
         uuid = getattr(torch.cuda.get_device_properties(0), "uuid", None)
         if device.uuid and uuid and run_meta.smi_target(uuid, None, 0) != device.uuid:
             raise DeviceFailed(f"{device.label}'s worker sees another GPU ({run_meta.smi_target(uuid, None, 0)})")

@@ -77,42 +77,72 @@ def plot(rows: list[dict], meta: dict, problem: str, path: Path) -> bool:
         shown = [r for r in points if r["shape"] == shape]
         for i, fam in enumerate(families):
             for tile in tiles:
-                rs = sorted((r for r in shown if family(r) == fam and (r.get("tile_bytes") or 0) == tile),
-                            key=lambda r: r["bytes_in_flight_per_sm"])
+                rs = sorted(
+                    (r for r in shown if family(r) == fam and (r.get("tile_bytes") or 0) == tile),
+                    key=lambda r: r["bytes_in_flight_per_sm"],
+                )
                 for swept in (True, False):
                     sel = [r for r in rs if bool(r.get("group")) == swept]
                     if not sel:
                         continue
-                    ax.plot([r["bytes_in_flight_per_sm"] / 1024 for r in sel], [r["throughput"] for r in sel],
-                            marker=markers.get(tile, "o"), color=f"C{i}", linestyle="-" if swept else "none",
-                            markerfacecolor=f"C{i}" if swept else "none", alpha=0.85,
-                            label=f"{fam}, {tile // 1024} KiB tiles" + ("" if swept else " (headline row)"))
+                    ax.plot(
+                        [r["bytes_in_flight_per_sm"] / 1024 for r in sel],
+                        [r["throughput"] for r in sel],
+                        marker=markers.get(tile, "o"),
+                        color=f"C{i}",
+                        linestyle="-" if swept else "none",
+                        markerfacecolor=f"C{i}" if swept else "none",
+                        alpha=0.85,
+                        label=f"{fam}, {tile // 1024} KiB tiles" + ("" if swept else " (headline row)"),
+                    )
         xs = [r["bytes_in_flight_per_sm"] / 1024 for r in shown]
         lo, hi = min(xs) / 1.5, max(xs) * 1.5
         ceiling = next((r for r in measured if r["shape"] == shape and r.get("ceiling")), None)
         if ceiling:
-            ax.axhline(ceiling["throughput"], color="black", linestyle="--", linewidth=1,
-                       label=f"{ceiling['backend']}:{ceiling['variant']} (ceiling)")
+            ax.axhline(
+                ceiling["throughput"],
+                color="black",
+                linestyle="--",
+                linewidth=1,
+                label=f"{ceiling['backend']}:{ceiling['variant']} (ceiling)",
+            )
         if latency and sms:
             grid = [lo * (hi / lo) ** (k / 100) for k in range(101)]
             little = [2 * x * 1024 * sms / latency for x in grid]
             top = (ceiling["throughput"] if ceiling else max(r["throughput"] for r in shown)) * 1.15
             keep = [(x, y) for x, y in zip(grid, little) if y <= top]
             if keep:
-                ax.plot(*zip(*keep), color="gray", linestyle=":", linewidth=1.5,
-                        label=f"Little's law: 2 x in flight x {sms} SMs / {latency:.0f} ns")
+                ax.plot(
+                    *zip(*keep),
+                    color="gray",
+                    linestyle=":",
+                    linewidth=1.5,
+                    label=f"Little's law: 2 x in flight x {sms} SMs / {latency:.0f} ns",
+                )
             if ceiling:  # where the line meets the ceiling: what an SM needs in flight at idle latency
                 need = ceiling["throughput"] * latency / (2 * sms) / 1024
-                ax.axvline(need, color="gray", linestyle="-.", linewidth=1,
-                           label=f"ceiling reached at idle latency: {need:.0f} KiB in flight/SM")
+                ax.axvline(
+                    need,
+                    color="gray",
+                    linestyle="-.",
+                    linewidth=1,
+                    label=f"ceiling reached at idle latency: {need:.0f} KiB in flight/SM",
+                )
         ax.set_xscale("log", base=2)
         ax.set_xlim(lo, hi)
         ax.set_ylim(bottom=0)
         ax.set_xlabel("loads in flight per SM (KiB) = tiles in flight x tile x resident blocks")
         ax.set_ylabel(shown[0]["unit"] + " (read + written)")
         title = f"{problem} {shape}: throughput vs bytes in flight"
-        ax.set_title(title + (f"\nidle memory latency {latency:.0f} ns (pointer chase)" if latency else
-                              "\nno memory latency measured: Little's law not drawn"), fontsize=10)
+        ax.set_title(
+            title
+            + (
+                f"\nidle memory latency {latency:.0f} ns (pointer chase)"
+                if latency
+                else "\nno memory latency measured: Little's law not drawn"
+            ),
+            fontsize=10,
+        )
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()

@@ -76,9 +76,20 @@ class Plan:
     @property
     def id(self) -> str:
         """A hash of the jobs (their order, shapes, rows, seeds) and the options that change what is measured."""
-        body = {"options": self.options,
-                "jobs": [[j.problem, j.dtype, j.shape, j.ceiling, j.timing_seed,
-                          [[r.index, r.label, r.stages, r.runs] for r in j.rows]] for j in self.jobs]}
+        body = {
+            "options": self.options,
+            "jobs": [
+                [
+                    j.problem,
+                    j.dtype,
+                    j.shape,
+                    j.ceiling,
+                    j.timing_seed,
+                    [[r.index, r.label, r.stages, r.runs] for r in j.rows],
+                ]
+                for j in self.jobs
+            ],
+        }
         return hashlib.sha256(json.dumps(body, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
     @property
@@ -93,8 +104,13 @@ class Plan:
     def meta(self) -> dict:
         """What results metadata records of the plan: its id, its size, one line per job (suite.merge uses them to
         name and mark what a partial merge lacks) and the options in its id."""
-        return {"id": self.id, "jobs": len(self.jobs), "rows": self.row_count,
-                "job_list": [j.describe() for j in self.jobs], "options": self.options}
+        return {
+            "id": self.id,
+            "jobs": len(self.jobs),
+            "rows": self.row_count,
+            "job_list": [j.describe() for j in self.jobs],
+            "options": self.options,
+        }
 
 
 def assign(jobs: tuple[Job, ...] | list[Job], count: int) -> dict[int, int]:
@@ -123,15 +139,30 @@ def build(opts, on_gpu: bool) -> Plan:
         ceiling = next((v.label for v, _ in group if v.ceiling and dtype in v.dtypes), None)
         rows = tuple(RowSpec(row_index + i, v.label, stages, dtype in v.dtypes) for i, (v, stages) in enumerate(group))
         row_index += len(rows)
-        jobs.append(Job(len(jobs), problem.name, dtype, problem.dtype_of(dtype).label, size, problem.shape(size),
-                        rows, ceiling, timing_seed))
+        jobs.append(
+            Job(
+                len(jobs),
+                problem.name,
+                dtype,
+                problem.dtype_of(dtype).label,
+                size,
+                problem.shape(size),
+                rows,
+                ceiling,
+                timing_seed,
+            )
+        )
     return Plan(tuple(jobs), plan_options(opts, on_gpu))
 
 
 def plan_options(opts, on_gpu: bool) -> dict:
     """The options besides the selection that change what a row measures: they are part of the plan's identity."""
-    return {"mode": "gpu" if on_gpu else "cpu", "quick": opts.quick, "seed": opts.seed,
-            "timer": getattr(opts, "timer", "fixed")}
+    return {
+        "mode": "gpu" if on_gpu else "cpu",
+        "quick": opts.quick,
+        "seed": opts.seed,
+        "timer": getattr(opts, "timer", "fixed"),
+    }
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -150,8 +181,13 @@ def parse_shard(text: str) -> tuple[int, int]:
     return index, count
 
 
-SLURM_VARS = ("SLURM_ARRAY_TASK_ID", "SLURM_ARRAY_TASK_COUNT", "SLURM_ARRAY_TASK_MIN", "SLURM_ARRAY_TASK_MAX",
-              "SLURM_ARRAY_TASK_STEP")
+SLURM_VARS = (
+    "SLURM_ARRAY_TASK_ID",
+    "SLURM_ARRAY_TASK_COUNT",
+    "SLURM_ARRAY_TASK_MIN",
+    "SLURM_ARRAY_TASK_MAX",
+    "SLURM_ARRAY_TASK_STEP",
+)
 
 
 def shard_from_env(environ: Mapping[str, str]) -> tuple[int, int] | None:
@@ -174,7 +210,10 @@ def shard_from_env(environ: Mapping[str, str]) -> tuple[int, int] | None:
     offset = task_id - low
     arithmetic = high is None or high - low == (n - 1) * step
     if n < 1 or step < 1 or not arithmetic or offset < 0 or offset % step or offset // step >= n:
-        raise ValueError(f"SLURM_ARRAY_TASK_ID={task_id} is not one of COUNT={n} tasks from MIN={low} in steps of "
-                         f"{step}" + ("" if high is None else f" to MAX={high}") +
-                         f": submit the array as --array=0-{n - 1} (or pass --shard I/N)")
+        raise ValueError(
+            f"SLURM_ARRAY_TASK_ID={task_id} is not one of COUNT={n} tasks from MIN={low} in steps of "
+            f"{step}"
+            + ("" if high is None else f" to MAX={high}")
+            + f": submit the array as --array=0-{n - 1} (or pass --shard I/N)"
+        )
     return offset // step + 1, n

@@ -38,9 +38,25 @@ from pathlib import Path
 # of warps stalled for that reason per cycle in which the scheduler issued an instruction. "selected" is the warp
 # that issued (1 per issue cycle), not a stall; the others together are the stall cycles the shares divide.
 STALL_REASONS = (
-    "barrier", "branch_resolving", "dispatch_stall", "drain", "gmma", "imc_miss", "lg_throttle", "long_scoreboard",
-    "math_pipe_throttle", "membar", "mio_throttle", "misc", "no_instruction", "not_selected", "selected",
-    "short_scoreboard", "sleeping", "tex_throttle", "wait",
+    "barrier",
+    "branch_resolving",
+    "dispatch_stall",
+    "drain",
+    "gmma",
+    "imc_miss",
+    "lg_throttle",
+    "long_scoreboard",
+    "math_pipe_throttle",
+    "membar",
+    "mio_throttle",
+    "misc",
+    "no_instruction",
+    "not_selected",
+    "selected",
+    "short_scoreboard",
+    "sleeping",
+    "tex_throttle",
+    "wait",
 )
 NOT_A_STALL = "selected"
 # A launch that ran but started no kernel: torch's copy_ of contiguous tensors (the vector ceiling) is a
@@ -74,8 +90,17 @@ def stall_metric(reason: str) -> str:
     return f"smsp__average_warps_issue_stalled_{reason}_per_issue_active.ratio"
 
 
-METRICS = (SM_THROUGHPUT, DRAM_THROUGHPUT, OCCUPANCY, WARPS_ACTIVE, WARPS_ELIGIBLE, TENSOR_PIPE, DURATION,
-           *SMEM.values(), *(stall_metric(r) for r in STALL_REASONS))
+METRICS = (
+    SM_THROUGHPUT,
+    DRAM_THROUGHPUT,
+    OCCUPANCY,
+    WARPS_ACTIVE,
+    WARPS_ELIGIBLE,
+    TENSOR_PIPE,
+    DURATION,
+    *SMEM.values(),
+    *(stall_metric(r) for r in STALL_REASONS),
+)
 
 RANGE_PREFIX = "pipesuite#"  # the worker's NVTX range of row i is "pipesuite#<i> <label> stages=<s>"
 _RANGE_RE = re.compile(re.escape(RANGE_PREFIX) + r"(\d+)")
@@ -84,8 +109,14 @@ NCU_CANDIDATES = ("/usr/local/cuda/bin/ncu", "/opt/nvidia/nsight-compute/ncu")  
 TIMED_NOTE = "one separate launch per row under Nsight Compute after all timing; no timing was taken under the profiler"
 
 # Short names of stall reasons for the "why" cell (the JSON and CSV keep ncu's names).
-SHORT = {"long_scoreboard": "long_sb", "short_scoreboard": "short_sb", "math_pipe_throttle": "math_throttle",
-         "branch_resolving": "branch", "dispatch_stall": "dispatch", "no_instruction": "no_inst"}
+SHORT = {
+    "long_scoreboard": "long_sb",
+    "short_scoreboard": "short_sb",
+    "math_pipe_throttle": "math_throttle",
+    "branch_resolving": "branch",
+    "dispatch_stall": "dispatch",
+    "no_instruction": "no_inst",
+}
 
 
 class Unavailable(RuntimeError):
@@ -150,8 +181,8 @@ def read_raw_csv(text: str) -> list[dict]:
     lines = text.splitlines()
     starts = [i for i, line in enumerate(lines) if line.startswith('"ID",')]
     if not starts:
-        raise ValueError("no ncu raw-page CSV header (a line starting with \"ID\",) in the output")
-    body = [line for line in lines[starts[-1]:] if line.strip() and not line.startswith("==")]
+        raise ValueError('no ncu raw-page CSV header (a line starting with "ID",) in the output')
+    body = [line for line in lines[starts[-1] :] if line.strip() and not line.startswith("==")]
     table = list(csv.reader(body))
     header, records = table[0], table[1:]
     units = {}
@@ -162,12 +193,14 @@ def read_raw_csv(text: str) -> list[dict]:
     for fields in records:
         cells = dict(zip(header, fields))
         found = _RANGE_RE.search(" ".join(v for k, v in cells.items() if "__" not in k))
-        kernels.append({
-            "id": cells.get("ID"),
-            "name": cells.get("Kernel Name", ""),
-            "range": int(found[1]) if found else None,
-            "values": {m: _number(cells[m], units.get(m, "")) for m in header if "__" in m},
-        })
+        kernels.append(
+            {
+                "id": cells.get("ID"),
+                "name": cells.get("Kernel Name", ""),
+                "range": int(found[1]) if found else None,
+                "values": {m: _number(cells[m], units.get(m, "")) for m in header if "__" in m},
+            }
+        )
     return kernels
 
 
@@ -221,8 +254,11 @@ def why(row: dict) -> str:
         return "-"
     if p.get("error"):
         return "no profile: " + p["error"].replace("|", "/")
-    lead = (f"tensor {_pct(p.get('tensor_pipe_pct'))}" if row.get("unit") == "TFLOP/s"
-            else f"dram {_pct(p.get('dram_throughput_pct'))}")
+    lead = (
+        f"tensor {_pct(p.get('tensor_pipe_pct'))}"
+        if row.get("unit") == "TFLOP/s"
+        else f"dram {_pct(p.get('dram_throughput_pct'))}"
+    )
     stalls = ", ".join(f"{SHORT.get(s['reason'], s['reason'])} {s['share_pct']:.0f}%" for s in p["top_stalls"][:2])
     cell = lead + (f"; {stalls}" if stalls else "")
     conflict = (p.get("smem") or {}).get("bank_conflict_pct")
@@ -232,11 +268,24 @@ def why(row: dict) -> str:
 
 
 CSV_FIELDS = (
-    "profile_kernel", "profile_shape", "profile_sm_throughput_pct", "profile_dram_throughput_pct",
-    "profile_achieved_occupancy_pct", "profile_tensor_pipe_pct", "profile_warps_active_per_scheduler",
-    "profile_warps_eligible_per_scheduler", "profile_stall_1", "profile_stall_1_pct", "profile_stall_2",
-    "profile_stall_2_pct", "profile_stall_3", "profile_stall_3_pct", "profile_smem_bank_conflict_pct",
-    "profile_smem_ld_wavefronts_per_request", "profile_smem_st_wavefronts_per_request", "profile_why",
+    "profile_kernel",
+    "profile_shape",
+    "profile_sm_throughput_pct",
+    "profile_dram_throughput_pct",
+    "profile_achieved_occupancy_pct",
+    "profile_tensor_pipe_pct",
+    "profile_warps_active_per_scheduler",
+    "profile_warps_eligible_per_scheduler",
+    "profile_stall_1",
+    "profile_stall_1_pct",
+    "profile_stall_2",
+    "profile_stall_2_pct",
+    "profile_stall_3",
+    "profile_stall_3_pct",
+    "profile_smem_bank_conflict_pct",
+    "profile_smem_ld_wavefronts_per_request",
+    "profile_smem_st_wavefronts_per_request",
+    "profile_why",
     "profile_note",
 )
 
@@ -248,8 +297,17 @@ def flat(row: dict) -> dict:
         return {}
     if p.get("error"):
         return {"profile_note": f"no profile: {p['error']}"}
-    out = {f"profile_{k}": p.get(k) for k in ("kernel", "shape", "sm_throughput_pct", "dram_throughput_pct",
-                                               "achieved_occupancy_pct", "tensor_pipe_pct")}
+    out = {
+        f"profile_{k}": p.get(k)
+        for k in (
+            "kernel",
+            "shape",
+            "sm_throughput_pct",
+            "dram_throughput_pct",
+            "achieved_occupancy_pct",
+            "tensor_pipe_pct",
+        )
+    }
     out["profile_warps_active_per_scheduler"] = p["warps_per_scheduler"]["active"]
     out["profile_warps_eligible_per_scheduler"] = p["warps_per_scheduler"]["eligible"]
     for i, stall in enumerate(p["top_stalls"], 1):
@@ -291,8 +349,23 @@ def ncu_version(ncu: str) -> str:
 
 
 def ncu_command(ncu: str, worker_args: list[str]) -> list[str]:
-    return [ncu, "--clock-control", "none", "--profile-from-start", "off", "--nvtx", "--csv", "--page", "raw",
-            "--metrics", ",".join(METRICS), sys.executable, "-m", "suite.driver.profile_worker", *worker_args]
+    return [
+        ncu,
+        "--clock-control",
+        "none",
+        "--profile-from-start",
+        "off",
+        "--nvtx",
+        "--csv",
+        "--page",
+        "raw",
+        "--metrics",
+        ",".join(METRICS),
+        sys.executable,
+        "-m",
+        "suite.driver.profile_worker",
+        *worker_args,
+    ]
 
 
 def _first_error(text: str) -> str:
@@ -309,8 +382,9 @@ def _item(row: dict, stages_swept: bool) -> str:
     return f"{label}@{row['stages']}" if stages_swept and row["stages"] is not None else label
 
 
-def profile_group(ncu: str, problem: str, shape: str, rows: list[dict], seed: int = 0,
-                  timeout_s: float | None = None, dtype: str = "") -> None:
+def profile_group(
+    ncu: str, problem: str, shape: str, rows: list[dict], seed: int = 0, timeout_s: float | None = None, dtype: str = ""
+) -> None:
     """Profile ``rows`` (all of one problem and shape) in one worker process under ncu and set each row's
     ``profile``: the profile object, or {"error": why} for a row whose kernel ncu did not profile. Raises
     Unavailable when ncu cannot profile at all (no permission, a metric ncu does not know, ...)."""
@@ -323,21 +397,28 @@ def profile_group(ncu: str, problem: str, shape: str, rows: list[dict], seed: in
         from suite.problems import PROBLEMS
 
         name = next((d.name for d in PROBLEMS[problem].dtypes.values() if d.label == dtype), "")
-        cmd = ncu_command(ncu, ["--seed", str(10_000 + seed), "--manifest", str(manifest_path)]
-                          + (["--dtype", name] if name else []) + [problem, shape, *items])
+        cmd = ncu_command(
+            ncu,
+            ["--seed", str(10_000 + seed), "--manifest", str(manifest_path)]
+            + (["--dtype", name] if name else [])
+            + [problem, shape, *items],
+        )
         env = dict(os.environ)
         root = str(Path(__file__).resolve().parents[2])  # the repository root, so the worker imports this suite
         env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
         try:
-            done = subprocess.run(cmd, capture_output=True, text=True, env=env,
-                                  timeout=timeout_s or 120 + 30 * len(rows))
+            done = subprocess.run(
+                cmd, capture_output=True, text=True, env=env, timeout=timeout_s or 120 + 30 * len(rows)
+            )
         except subprocess.TimeoutExpired as e:
             raise Unavailable(f"ncu did not finish {problem} {shape} in {e.timeout:.0f} s") from None
         manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else []
     output = done.stdout + "\n" + done.stderr
     if PERMISSION_ERROR in output:
-        raise Unavailable(f"no permission to read the GPU's performance counters ({PERMISSION_ERROR}: "
-                          "developer.nvidia.com/ERR_NVGPUCTRPERM)")
+        raise Unavailable(
+            f"no permission to read the GPU's performance counters ({PERMISSION_ERROR}: "
+            "developer.nvidia.com/ERR_NVGPUCTRPERM)"
+        )
     try:
         kernels = read_raw_csv(done.stdout)
     except ValueError:
@@ -345,8 +426,9 @@ def profile_group(ncu: str, problem: str, shape: str, rows: list[dict], seed: in
     assign(rows, kernels, manifest, shape, worker_error=None if done.returncode == 0 else _first_error(done.stderr))
 
 
-def assign(rows: list[dict], kernels: list[dict], manifest: list[dict], shape: str,
-           worker_error: str | None = None) -> None:
+def assign(
+    rows: list[dict], kernels: list[dict], manifest: list[dict], shape: str, worker_error: str | None = None
+) -> None:
     """Give row i the profile of the kernels ncu profiled in the worker's range i (the longest when there are several).
     Without range names in the CSV, kernels are taken in launch order, but only when there is exactly one per
     launched row; otherwise every row gets an error rather than a guess."""
@@ -361,16 +443,21 @@ def assign(rows: list[dict], kernels: list[dict], manifest: list[dict], shape: s
             by_range = {i: [k] for i, k in zip(launched, kernels)}
         else:
             for row in rows:
-                row["profile"] = {"error": f"{len(kernels)} kernels profiled for {len(launched)} launches and no NVTX "
-                                           "range names in ncu's CSV: cannot tell which kernel is which row"}
+                row["profile"] = {
+                    "error": f"{len(kernels)} kernels profiled for {len(launched)} launches and no NVTX "
+                    "range names in ncu's CSV: cannot tell which kernel is which row"
+                }
             return
     for i, row in enumerate(rows):
         entry = entries.get(i, {})
         found = by_range.get(i)
         if not found:
             launched = bool(entry) and not entry.get("error") and not worker_error
-            row["profile"] = {"error": NO_KERNEL if launched else
-                              entry.get("error") or worker_error or "ncu profiled no kernel of this launch"}
+            row["profile"] = {
+                "error": NO_KERNEL
+                if launched
+                else entry.get("error") or worker_error or "ncu profiled no kernel of this launch"
+            }
             continue
         main = max(found, key=lambda k: k["values"].get(DURATION) or 0)
         profile = {**profile_of(main), "shape": shape, "kernels": len(found)}
@@ -413,8 +500,9 @@ def add_profiles(rows: list[dict], on_gpu: bool, seed: int = 0, progress: bool =
     for n, ((problem, shape, dtype), group) in enumerate(groups.items()):
         t0 = time.time()
         if progress:
-            print(f"profiling {problem} {shape}: {len(group)} launches under ncu ...", end="", file=sys.stderr,
-                  flush=True)
+            print(
+                f"profiling {problem} {shape}: {len(group)} launches under ncu ...", end="", file=sys.stderr, flush=True
+            )
         try:
             profile_group(ncu, problem, shape, group, seed, timeout_s=group_timeout(), dtype=dtype)
         except Unavailable as e:

@@ -155,7 +155,8 @@ def table(rows: list[dict], fmt: str = "github", width: int = MD_WIDTH) -> str:
 
         where = f"{problem} {shape} ({group[0]['dtype']})" + (f", {group_name}" if group_name else "")
         title = f"### {where}: {unit}, % of {ceiling_name}" + (
-            " (rl: % of the roofline)" if any(r.get("ratio_to_roofline") is not None for r in group) else "")
+            " (rl: % of the roofline)" if any(r.get("ratio_to_roofline") is not None for r in group) else ""
+        )
         headers = ["stages"]
         for k in swept:  # a variant's columns: its name heads the first (and the wide "why" cell), the others follow
             headers += [f"{k} {unit}", "%", "smem stage/total, regs, blocks", "SASS"] + ([f"{k} why"] if why else [])

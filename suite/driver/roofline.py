@@ -79,9 +79,12 @@ def annotate(rows: list[dict], on_gpu: bool) -> dict:
     if not timed:
         return {"note": "no GEMM row was timed: no roofline"}
     bandwidth, peaks = _from_rows(rows)
-    meta = {"bandwidth_gbs": bandwidth, "bandwidth_from": "this run's torch:copy_ rows (vector problem)",
-            "peak_tflops": dict(peaks), "peak_from": {d: f"this run's cuBLAS rows at M, N, K >= {PEAK_MIN_DIM}"
-                                                      for d in peaks}}
+    meta = {
+        "bandwidth_gbs": bandwidth,
+        "bandwidth_from": "this run's torch:copy_ rows (vector problem)",
+        "peak_tflops": dict(peaks),
+        "peak_from": {d: f"this run's cuBLAS rows at M, N, K >= {PEAK_MIN_DIM}" for d in peaks},
+    }
     if bandwidth is None and on_gpu:
         meta["bandwidth_gbs"] = bandwidth = probe_bandwidth()
         meta["bandwidth_from"] = "torch copy_ over 1 GiB, timed after the run (do_bench median, L2 flushed)"

@@ -35,8 +35,16 @@ def resolve_gpus(text: str, on_gpu: bool):
     return workers.parse_gpus(text, workers.visible_gpus() if on_gpu else [])
 
 
-def execute(opts, on_gpu: bool, *, gpus=None, shard: tuple[int, int] | None = None, plugins: tuple[str, ...] = (),
-            progress: bool = True, phases: Phases | None = None) -> tuple[list[dict], dict]:
+def execute(
+    opts,
+    on_gpu: bool,
+    *,
+    gpus=None,
+    shard: tuple[int, int] | None = None,
+    plugins: tuple[str, ...] = (),
+    progress: bool = True,
+    phases: Phases | None = None,
+) -> tuple[list[dict], dict]:
     """Run the shard ``shard`` (index, count; None: the whole plan) of ``opts``' plan, on ``gpus`` (a list of
     suite.driver.workers.Device, one worker process each; None: in this process). Returns (rows in plan order,
     metadata: plan, shard, timer, gpus, phase_seconds)."""
@@ -48,10 +56,16 @@ def execute(opts, on_gpu: bool, *, gpus=None, shard: tuple[int, int] | None = No
         index, count = shard or (1, 1)
         jobs = list(plan.shard(index, count))
     if not jobs:
-        print(f"shard {index}/{count} has no jobs: the plan has {len(plan.jobs)} (nothing to run; its results say "
-              "so, for suite.merge)", file=sys.stderr)
-    info = {"plan": plan.meta(), "shard": {"index": index, "count": count, "jobs": [j.index for j in jobs]},
-            "timer": timing.describe_timer(opts.timer, opts.quick)}
+        print(
+            f"shard {index}/{count} has no jobs: the plan has {len(plan.jobs)} (nothing to run; its results say "
+            "so, for suite.merge)",
+            file=sys.stderr,
+        )
+    info = {
+        "plan": plan.meta(),
+        "shard": {"index": index, "count": count, "jobs": [j.index for j in jobs]},
+        "timer": timing.describe_timer(opts.timer, opts.quick),
+    }
     if gpus is None:
         import torch
 
@@ -59,9 +73,15 @@ def execute(opts, on_gpu: bool, *, gpus=None, shard: tuple[int, int] | None = No
         gpu = bench.current_gpu(device)
         rows = bench.run_jobs(jobs, opts, on_gpu, progress=progress, device=device, phases=phases, gpu=gpu)
         if on_gpu:
-            info["gpus"] = [{"index": gpu["gpu_index"], "uuid": gpu["gpu_uuid"],
-                             "name": torch.cuda.get_device_name(device), "jobs": [j.index for j in jobs],
-                             "rows": len(rows)}]
+            info["gpus"] = [
+                {
+                    "index": gpu["gpu_index"],
+                    "uuid": gpu["gpu_uuid"],
+                    "name": torch.cuda.get_device_name(device),
+                    "jobs": [j.index for j in jobs],
+                    "rows": len(rows),
+                }
+            ]
         else:
             info["gpus"] = []
     else:
@@ -74,14 +94,22 @@ def execute(opts, on_gpu: bool, *, gpus=None, shard: tuple[int, int] | None = No
 
         def arrived(job, rows):
             for row in rows:
-                bar.step(f"{job.problem} {job.dtype} {job.shape} {row['backend']}:{row['variant']} "
-                         f"stages={row['stages']}")
+                bar.step(
+                    f"{job.problem} {job.dtype} {job.shape} {row['backend']}:{row['variant']} stages={row['stages']}"
+                )
 
         with phases("workers"):
-            rows, reports = workers.run_jobs(jobs, list(gpus), bench.job_worker, (opts, on_gpu),
-                                             skeleton=bench.skeleton, cost=lambda job: job.cost,
-                                             setup="suite.driver.bench:worker_setup", setup_args=(tuple(plugins),),
-                                             on_result=arrived)
+            rows, reports = workers.run_jobs(
+                jobs,
+                list(gpus),
+                bench.job_worker,
+                (opts, on_gpu),
+                skeleton=bench.skeleton,
+                cost=lambda job: job.cost,
+                setup="suite.driver.bench:worker_setup",
+                setup_args=(tuple(plugins),),
+                on_result=arrived,
+            )
         info["gpus"] = [r.meta() for r in reports]
     info["phase_seconds"] = phases.as_dict()
     return rows, info

@@ -80,13 +80,15 @@ class StopRule:
 
     @property
     def budget_ms(self) -> float:
-        return self.batch_ms * (2 ** self.max_batches - 1)
+        return self.batch_ms * (2**self.max_batches - 1)
 
     def describe(self) -> str:
-        return (f"batches of do_bench (first {self.batch_ms:g} ms of samples after the warm-up, each next one twice "
-                f"as long) until the median's distribution-free 95% confidence interval is within "
-                f"+-{100 * self.precision:g}% of it (at least {self.min_samples} samples), or after "
-                f"{self.max_batches} batches ({self.budget_ms:g} ms of samples)")
+        return (
+            f"batches of do_bench (first {self.batch_ms:g} ms of samples after the warm-up, each next one twice "
+            f"as long) until the median's distribution-free 95% confidence interval is within "
+            f"+-{100 * self.precision:g}% of it (at least {self.min_samples} samples), or after "
+            f"{self.max_batches} batches ({self.budget_ms:g} ms of samples)"
+        )
 
 
 ADAPTIVE = StopRule()
@@ -146,21 +148,30 @@ class CeilingCadence:
 
 def describe_timer(timer: str, quick: bool = False) -> dict:
     """What results metadata records of the timer: its name, its rule, the ceiling's cadence and the power regime."""
-    regime = ("sustained: back-to-back launches with the L2 flushed between them (do_bench), after a warm-up, "
-              "read at the clocks the GPU holds under that load at its power cap (not short-burst boost clocks)")
+    regime = (
+        "sustained: back-to-back launches with the L2 flushed between them (do_bench), after a warm-up, "
+        "read at the clocks the GPU holds under that load at its power cap (not short-burst boost clocks)"
+    )
     if timer == "fixed":
-        return {"name": "fixed", "library": "triton.testing.do_bench",
-                "rule": "200 ms of samples (50 with --quick) after a 25 ms warm-up, 400 ms more (100) when the "
-                        "interquartile range exceeds 1% of the median; median and IQR of all samples",
-                "ceiling": "timed before the first row of its table and after every row, samples pooled",
-                "power_regime": regime}
+        return {
+            "name": "fixed",
+            "library": "triton.testing.do_bench",
+            "rule": "200 ms of samples (50 with --quick) after a 25 ms warm-up, 400 ms more (100) when the "
+            "interquartile range exceeds 1% of the median; median and IQR of all samples",
+            "ceiling": "timed before the first row of its table and after every row, samples pooled",
+            "power_regime": regime,
+        }
     rule = ADAPTIVE_QUICK if quick else ADAPTIVE
-    return {"name": "adaptive", "library": "triton.testing.do_bench", "rule": rule.describe(),
-            "stop_rule": asdict(rule),
-            "ceiling": f"timed before the first row of its table, again once {CEILING_EVERY_S:g} s have passed since "
-                       "its last timing (the interval halving whenever two consecutive timings differ by more than "
-                       "their 95% confidence intervals allow), and after the last row; samples pooled",
-            "power_regime": regime}
+    return {
+        "name": "adaptive",
+        "library": "triton.testing.do_bench",
+        "rule": rule.describe(),
+        "stop_rule": asdict(rule),
+        "ceiling": f"timed before the first row of its table, again once {CEILING_EVERY_S:g} s have passed since "
+        "its last timing (the interval halving whenever two consecutive timings differ by more than "
+        "their 95% confidence intervals allow), and after the last row; samples pooled",
+        "power_regime": regime,
+    }
 
 
 class Phases:

@@ -87,10 +87,16 @@ class DeviceReport:
     gpu_state_after: dict = field(default_factory=dict)
 
     def meta(self) -> dict:
-        return {"index": self.device.index, "uuid": self.device.uuid, "name": self.device.name, "jobs": self.jobs,
-                "rows": self.rows, "failed": self.failed, "phase_seconds": {k: round(v, 2) for k, v in
-                                                                             self.phases.items()},
-                "gpu_state_after": self.gpu_state_after}
+        return {
+            "index": self.device.index,
+            "uuid": self.device.uuid,
+            "name": self.device.name,
+            "jobs": self.jobs,
+            "rows": self.rows,
+            "failed": self.failed,
+            "phase_seconds": {k: round(v, 2) for k, v in self.phases.items()},
+            "gpu_state_after": self.gpu_state_after,
+        }
 
 
 def _init_worker(device: Device, setup: str | None, setup_args: tuple) -> None:
@@ -130,9 +136,18 @@ def unfinished(job, skeleton: Callable, done: list[dict], device: Device | None,
     return rows
 
 
-def run_jobs(jobs: list, devices: list[Device], worker: Callable, args: tuple = (), *, skeleton: Callable,
-             cost: Callable = lambda job: 0.0, setup: str | None = None, setup_args: tuple = (),
-             on_result: Callable | None = None) -> tuple[list[dict], list[DeviceReport]]:
+def run_jobs(
+    jobs: list,
+    devices: list[Device],
+    worker: Callable,
+    args: tuple = (),
+    *,
+    skeleton: Callable,
+    cost: Callable = lambda job: 0.0,
+    setup: str | None = None,
+    setup_args: tuple = (),
+    on_result: Callable | None = None,
+) -> tuple[list[dict], list[DeviceReport]]:
     """Run every job on one of ``devices``: ``worker(job, device, *args)`` in that device's process returns a
     JobResult (or a plain list of rows); ``setup`` ("package.module:function") runs in each worker once it is pinned,
     with ``setup_args``. ``skeleton(job)`` gives a job's rows unrun (for marking failures; each with its
@@ -141,8 +156,12 @@ def run_jobs(jobs: list, devices: list[Device], worker: Callable, args: tuple = 
     if not devices:
         raise ValueError("no device to run on")
     context = multiprocessing.get_context("spawn")
-    pools = {d: ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_init_worker,
-                                    initargs=(d, setup, setup_args)) for d in devices}
+    pools = {
+        d: ProcessPoolExecutor(
+            max_workers=1, mp_context=context, initializer=_init_worker, initargs=(d, setup, setup_args)
+        )
+        for d in devices
+    }
     reports = {d: DeviceReport(d) for d in devices}
     queue = deque(sorted(jobs, key=lambda j: (-cost(j), j.index)))  # longest first: the last to finish is short
     running: dict[Future, tuple[Device, object]] = {}
@@ -182,12 +201,22 @@ def run_jobs(jobs: list, devices: list[Device], worker: Callable, args: tuple = 
                     fail(device, str(e))
                 except Exception as e:  # noqa: BLE001 - its process died (BrokenProcessPool), or its job raised
                     if type(e).__name__ == "BrokenProcessPool":
-                        finish(job, unfinished(job, skeleton, [], device,
-                                               f"{device.label} failed during this job: its worker process died"))
+                        finish(
+                            job,
+                            unfinished(
+                                job,
+                                skeleton,
+                                [],
+                                device,
+                                f"{device.label} failed during this job: its worker process died",
+                            ),
+                        )
                         fail(device, "its worker process died")
                     else:  # the job failed, not the GPU: its rows say why, the GPU goes on with the next job
-                        finish(job, unfinished(job, skeleton, [], device, f"the job raised on {device.label}: "
-                                                                          f"{_reason(e)}"))
+                        finish(
+                            job,
+                            unfinished(job, skeleton, [], device, f"the job raised on {device.label}: {_reason(e)}"),
+                        )
                 else:
                     if not isinstance(result, JobResult):
                         result = JobResult(list(result))
@@ -253,11 +282,15 @@ def parse_gpus(text: str, available: list[Device]) -> list[Device]:
             raise ValueError(f"{text!r}: a GPU is named twice")
         missing = [i for i in indices if i >= len(available)]
         if missing:
-            raise ValueError(f"{text!r}: no GPU {missing[0]} here (this machine has {len(available)}: "
-                             f"{', '.join(str(d.index) for d in available)})")
+            raise ValueError(
+                f"{text!r}: no GPU {missing[0]} here (this machine has {len(available)}: "
+                f"{', '.join(str(d.index) for d in available)})"
+            )
         chosen = [available[i] for i in indices]
     models = sorted({d.name for d in chosen})
     if len(models) > 1:
-        raise ValueError(f"{text!r}: the GPUs are of different models ({', '.join(models)}); run each model on its "
-                         "own (suite.merge --by gpu puts the runs side by side)")
+        raise ValueError(
+            f"{text!r}: the GPUs are of different models ({', '.join(models)}); run each model on its "
+            "own (suite.merge --by gpu puts the runs side by side)"
+        )
     return chosen

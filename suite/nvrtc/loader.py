@@ -43,8 +43,9 @@ class KernelCompileError(RuntimeError):
     ``first_error`` is the first error (never a warning) with its ``file:line``; ``summary`` adds where the PTX is
     kept: the one line the tables show."""
 
-    def __init__(self, path: Path, arch: str, log: str, locations: list[str] | None = None,
-                 ptx_path: Path | None = None):
+    def __init__(
+        self, path: Path, arch: str, log: str, locations: list[str] | None = None, ptx_path: Path | None = None
+    ):
         self.path, self.arch, self.log = Path(path), arch, log
         self.locations, self.ptx_path = locations or [], ptx_path
         text = f"NVRTC failed to compile {self.path} for {arch}:\n{log}"
@@ -65,8 +66,10 @@ class KernelCompileError(RuntimeError):
         if m:
             return f"{m['file']}:{m['line']}: error: {m['message'].strip()}"
         lines = [line.strip() for line in self.log.splitlines() if line.strip()]
-        return next((line for line in lines if "error" in line.lower() and "NVRTC_ERROR" not in line),
-                    lines[0] if lines else f"NVRTC failed to compile {self.path}")
+        return next(
+            (line for line in lines if "error" in line.lower() and "NVRTC_ERROR" not in line),
+            lines[0] if lines else f"NVRTC failed to compile {self.path}",
+        )
 
     @property
     def summary(self) -> str:
@@ -74,8 +77,9 @@ class KernelCompileError(RuntimeError):
 
 
 # A C++ front-end diagnostic of NVRTC: "/path/file.cu(12): error: expected a \";\"" (also "catastrophic error").
-_CXX_ERROR_RE = re.compile(r"^(?P<file>[^\n]+?)\((?P<line>\d+)\): (?:catastrophic )?error(?: #[\w-]+)?: (?P<message>.*)$",
-                           re.MULTILINE)
+_CXX_ERROR_RE = re.compile(
+    r"^(?P<file>[^\n]+?)\((?P<line>\d+)\): (?:catastrophic )?error(?: #[\w-]+)?: (?P<message>.*)$", re.MULTILINE
+)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -168,8 +172,13 @@ def compile_cu(
     from cuda.core import Program, ProgramOptions
     from cuda.core._utils.cuda_utils import NVRTCError
 
-    program_options = ProgramOptions(name=str(path), arch=arch, include_path=[*own_headers, *include_path],
-                                     define_macro=list(defines) or None, **NVRTC_OPTIONS)
+    program_options = ProgramOptions(
+        name=str(path),
+        arch=arch,
+        include_path=[*own_headers, *include_path],
+        define_macro=list(defines) or None,
+        **NVRTC_OPTIONS,
+    )
     key = cache.cache_key(path, arch, name_expressions, nvrtc_options(program_options), own_headers, nvrtc_version())
     entry = cache.Entry(f"{path.stem}-{arch}-{key[:32]}.cubin", key, nvrtc_options(program_options))
     if use_cache and (hit := entry.read()) is not None:
@@ -217,8 +226,9 @@ def _compile_error(path: Path, arch: str, log: str, source: str, options, name_e
     """The KernelCompileError for ``log``; when ptxas rejected the PTX, with its lines mapped back to the source
     (errors first) and the PTX kept beside the cache ``entry`` (suite.nvrtc.cache.Entry.keep: never through a
     symlink; in a private temporary file when the cache directory cannot take it)."""
-    diagnostics = sorted(dict.fromkeys(_PTXAS_LINE_RE.findall(log)),
-                         key=lambda d: not d[1].lstrip().startswith("error"))  # errors first, each in log order
+    diagnostics = sorted(
+        dict.fromkeys(_PTXAS_LINE_RE.findall(log)), key=lambda d: not d[1].lstrip().startswith("error")
+    )  # errors first, each in log order
     if not diagnostics:
         return KernelCompileError(path, arch, log)
     try:
@@ -226,8 +236,10 @@ def _compile_error(path: Path, arch: str, log: str, source: str, options, name_e
     except Exception as e:  # noqa: BLE001 - the map is a help; the NVRTC log above is the error
         return KernelCompileError(path, arch, log + f"\n(could not regenerate the PTX to place the error: {e})")
     ptx_path = entry.keep(".ptx", ptx)
-    locations = [f"{ptx_source_location(ptx, int(line))}: {re.sub(r' +:', ':', ' '.join(message.split()))} "
-                 f"[PTX line {line}]" for line, message in diagnostics]
+    locations = [
+        f"{ptx_source_location(ptx, int(line))}: {re.sub(r' +:', ':', ' '.join(message.split()))} [PTX line {line}]"
+        for line, message in diagnostics
+    ]
     return KernelCompileError(path, arch, log, locations, ptx_path)
 
 
@@ -242,8 +254,9 @@ def _generate_ptx(source: str, options, name_expressions, arch: str) -> str:
             raise RuntimeError(f"NVRTC: {err}")
         return rest[0] if rest else None
 
-    opts = [o for o in options.as_bytes("nvrtc") if not o.startswith(b"-arch")] + [b"-arch=" + arch.replace(
-        "sm_", "compute_").encode()]
+    opts = [o for o in options.as_bytes("nvrtc") if not o.startswith(b"-arch")] + [
+        b"-arch=" + arch.replace("sm_", "compute_").encode()
+    ]
     prog = ok(nvrtc.nvrtcCreateProgram(source.encode(), str(options.name).encode(), 0, [], []))
     try:
         for expr in name_expressions:

@@ -7,7 +7,8 @@ threads would allow; the driver's occupancy calculator is asked to confirm that 
 
 from __future__ import annotations
 
-from typing import Callable, Protocol
+from collections.abc import Callable
+from typing import Protocol
 
 import numpy as np
 import torch
@@ -50,29 +51,48 @@ def pin(kernel, threads: int, ring_bytes: int, blocks_per_sm: int) -> int:
     the ring does not fit in that share or the occupancy calculator does not confirm the residency."""
     props = loader._device().properties
     static = _static_smem(kernel)
-    share = share_of_sm(blocks_per_sm, int(props.max_shared_memory_per_multiprocessor),
-                        int(props.reserved_shared_memory_per_block), static)
+    share = share_of_sm(
+        blocks_per_sm,
+        int(props.max_shared_memory_per_multiprocessor),
+        int(props.reserved_shared_memory_per_block),
+        static,
+    )
     share = min(share, loader.device_smem_limit() - static)
     if ring_bytes > share:
-        raise ValueError(f"a ring of {ring_bytes} B of shared memory does not fit {blocks_per_sm} resident blocks per "
-                         f"SM on this GPU (each block may have at most {share} B)")
+        raise ValueError(
+            f"a ring of {ring_bytes} B of shared memory does not fit {blocks_per_sm} resident blocks per "
+            f"SM on this GPU (each block may have at most {share} B)"
+        )
     resident = loader.occupancy(kernel, threads, share)
     if resident != blocks_per_sm:
-        raise ValueError(f"padding shared memory to {share} B per block should pin {blocks_per_sm} resident blocks "
-                         f"per SM, but the occupancy calculator says {resident} (threads or registers limit it)")
+        raise ValueError(
+            f"padding shared memory to {share} B per block should pin {blocks_per_sm} resident blocks "
+            f"per SM, but the occupancy calculator says {resident} (threads or registers limit it)"
+        )
     return share
 
 
-def kernel_info(module: loader.CompiledModule, config: StreamConfig, stages: int, resident: int | None = None,
-                smem_overhead: int = 0, **fields) -> KernelInfo:
+def kernel_info(
+    module: loader.CompiledModule,
+    config: StreamConfig,
+    stages: int,
+    resident: int | None = None,
+    smem_overhead: int = 0,
+    **fields,
+) -> KernelInfo:
     """What the tables report about one (configuration, depth): resources and SASS from the cubin, the tile, the
     residency the launch pins (persistent; ``resident`` for short runs, None when unknown) and the loads in flight per
     SM. ``smem_overhead``: dynamic shared memory besides the ring's stages (barriers)."""
     schedule = config.schedule
     resident = schedule.blocks_per_sm if schedule.persistent else resident
     info = module.kernel_info(
-        config.name_expression(stages), config.tile_bytes, stages, threads=config.threads, config=config.describe(),
-        tile_bytes=config.tile_bytes, resident_blocks_per_sm=resident,
+        config.name_expression(stages),
+        config.tile_bytes,
+        stages,
+        threads=config.threads,
+        config=config.describe(),
+        tile_bytes=config.tile_bytes,
+        resident_blocks_per_sm=resident,
         bytes_in_flight_per_sm=bytes_in_flight_per_sm(schedule.tiles_in_flight(stages), config.tile_bytes, resident),
         **fields,
     )
@@ -84,8 +104,15 @@ class Launcher:
     """A streaming kernel bound to (x, y, stages, config) on the current GPU: the residency pinned (persistent) or
     queried (short runs), the grid from the schedule; calling it launches on torch's current stream."""
 
-    def __init__(self, module: loader.CompiledModule, config: StreamConfig, stages: int, x: torch.Tensor,
-                 y: torch.Tensor, smem_overhead: int = 0):
+    def __init__(
+        self,
+        module: loader.CompiledModule,
+        config: StreamConfig,
+        stages: int,
+        x: torch.Tensor,
+        y: torch.Tensor,
+        smem_overhead: int = 0,
+    ):
         self.config = config
         self.name_expression = config.name_expression(stages)
         self.kernel = module.kernel(self.name_expression)
@@ -109,8 +136,13 @@ class Launcher:
         loader.launch(self.kernel, self.grid, self.config.threads, self.smem_bytes, *self.args)
 
 
-def describe(build: Callable[..., loader.CompiledModule], arch: str, config: StreamConfig, stages: tuple[int, ...],
-             smem_overhead: int = 0) -> dict[int, KernelInfo]:
+def describe(
+    build: Callable[..., loader.CompiledModule],
+    arch: str,
+    config: StreamConfig,
+    stages: tuple[int, ...],
+    smem_overhead: int = 0,
+) -> dict[int, KernelInfo]:
     """Without a GPU: each depth's KernelInfo from a cubin built for ``arch`` (``build(arch, config)``)."""
     module = build(arch, config)
     return {s: kernel_info(module, config, s, smem_overhead=smem_overhead) for s in stages}
@@ -120,8 +152,16 @@ class StreamKernel(NvrtcModule):
     """A streaming kernel module (suite.ptx.vector, suite.ptx.vector_bulk) at one configuration, as the kernel-module
     contract (suite.kernel) states it: its stages, launcher, SASS and sanitizer sizes, for the registry."""
 
-    def __init__(self, module, stream_config, stages: tuple[int, ...], sass_requires, archs=("sm_80", "sm_90"),
-                 sanitize_sizes: tuple[int, ...] | None = None, sanitizer_blind_spots: dict[str, str] | None = None):
+    def __init__(
+        self,
+        module,
+        stream_config,
+        stages: tuple[int, ...],
+        sass_requires,
+        archs=("sm_80", "sm_90"),
+        sanitize_sizes: tuple[int, ...] | None = None,
+        sanitizer_blind_spots: dict[str, str] | None = None,
+    ):
         self.module, self.stream_config = module, stream_config
         self.source = module.SOURCE
         self.stages = tuple(stages)
@@ -130,8 +170,7 @@ class StreamKernel(NvrtcModule):
         self.sass_requires = sass_requires
         self.archs = archs
         # default: several tiles and a ragged tail; () keeps the configuration out of compute-sanitizer runs
-        self.sanitize_sizes = ((3 * stream_config.tile_floats + 5,) if sanitize_sizes is None
-                               else tuple(sanitize_sizes))
+        self.sanitize_sizes = (3 * stream_config.tile_floats + 5,) if sanitize_sizes is None else tuple(sanitize_sizes)
         self.sanitizer_blind_spots = dict(sanitizer_blind_spots or {})
 
     def name_expressions(self, stages: int) -> tuple[str, ...]:
@@ -157,23 +196,36 @@ class StreamKernel(NvrtcModule):
 SANITIZE_WRAP_SMS = 144
 
 
-def kernels_of(module, sass_requires, archs=("sm_80", "sm_90"), sanitizer_blind_spots=None
-               ) -> dict[str, StreamKernel]:
+def kernels_of(module, sass_requires, archs=("sm_80", "sm_90"), sanitizer_blind_spots=None) -> dict[str, StreamKernel]:
     """A streaming module's kernel modules, as the registry names them (suite/variants.py): "bandwidth", its
     BANDWIDTH configuration at the headline depth, and one per depth-sweep tile ("2KiB", ...) at every stage count
     whose ring fits. Under compute-sanitizer every depth configuration runs a few tiles with a ragged tail; the
     smallest tile also runs long enough for every block's ring to wrap at its deepest stage count."""
     from suite.streaming import BANDWIDTH_STAGES, depth_stages, kib
 
-    kernels = {"bandwidth": StreamKernel(module, module.BANDWIDTH, BANDWIDTH_STAGES, sass_requires, archs,
-                                         sanitizer_blind_spots=sanitizer_blind_spots)}
+    kernels = {
+        "bandwidth": StreamKernel(
+            module,
+            module.BANDWIDTH,
+            BANDWIDTH_STAGES,
+            sass_requires,
+            archs,
+            sanitizer_blind_spots=sanitizer_blind_spots,
+        )
+    }
     smallest = min(module.DEPTH_TILE_BYTES)
     for tile in module.DEPTH_TILE_BYTES:
         config, stages = module.depth(tile), depth_stages(tile)
         sizes = (3 * config.tile_floats + 5,)
         if tile == smallest:
             sizes += (SANITIZE_WRAP_SMS * (max(stages) + 2) * config.tile_floats + 5,)
-        kernels[kib(tile).replace(" ", "")] = StreamKernel(module, config, stages, sass_requires, archs,
-                                                           sanitize_sizes=sizes,
-                                                           sanitizer_blind_spots=sanitizer_blind_spots)
+        kernels[kib(tile).replace(" ", "")] = StreamKernel(
+            module,
+            config,
+            stages,
+            sass_requires,
+            archs,
+            sanitize_sizes=sizes,
+            sanitizer_blind_spots=sanitizer_blind_spots,
+        )
     return kernels

@@ -10,8 +10,8 @@ import torch
 
 from suite.checks import check_cuda, check_stages, gemm_operands
 from suite.kernel import Fault, NvrtcModule
-from suite.problems import BadInput
 from suite.nvrtc import loader
+from suite.problems import BadInput
 
 SOURCE = Path(__file__).with_name("gemm.cu")
 STAGES = (1, 2, 3, 4, 5)
@@ -37,8 +37,13 @@ def name_expression(stages: int, n_aligned: bool, block_k: int = 32, dtype: str 
 
 # fp8 has no mma.sync of its own on sm_90: ptxas accepts mma.sync.m16n8k32.e4m3 for sm_90 but lowers it to two fp16
 # HMMA.16816 (QMMA exists on sm_89 only; checked with this toolkit's NVRTC). Hopper's fp8 path is wgmma (QGMMA).
-FP8_NOTE = ("no fp8 mma.sync on sm_90: ptxas lowers mma.sync.m16n8k32.e4m3 to two fp16 HMMA (native QMMA is sm_89 "
-            "only); Hopper's fp8 path is wgmma (the TMA rows)")
+FP8_NOTE = (
+    "no fp8 mma.sync on sm_90: ptxas lowers mma.sync.m16n8k32.e4m3 to two fp16 HMMA (native QMMA is sm_89 "
+    "only); Hopper's fp8 path is wgmma (the TMA rows)"
+)
+# bf16 changes only the mma and the output conversion, the same on every row of this design: it is built on the
+# 128x256x32 PTX row alone, which keeps the CPU tests' compile time down.
+BF16_ELSEWHERE = "the design's bf16 build is the ptx:128x256x32 mma.sync row (the same tile, only the mma differs)"
 
 
 class GemmMmaSync(NvrtcModule):
@@ -53,14 +58,18 @@ class GemmMmaSync(NvrtcModule):
     faults = (
         Fault("STAGES = 1: the barrier before the stage is refilled removed", "PIPESUITE_FAULT_NO_REUSE_BARRIER", (1,)),
         # The mainloop's one barrier per K tile: it both publishes the next tile and frees the stage refilled next.
-        Fault("STAGES >= 2: the ring's barrier before a stage is reused removed", "PIPESUITE_FAULT_NO_RING_BARRIER",
-              (2,)),
+        Fault(
+            "STAGES >= 2: the ring's barrier before a stage is reused removed", "PIPESUITE_FAULT_NO_RING_BARRIER", (2,)
+        ),
     )
 
-    def __init__(self, block_k: int = 32, stages: tuple[int, ...] = STAGES):
+    def __init__(self, block_k: int = 32, stages: tuple[int, ...] = STAGES, dtypes: tuple[str, ...] = ("fp16", "bf16")):
         if block_k not in BLOCK_KS:
             raise ValueError(f"block_k must be one of {BLOCK_KS} (got {block_k})")
         self.block_k, self.stages, self.stage_bytes = block_k, tuple(stages), stage_bytes(block_k)
+        self.dtypes = tuple(dtypes)
+        if "bf16" not in self.dtypes:
+            self.dtype_notes = {**self.dtype_notes, "bf16": BF16_ELSEWHERE}
         # cp.async, ldmatrix, and a fully unrolled K tile of mma.sync: 4 x 8 tiles per warp per 16-deep k-step
         self.sass_requires = {"async_copy": 1, "ldmatrix": 1, "mma": 32 * block_k // 16}
 
@@ -76,8 +85,16 @@ class GemmMmaSync(NvrtcModule):
 
     def describe(self, arch: str, dtype: str = "fp16") -> dict:
         built = self.build(arch)
-        return {s: built.kernel_info(self.name_expression(s, True, dtype), self.stage_bytes, s, threads=self.threads,
-                                     config=f"{arch} cubin; {self.config()}") for s in self.stages}
+        return {
+            s: built.kernel_info(
+                self.name_expression(s, True, dtype),
+                self.stage_bytes,
+                s,
+                threads=self.threads,
+                config=f"{arch} cubin; {self.config()}",
+            )
+            for s in self.stages
+        }
 
     def config(self) -> str:
         return f"{BLOCK_M}x{BLOCK_N}x{self.block_k}, 8 warps 2x4, 64x64 warp tile"
@@ -92,7 +109,7 @@ class GemmMmaSync(NvrtcModule):
 
 
 GEMM_K32 = GemmMmaSync(32)
-GEMM_K64 = GemmMmaSync(64, (1, 2, 3, 4))  # 5 stages of 48 KiB do not fit an H100/H200 (227 KiB per block)
+GEMM_K64 = GemmMmaSync(64, (1, 2, 3, 4), dtypes=("fp16",))  # 5 stages of 48 KiB do not fit (227 KiB per block)
 KERNELS = {32: GEMM_K32, 64: GEMM_K64}
 
 
@@ -101,27 +118,38 @@ def build(arch: str | None = None, block_k: int = 32) -> loader.CompiledModule:
     return KERNELS[block_k].build(arch)
 
 
-def check_inputs(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int,
-                 kernel: GemmMmaSync = GEMM_K32) -> None:
+def check_inputs(
+    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int, kernel: GemmMmaSync = GEMM_K32
+) -> None:
     check_stages(stages, kernel.stages)
     ops = gemm_operands((a, b), c, kernel.dtypes)
     m, n, k = ops.m, ops.n, ops.k
     if k % 8:
         raise ValueError(f"K must be a multiple of 8 so that rows of A are whole 16-byte chunks (got K={k})")
     if max(m, n, k) > MAX_DIM:
-        raise ValueError(f"M, N and K must each be <= 2^31 - 1 - {BLOCK_N} = {MAX_DIM} (got M={m}, N={n}, K={k}): the "
-                         "kernel forms row, column and k indices in 32-bit ints, up to one tile past the matrix")
+        raise ValueError(
+            f"M, N and K must each be <= 2^31 - 1 - {BLOCK_N} = {MAX_DIM} (got M={m}, N={n}, K={k}): the "
+            "kernel forms row, column and k indices in 32-bit ints, up to one tile past the matrix"
+        )
     if -(-m // BLOCK_M) * -(-n // BLOCK_N) > MAX_GRID:
-        raise ValueError(f"the grid, ceil(M/{BLOCK_M}) * ceil(N/{BLOCK_N}) blocks, must be <= 2^31 - 1 (got M={m}, "
-                         f"N={n})")
+        raise ValueError(
+            f"the grid, ceil(M/{BLOCK_M}) * ceil(N/{BLOCK_N}) blocks, must be <= 2^31 - 1 (got M={m}, N={n})"
+        )
     check_cuda(("a", a), ("b", b), ("c", c))
 
 
 class Gemm:
     """A launcher bound to (a, b, c, stages): ``Gemm(a, b, c, 3)()`` writes c = a @ b on torch's current stream."""
 
-    def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int, block_k: int = 32,
-                 kernel: GemmMmaSync | None = None):
+    def __init__(
+        self,
+        a: torch.Tensor,
+        b: torch.Tensor,
+        c: torch.Tensor,
+        stages: int,
+        block_k: int = 32,
+        kernel: GemmMmaSync | None = None,
+    ):
         if kernel is None:
             if block_k not in KERNELS:
                 raise ValueError(f"block_k must be one of {BLOCK_KS} (got {block_k})")
@@ -140,8 +168,14 @@ class Gemm:
         self.grid = -(-m // BLOCK_M) * -(-n // BLOCK_N)
         self.args = (a.data_ptr(), b.data_ptr(), c.data_ptr(), np.int32(m), np.int32(n), np.int32(k))
         self.info = module.kernel_info(
-            expr, kernel.stage_bytes, stages, occupancy=blocks_per_sm, threads=THREADS, grid=self.grid,
-            config=kernel.config() + (", bf16" if dtype == "bf16" else "")
+            expr,
+            kernel.stage_bytes,
+            stages,
+            occupancy=blocks_per_sm,
+            threads=THREADS,
+            grid=self.grid,
+            config=kernel.config()
+            + (", bf16" if dtype == "bf16" else "")
             + ("" if n % 8 == 0 else ", N % 8 != 0: B through plain loads"),
         )
 
@@ -149,8 +183,9 @@ class Gemm:
         loader.launch(self.kernel, self.grid, THREADS, self.smem_bytes, *self.args)
 
 
-def matmul(a: torch.Tensor, b: torch.Tensor, stages: int = 3, out: torch.Tensor | None = None,
-           block_k: int = 32) -> torch.Tensor:
+def matmul(
+    a: torch.Tensor, b: torch.Tensor, stages: int = 3, out: torch.Tensor | None = None, block_k: int = 32
+) -> torch.Tensor:
     """c = a @ b with the STAGES-deep pipeline; allocates c unless ``out`` is given."""
     c = torch.empty(a.shape[0], b.shape[1], dtype=a.dtype, device=a.device) if out is None else out
     Gemm(a, b, c, stages, block_k)()

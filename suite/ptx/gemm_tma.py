@@ -70,19 +70,26 @@ class Config:
 
     def name_expression(self, stages: int, dtype: str = "fp16") -> str:
         flag = lambda b: "true" if b else "false"  # noqa: E731
-        head = f"gemm_tma_wgmma<{stages}, {self.block_n}, {self.consumers}, {flag(self.persistent)}, " \
-               f"{flag(self.tma_store)}"
+        head = (
+            f"gemm_tma_wgmma<{stages}, {self.block_n}, {self.consumers}, {flag(self.persistent)}, "
+            f"{flag(self.tma_store)}"
+        )
         if dtype == "fp16" and self.block_m == 128 and self.schedule == "tiles":
             return head + ">"  # the template's defaults
         return head + f", {ELEMENT[dtype]}, {self.block_m}, {SCHEDULES[self.schedule]}>"
 
     def describe(self, dtype: str = "fp16") -> str:
-        what = {"tiles": (", persistent" if self.persistent else "") + (", TMA-store epilogue" if self.tma_store else ""),
-                "split-k": ", split-K (fix-up in K order by the last split)",
-                "stream-k": ", stream-K over one block per SM (fix-up in K order by the last unit)"}[self.schedule]
-        return (f"{self.block_m}x{self.block_n}x{block_k(dtype)}, 1 producer warp + {self.consumers} consumer "
-                f"warpgroup{'s' if self.consumers > 1 else ''}" + what
-                + (", B as N x K (K-major), scales in the epilogue" if dtype == "fp8e4m3" else ""))
+        what = {
+            "tiles": (", persistent" if self.persistent else "") + (", TMA-store epilogue" if self.tma_store else ""),
+            "split-k": ", split-K (fix-up in K order by the last split)",
+            "stream-k": ", stream-K over one block per SM (fix-up in K order by the last unit)",
+        }[self.schedule]
+        return (
+            f"{self.block_m}x{self.block_n}x{block_k(dtype)}, 1 producer warp + {self.consumers} consumer "
+            f"warpgroup{'s' if self.consumers > 1 else ''}"
+            + what
+            + (", B as N x K (K-major), scales in the epilogue" if dtype == "fp8e4m3" else "")
+        )
 
 
 _TWO_WG = dict(block_n=256, consumers=2)
@@ -97,24 +104,30 @@ CONFIGS: dict[str, Config] = {
     "128x256x64 ws 2wg": Config(256, 2, False, False, (2, 3, 4)),  # two consumer warpgroups, twice the tile
     "128x256x64 ws 2wg persistent": Config(256, 2, True, False, (2, 3, 4)),  # one block per SM, ring across tiles
     "128x256x64 ws 2wg persistent tma-store": Config(256, 2, True, True, (2, 3), dtypes=DTYPES),  # + C through TMA
-    "128x256 stream-k": Config(**_TWO_WG, persistent=True, tma_store=False, stages=(3, 4), schedule="stream-k",
-                               dtypes=DTYPES),
+    "128x256 stream-k": Config(
+        **_TWO_WG, persistent=True, tma_store=False, stages=(3, 4), schedule="stream-k", dtypes=DTYPES
+    ),
     "64x128 split-k": Config(128, 1, False, False, (4, 6, 8), block_m=64, schedule="split-k", dtypes=DTYPES),
     "128x128 split-k": Config(128, 2, False, False, (4, 7), schedule="split-k", dtypes=DTYPES),
 }
 
 # The self-test the sanitizer must catch: the producer refills a stage without waiting for its empty barrier, i.e.
 # it may overwrite a stage the consumers' wgmma still read (and re-arms a full barrier whose phase is not done).
-SKIP_EMPTY_WAIT = Fault("the producer's wait on the empty barrier removed (overwrites a stage still read)",
-                        "PIPESUITE_FAULT_SKIP_EMPTY_WAIT", (2,), tool="memcheck",
-                        size=(256, 512, 1024))  # 16 K tiles through a 2-stage ring: the producer laps the consumer
+SKIP_EMPTY_WAIT = Fault(
+    "the producer's wait on the empty barrier removed (overwrites a stage still read)",
+    "PIPESUITE_FAULT_SKIP_EMPTY_WAIT",
+    (2,),
+    tool="memcheck",
+    size=(256, 512, 1024),
+)  # 16 K tiles through a 2-stage ring: the producer laps the consumer
 
 
 @functools.cache
 def build(arch: str = ARCH) -> loader.CompiledModule:
     """Every fp16 instantiation of the ladder, for ``arch`` (sm_90a; no GPU needed)."""
-    exprs = tuple(dict.fromkeys(c.name_expression(s) for c in CONFIGS.values() if c.schedule == "tiles"
-                                for s in c.stages))
+    exprs = tuple(
+        dict.fromkeys(c.name_expression(s) for c in CONFIGS.values() if c.schedule == "tiles" for s in c.stages)
+    )
     return loader.compile_cu(SOURCE, exprs, arch=arch, defines=DEFINES)
 
 
@@ -132,8 +145,11 @@ class TmaGemm(NvrtcModule):
 
     source = SOURCE
     archs = (ARCH,)
-    dtype_notes = {d: "the ladder's lower rungs are built for fp16; bf16 and fp8 are on its top rung and on the "
-                      "split-K and stream-K rows" for d in DTYPES}
+    dtype_notes = {
+        d: "the ladder's lower rungs are built for fp16; bf16 and fp8 are on its top rung and on the "
+        "split-K and stream-K rows"
+        for d in DTYPES
+    }
 
     def __init__(self, config: Config, faults: tuple[Fault, ...] = ()):
         self.gemm_config, self.stages, self.faults = config, config.stages, faults
@@ -141,12 +157,16 @@ class TmaGemm(NvrtcModule):
         # TMA instructions per instantiation: A's box, B's (boxes of 64 columns for 16-bit B, one for fp8's K-major
         # B; a module built for fp8 too is held to the fewer), and the epilogue's store boxes
         b_loads = 1 if "fp8e4m3" in config.dtypes else config.block_n // 64
-        self.sass_requires = {"wgmma": 4, "tma": 1 + b_loads + (config.block_n // 64 if config.tma_store else 0),
-                              "mbarrier": 1}
+        self.sass_requires = {
+            "wgmma": 4,
+            "tma": 1 + b_loads + (config.block_n // 64 if config.tma_store else 0),
+            "mbarrier": 1,
+        }
         # N % 8 != 0 with K < BLOCK_K (direct stores, one partial K tile); N % 8 == 0 and a ring that wraps 8 times;
         # split-K and stream-K: several units per tile, a remainder split, the fix-up
         self.sanitize_sizes = ((130, 250, 40), (256, 512, 1024)) + (
-            ((64, 512, 4112),) if config.schedule != "tiles" else ())
+            ((64, 512, 4112),) if config.schedule != "tiles" else ()
+        )
 
     def defines(self) -> tuple[str, ...]:
         return DEFINES + super().defines()
@@ -163,10 +183,16 @@ class TmaGemm(NvrtcModule):
 
     def describe(self, arch: str, dtype: str = "fp16") -> dict[int, KernelInfo]:
         built = self.build(arch)
-        return {s: built.kernel_info(self.gemm_config.name_expression(s, dtype), self.stage_bytes, s,
-                                     threads=self.threads,
-                                     config=f"{arch} cubin; {self.gemm_config.describe(dtype)}")
-                for s in self.stages}
+        return {
+            s: built.kernel_info(
+                self.gemm_config.name_expression(s, dtype),
+                self.stage_bytes,
+                s,
+                threads=self.threads,
+                config=f"{arch} cubin; {self.gemm_config.describe(dtype)}",
+            )
+            for s in self.stages
+        }
 
     def launch(self, inputs, out, stages):
         return Gemm(inputs, out, self.gemm_config, stages, kernel=self)
@@ -174,9 +200,12 @@ class TmaGemm(NvrtcModule):
     def bad_inputs(self) -> list[BadInput]:
         a, b, c = (torch.randn(*shape).half() for shape in ((16, 12), (12, 16), (16, 16)))
         meta = lambda *shape: torch.empty(*shape, dtype=torch.float16, device="meta")  # noqa: E731 (no memory)
-        return [BadInput((a, b), c, "K must be a multiple of 8", "K % 8 != 0"),
-                BadInput((meta(MAX_DIM + 1, 8), meta(8, 16)), meta(MAX_DIM + 1, 16), "must each be at most",
-                         "M past 2^31 - 257")]
+        return [
+            BadInput((a, b), c, "K must be a multiple of 8", "K % 8 != 0"),
+            BadInput(
+                (meta(MAX_DIM + 1, 8), meta(8, 16)), meta(MAX_DIM + 1, 16), "must each be at most", "M past 2^31 - 257"
+            ),
+        ]
 
 
 def _tensor_map(t: torch.Tensor, box: tuple[int, int]):
@@ -189,8 +218,11 @@ def _tensor_map(t: torch.Tensor, box: tuple[int, int]):
         t = t.view(torch.uint8)
     enums = importlib.import_module(TensorMapDescriptor.__module__)  # the option enums are not re-exported
     view = StridedMemoryView.from_dlpack(t, stream_ptr=-1)
-    return view.as_tensor_map(options=TensorMapDescriptorOptions(
-        box_dim=box, swizzle=enums.TensorMapSwizzle.SWIZZLE_128B, l2_promotion=enums.TensorMapL2Promotion.L2_256B))
+    return view.as_tensor_map(
+        options=TensorMapDescriptorOptions(
+            box_dim=box, swizzle=enums.TensorMapSwizzle.SWIZZLE_128B, l2_promotion=enums.TensorMapL2Promotion.L2_256B
+        )
+    )
 
 
 class Gemm:
@@ -201,18 +233,28 @@ class Gemm:
     (counted in the time, and said in the config). split-K and stream-K get a workspace and tile counters of their
     own, sized from this shape."""
 
-    def __init__(self, inputs, c: torch.Tensor, config: Config, stages: int, kernel: "TmaGemm | None" = None,
-                 splits: int | None = None):
+    def __init__(
+        self,
+        inputs,
+        c: torch.Tensor,
+        config: Config,
+        stages: int,
+        kernel: TmaGemm | None = None,
+        splits: int | None = None,
+    ):
         ops = gemm_operands(tuple(inputs), c, config.dtypes)
         check_stages(stages, config.stages)
         m, n, k, dtype = ops.m, ops.n, ops.k, ops.dtype
         align = 16 // ELEMENT_BYTES[dtype]
         if k % align:
-            raise ValueError(f"K must be a multiple of {align} so that rows of A have a 16-byte pitch for TMA "
-                             f"(got K={k})")
+            raise ValueError(
+                f"K must be a multiple of {align} so that rows of A have a 16-byte pitch for TMA (got K={k})"
+            )
         if max(m, n, k) > MAX_DIM:
-            raise ValueError(f"M, N and K must each be at most {MAX_DIM}: tile origins and TMA coordinates are 32-bit "
-                             f"(got M={m}, N={n}, K={k})")
+            raise ValueError(
+                f"M, N and K must each be at most {MAX_DIM}: tile origins and TMA coordinates are 32-bit "
+                f"(got M={m}, N={n}, K={k})"
+            )
         check_cuda(("a", ops.a), ("b", ops.b), ("c", c))
         module = kernel.build() if kernel is not None else build()  # a kernel module may carry extra defines
         expr = config.name_expression(stages, dtype)
@@ -240,7 +282,9 @@ class Gemm:
         sms = loader.num_sms()
         self.splits = 1
         if config.schedule == "split-k":
-            self.splits = split_count(tiles, k_tiles, sms * blocks_per_sm) if splits is None else splits  # tests force one
+            self.splits = (
+                split_count(tiles, k_tiles, sms * blocks_per_sm) if splits is None else splits
+            )  # tests force one
             if self.splits < 1:
                 raise ValueError(f"splits must be >= 1 (got {self.splits})")
             self.grid = tiles * self.splits
@@ -257,19 +301,38 @@ class Gemm:
         self.counters = torch.zeros(max(1, tiles * config.consumers), dtype=torch.int32, device=c.device)
         self.scales = (ops.scale_a, ops.scale_b) if dtype == "fp8e4m3" else (self.workspace, self.workspace)
         self.threads = config.threads
-        self.args = (self.tmap_a, self.tmap_b, self.tmap_c, c.data_ptr(), np.int32(m), np.int32(n), np.int32(k),
-                     self.scales[0].data_ptr(), self.scales[1].data_ptr(), self.workspace.data_ptr(),
-                     self.counters.data_ptr(), np.int32(self.splits))
+        self.args = (
+            self.tmap_a,
+            self.tmap_b,
+            self.tmap_c,
+            c.data_ptr(),
+            np.int32(m),
+            np.int32(n),
+            np.int32(k),
+            self.scales[0].data_ptr(),
+            self.scales[1].data_ptr(),
+            self.workspace.data_ptr(),
+            self.counters.data_ptr(),
+            np.int32(self.splits),
+        )
         note = ""
         if dtype != "fp8e4m3" and n % 8:
-            note = ", N % 8 != 0: B copied to a padded pitch per call" + (", C stored directly" if config.tma_store
-                                                                            else "")
+            note = ", N % 8 != 0: B copied to a padded pitch per call" + (
+                ", C stored directly" if config.tma_store else ""
+            )
         if config.schedule == "split-k":
             note += f", {self.splits} split{'s' if self.splits > 1 else ''} of {k_tiles} K tiles"
         if config.schedule == "stream-k":
             note += f", {tiles * k_tiles} MAC iterations over {self.grid} blocks"
-        self.info = module.kernel_info(expr, config.stage_bytes, stages, occupancy=blocks_per_sm,
-                                       threads=config.threads, grid=self.grid, config=config.describe(dtype) + note)
+        self.info = module.kernel_info(
+            expr,
+            config.stage_bytes,
+            stages,
+            occupancy=blocks_per_sm,
+            threads=config.threads,
+            grid=self.grid,
+            config=config.describe(dtype) + note,
+        )
 
     def __call__(self) -> None:
         if self.b_padded is not None:
@@ -278,5 +341,7 @@ class Gemm:
 
 
 # Each row's kernel module, as the registry names them (suite/variants.py).
-KERNELS = {name: TmaGemm(config, faults=(SKIP_EMPTY_WAIT,) if name == "128x128x64 ws" else ())
-           for name, config in CONFIGS.items()}
+KERNELS = {
+    name: TmaGemm(config, faults=(SKIP_EMPTY_WAIT,) if name == "128x128x64 ws" else ())
+    for name, config in CONFIGS.items()
+}

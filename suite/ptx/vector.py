@@ -8,9 +8,8 @@ shared memory to the whole SM, tiles of 2-32 KiB). Every configuration is compil
 
 from __future__ import annotations
 
-import sys
-
 import functools
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,8 +33,10 @@ class Config:
 
     def __post_init__(self):
         if self.tile_bytes % (self.threads * CHUNK_BYTES):
-            raise ValueError(f"tile_bytes must be a multiple of threads x 16 B = {self.threads * CHUNK_BYTES} "
-                             f"(got {self.tile_bytes})")
+            raise ValueError(
+                f"tile_bytes must be a multiple of threads x 16 B = {self.threads * CHUNK_BYTES} "
+                f"(got {self.tile_bytes})"
+            )
 
     @property
     def chunks(self) -> int:
@@ -94,8 +95,9 @@ class Scale2(stream.Launcher):
         super().__init__(build(None, config), config, stages, x, y)
 
 
-def scale2(x: torch.Tensor, stages: int = 2, out: torch.Tensor | None = None,
-           config: Config = BANDWIDTH) -> torch.Tensor:
+def scale2(
+    x: torch.Tensor, stages: int = 2, out: torch.Tensor | None = None, config: Config = BANDWIDTH
+) -> torch.Tensor:
     """y = 2 * x with the STAGES-deep ring; allocates y unless ``out`` is given."""
     y = torch.empty_like(x) if out is None else out
     Scale2(x, y, stages, config)()

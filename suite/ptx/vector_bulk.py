@@ -7,9 +7,8 @@ warp) and a schedule (suite.streaming). ``BANDWIDTH`` is the headline row's layo
 
 from __future__ import annotations
 
-import sys
-
 import functools
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -34,8 +33,10 @@ class Config:
 
     def __post_init__(self):
         if self.tile_bytes % (self.consumer_threads * 16):
-            raise ValueError(f"tile_bytes must be a multiple of consumer threads x 16 B = {self.consumer_threads * 16} "
-                             f"(got {self.tile_bytes})")
+            raise ValueError(
+                f"tile_bytes must be a multiple of consumer threads x 16 B = {self.consumer_threads * 16} "
+                f"(got {self.tile_bytes})"
+            )
 
     @property
     def consumer_threads(self) -> int:
@@ -57,8 +58,10 @@ class Config:
         return f"scale2_bulk_ring<{self.consumer_warps}, {self.chunks}, {stages}>"
 
     def describe(self) -> str:
-        return (f"{kib(self.tile_bytes)} tiles (one bulk copy each), 1 producer + {self.consumer_warps} consumer "
-                f"warps, {self.schedule.describe()}")
+        return (
+            f"{kib(self.tile_bytes)} tiles (one bulk copy each), 1 producer + {self.consumer_warps} consumer "
+            f"warps, {self.schedule.describe()}"
+        )
 
 
 # The cp.async ring's measured-best layout, not yet measured for the bulk ring (tools/tune_vector.py sweeps it).
@@ -68,8 +71,9 @@ DEPTH_TILE_BYTES = (2048, 4096, 8192, 16384, 32768)
 
 
 def depth(tile_bytes: int, blocks_per_sm: int = 1) -> Config:
-    return Config(tile_bytes=tile_bytes, consumer_warps=DEPTH_CONSUMER_WARPS,
-                  schedule=Schedule(blocks_per_sm=blocks_per_sm))
+    return Config(
+        tile_bytes=tile_bytes, consumer_warps=DEPTH_CONSUMER_WARPS, schedule=Schedule(blocks_per_sm=blocks_per_sm)
+    )
 
 
 @functools.cache
@@ -100,8 +104,9 @@ class Scale2(stream.Launcher):
         super().__init__(build(None, config), config, stages, x, y, smem_overhead=BARRIER_REGION)
 
 
-def scale2(x: torch.Tensor, stages: int = 2, out: torch.Tensor | None = None,
-           config: Config = BANDWIDTH) -> torch.Tensor:
+def scale2(
+    x: torch.Tensor, stages: int = 2, out: torch.Tensor | None = None, config: Config = BANDWIDTH
+) -> torch.Tensor:
     y = torch.empty_like(x) if out is None else out
     Scale2(x, y, stages, config)()
     return y
@@ -113,7 +118,13 @@ def scale2(x: torch.Tensor, stages: int = 2, out: torch.Tensor | None = None,
 # them (flash-attention documents the same for its cp.async.bulk buffers; the same pattern through
 # cp.async.bulk.tensor reports nothing). On the H200: hazards at every depth in proportion to the ring's reuses, with
 # and without a proxy fence before the release, every output bit-exact (docs/sanitizer.md).
-RACECHECK_BLIND = ("racecheck does not model the mbarrier release of a stage that a raw cp.async.bulk refills; "
-                   "it reports every reuse (docs/sanitizer.md)")
-KERNELS = stream.kernels_of(sys.modules[__name__], ("bulk_copy", "mbarrier"), archs=("sm_90",),
-                            sanitizer_blind_spots={"racecheck": RACECHECK_BLIND})
+RACECHECK_BLIND = (
+    "racecheck does not model the mbarrier release of a stage that a raw cp.async.bulk refills; "
+    "it reports every reuse (docs/sanitizer.md)"
+)
+KERNELS = stream.kernels_of(
+    sys.modules[__name__],
+    ("bulk_copy", "mbarrier"),
+    archs=("sm_90",),
+    sanitizer_blind_spots={"racecheck": RACECHECK_BLIND},
+)

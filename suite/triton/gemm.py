@@ -109,8 +109,14 @@ class Gemm:
 
     def __call__(self) -> None:
         compiled = gemm_kernel[(self.grid,)](
-            *self.args, BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, BLOCK_K=BLOCK_K, GROUP_M=GROUP_M, ALIGNED=self.aligned,
-            num_warps=NUM_WARPS, num_stages=self.stages,
+            *self.args,
+            BLOCK_M=BLOCK_M,
+            BLOCK_N=BLOCK_N,
+            BLOCK_K=BLOCK_K,
+            GROUP_M=GROUP_M,
+            ALIGNED=self.aligned,
+            num_warps=NUM_WARPS,
+            num_stages=self.stages,
         )
         if not self._compiled and compiled is not None:
             self._compiled = True
@@ -125,9 +131,9 @@ class Tile128x256x32(TritonModule):
     # in bf16 and fp8 are the tensor-descriptor kernels (gemm_desc.py and the split-K / stream-K / decode modules)
     dtype_notes: ClassVar[dict[str, str]] = {
         "bf16": "the pointer kernel is the fp16 PTX mma.sync kernel's twin; Triton's bf16 rows are the descriptor "
-                "kernels",
+        "kernels",
         "fp8e4m3": "the pointer kernel walks B as K x N, and fp8 takes B as N x K (K-major); Triton's fp8 rows are "
-                   "the descriptor kernels",
+        "the descriptor kernels",
     }
 
     def launch(self, inputs, out, stages):

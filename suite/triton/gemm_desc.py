@@ -159,8 +159,9 @@ def gemm_desc_kernel(
             if HOST_DESC:
                 c_desc = c
             else:
-                c_desc = tl.make_tensor_descriptor(c, shape=[M, N], strides=[stride_cm, 1],
-                                                   block_shape=[BLOCK_M, BLOCK_N // 2])
+                c_desc = tl.make_tensor_descriptor(
+                    c, shape=[M, N], strides=[stride_cm, 1], block_shape=[BLOCK_M, BLOCK_N // 2]
+                )
             halves = tl.permute(tl.reshape(acc, (BLOCK_M, 2, BLOCK_N // 2)), (0, 2, 1))
             left, right = tl.split(halves)
             c_desc.store([m0, n0], cast_out(left, OUT_TYPE))
@@ -169,8 +170,9 @@ def gemm_desc_kernel(
             if HOST_DESC:
                 c_desc = c
             else:
-                c_desc = tl.make_tensor_descriptor(c, shape=[M, N], strides=[stride_cm, 1],
-                                                   block_shape=[BLOCK_M, BLOCK_N])
+                c_desc = tl.make_tensor_descriptor(
+                    c, shape=[M, N], strides=[stride_cm, 1], block_shape=[BLOCK_M, BLOCK_N]
+                )
             c_desc.store([m0, n0], cast_out(acc, OUT_TYPE))
         else:
             rows = m0 + tl.arange(0, BLOCK_M)
@@ -219,10 +221,14 @@ class Operands:
         self.b_padded = padded(b.shape[0], b_row, b)
         self.c_desc = (n * c.element_size()) % 16 == 0 and c.data_ptr() % 16 == 0
         rule = f"a multiple of {per_16_bytes}"
-        self.note = "".join([f", K not {rule}: A copied to a padded pitch per call" if self.a_padded is not None
-                             else "",
-                             f", {'K' if b_k_major else 'N'} not {rule}: B copied to a padded pitch per call"
-                             if self.b_padded is not None else ""])
+        self.note = "".join(
+            [
+                f", K not {rule}: A copied to a padded pitch per call" if self.a_padded is not None else "",
+                f", {'K' if b_k_major else 'N'} not {rule}: B copied to a padded pitch per call"
+                if self.b_padded is not None
+                else "",
+            ]
+        )
         self._descriptors = {}
 
     def refresh(self) -> tuple[torch.Tensor, torch.Tensor]:
@@ -254,7 +260,9 @@ class Operands:
             else:
                 b_desc = TensorDescriptor(b, shape=[k, n], strides=[b.stride(0), 1], block_shape=[block_k, block_n])
             self._descriptors[key] = (
-                TensorDescriptor(a, shape=[m, k], strides=[a.stride(0), 1], block_shape=[block_m, block_k]), b_desc)
+                TensorDescriptor(a, shape=[m, k], strides=[a.stride(0), 1], block_shape=[block_m, block_k]),
+                b_desc,
+            )
         return self._descriptors[key]
 
     def host_args(self, block_m: int, block_n: int, block_k: int, c_halves: bool) -> tuple:
@@ -265,7 +273,8 @@ class Operands:
         if key not in self._descriptors:
             c_box = [block_m, block_n // 2 if c_halves else block_n]
             self._descriptors[key] = (
-                TensorDescriptor(c, shape=[m, n], strides=[c.stride(0), 1], block_shape=c_box) if self.c_desc else c)
+                TensorDescriptor(c, shape=[m, n], strides=[c.stride(0), 1], block_shape=c_box) if self.c_desc else c
+            )
         return (*self.ab_descriptors(block_m, block_n, block_k), self._descriptors[key], m, n, k, *pitches)
 
 
@@ -284,8 +293,10 @@ def count(n: int, thing: str) -> str:
 def dtype_config(dtype: str) -> str:
     """What the row must say about the operands of ``dtype``."""
     if dtype == "fp8e4m3":
-        return (", fp8e4m3->bf16: B given N x K (K-major), tl.dot(a, b.T), scale_a x scale_b on the fp32 "
-                "accumulator before the bf16 store")
+        return (
+            ", fp8e4m3->bf16: B given N x K (K-major), tl.dot(a, b.T), scale_a x scale_b on the fp32 "
+            "accumulator before the bf16 store"
+        )
     return ""
 
 
@@ -305,22 +316,35 @@ class DescGemm:
         bm, bn, bk = self.tile
         tiles = triton.cdiv(ops.m, bm) * triton.cdiv(ops.n, bn)
         self.grid = min(tiles, num_sms(ops.a.device)) if persistent else tiles
-        self.config = (f"{bm}x{bn}x{bk}, num_warps={NUM_WARPS}, num_stages={stages}, tensor descriptors"
-                       + (" built on the host" if host_desc else " built in the kernel")
-                       + (", persistent, C stored in two halves" if persistent else "")
-                       + dtype_config(ops.dtype) + self.operands.note)
+        self.config = (
+            f"{bm}x{bn}x{bk}, num_warps={NUM_WARPS}, num_stages={stages}, tensor descriptors"
+            + (" built on the host" if host_desc else " built in the kernel")
+            + (", persistent, C stored in two halves" if persistent else "")
+            + dtype_config(ops.dtype)
+            + self.operands.note
+        )
         self.info = kernel_info(None, stage_bytes(ops.dtype), self.config, self.grid)
         self._compiled = False
 
     def __call__(self) -> None:
         bm, bn, bk = self.tile
-        args = (self.operands.host_args(bm, bn, bk, c_halves=self.persistent) if self.host_desc
-                else self.operands.args())
+        args = self.operands.host_args(bm, bn, bk, c_halves=self.persistent) if self.host_desc else self.operands.args()
         compiled = gemm_desc_kernel[(self.grid,)](
-            *args, self.grid, BLOCK_M=bm, BLOCK_N=bn, BLOCK_K=bk, GROUP_M=GROUP_M,
-            PERSISTENT=self.persistent, C_DESC=self.operands.c_desc, EPILOGUE_SUBTILE=self.persistent,
-            HOST_DESC=self.host_desc, B_K_MAJOR=self.ops.b_k_major, OUT_TYPE=OUT_TYPES[self.ops.dtype],
-            num_warps=NUM_WARPS, num_stages=self.stages, **scale_kwargs(self.ops),
+            *args,
+            self.grid,
+            BLOCK_M=bm,
+            BLOCK_N=bn,
+            BLOCK_K=bk,
+            GROUP_M=GROUP_M,
+            PERSISTENT=self.persistent,
+            C_DESC=self.operands.c_desc,
+            EPILOGUE_SUBTILE=self.persistent,
+            HOST_DESC=self.host_desc,
+            B_K_MAJOR=self.ops.b_k_major,
+            OUT_TYPE=OUT_TYPES[self.ops.dtype],
+            num_warps=NUM_WARPS,
+            num_stages=self.stages,
+            **scale_kwargs(self.ops),
         )
         if not self._compiled and compiled is not None:
             self._compiled = True
@@ -336,8 +360,11 @@ def tuning_configs(dtype: str = "fp16") -> list[triton.Config]:
     The configurations are the same for every dtype; only the tile's BLOCK_K differs (64, or 128 for fp8)."""
     bm, bn, bk = TILES[dtype]
     return [
-        triton.Config({"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": g, "PERSISTENT": p,
-                       "EPILOGUE_SUBTILE": True}, num_stages=s, num_warps=NUM_WARPS)
+        triton.Config(
+            {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": g, "PERSISTENT": p, "EPILOGUE_SUBTILE": True},
+            num_stages=s,
+            num_warps=NUM_WARPS,
+        )
         for s, p, g in (
             (3, True, GROUP_M),
             # GROUP_M 4 and 16: within noise of 8 at 4096^3 on the H200 (probe rounds 95.7-101.4%); the autotuner
@@ -358,8 +385,9 @@ def tuning_configs(dtype: str = "fp16") -> list[triton.Config]:
 # code reuse it too: the row's config says which was used; clearing TRITON_CACHE_DIR tunes afresh. Building an
 # autotuner compiles nothing.
 TUNED_KERNELS = {
-    dtype: triton.autotune(configs=tuning_configs(dtype), key=["M", "N", "K", "C_DESC", "OUT_TYPE"],
-                           cache_results=True)(triton.jit(gemm_desc_kernel.fn))
+    dtype: triton.autotune(
+        configs=tuning_configs(dtype), key=["M", "N", "K", "C_DESC", "OUT_TYPE"], cache_results=True
+    )(triton.jit(gemm_desc_kernel.fn))
     for dtype in DTYPES
 }
 gemm_desc_kernel_tuned = TUNED_KERNELS["fp16"]
@@ -376,8 +404,10 @@ class TunedGemm:
         m, n = ops.m, ops.n
         limit = num_sms(ops.a.device)
         self.num_programs = lambda meta: (
-            min(limit, triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"])) if meta["PERSISTENT"]
-            else triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]))
+            min(limit, triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]))
+            if meta["PERSISTENT"]
+            else triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"])
+        )
         self.limit = limit
         self.info = kernel_info(None, None, "autotuned", 0)
         self._compiled = False
@@ -387,20 +417,28 @@ class TunedGemm:
         # the kernel only reads NUM_PROGRAMS when PERSISTENT.
         bm, bn, bk = self.tile
         compiled = self.kernel[lambda meta: (self.num_programs(meta),)](
-            *self.operands.host_args(bm, bn, bk, c_halves=True), self.limit,
-            C_DESC=self.operands.c_desc, HOST_DESC=True, B_K_MAJOR=self.ops.b_k_major,
-            OUT_TYPE=OUT_TYPES[self.ops.dtype], **scale_kwargs(self.ops))
+            *self.operands.host_args(bm, bn, bk, c_halves=True),
+            self.limit,
+            C_DESC=self.operands.c_desc,
+            HOST_DESC=True,
+            B_K_MAJOR=self.ops.b_k_major,
+            OUT_TYPE=OUT_TYPES[self.ops.dtype],
+            **scale_kwargs(self.ops),
+        )
         if not self._compiled and compiled is not None:
             self._compiled = True
             cfg = self.kernel.best_config
             bm, bn, bk = cfg.kwargs["BLOCK_M"], cfg.kwargs["BLOCK_N"], cfg.kwargs["BLOCK_K"]
             self.info = kernel_info(
-                compiled, stage_bytes(self.ops.dtype, (bm, bn, bk)),
+                compiled,
+                stage_bytes(self.ops.dtype, (bm, bn, bk)),
                 f"{bm}x{bn}x{bk}, num_warps={cfg.num_warps}, num_stages={cfg.num_stages}, tensor descriptors"
-                " built on the host" + (", persistent" if cfg.kwargs["PERSISTENT"] else "")
+                " built on the host"
+                + (", persistent" if cfg.kwargs["PERSISTENT"] else "")
                 + (", C stored in two halves" if cfg.kwargs["EPILOGUE_SUBTILE"] else "")
                 + f", GROUP_M={cfg.kwargs['GROUP_M']} (autotuned)"
-                + dtype_config(self.ops.dtype) + self.operands.note,
+                + dtype_config(self.ops.dtype)
+                + self.operands.note,
                 self.num_programs(cfg.kwargs),
             )
             self.info.stages = cfg.num_stages

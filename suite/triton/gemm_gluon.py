@@ -65,8 +65,20 @@ GL_DTYPES = {"fp16": gl.float16, "bf16": gl.bfloat16, "fp8e4m3": gl.float8e4nv}
 
 
 @gluon.jit
-def _producer(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, GROUP_M: gl.constexpr, STAGES: gl.constexpr,
-              B_K_MAJOR: gl.constexpr):
+def _producer(
+    a_desc,
+    b_desc,
+    a_ring,
+    b_ring,
+    ready,
+    empty,
+    M,
+    N,
+    K,
+    GROUP_M: gl.constexpr,
+    STAGES: gl.constexpr,
+    B_K_MAJOR: gl.constexpr,
+):
     BLOCK_M: gl.constexpr = a_desc.block_type.shape[0]
     BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
     BLOCK_N: gl.constexpr = b_desc.block_type.shape[0] if B_K_MAJOR else b_desc.block_type.shape[1]
@@ -96,15 +108,32 @@ def _producer(a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, GROUP_M: gl
 
 
 @gluon.jit
-def _consumer(c_desc, a_ring, b_ring, ready, empty, c_smem, scale_a, scale_b, M, N, K, GROUP_M: gl.constexpr,
-              STAGES: gl.constexpr, B_K_MAJOR: gl.constexpr, SCALED: gl.constexpr, INSTR_K: gl.constexpr,
-              num_warps: gl.constexpr):
+def _consumer(
+    c_desc,
+    a_ring,
+    b_ring,
+    ready,
+    empty,
+    c_smem,
+    scale_a,
+    scale_b,
+    M,
+    N,
+    K,
+    GROUP_M: gl.constexpr,
+    STAGES: gl.constexpr,
+    B_K_MAJOR: gl.constexpr,
+    SCALED: gl.constexpr,
+    INSTR_K: gl.constexpr,
+    num_warps: gl.constexpr,
+):
     BLOCK_M: gl.constexpr = c_desc.block_type.shape[0]
     BLOCK_N: gl.constexpr = c_desc.block_type.shape[1]
     BLOCK_K: gl.constexpr = a_ring.type.shape[2]
     # wgmma's accumulator layout: warpgroups stacked along M, one m64nNkK instruction per warpgroup and K step
-    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
-                                                         instr_shape=[16, BLOCK_N, INSTR_K])
+    acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BLOCK_N, INSTR_K]
+    )
     tiles_m = gl.cdiv(M, BLOCK_M)
     tiles_n = gl.cdiv(N, BLOCK_N)
     k_tiles = gl.cdiv(K, BLOCK_K)
@@ -181,9 +210,31 @@ def gemm_gluon_kernel(
         mbarrier.init(ready.index(s), count=1)  # completed by the producer's expect and the TMA bytes
         mbarrier.init(empty.index(s), count=1)  # completed by the consumer partition's one arrival
     gl.warp_specialize(
-        [(_consumer, (c_desc, a_ring, b_ring, ready, empty, c_smem, scale_a, scale_b, M, N, K, GROUP_M, STAGES,
-                      B_K_MAJOR, SCALED, INSTR_K, num_warps)),
-         (_producer, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, GROUP_M, STAGES, B_K_MAJOR))],
+        [
+            (
+                _consumer,
+                (
+                    c_desc,
+                    a_ring,
+                    b_ring,
+                    ready,
+                    empty,
+                    c_smem,
+                    scale_a,
+                    scale_b,
+                    M,
+                    N,
+                    K,
+                    GROUP_M,
+                    STAGES,
+                    B_K_MAJOR,
+                    SCALED,
+                    INSTR_K,
+                    num_warps,
+                ),
+            ),
+            (_producer, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, GROUP_M, STAGES, B_K_MAJOR)),
+        ],
         [PRODUCER_WARPS],
         [PRODUCER_REGS],
     )
@@ -192,8 +243,9 @@ def gemm_gluon_kernel(
         mbarrier.invalidate(empty.index(s))
 
 
-def descriptors(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, m: int, n: int, k: int,
-                dtype: str = "fp16") -> tuple:
+def descriptors(
+    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, m: int, n: int, k: int, dtype: str = "fp16"
+) -> tuple:
     """Host-built descriptors of A (M x K), B (K x N, or N x K for fp8) and C (M x N), with the buffers' row pitches
     (padded ones included) and the 128-byte-swizzled shared layouts wgmma reads."""
     bm, bn, bk = TILES[dtype]
@@ -203,7 +255,7 @@ def descriptors(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, m: int, n: in
         return TensorDescriptor(t, shape, [t.stride(0), 1], box, layout)
 
     element, out = GL_DTYPES[dtype], GL_DTYPES["bf16" if dtype == "fp8e4m3" else dtype]
-    b_desc = (desc(b, [n, k], [bn, bk], element) if dtype == "fp8e4m3" else desc(b, [k, n], [bk, bn], element))
+    b_desc = desc(b, [n, k], [bn, bk], element) if dtype == "fp8e4m3" else desc(b, [k, n], [bk, bn], element)
     return desc(a, [m, k], [bm, bk], element), b_desc, desc(c, [m, n], [bm, bn], out)
 
 
@@ -211,8 +263,15 @@ class GluonGemm:
     """The persistent warp-specialized Gluon GEMM at ``stages`` (GPU of compute capability 9.0 only); fp8 takes its
     scales after C."""
 
-    def __init__(self, a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, stages: int,
-                 scale_a: torch.Tensor | None = None, scale_b: torch.Tensor | None = None):
+    def __init__(
+        self,
+        a: torch.Tensor,
+        b: torch.Tensor,
+        c: torch.Tensor,
+        stages: int,
+        scale_a: torch.Tensor | None = None,
+        scale_b: torch.Tensor | None = None,
+    ):
         check_stages(stages, STAGES)
         inputs = (a, b) if scale_a is None and scale_b is None else (a, b, scale_a, scale_b)
         ops = gemm_operands(inputs, c, DTYPES)
@@ -221,8 +280,7 @@ class GluonGemm:
         self.operands = Operands(a, b, c, b_k_major=ops.b_k_major)
         self.c = c
         # poisoned, and initialized for initcheck, which does not see the TMA store's writes
-        self.c_padded = (torch.full((m, -(-n // 8) * 8), float("nan"), dtype=c.dtype, device=c.device)
-                         if n % 8 else None)
+        self.c_padded = torch.full((m, -(-n // 8) * 8), float("nan"), dtype=c.dtype, device=c.device) if n % 8 else None
         a_k, b_k = self.operands.refresh()
         c_out = c if self.c_padded is None else self.c_padded
         self.args = (*descriptors(a_k, b_k, c_out, m, n, k, ops.dtype), ops.scale_a, ops.scale_b, m, n, k)
@@ -230,18 +288,26 @@ class GluonGemm:
         bm, bn, bk = TILES[ops.dtype]
         tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
         self.grid = min(tiles, torch.cuda.get_device_properties(a.device).multi_processor_count)
-        self.config = (f"{bm}x{bn}x{bk}, Gluon, {NUM_WARPS} consumer warps + {PRODUCER_WARPS} "
-                       f"producer warp ({PRODUCER_REGS} regs), {stages}-stage TMA ring, persistent, GROUP_M={GROUP_M}"
-                       + dtype_config(ops.dtype) + self.operands.note
-                       + (", C through a padded pitch per call" if n % 8 else ""))
+        self.config = (
+            f"{bm}x{bn}x{bk}, Gluon, {NUM_WARPS} consumer warps + {PRODUCER_WARPS} "
+            f"producer warp ({PRODUCER_REGS} regs), {stages}-stage TMA ring, persistent, GROUP_M={GROUP_M}"
+            + dtype_config(ops.dtype)
+            + self.operands.note
+            + (", C through a padded pitch per call" if n % 8 else "")
+        )
         self.info = kernel_info(None, stage_bytes(ops.dtype), self.config, self.grid)
         self._compiled = False
 
     def __call__(self) -> None:
         self.operands.refresh()
         compiled = gemm_gluon_kernel[(self.grid,)](
-            *self.args, GROUP_M=GROUP_M, STAGES=self.stages, PRODUCER_WARPS=PRODUCER_WARPS,
-            PRODUCER_REGS=PRODUCER_REGS, B_K_MAJOR=self.ops.b_k_major, SCALED=self.ops.scale_a is not None,
+            *self.args,
+            GROUP_M=GROUP_M,
+            STAGES=self.stages,
+            PRODUCER_WARPS=PRODUCER_WARPS,
+            PRODUCER_REGS=PRODUCER_REGS,
+            B_K_MAJOR=self.ops.b_k_major,
+            SCALED=self.ops.scale_a is not None,
             num_warps=NUM_WARPS,
         )
         if self.c_padded is not None:
@@ -256,9 +322,11 @@ class GluonGemm:
 # worker warps' loads of it in their dispatch loop (SASS STS / LDS of one shared word, attributed to the kernel's
 # first line); none at the ring, its mbarriers or C's staging tile. An empty warp_specialize kernel shows none
 # (tools/racecheck_gluon_ws.py; the evidence: docs/sanitizer.md). memcheck, synccheck and initcheck run as usual.
-RACECHECK_BLIND = ("racecheck flags Triton's warp-specialization dispatch word (compiler-generated entry/exit "
-                   "stores vs the worker warps' loads), not this kernel's ring or C tile "
-                   "(docs/sanitizer.md)")
+RACECHECK_BLIND = (
+    "racecheck flags Triton's warp-specialization dispatch word (compiler-generated entry/exit "
+    "stores vs the worker warps' loads), not this kernel's ring or C tile "
+    "(docs/sanitizer.md)"
+)
 
 
 class WarpSpecialized(TritonModule):

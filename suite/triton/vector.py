@@ -76,8 +76,10 @@ class Config:
         return self.tile_bytes // 4
 
     def describe(self) -> str:
-        return (f"BLOCK={self.block} ({kib(self.tile_bytes)} tiles), num_warps={self.num_warps}, "
-                f"{self.schedule.describe(pinned_by='the grid')}")
+        return (
+            f"BLOCK={self.block} ({kib(self.tile_bytes)} tiles), num_warps={self.num_warps}, "
+            f"{self.schedule.describe(pinned_by='the grid')}"
+        )
 
 
 # The best layout tools/tune_vector.py --triton found on the H200 for 1 GiB (docs/tuning.md): 2 tiles of 64 KiB per
@@ -112,8 +114,10 @@ def streaming_info(info: KernelInfo, config: Config, stages: int) -> KernelInfo:
         pipelined = info.sass.get("async_copy", 0) > 0
         buffers = (info.smem_total or 0) // config.tile_bytes if pipelined else 0
         if stages > 1 and not pipelined:
-            info.note = (f"num_stages={stages} not pipelined: no LDGSTS (cp.async) in its SASS, the loads are plain "
-                         f"(one tile in flight)")
+            info.note = (
+                f"num_stages={stages} not pipelined: no LDGSTS (cp.async) in its SASS, the loads are plain "
+                f"(one tile in flight)"
+            )
     else:  # the interpreter compiles nothing: the pipeliner's nominal buffers
         buffers = stages - 1
     in_flight = schedule.tiles_in_flight(max(1, buffers))
@@ -136,16 +140,23 @@ class Scale2:
     def __call__(self) -> None:
         c = self.config
         compiled = scale2_kernel[(self.grid,)](
-            self.x, self.y, self.x.numel(), BLOCK=c.block, RUN=c.schedule.run, NUM_STAGES=self.stages,
-            num_warps=c.num_warps, num_stages=self.stages,
+            self.x,
+            self.y,
+            self.x.numel(),
+            BLOCK=c.block,
+            RUN=c.schedule.run,
+            NUM_STAGES=self.stages,
+            num_warps=c.num_warps,
+            num_stages=self.stages,
         )
         if self.compiled is None and compiled is not None:
             self.compiled = compiled
             self.info = streaming_info(kernel_info(compiled, None, c.describe(), self.grid), c, self.stages)
 
 
-def scale2(x: torch.Tensor, stages: int = 2, out: torch.Tensor | None = None,
-           config: Config = BANDWIDTH) -> torch.Tensor:
+def scale2(
+    x: torch.Tensor, stages: int = 2, out: torch.Tensor | None = None, config: Config = BANDWIDTH
+) -> torch.Tensor:
     y = torch.empty_like(x) if out is None else out
     Scale2(x, y, stages, config)()
     return y

@@ -82,16 +82,20 @@ class Config:
     def __post_init__(self):
         rows, rest = divmod(self.tile_bytes, WIDTH * 4)
         if rest or rows < 1 or rows > 256 or rows & (rows - 1):
-            raise ValueError(f"tile_bytes must be 1 KiB x a power of two up to 256 (rows of {WIDTH} floats, a TMA "
-                             f"box of at most 256 rows); got {self.tile_bytes}")
+            raise ValueError(
+                f"tile_bytes must be 1 KiB x a power of two up to 256 (rows of {WIDTH} floats, a TMA "
+                f"box of at most 256 rows); got {self.tile_bytes}"
+            )
 
     @property
     def rows(self) -> int:
         return self.tile_bytes // (WIDTH * 4)
 
     def describe(self) -> str:
-        return (f"tensor descriptors, {kib(self.tile_bytes)} tiles ({self.rows}x{WIDTH} floats), "
-                f"num_warps={self.num_warps}, {self.schedule.describe(pinned_by='the grid')}")
+        return (
+            f"tensor descriptors, {kib(self.tile_bytes)} tiles ({self.rows}x{WIDTH} floats), "
+            f"num_warps={self.num_warps}, {self.schedule.describe(pinned_by='the grid')}"
+        )
 
 
 # The best layout tools/tune_vector.py --triton-desc found on the H200 for 1 GiB (docs/tuning.md): one 32 KiB tile
@@ -109,13 +113,14 @@ def streaming_info(info: KernelInfo, config: Config, stages: int) -> KernelInfo:
     resident = schedule.blocks_per_sm if schedule.persistent else info.occupancy
     buffers = max(1, stages - 1)
     if info.sass and info.smem_total is not None and info.smem_total // config.tile_bytes < max(1, stages):
-        info.note = (f"num_stages={stages}: {info.smem_total} B of shared memory, fewer than the {stages} tiles a "
-                     f"{stages}-stage TMA loop needs; loads in flight assumed 1")
+        info.note = (
+            f"num_stages={stages}: {info.smem_total} B of shared memory, fewer than the {stages} tiles a "
+            f"{stages}-stage TMA loop needs; loads in flight assumed 1"
+        )
         buffers = 1
     info.tile_bytes = config.tile_bytes
     info.resident_blocks_per_sm = resident
-    info.bytes_in_flight_per_sm = bytes_in_flight_per_sm(schedule.tiles_in_flight(buffers), config.tile_bytes,
-                                                         resident)
+    info.bytes_in_flight_per_sm = bytes_in_flight_per_sm(schedule.tiles_in_flight(buffers), config.tile_bytes, resident)
     return info
 
 
@@ -143,8 +148,18 @@ class Scale2:
     def __call__(self) -> None:
         c = self.config
         compiled = scale2_desc_kernel[(self.grid,)](
-            self.x_desc, self.y_desc, self.x, self.y, self.x.numel(), self.rows, ROWS=c.rows, WIDTH=WIDTH,
-            RUN=c.schedule.run, NUM_STAGES=self.stages, num_warps=c.num_warps, num_stages=self.stages,
+            self.x_desc,
+            self.y_desc,
+            self.x,
+            self.y,
+            self.x.numel(),
+            self.rows,
+            ROWS=c.rows,
+            WIDTH=WIDTH,
+            RUN=c.schedule.run,
+            NUM_STAGES=self.stages,
+            num_warps=c.num_warps,
+            num_stages=self.stages,
         )
         if self.compiled is None and compiled is not None:
             self.compiled = compiled

@@ -68,7 +68,11 @@ class Prefetch(NvrtcModule):
 PREFETCH = Prefetch()
 
 register_kernel(
-    "vector", "cuda", "plugin prefetch", PREFETCH, gate=needs_gpu((8, 0)),
+    "vector",
+    "cuda",
+    "plugin prefetch",
+    PREFETCH,
+    gate=needs_gpu((8, 0)),
     description="example plugin: STAGES float4 loads in flight per thread (tests/plugins/example_plugin.cu)",
 )
 
@@ -95,11 +99,16 @@ class Tiles(TritonModule):
         check_stages(stages, self.stages)
         check_vector_operands(x, out)
         grid = (triton.cdiv(triton.cdiv(x.numel(), self.block), self.tiles),)
-        return lambda: _scale2_tiles[grid](x, out, x.numel(), BLOCK=self.block, TILES=self.tiles,
-                                           NUM_STAGES=stages, num_stages=stages)
+        return lambda: _scale2_tiles[grid](
+            x, out, x.numel(), BLOCK=self.block, TILES=self.tiles, NUM_STAGES=stages, num_stages=stages
+        )
 
 
 register_kernel(
-    "vector", "triton", "plugin tiles", Tiles(), gate=gpu_or_interpreter,
+    "vector",
+    "triton",
+    "plugin tiles",
+    Tiles(),
+    gate=gpu_or_interpreter,
     description="example plugin: 1024-float tiles, 4 per program, tl.range(num_stages=S)",
 )
