@@ -49,6 +49,9 @@ class DType:
     edge_sizes: tuple | None = None  # small odd sizes every variant is validated at; None: the problem's own
     default_sizes: tuple | None = None  # what a default run times at this dtype; None: the problem's own
     layout: str = ""  # how the operands are given, where it differs from the plain case (said in the tables)
+    # GEMM sizes whose K is not a multiple of this are left out of the default run and the named shape sets at this
+    # dtype (fp8: 16, torch._scaled_mm's and TMA's rule for 1-byte rows); --size still takes any, and kernels refuse
+    k_multiple: int = 1
 
 
 @dataclass(frozen=True)
@@ -93,7 +96,13 @@ class Problem:
         return self.dtype_of(dtype).edge_sizes or self.edge_sizes
 
     def default_sizes_for(self, dtype: str | None = None) -> tuple:
-        return self.dtype_of(dtype).default_sizes or self.default_sizes
+        return self.fits(self.dtype_of(dtype).default_sizes or self.default_sizes, dtype)
+
+    def fits(self, sizes: tuple, dtype: str | None = None) -> tuple:
+        """The sizes a named set or the default run takes at ``dtype``: those whose K is a multiple of its
+        ``k_multiple`` (every size for a problem whose sizes are not M x N x K)."""
+        k = self.dtype_of(dtype).k_multiple
+        return tuple(s for s in sizes if not isinstance(s, tuple) or s[2] % k == 0)
 
     def shape(self, size) -> str:
         return "x".join(str(s) for s in size) if isinstance(size, tuple) else str(size)
@@ -308,6 +317,7 @@ GEMM_DTYPES = {
         edge_sizes=((1, 1, 16), (67, 45, 48), (133, 250, 32), (129, 257, 16)),
         default_sizes=SQUARE_SHAPES,
         layout="B given as N x K (K-major), per-tensor scales applied in the epilogue, bf16 out",
+        k_multiple=16,
     ),
 }
 

@@ -19,11 +19,12 @@ GPU_LOCK = os.path.join(tempfile.gettempdir(), f"pipesuite-gpu-tests-{getattr(os
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Tests marked gpu take the GPU as a whole (timing, ncu's clock control, compute-sanitizer, tens of GB): under
-    pytest-xdist (-n auto) they take turns, each holding GPU_LOCK from its setup to its teardown, so no two of them
-    time, profile or fill memory side by side on one GPU; every other test runs in parallel. A lock file rather than
-    an xdist_group: --dist loadgroup stopped grouping with pytest 9.2 (pytest-xdist issue #1386), silently."""
-    if not (HAS_GPU and "gpu" in item.keywords):
+    """Tests marked gpu_alone take the GPU as a whole (timing, ncu's clock control, compute-sanitizer, tens of GB):
+    under pytest-xdist (-n auto) they take turns, each holding GPU_LOCK from its setup to its teardown, so no two of
+    them time, profile or fill memory side by side on one GPU. Every other test, the GPU correctness checks marked
+    gpu included (a few MB each, nothing timed), runs in parallel. A lock file rather than an xdist_group:
+    --dist loadgroup stopped grouping with pytest 9.2 (pytest-xdist issue #1386), silently."""
+    if not (HAS_GPU and "gpu_alone" in item.keywords):
         yield
         return
     from filelock import FileLock
@@ -37,7 +38,7 @@ def pytest_collection_modifyitems(config, items):
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU")
     for item in items:
-        if "gpu" in item.keywords:
+        if "gpu" in item.keywords or "gpu_alone" in item.keywords:
             item.add_marker(skip)
 
 

@@ -228,7 +228,7 @@ def test_cli_cpu_run_end_to_end(tmp_path, pytestconfig):
     assert sorted(p.name for p in out.iterdir()) == ["results.csv", "results.json", "table.md"]
 
 
-@pytest.mark.gpu
+@pytest.mark.gpu_alone
 def test_cli_gpu_run_end_to_end(tmp_path):
     """On a GPU: a short real run is validated, timed, plotted, fits 160 columns, and exits 0."""
     out = tmp_path / "run"

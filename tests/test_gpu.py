@@ -176,6 +176,7 @@ def huge_vector():
     return x, x * 2
 
 
+@pytest.mark.gpu_alone  # 2^31 + 5 floats in and out: 17 GB each
 @pytest.mark.parametrize("variant, stages", CASES_VECTOR_KERNELS)
 def test_vector_bit_exact_past_2_to_the_31(variant, stages, huge_vector):
     x, ref = huge_vector
@@ -243,6 +244,7 @@ def test_triton_grid_pins_one_program_per_sm():
         assert counts.min() == counts.max() == k, counts.tolist()
 
 
+@pytest.mark.gpu_alone  # a timing
 def test_memory_latency_probe():
     from suite.probes import latency
 

@@ -438,7 +438,7 @@ def test_worker_refuses_bad_arguments_before_touching_the_gpu(argv, says, capsys
     assert e.value.code == 2 and says in capsys.readouterr().err
 
 
-@pytest.mark.gpu
+@pytest.mark.gpu_alone
 def test_profile_pass_on_the_gpu(tmp_path):
     """The real thing, small: time the PTX ring and its ceiling, then profile them under ncu (skipped where ncu or
     the counters are not available). Every timed row gets a profile of exactly one kernel."""

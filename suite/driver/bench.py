@@ -219,7 +219,11 @@ def sizes_for(problem: Problem, opts: Options, on_gpu: bool, dtype: str | None =
         return tuple((size, None) for size in problem.cpu_sizes)
     if opts.shape_sets:
         return tuple(
-            dict.fromkeys((size, name) for name in opts.shape_sets for size in problem.shape_sets.get(name, ()))
+            dict.fromkeys(
+                (size, name)
+                for name in opts.shape_sets
+                for size in problem.fits(problem.shape_sets.get(name, ()), dtype)
+            )
         )
     return tagged(problem.quick_sizes if opts.quick else problem.default_sizes_for(dtype))
 
