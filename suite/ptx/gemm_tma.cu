@@ -87,26 +87,28 @@ __device__ __forceinline__ unsigned long long smem_descriptor(unsigned addr, uns
 // Element types: what differs between fp16, bf16 and fp8 is the K extent of an instruction, B's major-ness, the
 // wgmma form and how the accumulators are packed for C.
 // ---------------------------------------------------------------------------------------------------------------
-struct F16 {
+// fp16 and bf16: the same 16-bit form, K steps of 16, B N-major (read transposed); they differ in the wgmma type and
+// in the conversion of the accumulators for C.
+template <bool IS_BF16>
+struct Half16 {
     static constexpr int BYTES = 2, K_STEP = 16;
     static constexpr bool B_K_MAJOR = false, SCALED = false, PROMOTE = false;
-    __device__ __forceinline__ static half2_bits pack(float lo, float hi) { return pack_half2(lo, hi); }
+    __device__ __forceinline__ static half2_bits pack(float lo, float hi) {
+        return IS_BF16 ? pack_bf16x2(lo, hi) : pack_half2(lo, hi);
+    }
     template <int N>
     __device__ __forceinline__ static void mma(float (&d)[N / 2], unsigned long long da, unsigned long long db) {
-        if constexpr (N == 256) wgmma_m64n256k16_f32_f16(d, da, db);
-        else wgmma_m64n128k16_f32_f16(d, da, db);
+        if constexpr (N == 256) {
+            if constexpr (IS_BF16) wgmma_m64n256k16_f32_bf16(d, da, db);
+            else wgmma_m64n256k16_f32_f16(d, da, db);
+        } else {
+            if constexpr (IS_BF16) wgmma_m64n128k16_f32_bf16(d, da, db);
+            else wgmma_m64n128k16_f32_f16(d, da, db);
+        }
     }
 };
-struct BF16 {
-    static constexpr int BYTES = 2, K_STEP = 16;
-    static constexpr bool B_K_MAJOR = false, SCALED = false, PROMOTE = false;
-    __device__ __forceinline__ static half2_bits pack(float lo, float hi) { return pack_bf16x2(lo, hi); }
-    template <int N>
-    __device__ __forceinline__ static void mma(float (&d)[N / 2], unsigned long long da, unsigned long long db) {
-        if constexpr (N == 256) wgmma_m64n256k16_f32_bf16(d, da, db);
-        else wgmma_m64n128k16_f32_bf16(d, da, db);
-    }
-};
+using F16 = Half16<false>;
+using BF16 = Half16<true>;
 // fp8: Hopper's fp8 wgmma accumulates with fewer mantissa bits than fp32 and the error grows with K (measured on the
 // H200: 2.6e-3 relative at K = 8192 against cuBLAS's 1.7e-3, 7.2e-3 at K = 65536, where bf16 rounding alone gives
 // 1.7e-3). So each K tile (128 deep: 4 wgmma) is accumulated on its own, from zero, and then added to the fp32
