@@ -40,21 +40,17 @@ import torch
 import triton
 import triton.language as tl
 
-from suite.checks import check_stages, gemm_operands
-from suite.kernel import Fault, TritonModule
 from suite.triton._compiled import kernel_info
-from suite.triton._interp_dot import fp8_dot_unsupported, widen_bf16_dot
-from suite.triton.gemm_desc import (
-    DTYPES,
-    ELEMENT_BYTES,
-    OUT_DTYPES,
-    Operands,
-    count,
-    dtype_config,
-    num_sms,
-    rings_that_fit,
+from suite.triton.gemm_desc import ELEMENT_BYTES, count, dtype_config, num_sms, rings_that_fit
+from suite.triton.gemm_splitk import (
+    FAULT_REDUCE_FIRST,
+    TwoPassGemm,
+    TwoPassModule,
+    new_workspace,
+    reduce_splits,
+    split_count,
+    wave_efficiency,
 )
-from suite.triton.gemm_splitk import FAULT_REDUCE_FIRST, new_workspace, reduce_splits, split_count, wave_efficiency
 
 NUM_WARPS = 4  # one warpgroup: BLOCK_W weight rows as 1 or 2 wgmma m64 steps
 STAGE_LIMIT = 40 * 1024  # bytes of one stage at most (BLOCK_K is chosen to fit it)
@@ -182,22 +178,22 @@ def decode_kernel(
         tl.store(c + ts[None, :].to(tl.int64) * stride_cm + ws[:, None], acc.to(OUT_DTYPE), mask=inside)
 
 
-class DecodeGemm:
+class DecodeGemm(TwoPassGemm):
     """The swapped decode GEMM at ``stages``, planned by ``plan`` (``splits`` forces a split count: tests)."""
 
+    depths = STAGES
+    warps = NUM_WARPS
+    kernels = ("decode_kernel", "splitk_reduce_kernel")
+    fault = (FAULT_REDUCE_FIRST, "the reduction pass launched before the decode pass")
+
     def __init__(self, inputs, c: torch.Tensor, stages: int, splits: int | None = None, faults: tuple = ()):
-        check_stages(stages, STAGES)
-        ops = gemm_operands(inputs, c, DTYPES)
-        if splits is not None and (not isinstance(splits, int) or splits < 1):
-            raise ValueError(f"splits must be a whole number >= 1 (got {splits!r})")
-        widen_bf16_dot()  # the interpreter's bf16 dot (suite.triton._interp_dot); nothing on a GPU
-        self.ops, self.stages = ops, stages
-        self.reduce_first = FAULT_REDUCE_FIRST in faults
+        super().__init__(inputs, c, stages, faults, splits=splits)
+        ops = self.ops
         sms = num_sms(ops.a.device)
         self.plan = p = plan(ops.dtype, ops.m, ops.n, ops.k, sms, splits)
-        self.operands = Operands(ops.a, ops.b, c, b_k_major=ops.b_k_major)
+        self.needs_fixup = p.splits > 1
         self.workspace = (
-            new_workspace(p.splits, ops.m, ops.n, c.device, fresh=self.reduce_first) if p.splits > 1 else None
+            new_workspace(p.splits, ops.m, ops.n, c.device, fresh=self.fixup_first) if p.splits > 1 else None
         )
         stage = p.stage_bytes(ops.dtype)
         self.config = (
@@ -214,7 +210,6 @@ class DecodeGemm:
         )
         self.info = kernel_info(None, stage, self.config, p.programs)
         self._note_in_flight(sms)
-        self._compiled = False
 
     def _note_in_flight(self, sms: int) -> None:
         """Loads each SM keeps in flight: S - 1 stages ahead of the one the wgmma reads, per program, times the
@@ -224,73 +219,21 @@ class DecodeGemm:
         self.info.resident_blocks_per_sm = per_sm
         self.info.bytes_in_flight_per_sm = (self.stages - 1) * self.info.smem_per_stage * per_sm
 
-    def __call__(self) -> None:
-        ops, p = self.ops, self.plan
-        if self.reduce_first:  # the fault: the fix-up before the partials it sums
-            reduce_splits(self.workspace, ops.c, ops, p.splits)
-        self.operands.refresh()
-        bk = p.block_k
-        a_desc, b_desc = self.operands.ab_descriptors(p.block_t, p.block_w, bk)
-        compiled = decode_kernel[(p.programs,)](
-            a_desc,
-            b_desc,
-            ops.c,
-            self.workspace,
-            ops.scale_a,
-            ops.scale_b,
-            ops.m,
-            ops.n,
-            ops.k,
-            p.splits,
-            ops.c.stride(0),
-            BLOCK_W=p.block_w,
-            BLOCK_T=p.block_t,
-            BLOCK_K=bk,
-            SPLIT=p.splits > 1,
-            B_K_MAJOR=ops.b_k_major,
-            OUT_DTYPE=OUT_DTYPES[ops.dtype],
-            SCALED=ops.scale_a is not None,
-            num_warps=NUM_WARPS,
-            num_stages=self.stages,
-        )
-        if p.splits > 1 and not self.reduce_first:
-            reduce_splits(self.workspace, ops.c, ops, p.splits)  # after the partials: stream order
-        if not self._compiled and compiled is not None:
-            self._compiled = True
-            self.info = kernel_info(compiled, self.info.smem_per_stage, self.config, p.programs)
-            self._note_in_flight(num_sms(ops.a.device))
+    def _main(self):
+        p = self.plan
+        box = (p.block_t, p.block_w, p.block_k)
+        meta = {"BLOCK_W": p.block_w, "BLOCK_T": p.block_t, "BLOCK_K": p.block_k, "SPLIT": p.splits > 1}
+        return self._launch_main(decode_kernel, p.programs, box, p.splits, self.ops.c.stride(0), **meta)
+
+    def _fixup(self) -> None:
+        reduce_splits(self.workspace, self.ops.c, self.ops, self.plan.splits)
+
+    def _compiled_info(self, compiled) -> None:
+        super()._compiled_info(compiled)
+        self._note_in_flight(num_sms(self.ops.a.device))
 
 
-class Decode(TritonModule):
-    """decode_kernel (+ gemm_splitk's reduction pass), swept over num_stages, for the registry."""
-
-    stages = STAGES
-    dtypes = DTYPES
-    # compute-sanitizer: M = 5 (one token tile, 11 rows of zero fill), N = 4000 (B's pitch padded, edge weight
-    # tiles) and K long enough for several splits with a remainder and a ring that wraps; and M = 70 (two token
-    # tiles, the second nearly empty)
-    sanitize_sizes = ((5, 4000, 2056), (70, 1000, 520))
-    faults = (
-        Fault(
-            "the reduction pass launched before the decode pass (the fix-up without its ordering)",
-            FAULT_REDUCE_FIRST,
-            (2,),
-            tool="initcheck",
-            size=(5, 4000, 2056),
-        ),
-    )
-
-    def stages_for(self, dtype: str) -> tuple:
-        return self.stages  # stages of <= 40 KiB at every dtype (block_k_for): the same rings fit
-
-    def skip_reason(self, dtype: str) -> str | None:
-        return fp8_dot_unsupported() if dtype == "fp8e4m3" else None  # the interpreter's fp8 (suite.triton._interp_dot)
-
-    def kernel_names(self, stages: int) -> tuple[str, ...]:
-        return ("decode_kernel", "splitk_reduce_kernel")
-
-    def launch(self, inputs, out, stages):
-        return DecodeGemm(inputs, out, stages, faults=self.extra_defines)
-
-
-KERNEL = Decode()
+# decode_kernel (+ gemm_splitk's reduction pass) for the registry. compute-sanitizer: M = 5 (one token tile, 11 rows
+# of zero fill), N = 4000 (B's pitch padded, edge weight tiles) and K long enough for several splits with a remainder
+# and a ring that wraps; and M = 70 (two token tiles, the second nearly empty)
+KERNEL = TwoPassModule(DecodeGemm, sanitize_sizes=((5, 4000, 2056), (70, 1000, 520)))

@@ -179,6 +179,11 @@ def splitk_reduce_kernel(
     tl.store(c + offs, total.to(OUT_DTYPE), mask=inside)
 
 
+def epilogue_kwargs(ops) -> dict:
+    """The meta-parameters of every kernel that stores C: its type and whether fp8's scales apply."""
+    return {"OUT_DTYPE": OUT_DTYPES[ops.dtype], "SCALED": ops.scale_a is not None}
+
+
 def reduce_splits(workspace: torch.Tensor, c: torch.Tensor, ops, splits: int) -> None:
     """Launch the reduction pass: C = (sum of the workspace's first ``splits`` slices, in order) x scales."""
     mn = c.numel()
@@ -190,8 +195,7 @@ def reduce_splits(workspace: torch.Tensor, c: torch.Tensor, ops, splits: int) ->
         mn,
         SPLITS=splits,
         BLOCK=REDUCE_BLOCK,
-        OUT_DTYPE=OUT_DTYPES[ops.dtype],
-        SCALED=ops.scale_a is not None,
+        **epilogue_kwargs(ops),
         num_warps=4,
     )
 
@@ -208,27 +212,92 @@ def new_workspace(splits: int, m: int, n: int, device: torch.device, fresh: bool
     return torch.empty((splits, m, n), dtype=torch.float32, device=device)
 
 
-class SplitKGemm:
+class TwoPassGemm:
+    """What the split-K, stream-K and decode launchers share: the operands checked (at one of its ``depths``, with
+    ``counts`` a test may force: None or a whole number >= 1), a main pass (``_main``) over A's and B's host-built
+    descriptors and, when ``needs_fixup``, a fix-up pass (``_fixup``) after it on the same stream, or before it under
+    the sanitizer's fault (``fixup_first``: ``faults`` holds ``fault``'s define). Subclasses name their ``kernels``
+    and their fault, set ``workspace``, ``warps``, ``config`` and ``info`` (whose grid is the main pass's) and say
+    when they need the fix-up."""
+
+    depths = STAGES  # the num_stages it takes
+    kernels: tuple[str, ...] = ()  # the main pass's and the fix-up pass's, as the sanitizer's reports name them
+    fault = ("", "")  # the sanitizer's self-test: (its define, what launching the fix-up first is)
+    needs_fixup = False
+    workspace: torch.Tensor | None = None
+
+    def __init__(self, inputs, c: torch.Tensor, stages: int, faults: tuple = (), **counts):
+        check_stages(stages, self.depths)
+        ops = gemm_operands(inputs, c, DTYPES)
+        for name, value in counts.items():
+            if value is not None and (not isinstance(value, int) or value < 1):
+                raise ValueError(f"{name} must be a whole number >= 1 (got {value!r})")
+        widen_bf16_dot()  # the interpreter's bf16 dot (suite.triton._interp_dot); nothing on a GPU
+        self.ops, self.stages, self.fixup_first = ops, stages, self.fault[0] in faults
+        self.operands = Operands(ops.a, ops.b, c, b_k_major=ops.b_k_major)
+        self._compiled = False
+
+    def _tile_for(self) -> int:
+        """Split-K's and stream-K's tile (``tile_for``) into ``tile`` and ``warps``; the output tiles it makes."""
+        ops = self.ops
+        bm, bn, bk, self.warps = tile_for(ops.dtype, ops.m)
+        self.tile = bm, bn, bk
+        return triton.cdiv(ops.m, bm) * triton.cdiv(ops.n, bn)
+
+    def _main(self):
+        """Launch the main pass; what Triton compiled (None in the interpreter)."""
+        raise NotImplementedError
+
+    def _fixup(self) -> None:
+        raise NotImplementedError
+
+    def _launch_main(self, kernel, programs: int, box: tuple[int, int, int], *args, **meta):
+        """``kernel`` over ``programs`` programs: A's and B's descriptors for ``box`` (A's rows, B's columns, K), C,
+        the workspace, the scales, M, N, K, then ``args``; ``meta`` and the meta-parameters all three share."""
+        ops = self.ops
+        self.operands.refresh()
+        a_desc, b_desc = self.operands.ab_descriptors(*box)
+        return kernel[(programs,)](
+            *(a_desc, b_desc, ops.c, self.workspace, ops.scale_a, ops.scale_b, ops.m, ops.n, ops.k, *args),
+            **meta,
+            B_K_MAJOR=ops.b_k_major,
+            **epilogue_kwargs(ops),
+            num_warps=self.warps,
+            num_stages=self.stages,
+        )
+
+    def _compiled_info(self, compiled) -> None:
+        """The row's KernelInfo once Triton compiled the main pass: its resources, SASS and occupancy."""
+        self.info = kernel_info(compiled, self.info.smem_per_stage, self.config, self.info.grid)
+
+    def __call__(self) -> None:
+        if self.fixup_first:  # the fault: the fix-up before the partials it sums
+            self._fixup()
+        compiled = self._main()
+        if self.needs_fixup and not self.fixup_first:
+            self._fixup()  # after the partials: stream order
+        if not self._compiled and compiled is not None:
+            self._compiled = True
+            self._compiled_info(compiled)
+
+
+class SplitKGemm(TwoPassGemm):
     """Split-K at ``stages`` on the dtype's tile: ``splits`` from ``split_count`` unless given (the tests force
     counts the rule would not pick)."""
 
+    kernels = ("splitk_partial_kernel", "splitk_reduce_kernel")
+    fault = (FAULT_REDUCE_FIRST, "the reduction pass launched before the partial pass")
+
     def __init__(self, inputs, c: torch.Tensor, stages: int, splits: int | None = None, faults: tuple = ()):
-        check_stages(stages, STAGES)
-        ops = gemm_operands(inputs, c, DTYPES)
-        if splits is not None and (not isinstance(splits, int) or splits < 1):
-            raise ValueError(f"splits must be a whole number >= 1 (got {splits!r})")
-        widen_bf16_dot()  # the interpreter's bf16 dot (suite.triton._interp_dot); nothing on a GPU
-        self.ops, self.stages = ops, stages
-        self.reduce_first = FAULT_REDUCE_FIRST in faults
-        bm, bn, bk, self.warps = tile_for(ops.dtype, ops.m)
-        self.tile = bm, bn, bk
-        self.operands = Operands(ops.a, ops.b, c, b_k_major=ops.b_k_major)
-        tiles = triton.cdiv(ops.m, bm) * triton.cdiv(ops.n, bn)
+        super().__init__(inputs, c, stages, faults, splits=splits)
+        ops, tiles = self.ops, self._tile_for()
+        bm, bn, bk = self.tile
         k_tiles = triton.cdiv(ops.k, bk)
         self.splits = split_count(tiles, k_tiles, num_sms(ops.a.device)) if splits is None else splits
+        self.needs_fixup = self.splits > 1
         self.grid = tiles * self.splits
         self.workspace = (
-            new_workspace(self.splits, ops.m, ops.n, c.device, fresh=self.reduce_first) if self.splits > 1 else None
+            new_workspace(self.splits, ops.m, ops.n, c.device, fresh=self.fixup_first) if self.splits > 1 else None
         )
         self.config = (
             f"{bm}x{bn}x{bk}, num_warps={self.warps}, num_stages={stages}, split-K: {count(self.splits, 'split')} "
@@ -242,78 +311,45 @@ class SplitKGemm:
             + self.operands.note
         )
         self.info = kernel_info(None, stage_bytes(ops.dtype, self.tile), self.config, self.grid)
-        self._compiled = False
 
-    def _partials(self):
+    def _main(self):
         bm, bn, bk = self.tile
-        self.operands.refresh()
-        a_desc, b_desc = self.operands.ab_descriptors(bm, bn, bk)
-        ops = self.ops
-        return splitk_partial_kernel[(self.grid,)](
-            a_desc,
-            b_desc,
-            ops.c,
-            self.workspace,
-            ops.scale_a,
-            ops.scale_b,
-            ops.m,
-            ops.n,
-            ops.k,
-            self.splits,
-            ops.c.stride(0),
-            BLOCK_M=bm,
-            BLOCK_N=bn,
-            BLOCK_K=bk,
-            GROUP_M=GROUP_M,
-            SPLIT=self.splits > 1,
-            B_K_MAJOR=ops.b_k_major,
-            OUT_DTYPE=OUT_DTYPES[ops.dtype],
-            SCALED=ops.scale_a is not None,
-            num_warps=self.warps,
-            num_stages=self.stages,
+        meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": GROUP_M, "SPLIT": self.splits > 1}
+        return self._launch_main(splitk_partial_kernel, self.grid, self.tile, self.splits, self.ops.c.stride(0), **meta)
+
+    def _fixup(self) -> None:
+        reduce_splits(self.workspace, self.ops.c, self.ops, self.splits)
+
+
+class TwoPassModule(TritonModule):
+    """A TwoPassGemm (``launcher``), swept over its depths, for the registry: the same rings fit at every dtype
+    (split-K's and stream-K's stages are 40-48 KiB, tile_for; decode's at most 40 KiB, its block_k_for); fp8 where
+    the interpreter has an fp8 dot (suite.triton._interp_dot). The sanitizer's self-test launches the fix-up pass
+    first at 2 stages, at the first of ``sanitize_sizes``: it reads workspace nothing has written yet (initcheck)."""
+
+    dtypes = DTYPES
+
+    def __init__(self, launcher: type[TwoPassGemm], sanitize_sizes: tuple):
+        self.launcher, self.stages, self.sanitize_sizes = launcher, launcher.depths, sanitize_sizes
+        define, fault = launcher.fault
+        self.faults = (
+            Fault(f"{fault} (the fix-up without its ordering)", define, (2,), tool="initcheck", size=sanitize_sizes[0]),
         )
 
-    def __call__(self) -> None:
-        if self.reduce_first:  # the fault: the fix-up before the partials it sums
-            reduce_splits(self.workspace, self.ops.c, self.ops, self.splits)
-        compiled = self._partials()
-        if self.splits > 1 and not self.reduce_first:
-            reduce_splits(self.workspace, self.ops.c, self.ops, self.splits)  # after the partials: stream order
-        if not self._compiled and compiled is not None:
-            self._compiled = True
-            self.info = kernel_info(compiled, self.info.smem_per_stage, self.config, self.grid)
-
-
-class SplitK(TritonModule):
-    """splitk_partial_kernel + splitk_reduce_kernel, swept over num_stages, for the registry."""
-
-    stages = STAGES
-    dtypes = DTYPES
-    # compute-sanitizer (on 132 SMs): 4 splits of 18 K tiles (a remainder) over 2 x 2 edge tiles of 128 x 256, a
-    # partial last K tile, N not a multiple of 8 (B through its padded pitch); and 64-row tiles, 16 splits of 65 K
-    # tiles
-    sanitize_sizes = ((200, 300, 1096), (64, 520, 4104))
-    faults = (
-        Fault(
-            "the reduction pass launched before the partial pass (the fix-up without its ordering)",
-            FAULT_REDUCE_FIRST,
-            (2,),
-            tool="initcheck",
-            size=(200, 300, 1096),
-        ),
-    )
-
     def stages_for(self, dtype: str) -> tuple:
-        return self.stages  # 40-48 KiB stages at every dtype (tile_for): the same rings fit
+        return self.stages
 
     def skip_reason(self, dtype: str) -> str | None:
-        return fp8_dot_unsupported() if dtype == "fp8e4m3" else None  # the interpreter's fp8 (suite.triton._interp_dot)
+        return fp8_dot_unsupported() if dtype == "fp8e4m3" else None
 
     def kernel_names(self, stages: int) -> tuple[str, ...]:
-        return ("splitk_partial_kernel", "splitk_reduce_kernel")
+        return self.launcher.kernels
 
     def launch(self, inputs, out, stages):
-        return SplitKGemm(inputs, out, stages, faults=self.extra_defines)
+        return self.launcher(inputs, out, stages, faults=self.extra_defines)
 
 
-KERNEL = SplitK()
+# splitk_partial_kernel + splitk_reduce_kernel for the registry. compute-sanitizer (on 132 SMs): 4 splits of 18 K
+# tiles (a remainder) over 2 x 2 edge tiles of 128 x 256, a partial last K tile, N not a multiple of 8 (B through its
+# padded pitch); and 64-row tiles, 16 splits of 65 K tiles
+KERNEL = TwoPassModule(SplitKGemm, sanitize_sizes=((200, 300, 1096), (64, 520, 4104)))

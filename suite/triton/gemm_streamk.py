@@ -30,22 +30,9 @@ import torch
 import triton
 import triton.language as tl
 
-from suite.checks import check_stages, gemm_operands
-from suite.kernel import Fault, TritonModule
 from suite.triton._compiled import kernel_info
-from suite.triton._interp_dot import fp8_dot_unsupported, widen_bf16_dot
-from suite.triton.gemm_desc import (
-    DTYPES,
-    GROUP_M,
-    OUT_DTYPES,
-    Operands,
-    count,
-    dtype_config,
-    num_sms,
-    stage_bytes,
-    tile_origin,
-)
-from suite.triton.gemm_splitk import STAGES, new_workspace, tile_for
+from suite.triton.gemm_desc import GROUP_M, count, dtype_config, num_sms, stage_bytes, tile_origin
+from suite.triton.gemm_splitk import STAGES, TwoPassGemm, TwoPassModule, epilogue_kwargs, new_workspace
 
 FIXUP_ROWS = 2  # rows of a tile per fix-up program: 2 x 256 fp32 over 4 warps, one 16-byte load per thread and partial
 FIXUP_UNROLL = 8  # partials loaded at once (in flight together) before they are added in order
@@ -278,23 +265,21 @@ def streamk_fixup_kernel(
         )
 
 
-class StreamKGemm:
+class StreamKGemm(TwoPassGemm):
     """Stream-K at ``stages`` on ``tile_for``'s tile; ``sms``: the programs it may use (tests pass other counts)."""
 
+    depths = STAGES  # split-K's: the same tiles (tile_for)
+    kernels = ("streamk_kernel", "streamk_fixup_kernel")
+    fault = (FAULT_FIXUP_FIRST, "the fix-up pass launched before the stream-K pass")
+
     def __init__(self, inputs, c: torch.Tensor, stages: int, sms: int | None = None, faults: tuple = ()):
-        check_stages(stages, STAGES)
-        ops = gemm_operands(inputs, c, DTYPES)
-        if sms is not None and (not isinstance(sms, int) or sms < 1):
-            raise ValueError(f"sms must be a whole number >= 1 (got {sms!r})")
-        widen_bf16_dot()  # the interpreter's bf16 dot (suite.triton._interp_dot); nothing on a GPU
-        self.ops, self.stages = ops, stages
-        self.fixup_first = FAULT_FIXUP_FIRST in faults
-        bm, bn, bk, self.warps = tile_for(ops.dtype, ops.m)
-        self.tile = bm, bn, bk
-        self.operands = Operands(ops.a, ops.b, c, b_k_major=ops.b_k_major)
-        tiles = triton.cdiv(ops.m, bm) * triton.cdiv(ops.n, bn)
+        super().__init__(inputs, c, stages, faults, sms=sms)
+        ops, tiles = self.ops, self._tile_for()
+        bm, bn, bk = self.tile
         self.schedule = s = schedule(tiles, triton.cdiv(ops.k, bk), sms or num_sms(ops.a.device))
         self.fixups = s.sk_tiles if s.cover > 1 else 0
+        self.needs_fixup = self.fixups > 0
+        self.fixup_first = self.fixup_first and self.needs_fixup  # no fix-up pass: nothing to launch early
         self.workspace = (
             new_workspace(s.sk_programs * 2, bm, bn, c.device, fresh=self.fixup_first) if self.fixups else None
         )
@@ -312,101 +297,32 @@ class StreamKGemm:
             + self.operands.note
         )
         self.info = kernel_info(None, stage_bytes(ops.dtype, self.tile), self.config, s.programs)
-        self._compiled = False
 
-    def _fixup(self):
+    def _fixup(self) -> None:
         bm, bn, _ = self.tile
         ops, s = self.ops, self.schedule
         streamk_fixup_kernel[(s.sk_tiles, bm // FIXUP_ROWS)](
-            self.workspace,
-            ops.c,
-            self.table,
-            ops.scale_a,
-            ops.scale_b,
-            ops.m,
-            ops.n,
-            ops.c.stride(0),
-            s.dp_tiles,
-            s.sk_tiles,
+            *(self.workspace, ops.c, self.table, ops.scale_a, ops.scale_b, ops.m, ops.n, ops.c.stride(0)),
+            *(s.dp_tiles, s.sk_tiles),
             BLOCK_M=bm,
             BLOCK_N=bn,
             GROUP_M=GROUP_M,
             ROWS=FIXUP_ROWS,
             UNROLL=FIXUP_UNROLL,
-            OUT_DTYPE=OUT_DTYPES[ops.dtype],
-            SCALED=ops.scale_a is not None,
+            **epilogue_kwargs(ops),
             num_warps=4,
         )
 
-    def __call__(self) -> None:
+    def _main(self):
         bm, bn, bk = self.tile
-        ops, s = self.ops, self.schedule
-        if self.fixups and self.fixup_first:  # the fault: the fix-up before the partials it sums
-            self._fixup()
-        self.operands.refresh()
-        a_desc, b_desc = self.operands.ab_descriptors(bm, bn, bk)
-        compiled = streamk_kernel[(s.programs,)](
-            a_desc,
-            b_desc,
-            ops.c,
-            self.workspace,
-            ops.scale_a,
-            ops.scale_b,
-            ops.m,
-            ops.n,
-            ops.k,
-            ops.c.stride(0),
-            s.programs,
-            s.dp_tiles,
-            s.sk_programs,
-            s.sk_iters,
-            BLOCK_M=bm,
-            BLOCK_N=bn,
-            BLOCK_K=bk,
-            GROUP_M=GROUP_M,
-            B_K_MAJOR=ops.b_k_major,
-            OUT_DTYPE=OUT_DTYPES[ops.dtype],
-            SCALED=ops.scale_a is not None,
-            num_warps=self.warps,
-            num_stages=self.stages,
-        )
-        if self.fixups and not self.fixup_first:
-            self._fixup()  # after the partials: stream order
-        if not self._compiled and compiled is not None:
-            self._compiled = True
-            self.info = kernel_info(compiled, self.info.smem_per_stage, self.config, s.programs)
+        s = self.schedule
+        sched = (s.programs, s.dp_tiles, s.sk_programs, s.sk_iters)
+        meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": GROUP_M}
+        return self._launch_main(streamk_kernel, s.programs, self.tile, self.ops.c.stride(0), *sched, **meta)
 
 
-class StreamK(TritonModule):
-    """streamk_kernel + streamk_fixup_kernel, swept over num_stages, for the registry."""
-
-    stages = STAGES
-    dtypes = DTYPES
-    # compute-sanitizer: tiles shared by several programs, ranges that start and end mid-tile, edge tiles in M and
-    # N, a partial K tile, N not a multiple of 8 (B through its padded pitch); and a shape with a data-parallel
-    # phase (more than two waves of 128x256 tiles: 2432 x 3840 is 19 x 15 = 285 tiles on 132 SMs)
-    sanitize_sizes = ((200, 300, 1000), (2432, 3840, 136))
-    faults = (
-        Fault(
-            "the fix-up pass launched before the stream-K pass (the fix-up without its ordering)",
-            FAULT_FIXUP_FIRST,
-            (2,),
-            tool="initcheck",
-            size=(200, 300, 1000),
-        ),
-    )
-
-    def stages_for(self, dtype: str) -> tuple:
-        return self.stages  # 40-48 KiB stages at every dtype (gemm_splitk.tile_for): the same rings fit
-
-    def skip_reason(self, dtype: str) -> str | None:
-        return fp8_dot_unsupported() if dtype == "fp8e4m3" else None  # the interpreter's fp8 (suite.triton._interp_dot)
-
-    def kernel_names(self, stages: int) -> tuple[str, ...]:
-        return ("streamk_kernel", "streamk_fixup_kernel")
-
-    def launch(self, inputs, out, stages):
-        return StreamKGemm(inputs, out, stages, faults=self.extra_defines)
-
-
-KERNEL = StreamK()
+# streamk_kernel + streamk_fixup_kernel for the registry. compute-sanitizer: tiles shared by several programs, ranges
+# that start and end mid-tile, edge tiles in M and N, a partial K tile, N not a multiple of 8 (B through its padded
+# pitch); and a shape with a data-parallel phase (more than two waves of 128x256 tiles: 2432 x 3840 is 19 x 15 = 285
+# tiles on 132 SMs)
+KERNEL = TwoPassModule(StreamKGemm, sanitize_sizes=((200, 300, 1000), (2432, 3840, 136)))
