@@ -8,8 +8,8 @@ Nothing is run and no GPU is needed: this is how the plots of a GPU run are draw
 changed. Exit status: 0; 1 when a file could not be written; 2 on bad input (one line naming the file and the rule).
 
 Examples:
-  python -m suite.report results/NVIDIA-H200/20261130-120428-gemm
-  python -m suite.report results/NVIDIA-H200/20261130-120428-gemm --out /tmp/gemm-again
+  python -m suite.report results/NVIDIA-H200/RUN
+  python -m suite.report results/NVIDIA-H200/RUN --out /tmp/again
 """
 
 from __future__ import annotations

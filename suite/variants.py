@@ -257,7 +257,7 @@ for _row, _what in (
     (
         "64x128 split-k",
         "decode: 64x128 tiles on 1 consumer warpgroup (a 128-row tile would be mostly padding for "
-        "M <= 64), split-K as above, rings 4-8 deep (24 KiB stages; 4 leave room for 2 blocks per SM)",
+        "M <= 64), split-K as above, rings 4-8 deep (24 KiB stages; 232 registers per thread: one block per SM)",
     ),
 ):
     register_kernel(
