@@ -7,13 +7,15 @@ threads would allow; the driver's occupancy calculator is asked to confirm that 
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable
+from pathlib import Path
 from typing import Protocol
 
 import numpy as np
 import torch
 
-from suite.checks import check_stages
+from suite.checks import check_cuda, check_stages, check_vector_operands
 from suite.info import KernelInfo
 from suite.kernel import NvrtcModule
 from suite.nvrtc import loader
@@ -31,6 +33,37 @@ class StreamConfig(Protocol):
     def name_expression(self, stages: int) -> str: ...
 
     def describe(self) -> str: ...
+
+
+CHUNK_BYTES = 16  # one cp.async, and the bulk copy's granule
+
+
+class RingConfig:
+    """What a streaming ring's configuration (a frozen dataclass with ``tile_bytes``) derives from its tile, copied
+    16 bytes at a time by ``copy_threads`` threads: the chunks per thread, the floats, and the instantiation
+    ``template<template_arg, chunks, stages>``. Subclasses set ``template`` and ``copiers`` (who copies, as an error
+    names them) and define ``copy_threads`` and ``template_arg``."""
+
+    template = ""
+    copiers = "threads"
+
+    def __post_init__(self):
+        if self.tile_bytes % (self.copy_threads * CHUNK_BYTES):
+            raise ValueError(
+                f"tile_bytes must be a multiple of {self.copiers} x 16 B = {self.copy_threads * CHUNK_BYTES} "
+                f"(got {self.tile_bytes})"
+            )
+
+    @property
+    def chunks(self) -> int:
+        return self.tile_bytes // (self.copy_threads * CHUNK_BYTES)
+
+    @property
+    def tile_floats(self) -> int:
+        return self.tile_bytes // 4
+
+    def name_expression(self, stages: int) -> str:
+        return f"{self.template}<{self.template_arg}, {self.chunks}, {stages}>"
 
 
 def _static_smem(kernel) -> int:
@@ -146,6 +179,61 @@ def describe(
     """Without a GPU: each depth's KernelInfo from a cubin built for ``arch`` (``build(arch, config)``)."""
     module = build(arch, config)
     return {s: kernel_info(module, config, s, smem_overhead=smem_overhead) for s in stages}
+
+
+class Ring:
+    """A streaming .cu ring's host side (suite.ptx.vector, suite.ptx.vector_bulk): ``source`` compiled at every depth
+    of ``stages`` per configuration (``bandwidth`` unless another is given), described without a GPU, its inputs
+    checked and its launches bound. ``smem_overhead``: dynamic shared memory besides the ring's stages (barriers);
+    ``needs``: (what, compute capability) when the ring needs a newer GPU than sm_80."""
+
+    def __init__(
+        self,
+        source: Path,
+        stages: tuple[int, ...],
+        bandwidth: StreamConfig,
+        smem_overhead: int = 0,
+        needs: tuple[str, tuple[int, int]] | None = None,
+    ):
+        self.source, self.stages, self.bandwidth = source, stages, bandwidth
+        self.smem_overhead, self.needs = smem_overhead, needs
+        self.build = functools.cache(self._build)  # cached per call, as a module's @functools.cache build
+
+    def _build(self, arch: str | None = None, config: StreamConfig | None = None) -> loader.CompiledModule:
+        """Every depth's instantiation for one configuration, compiled for ``arch`` (default: the current GPU)."""
+        config = config or self.bandwidth
+        return loader.compile_cu(self.source, tuple(config.name_expression(s) for s in self.stages), arch=arch)
+
+    def describe(self, arch: str, config: StreamConfig, stages: tuple[int, ...] | None = None) -> dict[int, KernelInfo]:
+        """Without a GPU: each depth's KernelInfo from a cubin built for ``arch``."""
+        stages = self.stages if stages is None else stages
+        return describe(self.build, arch, config, stages, smem_overhead=self.smem_overhead)
+
+    def check_inputs(self, x: torch.Tensor, y: torch.Tensor, stages: int) -> None:
+        check_stages(stages, self.stages)
+        check_vector_operands(x, y)  # includes the 16-byte alignment the copies need
+        check_cuda(("x", x), ("y", y))
+        if self.needs:
+            what, least = self.needs
+            cc = torch.cuda.get_device_capability(x.device)
+            if cc < least:
+                raise ValueError(
+                    f"{what} needs compute capability >= {least[0]}.{least[1]} (this GPU: {cc[0]}.{cc[1]})"
+                )
+
+    def launcher(self, x: torch.Tensor, y: torch.Tensor, stages: int, config: StreamConfig | None = None) -> Launcher:
+        """Bound to (x, y, stages, config): ``launcher(x, y, 3)()`` writes y = 2 * x on torch's current stream."""
+        self.check_inputs(x, y, stages)
+        config = config or self.bandwidth
+        return Launcher(self.build(None, config), config, stages, x, y, smem_overhead=self.smem_overhead)
+
+    def scale2(
+        self, x: torch.Tensor, stages: int = 2, out: torch.Tensor | None = None, config: StreamConfig | None = None
+    ) -> torch.Tensor:
+        """y = 2 * x with the STAGES-deep ring; allocates y unless ``out`` is given."""
+        y = torch.empty_like(x) if out is None else out
+        self.launcher(x, y, stages, config)()
+        return y
 
 
 class StreamKernel(NvrtcModule):

@@ -7,16 +7,11 @@ warp) and a schedule (suite.streaming). ``BANDWIDTH`` is the headline row's layo
 
 from __future__ import annotations
 
-import functools
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-import torch
-
-from suite.checks import check_cuda, check_stages, check_vector_operands
-from suite.info import KernelInfo
-from suite.nvrtc import loader, stream
+from suite.nvrtc import stream
 from suite.streaming import Schedule, kib
 
 SOURCE = Path(__file__).with_name("vector_bulk.cu")
@@ -26,36 +21,28 @@ MIN_CAPABILITY = (9, 0)
 
 
 @dataclass(frozen=True)
-class Config:
+class Config(stream.RingConfig):
     tile_bytes: int  # one ring stage, one bulk copy: consumer_warps x 32 x chunks x 16 bytes
     consumer_warps: int
     schedule: Schedule
-
-    def __post_init__(self):
-        if self.tile_bytes % (self.consumer_threads * 16):
-            raise ValueError(
-                f"tile_bytes must be a multiple of consumer threads x 16 B = {self.consumer_threads * 16} "
-                f"(got {self.tile_bytes})"
-            )
+    template = "scale2_bulk_ring"
+    copiers = "consumer threads"
 
     @property
     def consumer_threads(self) -> int:
         return self.consumer_warps * 32
 
     @property
+    def copy_threads(self) -> int:
+        return self.consumer_threads
+
+    @property
+    def template_arg(self) -> int:
+        return self.consumer_warps
+
+    @property
     def threads(self) -> int:
         return self.consumer_threads + 32  # one producer warp
-
-    @property
-    def chunks(self) -> int:
-        return self.tile_bytes // (self.consumer_threads * 16)
-
-    @property
-    def tile_floats(self) -> int:
-        return self.tile_bytes // 4
-
-    def name_expression(self, stages: int) -> str:
-        return f"scale2_bulk_ring<{self.consumer_warps}, {self.chunks}, {stages}>"
 
     def describe(self) -> str:
         return (
@@ -76,40 +63,10 @@ def depth(tile_bytes: int, blocks_per_sm: int = 1) -> Config:
     )
 
 
-@functools.cache
-def build(arch: str | None = None, config: Config = BANDWIDTH) -> loader.CompiledModule:
-    """Every STAGES instantiation for one configuration, compiled for ``arch`` (sm_90 or later; default: this GPU)."""
-    return loader.compile_cu(SOURCE, tuple(config.name_expression(s) for s in STAGES), arch=arch)
-
-
-def check_inputs(x: torch.Tensor, y: torch.Tensor, stages: int) -> None:
-    check_stages(stages, STAGES)
-    check_vector_operands(x, y)  # includes the 16-byte alignment the bulk copies need
-    check_cuda(("x", x), ("y", y))
-    cc = torch.cuda.get_device_capability(x.device)
-    if cc < MIN_CAPABILITY:
-        raise ValueError(f"cp.async.bulk needs compute capability >= 9.0 (this GPU: {cc[0]}.{cc[1]})")
-
-
-def describe(arch: str, config: Config, stages: tuple[int, ...] = STAGES) -> dict[int, KernelInfo]:
-    """Without a GPU: each depth's KernelInfo from a cubin built for ``arch`` (sm_90 or later)."""
-    return stream.describe(build, arch, config, stages, smem_overhead=BARRIER_REGION)
-
-
-class Scale2(stream.Launcher):
-    """A launcher bound to (x, y, stages, config): ``Scale2(x, y, 3)()`` writes y = 2 * x on torch's current stream."""
-
-    def __init__(self, x: torch.Tensor, y: torch.Tensor, stages: int, config: Config = BANDWIDTH):
-        check_inputs(x, y, stages)
-        super().__init__(build(None, config), config, stages, x, y, smem_overhead=BARRIER_REGION)
-
-
-def scale2(
-    x: torch.Tensor, stages: int = 2, out: torch.Tensor | None = None, config: Config = BANDWIDTH
-) -> torch.Tensor:
-    y = torch.empty_like(x) if out is None else out
-    Scale2(x, y, stages, config)()
-    return y
+# Every STAGES instantiation per configuration, for sm_90 or later: build, describe, check_inputs, Scale2 and
+# scale2 as suite.ptx.vector's, with BARRIER_REGION before the ring; the bulk copies need compute capability 9.0.
+RING = stream.Ring(SOURCE, STAGES, BANDWIDTH, smem_overhead=BARRIER_REGION, needs=("cp.async.bulk", MIN_CAPABILITY))
+build, describe, check_inputs, Scale2, scale2 = RING.build, RING.describe, RING.check_inputs, RING.launcher, RING.scale2
 
 
 # The registry's kernel modules (suite/variants.py): "bandwidth" and one per depth-sweep tile ("2KiB", ...).
