@@ -40,12 +40,17 @@ CHUNK_BYTES = 16  # one cp.async, and the bulk copy's granule
 
 class RingConfig:
     """What a streaming ring's configuration (a frozen dataclass with ``tile_bytes``) derives from its tile, copied
-    16 bytes at a time by ``copy_threads`` threads: the chunks per thread, the floats, and the instantiation
-    ``template<template_arg, chunks, stages>``. Subclasses set ``template`` and ``copiers`` (who copies, as an error
-    names them) and define ``copy_threads`` and ``template_arg``."""
+    16 bytes at a time by ``copy_threads`` threads (all of them unless a subclass says otherwise): the chunks per
+    thread, the floats, and the instantiation ``template<copy threads / template_unit, chunks, stages>``. Subclasses
+    set ``template`` and, where not all threads copy, ``copiers`` (who copies, as an error names them)."""
 
     template = ""
+    template_unit = 1  # the template counts the copying threads in these (32: warps)
     copiers = "threads"
+
+    @property
+    def copy_threads(self) -> int:
+        return self.threads
 
     def __post_init__(self):
         if self.tile_bytes % (self.copy_threads * CHUNK_BYTES):
@@ -63,7 +68,7 @@ class RingConfig:
         return self.tile_bytes // 4
 
     def name_expression(self, stages: int) -> str:
-        return f"{self.template}<{self.template_arg}, {self.chunks}, {stages}>"
+        return f"{self.template}<{self.copy_threads // self.template_unit}, {self.chunks}, {stages}>"
 
 
 def _static_smem(kernel) -> int:

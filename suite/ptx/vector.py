@@ -26,14 +26,6 @@ class Config(stream.RingConfig):
     schedule: Schedule
     template = "scale2_ring"
 
-    @property
-    def copy_threads(self) -> int:
-        return self.threads
-
-    @property
-    def template_arg(self) -> int:
-        return self.threads
-
     def describe(self) -> str:
         return f"{kib(self.tile_bytes)} tiles, {self.threads} threads, {self.schedule.describe()}"
 

@@ -26,19 +26,14 @@ class Config(stream.RingConfig):
     consumer_warps: int
     schedule: Schedule
     template = "scale2_bulk_ring"
+    template_unit = 32  # consumer warps
     copiers = "consumer threads"
 
     @property
     def consumer_threads(self) -> int:
         return self.consumer_warps * 32
 
-    @property
-    def copy_threads(self) -> int:
-        return self.consumer_threads
-
-    @property
-    def template_arg(self) -> int:
-        return self.consumer_warps
+    copy_threads = consumer_threads  # the chunks are the consumers' (16 B each); the producer warp only issues the copy
 
     @property
     def threads(self) -> int:
