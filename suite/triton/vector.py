@@ -127,6 +127,19 @@ def streaming_info(info: KernelInfo, config: Config, stages: int) -> KernelInfo:
     return info
 
 
+def launch_stream(launcher, kernel, info, *args, **meta) -> None:
+    """Launch a streaming ``kernel`` for ``launcher`` (a Scale2: its grid, its depth as NUM_STAGES and num_stages, its
+    configuration's run and warps) with ``args`` and the kernel's own ``meta``; the first time Triton compiled it,
+    ``launcher.info`` becomes ``info(compiled)``."""
+    c, stages = launcher.config, launcher.stages
+    compiled = kernel[(launcher.grid,)](
+        *args, **meta, RUN=c.schedule.run, NUM_STAGES=stages, num_warps=c.num_warps, num_stages=stages
+    )
+    if launcher.compiled is None and compiled is not None:
+        launcher.compiled = compiled
+        launcher.info = info(compiled)
+
+
 class Scale2:
     """A launcher bound to (x, y, stages, config): ``Scale2(x, y, 3)()`` writes y = 2 * x."""
 
@@ -135,23 +148,13 @@ class Scale2:
         self.x, self.y, self.stages, self.config = x, y, stages, config
         self.grid = config.schedule.grid(triton.cdiv(x.numel(), config.block), num_sms(x.device))
         self.compiled = None
-        self.info = streaming_info(kernel_info(None, None, config.describe(), self.grid), config, stages)
+        self.info = self._info(None)
+
+    def _info(self, compiled) -> KernelInfo:
+        return streaming_info(kernel_info(compiled, None, self.config.describe(), self.grid), self.config, self.stages)
 
     def __call__(self) -> None:
-        c = self.config
-        compiled = scale2_kernel[(self.grid,)](
-            self.x,
-            self.y,
-            self.x.numel(),
-            BLOCK=c.block,
-            RUN=c.schedule.run,
-            NUM_STAGES=self.stages,
-            num_warps=c.num_warps,
-            num_stages=self.stages,
-        )
-        if self.compiled is None and compiled is not None:
-            self.compiled = compiled
-            self.info = streaming_info(kernel_info(compiled, None, c.describe(), self.grid), c, self.stages)
+        launch_stream(self, scale2_kernel, self._info, self.x, self.y, self.x.numel(), BLOCK=self.config.block)
 
 
 def scale2(
@@ -163,19 +166,20 @@ def scale2(
 
 
 class StreamKernel(TritonModule):
-    """This module at one configuration, as the kernel-module contract (suite.kernel) states it, for the registry."""
+    """A streaming Triton kernel (``name``, launched by ``launcher``: this module's Scale2 or
+    suite.triton.vector_desc's) at one configuration, as the kernel-module contract (suite.kernel) states it, for the
+    registry."""
 
-    def __init__(self, config: Config, stages: tuple[int, ...] = STAGES, sanitize_sizes: tuple[int, ...] = ()):
-        self.stream_config, self.stages = config, tuple(stages)
-        # compute-sanitizer: a few whole tiles and a ragged tail by default (the epilogue's masked loads)
-        self.sanitize_sizes = tuple(sanitize_sizes) or (3 * config.block + 5,)
+    def __init__(self, launcher, name: str, config, stages: tuple[int, ...], sanitize_sizes: tuple[int, ...]):
+        self.launcher, self.name = launcher, name
+        self.stream_config, self.stages, self.sanitize_sizes = config, tuple(stages), tuple(sanitize_sizes)
 
     def kernel_names(self, stages: int) -> tuple[str, ...]:
-        return ("scale2_kernel",)
+        return (self.name,)
 
     def launch(self, inputs, out, stages):
         check_stages(stages, self.stages)
-        return Scale2(inputs[0], out, stages, self.stream_config)
+        return self.launcher(inputs[0], out, stages, self.stream_config)
 
 
 # The depth sweep's persistent grid has one program per SM: for the pipeliner's buffers to be reused under
@@ -186,13 +190,16 @@ SANITIZE_WRAP_SMS = 144
 def _kernels() -> dict:
     from suite.streaming import BANDWIDTH_STAGES, depth_stages
 
-    kernels = {"bandwidth": StreamKernel(BANDWIDTH, BANDWIDTH_STAGES)}
+    # compute-sanitizer: a few whole tiles and a ragged tail (the epilogue's masked loads)
+    kernels = {
+        "bandwidth": StreamKernel(Scale2, "scale2_kernel", BANDWIDTH, BANDWIDTH_STAGES, (3 * BANDWIDTH.block + 5,))
+    }
     for t in DEPTH_TILE_BYTES:
         config, stages = depth(t), depth_stages(t)
         sizes = (3 * config.block + 5,)
         if t == min(DEPTH_TILE_BYTES):
             sizes += (SANITIZE_WRAP_SMS * (max(stages) + 2) * config.block + 5,)
-        kernels[kib(t).replace(" ", "")] = StreamKernel(config, stages, sizes)
+        kernels[kib(t).replace(" ", "")] = StreamKernel(Scale2, "scale2_kernel", config, stages, sizes)
     return kernels
 
 

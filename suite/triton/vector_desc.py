@@ -25,10 +25,13 @@ import triton.language as tl
 
 from suite.checks import check_stages, check_vector_operands
 from suite.info import KernelInfo
-from suite.kernel import TritonModule
 from suite.streaming import Schedule, bytes_in_flight_per_sm, kib
 from suite.triton._compiled import kernel_info
-from suite.triton.vector import num_sms  # the SM count a persistent grid is sized by (the interpreter's too)
+from suite.triton.vector import (
+    StreamKernel,
+    launch_stream,
+    num_sms,
+)  # num_sms: what sizes a persistent grid (the interpreter's too)
 
 WIDTH = 256  # floats per descriptor row: the largest box dimension TMA allows
 STAGES = (1, 2, 3, 4)
@@ -143,45 +146,21 @@ class Scale2:
         self.x_desc, self.y_desc = _descriptor(x, self.rows, config), _descriptor(y, self.rows, config)
         self.grid = config.schedule.grid(triton.cdiv(self.rows, config.rows), num_sms(x.device))
         self.compiled = None
-        self.info = streaming_info(kernel_info(None, config.tile_bytes, config.describe(), self.grid), config, stages)
+        self.info = self._info(None)
+
+    def _info(self, compiled) -> KernelInfo:
+        c = self.config
+        return streaming_info(kernel_info(compiled, c.tile_bytes, c.describe(), self.grid), c, self.stages)
 
     def __call__(self) -> None:
-        c = self.config
-        compiled = scale2_desc_kernel[(self.grid,)](
-            self.x_desc,
-            self.y_desc,
-            self.x,
-            self.y,
-            self.x.numel(),
-            self.rows,
-            ROWS=c.rows,
-            WIDTH=WIDTH,
-            RUN=c.schedule.run,
-            NUM_STAGES=self.stages,
-            num_warps=c.num_warps,
-            num_stages=self.stages,
-        )
-        if self.compiled is None and compiled is not None:
-            self.compiled = compiled
-            self.info = streaming_info(kernel_info(compiled, c.tile_bytes, c.describe(), self.grid), c, self.stages)
+        args = (self.x_desc, self.y_desc, self.x, self.y, self.x.numel(), self.rows)
+        launch_stream(self, scale2_desc_kernel, self._info, *args, ROWS=self.config.rows, WIDTH=WIDTH)
 
 
-class StreamKernel(TritonModule):
-    """This module at one configuration, as the kernel-module contract (suite.kernel) states it, for the registry."""
-
-    def __init__(self, config: Config, stages: tuple[int, ...] = STAGES):
-        self.stream_config, self.stages = config, tuple(stages)
-        # compute-sanitizer: 3 whole tiles, a partial fourth of 7 rows (zero-filled loads, clipped stores) and 5
-        # floats after the last whole row (program 0's masked epilogue)
-        self.sanitize_sizes = (3 * config.rows * WIDTH + 7 * WIDTH + 5,)
-
-    def kernel_names(self, stages: int) -> tuple[str, ...]:
-        return ("scale2_desc_kernel",)
-
-    def launch(self, inputs, out, stages):
-        check_stages(stages, self.stages)
-        return Scale2(inputs[0], out, stages, self.stream_config)
-
-
-# The registry's kernel modules (suite/variants.py).
-KERNELS = {"bandwidth": StreamKernel(BANDWIDTH, BANDWIDTH_STAGES)}
+# The registry's kernel modules (suite/variants.py). compute-sanitizer: 3 whole tiles, a partial fourth of 7 rows
+# (zero-filled loads, clipped stores) and 5 floats after the last whole row (program 0's masked epilogue).
+KERNELS = {
+    "bandwidth": StreamKernel(
+        Scale2, "scale2_desc_kernel", BANDWIDTH, BANDWIDTH_STAGES, (3 * BANDWIDTH.rows * WIDTH + 7 * WIDTH + 5,)
+    )
+}
