@@ -53,32 +53,22 @@ class PipelineRing(NvrtcModule):
 KERNEL = PipelineRing()
 
 
-class Scale2:
+class Scale2(loader.BoundKernel):
     """A launcher bound to (x, y, stages): ``Scale2(x, y, 3)()`` writes y = 2 * x on torch's current stream."""
 
     def __init__(self, x: torch.Tensor, y: torch.Tensor, stages: int, kernel: PipelineRing = KERNEL):
         check_stages(stages, kernel.stages)
         check_vector_operands(x, y)
         check_cuda(("x", x), ("y", y))
-        module = kernel.build()
-        expr = kernel.name_expressions(stages)[0]
-        self.kernel = module.kernel(expr)
-        self.smem_bytes = stages * kernel.stage_bytes
-        blocks_per_sm = loader.occupancy(self.kernel, THREADS, self.smem_bytes)
-        if blocks_per_sm < 1:
-            raise ValueError(f"stages={stages} needs {self.smem_bytes} B of shared memory: no block fits on an SM")
         num_tiles = -(-x.numel() // kernel.tile_floats)
-        self.grid = -(-num_tiles // TILES_PER_BLOCK)
-        self.args = (x.data_ptr(), y.data_ptr(), np.int64(x.numel()))
-        self.info = module.kernel_info(
-            expr,
-            kernel.stage_bytes,
+        super().__init__(
+            kernel.build(),
+            kernel.name_expressions(stages)[0],
             stages,
-            occupancy=blocks_per_sm,
-            threads=THREADS,
-            grid=self.grid,
+            kernel.stage_bytes,
+            THREADS,
+            grid=-(-num_tiles // TILES_PER_BLOCK),
+            args=(x.data_ptr(), y.data_ptr(), np.int64(x.numel())),
             config=kernel.config(),
+            too_big=f"stages={stages} needs {stages * kernel.stage_bytes} B of shared memory: no block fits on an SM",
         )
-
-    def __call__(self) -> None:
-        loader.launch(self.kernel, self.grid, THREADS, self.smem_bytes, *self.args)

@@ -371,5 +371,26 @@ def launch(kernel, grid, block, smem_bytes: int, *args) -> None:
     cuda_launch(stream, LaunchConfig(grid=grid, block=block, shmem_size=smem_bytes), kernel, *args)
 
 
+class BoundKernel:
+    """One instantiation (``expr`` of ``module``) bound to its ``grid``, ``threads`` per block, a ring of ``stages`` x
+    ``stage_bytes`` of dynamic shared memory and its ``args``: calling it launches on torch's current stream. Raises
+    ValueError when the GPU has too little shared memory for the ring, or (``too_big``) when no block fits on an SM.
+    ``info``: the row's KernelInfo, ``config`` its configuration line."""
+
+    def __init__(self, module, expr: str, stages: int, stage_bytes: int, threads: int, grid, args, config, too_big):
+        self.kernel = module.kernel(expr)
+        self.smem_bytes = stages * stage_bytes
+        blocks_per_sm = occupancy(self.kernel, threads, self.smem_bytes)  # refuses a ring that does not fit this GPU
+        if blocks_per_sm < 1:
+            raise ValueError(too_big)
+        self.threads, self.grid, self.args = threads, grid, args
+        self.info = module.kernel_info(
+            expr, stage_bytes, stages, occupancy=blocks_per_sm, threads=threads, grid=grid, config=config
+        )
+
+    def __call__(self) -> None:
+        launch(self.kernel, self.grid, self.threads, self.smem_bytes, *self.args)
+
+
 def num_sms() -> int:
     return int(_device().properties.multiprocessor_count)

@@ -138,7 +138,7 @@ def check_inputs(
     check_cuda(("a", a), ("b", b), ("c", c))
 
 
-class Gemm:
+class Gemm(loader.BoundKernel):
     """A launcher bound to (a, b, c, stages): ``Gemm(a, b, c, 3)()`` writes c = a @ b on torch's current stream."""
 
     def __init__(
@@ -156,31 +156,21 @@ class Gemm:
             kernel = KERNELS[block_k]
         check_inputs(a, b, c, stages, kernel)
         (m, k), n = a.shape, b.shape[1]
-        module = kernel.build()
         dtype = "bf16" if a.dtype == torch.bfloat16 else "fp16"
-        expr = kernel.name_expression(stages, n % 8 == 0, dtype)
-        self.kernel = module.kernel(expr)
-        self.smem_bytes = stages * kernel.stage_bytes
-        loader.prepare(self.kernel, self.smem_bytes)  # refuses a STAGES whose ring does not fit this GPU
-        blocks_per_sm = loader.occupancy(self.kernel, THREADS, self.smem_bytes)
-        if blocks_per_sm < 1:
-            raise ValueError(f"stages={stages}: a block ({self.smem_bytes} B of shared memory) does not fit on an SM")
-        self.grid = -(-m // BLOCK_M) * -(-n // BLOCK_N)
-        self.args = (a.data_ptr(), b.data_ptr(), c.data_ptr(), np.int32(m), np.int32(n), np.int32(k))
-        self.info = module.kernel_info(
-            expr,
-            kernel.stage_bytes,
+        super().__init__(
+            kernel.build(),
+            kernel.name_expression(stages, n % 8 == 0, dtype),
             stages,
-            occupancy=blocks_per_sm,
-            threads=THREADS,
-            grid=self.grid,
+            kernel.stage_bytes,
+            THREADS,
+            grid=-(-m // BLOCK_M) * -(-n // BLOCK_N),
+            args=(a.data_ptr(), b.data_ptr(), c.data_ptr(), np.int32(m), np.int32(n), np.int32(k)),
             config=kernel.config()
             + (", bf16" if dtype == "bf16" else "")
             + ("" if n % 8 == 0 else ", N % 8 != 0: B through plain loads"),
+            too_big=f"stages={stages}: a block ({stages * kernel.stage_bytes} B of shared memory) does not fit on an "
+            "SM",
         )
-
-    def __call__(self) -> None:
-        loader.launch(self.kernel, self.grid, THREADS, self.smem_bytes, *self.args)
 
 
 def matmul(
