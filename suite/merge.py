@@ -166,41 +166,27 @@ def _missing_shards(parts: list[Part]) -> str:
 
 def _placeholder(part: Part, job: int, shards: str) -> dict:
     """The row that marks a job no part ran (--allow-partial)."""
-    from suite.driver.plan import parse_description
+    from suite.driver.plan import blank_row, parse_description
     from suite.problems import PROBLEMS
 
     described = parse_description(_describe(part, job))
     problem = PROBLEMS.get(described["problem"])
     where = f"shard {shards}" if shards else "a shard"
-    return {
-        "problem": described["problem"],
-        "shape": described["shape"],
-        "dtype": described["dtype"],
-        "backend": "missing",
-        "variant": f"{described['rows']} rows",
-        "group": "",
-        "stages": None,
-        "baseline": False,
-        "ceiling": False,
-        "median_ms": None,
-        "iqr_ms": None,
-        "spread": None,
-        "samples": 0,
-        "throughput": None,
-        "unit": problem.unit if problem else "",
-        "ratio_to_ceiling": None,
-        "valid": None,
-        "max_abs_error": None,
-        "rel_error": None,
-        "measured": False,
-        "throttled": None,
-        "note": f"not merged: {where} with this shape's {described['rows']} rows is missing (--allow-partial)",
-        "job": job,
-        "plan_row": None,
-        "gpu_index": None,
-        "gpu_uuid": None,
-        "placeholder": True,
-    }
+    return blank_row(
+        problem=described["problem"],
+        shape=described["shape"],
+        dtype=described["dtype"],
+        backend="missing",
+        variant=f"{described['rows']} rows",
+        group="",
+        unit=problem.unit if problem else "",
+        note=f"not merged: {where} with this shape's {described['rows']} rows is missing (--allow-partial)",
+        job=job,
+        plan_row=None,
+        gpu_index=None,
+        gpu_uuid=None,
+        placeholder=True,
+    )
 
 
 def combine(parts: list[Part], *, allow_partial: bool = False, same_gpu: bool = True) -> tuple[list[dict], dict]:

@@ -35,6 +35,7 @@ import torch
 
 from suite.driver import meta as run_meta
 from suite.driver import timing
+from suite.driver.plan import blank_row
 from suite.info import KernelInfo
 from suite.problems import PROBLEMS, Problem
 from suite.registry import Variant, variants
@@ -61,30 +62,18 @@ class Options:
 
 
 def _row(problem: Problem, size, variant: Variant, stages, dtype: str | None = None) -> dict:
-    return {
-        "problem": problem.name,
-        "shape": problem.shape(size),
-        "dtype": problem.dtype_of(dtype).label,
-        "backend": variant.backend,
-        "variant": variant.name,
-        "group": variant.group,
-        "stages": stages,
-        "baseline": variant.baseline,
-        "ceiling": variant.ceiling,
-        "median_ms": None,
-        "iqr_ms": None,
-        "spread": None,  # iqr / median
-        "samples": 0,
-        "throughput": None,
-        "unit": problem.unit,
-        "ratio_to_ceiling": None,
-        "valid": None,
-        "max_abs_error": None,
-        "rel_error": None,
-        "measured": False,
-        "throttled": None,
-        "note": "",
-    }
+    return blank_row(
+        problem=problem.name,
+        shape=problem.shape(size),
+        dtype=problem.dtype_of(dtype).label,
+        backend=variant.backend,
+        variant=variant.name,
+        group=variant.group,
+        stages=stages,
+        baseline=variant.baseline,
+        ceiling=variant.ceiling,
+        unit=problem.unit,
+    )
 
 
 def _add_info(row: dict, info: KernelInfo | None) -> None:

@@ -217,3 +217,34 @@ def shard_from_env(environ: Mapping[str, str]) -> tuple[int, int] | None:
             + f": submit the array as --array=0-{n - 1} (or pass --shard I/N)"
         )
     return offset // step + 1, n
+
+
+def blank_row(**fields) -> dict:
+    """A results row with nothing measured: every column a row has, in order, ``fields`` filled in (further columns
+    after them)."""
+    row = {
+        "problem": None,
+        "shape": None,
+        "dtype": None,
+        "backend": None,
+        "variant": None,
+        "group": None,
+        "stages": None,
+        "baseline": False,
+        "ceiling": False,
+        "median_ms": None,
+        "iqr_ms": None,
+        "spread": None,  # iqr / median
+        "samples": 0,
+        "throughput": None,
+        "unit": None,
+        "ratio_to_ceiling": None,
+        "valid": None,
+        "max_abs_error": None,
+        "rel_error": None,
+        "measured": False,
+        "throttled": None,
+        "note": "",
+    }
+    row.update(fields)
+    return row
