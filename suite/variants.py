@@ -155,59 +155,47 @@ register_kernel(
     description="torch.matmul(a, b, out=c); fp8: torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype=bf16)",
 )
 
-register_kernel(
-    "gemm",
-    "triton",
-    "128x256x32",
-    "suite.triton.gemm:KERNEL",
-    gate=gpu_or_interpreter,
-    shape_sets=("square",),
-    description="the PTX kernel's tile: 128x256x32, 8 warps, GROUP_M=8, swept over num_stages",
-)
-
-register_kernel(
-    "gemm",
-    "triton",
-    "tuned",
-    "suite.triton.gemm_desc:KERNELS[tuned]",
-    gate=needs_gpu((9, 0)),
-    shape_sets=("square",),
-    description="triton.autotune over depths, both schedules (one program per tile, persistent) and GROUP_M of the "
-    "128x256x64 tensor-descriptor kernel, descriptors built on the host "
-    "(suite.triton.gemm_desc.tuning_configs)",
-)
-
-
-register_kernel(
-    "gemm",
-    "cuda",
-    "128x256x32 cuda::pipeline",
-    "suite.cuda.gemm:GEMM_K32",
-    gate=needs_gpu((8, 0)),
-    shape_sets=("square",),
-    description="the PTX kernel's tile, ldmatrix and mma.sync; global -> shared through cuda::memcpy_async and a "
-    "cuda::pipeline (libcu++)",
-)
-
-register_kernel(
-    "gemm",
-    "ptx",
-    "128x256x32 mma.sync",
-    "suite.ptx.gemm:GEMM_K32",
-    gate=needs_gpu((8, 0)),
-    shape_sets=("square",),
-    description="the original design: cp.async ring, ldmatrix into 2 register slots, mma.sync m16n8k16, 8 warps 2x4",
-)
-
-register_kernel(
-    "gemm",
-    "ptx",
-    "128x256x64 mma.sync",
-    "suite.ptx.gemm:GEMM_K64",
-    gate=needs_gpu((8, 0)),
-    shape_sets=("square",),
-    description="the same pipeline with BLOCK_K = 64: one block barrier per 4 k-steps instead of per 2",
-)
+# The square-shape GEMMs of sm_80: (gate, backend, name, kernel, description), in the tables' order.
+for _gate, _backend, _name, _kernel, _what in (
+    (
+        gpu_or_interpreter,
+        "triton",
+        "128x256x32",
+        "suite.triton.gemm:KERNEL",
+        "the PTX kernel's tile: 128x256x32, 8 warps, GROUP_M=8, swept over num_stages",
+    ),
+    (
+        needs_gpu((9, 0)),
+        "triton",
+        "tuned",
+        "suite.triton.gemm_desc:KERNELS[tuned]",
+        "triton.autotune over depths, both schedules (one program per tile, persistent) and GROUP_M of the "
+        "128x256x64 tensor-descriptor kernel, descriptors built on the host (suite.triton.gemm_desc.tuning_configs)",
+    ),
+    (
+        needs_gpu((8, 0)),
+        "cuda",
+        "128x256x32 cuda::pipeline",
+        "suite.cuda.gemm:GEMM_K32",
+        "the PTX kernel's tile, ldmatrix and mma.sync; global -> shared through cuda::memcpy_async and a "
+        "cuda::pipeline (libcu++)",
+    ),
+    (
+        needs_gpu((8, 0)),
+        "ptx",
+        "128x256x32 mma.sync",
+        "suite.ptx.gemm:GEMM_K32",
+        "the original design: cp.async ring, ldmatrix into 2 register slots, mma.sync m16n8k16, 8 warps 2x4",
+    ),
+    (
+        needs_gpu((8, 0)),
+        "ptx",
+        "128x256x64 mma.sync",
+        "suite.ptx.gemm:GEMM_K64",
+        "the same pipeline with BLOCK_K = 64: one block barrier per 4 k-steps instead of per 2",
+    ),
+):
+    register_kernel("gemm", _backend, _name, _kernel, gate=_gate, shape_sets=("square",), description=_what)
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -271,83 +259,71 @@ for _row, _what in (
     )
 
 
-register_kernel(
-    "gemm",
-    "triton",
-    "128x256x64 desc",
-    "suite.triton.gemm_desc:KERNELS[tile]",
-    gate=gpu_or_interpreter,
-    shape_sets=("square",),
-    description="tensor descriptors built in the kernel (tl.make_tensor_descriptor; TMA on Hopper), one program per "
-    "tile, 8 warps, swept over num_stages",
-)
-register_kernel(
-    "gemm",
-    "triton",
-    "128x256x64 desc persistent",
-    "suite.triton.gemm_desc:KERNELS[persistent]",
-    gate=gpu_or_interpreter,
-    shape_sets=("square",),
-    description="tensor descriptors, one program per SM over all tiles (tl.range(..., flatten=True)), 8 warps, "
-    "C stored in two halves",
-)
-register_kernel(
-    "gemm",
-    "triton",
-    "128x256x64 desc persistent host",
-    "suite.triton.gemm_desc:KERNELS[persistent host]",
-    gate=gpu_or_interpreter,
-    description="the same with its descriptors built on the host (triton.tools.tensor_descriptor) and passed as "
-    "kernel parameters: no tensor maps written and fenced by each program",
-)
-
-
-register_kernel(
-    "gemm",
-    "triton",
-    "128x256x64 gluon ws persistent",
-    "suite.triton.gemm_gluon:KERNEL",
-    gate=needs_sm90a,
-    shape_sets=("square",),
-    description="Gluon (triton.experimental.gluon, Triton's lower-level language): the PTX TMA-store kernel's "
-    "design, a 1-warp TMA producer and two wgmma warpgroups on an mbarrier ring, persistent, C stored "
-    "with TMA",
-)
-
-# Triton for the shapes whose output tiles cannot fill the SMs (decode, long K): tensor-descriptor loads, tiles,
-# split counts and schedules chosen from the shape by the rules in each module, deterministic fix-ups (no float
-# atomics), fp16 / bf16 / fp8 e4m3.
-register_kernel(
-    "gemm",
-    "triton",
-    "split-k desc",
-    "suite.triton.gemm_splitk:KERNEL",
-    gate=gpu_or_interpreter,
-    shape_sets=("llm", "long-k"),
-    description="split-K: each output tile's K tiles dealt in balanced ranges to `splits` programs (64x256 tiles on 4 "
-    "warps for M <= 64, else 128x256 on 8), fp32 partials summed in split order by a second Triton "
-    "pass; splits: the fewest that fill the SMs within 5% as well as any count within two waves, >= 4 K "
-    "tiles each (suite.triton.gemm_splitk.split_count)",
-)
-register_kernel(
-    "gemm",
-    "triton",
-    "stream-k desc",
-    "suite.triton.gemm_streamk:KERNEL",
-    gate=gpu_or_interpreter,
-    shape_sets=("llm", "long-k"),
-    description="stream-K: one program per SM, whole tiles round robin while two waves remain, the rest's "
-    "tiles x K-tiles iterations in one balanced contiguous range per program; shared tiles summed in "
-    "program order by a fix-up pass",
-)
-register_kernel(
-    "gemm",
-    "triton",
-    "decode swap-ab desc",
-    "suite.triton.gemm_decode:KERNEL",
-    gate=gpu_or_interpreter,
-    shape_sets=("llm", "long-k"),
-    description="small M: C^T = B^T A^T, 64 or 128 weight rows on wgmma's M side and 16-64 tokens on its N side, "
-    "stages of <= 40 KiB in 2-5 deep rings (the weight streams once), split-K where the weight's tiles "
-    "cannot fill the SMs (suite.triton.gemm_decode.plan)",
-)
+# Triton on Hopper: (name, kernel, gate, shape sets, description), in the tables' order. The last three are for the
+# shapes whose output tiles cannot fill the SMs (decode, long K): tensor-descriptor loads, tiles, split counts and
+# schedules chosen from the shape by the rules in each module, deterministic fix-ups (no float atomics), fp16 / bf16 /
+# fp8 e4m3.
+for _name, _kernel, _gate, _shapes, _what in (
+    (
+        "128x256x64 desc",
+        "suite.triton.gemm_desc:KERNELS[tile]",
+        gpu_or_interpreter,
+        ("square",),
+        "tensor descriptors built in the kernel (tl.make_tensor_descriptor; TMA on Hopper), one program per "
+        "tile, 8 warps, swept over num_stages",
+    ),
+    (
+        "128x256x64 desc persistent",
+        "suite.triton.gemm_desc:KERNELS[persistent]",
+        gpu_or_interpreter,
+        ("square",),
+        "tensor descriptors, one program per SM over all tiles (tl.range(..., flatten=True)), 8 warps, "
+        "C stored in two halves",
+    ),
+    (
+        "128x256x64 desc persistent host",
+        "suite.triton.gemm_desc:KERNELS[persistent host]",
+        gpu_or_interpreter,
+        None,
+        "the same with its descriptors built on the host (triton.tools.tensor_descriptor) and passed as "
+        "kernel parameters: no tensor maps written and fenced by each program",
+    ),
+    (
+        "128x256x64 gluon ws persistent",
+        "suite.triton.gemm_gluon:KERNEL",
+        needs_sm90a,
+        ("square",),
+        "Gluon (triton.experimental.gluon, Triton's lower-level language): the PTX TMA-store kernel's "
+        "design, a 1-warp TMA producer and two wgmma warpgroups on an mbarrier ring, persistent, C stored "
+        "with TMA",
+    ),
+    (
+        "split-k desc",
+        "suite.triton.gemm_splitk:KERNEL",
+        gpu_or_interpreter,
+        ("llm", "long-k"),
+        "split-K: each output tile's K tiles dealt in balanced ranges to `splits` programs (64x256 tiles on 4 "
+        "warps for M <= 64, else 128x256 on 8), fp32 partials summed in split order by a second Triton "
+        "pass; splits: the fewest that fill the SMs within 5% as well as any count within two waves, >= 4 K "
+        "tiles each (suite.triton.gemm_splitk.split_count)",
+    ),
+    (
+        "stream-k desc",
+        "suite.triton.gemm_streamk:KERNEL",
+        gpu_or_interpreter,
+        ("llm", "long-k"),
+        "stream-K: one program per SM, whole tiles round robin while two waves remain, the rest's "
+        "tiles x K-tiles iterations in one balanced contiguous range per program; shared tiles summed in "
+        "program order by a fix-up pass",
+    ),
+    (
+        "decode swap-ab desc",
+        "suite.triton.gemm_decode:KERNEL",
+        gpu_or_interpreter,
+        ("llm", "long-k"),
+        "small M: C^T = B^T A^T, 64 or 128 weight rows on wgmma's M side and 16-64 tokens on its N side, "
+        "stages of <= 40 KiB in 2-5 deep rings (the weight streams once), split-K where the weight's tiles "
+        "cannot fill the SMs (suite.triton.gemm_decode.plan)",
+    ),
+):
+    register_kernel("gemm", "triton", _name, _kernel, gate=_gate, shape_sets=_shapes, description=_what)
