@@ -67,11 +67,7 @@ def test_findings_that_name_no_kernel_go_to_the_case_that_ran():
     The hazard block is real (the H200 run of 2026-11-30, cuda backend GEMM with its ring barrier removed)."""
     from pathlib import Path
 
-    log = (
-        (Path(__file__).parent.parent / "results" / "NVIDIA-H200" / "sanitizer-20261130-085045" / "racecheck-fault.log")
-        .read_text()
-        .splitlines()
-    )
+    log = (Path(__file__).parent / "data" / "racecheck-fault-h200-20261130.log").read_text().splitlines()
     hazard = "\n".join(log[1:31])
     assert "hazard detected" in hazard and "gemm_" not in hazard  # the block names no kernel (gemm.py is a host frame)
     names = ["gemm_cuda_pipeline<2, true, 32>", "gemm_f16_f32acc<2, true, 32>"]

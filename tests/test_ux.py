@@ -15,7 +15,7 @@ from suite.driver import report
 from suite.nvrtc import cache, loader
 
 ROOT = Path(__file__).resolve().parents[1]
-H200_GEMM = ROOT / "results" / "NVIDIA-H200" / "20261130-120428-gemm"
+H200_GEMM = ROOT / "results" / "NVIDIA-H200" / "gemm-fp16-square"  # the committed fp16 square baseline
 HAS_GPU = __import__("torch").cuda.is_available()
 
 
