@@ -76,6 +76,11 @@ class KernelModule:
         """Why this machine cannot run the kernel at ``dtype`` although it implements it, or None."""
         return None
 
+    def refuses(self, size, dtype: str) -> str | None:
+        """The rule a problem of ``size`` at ``dtype`` breaks for this kernel (its launch raises ValueError saying
+        so, before anything runs), or None: a shape the kernel takes. Most kernels take every shape."""
+        return None
+
     def kernel_names(self, stages: int) -> tuple[str, ...]:
         """The kernel instantiations a launch at ``stages`` may run, as the sanitizer's reports name them."""
         return ()
@@ -93,12 +98,19 @@ class LibraryOp(KernelModule):
     stages = (None,)
 
     def __init__(
-        self, op: Callable, dtypes: tuple[str, ...] | None = None, requires: Callable[[str], str | None] | None = None
+        self,
+        op: Callable,
+        dtypes: tuple[str, ...] | None = None,
+        requires: Callable[[str], str | None] | None = None,
+        refuses: Callable[[object, str], str | None] | None = None,
     ):
-        self.op, self.dtypes, self._requires = op, dtypes, requires
+        self.op, self.dtypes, self._requires, self._refuses = op, dtypes, requires, refuses
 
     def launch(self, inputs: Inputs, out: torch.Tensor, stages) -> Callable[[], None]:
         return self.op(inputs, out)
+
+    def refuses(self, size, dtype: str) -> str | None:
+        return self._refuses(size, dtype) if self._refuses else None
 
     def skip_reason(self, dtype: str) -> str | None:
         return self._requires(dtype) if self._requires else None

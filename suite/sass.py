@@ -7,6 +7,8 @@ and the driver reports the same instruction classes for each.
 from __future__ import annotations
 
 import functools
+import hashlib
+import json
 import re
 import shutil
 import subprocess
@@ -107,11 +109,30 @@ def cuobjdump() -> str:
     return found
 
 
+@functools.cache
+def _cuobjdump_identity() -> str:
+    """The cuobjdump binary in use, by path and content: part of the key of every listing kept on disk."""
+    path = Path(cuobjdump())
+    return f"{path.resolve()}:{hashlib.sha256(path.read_bytes()).hexdigest()}"
+
+
 def _cuobjdump(cubin: bytes, *flags: str) -> str:
+    """``cuobjdump FLAGS`` on ``cubin``: its output, kept in the private compile cache (suite.nvrtc.cache, keyed by
+    the cubin's and cuobjdump's content and the flags), so a run that loads a kernel it loaded before (a warm run:
+    every Triton row has a cubin of its own) reads the listing instead of disassembling again."""
+    from suite.nvrtc.cache import Entry
+
+    key = hashlib.sha256(json.dumps([_cuobjdump_identity(), list(flags)]).encode() + b"\0" + cubin).hexdigest()
+    entry = Entry(f"cuobjdump-{key[:40]}.txt", key, list(flags))
+    kept = entry.read()
+    if kept is not None:
+        return kept[0].decode()
     with tempfile.TemporaryDirectory() as d:
         f = Path(d) / "k.cubin"
         f.write_bytes(cubin)
-        return subprocess.run([cuobjdump(), *flags, str(f)], check=True, capture_output=True, text=True).stdout
+        text = subprocess.run([cuobjdump(), *flags, str(f)], check=True, capture_output=True, text=True).stdout
+    entry.write(text.encode(), {})
+    return text
 
 
 @functools.lru_cache(maxsize=64)  # the same cubin is asked about by each launcher built from it

@@ -133,9 +133,21 @@ def _cublas(inputs, out):
     wants it."""
     if len(inputs) == 4:
         a, b, scale_a, scale_b = inputs
+        if why := _cublas_refuses((a.shape[0], b.shape[0], a.shape[1]), "fp8e4m3"):
+            raise ValueError(why)
         return lambda: torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype=out.dtype, out=out)
     a, b = inputs
     return lambda: torch.matmul(a, b, out=out)
+
+
+def _cublas_refuses(size, dtype: str) -> str | None:
+    """cuBLASLt's fp8 GEMM (torch._scaled_mm) takes N and K multiples of 16 only: other shapes are refused, not
+    padded (a padded copy would be timed as cuBLAS)."""
+    if dtype != "fp8e4m3":
+        return None
+    _, n, k = size
+    bad = [f"{name} = {v}" for name, v in (("N", n), ("K", k)) if v % 16]
+    return f"torch._scaled_mm (cuBLASLt fp8) needs N and K multiples of 16 ({', '.join(bad)})" if bad else None
 
 
 def _fp8_capable(dtype: str) -> str | None:
@@ -148,7 +160,7 @@ register_kernel(
     "gemm",
     "torch",
     "cuBLAS",
-    LibraryOp(_cublas, dtypes=("fp16", "bf16", "fp8e4m3"), requires=_fp8_capable),
+    LibraryOp(_cublas, dtypes=("fp16", "bf16", "fp8e4m3"), requires=_fp8_capable, refuses=_cublas_refuses),
     baseline=True,
     ceiling=True,
     gate=anywhere,

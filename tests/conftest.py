@@ -1,3 +1,5 @@
+import contextlib
+import gc
 import os
 import tempfile
 
@@ -15,26 +17,65 @@ if os.environ.get("TRITON_INTERPRET") == "1":
 
 
 GPU_LOCK = os.path.join(tempfile.gettempdir(), f"pipesuite-gpu-tests-{getattr(os, 'getuid', lambda: 0)()}.lock")
+GPU_TURNSTILE = GPU_LOCK + ".turnstile"
+# Set while a test holds its turn: a pytest or suite process the test starts inherits it and takes no turn of its own
+# (its parent's turn covers it; waiting for one would deadlock).
+TURN_HELD = "PIPESUITE_TESTS_GPU_TURN_HELD"
+
+
+@contextlib.contextmanager
+def gpu_turn(alone: bool):
+    """A readers-writer lock over the GPU between pytest-xdist workers (flock on GPU_LOCK): a test marked gpu_alone
+    holds it exclusively, every other test shared. A turnstile (GPU_TURNSTILE) gives the exclusive side priority:
+    a gpu_alone test waiting for its turn stops new shared turns from starting, so it waits for the tests running,
+    not for all the tests left."""
+    import fcntl
+
+    with open(GPU_TURNSTILE, "a") as turnstile, open(GPU_LOCK, "a") as lock:
+        fcntl.flock(turnstile, fcntl.LOCK_EX)  # wait behind a gpu_alone test that is waiting or running
+        try:
+            fcntl.flock(lock, fcntl.LOCK_EX if alone else fcntl.LOCK_SH)
+        finally:
+            fcntl.flock(turnstile, fcntl.LOCK_UN)
+        try:
+            yield
+        finally:
+            fcntl.flock(lock, fcntl.LOCK_UN)
+
+
+def _give_back_gpu_memory() -> None:
+    """What the test's tensors left in torch's caching allocator goes back to the GPU, so that tests in other
+    workers (and a gpu_alone test filling tens of GB) can have it."""
+    if torch.cuda.is_initialized():
+        gc.collect()
+        torch.cuda.empty_cache()
 
 
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
-    """Tests marked gpu_alone take the GPU as a whole (timing, ncu's clock control, compute-sanitizer, tens of GB):
-    under pytest-xdist (-n auto) they take turns, each holding GPU_LOCK from its setup to its teardown, so no two of
-    them time, profile or fill memory side by side on one GPU. Every other test, the GPU correctness checks marked
-    gpu included (a few MB each, nothing timed), runs in parallel. A lock file rather than an xdist_group:
-    --dist loadgroup stopped grouping with pytest 9.2 (pytest-xdist issue #1386), silently."""
-    if not (HAS_GPU and "gpu_alone" in item.keywords):
+    """On a GPU machine every test takes a turn on the GPU (gpu_turn): tests marked gpu_alone (timing, ncu's clock
+    control, compute-sanitizer, tens of GB) one at a time, every other test, the GPU correctness checks included
+    (a few MB to a few GB each, nothing timed), in parallel with each other; each gives its cached GPU memory back
+    when it ends. A lock file rather than an xdist_group: --dist loadgroup stopped grouping with pytest 9.2
+    (pytest-xdist issue #1386), silently."""
+    if not HAS_GPU or os.environ.get(TURN_HELD):
         yield
+        if HAS_GPU:
+            _give_back_gpu_memory()
         return
-    from filelock import FileLock
-
-    with FileLock(GPU_LOCK):
-        yield
+    with gpu_turn("gpu_alone" in item.keywords):
+        os.environ[TURN_HELD] = "1"
+        try:
+            yield
+            _give_back_gpu_memory()
+        finally:
+            os.environ.pop(TURN_HELD, None)
 
 
 def pytest_collection_modifyitems(config, items):
     if HAS_GPU:
+        # the gpu_alone tests last, one after another, rather than each stopping the parallel tests in turn
+        items.sort(key=lambda item: "gpu_alone" in item.keywords)
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU")
     for item in items:

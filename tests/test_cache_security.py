@@ -330,3 +330,27 @@ def test_a_run_with_an_unwritable_cache_builds_every_row(tmp_path):
     rows = json.loads((tmp_path / "run" / "results.json").read_text())["rows"]
     ptx = [r for r in rows if r["backend"] == "ptx"]
     assert ptx and all(r["valid"] is not False and r.get("built_for") == "sm_90" for r in ptx), ptx
+
+
+def test_cuobjdump_listings_are_kept_by_content_and_checked_like_cubins(cache_dir, monkeypatch, capsys):
+    """suite.sass keeps each cuobjdump listing in the private cache, keyed by the cubin's content and the flags: a
+    second reading of the same cubin runs no cuobjdump, another cubin or other flags do, and an edited listing is
+    not believed (its checksum fails: cuobjdump runs again)."""
+    from suite import sass
+
+    runs = []
+
+    def fake_run(cmd, **kwargs):
+        runs.append(cmd[1:-1])
+        return subprocess.CompletedProcess(cmd, 0, stdout=f"listing {len(runs)} {' '.join(cmd[1:-1])}", stderr="")
+
+    monkeypatch.setattr(sass.subprocess, "run", fake_run)
+    first = sass._cuobjdump(b"cubin one", "-sass")
+    assert sass._cuobjdump(b"cubin one", "-sass") == first and len(runs) == 1
+    entries = list(cache_dir.glob("cuobjdump-*.txt"))
+    assert len(entries) == 1 and entries[0].stat().st_mode & 0o777 == 0o600
+    assert sass._cuobjdump(b"cubin two", "-sass") != first and len(runs) == 2
+    sass._cuobjdump(b"cubin one", "-res-usage")
+    assert len(runs) == 3 and runs[-1] == ["-res-usage"]
+    entries[0].write_bytes(entries[0].read_bytes().replace(b"listing 1", b"listing 9"))
+    assert sass._cuobjdump(b"cubin one", "-sass") == "listing 4 -sass" and len(runs) == 4

@@ -4,6 +4,7 @@ at every dtype and depth, on a GPU as on a CPU): the medium shapes at every dept
 variant (_deepest says which and why)."""
 
 import math
+import re
 
 import pytest
 import torch
@@ -114,6 +115,10 @@ def _gemm_shapes(shapes):
     "variant, dtype, stages, shape", list(_cases(GEMM, _gemm_shapes(GEMM_EVERY_DEPTH), _gemm_shapes(GEMM_ONE_DEPTH)))
 )
 def test_gemm_matches_fp64(variant, dtype, stages, shape):
+    if rule := variant.kernel.refuses(shape, dtype):  # a shape the kernel declares it does not take: refused
+        with pytest.raises(ValueError, match=re.escape(rule)):
+            validate(variant, stages, shape, seed=1, device=torch.device("cuda"), dtype=dtype)
+        return
     check = validate(
         variant, stages, shape, seed=sum(shape) + 101 * (stages or 0), device=torch.device("cuda"), dtype=dtype
     ).check

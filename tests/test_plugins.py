@@ -82,6 +82,8 @@ def test_registry_wide_tests_cover_the_plugin():
         "-k",
         "plugin",
         "-rA",
+        "-n",
+        "2",
     )
     assert proc.returncode == 0, proc.stdout[-3000:]
     out = proc.stdout
@@ -126,7 +128,8 @@ def test_sanitized(tmp_path):
         for line in (tmp_path / "sanitizer.md").read_text().splitlines()
         if line.startswith("| ") and not line.startswith("| variant")
     ]  # the data rows of both tables
-    assert len(rows) == 3 and all(line.count("clean") == 2 for line in rows), rows  # stages 1, 2, 4; both tools
+    logs = "\n".join(f"--- {f.name}\n{f.read_text()[-2500:]}" for f in sorted(tmp_path.glob("racecheck*.log")))
+    assert len(rows) == 3 and all(line.count("clean") == 2 for line in rows), f"{rows}\n{logs}"  # stages 1, 2, 4
     assert all("cuda:plugin prefetch" in line for line in rows) and proc.returncode == 0, rows  # nothing else ran
     log = (tmp_path / "memcheck-healthy.log").read_text()
     for stages in (1, 2, 4):

@@ -500,9 +500,11 @@ def test_stream_k_on_sm90():
     from sm90_compile import OUT_TYPES, compile_sm90
 
     fn = "suite.triton.gemm_streamk:streamk_kernel"
-    cases = [(d, m, max(gemm_streamk.STAGES)) for d in ("fp16", "fp8e4m3") for m in (16, 1000)]
+    # (dtype, M, stages, some tile shared): with no tile shared the launcher passes no workspace (None)
+    cases = [(d, m, max(gemm_streamk.STAGES), True) for d in ("fp16", "fp8e4m3") for m in (16, 1000)]
+    cases.append(("fp16", 1000, min(gemm_streamk.STAGES), False))
     specs = []
-    for dtype, m, stages in cases:
+    for dtype, m, stages, shared in cases:
         bm, bn, bk, warps = gemm_splitk.tile_for(dtype, m)
         sig = {
             **_descs(dtype, bm, bn, bk),
@@ -525,8 +527,12 @@ def test_stream_k_on_sm90():
             "B_K_MAJOR": dtype == "fp8e4m3",
             "OUT_DTYPE": OUT_DTYPE[dtype],
             "SCALED": dtype == "fp8e4m3",
+            "SHARED": shared,
         }
-        specs.append(_spec(fn, dtype, sig, meta, stages, warps, ["c", "workspace", "stride_cm"]))
+        if not shared:
+            meta["workspace"] = None
+        aligned = ["c", "workspace", "stride_cm"] if shared else ["c", "stride_cm"]
+        specs.append(_spec(fn, dtype, sig, meta, stages, warps, aligned))
     fixup_meta = {
         "BLOCK_M": 128,
         "BLOCK_N": 256,
@@ -557,7 +563,7 @@ def test_stream_k_on_sm90():
         )
     )
     *mains, fixup = compile_sm90(specs)
-    for (dtype, m, stages), got in zip(cases, mains):
+    for (dtype, m, stages, _), got in zip(cases, mains):
         bm, bn, bk, _ = gemm_splitk.tile_for(dtype, m)
         _assert_pipelined(got, dtype, stages, gemm_splitk.stage_bytes(dtype, (bm, bn, bk)), (dtype, m, stages))
     assert fixup["classes"]["local_memory"] == 0, fixup["classes"]

@@ -72,6 +72,10 @@ def _validation_cases():
 def test_validates_at_odd_sizes(variant, dtype, stages, size):
     # fresh inputs per case, reproducible
     seed = zlib.crc32(f"{variant.label} {dtype} {stages} {_shape(variant, size)}".encode())
+    if rule := variant.kernel.refuses(size, dtype):  # a shape the kernel declares it does not take: refused, by name
+        with pytest.raises(ValueError, match=re.escape(rule)):
+            validate(variant, stages, size, seed=seed, device=DEVICE, dtype=dtype)
+        return
     check = validate(variant, stages, size, seed=seed, device=DEVICE, dtype=dtype).check
     assert check.valid, (
         f"{variant.label} {dtype} stages={stages} size={_shape(variant, size)}: {check.message} "

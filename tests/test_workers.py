@@ -5,6 +5,7 @@ workers in spawned processes (tests/workers_fakes.py) standing in for GPUs; and 
 import os
 
 import pytest
+import torch
 import workers_fakes as fakes
 
 from suite.driver.workers import Device, parse_gpus, run_jobs
@@ -116,6 +117,10 @@ def test_a_worker_is_pinned_before_its_setup_imports_anything():
     assert all(r["tag"] == "hello" and r["visible"] == "GPU-bbbb" and r["torch_loaded"] is False for r in rows)
 
 
+@pytest.mark.skipif(
+    torch.cuda.is_available(),
+    reason="the CPU path of the driver: in this process Triton runs in its interpreter only on a machine without a GPU",
+)
 def test_the_real_worker_on_two_cpu_devices_matches_one_process():
     """suite.driver.sweep.execute with two CPU "devices": bench.job_worker in spawned processes (pinned to no GPU:
     the CPU path of the driver) gives the rows the in-process run gives, in the same order, each naming the device

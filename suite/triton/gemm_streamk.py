@@ -173,6 +173,7 @@ def streamk_kernel(
     B_K_MAJOR: tl.constexpr,  # B given N x K (fp8): boxes of [BLOCK_N, BLOCK_K], multiplied transposed
     OUT_DTYPE: tl.constexpr,
     SCALED: tl.constexpr,
+    SHARED: tl.constexpr,  # some tile is shared by several programs: parts go to the workspace (else it is None)
 ):
     pid = tl.program_id(0)
     tiles_m = tl.cdiv(M, BLOCK_M)
@@ -197,7 +198,7 @@ def streamk_kernel(
             acc = _mac_loop(a_desc, b_desc, m0, n0, k_first, k_last, BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR)
             if (k_first == 0) & (k_last == k_tiles):  # the whole tile: no one else touches it
                 _store_c(c, acc, m0, n0, M, N, stride_cm, scale_a, scale_b, BLOCK_M, BLOCK_N, OUT_DTYPE, SCALED)
-            else:
+            elif SHARED:  # (never taken when no tile is shared: then there is no workspace to compile this against)
                 # a part: into this program's slot (0 for its range's first tile, 1 for its last), whole tile, for
                 # the fix-up pass
                 slot = (pid * 2 + (t != first_tile).to(tl.int32)).to(tl.int64) * (BLOCK_M * BLOCK_N)
@@ -317,7 +318,7 @@ class StreamKGemm(TwoPassGemm):
         bm, bn, bk = self.tile
         s = self.schedule
         sched = (s.programs, s.dp_tiles, s.sk_programs, s.sk_iters)
-        meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": GROUP_M}
+        meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": GROUP_M, "SHARED": self.fixups > 0}
         return self._launch_main(streamk_kernel, s.programs, self.tile, self.ops.c.stride(0), *sched, **meta)
 
 
