@@ -99,21 +99,23 @@ def test_ceiling_cadence_halves_when_it_drifts_beyond_its_noise(monkeypatch):
 
 
 def _fake_gpu_run(monkeypatch, opts, clock_step=0.0):
-    """bench.run on CPU tensors with do_bench and nvidia-smi faked; every batch advances the fake clock by
-    ``clock_step`` s. Returns (rows, the callables timed, in order)."""
+    """bench.run with do_bench and nvidia-smi faked, on CPU tensors (on the GPU where there is one: Triton runs in
+    its interpreter only without one); every batch advances the fake clock by ``clock_step`` s. Returns (rows, the
+    callables timed, in order)."""
     now = [0.0]
     timed = []
     monkeypatch.setattr(timing, "now", lambda: now[0])
 
     def fake_time(fn, opts, rep_scale=1.0):
-        fn()  # the real callable runs (torch on the CPU, Triton in the interpreter)
+        fn()  # the real callable runs (on the CPU: torch, and Triton in the interpreter)
         now[0] += clock_step
         timed.append(fn)
         return [1.0] * 12
 
     monkeypatch.setattr(bench, "_time", fake_time)
     monkeypatch.setattr(bench.run_meta, "gpu_state", lambda: {"throttled": False, "sm_clock_mhz": 1980.0})
-    rows = bench.run(opts, on_gpu=True, progress=False, device=torch.device("cpu"))
+    device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
+    rows = bench.run(opts, on_gpu=True, progress=False, device=device)
     return rows, timed
 
 

@@ -10,6 +10,7 @@ import pstats
 import runpy
 import signal
 import sys
+from pathlib import Path
 
 
 def main() -> int:
@@ -17,6 +18,7 @@ def main() -> int:
         print(__doc__, file=sys.stderr)
         return 2
     out, args = sys.argv[1], sys.argv[2:]
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))  # the repository root: the suite package
     profiler = cProfile.Profile()
     stopped = False
 
