@@ -67,6 +67,16 @@ def instruction_classes(sass: str) -> dict[str, int]:
     }
 
 
+@functools.lru_cache(maxsize=256)  # a Triton launcher asks once; every launcher of one compiled kernel asks again
+def _cubin_classes(cubin: bytes) -> tuple[tuple[str, int], ...]:
+    return tuple(instruction_classes(disassemble(cubin)).items())
+
+
+def cubin_instruction_classes(cubin: bytes) -> dict[str, int]:
+    """instruction_classes of a single-kernel cubin's whole listing (a Triton kernel's), counted once per cubin."""
+    return dict(_cubin_classes(cubin))
+
+
 def wgmma_chain(sass: str) -> tuple[int, int]:
     """(HGMMA instructions, those that close a group with ``gsb0``). ptxas chains the wgmma of one commit group and
     marks only the last; when it serializes them (warning C7510) every HGMMA carries gsb0 and is waited on alone."""

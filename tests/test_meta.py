@@ -48,6 +48,7 @@ def test_gpu_target_maps_torchs_current_device(monkeypatch):
 
 
 def test_gpu_state_queries_the_gpu_in_use(monkeypatch):
+    monkeypatch.setattr(meta, "_NVML", {"lib": False})  # no pynvml: nvidia-smi answers
     _fake_gpu(monkeypatch, 1, None)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "2,5")
     calls = []
@@ -72,3 +73,52 @@ def test_gpu_state_queries_the_gpu_in_use(monkeypatch):
     monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
     calls.clear()
     assert meta.gpu_state() == {} and not calls  # no GPU: nvidia-smi is not asked about some other one
+
+
+def test_gpu_state_reads_nvml_when_pynvml_is_there_and_falls_back_to_nvidia_smi(monkeypatch):
+    """With pynvml: the same fields from NVML, for the GPU torch uses (by UUID), and no nvidia-smi process; when NVML
+    fails, nvidia-smi answers."""
+    import sys
+    import types
+
+    _fake_gpu(monkeypatch, 0, "1234-5678")
+    asked = []
+    fake = types.SimpleNamespace(
+        NVML_CLOCK_SM=1,
+        NVML_CLOCK_MEM=2,
+        NVML_TEMPERATURE_GPU=0,
+        nvmlInit=lambda: None,
+        nvmlDeviceGetHandleByUUID=lambda uuid: asked.append(uuid) or "handle",
+        nvmlDeviceGetHandleByIndex=lambda i: pytest.fail("asked by index"),
+        nvmlDeviceGetClockInfo=lambda h, which: {1: 1755, 2: 3201}[which],
+        nvmlDeviceGetTemperature=lambda h, which: 51,
+        nvmlDeviceGetPowerUsage=lambda h: 612500,
+        nvmlDeviceGetCurrentClocksEventReasons=lambda h: 0x20,
+    )
+    monkeypatch.setitem(sys.modules, "pynvml", fake)
+    monkeypatch.setattr(meta, "_NVML", {})
+    smi = []
+    monkeypatch.setattr(meta.subprocess, "run", lambda cmd, **kw: smi.append(cmd) or pytest.fail("nvidia-smi ran"))
+    state = meta.gpu_state()
+    assert state == {
+        "sm_clock_mhz": 1755.0,
+        "mem_clock_mhz": 3201.0,
+        "temperature_c": 51.0,
+        "power_w": 612.5,
+        "throttle_reasons": 0x20,
+        "throttled": True,
+    }
+    assert asked == ["GPU-1234-5678"] and not smi
+    meta.gpu_state()
+    assert asked == ["GPU-1234-5678"]  # the handle is kept
+
+    def broken(h):
+        raise RuntimeError("NVML_ERROR_GPU_IS_LOST")
+
+    fake.nvmlDeviceGetCurrentClocksEventReasons = broken
+    monkeypatch.setattr(
+        meta.subprocess,
+        "run",
+        lambda cmd, **kw: subprocess.CompletedProcess(cmd, 0, stdout="1980, 3201, 45, 612.5, 0x0\n", stderr=""),
+    )
+    assert meta.gpu_state()["sm_clock_mhz"] == 1980.0  # nvidia-smi's answer

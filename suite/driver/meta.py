@@ -79,12 +79,50 @@ def _smi(fields: tuple[str, ...]) -> list[str] | None:
 _ONE_QUERY: list[str] = []  # the reasons field nvidia-smi answered in one query with the state; [] untried, [""] none
 
 
+_NVML: dict = {}  # "lib": the pynvml module once initialized (False: not usable here); target -> device handle
+
+
+def _nvml_state(target: str) -> dict | None:
+    """gpu_state through NVML (the nvidia-ml-py package's pynvml: the library nvidia-smi itself reads, without a
+    process per query); None when pynvml is not installed or NVML does not answer, and nvidia-smi is asked."""
+    try:
+        if "lib" not in _NVML:
+            _NVML["lib"] = False
+            import pynvml
+
+            pynvml.nvmlInit()
+            _NVML["lib"] = pynvml
+        nvml = _NVML["lib"]
+        if not nvml:
+            return None
+        if target not in _NVML:
+            by_uuid = target.startswith(("GPU-", "MIG-"))
+            get = nvml.nvmlDeviceGetHandleByUUID if by_uuid else nvml.nvmlDeviceGetHandleByIndex
+            _NVML[target] = get(target if by_uuid else int(target))
+        handle = _NVML[target]
+        reasons = getattr(nvml, "nvmlDeviceGetCurrentClocksEventReasons", None)  # the new name, then the old
+        reasons = reasons or nvml.nvmlDeviceGetCurrentClocksThrottleReasons
+        values = [
+            nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_SM),
+            nvml.nvmlDeviceGetClockInfo(handle, nvml.NVML_CLOCK_MEM),
+            nvml.nvmlDeviceGetTemperature(handle, nvml.NVML_TEMPERATURE_GPU),
+            nvml.nvmlDeviceGetPowerUsage(handle) / 1000.0,  # mW
+        ]
+        return _state([str(v) for v in values], hex(int(reasons(handle))))
+    except Exception:  # noqa: BLE001 - no pynvml, no NVML, an older driver: nvidia-smi answers instead
+        return None
+
+
 def gpu_state() -> dict:
     """SM / memory clocks (MHz), temperature (C), power (W), the active clock-event (throttle) reasons bitmask and
     whether any of them is a slowdown. Read-only: the suite never changes clocks. Empty without nvidia-smi.
 
-    One nvidia-smi call asks for all of it (it is read after every timed row); when this nvidia-smi does not answer
-    that (an older one, or another reasons field name), the state and the reasons are asked separately."""
+    It is read after every timed row: through NVML where pynvml is installed (microseconds), else one nvidia-smi
+    call asks for all of it; when this nvidia-smi does not answer that (an older one, or another reasons field
+    name), the state and the reasons are asked separately."""
+    target = gpu_target()
+    if target is not None and (state := _nvml_state(target)) is not None:
+        return state
     fields = [_ONE_QUERY[0]] if _ONE_QUERY else list(_REASON_FIELDS)
     for field in fields if fields != [""] else []:
         values = _smi(_STATE_FIELDS + (field,))

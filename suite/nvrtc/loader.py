@@ -108,6 +108,7 @@ class CompiledModule:
     from_cache: bool
     log: str = ""  # NVRTC's and ptxas's warnings from the build (empty when there were none)
     _kernels: dict = field(default_factory=dict, repr=False)
+    _classes: dict = field(default_factory=dict, repr=False)  # instruction_classes, read once per module
 
     def kernel(self, name_expression: str):
         """The cuda.core Kernel for one template instantiation, e.g. ``"scale2_pipeline<3>"`` (needs a GPU)."""
@@ -126,9 +127,14 @@ class CompiledModule:
         return disassemble(self.cubin)  # cached per cubin
 
     def instruction_classes(self) -> dict[str, dict[str, int]]:
-        """Per name expression: counts of the SASS instruction classes the driver reports (suite.sass)."""
-        per_symbol = split_functions(self.sass())
-        return {expr: instruction_classes(per_symbol.get(sym, "")) for expr, sym in self.symbols.items()}
+        """Per name expression: counts of the SASS instruction classes the driver reports (suite.sass). Counted once
+        per module (every launcher built from it asks, and a module's listing is long)."""
+        if not self._classes:
+            per_symbol = split_functions(self.sass())
+            self._classes.update(
+                {expr: instruction_classes(per_symbol.get(sym, "")) for expr, sym in self.symbols.items()}
+            )
+        return {expr: dict(classes) for expr, classes in self._classes.items()}
 
     def kernel_info(self, name_expression: str, smem_per_stage: int, stages: int, **fields) -> KernelInfo:
         """What the tables report about one instantiation, from the cubin alone (no GPU): shared memory of its
