@@ -89,6 +89,31 @@ def split_count(tiles: int, k_tiles: int, sms: int) -> int:
 
 
 @triton.jit
+def mac_loop(
+    a_desc,
+    b_desc,
+    m0,
+    n0,
+    k_first,
+    k_last,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    B_K_MAJOR: tl.constexpr,
+):
+    """The MAINLOOP of split-K and stream-K: K tiles [k_first, k_last) of the tile at (m0, n0), num_stages in flight
+    (TMA into the pipeliner's ring), wgmma on the oldest; zero-filled past K. Returns the fp32 accumulator."""
+    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for kt in range(k_first, k_last):
+        a_tile = a_desc.load([m0, kt * BLOCK_K])
+        if B_K_MAJOR:
+            acc = tl.dot(a_tile, b_desc.load([n0, kt * BLOCK_K]).T, acc)
+        else:
+            acc = tl.dot(a_tile, b_desc.load([kt * BLOCK_K, n0]), acc)
+    return acc
+
+
+@triton.jit
 def splitk_partial_kernel(
     # A and B: descriptors built on the host; C and the fp32 workspace [splits, M, N]: pointers
     a_desc,
@@ -126,14 +151,8 @@ def splitk_partial_kernel(
     k_first = split * k_tiles // splits  # balanced: the remainder spreads over the splits
     k_last = (split + 1) * k_tiles // splits
 
-    # -- MAINLOOP: num_stages K tiles in flight (TMA into a ring), wgmma on the oldest; zero-filled past K --
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for kt in range(k_first, k_last):
-        a_tile = a_desc.load([m0, kt * BLOCK_K])
-        if B_K_MAJOR:
-            acc = tl.dot(a_tile, b_desc.load([n0, kt * BLOCK_K]).T, acc)
-        else:
-            acc = tl.dot(a_tile, b_desc.load([kt * BLOCK_K, n0]), acc)
+    # -- MAINLOOP --
+    acc = mac_loop(a_desc, b_desc, m0, n0, k_first, k_last, BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR)
 
     # -- EPILOGUE --
     rows = m0 + tl.arange(0, BLOCK_M)

@@ -32,7 +32,7 @@ import triton.language as tl
 
 from suite.triton._compiled import kernel_info
 from suite.triton.gemm_desc import GROUP_M, count, dtype_config, num_sms, stage_bytes, tile_origin
-from suite.triton.gemm_splitk import STAGES, TwoPassGemm, TwoPassModule, epilogue_kwargs, new_workspace
+from suite.triton.gemm_splitk import STAGES, TwoPassGemm, TwoPassModule, epilogue_kwargs, mac_loop, new_workspace
 
 FIXUP_ROWS = 2  # rows of a tile per fix-up program: 2 x 256 fp32 over 4 warps, one 16-byte load per thread and partial
 FIXUP_UNROLL = 8  # partials loaded at once (in flight together) before they are added in order
@@ -90,30 +90,6 @@ def schedule(tiles: int, k_tiles: int, sms: int) -> Schedule:
     sk_iters = (tiles - dp_tiles) * k_tiles
     sk_programs = min(sms, sk_iters)
     return Schedule(tiles, k_tiles, sms if dp_tiles else sk_programs, dp_tiles, sk_programs, sk_iters)
-
-
-@triton.jit
-def _mac_loop(
-    a_desc,
-    b_desc,
-    m0,
-    n0,
-    k_first,
-    k_last,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    B_K_MAJOR: tl.constexpr,
-):
-    """K tiles [k_first, k_last) of the tile at (m0, n0), num_stages in flight (TMA into the pipeliner's ring)."""
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for kt in range(k_first, k_last):
-        a_tile = a_desc.load([m0, kt * BLOCK_K])
-        if B_K_MAJOR:
-            acc = tl.dot(a_tile, b_desc.load([n0, kt * BLOCK_K]).T, acc)
-        else:
-            acc = tl.dot(a_tile, b_desc.load([kt * BLOCK_K, n0]), acc)
-    return acc
 
 
 @triton.jit
@@ -183,7 +159,7 @@ def streamk_kernel(
     # -- data-parallel phase: whole tiles, round robin, straight to C --
     for tile in range(pid, dp_tiles, num_programs):
         m0, n0 = tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
-        acc = _mac_loop(a_desc, b_desc, m0, n0, 0, k_tiles, BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR)
+        acc = mac_loop(a_desc, b_desc, m0, n0, 0, k_tiles, BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR)
         _store_c(c, acc, m0, n0, M, N, stride_cm, scale_a, scale_b, BLOCK_M, BLOCK_N, OUT_DTYPE, SCALED)
 
     # -- stream-K phase: this program's contiguous range of iterations, tile by tile --
@@ -195,7 +171,7 @@ def streamk_kernel(
             k_first = (tl.maximum(first, t * k_tiles) - t * k_tiles).to(tl.int32)
             k_last = (tl.minimum(last, (t + 1) * k_tiles) - t * k_tiles).to(tl.int32)
             m0, n0 = tile_origin(dp_tiles + t, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
-            acc = _mac_loop(a_desc, b_desc, m0, n0, k_first, k_last, BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR)
+            acc = mac_loop(a_desc, b_desc, m0, n0, k_first, k_last, BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR)
             if (k_first == 0) & (k_last == k_tiles):  # the whole tile: no one else touches it
                 _store_c(c, acc, m0, n0, M, N, stride_cm, scale_a, scale_b, BLOCK_M, BLOCK_N, OUT_DTYPE, SCALED)
             elif SHARED:  # (never taken when no tile is shared: then there is no workspace to compile this against)
