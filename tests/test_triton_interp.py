@@ -162,38 +162,43 @@ print(json.dumps(out))
 """
 
 
-@pytest.mark.parametrize("stages", tdesc.STAGES)
-@pytest.mark.parametrize("config", DESC_CONFIGS[:2], ids=["bandwidth", "2KiB-run2"])
-def test_desc_vector_is_tma_on_sm90(config, stages):
-    """Compiled by Triton for sm_90 without a GPU: TMA loads and stores (UTMALDG, UTMASTG) on mbarriers, no spills,
-    and S tiles of shared memory at S >= 2 (S - 1 load buffers and the store's): what streaming_info assumes."""
+def test_desc_vector_is_tma_on_sm90():
+    """Compiled by Triton for sm_90 without a GPU (both configurations, every depth, in one compiling process): TMA
+    loads and stores (UTMALDG, UTMASTG) on mbarriers, no spills, and S tiles of shared memory at S >= 2 (S - 1 load
+    buffers and the store's): what streaming_info assumes."""
     import json
     import os
     import subprocess
     import sys
 
+    cases = [(config, stages) for config in DESC_CONFIGS[:2] for stages in tdesc.STAGES]
     env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
     proc = subprocess.run(
         [
             sys.executable,
             "-c",
             _DESC_COMPILE_SCRIPT,
-            json.dumps([[config.rows, config.schedule.run, config.num_warps, stages]]),
+            json.dumps([[c.rows, c.schedule.run, c.num_warps, stages] for c, stages in cases]),
         ],
         capture_output=True,
         text=True,
         env=env,
         check=True,
     )
-    (got,) = json.loads(proc.stdout.strip().splitlines()[-1])
-    classes = got["classes"]
-    assert classes["local_memory"] == 0
-    assert classes["tma"] >= 2 and classes["mbarrier"] > 0, classes
-    assert got["shared"] // config.tile_bytes == max(1, stages)
-    info = tdesc.streaming_info(tdesc.KernelInfo(sass=classes, smem_total=got["shared"], occupancy=1), config, stages)
-    # a run of r tiles keeps at most r in flight, however many buffers: BANDWIDTH's single tile never overlaps
-    assert not info.note
-    assert info.bytes_in_flight_per_sm == min(config.schedule.run, max(1, stages - 1)) * config.tile_bytes
+    compiled = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert len(compiled) == len(cases)
+    for (config, stages), got in zip(cases, compiled):
+        what = f"{config.rows} rows, run {config.schedule.run}, {stages} stages"
+        classes = got["classes"]
+        assert classes["local_memory"] == 0, what
+        assert classes["tma"] >= 2 and classes["mbarrier"] > 0, (what, classes)
+        assert got["shared"] // config.tile_bytes == max(1, stages), what
+        info = tdesc.streaming_info(
+            tdesc.KernelInfo(sass=classes, smem_total=got["shared"], occupancy=1), config, stages
+        )
+        # a run of r tiles keeps at most r in flight, however many buffers: BANDWIDTH's single tile never overlaps
+        assert not info.note, what
+        assert info.bytes_in_flight_per_sm == min(config.schedule.run, max(1, stages - 1)) * config.tile_bytes, what
 
 
 @pytest.mark.parametrize("stages", tgemm.STAGES)
