@@ -2,9 +2,10 @@
 //
 // suite/ptx/gemm.cu's pipeline of pipelines with its first stage written in libcu++ instead of inline PTX:
 //   global --cuda::memcpy_async--> STAGES-deep shared-memory ring --ldmatrix--> 2 register slots --mma.sync--> fp32
-// Everything downstream of shared memory is the PTX kernel's own, from mma_sync_tile.cuh (suite/include): the 128 x 256 x BLOCK_K tile and
-// its 8 warps, the XOR swizzles, the fragment loads and mma.sync wrappers of ptx_wrappers.cuh, the epilogue. The two
-// rows of the table differ only in how the copies are issued and waited for.
+// Everything else is the PTX kernel's own, from mma_sync_tile.cuh (suite/include): the 128 x 256 x BLOCK_K tile and
+// its 8 warps, the XOR swizzles, the ring and MAINLOOP (mma_sync_mainloop), the fragment loads and mma.sync wrappers
+// of ptx_wrappers.cuh, the epilogue. The two rows of the table differ only in their Ring: how the copies are issued
+// and waited for.
 //
 // The ring is shared by the whole block (a warp's ldmatrix reads chunks other threads copied), but the pipeline
 // object is per thread: for cuda::thread_scope_thread libcu++ implements producer_commit() as cp.async.commit_group
@@ -62,100 +63,37 @@ __device__ __forceinline__ void load_tile_async(const Producer& p, const half_bi
     }
 }
 
+// The ring's copies through a cuda::pipeline (mma_sync_mainloop's Ring): one pipeline stage per K tile, waited for
+// with pipeline_consumer_wait_prior and released after its reads.
+template <bool N_ALIGNED, int BLOCK_K>
+struct PipelineRing {
+    static constexpr bool GUARDS_LAST_FRAGMENTS = true;  // no look-ahead into a stage that may hold no tile
+    const Producer& producer;
+    const half_bits* B;
+    int N, K;
+    unsigned char* smem;
+    Pipeline& pipe;
+
+    __device__ __forceinline__ void acquire() { pipe.producer_acquire(); }
+    __device__ __forceinline__ void load(int k_tile, int stage) {
+        load_tile_async<N_ALIGNED, BLOCK_K>(producer, B, N, K, k_tile, smem + stage * KTile<BLOCK_K>::STAGE_BYTES,
+                                            pipe);
+    }
+    __device__ __forceinline__ void commit() { pipe.producer_commit(); }
+    template <int N_PENDING>
+    __device__ __forceinline__ void wait() {
+        cuda::pipeline_consumer_wait_prior<N_PENDING>(pipe);
+    }
+    __device__ __forceinline__ void release() { pipe.consumer_release(); }
+    __device__ __forceinline__ void drain() { cuda::pipeline_consumer_wait_prior<0>(pipe); }
+};
+
 template <int STAGES, bool N_ALIGNED, int BLOCK_K, bool BF16 = false>
 __global__ void __launch_bounds__(THREADS, 1)
     gemm_cuda_pipeline(const half_bits* __restrict__ A, const half_bits* __restrict__ B, half_bits* __restrict__ C,
                        int M, int N, int K) {
-    using T = KTile<BLOCK_K>;
-    static_assert(STAGES >= 1 && STAGES <= 8, "STAGES must be in 1..8 (pipeline_consumer_wait_prior waits 0..7)");
-    extern __shared__ __align__(128) unsigned char smem[];  // (STAGES) x [A 128 x BLOCK_K | B BLOCK_K x 256], swizzled
-    const unsigned smem_base = smem_u32(smem);              // the same ring, as ldmatrix addresses it
-
-    const int lane = threadIdx.x % 32;
-    const int warp = threadIdx.x / 32;
-    const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
-    const TileCoords tile = block_tile(M, N);
-    const Producer producer = make_producer<BLOCK_K>(A, M, K, tile);
-    const FragmentAddresses frag_addr = make_fragment_addresses<BLOCK_K>(warp_m, warp_n, lane);
-    const int num_k_tiles = (K + BLOCK_K - 1) / BLOCK_K;
     Pipeline pipe = cuda::make_pipeline();
-
-    float acc[WARP_TILES_M][WARP_TILES_N][4];  // (4 m-tiles, 8 n-tiles, 4 values): this thread's part of 64x64
-    zero_accumulators(acc);
-
-    Fragments frag[2];  // register double buffer: frag[kk % 2] feeds the mma while frag[(kk + 1) % 2] loads
-
-    if constexpr (STAGES == 1) {
-        // SYNCHRONOUS BASELINE: load a tile, wait for all of it, compute on it, repeat. No copy overlaps math.
-        for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
-            pipe.producer_acquire();
-            load_tile_async<N_ALIGNED, BLOCK_K>(producer, B, N, K, k_tile, smem, pipe);
-            pipe.producer_commit();
-            cuda::pipeline_consumer_wait_prior<0>(pipe);  // the only batch in flight is this tile: wait for all of it
-            __syncthreads();  // every thread's part of the tile has landed: any warp may now read any of it
-            mma_stage<BLOCK_K, BF16>(acc, frag, frag_addr, smem_base);
-            pipe.consumer_release();
-#ifndef PIPESUITE_FAULT_NO_REUSE_BARRIER  // fault injection for the sanitizer self-test (suite/sanitize.py) only
-            __syncthreads();  // every warp has finished reading the tile before the next load overwrites it
-#endif
-        }
-    } else {
-        int k_tile_next = 0;       // next K tile the producer fetches
-        int smem_write_stage = 0;  // ring stage the producer fills next
-        int smem_read_stage = 0;   // ring stage the warps read fragments from
-
-        // Producer step: tile k_tile_next into the write stage as one pipeline batch. A tile past K still commits an
-        // (empty) batch, so that "batch i holds tile i" stays true for every wait below.
-        auto produce_next_tile = [&]() {
-            pipe.producer_acquire();
-            if (k_tile_next < num_k_tiles)
-                load_tile_async<N_ALIGNED, BLOCK_K>(producer, B, N, K, k_tile_next,
-                                                    smem + smem_write_stage * T::STAGE_BYTES, pipe);
-            pipe.producer_commit();
-            ++k_tile_next;
-            advance_stage<STAGES>(smem_write_stage);  // wraps back to the start of the ring
-        };
-
-        // PROLOGUE: fill STAGES - 1 stages.
-#pragma unroll
-        for (int s = 0; s < STAGES - 1; ++s) produce_next_tile();
-        cuda::pipeline_consumer_wait_prior<STAGES - 2>(pipe);  // STAGES - 1 batches, tile 0 the oldest: wait for it
-        __syncthreads();  // tile 0, copied by all threads, is now visible to every warp
-        load_fragments<BLOCK_K>(frag[0], frag_addr, smem_base + smem_read_stage * T::STAGE_BYTES, 0);
-
-        // MAINLOOP (steady state): per K tile, K_STEPS k-steps; each k-step loads the next k-step's fragments while
-        // the tensor cores run on the current ones, and the first k-step also refills one ring stage from global.
-        for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
-#pragma unroll
-            for (int kk = 0; kk < T::K_STEPS; ++kk) {
-                if (kk == T::K_STEPS - 1) {
-                    // Committed so far: STAGES - 1 + (k_tile + 1) batches; the next tile, k_tile + 1, is followed by
-                    // STAGES - 2 newer ones: let those fly and wait only for it.
-                    pipe.consumer_release();
-                    cuda::pipeline_consumer_wait_prior<STAGES - 2>(pipe);
-                    // Every thread's copies of tile k_tile + 1 have landed and every warp has finished its reads of
-                    // the stage the producer refills next; both are needed before either side moves on.
-#ifndef PIPESUITE_FAULT_NO_RING_BARRIER  // fault injection for the sanitizer self-test (suite/sanitize.py) only
-                    __syncthreads();
-#endif
-                    advance_stage<STAGES>(smem_read_stage);  // wraps back to the start of the ring
-                }
-                // Next k-step's fragments: the next k-step of this tile, or the first of the next tile (none after the
-                // last tile: that stage may hold no tile at all).
-                if (kk + 1 < T::K_STEPS || k_tile + 1 < num_k_tiles)
-                    load_fragments<BLOCK_K>(frag[(kk + 1) % 2], frag_addr,
-                                            smem_base + smem_read_stage * T::STAGE_BYTES, (kk + 1) % T::K_STEPS);
-                if (kk == 0) {
-                    // Refill the stage the warps finished reading in the previous K tile (the barrier at its last
-                    // k-step guarantees no warp still reads it) with tile k_tile + STAGES - 1.
-                    produce_next_tile();
-                }
-                warp_mma<BF16>(acc, frag[kk % 2]);
-            }
-        }
-        cuda::pipeline_consumer_wait_prior<0>(pipe);  // only empty batches (tiles past K) can be pending: drain them
-    }
-
-    // EPILOGUE
-    store_accumulators<BF16>(C, M, N, tile.m0 + warp_m * WARP_M, tile.n0 + warp_n * WARP_N, acc, lane);
+    mma_sync_gemm_block<STAGES, BLOCK_K, BF16>(A, C, M, N, K, [&](const Producer& producer, unsigned char* smem) {
+        return PipelineRing<N_ALIGNED, BLOCK_K>{producer, B, N, K, smem, pipe};
+    });
 }

@@ -256,6 +256,95 @@ __device__ __forceinline__ void mma_stage(float (&acc)[WARP_TILES_M][WARP_TILES_
     }
 }
 
+// The ring and MAINLOOP of both Ampere GEMMs (ptx/gemm.cu: cp.async commit groups; cuda/gemm.cu: a cuda::pipeline).
+// `Ring` is the one thing they do differently, how the copies of one K tile into a ring stage are issued and waited for:
+//   acquire(), commit()   open and close one tile's batch of copies (a commit group; a pipeline stage)
+//   load(k_tile, stage)   issue this thread's copies of K tile `k_tile` into ring stage `stage`
+//   wait<N>()             wait until at most N batches, the newest, are still in flight
+//   release()             this thread is done reading the oldest stage (cuda::pipeline's consumer_release)
+//   drain()               wait for every batch before the block exits
+//   GUARDS_LAST_FRAGMENTS how the last k-step's look-ahead into the tile after the last is kept off never-written
+//                         shared memory: skip that fragment load (true), or zero the stage up front (false)
+// STAGES == 1 is the synchronous baseline: load a tile, wait for all of it, compute on it, repeat.
+template <int STAGES, int BLOCK_K, bool BF16, class Ring>
+__device__ __forceinline__ void mma_sync_mainloop(Ring& ring, float (&acc)[WARP_TILES_M][WARP_TILES_N][4],
+                                                  Fragments (&frag)[2], const FragmentAddresses& frag_addr,
+                                                  unsigned smem_base, int num_k_tiles) {
+    using T = KTile<BLOCK_K>;
+    if constexpr (STAGES == 1) {
+        // SYNCHRONOUS BASELINE: no copy overlaps math.
+        for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
+            ring.acquire();
+            ring.load(k_tile, 0);
+            ring.commit();
+            ring.template wait<0>();  // the only batch in flight is this tile: wait for all of it
+            __syncthreads();          // every thread's part of the tile has landed: any warp may now read any of it
+            mma_stage<BLOCK_K, BF16>(acc, frag, frag_addr, smem_base);
+            ring.release();
+#ifndef PIPESUITE_FAULT_NO_REUSE_BARRIER  // fault injection for the sanitizer self-test (suite/sanitize.py) only
+            __syncthreads();  // every warp has finished reading the tile before the next load overwrites it
+#endif
+        }
+    } else {
+        int k_tile_next = 0;       // next K tile the producer fetches
+        int smem_write_stage = 0;  // ring stage the producer fills next
+        int smem_read_stage = 0;   // ring stage the warps read fragments from
+
+        // Producer step: tile k_tile_next into the write stage as one batch. A tile past K still commits an (empty)
+        // batch, so that "batch i holds tile i" stays true for every wait below.
+        auto produce_next_tile = [&]() {
+            ring.acquire();
+            if (k_tile_next < num_k_tiles) ring.load(k_tile_next, smem_write_stage);
+            ring.commit();
+            ++k_tile_next;
+            advance_stage<STAGES>(smem_write_stage);  // wraps back to the start of the ring
+        };
+
+        // PROLOGUE: fill STAGES - 1 stages.
+#pragma unroll
+        for (int s = 0; s < STAGES - 1; ++s) produce_next_tile();
+        if constexpr (!Ring::GUARDS_LAST_FRAGMENTS) {
+            // The mainloop's last k-step loads (and never uses) the first fragments of tile num_k_tiles, the one
+            // after the last, from stage num_k_tiles % STAGES. With num_k_tiles >= STAGES that stage holds an earlier
+            // tile; with fewer K tiles than stages no copy ever writes it: zero it, so that no read sees
+            // uninitialized shared memory. Short-K blocks only, here, outside the mainloop.
+            if (num_k_tiles < STAGES) zero_stage<BLOCK_K>(smem_base + num_k_tiles * T::STAGE_BYTES);
+        }
+        ring.template wait<STAGES - 2>();  // STAGES - 1 batches, tile 0 the oldest: let the newer STAGES - 2 fly
+        __syncthreads();  // tile 0, copied by all threads, is now visible to every warp (and so is a zeroed stage)
+        load_fragments<BLOCK_K>(frag[0], frag_addr, smem_base + smem_read_stage * T::STAGE_BYTES, 0);
+
+        // MAINLOOP (steady state): per K tile, K_STEPS k-steps; each k-step loads the next k-step's fragments while
+        // the tensor cores run on the current ones, and the first k-step also refills one ring stage from global.
+        for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
+#pragma unroll
+            for (int kk = 0; kk < T::K_STEPS; ++kk) {
+                if (kk == T::K_STEPS - 1) {
+                    // Committed so far: STAGES - 1 + (k_tile + 1) batches; the next tile, k_tile + 1, is followed by
+                    // STAGES - 2 newer ones: let those fly and wait only for it.
+                    ring.release();
+                    ring.template wait<STAGES - 2>();
+                    // Every thread's copies of tile k_tile + 1 have landed and every warp has finished its reads of
+                    // the stage the producer refills next; both are needed before either side moves on.
+#ifndef PIPESUITE_FAULT_NO_RING_BARRIER  // fault injection for the sanitizer self-test (suite/sanitize.py) only
+                    __syncthreads();
+#endif
+                    advance_stage<STAGES>(smem_read_stage);  // wraps back to the start of the ring
+                }
+                // Next k-step's fragments: the next k-step of this tile, or the first of the next tile.
+                if (!Ring::GUARDS_LAST_FRAGMENTS || kk + 1 < T::K_STEPS || k_tile + 1 < num_k_tiles)
+                    load_fragments<BLOCK_K>(frag[(kk + 1) % 2], frag_addr,
+                                            smem_base + smem_read_stage * T::STAGE_BYTES, (kk + 1) % T::K_STEPS);
+                // Refill the stage the warps finished reading in the previous K tile (the barrier at its last
+                // k-step guarantees no warp still reads it) with tile k_tile + STAGES - 1.
+                if (kk == 0) produce_next_tile();
+                warp_mma<BF16>(acc, frag[kk % 2]);
+            }
+        }
+        ring.drain();  // only empty batches (tiles past K) can be pending: drain them before exit
+    }
+}
+
 // Epilogue: accumulators -> fp16 -> C, bounds-checked. Thread holds rows lane/4 and lane/4 + 8 of each mma tile,
 // columns 2 * (lane % 4) and +1; those two columns go out as one 32-bit store when N is even.
 template <bool BF16 = false>
@@ -275,3 +364,31 @@ __device__ __forceinline__ void store_accumulators(half_bits* C, int M, int N, i
             }
 }
 
+// One block of either Ampere GEMM: its 128 x 256 tile of C, the producer's and the warps' fragment addresses, the
+// accumulators, the ring and MAINLOOP (mma_sync_mainloop) and the EPILOGUE. `make_ring(producer, smem)` builds the
+// kernel's Ring (mma_sync_mainloop) from this block's producer state and its dynamic shared memory.
+template <int STAGES, int BLOCK_K, bool BF16, class MakeRing>
+__device__ __forceinline__ void mma_sync_gemm_block(const half_bits* A, half_bits* C, int M, int N, int K,
+                                                    MakeRing make_ring) {
+    static_assert(STAGES >= 1 && STAGES <= 8, "STAGES must be in 1..8 (a ring's wait takes 0..7 pending batches)");
+    extern __shared__ __align__(128) unsigned char smem[];  // (STAGES) x [A 128 x BLOCK_K | B BLOCK_K x 256], swizzled
+    const unsigned smem_base = smem_u32(smem);              // the same ring, as ldmatrix addresses it
+
+    const int lane = threadIdx.x % 32;
+    const int warp = threadIdx.x / 32;
+    const int warp_m = warp / WARPS_N, warp_n = warp % WARPS_N;
+    const TileCoords tile = block_tile(M, N);
+    const Producer producer = make_producer<BLOCK_K>(A, M, K, tile);
+    const FragmentAddresses frag_addr = make_fragment_addresses<BLOCK_K>(warp_m, warp_n, lane);
+    const int num_k_tiles = (K + BLOCK_K - 1) / BLOCK_K;
+    auto ring = make_ring(producer, smem);
+
+    float acc[WARP_TILES_M][WARP_TILES_N][4];  // (4 m-tiles, 8 n-tiles, 4 values): this thread's part of 64x64
+    zero_accumulators(acc);
+    Fragments frag[2];  // register double buffer: frag[kk % 2] feeds the mma while frag[(kk + 1) % 2] loads
+
+    mma_sync_mainloop<STAGES, BLOCK_K, BF16>(ring, acc, frag, frag_addr, smem_base, num_k_tiles);
+
+    // EPILOGUE
+    store_accumulators<BF16>(C, M, N, tile.m0 + warp_m * WARP_M, tile.n0 + warp_n * WARP_N, acc, lane);
+}
