@@ -213,25 +213,8 @@ def gemm_gluon_kernel(
         [
             (
                 _consumer,
-                (
-                    c_desc,
-                    a_ring,
-                    b_ring,
-                    ready,
-                    empty,
-                    c_smem,
-                    scale_a,
-                    scale_b,
-                    M,
-                    N,
-                    K,
-                    GROUP_M,
-                    STAGES,
-                    B_K_MAJOR,
-                    SCALED,
-                    INSTR_K,
-                    num_warps,
-                ),
+                (c_desc, a_ring, b_ring, ready, empty, c_smem, scale_a, scale_b, M, N, K)
+                + (GROUP_M, STAGES, B_K_MAJOR, SCALED, INSTR_K, num_warps),
             ),
             (_producer, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, GROUP_M, STAGES, B_K_MAJOR)),
         ],
