@@ -57,6 +57,12 @@ def load(path: str | Path) -> tuple[dict, list[dict], Path]:
     return data["meta"], data["rows"], file
 
 
+OUT_HELP = (
+    "write table.md, results.csv, the plots and a copy of results.json here (default: into DIR, leaving its "
+    "results.json as it is)"
+)
+
+
 def main(argv=None) -> int:
     p = _Parser(
         prog="python -m suite.report",
@@ -65,13 +71,7 @@ def main(argv=None) -> int:
         epilog=__doc__.split("\n\n", 1)[1],
     )
     p.add_argument("dir", type=Path, metavar="DIR", help="a results directory, or its results.json")
-    p.add_argument(
-        "--out",
-        type=Path,
-        metavar="OUT",
-        help="write table.md, results.csv, the plots and a copy of results.json here (default: into DIR, "
-        "leaving its results.json as it is)",
-    )
+    p.add_argument("--out", type=Path, metavar="OUT", help=OUT_HELP)
     p.add_argument("--verbose", action="store_true", help="the full tables even when nothing was timed")
     args = p.parse_args(argv)
 

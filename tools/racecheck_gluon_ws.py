@@ -39,7 +39,7 @@ def main(which: str) -> None:
             a = torch.randn(m, k, device="cuda", dtype=torch.float16)
             b = torch.randn(k, n, device="cuda", dtype=torch.float16)
             c = torch.full((m, n), float("nan"), device="cuda", dtype=torch.float16)
-            GluonGemm(a, b, c, 3)()
+            GluonGemm((a, b), c, 3)()
     torch.cuda.synchronize()
     print("done", which)
 

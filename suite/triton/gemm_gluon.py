@@ -65,6 +65,12 @@ GL_DTYPES = {"fp16": gl.float16, "bf16": gl.bfloat16, "fp8e4m3": gl.float8e4nv}
 
 
 @gluon.jit
+def _tile_counts(M, N, K, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr):
+    """Both partitions walk the same persistent schedule: C's tiles along M and N, and the K tiles of each."""
+    return gl.cdiv(M, BLOCK_M), gl.cdiv(N, BLOCK_N), gl.cdiv(K, BLOCK_K)
+
+
+@gluon.jit
 def _producer(
     a_desc,
     b_desc,
@@ -82,9 +88,7 @@ def _producer(
     BLOCK_M: gl.constexpr = a_desc.block_type.shape[0]
     BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
     BLOCK_N: gl.constexpr = b_desc.block_type.shape[0] if B_K_MAJOR else b_desc.block_type.shape[1]
-    tiles_m = gl.cdiv(M, BLOCK_M)
-    tiles_n = gl.cdiv(N, BLOCK_N)
-    k_tiles = gl.cdiv(K, BLOCK_K)
+    tiles_m, tiles_n, k_tiles = _tile_counts(M, N, K, BLOCK_M, BLOCK_N, BLOCK_K)
     smem_write_stage = 0
     lap = 0
     for tile in range(gl.program_id(0), tiles_m * tiles_n, gl.num_programs(0)):
@@ -134,9 +138,7 @@ def _consumer(
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BLOCK_N, INSTR_K]
     )
-    tiles_m = gl.cdiv(M, BLOCK_M)
-    tiles_n = gl.cdiv(N, BLOCK_N)
-    k_tiles = gl.cdiv(K, BLOCK_K)
+    tiles_m, tiles_n, k_tiles = _tile_counts(M, N, K, BLOCK_M, BLOCK_N, BLOCK_K)
     smem_read_stage = 0
     lap = 0
     for tile in range(gl.program_id(0), tiles_m * tiles_n, gl.num_programs(0)):
@@ -243,21 +245,13 @@ def descriptors(
 
 
 class GluonGemm:
-    """The persistent warp-specialized Gluon GEMM at ``stages`` (GPU of compute capability 9.0 only); fp8 takes its
-    scales after C."""
+    """The persistent warp-specialized Gluon GEMM at ``stages`` (GPU of compute capability 9.0 only), on the
+    problem's inputs: (A, B), or (A, B, scale_a, scale_b) for fp8."""
 
-    def __init__(
-        self,
-        a: torch.Tensor,
-        b: torch.Tensor,
-        c: torch.Tensor,
-        stages: int,
-        scale_a: torch.Tensor | None = None,
-        scale_b: torch.Tensor | None = None,
-    ):
+    def __init__(self, inputs: tuple, c: torch.Tensor, stages: int):
         check_stages(stages, STAGES)
-        inputs = (a, b) if scale_a is None and scale_b is None else (a, b, scale_a, scale_b)
         ops = gemm_operands(inputs, c, DTYPES)
+        a, b = ops.a, ops.b
         m, n, k = ops.m, ops.n, ops.k
         self.ops = ops
         self.operands = Operands(a, b, c, b_k_major=ops.b_k_major)
@@ -330,7 +324,7 @@ class WarpSpecialized(TritonModule):
         return self.stages  # 48 KiB stages at every dtype (gemm_desc.TILES) and the same C tile: the same rings fit
 
     def launch(self, inputs, out, stages):
-        return GluonGemm(inputs[0], inputs[1], out, stages, *inputs[2:])
+        return GluonGemm(inputs, out, stages)
 
 
 KERNEL = WarpSpecialized()
