@@ -100,14 +100,8 @@ def test_gpu_state_reads_nvml_when_pynvml_is_there_and_falls_back_to_nvidia_smi(
     smi = []
     monkeypatch.setattr(meta.subprocess, "run", lambda cmd, **kw: smi.append(cmd) or pytest.fail("nvidia-smi ran"))
     state = meta.gpu_state()
-    assert state == {
-        "sm_clock_mhz": 1755.0,
-        "mem_clock_mhz": 3201.0,
-        "temperature_c": 51.0,
-        "power_w": 612.5,
-        "throttle_reasons": 0x20,
-        "throttled": True,
-    }
+    fields = ("sm_clock_mhz", "mem_clock_mhz", "temperature_c", "power_w", "throttle_reasons", "throttled")
+    assert set(state) == set(fields) and [state[f] for f in fields] == [1755.0, 3201.0, 51.0, 612.5, 0x20, True]
     assert asked == ["GPU-1234-5678"] and not smi
     meta.gpu_state()
     assert asked == ["GPU-1234-5678"]  # the handle is kept
