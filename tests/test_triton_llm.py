@@ -413,6 +413,15 @@ def _descs(dtype, rows_a, rows_b, bk):
     return {"a_desc": desc(dtype, [rows_a, bk]), "b_desc": desc(dtype, [rows_b, bk] if fp8 else [bk, rows_b])}
 
 
+def _main_pass_signature(dtype, rows_a, rows_b, bk, *ints):
+    """The signature every main pass shares (split-K, stream-K, decode: one launch convention): A's and B's
+    descriptors, C, the fp32 workspace, M, N, K, then its own integer arguments ``ints``."""
+    from sm90_compile import OUT_TYPES
+
+    tail = {name: "i32" for name in ("M", "N", "K", *ints)}
+    return {**_descs(dtype, rows_a, rows_b, bk), "c": f"*{OUT_TYPES[dtype]}", "workspace": "*fp32", **tail}
+
+
 def _spec(fn, dtype, sig, meta, stages, warps, aligned):
     from sm90_compile import scales
 
@@ -441,7 +450,7 @@ def test_split_k_on_sm90():
     """Both tiles (64 and 128 rows) at every dtype and the deepest ring, plus the shallowest, the partial and the
     direct epilogue: wgmma on TMA loads, no spills, no atomics, within 227 KiB; the reduction pass at MAX_SPLITS
     unrolled without spills."""
-    from sm90_compile import OUT_TYPES, compile_sm90
+    from sm90_compile import compile_sm90
 
     fn = "suite.triton.gemm_splitk:splitk_partial_kernel"
     cases = [(d, m, max(gemm_splitk.STAGES), True) for d, m in (("fp16", 16), ("fp16", 1000), ("bf16", 1000))]
@@ -450,16 +459,7 @@ def test_split_k_on_sm90():
     specs = []
     for dtype, m, stages, split in cases:
         bm, bn, bk, warps = gemm_splitk.tile_for(dtype, m)
-        sig = {
-            **_descs(dtype, bm, bn, bk),
-            "c": f"*{OUT_TYPES[dtype]}",
-            "workspace": "*fp32",
-            "M": "i32",
-            "N": "i32",
-            "K": "i32",
-            "splits": "i32",
-            "stride_cm": "i32",
-        }
+        sig = _main_pass_signature(dtype, bm, bn, bk, "splits", "stride_cm")
         meta = {
             "BLOCK_M": bm,
             "BLOCK_N": bn,
@@ -497,7 +497,7 @@ def test_split_k_on_sm90():
 
 @CPU_ONLY
 def test_stream_k_on_sm90():
-    from sm90_compile import OUT_TYPES, compile_sm90
+    from sm90_compile import compile_sm90
 
     fn = "suite.triton.gemm_streamk:streamk_kernel"
     # (dtype, M, stages, some tile shared): with no tile shared the launcher passes no workspace (None)
@@ -506,19 +506,9 @@ def test_stream_k_on_sm90():
     specs = []
     for dtype, m, stages, shared in cases:
         bm, bn, bk, warps = gemm_splitk.tile_for(dtype, m)
-        sig = {
-            **_descs(dtype, bm, bn, bk),
-            "c": f"*{OUT_TYPES[dtype]}",
-            "workspace": "*fp32",
-            "M": "i32",
-            "N": "i32",
-            "K": "i32",
-            "stride_cm": "i32",
-            "num_programs": "i32",
-            "dp_tiles": "i32",
-            "sk_programs": "i32",
-            "sk_iters": "i32",
-        }
+        sig = _main_pass_signature(
+            dtype, bm, bn, bk, "stride_cm", "num_programs", "dp_tiles", "sk_programs", "sk_iters"
+        )
         meta = {
             "BLOCK_M": bm,
             "BLOCK_N": bn,
@@ -573,7 +563,7 @@ def test_stream_k_on_sm90():
 def test_decode_on_sm90():
     """The widest and narrowest tiles of the rule, every dtype, the deepest ring (5 stages of up to 40 KiB): wgmma
     with the weight on its M side (HGMMA; QGMMA for fp8) on TMA loads, no spills, within 227 KiB."""
-    from sm90_compile import OUT_TYPES, compile_sm90
+    from sm90_compile import compile_sm90
 
     fn = "suite.triton.gemm_decode:decode_kernel"
     cases = [("fp16", 64, 16), ("fp16", 128, 64), ("bf16", 128, 32), ("fp8e4m3", 64, 16), ("fp8e4m3", 128, 64)]
@@ -581,16 +571,7 @@ def test_decode_on_sm90():
     specs = []
     for dtype, block_w, block_t in cases:
         bk = gemm_decode.block_k_for(dtype, block_w, block_t)
-        sig = {
-            **_descs(dtype, block_t, block_w, bk),
-            "c": f"*{OUT_TYPES[dtype]}",
-            "workspace": "*fp32",
-            "M": "i32",
-            "N": "i32",
-            "K": "i32",
-            "splits": "i32",
-            "stride_cm": "i32",
-        }
+        sig = _main_pass_signature(dtype, block_t, block_w, bk, "splits", "stride_cm")
         meta = {
             "BLOCK_W": block_w,
             "BLOCK_T": block_t,
