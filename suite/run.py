@@ -19,6 +19,8 @@ import sys
 import textwrap
 from pathlib import Path
 
+from suite.driver import timing
+
 PROBLEM_NAMES = ("vector", "gemm")
 DTYPES = ("fp32", "fp16", "bf16", "fp8e4m3")  # suite.problems: every problem's DType names
 SHAPE_SETS = ("square", "llm", "long-k")  # suite.problems: Problem.shape_sets
@@ -181,10 +183,13 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     p.add_argument(
         "--timer",
-        choices=("adaptive", "fixed"),
-        default="adaptive",
-        help="adaptive (default): sample each row until its median is known to +-0.25%% (95%% CI) or "
-        "375 ms of samples; fixed: 200 ms of samples, 400 ms more when the spread is above 1%%",
+        choices=timing.TIMERS,
+        default="burst",
+        help="burst (default): sample each row in 20 ms batches, each begun once the GPU reports no power-cap or "
+        "thermal slowdown, until its median is known to +-0.25%% (95%% CI) or 6 batches; adaptive: the same "
+        "stop rule on sustained back-to-back load (the clocks at the power cap; heavy rows vary by several "
+        "percent run to run), 375 ms of samples at most; fixed: 200 ms of samples, 400 ms more when the spread "
+        "is above 1%%",
     )
     args = p.parse_args(argv)
     if args.size and (not args.problem or len(args.problem) != 1):

@@ -293,7 +293,11 @@ def test_driver_timing_logic_with_a_fake_clock(monkeypatch):
     monkeypatch.setattr(bench, "_time", fake_time)
     monkeypatch.setattr(bench.run_meta, "gpu_state", lambda: {"throttled": True, "sm_clock_mhz": 1500.0})
     opts = bench.Options(
-        problems=("vector",), sizes={"vector": (3 * 8192 + 5,)}, backends=("torch", "triton"), stages=(2,)
+        problems=("vector",),
+        sizes={"vector": (3 * 8192 + 5,)},
+        backends=("torch", "triton"),
+        stages=(2,),
+        timer="adaptive",  # its later batches are twice as long
     )
     # on a CPU machine the Triton kernel runs in the interpreter on CPU tensors; on a GPU machine, on the GPU
     rows = bench.run(opts, on_gpu=True, progress=False, device=torch.device("cuda" if HAS_GPU else "cpu"))

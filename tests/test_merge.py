@@ -291,4 +291,4 @@ def test_cli_merges_real_cpu_shards_into_the_unsharded_run(tmp_path):
     phases = s2["meta"]["phase_seconds"]  # where the time went, and the timer's rule and power regime
     assert {"startup", "meta", "plan", "compile", "validate", "reports", "total"} <= set(phases)
     assert phases["total"] >= phases["validate"] > 0
-    assert s2["meta"]["timer"]["name"] == "adaptive" and "power cap" in s2["meta"]["timer"]["power_regime"]
+    assert s2["meta"]["timer"]["name"] == "burst" and "power limit" in s2["meta"]["timer"]["power_regime"]

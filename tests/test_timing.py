@@ -1,5 +1,6 @@
-"""The adaptive timer's stop rule, the ceiling's cadence, phase_seconds, and a GPU that stops answering mid-run, on
-fakes (do_bench, nvidia-smi and the clock replaced): the driver's GPU path runs on CPU tensors."""
+"""The burst and adaptive timers' stop rule, the burst timer's wait for the power cap, the ceiling's cadence,
+phase_seconds, and a GPU that stops answering mid-run, on fakes (do_bench, nvidia-smi and the clock replaced): the
+driver's GPU path runs on CPU tensors."""
 
 import random
 import subprocess
@@ -61,13 +62,66 @@ def test_the_adaptive_timer_warms_up_once_and_doubles_its_batches(monkeypatch):
     monkeypatch.setattr(bench, "_time", fake_time)
     monkeypatch.setattr(bench.run_meta, "gpu_state", lambda: {"sm_clock_mhz": 1755.0, "throttled": False})
     phases = timing.Phases()
-    row = bench._measure(lambda: None, bench.Options(), phases)
+    row = bench._measure(lambda: None, bench.Options(timer="adaptive"), phases)
     assert calls == [(25.0, 25.0), (0.0, 50.0), (0.0, 100.0), (0.0, 200.0)]  # 375 ms of samples at most
     assert row["batches"] == 4 and row["precision_met"] is False and row["samples"] == 48
     assert row["sm_clock_mhz"] == 1755.0 and set(phases.seconds) == {"time", "gpu_state"}
     calls.clear()
-    bench._measure(lambda: None, bench.Options(quick=True))
+    bench._measure(lambda: None, bench.Options(timer="adaptive", quick=True))
     assert calls == [(25.0, 10.0), (0.0, 20.0), (0.0, 40.0)]
+
+
+def _fake_power_cap(monkeypatch, capped_reads: int):
+    """gpu_state reports the SW power cap (0x4) for the first ``capped_reads`` reads, then only idle (0x1); the
+    cool-down's clock advances by its sleeps. Returns the list of reads' reasons."""
+    now, reads = [0.0], []
+    monkeypatch.setattr(timing, "now", lambda: now[0])
+    monkeypatch.setattr(timing, "sleep", lambda s: now.__setitem__(0, now[0] + s))
+
+    def state():
+        reads.append(0x4 if len(reads) < capped_reads else 0x1)
+        return {"sm_clock_mhz": 1980.0, "throttle_reasons": reads[-1], "throttled": bool(reads[-1] & 0x4)}
+
+    monkeypatch.setattr(bench.run_meta, "gpu_state", state)
+    return reads
+
+
+def test_the_burst_timer_waits_for_the_power_cap_to_clear_before_every_batch(monkeypatch):
+    calls, rng = [], random.Random(0)
+
+    def fake_time(fn, opts, rep_scale=1.0):
+        calls.append((opts.warmup_ms, opts.rep_ms * rep_scale, len(reads)))
+        return [1.0 + rng.random() for _ in range(12)]  # never precise enough
+
+    monkeypatch.setattr(bench, "_time", fake_time)
+    reads = _fake_power_cap(monkeypatch, capped_reads=5)
+    phases = timing.Phases()
+    row = bench._measure(lambda: None, bench.Options(), phases)  # the default timer
+    # 6 bursts of 20 ms after 5 ms of warm-up each; the first after 5 sleeps of 10 ms (5 capped reads, then clear),
+    # each later one after a single read that finds the cap clear
+    assert [c[:2] for c in calls] == [(5.0, 20.0)] * 6
+    assert [c[2] for c in calls] == [6, 7, 8, 9, 10, 11]
+    assert row["cooldown_s"] == pytest.approx(0.05) and row["below_cap"] is True and row["batches"] == 6
+    assert phases.seconds["cool_down"] == pytest.approx(0.05) and "time" in phases.seconds
+    calls.clear()
+    bench._measure(lambda: None, bench.Options(quick=True))
+    assert [c[:2] for c in calls] == [(5.0, 10.0)] * 3
+
+
+def test_a_power_cap_that_does_not_clear_is_waited_for_3_s_and_flagged(monkeypatch):
+    monkeypatch.setattr(bench, "_time", lambda fn, opts, rep_scale=1.0: [1.0] * 12)
+    _fake_power_cap(monkeypatch, capped_reads=10**6)
+    row = bench._measure(lambda: None, bench.Options())
+    assert row["below_cap"] is False and row["cooldown_s"] == pytest.approx(timing.COOL_MAX_S, abs=0.02)
+    row.update(measured=True, ceiling=False, note="")
+    bench._throughput_and_flags(bench.PROBLEMS["vector"], 4096, [row], ceiling_ms=1.0)
+    assert "still on after 3 s" in row["note"]
+
+
+def test_without_throttle_reasons_the_burst_timer_does_not_wait(monkeypatch):
+    monkeypatch.setattr(timing, "sleep", lambda s: pytest.fail("slept without a state to wait for"))
+    waited, clear = timing.cool_down(dict)
+    assert clear is None and waited < 0.1
 
 
 def test_the_fixed_timer_is_the_old_rule(monkeypatch):
@@ -206,7 +260,9 @@ def test_phases_add_up():
 
 
 def test_timer_metadata_states_the_rule_and_the_power_regime():
-    adaptive, fixed = timing.describe_timer("adaptive"), timing.describe_timer("fixed")
+    burst, adaptive, fixed = (timing.describe_timer(t) for t in timing.TIMERS)
+    assert burst["name"] == "burst" and "no power-cap" in burst["rule"] and "+-0.25%" in burst["rule"]
+    assert burst["power_regime"].startswith("burst") and burst["stop_rule"]["batch_ms"] == 20.0
     assert "95% confidence interval" in adaptive["rule"] and "+-0.25%" in adaptive["rule"]
     assert adaptive["stop_rule"]["precision"] == 0.0025 and "power cap" in adaptive["power_regime"]
     assert "200 ms" in fixed["rule"] and "after every row" in fixed["ceiling"]

@@ -11,9 +11,11 @@ its first call, which is this one.
 
 Timing: ``triton.testing.do_bench`` (CUDA events around each call; the L2 is flushed before every call by writing a
 256 MB buffer, outside the timed region; warm-up calls excluded), median and interquartile range of all samples.
-How long a row is sampled and when the ceiling is timed again are suite.driver.timing's rules (adaptive by default:
-until the median is known to +-0.25%; ``Options.timer = "fixed"``: the earlier fixed budget). The ceiling's samples
-are pooled and every ratio of the job is taken against their median: numbers from one GPU, taken in one stretch.
+How long a row is sampled, in which power regime, and when the ceiling is timed again are suite.driver.timing's
+rules (by default the burst timer: 20 ms batches, each begun with the power cap clear, until the median is known to
++-0.25%; ``Options.timer = "adaptive"``: the same stop rule on sustained load; ``"fixed"``: the earlier budget).
+The ceiling's samples are pooled and every ratio of the job is taken against their median: numbers from one GPU,
+taken in one stretch.
 
 After a row fails on a GPU, the driver asks the GPU whether it still answers; when it does not (a sticky CUDA
 error, a GPU off the bus), the rows not finished are marked failed with the reason instead of failing one by one.
@@ -58,7 +60,7 @@ class Options:
     seed: int = 0
     warmup_ms: float = 25.0
     rep_ms: float = 200.0  # the fixed timer's budget (a quarter with --quick)
-    timer: str = "adaptive"  # "adaptive" (suite.driver.timing's stop rule) or "fixed" (rep_ms of samples)
+    timer: str = "burst"  # suite.driver.timing.TIMERS: "burst", "adaptive" (sustained) or "fixed" (rep_ms of samples)
 
 
 def _row(problem: Problem, size, variant: Variant, stages, dtype: str | None = None) -> dict:
@@ -288,29 +290,47 @@ MAX_SPREAD = 0.01  # interquartile range / median above which a row is flagged (
 
 
 def stop_rule(opts: Options) -> timing.StopRule:
-    return timing.ADAPTIVE_QUICK if opts.quick else timing.ADAPTIVE
+    return timing.stop_rule(opts.timer, opts.quick)
 
 
-def _sample(fn: Callable[[], None], opts: Options) -> timing.Sampled:
-    """The adaptive timer (suite.driver.timing): batches of ``_time`` until the median is known to the stop rule's
-    precision or its batches are spent. Only the first batch warms up; each later one is twice the one before."""
+def _sample(fn: Callable[[], None], opts: Options, cooled: dict | None = None) -> timing.Sampled:
+    """The burst or the adaptive timer (suite.driver.timing): batches of ``_time`` until the median is known to the
+    stop rule's precision or its batches are spent. Adaptive: only the first batch warms up, each later one is twice
+    the one before. Burst: every batch waits for the clock slowdown to clear (``cooled`` accumulates the seconds
+    waited and whether it always cleared), then warms up briefly."""
     rule = stop_rule(opts)
     first = replace(opts, rep_ms=rule.batch_ms, quick=False)
-    later = replace(first, warmup_ms=0.0)
-    return timing.sample(lambda k: _time(fn, first if k == 0 else later, rep_scale=2.0**k), rule)
+    if opts.timer != "burst":
+        later = replace(first, warmup_ms=0.0)
+        return timing.sample(lambda k: _time(fn, first if k == 0 else later, rep_scale=rule.batch_scale(k)), rule)
+    burst = replace(first, warmup_ms=timing.BURST_WARMUP_MS)
+    cooled = cooled if cooled is not None else {}
+
+    def batch(k: int) -> list[float]:
+        waited, clear = timing.cool_down(run_meta.gpu_state)
+        cooled["cooldown_s"] = cooled.get("cooldown_s", 0.0) + waited
+        cooled["below_cap"] = clear if cooled.get("below_cap", True) is not False else False
+        return _time(fn, burst)
+
+    return timing.sample(batch, rule)
 
 
 def _measure(fn: Callable[[], None], opts: Options, phases: timing.Phases | None = None) -> dict:
-    """Time ``fn`` with the options' timer (the adaptive stop rule, or the fixed budget: re-timed with twice the
-    repetitions when the relative spread is above MAX_SPREAD, samples pooled). Reads the GPU's clocks and throttle
-    state right after (counted as the "gpu_state" phase, the sampling as "time")."""
+    """Time ``fn`` with the options' timer (the burst or the adaptive stop rule, or the fixed budget: re-timed with
+    twice the repetitions when the relative spread is above MAX_SPREAD, samples pooled). Reads the GPU's clocks and
+    throttle state right after (counted as the "gpu_state" phase, the burst timer's waits as "cool_down", the
+    sampling as "time")."""
     phases = phases if phases is not None else timing.Phases()
+    cooled: dict = {}
     with phases("time"):
-        sampled = _sampled(fn, opts)
+        sampled = _sampled(fn, opts, cooled)
+    phases.move("time", "cool_down", cooled.get("cooldown_s", 0.0))
     median, iqr = _stats(sampled.samples)
     with phases("gpu_state"):
         state = run_meta.gpu_state()
+    burst = {"cooldown_s": round(cooled.get("cooldown_s", 0.0), 3), "below_cap": cooled.get("below_cap")}
     return {
+        **(burst if opts.timer == "burst" else {}),
         "median_ms": median,
         "iqr_ms": iqr,
         "spread": iqr / median,
@@ -325,14 +345,14 @@ def _measure(fn: Callable[[], None], opts: Options, phases: timing.Phases | None
     }
 
 
-def _sampled(fn: Callable[[], None], opts: Options) -> timing.Sampled:
-    """The samples of ``fn`` by the options' timer."""
+def _sampled(fn: Callable[[], None], opts: Options, cooled: dict | None = None) -> timing.Sampled:
+    """The samples of ``fn`` by the options' timer (``cooled``: see ``_sample``)."""
     if opts.timer == "fixed":
         samples, batches = _time(fn, opts), 1
         if _spread(samples) > MAX_SPREAD:
             samples, batches = samples + _time(fn, opts, rep_scale=2.0), 2
         return timing.Sampled(samples, batches, timing.ci_half_width(samples), True)
-    return _sample(fn, opts)
+    return _sample(fn, opts, cooled)
 
 
 def _spread(samples: list[float]) -> float:
@@ -362,6 +382,8 @@ def _throughput_and_flags(
             flags.append(f"median known to +-{100 * row['ci95']:.2f}% (95% CI), short of +-{100 * precision:g}%")
         if row.get("throttled"):
             flags.append("GPU reported a clock slowdown (power/thermal) at the end of timing")
+        if row.get("below_cap") is False:
+            flags.append(f"a burst began with the clock slowdown still on after {timing.COOL_MAX_S:g} s of waiting")
         if flags:
             row["note"] = "; ".join(([row["note"]] if row["note"] else []) + flags)
 
@@ -646,12 +668,14 @@ class _Ceiling:
     def time(self) -> None:
         if self.fn is None:
             return
+        cooled: dict = {}
         with self.phases("ceilings"):
             if self.opts.timer == "fixed":  # one batch each time, as before
                 samples = _time(self.fn, self.opts)
                 sampled = timing.Sampled(samples, 1, timing.ci_half_width(samples), True)
             else:
-                sampled = _sample(self.fn, self.opts)
+                sampled = _sample(self.fn, self.opts, cooled)
+        self.phases.move("ceilings", "cool_down", cooled.get("cooldown_s", 0.0))
         self.samples.extend(sampled.samples)
         self.cadence.record(_stats(sampled.samples)[0], sampled.ci95)
         with self.phases("gpu_state"):

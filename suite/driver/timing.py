@@ -1,6 +1,16 @@
-"""How long a row is sampled, when its ceiling is timed again, and where a run's time goes.
+"""How long a row is sampled, in which power regime, when its ceiling is timed again, and where a run's time goes.
 
-The stop rule (the default, adaptive timer). A row is timed in batches of ``triton.testing.do_bench`` (CUDA events
+The burst timer (the default). A GEMM that fills an H200 draws more than its 700 W limit at full clocks: within some
+30-75 ms of back-to-back launches the driver's power cap pulls the SM clock from 1980 MHz to 1400-1600 MHz, and where
+it settles depends on the seconds before (measured with tools/power_regimes.py: the same cuBLAS GEMM sampled for
+25 ms, or for 500 ms after 1 s of warm-up, varied by 15% and by 4% between an idle and a hot history; sampled in
+20 ms bursts that each start with the power cap clear, by 0.3-0.8%). So this timer samples in bursts: before each
+batch it waits until NVML reports no power-cap, thermal or power-brake slowdown (``cool_down``, 3 s at most), then
+takes one batch of ``do_bench`` (5 ms warm-up, then 20 ms of samples, the L2 flushed before every call), until the
+adaptive precision below is reached or 6 batches are spent. Its figures are those of the clocks the GPU holds below
+its power limit, as short bursts and nvbench see them; the ``adaptive`` timer gives the sustained regime.
+
+The stop rule (both adaptive timers). A row is timed in batches of ``triton.testing.do_bench`` (CUDA events
 around every call, the L2 flushed before each, the first batch after a 25 ms warm-up, the later ones straight after
 it); the first batch asks for 25 ms of samples and each further batch for twice the one before. Sampling stops as soon
 as the median is known to the stated precision: the distribution-free 95% confidence interval of the median (order
@@ -14,8 +24,8 @@ ceiling timing, and after its last row; all its samples are pooled. When two con
 more than their confidence intervals allow (drift beyond the noise), the interval halves for the rest of the job,
 down to after every row (what the fixed timer does).
 
-Both rules sample sustained back-to-back launches with the L2 flushed between them: the clocks are those the GPU
-holds under that load at its power cap, not the short-burst boost clocks a few isolated launches see.
+The adaptive and fixed timers sample sustained back-to-back launches with the L2 flushed between them: the clocks
+are those the GPU holds under that load at its power cap, not the short-burst clocks the burst timer reads.
 """
 
 from __future__ import annotations
@@ -44,8 +54,13 @@ def process_seconds() -> float | None:
 
 
 def now() -> float:
-    """The clock the ceiling cadence reads (tests replace it)."""
+    """The clock the ceiling cadence and the cool-down read (tests replace it)."""
     return time.monotonic()
+
+
+def sleep(seconds: float) -> None:
+    """The cool-down's wait between two reads of the GPU's state (tests replace it)."""
+    time.sleep(seconds)
 
 
 def median_ci(samples: list[float]) -> tuple[float, float, float]:
@@ -72,20 +87,29 @@ class StopRule:
 
     precision: float = 0.0025  # the median's 95% CI half-width, as a fraction of it, at which sampling stops
     min_samples: int = 10
-    batch_ms: float = 25.0  # do_bench's rep for the first batch; each later batch doubles it
+    batch_ms: float = 25.0  # do_bench's rep for the first batch; each later batch is ``growth`` times the one before
     max_batches: int = 4  # 25 + 50 + 100 + 200 ms of samples at most
+    growth: float = 2.0
+
+    def batch_scale(self, k: int) -> float:
+        """The k-th batch's length (k = 0, 1, ...) in units of ``batch_ms``."""
+        return self.growth**k
 
     def met(self, samples: list[float]) -> bool:
         return len(samples) >= self.min_samples and ci_half_width(samples) <= self.precision
 
     @property
     def budget_ms(self) -> float:
-        return self.batch_ms * (2**self.max_batches - 1)
+        return self.batch_ms * sum(self.batch_scale(k) for k in range(self.max_batches))
 
     def describe(self) -> str:
+        batches = (
+            f"first {self.batch_ms:g} ms of samples after the warm-up, each next one {self.growth:g} times as long"
+            if self.growth != 1
+            else f"{self.batch_ms:g} ms of samples each"
+        )
         return (
-            f"batches of do_bench (first {self.batch_ms:g} ms of samples after the warm-up, each next one twice "
-            f"as long) until the median's distribution-free 95% confidence interval is within "
+            f"batches of do_bench ({batches}) until the median's distribution-free 95% confidence interval is within "
             f"+-{100 * self.precision:g}% of it (at least {self.min_samples} samples), or after "
             f"{self.max_batches} batches ({self.budget_ms:g} ms of samples)"
         )
@@ -93,6 +117,27 @@ class StopRule:
 
 ADAPTIVE = StopRule()
 ADAPTIVE_QUICK = StopRule(precision=0.01, batch_ms=10.0, max_batches=3)  # --quick: a smoke run
+BURST = StopRule(batch_ms=20.0, max_batches=6, growth=1.0)  # each batch short enough to finish below the power cap
+BURST_QUICK = StopRule(precision=0.01, batch_ms=10.0, max_batches=3, growth=1.0)
+BURST_WARMUP_MS = 5.0  # before every burst: the clocks come up from idle, do_bench sizes its batch
+COOL_MAX_S = 3.0  # the longest cool_down waits for the slowdown to clear
+COOL_POLL_S = 0.01
+SLOWDOWN_MASK = 0x4 | 0x8 | 0x20 | 0x40 | 0x80  # NVML clock-event reasons: power cap, hardware, thermal, power brake
+
+
+def cool_down(read_state: Callable[[], dict], max_s: float = COOL_MAX_S) -> tuple[float, bool | None]:
+    """Wait until the GPU reports no clock slowdown (``read_state()``: suite.driver.meta.gpu_state's fields),
+    ``max_s`` at most. Returns (seconds waited, whether it is clear: None when the state has no reasons to read)."""
+    start = now()
+    while True:
+        reasons = read_state().get("throttle_reasons")
+        if reasons is None:
+            return now() - start, None
+        if not reasons & SLOWDOWN_MASK:
+            return now() - start, True
+        if now() - start >= max_s:
+            return now() - start, False
+        sleep(COOL_POLL_S)
 
 
 @dataclass
@@ -146,11 +191,22 @@ class CeilingCadence:
         return (max(medians) - min(medians)) / statistics.fmean(medians)
 
 
+TIMERS = ("burst", "adaptive", "fixed")
+
+
+def stop_rule(timer: str, quick: bool = False) -> StopRule:
+    """The stop rule of the burst or the adaptive timer."""
+    if timer == "burst":
+        return BURST_QUICK if quick else BURST
+    return ADAPTIVE_QUICK if quick else ADAPTIVE
+
+
 def describe_timer(timer: str, quick: bool = False) -> dict:
     """What results metadata records of the timer: its name, its rule, the ceiling's cadence and the power regime."""
-    regime = (
+    sustained = (
         "sustained: back-to-back launches with the L2 flushed between them (do_bench), after a warm-up, "
-        "read at the clocks the GPU holds under that load at its power cap (not short-burst boost clocks)"
+        "read at the clocks the GPU holds under that load at its power cap (not short-burst boost clocks); "
+        "where the cap settles depends on the seconds before, so heavy rows vary by several percent run to run"
     )
     if timer == "fixed":
         return {
@@ -159,19 +215,31 @@ def describe_timer(timer: str, quick: bool = False) -> dict:
             "rule": "200 ms of samples (50 with --quick) after a 25 ms warm-up, 400 ms more (100) when the "
             "interquartile range exceeds 1% of the median; median and IQR of all samples",
             "ceiling": "timed before the first row of its table and after every row, samples pooled",
-            "power_regime": regime,
+            "power_regime": sustained,
         }
-    rule = ADAPTIVE_QUICK if quick else ADAPTIVE
-    return {
-        "name": "adaptive",
+    rule = stop_rule(timer, quick)
+    described = {
+        "name": timer,
         "library": "triton.testing.do_bench",
         "rule": rule.describe(),
         "stop_rule": asdict(rule),
         "ceiling": f"timed before the first row of its table, again once {CEILING_EVERY_S:g} s have passed since "
         "its last timing (the interval halving whenever two consecutive timings differ by more than "
         "their 95% confidence intervals allow), and after the last row; samples pooled",
-        "power_regime": regime,
+        "power_regime": sustained,
     }
+    if timer == "burst":
+        described["rule"] = (
+            f"before every batch, wait until NVML reports no power-cap, thermal or power-brake clock slowdown "
+            f"(at most {COOL_MAX_S:g} s), then {BURST_WARMUP_MS:g} ms of warm-up; " + rule.describe()
+        )
+        described["power_regime"] = (
+            "burst: every batch of samples starts with no clock slowdown active and lasts about "
+            f"{rule.batch_ms:g} ms, shorter than the power cap takes to engage: the clocks the GPU holds below its "
+            "power limit (boost), as nvbench and short bursts see them; a load sustained for seconds at the power cap "
+            "runs heavy GEMMs up to ~15% slower (--timer adaptive)"
+        )
+    return described
 
 
 class Phases:
@@ -198,6 +266,12 @@ class Phases:
     def merge(self, other: dict[str, float]) -> None:
         for name, seconds in other.items():
             self.add(name, seconds)
+
+    def move(self, source: str, target: str, seconds: float) -> None:
+        """Count ``seconds`` of ``source`` as ``target`` (a wait inside a phase, measured apart)."""
+        if seconds:
+            self.add(source, -seconds)
+            self.add(target, seconds)
 
     def as_dict(self) -> dict[str, float]:
         return {k: round(v, 2) for k, v in self.seconds.items()}
