@@ -167,116 +167,120 @@ register_kernel(
     description="torch.matmul(a, b, out=c); fp8: torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype=bf16)",
 )
 
-# The square-shape GEMMs of sm_80: (gate, backend, name, kernel, description), in the tables' order.
-for _gate, _backend, _name, _kernel, _what in (
+# Every GEMM variant but cuBLAS, in the tables' order: (backend, name, kernel, gate, shape sets, description).
+# - sm_80 designs (mma.sync, cp.async or cuda::pipeline), at the square shapes;
+# - the PTX Hopper ladder (suite/ptx/gemm_tma.py CONFIGS): each rung adds one technique, each sweeps every ring that
+#   fits; then the schedules for shapes whose output tiles cannot fill the SMs (decode, long K): the same TMA + wgmma
+#   pipeline, the work cut into units of (tile, K range), a tile shared by several units summed in K order by its last;
+# - Triton on Hopper: tensor descriptors and Gluon; then split-K, stream-K and the swapped decode kernel, whose tiles,
+#   split counts and schedules come from the shape by the rules in each module, with deterministic fix-ups (no float
+#   atomics).
+GEMM_VARIANTS = (
     (
-        gpu_or_interpreter,
         "triton",
         "128x256x32",
         "suite.triton.gemm:KERNEL",
+        gpu_or_interpreter,
+        ("square",),
         "the PTX kernel's tile: 128x256x32, 8 warps, GROUP_M=8, swept over num_stages",
     ),
     (
-        needs_gpu((9, 0)),
         "triton",
         "tuned",
         "suite.triton.gemm_desc:KERNELS[tuned]",
+        needs_gpu((9, 0)),
+        ("square",),
         "triton.autotune over depths, both schedules (one program per tile, persistent) and GROUP_M of the "
-        "128x256x64 tensor-descriptor kernel, descriptors built on the host (suite.triton.gemm_desc.tuning_configs)",
+        "128x256x64 tensor-descriptor kernel, descriptors built on the host "
+        "(suite.triton.gemm_desc.tuning_configs)",
     ),
     (
-        needs_gpu((8, 0)),
         "cuda",
         "128x256x32 cuda::pipeline",
         "suite.cuda.gemm:GEMM_K32",
+        needs_gpu((8, 0)),
+        ("square",),
         "the PTX kernel's tile, ldmatrix and mma.sync; global -> shared through cuda::memcpy_async and a "
         "cuda::pipeline (libcu++)",
     ),
     (
-        needs_gpu((8, 0)),
         "ptx",
         "128x256x32 mma.sync",
         "suite.ptx.gemm:GEMM_K32",
+        needs_gpu((8, 0)),
+        ("square",),
         "the original design: cp.async ring, ldmatrix into 2 register slots, mma.sync m16n8k16, 8 warps 2x4",
     ),
     (
-        needs_gpu((8, 0)),
         "ptx",
         "128x256x64 mma.sync",
         "suite.ptx.gemm:GEMM_K64",
+        needs_gpu((8, 0)),
+        ("square",),
         "the same pipeline with BLOCK_K = 64: one block barrier per 4 k-steps instead of per 2",
     ),
-):
-    register_kernel("gemm", _backend, _name, _kernel, gate=_gate, shape_sets=("square",), description=_what)
-
-
-# ---------------------------------------------------------------------------------------------------------------
-# gemm on Hopper: TMA + mbarrier + wgmma (PTX), tensor descriptors (Triton)
-# ---------------------------------------------------------------------------------------------------------------
-
-# The ladder (suite/ptx/gemm_tma.py CONFIGS): each rung adds one technique; each sweeps every ring that fits.
-for _rung, _what in (
     (
-        "128x128x64 ws",
-        "TMA into an mbarrier ring (full/empty per stage), wgmma from shared memory; 1 producer warp, "
-        "1 consumer warpgroup, setmaxnreg",
+        "ptx",
+        "128x128x64 ws tma+wgmma",
+        "suite.ptx.gemm_tma:KERNELS[128x128x64 ws]",
+        needs_sm90a,
+        ("square",),
+        "TMA into an mbarrier ring (full/empty per stage), wgmma from shared memory; 1 producer warp, 1 "
+        "consumer warpgroup, setmaxnreg",
     ),
-    ("128x256x64 ws 2wg", "the same with two consumer warpgroups (64x256 each): twice the tile"),
     (
-        "128x256x64 ws 2wg persistent",
+        "ptx",
+        "128x256x64 ws 2wg tma+wgmma",
+        "suite.ptx.gemm_tma:KERNELS[128x256x64 ws 2wg]",
+        needs_sm90a,
+        ("square",),
+        "the same with two consumer warpgroups (64x256 each): twice the tile",
+    ),
+    (
+        "ptx",
+        "128x256x64 ws 2wg persistent tma+wgmma",
+        "suite.ptx.gemm_tma:KERNELS[128x256x64 ws 2wg persistent]",
+        needs_sm90a,
+        ("square",),
         "the same, persistent: one block per SM walks the tiles (grouped), the ring runs on across tiles",
     ),
     (
-        "128x256x64 ws 2wg persistent tma-store",
+        "ptx",
+        "128x256x64 ws 2wg persistent tma-store tma+wgmma",
+        "suite.ptx.gemm_tma:KERNELS[128x256x64 ws 2wg persistent tma-store]",
+        needs_sm90a,
+        None,
         "the same, its epilogue staged in shared memory and stored with TMA while the next tile starts",
     ),
-):
-    register_kernel(
-        "gemm",
+    (
         "ptx",
-        f"{_rung} tma+wgmma",
-        f"suite.ptx.gemm_tma:KERNELS[{_rung}]",
-        gate=needs_sm90a,
-        description=_what,
-        shape_sets=None if _rung.endswith("tma-store") else ("square",),
-    )
-
-# The schedules for shapes with fewer output tiles than SMs (decode, long K): the same TMA + wgmma pipeline, the work
-# cut into units of (tile, K range); a tile shared by several units is summed in K order by its last unit.
-for _row, _what in (
-    (
-        "128x256 stream-k",
-        "the persistent rung's 128x256 tile (2 consumer warpgroups), stream-K: whole tiles in "
-        "data-parallel waves while two waves remain, the last tiles' K iterations shared evenly",
+        "128x256 stream-k tma+wgmma",
+        "suite.ptx.gemm_tma:KERNELS[128x256 stream-k]",
+        needs_sm90a,
+        ("llm", "long-k"),
+        "the persistent rung's 128x256 tile (2 consumer warpgroups), stream-K: whole tiles in data-parallel "
+        "waves while two waves remain, the last tiles' K iterations shared evenly",
     ),
     (
-        "128x128 split-k",
-        "128x128 tiles on 2 consumer warpgroups (64x128 each), K split over tiles x splits blocks "
-        "(splits: as many as fill the block slots once, >= 4 K tiles each)",
-    ),
-    (
-        "64x128 split-k",
-        "decode: 64x128 tiles on 1 consumer warpgroup (a 128-row tile would be mostly padding for "
-        "M <= 64), split-K as above, rings 4-8 deep (24 KiB stages; 232 registers per thread: one block per SM)",
-    ),
-):
-    register_kernel(
-        "gemm",
         "ptx",
-        f"{_row} tma+wgmma",
-        f"suite.ptx.gemm_tma:KERNELS[{_row}]",
-        gate=needs_sm90a,
-        description=_what,
-        shape_sets=("llm", "long-k"),
-    )
-
-
-# Triton on Hopper: (name, kernel, gate, shape sets, description), in the tables' order. The last three are for the
-# shapes whose output tiles cannot fill the SMs (decode, long K): tensor-descriptor loads, tiles, split counts and
-# schedules chosen from the shape by the rules in each module, deterministic fix-ups (no float atomics), fp16 / bf16 /
-# fp8 e4m3.
-for _name, _kernel, _gate, _shapes, _what in (
+        "128x128 split-k tma+wgmma",
+        "suite.ptx.gemm_tma:KERNELS[128x128 split-k]",
+        needs_sm90a,
+        ("llm", "long-k"),
+        "128x128 tiles on 2 consumer warpgroups (64x128 each), K split over tiles x splits blocks (splits: as"
+        " many as fill the block slots once, >= 4 K tiles each)",
+    ),
     (
+        "ptx",
+        "64x128 split-k tma+wgmma",
+        "suite.ptx.gemm_tma:KERNELS[64x128 split-k]",
+        needs_sm90a,
+        ("llm", "long-k"),
+        "decode: 64x128 tiles on 1 consumer warpgroup (a 128-row tile would be mostly padding for M <= 64), "
+        "split-K as above, rings 4-8 deep (24 KiB stages; 232 registers per thread: one block per SM)",
+    ),
+    (
+        "triton",
         "128x256x64 desc",
         "suite.triton.gemm_desc:KERNELS[tile]",
         gpu_or_interpreter,
@@ -285,14 +289,16 @@ for _name, _kernel, _gate, _shapes, _what in (
         "tile, 8 warps, swept over num_stages",
     ),
     (
+        "triton",
         "128x256x64 desc persistent",
         "suite.triton.gemm_desc:KERNELS[persistent]",
         gpu_or_interpreter,
         ("square",),
-        "tensor descriptors, one program per SM over all tiles (tl.range(..., flatten=True)), 8 warps, "
-        "C stored in two halves",
+        "tensor descriptors, one program per SM over all tiles (tl.range(..., flatten=True)), 8 warps, C "
+        "stored in two halves",
     ),
     (
+        "triton",
         "128x256x64 desc persistent host",
         "suite.triton.gemm_desc:KERNELS[persistent host]",
         gpu_or_interpreter,
@@ -301,34 +307,37 @@ for _name, _kernel, _gate, _shapes, _what in (
         "kernel parameters: no tensor maps written and fenced by each program",
     ),
     (
+        "triton",
         "128x256x64 gluon ws persistent",
         "suite.triton.gemm_gluon:KERNEL",
         needs_sm90a,
         ("square",),
-        "Gluon (triton.experimental.gluon, Triton's lower-level language): the PTX TMA-store kernel's "
-        "design, a 1-warp TMA producer and two wgmma warpgroups on an mbarrier ring, persistent, C stored "
-        "with TMA",
+        "Gluon (triton.experimental.gluon, Triton's lower-level language): the PTX TMA-store kernel's design,"
+        " a 1-warp TMA producer and two wgmma warpgroups on an mbarrier ring, persistent, C stored with TMA",
     ),
     (
+        "triton",
         "split-k desc",
         "suite.triton.gemm_splitk:KERNEL",
         gpu_or_interpreter,
         ("llm", "long-k"),
-        "split-K: each output tile's K tiles dealt in balanced ranges to `splits` programs (64x256 tiles on 4 "
-        "warps for M <= 64, else 128x256 on 8), fp32 partials summed in split order by a second Triton "
-        "pass; splits: the fewest that fill the SMs within 5% as well as any count within two waves, >= 4 K "
-        "tiles each (suite.triton.gemm_splitk.split_count)",
+        "split-K: each output tile's K tiles dealt in balanced ranges to `splits` programs (64x256 tiles on 4"
+        " warps for M <= 64, else 128x256 on 8), fp32 partials summed in split order by a second Triton pass;"
+        " splits: the fewest that fill the SMs within 5% as well as any count within two waves, >= 4 K tiles "
+        "each (suite.triton.gemm_splitk.split_count)",
     ),
     (
+        "triton",
         "stream-k desc",
         "suite.triton.gemm_streamk:KERNEL",
         gpu_or_interpreter,
         ("llm", "long-k"),
-        "stream-K: one program per SM, whole tiles round robin while two waves remain, the rest's "
-        "tiles x K-tiles iterations in one balanced contiguous range per program; shared tiles summed in "
-        "program order by a fix-up pass",
+        "stream-K: one program per SM, whole tiles round robin while two waves remain, the rest's tiles x "
+        "K-tiles iterations in one balanced contiguous range per program; shared tiles summed in program "
+        "order by a fix-up pass",
     ),
     (
+        "triton",
         "decode swap-ab desc",
         "suite.triton.gemm_decode:KERNEL",
         gpu_or_interpreter,
@@ -337,5 +346,6 @@ for _name, _kernel, _gate, _shapes, _what in (
         "stages of <= 40 KiB in 2-5 deep rings (the weight streams once), split-K where the weight's tiles "
         "cannot fill the SMs (suite.triton.gemm_decode.plan)",
     ),
-):
-    register_kernel("gemm", "triton", _name, _kernel, gate=_gate, shape_sets=_shapes, description=_what)
+)
+for _backend, _name, _kernel, _gate, _shapes, _what in GEMM_VARIANTS:
+    register_kernel("gemm", _backend, _name, _kernel, gate=_gate, shape_sets=_shapes, description=_what)

@@ -36,7 +36,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import torch
 import triton
 import triton.language as tl
 
@@ -46,7 +45,6 @@ from suite.triton.gemm_splitk import (
     FAULT_REDUCE_FIRST,
     TwoPassGemm,
     TwoPassModule,
-    new_workspace,
     reduce_splits,
     split_count,
     wave_efficiency,
@@ -186,19 +184,15 @@ class DecodeGemm(TwoPassGemm):
     kernels = ("decode_kernel", "splitk_reduce_kernel")
     fault = (FAULT_REDUCE_FIRST, "the reduction pass launched before the decode pass")
 
-    def __init__(self, inputs, c: torch.Tensor, stages: int, splits: int | None = None, faults: tuple = ()):
-        super().__init__(inputs, c, stages, faults, splits=splits)
+    def _plan(self, splits: int | None = None) -> None:
         ops = self.ops
         sms = num_sms(ops.a.device)
         self.plan = p = plan(ops.dtype, ops.m, ops.n, ops.k, sms, splits)
-        self.needs_fixup = p.splits > 1
-        self.workspace = (
-            new_workspace(p.splits, ops.m, ops.n, c.device, fresh=self.fixup_first) if p.splits > 1 else None
-        )
+        self._workspace(p.splits if p.splits > 1 else 0, ops.m, ops.n)
         stage = p.stage_bytes(ops.dtype)
         self.config = (
             f"swapped (C^T = B^T A^T): {p.block_w} weight rows x {p.block_t} tokens x {p.block_k} K per "
-            f"program, num_warps={NUM_WARPS}, num_stages={stages} ({stage // 1024} KiB stages), "
+            f"program, num_warps={NUM_WARPS}, num_stages={self.stages} ({stage // 1024} KiB stages), "
             f"{count(p.tiles, 'tile')} x {count(p.splits, 'split')} = {count(p.programs, 'program')}"
             + (
                 ", fp32 workspace [splits, M, N] summed in split order by a second pass"

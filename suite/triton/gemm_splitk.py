@@ -236,8 +236,8 @@ class TwoPassGemm:
     ``counts`` a test may force: None or a whole number >= 1), a main pass (``_main``) over A's and B's host-built
     descriptors and, when ``needs_fixup``, a fix-up pass (``_fixup``) after it on the same stream, or before it under
     the sanitizer's fault (``fixup_first``: ``faults`` holds ``fault``'s define). Subclasses name their ``kernels``
-    and their fault, set ``workspace``, ``warps``, ``config`` and ``info`` (whose grid is the main pass's) and say
-    when they need the fix-up."""
+    and their fault, and plan the launch in ``_plan``: the workspace (``_workspace``, which also says whether the
+    fix-up runs), ``warps``, ``config`` and ``info`` (whose grid is the main pass's)."""
 
     depths = STAGES  # the num_stages it takes
     kernels: tuple[str, ...] = ()  # the main pass's and the fix-up pass's, as the sanitizer's reports name them
@@ -255,13 +255,29 @@ class TwoPassGemm:
         self.ops, self.stages, self.fixup_first = ops, stages, self.fault[0] in faults
         self.operands = Operands(ops.a, ops.b, c, b_k_major=ops.b_k_major)
         self._compiled = False
+        self._plan(**counts)
 
-    def _tile_for(self) -> int:
-        """Split-K's and stream-K's tile (``tile_for``) into ``tile`` and ``warps``; the output tiles it makes."""
+    def _plan(self, **counts) -> None:
+        """Choose the tiles, counts and schedule for these operands (``counts``: those a test forces), make the
+        workspace (``_workspace``), and set ``config`` and ``info``."""
+        raise NotImplementedError
+
+    def _workspace(self, slices: int, rows: int, cols: int) -> None:
+        """The fp32 workspace [slices, rows, cols], sized from this call's shape, and the fix-up pass that reads it;
+        ``slices`` = 0: neither (then the fault has no fix-up to launch early either)."""
+        self.needs_fixup = slices > 0
+        self.fixup_first = self.fixup_first and self.needs_fixup
+        self.workspace = (
+            new_workspace(slices, rows, cols, self.ops.c.device, fresh=self.fixup_first) if slices else None
+        )
+
+    def _tile_for(self) -> tuple[int, int]:
+        """Split-K's and stream-K's tile (``tile_for``) into ``tile`` and ``warps``; the output tiles it makes and
+        the K tiles of each."""
         ops = self.ops
         bm, bn, bk, self.warps = tile_for(ops.dtype, ops.m)
         self.tile = bm, bn, bk
-        return triton.cdiv(ops.m, bm) * triton.cdiv(ops.n, bn)
+        return triton.cdiv(ops.m, bm) * triton.cdiv(ops.n, bn), triton.cdiv(ops.k, bk)
 
     def _main(self):
         """Launch the main pass; what Triton compiled (None in the interpreter)."""
@@ -307,20 +323,15 @@ class SplitKGemm(TwoPassGemm):
     kernels = ("splitk_partial_kernel", "splitk_reduce_kernel")
     fault = (FAULT_REDUCE_FIRST, "the reduction pass launched before the partial pass")
 
-    def __init__(self, inputs, c: torch.Tensor, stages: int, splits: int | None = None, faults: tuple = ()):
-        super().__init__(inputs, c, stages, faults, splits=splits)
-        ops, tiles = self.ops, self._tile_for()
-        bm, bn, bk = self.tile
-        k_tiles = triton.cdiv(ops.k, bk)
+    def _plan(self, splits: int | None = None) -> None:
+        tiles, k_tiles = self._tile_for()
+        ops, (bm, bn, bk) = self.ops, self.tile
         self.splits = split_count(tiles, k_tiles, num_sms(ops.a.device)) if splits is None else splits
-        self.needs_fixup = self.splits > 1
         self.grid = tiles * self.splits
-        self.workspace = (
-            new_workspace(self.splits, ops.m, ops.n, c.device, fresh=self.fixup_first) if self.splits > 1 else None
-        )
+        self._workspace(self.splits if self.splits > 1 else 0, ops.m, ops.n)
         self.config = (
-            f"{bm}x{bn}x{bk}, num_warps={self.warps}, num_stages={stages}, split-K: {count(self.splits, 'split')} "
-            f"of {count(k_tiles, 'K tile')} over {count(tiles, 'tile')}"
+            f"{bm}x{bn}x{bk}, num_warps={self.warps}, num_stages={self.stages}, split-K: "
+            f"{count(self.splits, 'split')} of {count(k_tiles, 'K tile')} over {count(tiles, 'tile')}"
             + (
                 f" ({self.grid} programs), fp32 workspace [{self.splits}, M, N] summed in split order by a second pass"
                 if self.splits > 1

@@ -32,7 +32,7 @@ import triton.language as tl
 
 from suite.triton._compiled import kernel_info
 from suite.triton.gemm_desc import GROUP_M, count, dtype_config, num_sms, stage_bytes, tile_origin
-from suite.triton.gemm_splitk import STAGES, TwoPassGemm, TwoPassModule, epilogue_kwargs, mac_loop, new_workspace
+from suite.triton.gemm_splitk import STAGES, TwoPassGemm, TwoPassModule, epilogue_kwargs, mac_loop
 
 FIXUP_ROWS = 2  # rows of a tile per fix-up program: 2 x 256 fp32 over 4 warps, one 16-byte load per thread and partial
 FIXUP_UNROLL = 8  # partials loaded at once (in flight together) before they are added in order
@@ -249,21 +249,17 @@ class StreamKGemm(TwoPassGemm):
     kernels = ("streamk_kernel", "streamk_fixup_kernel")
     fault = (FAULT_FIXUP_FIRST, "the fix-up pass launched before the stream-K pass")
 
-    def __init__(self, inputs, c: torch.Tensor, stages: int, sms: int | None = None, faults: tuple = ()):
-        super().__init__(inputs, c, stages, faults, sms=sms)
-        ops, tiles = self.ops, self._tile_for()
-        bm, bn, bk = self.tile
-        self.schedule = s = schedule(tiles, triton.cdiv(ops.k, bk), sms or num_sms(ops.a.device))
+    def _plan(self, sms: int | None = None) -> None:
+        tiles, k_tiles = self._tile_for()
+        ops, (bm, bn, bk) = self.ops, self.tile
+        self.schedule = s = schedule(tiles, k_tiles, sms or num_sms(ops.a.device))
         self.fixups = s.sk_tiles if s.cover > 1 else 0
-        self.needs_fixup = self.fixups > 0
-        self.fixup_first = self.fixup_first and self.needs_fixup  # no fix-up pass: nothing to launch early
-        self.workspace = (
-            new_workspace(s.sk_programs * 2, bm, bn, c.device, fresh=self.fixup_first) if self.fixups else None
-        )
-        self.table = torch.tensor(s.fixup_table(), dtype=torch.int32, device=c.device) if self.fixups else None
+        self._workspace(s.sk_programs * 2 if self.fixups else 0, bm, bn)
+        self.table = torch.tensor(s.fixup_table(), dtype=torch.int32, device=ops.c.device) if self.fixups else None
         self.config = (
-            f"{bm}x{bn}x{bk}, num_warps={self.warps}, num_stages={stages}, stream-K: {count(s.programs, 'program')}"
-            f", {s.dp_tiles} of {count(tiles, 'tile')} data-parallel, then {count(s.sk_iters, 'iteration')} "
+            f"{bm}x{bn}x{bk}, num_warps={self.warps}, num_stages={self.stages}, stream-K: "
+            f"{count(s.programs, 'program')}, {s.dp_tiles} of {count(tiles, 'tile')} data-parallel, then "
+            f"{count(s.sk_iters, 'iteration')} "
             f"({count(s.sk_tiles, 'tile')} x {count(s.k_tiles, 'K tile')}) shared, "
             + (
                 f"tiles shared by up to {s.cover} programs summed in program order by a fix-up pass"
