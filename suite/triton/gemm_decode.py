@@ -114,6 +114,9 @@ def plan(dtype: str, m: int, n: int, k: int, sms: int, splits: int | None = None
 
 @triton.jit
 def decode_kernel(
+    # The main passes' launch convention (TwoPassGemm._launch_main), as split-K's kernel takes it. One tuple argument
+    # would state it once, but Triton then drops the 16-byte alignment of the pointers inside it (the epilogue's
+    # stores compile narrower), so it stays a parameter list.
     # A and B: descriptors built on the host; C and the fp32 workspace [splits, M, N]: pointers
     a_desc,
     b_desc,
