@@ -320,7 +320,7 @@ def _gemm_desc_spec(dtype: str, host: bool, stages: int, persistent: bool = True
     if host:
         operands = {
             "a": desc(dtype, [bm, bk]),
-            "b": desc(dtype, [bn, bk] if fp8 else [bk, bn]),
+            "b": desc(dtype, [bn // 2, bk] if fp8 else [bk, bn]),  # fp8: B in two halves of N
             "c": f"tensordesc<{OUT_TYPES[dtype]}[{c_box[0]},{c_box[1]}]>",
         }
     else:

@@ -8,9 +8,10 @@ Three input types (suite.problems.GEMM_DTYPES), each on its own tile, every stag
 * fp8 e4m3 -> bf16: B is given N x K (K-major, what wgmma's fp8 form reads and ``torch._scaled_mm`` takes), loaded as
   [BLOCK_N, BLOCK_K] boxes and multiplied as ``tl.dot(a, b.T)``; 128x256x128, fp8's natural tile (wgmma's k32 steps,
   128-byte rows). The per-tensor scales multiply the fp32 accumulator in the epilogue, before the bf16 store, as
-  ``torch._scaled_mm`` does. The products are summed in wgmma's own accumulator across K (Triton's default on sm_90,
-  ``max_num_imprecise_acc`` unbounded): promoting each K tile into a second fp32 accumulator would need 256 registers
-  per thread at this tile.
+  ``torch._scaled_mm`` does. wgmma sums fp8 products with fewer mantissa bits than fp32 (and Triton's default on sm_90
+  keeps them there across all of K, which at K = 8192 falls outside the tolerance), so each K tile's sum is promoted
+  into fp32 registers (``max_num_imprecise_acc=BLOCK_K``), as cuBLAS and the PTX kernel do: in two halves of N, whose
+  second accumulators need 64 registers a thread (the whole tile's would need 128, and spills).
 
 The descriptors are built either in the kernel (``tl.make_tensor_descriptor``: each program writes its tensor maps to
 global scratch and fences them before its first load) or on the host (``triton.tools.tensor_descriptor``, passed as
@@ -130,8 +131,10 @@ def gemm_desc_kernel(
         b_desc = b
     else:
         a_desc = tl.make_tensor_descriptor(a, shape=[M, K], strides=[stride_am, 1], block_shape=[BLOCK_M, BLOCK_K])
-        if B_K_MAJOR:
-            b_desc = tl.make_tensor_descriptor(b, shape=[N, K], strides=[stride_b, 1], block_shape=[BLOCK_N, BLOCK_K])
+        if B_K_MAJOR:  # fp8: loaded in two halves of N (see the mainloop)
+            b_desc = tl.make_tensor_descriptor(
+                b, shape=[N, K], strides=[stride_b, 1], block_shape=[BLOCK_N // 2, BLOCK_K]
+            )
         else:
             b_desc = tl.make_tensor_descriptor(b, shape=[K, N], strides=[stride_b, 1], block_shape=[BLOCK_K, BLOCK_N])
     tiles_m = tl.cdiv(M, BLOCK_M)
@@ -144,13 +147,24 @@ def gemm_desc_kernel(
     #    the loads of the next tile while the current one finishes --
     for tile in tl.range(tl.program_id(0), num_tiles, step, flatten=True):
         m0, n0 = tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
-        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-        for kt in range(k_tiles):
-            a_tile = a_desc.load([m0, kt * BLOCK_K])
-            if B_K_MAJOR:
-                acc = tl.dot(a_tile, b_desc.load([n0, kt * BLOCK_K]).T, acc)
-            else:
-                acc = tl.dot(a_tile, b_desc.load([kt * BLOCK_K, n0]), acc)
+        if B_K_MAJOR:
+            # fp8: wgmma sums fp8 products in an accumulator of fewer mantissa bits than fp32, so each K tile's sum
+            # is promoted into fp32 registers (max_num_imprecise_acc=BLOCK_K), as cuBLAS and the PTX kernel do. For
+            # the whole 128 x 256 tile that needs a second accumulator of 128 registers a thread and spills; in two
+            # halves of N, 64
+            left = tl.zeros((BLOCK_M, BLOCK_N // 2), dtype=tl.float32)
+            right = tl.zeros((BLOCK_M, BLOCK_N // 2), dtype=tl.float32)
+            for kt in range(k_tiles):
+                a_tile = a_desc.load([m0, kt * BLOCK_K])
+                b_left = b_desc.load([n0, kt * BLOCK_K])
+                b_right = b_desc.load([n0 + BLOCK_N // 2, kt * BLOCK_K])
+                left = tl.dot(a_tile, b_left.T, left, max_num_imprecise_acc=BLOCK_K)
+                right = tl.dot(a_tile, b_right.T, right, max_num_imprecise_acc=BLOCK_K)
+            acc = tl.reshape(tl.permute(tl.join(left, right), (0, 2, 1)), (BLOCK_M, BLOCK_N))
+        else:
+            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+            for kt in range(k_tiles):
+                acc = tl.dot(a_desc.load([m0, kt * BLOCK_K]), b_desc.load([kt * BLOCK_K, n0]), acc)
 
         # -- write back: the scales (fp8) on the fp32 accumulator, then the cast to C's type --
         if SCALED:
@@ -249,7 +263,8 @@ class Operands:
 
     def ab_descriptors(self, block_m: int, block_n: int, block_k: int) -> tuple[TensorDescriptor, TensorDescriptor]:
         """Host-built descriptors of A ([block_m, block_k] boxes) and B ([block_k, block_n] boxes, or
-        [block_n, block_k] when K-major), over the tensors the kernel reads (the padded buffers where there are)."""
+        [block_n, block_k] when K-major), over the tensors the kernel reads (the padded buffers where there are).
+        gemm_desc_kernel loads a K-major B in halves of its tile's N: it asks for block_n = BLOCK_N // 2."""
         key = ("ab", block_m, block_n, block_k)
         if key not in self._descriptors:
             a = self.a if self.a_padded is None else self.a_padded
@@ -266,8 +281,8 @@ class Operands:
         return self._descriptors[key]
 
     def host_args(self, block_m: int, block_n: int, block_k: int, c_halves: bool) -> tuple:
-        """As args(), with A, B and (when C_DESC) C as descriptors built on the host for these boxes (C's box is
-        half the tile's width when it is stored in two halves)."""
+        """As args(), with A, B and (when C_DESC) C as descriptors built on the host for gemm_desc_kernel's boxes at
+        this tile (C's box is half the tile's width when it is stored in two halves, a K-major B's always)."""
         _, _, c, m, n, k, *pitches = self.args()
         key = ("c", block_m, block_n, c_halves)
         if key not in self._descriptors:
@@ -275,7 +290,8 @@ class Operands:
             self._descriptors[key] = (
                 TensorDescriptor(c, shape=[m, n], strides=[c.stride(0), 1], block_shape=c_box) if self.c_desc else c
             )
-        return (*self.ab_descriptors(block_m, block_n, block_k), self._descriptors[key], m, n, k, *pitches)
+        b_block_n = block_n // 2 if self.b_k_major else block_n
+        return (*self.ab_descriptors(block_m, b_block_n, block_k), self._descriptors[key], m, n, k, *pitches)
 
 
 def scale_kwargs(ops) -> dict:
@@ -300,6 +316,10 @@ def dtype_config(dtype: str) -> str:
     return ""
 
 
+# What gemm_desc_kernel's rows say of fp8's accumulation (its mainloop)
+PROMOTED = {"fp8e4m3": ", each K tile's sum promoted into fp32 (two halves of N, max_num_imprecise_acc=BLOCK_K)"}
+
+
 class DescGemm:
     """The dtype's tile (TILES), 8 warps, through descriptors (built in the kernel, or on the host with
     ``host_desc``), at ``stages``: one program per tile or persistent."""
@@ -321,6 +341,7 @@ class DescGemm:
             + (" built on the host" if host_desc else " built in the kernel")
             + (", persistent, C stored in two halves" if persistent else "")
             + dtype_config(ops.dtype)
+            + PROMOTED.get(ops.dtype, "")
             + self.operands.note
         )
         self.info = kernel_info(None, stage_bytes(ops.dtype), self.config, self.grid)
@@ -438,6 +459,7 @@ class TunedGemm:
                 + (", C stored in two halves" if cfg.kwargs["EPILOGUE_SUBTILE"] else "")
                 + f", GROUP_M={cfg.kwargs['GROUP_M']} (autotuned)"
                 + dtype_config(self.ops.dtype)
+                + PROMOTED.get(self.ops.dtype, "")
                 + self.operands.note,
                 self.num_programs(cfg.kwargs),
             )

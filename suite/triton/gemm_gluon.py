@@ -21,8 +21,9 @@ on under them. Triton rounds the block up to whole warpgroups for setmaxnreg: 38
 Three input types, on the tiles of gemm_desc.py (``TILES``: 48 KiB stages): fp16 -> fp16 and bf16 -> bf16 on
 128x256x64; fp8 e4m3 -> bf16 on 128x256x128, B given N x K (K-major: the ring holds [BLOCK_N, BLOCK_K] boxes and the
 wgmma reads each through a transposed view, which is the K-major B operand wgmma's fp8 form needs), the per-tensor
-scales applied to the fp32 accumulator before the bf16 store, as ``torch._scaled_mm`` does. fp8 products are summed in
-wgmma's own accumulator (Triton's default on sm_90, as in gemm_desc.py).
+scales applied to the fp32 accumulator before the bf16 store, as ``torch._scaled_mm`` does. fp8 computes the tile in two
+halves of N, each K tile's sum promoted into fp32 (``_promoted_k_tile``, as in gemm_desc.py), each wgmma completed
+before the next: no wgmma group in flight across K steps there.
 
 Needs a GPU of compute capability 9.0 (wgmma); the Triton interpreter does not run Gluon. Descriptors are built on
 the host. TMA needs 16-byte row pitches: where a row of A or B is not (K or N not a multiple of 8 for 2-byte types,
@@ -112,6 +113,20 @@ def _producer(
 
 
 @gluon.jit
+def _promoted_k_tile(a_stage, b_stage, left, right):
+    """fp8: one K tile into the two N halves' accumulators. wgmma sums fp8 products with fewer mantissa bits than
+    fp32, so each half's K-tile sum is promoted into its fp32 accumulator (max_num_imprecise_acc = BLOCK_K, as cuBLAS
+    and the PTX kernel do); in halves, the partial sums need 64 registers a thread instead of 128 (which spills). The
+    [BLOCK_N, BLOCK_K] box is read as K x N through a transposed (K-major) view, as wgmma's fp8 form needs. Each
+    wgmma completes before it returns: the stage has been read."""
+    HALF: gl.constexpr = b_stage.shape[0] // 2
+    BLOCK_K: gl.constexpr = a_stage.shape[1]
+    left = warpgroup_mma(a_stage, b_stage.slice(0, HALF).permute((1, 0)), left, max_num_imprecise_acc=BLOCK_K)
+    right = warpgroup_mma(a_stage, b_stage.slice(HALF, HALF).permute((1, 0)), right, max_num_imprecise_acc=BLOCK_K)
+    return left, right
+
+
+@gluon.jit
 def _consumer(
     c_desc,
     a_ring,
@@ -138,24 +153,33 @@ def _consumer(
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BLOCK_N, INSTR_K]
     )
+    # fp8: the tile's two halves of N, each with its own accumulator (see _promoted_k_tile)
+    half_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BLOCK_N // 2, INSTR_K]
+    )
     tiles_m, tiles_n, k_tiles = _tile_counts(M, N, K, BLOCK_M, BLOCK_N, BLOCK_K)
     smem_read_stage = 0
     lap = 0
     for tile in range(gl.program_id(0), tiles_m * tiles_n, gl.num_programs(0)):
         m0, n0 = tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
-        acc = gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=acc_layout)
-        # -- MAINLOOP: one wgmma group in flight; a stage goes back to the producer when its reader completed --
+        if B_K_MAJOR:
+            left = gl.zeros((BLOCK_M, BLOCK_N // 2), dtype=gl.float32, layout=half_layout)
+            right = gl.zeros((BLOCK_M, BLOCK_N // 2), dtype=gl.float32, layout=half_layout)
+        else:
+            acc = gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=acc_layout)
+        # -- MAINLOOP: one wgmma group in flight (fp8: none, see _promoted_k_tile); a stage goes back to the producer
+        #    when its reader completed --
         release_stage = 0
         for kt in range(k_tiles):
             # wait for the TMA bytes of this stage (its ready barrier's phase for this lap)
             mbarrier.wait(ready.index(smem_read_stage), lap)
-            if B_K_MAJOR:  # fp8: the [BLOCK_N, BLOCK_K] box read as K x N through a transposed (K-major) view
-                b_tile = b_ring.index(smem_read_stage).permute((1, 0))
+            a_stage, b_stage = a_ring.index(smem_read_stage), b_ring.index(smem_read_stage)
+            if B_K_MAJOR:
+                left, right = _promoted_k_tile(a_stage, b_stage, left, right)
             else:
-                b_tile = b_ring.index(smem_read_stage)
-            acc = warpgroup_mma(a_ring.index(smem_read_stage), b_tile, acc, is_async=True)
-            # wait until at most this group is in flight: the previous K step's wgmma has read its stage
-            acc = warpgroup_mma_wait(1, deps=(acc,))
+                acc = warpgroup_mma(a_stage, b_stage, acc, is_async=True)
+                # wait until at most this group is in flight: the previous K step's wgmma has read its stage
+                acc = warpgroup_mma_wait(1, deps=(acc,))
             # hand that stage back to the producer (none before the first step); Triton makes the partition's 8 warps
             # meet before its one-thread arrive, so both warpgroups' waits above have passed
             mbarrier.arrive(empty.index(release_stage), pred=kt > 0)
@@ -165,15 +189,19 @@ def _consumer(
                 smem_read_stage = 0
                 lap ^= 1
         # the last wgmma of the tile has completed: its stage is free too
-        acc = warpgroup_mma_wait(0, deps=(acc,))
+        if not B_K_MAJOR:
+            acc = warpgroup_mma_wait(0, deps=(acc,))
         mbarrier.arrive(empty.index(release_stage))
 
         # -- EPILOGUE: the scales (fp8) on the fp32 accumulator, then C through shared memory and a TMA store
         #    (clipped at the edges of C); the store of this tile runs on while the next tile's wgmma start --
-        if SCALED:
-            acc = acc * (gl.load(scale_a) * gl.load(scale_b))
         tma.store_wait(0)  # the previous tile's store has finished reading c_smem
-        c_smem.store(acc.to(c_desc.dtype))
+        if B_K_MAJOR:
+            scale = gl.load(scale_a) * gl.load(scale_b)
+            c_smem.slice(0, BLOCK_N // 2, dim=1).store((left * scale).to(c_desc.dtype))
+            c_smem.slice(BLOCK_N // 2, BLOCK_N // 2, dim=1).store((right * scale).to(c_desc.dtype))
+        else:
+            c_smem.store(acc.to(c_desc.dtype))
         fence_async_shared()  # make the generic-proxy writes to c_smem visible to the TMA (async proxy)
         _tma_store(c_desc, [m0, n0], c_smem)
     tma.store_wait(0)
