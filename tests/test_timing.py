@@ -95,13 +95,15 @@ def test_the_burst_timer_waits_for_the_power_cap_to_clear_before_every_batch(mon
 
     monkeypatch.setattr(bench, "_time", fake_time)
     reads = _fake_power_cap(monkeypatch, capped_reads=5)
+    monkeypatch.setattr(bench, "_PACER", timing.BurstPacer())
     phases = timing.Phases()
     row = bench._measure(lambda: None, bench.Options(), phases)  # the default timer
     # 6 bursts of 20 ms after 5 ms of warm-up each; the first after 5 sleeps of 10 ms (5 capped reads, then clear),
-    # each later one after a single read that finds the cap clear
+    # each later one after a single read that finds the cap clear; a read after each burst checks it ended clear
     assert [c[:2] for c in calls] == [(5.0, 20.0)] * 6
-    assert [c[2] for c in calls] == [6, 7, 8, 9, 10, 11]
+    assert [c[2] for c in calls] == [6, 8, 10, 12, 14, 16]
     assert row["cooldown_s"] == pytest.approx(0.05) and row["below_cap"] is True and row["batches"] == 6
+    assert row["bursts_retaken"] == 0
     assert phases.seconds["cool_down"] == pytest.approx(0.05) and "time" in phases.seconds
     calls.clear()
     bench._measure(lambda: None, bench.Options(quick=True))
@@ -110,12 +112,40 @@ def test_the_burst_timer_waits_for_the_power_cap_to_clear_before_every_batch(mon
 
 def test_a_power_cap_that_does_not_clear_is_waited_for_3_s_and_flagged(monkeypatch):
     monkeypatch.setattr(bench, "_time", lambda fn, opts, rep_scale=1.0: [1.0] * 12)
+    monkeypatch.setattr(bench, "_PACER", timing.BurstPacer())
     _fake_power_cap(monkeypatch, capped_reads=10**6)
-    row = bench._measure(lambda: None, bench.Options())
+    row = bench._measure(lambda: None, bench.Options())  # waits 3 s once, then no more for the rest of the run
     assert row["below_cap"] is False and row["cooldown_s"] == pytest.approx(timing.COOL_MAX_S, abs=0.02)
     row.update(measured=True, ceiling=False, note="")
     bench._throughput_and_flags(bench.PROBLEMS["vector"], 4096, [row], ceiling_ms=1.0)
     assert "still on after 3 s" in row["note"]
+
+
+def test_bursts_rest_twice_their_length_and_one_that_ends_slowed_is_taken_again(monkeypatch):
+    now, slept, kept = [10.0], [], []
+    monkeypatch.setattr(timing, "now", lambda: now[0])
+    monkeypatch.setattr(timing, "sleep", lambda s: slept.append(round(s, 6)) or now.__setitem__(0, now[0] + s))
+    monkeypatch.setattr(bench, "_PACER", timing.BurstPacer())
+    ends = iter([0x4, 0x0] + [0x0] * 20)  # the first burst ends under the power cap, every later one clear
+    reads = []
+
+    def state():
+        # cool_down's reads find the cap clear; the read after each burst takes the next of ``ends``
+        after_burst = len(reads) % 2 == 1
+        reads.append(next(ends) if after_burst else 0x1)
+        return {"throttle_reasons": reads[-1]}
+
+    def fake_time(fn, opts, rep_scale=1.0):
+        now[0] += 0.03  # a 30 ms burst
+        kept.append(len(kept))
+        return [1.0 + 0.001 * len(kept)] * 12
+
+    monkeypatch.setattr(bench, "_time", fake_time)
+    monkeypatch.setattr(bench.run_meta, "gpu_state", state)
+    row = bench._measure(lambda: None, bench.Options())
+    assert row["bursts_retaken"] == 1 and row["batches"] == 1  # the slowed burst was not kept; the next one was
+    assert slept == [0.06]  # the second burst waited 60 ms: twice the first one's 30
+    assert row["median_ms"] == pytest.approx(1.002)  # the kept burst's samples only
 
 
 def test_without_throttle_reasons_the_burst_timer_does_not_wait(monkeypatch):

@@ -5,9 +5,11 @@ The burst timer (the default). A GEMM that fills an H200 draws more than its 700
 it settles depends on the seconds before (measured with tools/power_regimes.py: the same cuBLAS GEMM sampled for
 25 ms, or for 500 ms after 1 s of warm-up, varied by 15% and by 4% between an idle and a hot history; sampled in
 20 ms bursts that each start with the power cap clear, by 0.3-0.8%). So this timer samples in bursts: before each
-batch it waits until NVML reports no power-cap, thermal or power-brake slowdown (``cool_down``, 3 s at most), then
-takes one batch of ``do_bench`` (5 ms warm-up, then 20 ms of samples, the L2 flushed before every call), until the
-adaptive precision below is reached or 6 batches are spent. Its figures are those of the clocks the GPU holds below
+batch it rests twice as long as the batch before took (``BurstPacer``: bursts back to back would add up to a sustained
+load) and waits until NVML reports no power-cap, thermal or power-brake slowdown (``cool_down``, 3 s at most), then
+takes one batch of ``do_bench`` (5 ms warm-up, then 20 ms of samples, the L2 flushed before every call); a batch that
+ends with a slowdown active is taken again (twice at most), until the adaptive precision below is reached or 6
+batches are spent. Its figures are those of the clocks the GPU holds below
 its power limit, as short bursts and nvbench see them; the ``adaptive`` timer gives the sustained regime.
 
 The stop rule (both adaptive timers). A row is timed in batches of ``triton.testing.do_bench`` (CUDA events
@@ -120,9 +122,45 @@ ADAPTIVE_QUICK = StopRule(precision=0.01, batch_ms=10.0, max_batches=3)  # --qui
 BURST = StopRule(batch_ms=20.0, max_batches=6, growth=1.0)  # each batch short enough to finish below the power cap
 BURST_QUICK = StopRule(precision=0.01, batch_ms=10.0, max_batches=3, growth=1.0)
 BURST_WARMUP_MS = 5.0  # before every burst: the clocks come up from idle, do_bench sizes its batch
+BURST_GAP = 2.0  # after a burst, rest at least twice its length: the GPU busy a third of the time at most
+MAX_REST_S = 1.0  # the longest rest a burst is owed (bursts last ~20-100 ms)
+BURST_RETRIES = 2  # a burst that ends with a clock slowdown active is taken again, twice at most
 COOL_MAX_S = 3.0  # the longest cool_down waits for the slowdown to clear
 COOL_POLL_S = 0.01
 SLOWDOWN_MASK = 0x4 | 0x8 | 0x20 | 0x40 | 0x80  # NVML clock-event reasons: power cap, hardware, thermal, power brake
+
+
+@dataclass
+class BurstPacer:
+    """Spaces the burst timer's batches, across rows: each begins once the one before has been followed by ``gap``
+    times its own length of rest, and then once NVML reports no slowdown (``cool_down``). Bursts taken back to back
+    add up to a sustained load, and the power cap engages within them even though it had cleared before each."""
+
+    gap: float = BURST_GAP
+    ready_at: float = 0.0
+    unreachable: bool = False  # a slowdown outlasted COOL_MAX_S once: the GPU is held below its clocks; stop waiting
+
+    def before(self, read_state: Callable[[], dict]) -> tuple[float, bool | None]:
+        """Wait for the rest, then for the slowdown to clear: (seconds waited, clear as ``cool_down`` says; False
+        without waiting once the regime proved unreachable)."""
+        if self.unreachable:
+            return 0.0, False
+        start = now()
+        if 0 < self.ready_at - start <= MAX_REST_S:  # (more: a mark from another clock, as tests set; ignored)
+            sleep(self.ready_at - start)
+        _, clear = cool_down(read_state)
+        self.unreachable = clear is False
+        return now() - start, clear
+
+    def after(self, started: float) -> None:
+        """A burst that began at ``started`` (``now()``) has ended."""
+        end = now()
+        self.ready_at = end + self.gap * (end - started)
+
+
+def slowed(state: dict) -> bool:
+    """Whether gpu_state's reasons show a power-cap, thermal or power-brake slowdown."""
+    return bool((state.get("throttle_reasons") or 0) & SLOWDOWN_MASK)
 
 
 def cool_down(read_state: Callable[[], dict], max_s: float = COOL_MAX_S) -> tuple[float, bool | None]:
@@ -230,8 +268,10 @@ def describe_timer(timer: str, quick: bool = False) -> dict:
     }
     if timer == "burst":
         described["rule"] = (
-            f"before every batch, wait until NVML reports no power-cap, thermal or power-brake clock slowdown "
-            f"(at most {COOL_MAX_S:g} s), then {BURST_WARMUP_MS:g} ms of warm-up; " + rule.describe()
+            f"before every batch, rest {BURST_GAP:g} times as long as the batch before took, then wait until NVML "
+            f"reports no power-cap, thermal or power-brake clock slowdown (at most {COOL_MAX_S:g} s), then "
+            f"{BURST_WARMUP_MS:g} ms of warm-up; a batch that ends under a slowdown is taken again "
+            f"({BURST_RETRIES} times at most); " + rule.describe()
         )
         described["power_regime"] = (
             "burst: every batch of samples starts with no clock slowdown active and lasts about "
