@@ -133,7 +133,7 @@ def test_bursts_rest_twice_their_length_and_one_that_ends_slowed_is_taken_again(
         # cool_down's reads find the cap clear; the read after each burst takes the next of ``ends``
         after_burst = len(reads) % 2 == 1
         reads.append(next(ends) if after_burst else 0x1)
-        return {"throttle_reasons": reads[-1]}
+        return {"throttle_reasons": reads[-1], "throttled": bool(reads[-1] & 0x4)}
 
     def fake_time(fn, opts, rep_scale=1.0):
         now[0] += 0.03  # a 30 ms burst

@@ -96,7 +96,7 @@ def _bursts(fn, do_bench, bursts: int = 10) -> float:
     import pynvml
     import torch
 
-    from suite.driver.meta import gpu_target
+    from suite.driver.meta import THROTTLE_MASK, gpu_target
 
     pynvml.nvmlInit()
     target = gpu_target()  # a UUID (GPU-...) or a physical index
@@ -108,7 +108,7 @@ def _bursts(fn, do_bench, bursts: int = 10) -> float:
     for _ in range(bursts):
         torch.cuda.synchronize()
         start = time.monotonic()
-        while pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle) & 0xEC and time.monotonic() - start < 5:
+        while pynvml.nvmlDeviceGetCurrentClocksThrottleReasons(handle) & THROTTLE_MASK and time.monotonic() - start < 5:
             time.sleep(0.01)
         samples += do_bench(fn, warmup=5, rep=20, return_mode="all")
     return statistics.median(samples)

@@ -311,11 +311,11 @@ def _sample(fn: Callable[[], None], opts: Options, cooled: dict | None = None) -
         while True:
             waited, clear = _PACER.before(run_meta.gpu_state)
             cooled["cooldown_s"] = cooled.get("cooldown_s", 0.0) + waited
-            cooled["below_cap"] = clear if cooled.get("below_cap", True) is not False else False
+            cooled["below_cap"] = False if cooled.get("below_cap") is False else clear  # once not clear, stays so
             started = timing.now()
             samples = _time(fn, burst)
             _PACER.after(started)
-            if not timing.slowed(run_meta.gpu_state()) or retaken == timing.BURST_RETRIES or _PACER.unreachable:
+            if not run_meta.gpu_state().get("throttled") or retaken == timing.BURST_RETRIES or _PACER.unreachable:
                 return samples
             retaken += 1  # it ended under a slowdown: its samples are not kept
             cooled["bursts_retaken"] = cooled.get("bursts_retaken", 0) + 1

@@ -9,8 +9,8 @@ batch it rests twice as long as the batch before took (``BurstPacer``: bursts ba
 load) and waits until NVML reports no power-cap, thermal or power-brake slowdown (``cool_down``, 3 s at most), then
 takes one batch of ``do_bench`` (5 ms warm-up, then 20 ms of samples, the L2 flushed before every call); a batch that
 ends with a slowdown active is taken again (twice at most), until the adaptive precision below is reached or 6
-batches are spent. Its figures are those of the clocks the GPU holds below
-its power limit, as short bursts and nvbench see them; the ``adaptive`` timer gives the sustained regime.
+batches are spent. Its figures are those of the clocks the GPU holds below its power limit, as short bursts and
+nvbench see them; the ``adaptive`` timer gives the sustained regime.
 
 The stop rule (both adaptive timers). A row is timed in batches of ``triton.testing.do_bench`` (CUDA events
 around every call, the L2 flushed before each, the first batch after a 25 ms warm-up, the later ones straight after
@@ -127,7 +127,6 @@ MAX_REST_S = 1.0  # the longest rest a burst is owed (bursts last ~20-100 ms)
 BURST_RETRIES = 2  # a burst that ends with a clock slowdown active is taken again, twice at most
 COOL_MAX_S = 3.0  # the longest cool_down waits for the slowdown to clear
 COOL_POLL_S = 0.01
-SLOWDOWN_MASK = 0x4 | 0x8 | 0x20 | 0x40 | 0x80  # NVML clock-event reasons: power cap, hardware, thermal, power brake
 
 
 @dataclass
@@ -158,20 +157,16 @@ class BurstPacer:
         self.ready_at = end + self.gap * (end - started)
 
 
-def slowed(state: dict) -> bool:
-    """Whether gpu_state's reasons show a power-cap, thermal or power-brake slowdown."""
-    return bool((state.get("throttle_reasons") or 0) & SLOWDOWN_MASK)
-
-
 def cool_down(read_state: Callable[[], dict], max_s: float = COOL_MAX_S) -> tuple[float, bool | None]:
-    """Wait until the GPU reports no clock slowdown (``read_state()``: suite.driver.meta.gpu_state's fields),
-    ``max_s`` at most. Returns (seconds waited, whether it is clear: None when the state has no reasons to read)."""
+    """Wait until the GPU reports no clock slowdown (``read_state()``: suite.driver.meta.gpu_state's fields, whose
+    ``throttled`` says power cap, thermal or power brake), ``max_s`` at most. Returns (seconds waited, whether it is
+    clear: None when the state has no reasons to read)."""
     start = now()
     while True:
-        reasons = read_state().get("throttle_reasons")
-        if reasons is None:
+        throttled = read_state().get("throttled")
+        if throttled is None:
             return now() - start, None
-        if not reasons & SLOWDOWN_MASK:
+        if not throttled:
             return now() - start, True
         if now() - start >= max_s:
             return now() - start, False
