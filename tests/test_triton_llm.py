@@ -559,6 +559,10 @@ def test_stream_k_on_sm90():
     assert fixup["classes"]["local_memory"] == 0, fixup["classes"]
 
 
+# decode_kernel names the launch convention's A, B, M and N by their roles: tokens and weight
+DECODE_NAMES = {"a_desc": "tokens_desc", "b_desc": "weight_desc", "M": "T", "N": "W"}
+
+
 @CPU_ONLY
 def test_decode_on_sm90():
     """The widest and narrowest tiles of the rule, every dtype, the deepest ring (5 stages of up to 40 KiB): wgmma
@@ -572,6 +576,7 @@ def test_decode_on_sm90():
     for dtype, block_w, block_t in cases:
         bk = gemm_decode.block_k_for(dtype, block_w, block_t)
         sig = _main_pass_signature(dtype, block_t, block_w, bk, "splits", "stride_cm")
+        sig = {DECODE_NAMES.get(name, name): ty for name, ty in sig.items()}  # the convention in decode's terms
         meta = {
             "BLOCK_W": block_w,
             "BLOCK_T": block_t,

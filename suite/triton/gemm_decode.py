@@ -114,20 +114,21 @@ def plan(dtype: str, m: int, n: int, k: int, sms: int, splits: int | None = None
 
 @triton.jit
 def decode_kernel(
-    # The main passes' launch convention (TwoPassGemm._launch_main), as split-K's kernel takes it. One tuple argument
-    # would state it once, but Triton then drops the 16-byte alignment of the pointers inside it (the epilogue's
-    # stores compile narrower), so it stays a parameter list.
-    # A and B: descriptors built on the host; C and the fp32 workspace [splits, M, N]: pointers
-    a_desc,
-    b_desc,
+    # The main passes' launch convention (TwoPassGemm._launch_main: A, B, C, workspace, scales, M, N, K, splits, C's
+    # pitch), named here in the decode's own terms: A holds the T tokens, B the weight of W rows (C's N). One tuple
+    # argument would state the convention once, but Triton then drops the 16-byte alignment of the pointers inside
+    # it (the epilogue's stores compile narrower), so it stays a parameter list.
+    # the tokens (A) and the weight (B): descriptors built on the host; C and the fp32 workspace [splits, T, W]
+    tokens_desc,
+    weight_desc,
     c,
     workspace,
     # fp8 only: pointers to the per-tensor scales (one fp32 each); None otherwise
     scale_a,
     scale_b,
-    # sizes
-    M,
-    N,
+    # sizes: tokens (M), weight rows (N), K
+    T,
+    W,
     K,
     splits,
     # C's row pitch (elements)
@@ -145,8 +146,8 @@ def decode_kernel(
     #    weight boxes at about the same time, so the weight comes from DRAM about once), then the weight tiles of one
     #    split (adjacent columns of the same K rows) --
     pid = tl.program_id(0)
-    tiles_t = tl.cdiv(M, BLOCK_T)
-    tiles = tiles_t * tl.cdiv(N, BLOCK_W)
+    tiles_t = tl.cdiv(T, BLOCK_T)
+    tiles = tiles_t * tl.cdiv(W, BLOCK_W)
     split = pid // tiles
     t0 = (pid % tiles % tiles_t) * BLOCK_T
     w0 = (pid % tiles // tiles_t) * BLOCK_W
@@ -158,21 +159,21 @@ def decode_kernel(
     #    the M side, the tokens as the N side: acc is C^T's tile, [BLOCK_W, BLOCK_T] --
     acc = tl.zeros((BLOCK_W, BLOCK_T), dtype=tl.float32)
     for kt in range(k_first, k_last):
-        tokens = a_desc.load([t0, kt * BLOCK_K])  # [BLOCK_T, BLOCK_K], zero past M
+        tokens = tokens_desc.load([t0, kt * BLOCK_K])  # [BLOCK_T, BLOCK_K], zero past T
         if B_K_MAJOR:
-            weight = b_desc.load([w0, kt * BLOCK_K])  # [BLOCK_W, BLOCK_K]
+            weight = weight_desc.load([w0, kt * BLOCK_K])  # [BLOCK_W, BLOCK_K]
         else:
-            weight = b_desc.load([kt * BLOCK_K, w0]).T  # [BLOCK_K, BLOCK_W] read transposed
+            weight = weight_desc.load([kt * BLOCK_K, w0]).T  # [BLOCK_K, BLOCK_W] read transposed
         acc = tl.dot(weight, tokens.T, acc)
 
-    # -- EPILOGUE: C[t, w] = acc[w, t], masked to M x N --
+    # -- EPILOGUE: C[t, w] = acc[w, t], masked to T x W --
     ws = w0 + tl.arange(0, BLOCK_W)
     ts = t0 + tl.arange(0, BLOCK_T)
-    inside = (ws[:, None] < N) & (ts[None, :] < M)
+    inside = (ws[:, None] < W) & (ts[None, :] < T)
     if SPLIT:
         # this split's partial, unscaled, into its own slice of the workspace (an empty split stores its zeros)
-        slice_ = workspace + split.to(tl.int64) * M * N
-        tl.store(slice_ + ts[None, :].to(tl.int64) * N + ws[:, None], acc, mask=inside)
+        slice_ = workspace + split.to(tl.int64) * T * W
+        tl.store(slice_ + ts[None, :].to(tl.int64) * W + ws[:, None], acc, mask=inside)
     else:
         if SCALED:
             acc = acc * (tl.load(scale_a) * tl.load(scale_b))
