@@ -343,7 +343,7 @@ GEMM_VARIANTS = (
         gpu_or_interpreter,
         ("llm", "long-k"),
         "small M: C^T = B^T A^T, 64 or 128 weight rows on wgmma's M side and 16-64 tokens on its N side, "
-        "stages of <= 40 KiB in 2-5 deep rings (the weight streams once), split-K where the weight's tiles "
+        "stages of <= 48 KiB in 2-4 deep rings (the weight streams once), split-K where the weight's tiles "
         "cannot fill the SMs (suite.triton.gemm_decode.plan)",
     ),
 )

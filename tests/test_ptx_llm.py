@@ -21,6 +21,29 @@ def test_split_count_fills_the_sms_once_and_keeps_splits_long():
     assert gemm_tma.split_count(tiles=1, k_tiles=1, slots=132) == 1
 
 
+def test_a_memory_bound_shape_splits_only_until_its_blocks_occupy_the_share_of_sms():
+    share = gemm_tma.STREAMING_SM_SHARE
+    rule = gemm_tma.split_count
+    # 64 x 8192 x 8192 fp16 on 64x128 tiles: 64 blocks already stream the weight from 48% of 132 SMs
+    assert gemm_tma.memory_bound("fp16", 64, 8192, 8192)
+    assert rule(tiles=64, k_tiles=128, slots=132, streaming=True, sms=132) == 1
+    assert rule(tiles=64, k_tiles=128, slots=132) == 2  # the compute-bound rule would fill every slot
+    # N = 4096: 32 tiles need two splits to reach the share; one tile: as many as the K tiles allow
+    assert rule(tiles=32, k_tiles=64, slots=132, streaming=True, sms=132) == 2
+    assert rule(tiles=1, k_tiles=64, slots=132, streaming=True, sms=132) == 16
+    for tiles in range(1, 300):  # never more blocks than the compute-bound rule, and at least the share when it can
+        s = rule(tiles, 512, 132, streaming=True, sms=132)
+        assert 1 <= s <= rule(tiles, 512, 132)
+        assert tiles * s >= share * 132 or s == rule(tiles, 512, 132)
+        assert s == 1 or tiles * (s - 1) < share * 132  # no split beyond the one that reaches the share
+    # the square shapes, 256-row prefill and long K stay compute-bound: they fill the slots
+    for dtype in gemm_tma.DTYPES:
+        for shape in ((4096, 4096, 4096), (256, 8192, 8192), (512, 512, 65536), (8192, 8192, 8192)):
+            assert not gemm_tma.memory_bound(dtype, *shape), (dtype, shape)
+        for shape in ((1, 4096, 4096), (16, 28672, 4096), (128, 8192, 8192)):
+            assert gemm_tma.memory_bound(dtype, *shape), (dtype, shape)
+
+
 @pytest.mark.parametrize("name", SCHEDULED)
 def test_schedules_build_as_hoppers_pipeline(name):
     """wgmma (QGMMA for fp8) chained within each commit group, TMA loads, the fix-up's one integer atomic, no

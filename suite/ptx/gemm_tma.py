@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import functools
 import importlib
+import math
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -37,6 +38,14 @@ ELEMENT_BYTES = {"fp16": 2, "bf16": 2, "fp8e4m3": 1}
 SCHEDULES = {"tiles": "SCHED_TILES", "split-k": "SCHED_SPLIT_K", "stream-k": "SCHED_STREAM_K"}
 # split-K: each split streams at least this many K tiles (fewer and the prologue and the fix-up dominate)
 MIN_K_TILES_PER_SPLIT = 4
+# The ridge point, FLOPs per byte moved, below which a shape is memory-bound: H200, ~990 TFLOP/s of dense fp16 / bf16
+# (1980 fp8) over ~4.8 TB/s of HBM3e, about 200 (400 fp8). A decode GEMM (M <= 128 against an 8192-wide weight)
+# sits at 8-130, the square shapes and 512 x 512 x 65536 above it.
+RIDGE_FLOP_PER_BYTE = {"fp16": 200, "bf16": 200, "fp8e4m3": 400}
+# A memory-bound shape's split-K stops once its blocks occupy this share of the SMs. On the H200 at 16 and 64 x 8192 x
+# 8192 fp16, 64 blocks of 64x128 tiles (48% of the 132 SMs, one split, 8 stages) streamed the weight at 2.8-3.0 TB/s
+# and ran at 0.98-1.01 of cuBLAS; the same tiles split in two over 128 blocks ran at 0.88-0.95, in four at 0.74-0.83
+STREAMING_SM_SHARE = 0.45
 
 
 def block_k(dtype: str) -> int:
@@ -131,11 +140,23 @@ def build(arch: str = ARCH) -> loader.CompiledModule:
     return loader.compile_cu(SOURCE, exprs, arch=arch, defines=DEFINES)
 
 
-def split_count(tiles: int, k_tiles: int, slots: int) -> int:
+def memory_bound(dtype: str, m: int, n: int, k: int) -> bool:
+    """Whether the shape's FLOPs per byte it must move at least once (A, B and C, C at 2 bytes) fall below the
+    GPU's ridge point: then it streams its operands, and its speed is bytes in flight, not tiles on SMs."""
+    moved = ELEMENT_BYTES[dtype] * (m * k + k * n) + 2 * m * n
+    return 2 * m * n * k < RIDGE_FLOP_PER_BYTE[dtype] * moved
+
+
+def split_count(tiles: int, k_tiles: int, slots: int, streaming: bool = False, sms: int = 0) -> int:
     """split-K's rule: as many splits as fill the GPU's block slots (SMs x resident blocks per SM) once with
     tiles x splits blocks (no second, partial wave), while every split keeps at least MIN_K_TILES_PER_SPLIT K tiles;
-    1 when the tiles alone fill the slots."""
-    return max(1, min(slots // max(1, tiles), k_tiles // MIN_K_TILES_PER_SPLIT))
+    1 when the tiles alone fill the slots. A memory-bound shape (``streaming``) splits only until its blocks occupy
+    STREAMING_SM_SHARE of the ``sms``: more blocks add workspace traffic and a fix-up, not bandwidth."""
+    fill = max(1, min(slots // max(1, tiles), k_tiles // MIN_K_TILES_PER_SPLIT))
+    if not streaming:
+        return fill
+    enough = -(-math.ceil(STREAMING_SM_SHARE * sms) // max(1, tiles))  # the fewest splits that reach the share
+    return max(1, min(fill, enough))
 
 
 class TmaGemm(NvrtcModule):
@@ -283,7 +304,9 @@ class Gemm:
         self.splits = 1
         if config.schedule == "split-k":
             self.splits = (
-                split_count(tiles, k_tiles, sms * blocks_per_sm) if splits is None else splits
+                split_count(tiles, k_tiles, sms * blocks_per_sm, memory_bound(dtype, m, n, k), sms)
+                if splits is None
+                else splits
             )  # tests force one
             if self.splits < 1:
                 raise ValueError(f"splits must be >= 1 (got {self.splits})")
