@@ -330,3 +330,42 @@ def test_gpu_state_is_one_nvidia_smi_call_where_it_answers_everything(monkeypatc
     calls.clear()
     assert run_meta.gpu_state() == expected
     assert len(calls) == 1  # the field name that works is remembered: one call per row
+
+
+def test_a_row_the_host_cannot_feed_is_marked_launch_bound(monkeypatch):
+    """The host's time per call is read from the calls the samples make (no extra launch): a row whose enqueue takes
+    at least LAUNCH_BOUND of its GPU median is marked, in its fields, its note and the terminal table."""
+    from suite.driver import report
+    from suite.problems import PROBLEMS
+
+    clock = [0.0]
+    monkeypatch.setattr(bench.time, "perf_counter", lambda: clock[0])
+
+    def slow_host():
+        clock[0] += 90e-6  # 90 us to enqueue
+
+    def fake_time(fn, opts, rep_scale=1.0):
+        for _ in range(20):
+            fn()
+        return [0.05] * 20  # the GPU runs each call in 50 us
+
+    monkeypatch.setattr(bench, "_time", fake_time)
+    monkeypatch.setattr(bench.run_meta, "gpu_state", lambda: {"throttled": False})
+    row = {**bench._measure(slow_host, bench.Options(timer="adaptive")), "note": "", "ceiling": False}
+    assert row["host_enqueue_us"] == pytest.approx(90.0)
+    fast = {**bench._measure(lambda: None, bench.Options(timer="adaptive")), "note": "", "ceiling": False}
+    assert fast["host_enqueue_us"] == 0.0
+    bench._throughput_and_flags(PROBLEMS["vector"], 2**20, [row, fast], ceiling_ms=0.05)
+    assert row["launch_bound"] is True and "launch-bound: the host takes 90 us" in row["note"]
+    assert fast["launch_bound"] is False and "launch-bound" not in fast["note"]
+    row.update(unit="GB/s", valid=True)
+    assert report._cell(row, 1.0).split(" ")[0].endswith(report.LAUNCH_BOUND)
+    assert not report._cell({**fast, "unit": "GB/s", "valid": True}, 1.0).split(" ")[0].endswith(report.LAUNCH_BOUND)
+
+
+def test_host_timed_reads_the_fast_tenth_of_the_calls():
+    """A call that waited behind a full launch queue measures the GPU: the host's time is the fastest tenth."""
+    timed = bench.HostTimed(lambda: None)
+    assert timed.enqueue_us() is None
+    timed.seconds = [1e-6 * t for t in [500] * 5 + [10] * 5 + [12] * 10]
+    assert timed.enqueue_us() == pytest.approx(10.0)

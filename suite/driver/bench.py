@@ -326,6 +326,29 @@ def _sample(fn: Callable[[], None], opts: Options, cooled: dict | None = None) -
 _PACER = timing.BurstPacer()  # one per process: the GPU's rest spans rows
 
 
+LAUNCH_BOUND = 0.8  # host enqueue time / GPU median at or above which a row is marked launch-bound
+
+
+class HostTimed:
+    """``fn``, with the host's seconds to return from each call recorded: for a kernel launch, the time to enqueue
+    it. Wrapped around the timed callable, it costs the GPU nothing and sees the same calls the samples do."""
+
+    def __init__(self, fn: Callable[[], None]):
+        self.fn, self.seconds = fn, []
+
+    def __call__(self) -> None:
+        t0 = time.perf_counter()
+        self.fn()
+        self.seconds.append(time.perf_counter() - t0)
+
+    def enqueue_us(self) -> float | None:
+        """The host's time per call, in microseconds: the fastest tenth of the calls (a call that waited for a full
+        launch queue measures the GPU, not the host), None before any call."""
+        if not self.seconds:
+            return None
+        return sorted(self.seconds)[len(self.seconds) // 10] * 1e6
+
+
 def _measure(fn: Callable[[], None], opts: Options, phases: timing.Phases | None = None) -> dict:
     """Time ``fn`` with the options' timer (the burst or the adaptive stop rule, or the fixed budget: re-timed with
     twice the repetitions when the relative spread is above MAX_SPREAD, samples pooled). Reads the GPU's clocks and
@@ -333,8 +356,9 @@ def _measure(fn: Callable[[], None], opts: Options, phases: timing.Phases | None
     sampling as "time")."""
     phases = phases if phases is not None else timing.Phases()
     cooled: dict = {}
+    host = HostTimed(fn)
     with phases("time"):
-        sampled = _sampled(fn, opts, cooled)
+        sampled = _sampled(host, opts, cooled)
     phases.move("time", "cool_down", cooled.get("cooldown_s", 0.0))
     median, iqr = _stats(sampled.samples)
     with phases("gpu_state"):
@@ -354,6 +378,7 @@ def _measure(fn: Callable[[], None], opts: Options, phases: timing.Phases | None
         "ci95": sampled.ci95,
         "batches": sampled.batches,
         "precision_met": sampled.met,
+        "host_enqueue_us": host.enqueue_us(),
         "sm_clock_mhz": state.get("sm_clock_mhz"),
         "temperature_c": state.get("temperature_c"),
         "throttled": state.get("throttled"),
@@ -397,6 +422,13 @@ def _throughput_and_flags(
             flags.append(f"median known to +-{100 * row['ci95']:.2f}% (95% CI), short of +-{100 * precision:g}%")
         if row.get("throttled"):
             flags.append("GPU reported a clock slowdown (power/thermal) at the end of timing")
+        if row.get("host_enqueue_us") is not None:
+            row["launch_bound"] = row["host_enqueue_us"] >= LAUNCH_BOUND * row["median_ms"] * 1e3
+            if row["launch_bound"]:
+                flags.append(
+                    f"launch-bound: the host takes {row['host_enqueue_us']:.0f} us to enqueue a call the GPU runs in "
+                    f"{1e3 * row['median_ms']:.0f} us, so the time is partly the host's"
+                )
         if row.get("below_cap") is False:
             flags.append(f"a burst began with the clock slowdown still on after {timing.COOL_MAX_S:g} s of waiting")
         if flags:

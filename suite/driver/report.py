@@ -49,6 +49,8 @@ CSV_FIELDS = (
     "sm_clock_mhz",
     "temperature_c",
     "throttled",
+    "host_enqueue_us",
+    "launch_bound",
     "built_for",
     "note",
     "group",
@@ -234,7 +236,7 @@ def _profile_note() -> str:
     return f"why: {TIMED_NOTE} (how to read it: docs/method.md, --profile)"
 
 
-THROTTLED, NOISY = "*", "~"  # marks in the terminal table's cells
+THROTTLED, NOISY, LAUNCH_BOUND = "*", "~", "^"  # marks in the terminal table's cells
 
 
 def _cell(r: dict, noisy_above: float) -> str:
@@ -242,7 +244,11 @@ def _cell(r: dict, noisy_above: float) -> str:
     or the samples spread), or what happened instead."""
     if r.get("measured") and r.get("valid") is not False:
         digits = 0 if r["unit"] == "GB/s" else 1
-        marks = (THROTTLED if r.get("throttled") else "") + (NOISY if (r.get("spread") or 0) > noisy_above else "")
+        marks = (
+            (THROTTLED if r.get("throttled") else "")
+            + (NOISY if (r.get("spread") or 0) > noisy_above else "")
+            + (LAUNCH_BOUND if r.get("launch_bound") else "")
+        )
         pct = "" if r.get("ratio_to_ceiling") is None else f" {_pct(r)}"
         return f"{r['throughput']:.{digits}f}{marks}{pct}"
     if r.get("valid") is None and r.get("built_for"):
@@ -303,6 +309,7 @@ def terminal_table(rows: list[dict], width: int = 160) -> str:
     marks for throttling and spread), split into several tables when the variants do not fit ``width`` columns
     side by side; the unstaged variants; and the notes that explain a failure or a skip. Resources, SASS and every
     note are in table.md and results.csv."""
+    from suite.driver.bench import LAUNCH_BOUND as LAUNCH_BOUND_RATIO
     from suite.driver.bench import MAX_SPREAD
 
     blocks, marks = [], set()
@@ -317,7 +324,7 @@ def terminal_table(rows: list[dict], width: int = 160) -> str:
         where = f"{problem} {shape} ({group[0]['dtype']})" + (f", {group_name}" if group_name else "")
         parts = [_clip(f"{where}: {unit}, % of {_label(ceiling) if ceiling else 'ceiling'}", width)]
         cells = {id(r): _cell(r, MAX_SPREAD) for r in group}
-        marks |= {m for c in cells.values() for m in (THROTTLED, NOISY) if m in c.split(" ")[0]}
+        marks |= {m for c in cells.values() for m in (THROTTLED, NOISY, LAUNCH_BOUND) if m in c.split(" ")[0]}
         why = _profiled(group)
         if swept:
             body, why_body = [], []  # the sweep; with --profile, the same sweep with a "why" cell per row
@@ -357,6 +364,11 @@ def terminal_table(rows: list[dict], width: int = 160) -> str:
         legend.append(f"{THROTTLED} the GPU reported a clock slowdown (power/thermal) at the end of timing")
     if NOISY in marks:
         legend.append(f"{NOISY} samples spread (IQR / median) above {100 * MAX_SPREAD:g}%")
+    if LAUNCH_BOUND in marks:
+        legend.append(
+            f"{LAUNCH_BOUND} launch-bound: the host's time to enqueue a call is at least "
+            f"{100 * LAUNCH_BOUND_RATIO:g}% of the GPU's median (the time is partly the host's)"
+        )
     if any(r.get("profile") for r in rows):
         legend.append(_profile_note())
     footer = textwrap.fill("; ".join(legend + ["resources, SASS and all notes: table.md"]), width)
