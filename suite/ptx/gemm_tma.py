@@ -39,8 +39,8 @@ SCHEDULES = {"tiles": "SCHED_TILES", "split-k": "SCHED_SPLIT_K", "stream-k": "SC
 # split-K: each split streams at least this many K tiles (fewer and the prologue and the fix-up dominate)
 MIN_K_TILES_PER_SPLIT = 4
 # The ridge point, FLOPs per byte moved, below which a shape is memory-bound: H200, ~990 TFLOP/s of dense fp16 / bf16
-# (1980 fp8) over ~4.8 TB/s of HBM3e, about 200 (400 fp8). A decode GEMM (M <= 128 against an 8192-wide weight)
-# sits at 8-130, the square shapes and 512 x 512 x 65536 above it.
+# (1980 fp8) over ~4.8 TB/s of HBM3e, about 200 (400 fp8). A decode GEMM (M = 1..128 against an 8192-wide weight)
+# sits at 1-124, 256 x 8192 x 8192 (241), 512 x 512 x 65536 (255) and the square shapes above it.
 RIDGE_FLOP_PER_BYTE = {"fp16": 200, "bf16": 200, "fp8e4m3": 400}
 # A memory-bound shape's split-K stops once its blocks occupy this share of the SMs. On the H200 at 16 and 64 x 8192 x
 # 8192 fp16, 64 blocks of 64x128 tiles (48% of the 132 SMs, one split, 8 stages) streamed the weight at 2.8-3.0 TB/s
