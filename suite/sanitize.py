@@ -1,8 +1,11 @@
-"""python -m suite.sanitize: every kernel that declares sanitizer sizes, at every stage count, under compute-sanitizer
-(memcheck, racecheck, synccheck, initcheck), findings reported per variant x stage count.
+"""python -m suite.sanitize: every kernel that declares sanitizer sizes, at every stage count of every dtype it
+implements, under compute-sanitizer (memcheck, racecheck, synccheck, initcheck), findings reported per variant x stage
+count.
 
 What runs comes from the registry: each variant whose kernel module (suite.kernel) lists ``sanitize_sizes`` is
-launched through suite.validate at those sizes, in one sanitizer process per tool (``--worker healthy``). A finding
+launched through suite.validate at those sizes, in each dtype it implements (``--dtype`` limits them; a size the
+kernel refuses at a dtype, e.g. fp8's K % 16, is listed as not run, with the rule), in one sanitizer process per tool
+(``--worker healthy``). A finding
 is attributed to a variant x stage count by the kernel instantiation the report names, which the module states
 (``kernel_names``). The check can fail: every fault a module declares (a build with one barrier compiled out, e.g.
 gemm.cu's PIPESUITE_FAULT_NO_REUSE_BARRIER and PIPESUITE_FAULT_NO_RING_BARRIER) runs under its tool too
@@ -42,8 +45,48 @@ _HAZARD_RE = re.compile(r"\b(RAW|WAR|WAW)\b hazard")
 _selection: tuple[str, ...] = ()
 
 
+# --dtype: the dtypes the healthy cases are limited to; () = every dtype each variant implements. Passed on likewise.
+_dtype_selection: tuple[str, ...] = ()
+
+
 def _selected(v) -> bool:
     return not _selection or v.label in _selection or v.name in _selection
+
+
+def select_dtypes(names) -> None:
+    """Limit the healthy cases to the dtypes ``names``; ValueError naming any that no problem has."""
+    global _dtype_selection
+    from suite.problems import PROBLEMS
+
+    known = {d for p in PROBLEMS.values() for d in p.dtypes}
+    unknown = [n for n in names if n not in known]
+    if unknown:
+        raise ValueError(f"not a dtype: {', '.join(map(repr, unknown))} (dtypes: {', '.join(sorted(known))})")
+    _dtype_selection = tuple(names)
+
+
+def cases(v) -> tuple[list[tuple[str, int, tuple]], list[str]]:
+    """Variant ``v``'s healthy cases, (dtype, stages, size): every dtype it implements (of those --dtype names) that
+    this machine runs, at that dtype's depths and each sanitizer size the kernel takes at that dtype; and what was
+    not run, with why ("fp8e4m3 at 130x250x40: K must be ...")."""
+    run, not_run = [], []
+    for dtype in v.dtypes:
+        if _dtype_selection and dtype not in _dtype_selection:
+            continue
+        if why := v.kernel.skip_reason(dtype):
+            not_run.append(f"{dtype}: {why}")
+            continue
+        for size in v.kernel.sanitize_sizes:
+            if rule := v.kernel.refuses(size, dtype):
+                not_run.append(f"{dtype} at {_shape(v, size)}: {rule}")
+                continue
+            run += [(dtype, stages, size) for stages in v.stages_for(dtype)]
+    return run, not_run
+
+
+def depths(v) -> list:
+    """The stage counts of ``v``'s healthy cases, in order (each dtype's depths, once)."""
+    return list(dict.fromkeys(stages for _, stages, _ in cases(v)[0]))
 
 
 def sanitized_variants():
@@ -84,7 +127,7 @@ def not_sanitized():
 
 def kernel_names() -> list[str]:
     """Every instantiation the sanitized variants may launch, normalized as our name expressions."""
-    return sorted({normalize(n) for v in sanitized_variants() for s in v.stages for n in v.kernel.kernel_names(s)})
+    return sorted({normalize(n) for v in sanitized_variants() for s in depths(v) for n in v.kernel.kernel_names(s)})
 
 
 def kernel_pattern(names) -> re.Pattern:
@@ -108,6 +151,7 @@ def _shape(v, size) -> str:
 
 
 CASE_START = "CASE-START "
+REFUSED = "refused: "  # a healthy case whose launch refused its shape (ValueError naming the rule)
 
 
 def _case_start(v, stages) -> None:
@@ -130,12 +174,16 @@ def worker_healthy(tool: str | None = None) -> int:
     for v in sanitized_variants():
         if tool and blind_spot(v, tool):
             continue  # this tool cannot judge it: not run, and the report says why
-        for stages in v.stages:
-            for size in v.kernel.sanitize_sizes:
-                _case_start(v, stages)
-                result = validate(v, stages, size, seed=7, device=torch.device("cuda"))
-                print(f"CASE {v.label} stages={stages} shape={_shape(v, size)} valid={result.check.valid}", flush=True)
-                bad += not result.check.valid
+        for dtype, stages, size in cases(v)[0]:
+            _case_start(v, stages)
+            case = f"CASE {v.label} {dtype} stages={stages} shape={_shape(v, size)}"
+            try:
+                result = validate(v, stages, size, seed=7, device=torch.device("cuda"), dtype=dtype)
+            except ValueError as e:  # a rule the module does not state in refuses(): said, launched nothing
+                print(f"{case} {REFUSED}{e}", flush=True)
+                continue
+            print(f"{case} valid={result.check.valid}", flush=True)
+            bad += not result.check.valid
     return 1 if bad else 0
 
 
@@ -236,7 +284,8 @@ def parse(report: str, names=None, warnings: bool = False) -> tuple[int | None, 
 def tool_command(
     sanitizer: str, tool: str, worker: str, plugins=(), fault: int | None = None, selection=None
 ) -> list[str]:
-    """The compute-sanitizer command line of one worker: the plugins and the --variant selection passed on."""
+    """The compute-sanitizer command line of one worker: the plugins and the --variant and --dtype selections passed
+    on."""
     # --report-api-errors no: torch and cuda-bindings probe optional driver entry points (cuGetProcAddress) and
     # expect some to fail; those are not kernel findings.
     cmd = [
@@ -256,6 +305,7 @@ def tool_command(
         tool,
         *(f"--plugin={p}" for p in plugins),
         *(f"--variant={n}" for n in (_selection if selection is None else selection)),
+        *(f"--dtype={d}" for d in _dtype_selection),
     ]
     if fault is not None:
         cmd += ["--worker-fault", str(fault)]
@@ -308,6 +358,13 @@ def main(argv=None) -> int:
         help="sanitize only this variant (backend:name or name; repeatable), and its declared faults",
     )
     p.add_argument(
+        "--dtype",
+        action="append",
+        default=[],
+        metavar="DTYPE",
+        help="run the healthy kernels only in this dtype (repeatable; default: every dtype each one implements)",
+    )
+    p.add_argument(
         "--faults-only",
         action="store_true",
         help="run only the self-test (every declared fault of the chosen tools), not the healthy kernels",
@@ -330,6 +387,11 @@ def main(argv=None) -> int:
     except ValueError as e:
         print(f"error: --variant: {e}", file=sys.stderr)
         return 2
+    try:
+        select_dtypes(args.dtype)
+    except ValueError as e:
+        print(f"error: --dtype: {e}", file=sys.stderr)
+        return 2
     if args.worker:
         if args.worker == "healthy":
             return worker_healthy(args.worker_tool)
@@ -349,14 +411,19 @@ def main(argv=None) -> int:
     out.mkdir(parents=True, exist_ok=True)
     findings: dict[str, dict[str, int]] = {}
     totals: dict[str, int | None] = {}
+    refused: dict[str, None] = {}  # the healthy cases a launch refused, as the workers said (every tool runs them)
     for tool in [] if args.faults_only else args.tools:
-        totals[tool], findings[tool], _ = run_tool(tool, "healthy", out, args.plugin)
+        totals[tool], findings[tool], report = run_tool(tool, "healthy", out, args.plugin)
+        refused |= dict.fromkeys(
+            line[5:] for line in report.splitlines() if line.startswith("CASE ") and REFUSED in line
+        )
 
     rows, ok = [], True
     for v in [] if args.faults_only else sanitized_variants():
-        for stages in v.stages:
+        run = cases(v)[0]
+        for stages in depths(v):
             names = [normalize(n) for n in v.kernel.kernel_names(stages)]
-            line = [v.label, stages]
+            line = [v.label, ", ".join(dict.fromkeys(d for d, s, _ in run if s == stages)), stages]
             for tool in args.tools:
                 if blind_spot(v, tool):
                     line.append("not run (see below)")
@@ -396,6 +463,12 @@ def main(argv=None) -> int:
     )
     skipped = "".join(f"\n- not run under compute-sanitizer: {label} ({why})" for label, why in not_sanitized())
     skipped += "".join(
+        f"\n- not run: {v.label} {why}"
+        for v in sanitized_variants()
+        for why in ([] if args.faults_only else cases(v)[1])
+    )
+    skipped += "".join(f"\n- not run: {case}" for case in refused)
+    skipped += "".join(
         f"\n- not run under {tool}: {v.label} ({blind_spot(v, tool)})"
         for v in sanitized_variants()
         for tool in args.tools
@@ -404,7 +477,7 @@ def main(argv=None) -> int:
     table = (
         "(--faults-only: the healthy kernels were not run)"
         if args.faults_only
-        else tabulate(rows, headers=["variant", "stages", *args.tools], tablefmt="github")
+        else tabulate(rows, headers=["variant", "dtypes", "stages", *args.tools], tablefmt="github")
     )
     fault_table = (
         tabulate(fault_rows, headers=["variant", "fault", "define", "stages", "tool", "reported"], tablefmt="github")

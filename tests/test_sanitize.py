@@ -209,7 +209,7 @@ def test_a_tool_that_cannot_judge_a_kernel_does_not_run_it(monkeypatch, capsys):
 
     launched = []
 
-    def fake_validate(v, stages, size, seed, device):
+    def fake_validate(v, stages, size, seed, device, dtype=None):
         launched.append(v.label)
         return types.SimpleNamespace(check=types.SimpleNamespace(valid=True))
 
@@ -228,3 +228,56 @@ def test_a_tool_that_cannot_judge_a_kernel_does_not_run_it(monkeypatch, capsys):
     assert blind and all(
         (label.startswith("ptx:bulk ring") or "gluon" in label) and tool == "racecheck" for label, tool in blind
     )
+
+
+def test_the_healthy_cases_cover_every_dtype_a_variant_implements(monkeypatch, capsys):
+    """bf16 and fp8 builds are sanitized too: each dtype a variant implements, at its depths and every size the
+    kernel takes at it; a size it refuses is listed with the rule, and a launch that refuses one is said, not
+    counted as a failure; --dtype limits the dtypes and reaches the workers."""
+    import types
+
+    import suite.validate
+    from suite import sanitize
+
+    label = "ptx:128x256x64 ws 2wg persistent tma-store tma+wgmma"
+    launched = []
+
+    def fake_validate(v, stages, size, seed, device, dtype=None):
+        launched.append((dtype, stages, size))
+        if dtype == "bf16" and size == (130, 250, 40):
+            raise ValueError("a rule only the launch knows")
+        return types.SimpleNamespace(check=types.SimpleNamespace(valid=True))
+
+    monkeypatch.setattr(suite.validate, "validate", fake_validate)
+    try:
+        sanitize.select([label])
+        (v,) = sanitize.sanitized_variants()
+        run, not_run = sanitize.cases(v)
+        assert {d for d, _, _ in run} == {"fp16", "bf16", "fp8e4m3"}
+        for dtype in ("fp16", "bf16", "fp8e4m3"):
+            assert {s for d, s, _ in run if d == dtype} == set(v.stages_for(dtype))
+        # fp8's K must be a multiple of 16 for TMA: 130x250x40 is refused there, by the module's stated rule
+        assert (("fp8e4m3", v.stages_for("fp8e4m3")[0], (130, 250, 40))) not in run
+        assert any(w.startswith("fp8e4m3 at 130x250x40: K must be a multiple of 16") for w in not_run), not_run
+        assert sanitize.worker_healthy("memcheck") == 0  # the refusal is not a failure
+        assert sorted(launched) == sorted(run)
+        out = capsys.readouterr().out
+        assert f"CASE {label} bf16 stages=2 shape=130x250x40 {sanitize.REFUSED}a rule only the launch knows" in out
+        assert f"CASE {label} fp8e4m3 stages=2 shape=256x512x1024 valid=True" in out
+        sanitize.select_dtypes(["bf16"])
+        assert {d for d, _, _ in sanitize.cases(v)[0]} == {"bf16"}
+        assert "--dtype=bf16" in sanitize.tool_command("cs", "memcheck", "healthy")
+        with pytest.raises(ValueError, match="not a dtype: 'fp4'"):
+            sanitize.select_dtypes(["fp4"])
+    finally:
+        sanitize.select([])
+        sanitize.select_dtypes([])
+    assert "--dtype=bf16" not in sanitize.tool_command("cs", "memcheck", "healthy")
+
+
+def test_an_unknown_dtype_is_refused_in_one_line(capsys):
+    from suite import sanitize
+
+    assert sanitize.main(["--dtype", "fp4"]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: --dtype: not a dtype: 'fp4'") and len(err.splitlines()) == 1

@@ -140,6 +140,20 @@ def build(arch: str = ARCH) -> loader.CompiledModule:
     return loader.compile_cu(SOURCE, exprs, arch=arch, defines=DEFINES)
 
 
+def shape_rule(size: tuple[int, int, int], dtype: str) -> str | None:
+    """The rule an M x N x K problem at ``dtype`` breaks for these kernels (the launch refuses it), or None."""
+    m, n, k = size
+    align = 16 // ELEMENT_BYTES[dtype]
+    if k % align:
+        return f"K must be a multiple of {align} so that rows of A have a 16-byte pitch for TMA (got K={k})"
+    if max(m, n, k) > MAX_DIM:
+        return (
+            f"M, N and K must each be at most {MAX_DIM}: tile origins and TMA coordinates are 32-bit "
+            f"(got M={m}, N={n}, K={k})"
+        )
+    return None
+
+
 def memory_bound(dtype: str, m: int, n: int, k: int) -> bool:
     """Whether the shape's FLOPs per byte it must move at least once (A, B and C, C at 2 bytes) fall below the
     GPU's ridge point: then it streams its operands, and its speed is bytes in flight, not tiles on SMs."""
@@ -198,6 +212,9 @@ class TmaGemm(NvrtcModule):
 
     def name_expressions(self, stages: int) -> tuple[str, ...]:
         return tuple(self.gemm_config.name_expression(stages, d) for d in self.gemm_config.dtypes)
+
+    def refuses(self, size, dtype: str) -> str | None:
+        return shape_rule(size, dtype)
 
     def config(self) -> str:
         return self.gemm_config.describe()
@@ -266,16 +283,8 @@ class Gemm:
         ops = gemm_operands(tuple(inputs), c, config.dtypes)
         check_stages(stages, config.stages)
         m, n, k, dtype = ops.m, ops.n, ops.k, ops.dtype
-        align = 16 // ELEMENT_BYTES[dtype]
-        if k % align:
-            raise ValueError(
-                f"K must be a multiple of {align} so that rows of A have a 16-byte pitch for TMA (got K={k})"
-            )
-        if max(m, n, k) > MAX_DIM:
-            raise ValueError(
-                f"M, N and K must each be at most {MAX_DIM}: tile origins and TMA coordinates are 32-bit "
-                f"(got M={m}, N={n}, K={k})"
-            )
+        if rule := shape_rule((m, n, k), dtype):
+            raise ValueError(rule)
         check_cuda(("a", ops.a), ("b", ops.b), ("c", c))
         module = kernel.build() if kernel is not None else build()  # a kernel module may carry extra defines
         expr = config.name_expression(stages, dtype)
