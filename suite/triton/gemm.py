@@ -136,6 +136,13 @@ class Tile128x256x32(TritonModule):
         "the descriptor kernels",
     }
 
+    # compute-sanitizer: edge tiles (M, N and K not multiples of the tile: masked loads and stores), and a ring that
+    # wraps many times within a tile
+    sanitize_sizes = ((130, 250, 40), (256, 512, 1024))
+
+    def kernel_names(self, stages: int) -> tuple[str, ...]:
+        return ("gemm_kernel",)
+
     def launch(self, inputs, out, stages):
         return Gemm(*inputs, out, stages)
 

@@ -471,9 +471,16 @@ class Descriptors(TritonModule):
 
     dtypes = DTYPES
 
+    # compute-sanitizer: edge tiles with N % 8 != 0 (B and C through padded buffers) and a K tile cut short; a ring that
+    # wraps many times within a tile; more tiles (144) than SMs (132), so a persistent program walks two tiles
+    sanitize_sizes = ((130, 250, 40), (256, 512, 1024), (1536, 3072, 64))
+
     def __init__(self, persistent: bool, host_desc: bool = False):
         self.persistent, self.host_desc = persistent, host_desc
         self.stages = STAGES_PERSISTENT if persistent else STAGES
+
+    def kernel_names(self, stages: int) -> tuple[str, ...]:
+        return ("gemm_desc_kernel",)
 
     def stages_for(self, dtype: str) -> tuple:
         return self.stages  # 48 KiB stages at every dtype (TILES): the same rings fit
