@@ -9,6 +9,8 @@ that writes to its inputs fails, whatever its output (a kernel that zeroes x and
 
 from __future__ import annotations
 
+import contextlib
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -39,24 +41,56 @@ def changed_inputs(inputs: Inputs, pristine: Inputs) -> list[int]:
     ]
 
 
+def _steps(seconds: dict[str, float] | None, device: torch.device):
+    """``with step(name):`` adds the seconds the step took to ``seconds[name]``, its GPU work included (a device
+    synchronize ends each step); nothing at all when ``seconds`` is None."""
+
+    @contextlib.contextmanager
+    def step(name: str):
+        if seconds is None:
+            yield
+            return
+        t0 = time.perf_counter()
+        yield
+        if device.type == "cuda":
+            torch.cuda.synchronize(device)
+        seconds[name] = seconds.get(name, 0.0) + time.perf_counter() - t0
+
+    return step
+
+
 def validate(
-    variant: Variant, stages, size, *, seed: int, device: torch.device, dtype: str | None = None
+    variant: Variant,
+    stages,
+    size,
+    *,
+    seed: int,
+    device: torch.device,
+    dtype: str | None = None,
+    seconds: dict[str, float] | None = None,
 ) -> Validation:
     """Build ``variant`` at ``stages`` on fresh inputs of ``size``, run it once on a NaN-poisoned output, wait for
     it, compare with the reference (computed before the run, from a copy of the inputs) and the inputs with that copy.
-    Raises whatever building or launching raises (ValueError for a rule broken)."""
+    ``seconds``: where the time goes, added per step (inputs, reference, build, run, check). Raises whatever building
+    or launching raises (ValueError for a rule broken)."""
     problem = PROBLEMS[variant.problem]
-    inputs = problem.make_inputs(size, seed, device, dtype)
-    pristine = tuple(t.clone() if isinstance(t, torch.Tensor) else t for t in inputs)  # out of the kernel's reach
-    ref = (variant.reference or problem.reference)(pristine)
-    out = problem.make_output(inputs)
-    out.fill_(float("nan"))  # poisoned
-    fn = variant.factory(inputs, out, stages)
-    fn()
-    if out.device.type == "cuda":
-        torch.cuda.synchronize(out.device)
-    check = problem.check(out, ref, dtype)
-    touched = changed_inputs(inputs, pristine)
+    step = _steps(seconds, torch.device(device))
+    with step("inputs"):
+        inputs = problem.make_inputs(size, seed, device, dtype)
+        pristine = tuple(t.clone() if isinstance(t, torch.Tensor) else t for t in inputs)  # out of the kernel's reach
+    with step("reference"):
+        ref = (variant.reference or problem.reference)(pristine)
+    with step("build"):
+        out = problem.make_output(inputs)
+        out.fill_(float("nan"))  # poisoned
+        fn = variant.factory(inputs, out, stages)
+    with step("run"):
+        fn()
+        if out.device.type == "cuda":
+            torch.cuda.synchronize(out.device)
+    with step("check"):
+        check = problem.check(out, ref, dtype)
+        touched = changed_inputs(inputs, pristine)
     if touched:
         which = ", ".join(f"#{i} ({tuple(inputs[i].shape)})" for i in touched)
         check = replace(

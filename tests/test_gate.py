@@ -51,3 +51,18 @@ def test_a_right_answer_with_a_scribbled_input_fails():
 def test_an_honest_kernel_passes():
     result = validate(_variant(_honest), None, 4099, seed=3, device=torch.device("cpu"))
     assert result.check.valid and result.check.message == ""
+
+
+def test_validate_says_where_its_time_goes_without_changing_its_verdict():
+    """``seconds``: the time per step (inputs, reference, build, run, check), added to across calls; the verdict is
+    the same with and without it, and a kernel that scribbles still fails."""
+    seconds: dict[str, float] = {}
+    for _ in range(2):
+        timed = validate(_variant(_honest), None, 4099, seed=3, device=torch.device("cpu"), seconds=seconds)
+        assert timed.check.valid
+    assert set(seconds) == {"inputs", "reference", "build", "run", "check"}
+    assert all(s >= 0 for s in seconds.values()) and sum(seconds.values()) > 0
+    plain = validate(_variant(_honest), None, 4099, seed=3, device=torch.device("cpu"))
+    assert plain.check == timed.check
+    bad = validate(_variant(_right_but_scribbles), None, 4099, seed=3, device=torch.device("cpu"), seconds={})
+    assert not bad.check.valid

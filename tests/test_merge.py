@@ -291,4 +291,8 @@ def test_cli_merges_real_cpu_shards_into_the_unsharded_run(tmp_path):
     phases = s2["meta"]["phase_seconds"]  # where the time went, and the timer's rule and power regime
     assert {"startup", "meta", "plan", "compile", "validate", "reports", "total"} <= set(phases)
     assert phases["total"] >= phases["validate"] > 0
+    # where validate's seconds went, already counted in it
+    steps = {k: v for k, v in phases.items() if k.startswith("validate.")}
+    assert set(steps) == {f"validate.{s}" for s in ("inputs", "reference", "build", "run", "check")}
+    assert sum(steps.values()) <= phases["validate"] + 0.05  # (each rounded to 0.01 s)
     assert s2["meta"]["timer"]["name"] == "burst" and "power limit" in s2["meta"]["timer"]["power_regime"]

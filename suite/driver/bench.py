@@ -265,9 +265,12 @@ def _fail(row: dict, what: str, error: Exception) -> None:
     )
 
 
-def _validate(size, variant: Variant, stages, seed: int, device, dtype: str | None = None) -> tuple[dict, object]:
-    """suite.validate on fresh inputs: the check fields of the row, and the callable (for its KernelInfo)."""
-    result = validate(variant, stages, size, seed=seed, device=device, dtype=dtype)
+def _validate(
+    size, variant: Variant, stages, seed: int, device, dtype: str | None = None, seconds: dict | None = None
+) -> tuple[dict, object]:
+    """suite.validate on fresh inputs: the check fields of the row, and the callable (for its KernelInfo);
+    ``seconds``: validate's seconds per step, added to."""
+    result = validate(variant, stages, size, seed=seed, device=device, dtype=dtype, seconds=seconds)
     check = result.check
     return {
         "valid": check.valid,
@@ -641,8 +644,11 @@ def run_job(
     to_time = []
     for (spec, variant), row in zip(pairs, rows):
         bar.step(f"validate {problem.name} {dtype} {problem.shape(size)} {variant.label} stages={spec.stages}")
+        steps: dict[str, float] = {}
         with phases("validate"):
-            timed = _validate_row(row, variant, spec, job, problem, opts, on_gpu, device, described)
+            timed = _validate_row(row, variant, spec, job, problem, opts, on_gpu, device, described, steps)
+        for step, seconds in steps.items():
+            phases.add(f"validate.{step}", seconds)  # where validate's seconds went (counted in it already)
         row["_final"] = not timed
         if timed:
             to_time.append((spec, variant, row))
@@ -666,8 +672,10 @@ def _validate_row(
     on_gpu: bool,
     device: torch.device,
     described: dict,
+    steps: dict | None = None,
 ) -> bool:
-    """Validate one row (or describe it, or say why it is skipped); True when it is valid and can be timed."""
+    """Validate one row (or describe it, or say why it is skipped); True when it is valid and can be timed.
+    ``steps``: validate's seconds per step, added to."""
     dtype = job.dtype
     if dtype_reason := variant.dtype_skip_reason(dtype):
         row["note"] = dtype_reason  # said in its row, never silently absent
@@ -690,7 +698,7 @@ def _validate_row(
             row["note"] = f"skipped: {reason}"
         return False
     try:
-        check, fn = _validate(job.size, variant, spec.stages, opts.seed + 1 + spec.index, device, dtype)
+        check, fn = _validate(job.size, variant, spec.stages, opts.seed + 1 + spec.index, device, dtype, steps)
     except ValueError as e:  # a configuration the kernel refuses (e.g. a ring too deep for the GPU)
         row.update(valid=False, note=f"refused: {e}")
         return False

@@ -279,7 +279,8 @@ def describe_timer(timer: str, quick: bool = False) -> dict:
 
 class Phases:
     """Seconds spent per phase of a run (compile, validate, time, ceilings, ...), accumulated: ``with
-    phases("validate"): ...``. Phases must not nest (each second is counted once)."""
+    phases("validate"): ...``. Phases must not nest (each second is counted once). A name with a dot is a breakdown
+    of the phase before the dot, counted in it already ("validate.reference": the fp64 references of validate)."""
 
     def __init__(self, since_start: bool = False):
         """``since_start``: count the process's life so far (interpreter start, imports) as "startup"."""
