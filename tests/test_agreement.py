@@ -45,3 +45,16 @@ def test_gpus_against_one_gpu(tmp_path, capsys):
     assert "= 0.55 (<= 0.60): PASS" in capsys.readouterr().out
     assert agreement.main(["gpus", one, _run(tmp_path / "slow.json", [1.0] * 4, total=70.0)]) == 1
     assert agreement.main(["gpus", one, _run(tmp_path / "off.json", [1.0] * 4, [0.95, 0.9, 0.9, 0.9], 50.0)]) == 1
+
+
+def test_rows_the_host_feeds_are_marked_and_still_count(tmp_path, capsys):
+    """A launch-bound row (its time partly the host's) that moved beyond 3% is marked ^ and counted apart, and the
+    verdict still fails on it."""
+    a = _run(tmp_path / "a.json", [1.0] * 10)
+    b = json.loads(Path(_run(tmp_path / "b.json", [1.0] * 9 + [1.05])).read_text())
+    b["rows"][9]["launch_bound"] = True
+    (tmp_path / "b.json").write_text(json.dumps(b))
+    assert agreement.main(["back-to-back", a, str(tmp_path / "b.json")]) == 1
+    out = capsys.readouterr().out
+    assert "1 of the 1 beyond 3% launch-bound in either run (^)" in out
+    assert "5.00%^ gemm" in out and "0.00%  gemm" in out

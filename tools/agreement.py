@@ -59,9 +59,22 @@ def back_to_back(a: str, b: str) -> bool:
         f"back-to-back: {len(diffs)} rows, median difference {100 * median:.2f}% (<= 0.5%), "
         f"{len(beyond)} beyond 3%: {'PASS' if ok else 'FAIL'}"
     )
-    for k in sorted(diffs, key=diffs.get, reverse=True)[:5]:
-        print(f"  {100 * diffs[k]:6.2f}%  {_label(k)}")
+    _worst(diffs, beyond, ra, rb)
     return ok
+
+
+def _launch_bound(*rows: dict) -> bool:
+    return any(r.get("launch_bound") for r in rows)
+
+
+def _worst(diffs: dict, beyond: list, ra: dict, rb: dict) -> None:
+    """The five rows that moved most, ^ marking those launch-bound in either run (their time is partly the host's),
+    and how many of the rows beyond 3% are: they still count in the verdict."""
+    host = [k for k in beyond if _launch_bound(ra[k], rb[k])]
+    if host:
+        print(f"  {len(host)} of the {len(beyond)} beyond 3% launch-bound in either run (^)")
+    for k in sorted(diffs, key=diffs.get, reverse=True)[:5]:
+        print(f"  {100 * diffs[k]:6.2f}%{'^' if _launch_bound(ra[k], rb[k]) else ' '} {_label(k)}")
 
 
 def gpus(one: str, many: str) -> bool:
@@ -83,8 +96,7 @@ def gpus(one: str, many: str) -> bool:
         f"{wall[0]} s vs {wall[1]} s = {'-' if share is None else f'{share:.2f}'} (<= 0.60): "
         f"{'PASS' if ok else 'FAIL'}"
     )
-    for k in sorted(diffs, key=diffs.get, reverse=True)[:5]:
-        print(f"  {100 * diffs[k]:6.2f}%  {_label(k)}")
+    _worst(diffs, beyond, r1, rn)
     return ok
 
 
