@@ -5,12 +5,11 @@ count.
 What runs comes from the registry: each variant whose kernel module (suite.kernel) lists ``sanitize_sizes`` is
 launched through suite.validate at those sizes, in each dtype it implements (``--dtype`` limits them; a size the
 kernel refuses at a dtype, e.g. fp8's K % 16, is listed as not run, with the rule), in one sanitizer process per tool
-(``--worker healthy``). A finding
-is attributed to a variant x stage count by the kernel instantiation the report names, which the module states
-(``kernel_names``). The check can fail: every fault a module declares (a build with one barrier compiled out, e.g.
-gemm.cu's PIPESUITE_FAULT_NO_REUSE_BARRIER and PIPESUITE_FAULT_NO_RING_BARRIER) runs under its tool too
-(``--worker fault``) and must be reported. Exit status 0 only when every healthy case is clean and every fault is
-caught.
+(``--worker healthy``). A finding is attributed to a variant x stage count by the kernel instantiation the report
+names, which the module states (``kernel_names``). The check can fail: every fault a module declares (a build with
+one barrier compiled out, e.g. gemm.cu's PIPESUITE_FAULT_NO_REUSE_BARRIER and PIPESUITE_FAULT_NO_RING_BARRIER) runs
+under its tool too (``--worker fault``, in the problem's default dtype) and must be reported. Exit status 0 only when
+every healthy case is clean and every fault is caught.
 """
 
 from __future__ import annotations
@@ -70,6 +69,8 @@ def cases(v) -> tuple[list[tuple[str, int, tuple]], list[str]]:
     this machine runs, at that dtype's depths and each sanitizer size the kernel takes at that dtype; and what was
     not run, with why ("fp8e4m3 at 130x250x40: K must be ...")."""
     run, not_run = [], []
+    if _dtype_selection and not set(v.dtypes) & set(_dtype_selection):
+        not_run.append(f"(--dtype {', '.join(_dtype_selection)}): it implements {', '.join(v.dtypes)} only")
     for dtype in v.dtypes:
         if _dtype_selection and dtype not in _dtype_selection:
             continue

@@ -266,6 +266,9 @@ def test_the_healthy_cases_cover_every_dtype_a_variant_implements(monkeypatch, c
         assert f"CASE {label} fp8e4m3 stages=2 shape=256x512x1024 valid=True" in out
         sanitize.select_dtypes(["bf16"])
         assert {d for d, _, _ in sanitize.cases(v)[0]} == {"bf16"}
+        sanitize.select(["ptx:cp.async ring"])  # fp32 only: said, not silently left out
+        (ring,) = sanitize.sanitized_variants()
+        assert sanitize.cases(ring) == ([], ["(--dtype bf16): it implements fp32 only"])
         assert "--dtype=bf16" in sanitize.tool_command("cs", "memcheck", "healthy")
         with pytest.raises(ValueError, match="not a dtype: 'fp4'"):
             sanitize.select_dtypes(["fp4"])
