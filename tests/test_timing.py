@@ -215,6 +215,8 @@ def test_the_ceiling_is_timed_at_its_cadence_and_the_ratios_use_its_pooled_media
     assert "interleaved" in ceiling["note"] and ceiling["ceiling_drift"] == 0.0
     assert all(r["ceiling_ms"] == ceiling["median_ms"] and r["ratio_to_ceiling"] == 1.0 for r in timed)
     assert all(r["precision_met"] and r["batches"] == 1 for r in timed)
+    # the host's time per call, read from the calls the batches made, the ceiling's as the rows'
+    assert all(r["host_enqueue_us"] > 0 and isinstance(r["launch_bound"], bool) for r in [ceiling, *timed])
 
 
 def test_a_gpu_that_stops_answering_fails_the_rows_left_with_the_reason(monkeypatch):

@@ -714,7 +714,8 @@ class _Ceiling:
     """One job's ceiling, timed interleaved with its rows (suite.driver.timing.CeilingCadence), samples pooled."""
 
     def __init__(self, fn: Callable[[], None] | None, opts: Options, phases: timing.Phases):
-        self.fn, self.opts, self.phases = fn, opts, phases
+        self.fn = HostTimed(fn) if fn is not None else None  # the host's time per call, as the rows record it
+        self.opts, self.phases = opts, phases
         self.samples: list[float] = []
         self.cadence = timing.CeilingCadence(interval_s=0.0 if opts.timer == "fixed" else timing.CEILING_EVERY_S)
         self.state = {"throttled": False}
@@ -821,6 +822,7 @@ def _time_job(
             precision_met=True,
             ceiling_timings=len(ceiling.cadence.timings),
             ceiling_drift=drift,
+            host_enqueue_us=ceiling.fn.enqueue_us(),
             **ceiling.state,
             note=note,
         )
