@@ -85,9 +85,10 @@ def cases(v) -> tuple[list[tuple[str, int, tuple]], list[str]]:
     return run, not_run
 
 
-def depths(v) -> list:
-    """The stage counts of ``v``'s healthy cases, in order (each dtype's depths, once)."""
-    return list(dict.fromkeys(stages for _, stages, _ in cases(v)[0]))
+def depths(v, run: list | None = None) -> list:
+    """The stage counts of ``v``'s healthy cases (``run``, else ``cases(v)``'s), in order (each dtype's depths,
+    once)."""
+    return list(dict.fromkeys(stages for _, stages, _ in (cases(v)[0] if run is None else run)))
 
 
 def sanitized_variants():
@@ -422,7 +423,7 @@ def main(argv=None) -> int:
     rows, ok = [], True
     for v in [] if args.faults_only else sanitized_variants():
         run = cases(v)[0]
-        for stages in depths(v):
+        for stages in depths(v, run):
             names = [normalize(n) for n in v.kernel.kernel_names(stages)]
             line = [v.label, ", ".join(dict.fromkeys(d for d, s, _ in run if s == stages)), stages]
             for tool in args.tools:

@@ -336,7 +336,7 @@ def test_gpu_state_is_one_nvidia_smi_call_where_it_answers_everything(monkeypatc
 
 def test_a_row_the_host_cannot_feed_is_marked_launch_bound(monkeypatch):
     """The host's time per call is read from the calls the samples make (no extra launch): a row whose enqueue takes
-    at least LAUNCH_BOUND of its GPU median is marked, in its fields, its note and the terminal table."""
+    at least LAUNCH_BOUND_SHARE of its GPU median is marked, in its fields, its note and the terminal table."""
     from suite.driver import report
     from suite.problems import PROBLEMS
 

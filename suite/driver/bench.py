@@ -329,7 +329,7 @@ def _sample(fn: Callable[[], None], opts: Options, cooled: dict | None = None) -
 _PACER = timing.BurstPacer()  # one per process: the GPU's rest spans rows
 
 
-LAUNCH_BOUND = 0.8  # host enqueue time / GPU median at or above which a row is marked launch-bound
+LAUNCH_BOUND_SHARE = 0.8  # host enqueue time / GPU median at or above which a row is marked launch-bound
 
 
 class HostTimed:
@@ -426,7 +426,7 @@ def _throughput_and_flags(
         if row.get("throttled"):
             flags.append("GPU reported a clock slowdown (power/thermal) at the end of timing")
         if row.get("host_enqueue_us") is not None:
-            row["launch_bound"] = row["host_enqueue_us"] >= LAUNCH_BOUND * row["median_ms"] * 1e3
+            row["launch_bound"] = row["host_enqueue_us"] >= LAUNCH_BOUND_SHARE * row["median_ms"] * 1e3
             if row["launch_bound"]:
                 flags.append(
                     f"launch-bound: the host takes {row['host_enqueue_us']:.0f} us to enqueue a call the GPU runs in "

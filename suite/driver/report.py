@@ -309,8 +309,7 @@ def terminal_table(rows: list[dict], width: int = 160) -> str:
     marks for throttling and spread), split into several tables when the variants do not fit ``width`` columns
     side by side; the unstaged variants; and the notes that explain a failure or a skip. Resources, SASS and every
     note are in table.md and results.csv."""
-    from suite.driver.bench import LAUNCH_BOUND as LAUNCH_BOUND_RATIO
-    from suite.driver.bench import MAX_SPREAD
+    from suite.driver.bench import LAUNCH_BOUND_SHARE, MAX_SPREAD
 
     blocks, marks = [], set()
     for (problem, (shape, _), group_name), group in _groups(rows).items():
@@ -367,7 +366,7 @@ def terminal_table(rows: list[dict], width: int = 160) -> str:
     if LAUNCH_BOUND in marks:
         legend.append(
             f"{LAUNCH_BOUND} launch-bound: the host's time to enqueue a call is at least "
-            f"{100 * LAUNCH_BOUND_RATIO:g}% of the GPU's median (the time is partly the host's)"
+            f"{100 * LAUNCH_BOUND_SHARE:g}% of the GPU's median (the time is partly the host's)"
         )
     if any(r.get("profile") for r in rows):
         legend.append(_profile_note())
