@@ -38,6 +38,8 @@ class Fault:
     tool: str = "racecheck"
     # the problem size it is launched at (one long enough for the ring to wrap); None: the first sanitize size
     size: object = None
+    # True: the fault is in the launcher's order of launches (it reads the define), not in the kernel's code
+    in_launcher: bool = False
 
 
 class KernelModule:

@@ -191,6 +191,13 @@ def parse_args(argv=None) -> argparse.Namespace:
         "percent run to run), 375 ms of samples at most; fixed: 200 ms of samples, 400 ms more when the spread "
         "is above 1%%",
     )
+    p.add_argument(
+        "--launch",
+        choices=("graph", "eager"),
+        default="graph",
+        help="graph (default): time each row's call replayed from a CUDA graph, the host's Python launch path left "
+        "out (its cost per call is recorded as host_enqueue_us); eager: time the calls as Python makes them",
+    )
     args = p.parse_args(argv)
     if args.size and (not args.problem or len(args.problem) != 1):
         p.error("--size needs exactly one --problem (sizes mean different things per problem)")
@@ -327,6 +334,7 @@ def main(argv=None) -> int:
         meta = run_meta.collect(on_gpu)
         meta["gpu_state_before"] = run_meta.gpu_state() if on_gpu else {}
     opts.timer = args.timer
+    opts.launch = args.launch
     rows, run_info = sweep.execute(
         opts,
         on_gpu,

@@ -46,22 +46,30 @@ def test_a_memory_bound_shape_splits_only_until_its_blocks_occupy_the_share_of_s
 
 @pytest.mark.parametrize("name", SCHEDULED)
 def test_schedules_build_as_hoppers_pipeline(name):
-    """wgmma (QGMMA for fp8) chained within each commit group, TMA loads, the fix-up's one integer atomic, no
-    spills."""
+    """wgmma (QGMMA for fp8) chained within each commit group, TMA loads, no spills; stream-K's fix-up with its one
+    integer atomic, split-K's with none (its partials go to a second kernel, which is plain loads, adds and stores)."""
     kernel = gemm_tma.KERNELS[name]
     module = kernel.build("sm_90a")
     per = split_functions(module.sass())
     assert "C7510" not in module.log
+    split_k = gemm_tma.CONFIGS[name].schedule == "split-k"
+    reductions = {gemm_tma.reduce_expression(d) for d in gemm_tma.CONFIGS[name].dtypes} if split_k else set()
+    assert reductions <= set(module.symbols) and reductions <= set(kernel.kernel_names(kernel.stages[0]))
     for expr, symbol in module.symbols.items():
         sass = per[symbol]
         classes = instruction_classes(sass)
+        if expr in reductions:
+            assert "LDG.E.128" in sass and "ATOMG" not in sass and classes["wgmma_fp8"] == 0, expr
+            assert classes["local_memory"] == 0 and module.resources()[expr]["local"] == 0, expr
+            continue
         count, closing = wgmma_chain(sass)
         # K_STEPS (4) wgmma chained in each commit group, one group per K tile (fp8: per 128-wide half of N), the
         # mainloop inlined once per kind of unit (stream-K: whole tiles and shared ones)
         assert count and count == 4 * closing, (expr, count, closing)
         assert classes["tma"] >= 2 and classes["mbarrier"] and classes["local_memory"] == 0, (expr, classes)
         assert (classes["wgmma_fp8"] > 0) == ("E4M3" in expr), expr
-        assert "ATOMG.E.ADD" in sass, expr  # the tile counter of the fix-up (an integer: no float is added atomically)
+        # stream-K: the tile counter of the fix-up (an integer: no float is added atomically); split-K: none
+        assert ("ATOMG" in sass) != split_k, expr
         res = module.resources()[expr]
         assert res["local"] == 0 and res["stack"] == 0, (expr, res)
 

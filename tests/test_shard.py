@@ -78,6 +78,7 @@ def test_the_plan_and_its_shards_are_the_same_in_another_process(full_plan):
         {"seed": 1},
         {"quick": True},
         {"timer": "fixed"},
+        {"launch": "eager"},
         {"problems": ("gemm",)},
         {"stages": (2,)},
         {"dtypes": ("fp16",)},

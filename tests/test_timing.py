@@ -65,7 +65,7 @@ def test_the_adaptive_timer_warms_up_once_and_doubles_its_batches(monkeypatch):
     row = bench._measure(lambda: None, bench.Options(timer="adaptive"), phases)
     assert calls == [(25.0, 25.0), (0.0, 50.0), (0.0, 100.0), (0.0, 200.0)]  # 375 ms of samples at most
     assert row["batches"] == 4 and row["precision_met"] is False and row["samples"] == 48
-    assert row["sm_clock_mhz"] == 1755.0 and set(phases.seconds) == {"time", "gpu_state"}
+    assert row["sm_clock_mhz"] == 1755.0 and set(phases.seconds) == {"capture", "time", "gpu_state"}
     calls.clear()
     bench._measure(lambda: None, bench.Options(timer="adaptive", quick=True))
     assert calls == [(25.0, 10.0), (0.0, 20.0), (0.0, 40.0)]
@@ -353,9 +353,10 @@ def test_a_row_the_host_cannot_feed_is_marked_launch_bound(monkeypatch):
 
     monkeypatch.setattr(bench, "_time", fake_time)
     monkeypatch.setattr(bench.run_meta, "gpu_state", lambda: {"throttled": False})
-    row = {**bench._measure(slow_host, bench.Options(timer="adaptive")), "note": "", "ceiling": False}
+    eager = bench.Options(timer="adaptive", launch="eager")  # the samples' own calls are the host's
+    row = {**bench._measure(slow_host, eager), "note": "", "ceiling": False}
     assert row["host_enqueue_us"] == pytest.approx(90.0)
-    fast = {**bench._measure(lambda: None, bench.Options(timer="adaptive")), "note": "", "ceiling": False}
+    fast = {**bench._measure(lambda: None, eager), "note": "", "ceiling": False}
     assert fast["host_enqueue_us"] == 0.0
     bench._throughput_and_flags(PROBLEMS["vector"], 2**20, [row, fast], ceiling_ms=0.05)
     assert row["launch_bound"] is True and "launch-bound: the host takes 90 us" in row["note"]
@@ -371,3 +372,56 @@ def test_host_timed_reads_the_fast_tenth_of_the_calls():
     assert timed.enqueue_us() is None
     timed.seconds = [1e-6 * t for t in [500] * 5 + [10] * 5 + [12] * 10]
     assert timed.enqueue_us() == pytest.approx(10.0)
+
+
+def test_a_graph_launched_row_says_the_host_is_left_out(monkeypatch):
+    """With the default launch (a CUDA graph's replay), a row whose eager enqueue is slow is still marked, and its
+    note says the time leaves the host out; a capture that failed is said in the note."""
+    from suite.problems import PROBLEMS
+
+    rows = [
+        {
+            "median_ms": 0.05,
+            "spread": 0.0,
+            "measured": True,
+            "note": "",
+            "ceiling": False,
+            "host_enqueue_us": 90.0,
+            "launch": launch,
+            **extra,
+        }
+        for launch, extra in (
+            ("graph", {}),
+            ("eager", {}),
+            ("eager", {"launch_note": "not capturable (x), timed eagerly"}),
+        )
+    ]
+    bench._throughput_and_flags(PROBLEMS["vector"], 2**20, rows, ceiling_ms=0.05)
+    graph, eager, failed = (r["note"] for r in rows)
+    assert "launch-bound when called from Python: the host takes 90 us" in graph and "CUDA graph" in graph
+    assert "launch-bound: the host takes 90 us" in eager and "CUDA graph" not in eager
+    assert "not capturable (x), timed eagerly" in failed
+
+
+@pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU case: no CUDA to capture with")
+def test_without_cuda_the_graph_launch_times_the_call_itself():
+    calls = []
+    launched = bench.Launched(lambda: calls.append(1), bench.Options())
+    launched.call()
+    assert calls == [1] and launched.how == "eager" and "launch_note" not in launched.fields()
+
+
+@pytest.mark.gpu
+def test_the_graph_replays_the_call_and_a_call_that_syncs_is_timed_eagerly():
+    x = torch.randn(3 * 8192 + 5, device="cuda")
+    y = torch.full_like(x, float("nan"))
+    launched = bench.Launched(lambda: torch.mul(x, 2.0, out=y), bench.Options())
+    assert launched.how == "graph" and launched.fields()["host_enqueue_us"] > 0
+    y.fill_(float("nan"))  # poisoned: only the replay can write it
+    launched.call()
+    torch.cuda.synchronize()
+    torch.testing.assert_close(y, 2 * x)
+    syncs = bench.Launched(lambda: x.sum().item(), bench.Options())
+    assert syncs.how == "eager" and syncs.fields()["launch_note"].startswith("not capturable in a CUDA graph")
+    syncs.call()  # the stream still works after the failed capture
+    torch.cuda.synchronize()

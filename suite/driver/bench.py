@@ -61,6 +61,7 @@ class Options:
     warmup_ms: float = 25.0
     rep_ms: float = 200.0  # the fixed timer's budget (a quarter with --quick)
     timer: str = "burst"  # suite.driver.timing.TIMERS: "burst", "adaptive" (sustained) or "fixed" (rep_ms of samples)
+    launch: str = "graph"  # LAUNCHES: what the samples time, a CUDA graph's replay of one call or the call itself
 
 
 def _row(problem: Problem, size, variant: Variant, stages, dtype: str | None = None) -> dict:
@@ -330,6 +331,8 @@ _PACER = timing.BurstPacer()  # one per process: the GPU's rest spans rows
 
 
 LAUNCH_BOUND_SHARE = 0.8  # host enqueue time / GPU median at or above which a row is marked launch-bound
+LAUNCHES = ("graph", "eager")
+EAGER_CALLS = 30  # calls made from Python before capture, timed on the host: the eager launch path's cost
 
 
 class HostTimed:
@@ -352,6 +355,70 @@ class HostTimed:
         return sorted(self.seconds)[len(self.seconds) // 10] * 1e6
 
 
+def describe_launch(launch: str) -> str:
+    """What results metadata records of how the timed calls are launched."""
+    if launch == "graph":
+        return (
+            f"graph: after {EAGER_CALLS} calls from Python (their host time is host_enqueue_us), one call is captured "
+            "into a CUDA graph and the samples time its replay: the GPU's time for the call's kernels, with no "
+            "backend's Python launch path in it; a call that cannot be captured is timed eagerly and its row says why"
+        )
+    return "eager: the samples time each call as Python makes it, the host's launch path included where it is slower"
+
+
+def _capture(fn: Callable[[], None]) -> torch.cuda.CUDAGraph:
+    """One call of ``fn`` captured into a CUDA graph, on a side stream ordered after torch's current one (capture
+    cannot run on the legacy default stream); raises what the capture raised, with the capture ended."""
+    graph = torch.cuda.CUDAGraph()
+    current = torch.cuda.current_stream()
+    side = torch.cuda.Stream()
+    side.wait_stream(current)
+    with torch.cuda.stream(side):
+        graph.capture_begin(capture_error_mode="thread_local")
+        try:
+            fn()
+        finally:
+            graph.capture_end()  # raises too when the capture was invalidated (a sync, a forbidden call)
+    current.wait_stream(side)
+    return graph
+
+
+class Launched:
+    """What the samples call for one row (``opts.launch``), and how the row says it was launched.
+
+    "graph" (the default): EAGER_CALLS calls from Python first, their host time recorded (``host``: what the row's
+    ``host_enqueue_us`` reports, the launch path a caller without graphs pays), then one call captured into a CUDA
+    graph, whose replay the samples time: the GPU's time for the call's kernels with the host's launch path out of
+    it, the same for every backend (a Python launcher of 50 us and one of 15 us time alike when the GPU needs 40).
+    A callable that cannot be captured (it synchronizes, or calls what a capture forbids) is timed eagerly, and the
+    row says why. "eager": the samples call ``fn`` itself, as before; ``host`` records those calls."""
+
+    def __init__(self, fn: Callable[[], None], opts: Options):
+        self.host = HostTimed(fn)
+        self.how, self.why = "eager", ""
+        self.call: Callable[[], None] = self.host
+        if opts.launch != "graph" or not torch.cuda.is_available():  # no GPU (the fake-clock tests): eager
+            return
+        for _ in range(EAGER_CALLS):
+            self.host()
+        torch.cuda.synchronize()
+        try:
+            self.graph = _capture(fn)
+        except Exception as e:  # noqa: BLE001 - not capturable: timed eagerly, said in the row
+            torch.cuda.synchronize()
+            self.why = (
+                f"not capturable in a CUDA graph ({type(e).__name__}: {(str(e).splitlines() or [''])[0][:120]}), "
+                "timed eagerly"
+            )
+            return
+        self.how, self.call = "graph", self.graph.replay
+
+    def fields(self) -> dict:
+        return {"launch": self.how, "host_enqueue_us": self.host.enqueue_us()} | (
+            {"launch_note": self.why} if self.why else {}
+        )
+
+
 def _measure(fn: Callable[[], None], opts: Options, phases: timing.Phases | None = None) -> dict:
     """Time ``fn`` with the options' timer (the burst or the adaptive stop rule, or the fixed budget: re-timed with
     twice the repetitions when the relative spread is above MAX_SPREAD, samples pooled). Reads the GPU's clocks and
@@ -359,9 +426,10 @@ def _measure(fn: Callable[[], None], opts: Options, phases: timing.Phases | None
     sampling as "time")."""
     phases = phases if phases is not None else timing.Phases()
     cooled: dict = {}
-    host = HostTimed(fn)
+    with phases("capture"):
+        launched = Launched(fn, opts)
     with phases("time"):
-        sampled = _sampled(host, opts, cooled)
+        sampled = _sampled(launched.call, opts, cooled)
     phases.move("time", "cool_down", cooled.get("cooldown_s", 0.0))
     median, iqr = _stats(sampled.samples)
     with phases("gpu_state"):
@@ -381,7 +449,7 @@ def _measure(fn: Callable[[], None], opts: Options, phases: timing.Phases | None
         "ci95": sampled.ci95,
         "batches": sampled.batches,
         "precision_met": sampled.met,
-        "host_enqueue_us": host.enqueue_us(),
+        **launched.fields(),
         "sm_clock_mhz": state.get("sm_clock_mhz"),
         "temperature_c": state.get("temperature_c"),
         "throttled": state.get("throttled"),
@@ -428,10 +496,18 @@ def _throughput_and_flags(
         if row.get("host_enqueue_us") is not None:
             row["launch_bound"] = row["host_enqueue_us"] >= LAUNCH_BOUND_SHARE * row["median_ms"] * 1e3
             if row["launch_bound"]:
-                flags.append(
-                    f"launch-bound: the host takes {row['host_enqueue_us']:.0f} us to enqueue a call the GPU runs in "
-                    f"{1e3 * row['median_ms']:.0f} us, so the time is partly the host's"
+                enqueue = (
+                    f"the host takes {row['host_enqueue_us']:.0f} us to enqueue a call the GPU runs in "
+                    f"{1e3 * row['median_ms']:.0f} us"
                 )
+                flags.append(
+                    f"launch-bound when called from Python: {enqueue} (timed from a CUDA graph, which leaves the "
+                    "host out)"
+                    if row.get("launch") == "graph"
+                    else f"launch-bound: {enqueue}, so the time is partly the host's"
+                )
+        if row.get("launch_note"):
+            flags.append(row["launch_note"])
         if row.get("below_cap") is False:
             flags.append(f"a burst began with the clock slowdown still on after {timing.COOL_MAX_S:g} s of waiting")
         if flags:
@@ -714,7 +790,11 @@ class _Ceiling:
     """One job's ceiling, timed interleaved with its rows (suite.driver.timing.CeilingCadence), samples pooled."""
 
     def __init__(self, fn: Callable[[], None] | None, opts: Options, phases: timing.Phases):
-        self.fn = HostTimed(fn) if fn is not None else None  # the host's time per call, as the rows record it
+        self.launched = None  # launched as the rows are (Launched), the host's time per call recorded as theirs
+        if fn is not None:
+            with phases("capture"):
+                self.launched = Launched(fn, opts)
+        self.fn = self.launched.call if self.launched is not None else None
         self.opts, self.phases = opts, phases
         self.samples: list[float] = []
         self.cadence = timing.CeilingCadence(interval_s=0.0 if opts.timer == "fixed" else timing.CEILING_EVERY_S)
@@ -822,7 +902,7 @@ def _time_job(
             precision_met=True,
             ceiling_timings=len(ceiling.cadence.timings),
             ceiling_drift=drift,
-            host_enqueue_us=ceiling.fn.enqueue_us(),
+            **ceiling.launched.fields(),
             **ceiling.state,
             note=note,
         )

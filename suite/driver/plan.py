@@ -162,6 +162,7 @@ def plan_options(opts, on_gpu: bool) -> dict:
         "quick": opts.quick,
         "seed": opts.seed,
         "timer": getattr(opts, "timer", "fixed"),
+        "launch": getattr(opts, "launch", "eager"),
     }
 
 

@@ -49,6 +49,7 @@ CSV_FIELDS = (
     "sm_clock_mhz",
     "temperature_c",
     "throttled",
+    "launch",
     "host_enqueue_us",
     "launch_bound",
     "built_for",
@@ -364,9 +365,12 @@ def terminal_table(rows: list[dict], width: int = 160) -> str:
     if NOISY in marks:
         legend.append(f"{NOISY} samples spread (IQR / median) above {100 * MAX_SPREAD:g}%")
     if LAUNCH_BOUND in marks:
+        graphed = any(r.get("launch_bound") and r.get("launch") == "graph" for r in rows)
         legend.append(
-            f"{LAUNCH_BOUND} launch-bound: the host's time to enqueue a call is at least "
-            f"{100 * LAUNCH_BOUND_SHARE:g}% of the GPU's median (the time is partly the host's)"
+            f"{LAUNCH_BOUND} launch-bound: the host's time to enqueue a call from Python is at least "
+            f"{100 * LAUNCH_BOUND_SHARE:g}% of the GPU's median"
+            + (" (timed from a CUDA graph, which leaves the host out" if graphed else " (the time is partly the host's")
+            + "; the row's note says which)"
         )
     if any(r.get("profile") for r in rows):
         legend.append(_profile_note())

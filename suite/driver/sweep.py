@@ -65,6 +65,7 @@ def execute(
         "plan": plan.meta(),
         "shard": {"index": index, "count": count, "jobs": [j.index for j in jobs]},
         "timer": timing.describe_timer(opts.timer, opts.quick),
+        "launch": bench.describe_launch(opts.launch),
     }
     if gpus is None:
         import torch

@@ -40,10 +40,15 @@
 //   SCHED_STREAM_K: persistent blocks take whole tiles in data-parallel waves while at least two waves remain, then
 //                   share the last tiles' multiply-add iterations evenly; a block's range may start or end inside a
 //                   tile.
-// A unit that covers a tile's whole K range stores C directly. A unit that covers part of it (a split, or a stream-K
-// piece) writes its fp32 partial to a workspace slot and arrives on the tile's counter; the last of the tile's units
-// to arrive sums every partial in K order (the same order whoever arrives last: the result is bit-reproducible run
-// to run, and no float is ever added atomically) and stores C. It then resets the counter for the next launch.
+// A unit that covers a tile's whole K range stores C directly. Otherwise:
+//   split-K: each split stores its fp32 partial, unscaled, into its own M x N slice of the workspace, and a second
+//            kernel (split_k_reduce, launched after it on the same stream) sums the slices in K order from zero,
+//            spread over the whole GPU: S partial tiles summed on one SM would read S x the tile through one SM;
+//   stream-K: a unit (a tile's share of one block's iterations) writes its fp32 partial to a workspace slot and
+//            arrives on the tile's counter; the last of the tile's units to arrive (a tile has 2 or 3) sums every
+//            partial in K order and stores C, then resets the counter for the next launch.
+// Either way the order of the additions is the same whoever runs first: the result is bit-reproducible run to run,
+// and no float is ever added atomically.
 //
 // TMA_STORE: the epilogue writes each consumer's accumulators (16-bit) into a swizzled shared-memory staging tile
 // and one thread per warpgroup stores it with TMA (whole 128-byte rows instead of 4-byte pieces per thread); the
@@ -196,8 +201,8 @@ struct WorkUnit {
 };
 
 // split-K: `splits` blocks per tile (grid = tiles x splits), block b takes split b % splits of tile b / splits, an
-// equal share of the K tiles (the first num_k_tiles % splits shares one more). Workspace slot of the j-th
-// contributor of a tile: tile x splits + j.
+// equal share of the K tiles (the first num_k_tiles % splits shares one more). Its partial goes to workspace slice
+// `index` (the split), which split_k_reduce sums.
 struct SplitK {
     int tiles, num_k_tiles, splits;
     __device__ __forceinline__ WorkUnit unit() const {
@@ -400,12 +405,12 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
     if (released_stage >= 0 && release) consumer_release(smem.empty(released_stage));
 }
 
-// Epilogue: accumulators (times `alpha` for fp8's scales) -> 16-bit -> C, bounds-checked. In an m64nN wgmma tile,
-// thread (warp w, lane l) holds rows 16 w + l / 4 and + 8, columns 8 j + 2 (l % 4) and + 1 for each j < N / 8; the
-// two columns go out as one 32-bit store when N is even.
-template <class T, class E, int BLOCK_N>
-__device__ __forceinline__ void store_tile(half_bits* C, int M, int N, int row0, int col0,
-                                           const float (&acc)[T::WG_M_TILES][T::ACC], float alpha) {
+// The accumulators as (row, col, value at col, value at col + 1) pairs of C: in an m64nN wgmma tile, thread (warp w,
+// lane l) holds rows 16 w + l / 4 and + 8, columns 8 j + 2 (l % 4) and + 1 for each j < N / 8. `put` gets every pair
+// whose row is below M (the columns are the caller's to check).
+template <class T, int BLOCK_N, class Put>
+__device__ __forceinline__ void for_each_pair(int M, int row0, int col0, const float (&acc)[T::WG_M_TILES][T::ACC],
+                                              Put put) {
     const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
 #pragma unroll
     for (int mt = 0; mt < T::WG_M_TILES; ++mt)
@@ -413,18 +418,41 @@ __device__ __forceinline__ void store_tile(half_bits* C, int M, int N, int row0,
         for (int half = 0; half < 2; ++half) {
             const long long row = (long long)row0 + mt * 64 + warp * 16 + lane / 4 + half * 8;
             if (row >= M) continue;
-            half_bits* c_row = C + row * N;
 #pragma unroll
-            for (int j = 0; j < BLOCK_N / 8; ++j) {
-                const int col = col0 + j * 8 + (lane % 4) * 2;
-                float lo = acc[mt][4 * j + 2 * half], hi = acc[mt][4 * j + 2 * half + 1];
-                if constexpr (E::SCALED) {
-                    lo *= alpha;
-                    hi *= alpha;
-                }
-                store_pair(c_row + col, col, N, E::pack(lo, hi));
-            }
+            for (int j = 0; j < BLOCK_N / 8; ++j)
+                put(row, col0 + j * 8 + (lane % 4) * 2, acc[mt][4 * j + 2 * half], acc[mt][4 * j + 2 * half + 1]);
         }
+}
+
+// Epilogue: accumulators (times `alpha` for fp8's scales) -> 16-bit -> C, bounds-checked; the two columns of a pair
+// go out as one 32-bit store when N is even.
+template <class T, class E, int BLOCK_N>
+__device__ __forceinline__ void store_tile(half_bits* C, int M, int N, int row0, int col0,
+                                           const float (&acc)[T::WG_M_TILES][T::ACC], float alpha) {
+    for_each_pair<T, BLOCK_N>(M, row0, col0, acc, [&](long long row, int col, float lo, float hi) {
+        if constexpr (E::SCALED) {
+            lo *= alpha;
+            hi *= alpha;
+        }
+        store_pair(C + row * N + col, col, N, E::pack(lo, hi));
+    });
+}
+
+// split-K's epilogue: the fp32 accumulators, unscaled, into this split's row-major M x N slice of the workspace, rows
+// and columns past C's edge left out; a pair per 8-byte store when N is even. Every element of every slice is
+// written (a split past the end of K stores its zeros): the reduction reads them all.
+template <class T, int BLOCK_N>
+__device__ __forceinline__ void store_partial(float* slice, int M, int N, int row0, int col0,
+                                              const float (&acc)[T::WG_M_TILES][T::ACC]) {
+    for_each_pair<T, BLOCK_N>(M, row0, col0, acc, [&](long long row, int col, float lo, float hi) {
+        float* dst = slice + row * N + col;
+        if ((N & 1) == 0 && col < N) {
+            *reinterpret_cast<float2*>(dst) = make_float2(lo, hi);
+        } else {
+            if (col < N) dst[0] = lo;
+            if (col + 1 < N) dst[1] = hi;
+        }
+    });
 }
 
 // Epilogue through shared memory: accumulators -> 16-bit -> this warpgroup's swizzled staging boxes -> TMA store.
@@ -470,7 +498,7 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap& tmap_c, const Sm
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// Fix-up of a tile shared by several units (split-K, stream-K): partials in a workspace, summed in K order.
+// stream-K's fix-up of a tile shared by several units: partials in a workspace, summed in K order.
 // ---------------------------------------------------------------------------------------------------------------
 
 // A workspace slot holds one unit's fp32 partial for the whole BM x BLOCK_N tile, per consumer warpgroup, in the
@@ -513,21 +541,29 @@ __device__ __forceinline__ bool fix_up(float (&acc)[T::WG_M_TILES][T::ACC], cons
     named_barrier_sync(wg_barrier, WG_THREADS);  // the elected thread's verdict is in shared memory for all
     if (!ld_shared_u32(flag)) return false;      // another unit of this tile arrives later and sums
     __threadfence();  // acquire: every other contributor's partial, fenced before its arrival, is visible
+    // The sum reads (contributors x the tile) from L2 on this one block, so it is latency-bound unless many loads are
+    // in flight: per contributor, FIXUP_CHUNK 16-byte loads per thread are issued before the first of their adds
+    // (64 registers beside the accumulators), one L2 round trip per contributor and chunk instead of one per load.
+    constexpr int FIXUP_CHUNK = 16;
+    constexpr int CHUNK = T::ACC / 4 < FIXUP_CHUNK ? T::ACC / 4 : FIXUP_CHUNK;
+    static_assert((T::ACC / 4) % CHUNK == 0, "the accumulators split into whole chunks");
 #pragma unroll
     for (int mt = 0; mt < T::WG_M_TILES; ++mt) {
         if (!rows_in_range(M, row0, mt)) continue;
 #pragma unroll
-        for (int q = 0; q < T::ACC / 4; ++q) {
-            const int at = ((mt * T::ACC / 4 + q) * WG_THREADS + tid) * 4;
-            ld_global_cg_v4(slot_of<T>(workspace, u.slot(0), wg) + at, acc[mt][4 * q], acc[mt][4 * q + 1],
-                            acc[mt][4 * q + 2], acc[mt][4 * q + 3]);
-            for (int j = 1; j < u.contributors; ++j) {  // K order, whoever arrived last: bit-reproducible
-                float v0, v1, v2, v3;
-                ld_global_cg_v4(slot_of<T>(workspace, u.slot(j), wg) + at, v0, v1, v2, v3);
-                acc[mt][4 * q] += v0;
-                acc[mt][4 * q + 1] += v1;
-                acc[mt][4 * q + 2] += v2;
-                acc[mt][4 * q + 3] += v3;
+        for (int q0 = 0; q0 < T::ACC / 4; q0 += CHUNK) {
+            for (int j = 0; j < u.contributors; ++j) {  // K order, whoever arrived last: bit-reproducible
+                const float* slot = slot_of<T>(workspace, u.slot(j), wg);
+                float v[CHUNK][4];
+#pragma unroll
+                for (int q = 0; q < CHUNK; ++q)
+                    ld_global_cg_v4(slot + ((mt * T::ACC / 4 + q0 + q) * WG_THREADS + tid) * 4, v[q][0], v[q][1],
+                                    v[q][2], v[q][3]);
+#pragma unroll
+                for (int q = 0; q < CHUNK; ++q)
+#pragma unroll
+                    for (int i = 0; i < 4; ++i)
+                        acc[mt][4 * (q0 + q) + i] = j == 0 ? v[q][i] : acc[mt][4 * (q0 + q) + i] + v[q][i];
             }
         }
     }
@@ -535,7 +571,7 @@ __device__ __forceinline__ bool fix_up(float (&acc)[T::WG_M_TILES][T::ACC], cons
     return true;
 }
 
-// One unit of a split-K or stream-K schedule on a consumer warpgroup: MAINLOOP over its K tiles, then EPILOGUE: C
+// One unit of the stream-K schedule on a consumer warpgroup: MAINLOOP over its K tiles, then EPILOGUE: C
 // directly when the unit covers all of K, else the fix-up, whose last arriving unit stores C.
 template <int STAGES, class T, class E, int BM, int BLOCK_N>
 __device__ __forceinline__ void consume_unit(float (&acc)[T::WG_M_TILES][T::ACC],
@@ -616,9 +652,13 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
             // The staging boxes must stay untouched until the last TMA store has read them; then the block may exit.
             if (tma_store && threadIdx.x % WG_THREADS == 0) cp_async_bulk_wait_read<0>();
         } else if constexpr (SCHEDULE == SCHED_SPLIT_K) {
-            const SplitK sched{num_tiles, num_k_tiles, splits};
-            consume_unit<STAGES, T, E, BM, BLOCK_N>(acc, smem, read, sched.unit(), C, M, N, tiles_m, tiles_n, wg,
-                                                    release, alpha, workspace, counters);
+            const WorkUnit u = SplitK{num_tiles, num_k_tiles, splits}.unit();
+            int m0, n0;
+            tile_origin<BM, BLOCK_N>(u.tile, tiles_m, tiles_n, m0, n0);
+            consumer_mainloop<STAGES, T, E, false, BM, BLOCK_N>(acc, smem, read, u.k_tiles, wg_row0, release);
+            // EPILOGUE: all of K here: C; else this split's partial into its slice, for split_k_reduce
+            if (u.contributors == 1) store_tile<T, E, BLOCK_N>(C, M, N, m0 + wg_row0, n0, acc, alpha);
+            else store_partial<T, BLOCK_N>(workspace + (long long)u.index * M * N, M, N, m0 + wg_row0, n0, acc);
         } else {
             const StreamK sched(num_tiles, num_k_tiles);
             for (int i = 0; i < sched.dp_units(); ++i)
@@ -632,5 +672,50 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
                 it += u.k_tiles;
             }
         }
+    }
+}
+
+// ---------------------------------------------------------------------------------------------------------------
+// split-K's second pass: C = (slice 0 + slice 1 + ... + slice splits-1) x scales, in split (K) order from zero, so the
+// result is the same bits every run; launched after the split kernel on the same stream, which is the only wait it
+// needs. Each thread takes 4 consecutive elements of C; 16-byte loads when M x N % 4 == 0 (every slice then starts
+// 16-byte aligned), else one element at a time. The slices' loads are unrolled so that several are in flight.
+// ---------------------------------------------------------------------------------------------------------------
+constexpr int REDUCE_THREADS = 256;
+
+template <class E>
+__global__ void __launch_bounds__(REDUCE_THREADS)
+    split_k_reduce(const float* __restrict__ workspace, half_bits* __restrict__ C, long long mn, int splits,
+                   const float* __restrict__ scale_a, const float* __restrict__ scale_b) {
+    const long long i = ((long long)blockIdx.x * REDUCE_THREADS + threadIdx.x) * 4;
+    if (i >= mn) return;
+    float v[4];
+    if (mn % 4 == 0) {
+        const float4 first = *reinterpret_cast<const float4*>(workspace + i);
+        v[0] = first.x, v[1] = first.y, v[2] = first.z, v[3] = first.w;
+#pragma unroll 4
+        for (int s = 1; s < splits; ++s) {
+            const float4 next = *reinterpret_cast<const float4*>(workspace + s * mn + i);
+            v[0] += next.x, v[1] += next.y, v[2] += next.z, v[3] += next.w;
+        }
+    } else {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) v[e] = i + e < mn ? workspace[i + e] : 0.f;
+#pragma unroll 4
+        for (int s = 1; s < splits; ++s)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) v[e] += i + e < mn ? workspace[s * mn + i + e] : 0.f;
+    }
+    if constexpr (E::SCALED) {
+        const float alpha = *scale_a * *scale_b;
+#pragma unroll
+        for (int e = 0; e < 4; ++e) v[e] *= alpha;
+    }
+#pragma unroll
+    for (int p = 0; p < 2; ++p) {  // C is contiguous and i % 4 == 0: a pair at i + 2p is 4-byte aligned
+        const long long at = i + 2 * p;
+        const half2_bits packed = E::pack(v[2 * p], v[2 * p + 1]);
+        if (at + 1 < mn) *reinterpret_cast<half2_bits*>(C + at) = packed;
+        else if (at < mn) C[at] = (half_bits)(packed & 0xffffu);
     }
 }

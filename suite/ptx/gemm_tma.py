@@ -21,6 +21,7 @@ from suite.info import KernelInfo
 from suite.kernel import Fault, NvrtcModule
 from suite.nvrtc import loader
 from suite.problems import BadInput
+from suite.workspace import new_workspace
 
 SOURCE = Path(__file__).with_name("gemm_tma.cu")
 ARCH = "sm_90a"  # wgmma and setmaxnreg exist only on the architecture-specific target
@@ -90,7 +91,7 @@ class Config:
     def describe(self, dtype: str = "fp16") -> str:
         what = {
             "tiles": (", persistent" if self.persistent else "") + (", TMA-store epilogue" if self.tma_store else ""),
-            "split-k": ", split-K (fix-up in K order by the last split)",
+            "split-k": ", split-K (partials summed in K order by a second kernel)",
             "stream-k": ", stream-K over one block per SM (fix-up in K order by the last unit)",
         }[self.schedule]
         return (
@@ -129,6 +130,24 @@ SKIP_EMPTY_WAIT = Fault(
     tool="memcheck",
     size=(256, 512, 1024),
 )  # 16 K tiles through a 2-stage ring: the producer laps the consumer
+
+
+# The split-K self-test: the reduction kernel launched before the split kernel, i.e. the second pass without the stream
+# order it needs; it reads workspace no split has written yet (the workspace from a pool of its own: fresh device
+# memory), which initcheck reports. At a size whose split count is above 1 (15 splits of 64x128 tiles).
+REDUCE_FIRST = Fault(
+    "the split-K reduction launched before the splits it sums (the second pass without its stream order)",
+    "PIPESUITE_FAULT_SPLITK_REDUCE_FIRST",
+    (4,),
+    tool="initcheck",
+    size=(64, 512, 4112),
+    in_launcher=True,
+)
+REDUCE_THREADS = 256  # gemm_tma.cu's split_k_reduce: threads per block, 4 elements of C each
+
+
+def reduce_expression(dtype: str) -> str:
+    return f"split_k_reduce<{ELEMENT[dtype]}>"
 
 
 @functools.cache
@@ -212,6 +231,18 @@ class TmaGemm(NvrtcModule):
 
     def name_expressions(self, stages: int) -> tuple[str, ...]:
         return tuple(self.gemm_config.name_expression(stages, d) for d in self.gemm_config.dtypes)
+
+    def _reductions(self) -> tuple[str, ...]:
+        """split-K's second-pass kernels, one per dtype (compiled and sanitized with the split kernels)."""
+        if self.gemm_config.schedule != "split-k":
+            return ()
+        return tuple(reduce_expression(d) for d in self.gemm_config.dtypes)
+
+    def all_name_expressions(self) -> tuple[str, ...]:
+        return super().all_name_expressions() + self._reductions()
+
+    def kernel_names(self, stages: int) -> tuple[str, ...]:
+        return self.name_expressions(stages) + self._reductions()
 
     def refuses(self, size, dtype: str) -> str | None:
         return shape_rule(size, dtype)
@@ -320,16 +351,26 @@ class Gemm:
             if self.splits < 1:
                 raise ValueError(f"splits must be >= 1 (got {self.splits})")
             self.grid = tiles * self.splits
-            slots = tiles * self.splits
+            slots = 0  # the workspace is the splits' M x N slices (below)
         elif config.schedule == "stream-k":
             self.grid = min(sms * blocks_per_sm, tiles * k_tiles)
             slots = 2 * self.grid
         else:
             self.grid = min(tiles, sms * blocks_per_sm) if config.persistent else tiles
             slots = 0
-        # split-K / stream-K: one fp32 partial tile per slot, and a counter per (tile, consumer warpgroup) that the
-        # kernel leaves at zero after every launch; this launcher's own, from this shape (never another's)
-        self.workspace = torch.empty(max(1, slots * bm * bn), dtype=torch.float32, device=c.device)
+        # This launcher's own workspace, from this shape (never another's). split-K: one fp32 M x N slice per split,
+        # summed by the second pass (split_k_reduce, REDUCE_FIRST: launched first under the sanitizer's fault).
+        # stream-K: one fp32 partial tile per slot, and a counter per (tile, consumer warpgroup) that the kernel
+        # leaves at zero after every launch.
+        self.reduce, self.reduce_first = None, False
+        if config.schedule == "split-k" and self.splits > 1:
+            self.reduce_first = kernel is not None and REDUCE_FIRST.define in kernel.extra_defines
+            self.workspace = new_workspace((self.splits * m * n,), c.device, fresh=self.reduce_first)
+            self.reduce = module.kernel(reduce_expression(dtype))
+            loader.prepare(self.reduce, 0)
+            self.reduce_grid = -(-m * n // (4 * REDUCE_THREADS))
+        else:
+            self.workspace = torch.empty(max(1, slots * bm * bn), dtype=torch.float32, device=c.device)
         self.counters = torch.zeros(max(1, tiles * config.consumers), dtype=torch.int32, device=c.device)
         self.scales = (ops.scale_a, ops.scale_b) if dtype == "fp8e4m3" else (self.workspace, self.workspace)
         self.threads = config.threads
@@ -347,6 +388,9 @@ class Gemm:
             self.counters.data_ptr(),
             np.int32(self.splits),
         )
+        # split_k_reduce(workspace, C, M x N, splits, scale_a, scale_b)
+        self.reduce_args = (self.workspace.data_ptr(), c.data_ptr(), np.int64(m * n), np.int32(self.splits))
+        self.reduce_args += (self.scales[0].data_ptr(), self.scales[1].data_ptr())
         note = ""
         if dtype != "fp8e4m3" and n % 8:
             note = ", N % 8 != 0: B copied to a padded pitch per call" + (
@@ -366,14 +410,28 @@ class Gemm:
             config=config.describe(dtype) + note,
         )
 
+    def _launch_reduce(self) -> None:
+        loader.launch(self.reduce, self.reduce_grid, REDUCE_THREADS, 0, *self.reduce_args)
+
     def __call__(self) -> None:
         if self.b_padded is not None:
             self.b_padded[:, : self.b.shape[1]].copy_(self.b)
+        if self.reduce_first:  # the sanitizer's fault: the sum before the splits it sums
+            self._launch_reduce()
         loader.launch(self.kernel, self.grid, self.threads, self.smem_bytes, *self.args)
+        if self.reduce is not None and not self.reduce_first:
+            self._launch_reduce()  # after the splits: stream order
 
 
 # Each row's kernel module, as the registry names them (suite/variants.py).
 KERNELS = {
-    name: TmaGemm(config, faults=(SKIP_EMPTY_WAIT,) if name == "128x128x64 ws" else ())
+    name: TmaGemm(
+        config,
+        faults=(SKIP_EMPTY_WAIT,)
+        if name == "128x128x64 ws"
+        else (REDUCE_FIRST,)
+        if config.schedule == "split-k"
+        else (),
+    )
     for name, config in CONFIGS.items()
 }

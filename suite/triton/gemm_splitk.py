@@ -32,6 +32,7 @@ import torch
 import triton
 import triton.language as tl
 
+from suite import workspace as workspaces
 from suite.checks import check_stages, gemm_operands
 from suite.kernel import Fault, TritonModule
 from suite.triton._compiled import kernel_info
@@ -220,15 +221,9 @@ def reduce_splits(workspace: torch.Tensor, c: torch.Tensor, ops, splits: int) ->
 
 
 def new_workspace(splits: int, m: int, n: int, device: torch.device, fresh: bool = False) -> torch.Tensor:
-    """The fp32 workspace [splits, M, N] of one launcher, sized from its shape. ``fresh``: from a memory pool of its
-    own (device memory never written before, for the initcheck fault), where torch has one."""
-    if fresh and device.type == "cuda" and hasattr(torch.cuda, "MemPool") and hasattr(torch.cuda, "use_mem_pool"):
-        pool = torch.cuda.MemPool()
-        with torch.cuda.use_mem_pool(pool):
-            workspace = torch.empty((splits, m, n), dtype=torch.float32, device=device)
-        workspace._pipesuite_pool = pool  # the pool lives as long as the workspace
-        return workspace
-    return torch.empty((splits, m, n), dtype=torch.float32, device=device)
+    """The fp32 workspace [splits, M, N] of one launcher, sized from its shape (suite.workspace; ``fresh``: device
+    memory never written before, for the initcheck fault)."""
+    return workspaces.new_workspace((splits, m, n), device, fresh)
 
 
 class TwoPassGemm:
@@ -363,7 +358,14 @@ class TwoPassModule(TritonModule):
         self.launcher, self.stages, self.sanitize_sizes = launcher, launcher.depths, sanitize_sizes
         define, fault = launcher.fault
         self.faults = (
-            Fault(f"{fault} (the fix-up without its ordering)", define, (2,), tool="initcheck", size=sanitize_sizes[0]),
+            Fault(
+                f"{fault} (the fix-up without its ordering)",
+                define,
+                (2,),
+                tool="initcheck",
+                size=sanitize_sizes[0],
+                in_launcher=True,
+            ),
         )
 
     def stages_for(self, dtype: str) -> tuple:
