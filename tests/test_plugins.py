@@ -133,7 +133,7 @@ def test_sanitized(tmp_path):
     assert all("cuda:plugin prefetch" in line for line in rows) and proc.returncode == 0, rows  # nothing else ran
     log = (tmp_path / "memcheck-healthy.log").read_text()
     for stages in (1, 2, 4):
-        assert f"CASE cuda:plugin prefetch stages={stages} shape=3077 valid=True" in log, log[-3000:]
+        assert f"CASE cuda:plugin prefetch fp32 stages={stages} shape=3077 valid=True" in log, log[-3000:]
 
 
 BROKEN_CU = """\
