@@ -56,6 +56,9 @@ class KernelModule:
     # Sizes the sanitizer launches (small: compute-sanitizer is slow); () = not run under compute-sanitizer.
     sanitize_sizes: tuple = ()
     faults: tuple[Fault, ...] = ()  # broken builds the sanitizer must catch
+    # Why the driver must time this module's calls as Python makes them, not replayed from a CUDA graph (the default,
+    # suite.driver.bench.Launched): a call whose captured form runs differently; None: a graph is the same work.
+    eager_only: str | None = None
     # tool -> why that compute-sanitizer tool cannot judge this kernel (a documented false-positive pattern): the
     # tool does not run it, and the report says so and why, instead of "clean".
     sanitizer_blind_spots: dict[str, str] = {}
@@ -105,8 +108,10 @@ class LibraryOp(KernelModule):
         dtypes: tuple[str, ...] | None = None,
         requires: Callable[[str], str | None] | None = None,
         refuses: Callable[[object, str], str | None] | None = None,
+        eager_only: str | None = None,
     ):
         self.op, self.dtypes, self._requires, self._refuses = op, dtypes, requires, refuses
+        self.eager_only = eager_only
 
     def launch(self, inputs: Inputs, out: torch.Tensor, stages) -> Callable[[], None]:
         return self.op(inputs, out)

@@ -425,3 +425,20 @@ def test_the_graph_replays_the_call_and_a_call_that_syncs_is_timed_eagerly():
     assert syncs.how == "eager" and syncs.fields()["launch_note"].startswith("not capturable in a CUDA graph")
     syncs.call()  # the stream still works after the failed capture
     torch.cuda.synchronize()
+
+
+def test_a_module_that_must_run_eagerly_is_timed_eagerly_and_says_why():
+    """copy_ is a memcpy, which a CUDA graph runs another way: the ceiling declares it (KernelModule.eager_only), and
+    the launch times its calls as Python makes them, with the reason in the row."""
+    from suite.registry import variants
+
+    copy_ = next(v for v in variants("vector") if v.label == "torch:copy_")
+    assert "memcpy" in copy_.kernel.eager_only
+    calls = []
+    launched = bench.Launched(lambda: calls.append(1), bench.Options(), copy_.kernel.eager_only)
+    launched.call()
+    assert calls == [1] and launched.how == "eager"
+    assert launched.fields()["launch_note"].startswith(
+        "timed eagerly, not from a CUDA graph: a device-to-device memcpy"
+    )
+    assert all(v.kernel.eager_only is None for v in variants() if v.label != "torch:copy_")  # every other: a graph

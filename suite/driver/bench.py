@@ -361,7 +361,8 @@ def describe_launch(launch: str) -> str:
         return (
             f"graph: after {EAGER_CALLS} calls from Python (their host time is host_enqueue_us), one call is captured "
             "into a CUDA graph and the samples time its replay: the GPU's time for the call's kernels, with no "
-            "backend's Python launch path in it; a call that cannot be captured is timed eagerly and its row says why"
+            "backend's Python launch path in it; a call that cannot be captured, or whose module says its captured "
+            "form is other work (torch's copy_: a memcpy), is timed eagerly and its row says why"
         )
     return "eager: the samples time each call as Python makes it, the host's launch path included where it is slower"
 
@@ -393,11 +394,16 @@ class Launched:
     A callable that cannot be captured (it synchronizes, or calls what a capture forbids) is timed eagerly, and the
     row says why. "eager": the samples call ``fn`` itself, as before; ``host`` records those calls."""
 
-    def __init__(self, fn: Callable[[], None], opts: Options):
+    def __init__(self, fn: Callable[[], None], opts: Options, eager_only: str | None = None):
         self.host = HostTimed(fn)
         self.how, self.why = "eager", ""
         self.call: Callable[[], None] = self.host
-        if opts.launch != "graph" or not torch.cuda.is_available():  # no GPU (the fake-clock tests): eager
+        if opts.launch != "graph":
+            return
+        if eager_only:  # the module says its captured form is other work (KernelModule.eager_only)
+            self.why = f"timed eagerly, not from a CUDA graph: {eager_only}"
+            return
+        if not torch.cuda.is_available():  # no GPU (the fake-clock tests): eager
             return
         for _ in range(EAGER_CALLS):
             self.host()
@@ -419,7 +425,9 @@ class Launched:
         )
 
 
-def _measure(fn: Callable[[], None], opts: Options, phases: timing.Phases | None = None) -> dict:
+def _measure(
+    fn: Callable[[], None], opts: Options, phases: timing.Phases | None = None, eager_only: str | None = None
+) -> dict:
     """Time ``fn`` with the options' timer (the burst or the adaptive stop rule, or the fixed budget: re-timed with
     twice the repetitions when the relative spread is above MAX_SPREAD, samples pooled). Reads the GPU's clocks and
     throttle state right after (counted as the "gpu_state" phase, the burst timer's waits as "cool_down", the
@@ -427,7 +435,7 @@ def _measure(fn: Callable[[], None], opts: Options, phases: timing.Phases | None
     phases = phases if phases is not None else timing.Phases()
     cooled: dict = {}
     with phases("capture"):
-        launched = Launched(fn, opts)
+        launched = Launched(fn, opts, eager_only)
     with phases("time"):
         sampled = _sampled(launched.call, opts, cooled)
     phases.move("time", "cool_down", cooled.get("cooldown_s", 0.0))
@@ -789,11 +797,13 @@ def _validate_row(
 class _Ceiling:
     """One job's ceiling, timed interleaved with its rows (suite.driver.timing.CeilingCadence), samples pooled."""
 
-    def __init__(self, fn: Callable[[], None] | None, opts: Options, phases: timing.Phases):
+    def __init__(
+        self, fn: Callable[[], None] | None, opts: Options, phases: timing.Phases, eager_only: str | None = None
+    ):
         self.launched = None  # launched as the rows are (Launched), the host's time per call recorded as theirs
         if fn is not None:
             with phases("capture"):
-                self.launched = Launched(fn, opts)
+                self.launched = Launched(fn, opts, eager_only)
         self.fn = self.launched.call if self.launched is not None else None
         self.opts, self.phases = opts, phases
         self.samples: list[float] = []
@@ -857,7 +867,7 @@ def _time_job(
         ceiling_fn = None
         if to_time and ceiling_row is not None and ceiling_row["valid"] is True:  # a ceiling that validated here
             ceiling_fn = ceiling_variant.factory(timing_inputs, problem.make_output(timing_inputs), None)
-    ceiling = _Ceiling(ceiling_fn, opts, phases)
+    ceiling = _Ceiling(ceiling_fn, opts, phases, ceiling_variant.kernel.eager_only if ceiling_variant else None)
     if to_time:
         ceiling.time()
     for spec, variant, row in to_time:
@@ -868,7 +878,7 @@ def _time_job(
         try:
             with phases("inputs"):
                 timed = variant.factory(timing_inputs, problem.make_output(timing_inputs), spec.stages)
-            row.update(_measure(timed, opts, phases))
+            row.update(_measure(timed, opts, phases, variant.kernel.eager_only))
             del timed
         except Exception as e:  # noqa: BLE001 - a timing that fails is a failed row; the run goes on
             _fail(row, "timing failed", e)
