@@ -367,7 +367,7 @@ def describe_launch(launch: str) -> str:
     return "eager: the samples time each call as Python makes it, the host's launch path included where it is slower"
 
 
-def _capture(fn: Callable[[], None]) -> torch.cuda.CUDAGraph:
+def capture_graph(fn: Callable[[], None]) -> torch.cuda.CUDAGraph:
     """One call of ``fn`` captured into a CUDA graph, on a side stream ordered after torch's current one (capture
     cannot run on the legacy default stream); raises what the capture raised, with the capture ended."""
     graph = torch.cuda.CUDAGraph()
@@ -409,7 +409,7 @@ class Launched:
             self.host()
         torch.cuda.synchronize()
         try:
-            self.graph = _capture(fn)
+            self.graph = capture_graph(fn)
         except Exception as e:  # noqa: BLE001 - not capturable: timed eagerly, said in the row
             torch.cuda.synchronize()
             self.why = (

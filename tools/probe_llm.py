@@ -1,0 +1,178 @@
+"""Probes behind the LLM-shape GEMM rows (issue 18), on a GPU; not part of the suite's results. Each configuration is
+checked against torch (fp32 product) before it is timed; times are do_bench medians with the L2 flushed, of a CUDA
+graph's replay (as the suite times its rows, suite.driver.bench.Launched) unless said otherwise, against cuBLAS timed
+the same way in the same process.
+
+  launch    the Triton split-K, stream-K and decode launchers at the LLM targets: host time per call, the eager
+            call's GPU time and the graph's (what made their eager rows launch-bound)
+  split-k   the PTX split-K kernels at the long-K shapes at the rule's split count and forced ones, with an
+            unregistered 128 x 256 split-K instantiation beside the registered tiles
+  decode    the Triton decode tiles (weight rows, stage size, depth) and PTX 64 x 128 split counts at M = 16 and 64
+
+Run from the repository root: PYTHONPATH=. python3 tools/probe_llm.py {launch,split-k,decode} [--shape MxNxK ...]"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import time
+
+import torch
+from triton.testing import do_bench
+
+from suite.driver.bench import capture_graph
+from suite.problems import _gemm_inputs, _gemm_output
+
+TARGETS = ((512, 512, 65536), (1024, 1024, 32768), (256, 8192, 8192), (64, 8192, 8192), (16, 8192, 8192))
+LONG_K = ((512, 512, 65536), (1024, 1024, 32768), (256, 8192, 8192), (512, 1024, 65536))
+DECODE = ((16, 8192, 8192), (64, 8192, 8192))
+
+
+def median_us(fn, rep_ms: float = 150.0) -> float:
+    return statistics.median(do_bench(fn, warmup=25, rep=rep_ms, return_mode="all")) * 1e3
+
+
+def replayed(fn):
+    """``fn`` called once, then captured into a CUDA graph: its replay."""
+    fn()
+    torch.cuda.synchronize()
+    return capture_graph(fn).replay
+
+
+def host_us(fn, calls: int = 200) -> float:
+    seconds = []
+    for _ in range(calls):
+        t0 = time.perf_counter()
+        fn()
+        seconds.append(time.perf_counter() - t0)
+    torch.cuda.synchronize()
+    return statistics.median(seconds) * 1e6
+
+
+class Shape:
+    """One shape's fp16 operands, its fp32 reference and its cuBLAS time (graph-replayed)."""
+
+    def __init__(self, size):
+        self.size = size
+        self.inputs = _gemm_inputs(size, 1, torch.device("cuda"), "fp16")
+        self.ref = self.inputs[0].float() @ self.inputs[1].float()
+        c = _gemm_output(self.inputs)
+        self.cublas_us = median_us(replayed(lambda: torch.matmul(self.inputs[0], self.inputs[1], out=c)))
+        print(f"{'x'.join(map(str, size))}: cuBLAS {self.cublas_us:.1f} us", flush=True)
+
+    def checked(self, make):
+        """A launcher from ``make(c)``, called once on a NaN-poisoned C and compared with the reference."""
+        c = _gemm_output(self.inputs)
+        launcher = make(c)
+        c.fill_(float("nan"))
+        launcher()
+        torch.cuda.synchronize()
+        err = (c.float() - self.ref).abs().max().item()
+        if not err < 0.05:
+            raise ValueError(f"wrong result: max abs error {err}")
+        return launcher
+
+
+def launch(shapes) -> None:
+    from suite.triton.gemm_decode import DecodeGemm
+    from suite.triton.gemm_splitk import SplitKGemm
+    from suite.triton.gemm_streamk import StreamKGemm
+
+    for size in shapes:
+        shape = Shape(size)
+        for cls in (SplitKGemm, StreamKGemm, DecodeGemm):
+            for stages in (3, 4):
+                name = f"  {cls.__name__:12s} {stages} st"
+                try:
+                    fn = shape.checked(lambda c, cls=cls, stages=stages: cls(shape.inputs, c, stages))
+                    eager, graph, host = median_us(fn), median_us(replayed(fn)), host_us(fn)
+                    print(
+                        f"{name}: host {host:5.1f} us/call | eager {eager:6.1f} us ({shape.cublas_us / eager:.3f})"
+                        f" | graph {graph:6.1f} us ({shape.cublas_us / graph:.3f})",
+                        flush=True,
+                    )
+                except Exception as e:  # noqa: BLE001 - a configuration that fails is listed, the probe goes on
+                    print(f"{name}: {type(e).__name__}: {str(e)[:120]}", flush=True)
+
+
+def split_k(shapes) -> None:
+    from suite.ptx import gemm_tma as g
+
+    wide = g.Config(256, 2, False, False, (3, 4), schedule="split-k", dtypes=("fp16",))  # not registered
+    tiles = {
+        "128x128": (g.CONFIGS["128x128 split-k"], g.KERNELS["128x128 split-k"]),
+        "64x128": (g.CONFIGS["64x128 split-k"], g.KERNELS["64x128 split-k"]),
+        "128x256": (wide, g.TmaGemm(wide)),
+    }
+    for size in shapes:
+        shape = Shape(size)
+        for name, (config, module) in tiles.items():
+            for stages in config.stages:
+                for splits in (None, 4, 8, 16, 32):  # None: the rule's count (marked *)
+                    try:
+                        fn = shape.checked(
+                            lambda c, config=config, module=module, stages=stages, splits=splits: g.Gemm(
+                                shape.inputs, c, config, stages, kernel=module, splits=splits
+                            )
+                        )
+                        t = median_us(replayed(fn))
+                        rule = "*" if splits is None else " "
+                        print(
+                            f"  {name:8s} {stages} st, {fn.splits:2d} splits{rule} ({fn.grid:4d} blocks): "
+                            f"{t:7.1f} us ({shape.cublas_us / t:.3f})",
+                            flush=True,
+                        )
+                    except Exception as e:  # noqa: BLE001
+                        print(f"  {name} {stages} st, splits {splits}: {type(e).__name__}: {str(e)[:120]}")
+
+
+def decode(shapes) -> None:
+    from suite.ptx import gemm_tma as g
+    from suite.triton import gemm_decode as gd
+
+    gd.DecodeGemm.depths = (2, 3, 4, 5, 6, 7)  # deeper rings than the registered sweep
+    for size in shapes:
+        shape = Shape(size)
+        for block_w in (64, 128):
+            for stage_kib in (32, 64):
+                gd.BLOCK_WS, gd.STAGE_LIMIT = (block_w,), stage_kib * 1024  # the plan's choices, forced
+                for stages in (3, 4, 6):
+                    label = f"  triton {block_w} weight rows, stages <= {stage_kib} KiB, {stages} st"
+                    try:
+                        fn = shape.checked(lambda c, stages=stages: gd.DecodeGemm(shape.inputs, c, stages))
+                        t = median_us(replayed(fn))
+                        p = fn.plan
+                        print(
+                            f"{label} (BLOCK_K {p.block_k}, {p.splits} split(s), {p.programs} programs): "
+                            f"{t:6.1f} us ({shape.cublas_us / t:.3f})",
+                            flush=True,
+                        )
+                    except Exception as e:  # noqa: BLE001
+                        print(f"{label}: {type(e).__name__}: {str(e)[:120]}", flush=True)
+        config, module = g.CONFIGS["64x128 split-k"], g.KERNELS["64x128 split-k"]
+        for stages in config.stages:
+            for splits in (1, 2, 3):
+                try:
+                    fn = shape.checked(
+                        lambda c, stages=stages, splits=splits: g.Gemm(
+                            shape.inputs, c, config, stages, kernel=module, splits=splits
+                        )
+                    )
+                    t = median_us(replayed(fn))
+                    print(f"  ptx 64x128 {stages} st, {splits} split(s): {t:6.1f} us ({shape.cublas_us / t:.3f})")
+                except Exception as e:  # noqa: BLE001
+                    print(f"  ptx 64x128 {stages} st, {splits} split(s): {type(e).__name__}: {str(e)[:120]}")
+
+
+def main(argv=None) -> None:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("probe", choices=("launch", "split-k", "decode"))
+    p.add_argument("--shape", nargs="+", help="MxNxK shapes instead of the probe's own")
+    args = p.parse_args(argv)
+    own = {"launch": TARGETS, "split-k": LONG_K, "decode": DECODE}[args.probe]
+    shapes = [tuple(int(x) for x in s.split("x")) for s in args.shape] if args.shape else own
+    {"launch": launch, "split-k": split_k, "decode": decode}[args.probe](shapes)
+
+
+if __name__ == "__main__":
+    main()
