@@ -6,7 +6,8 @@ the same way in the same process.
   launch    the Triton split-K, stream-K and decode launchers at the LLM targets: host time per call, the eager
             call's GPU time and the graph's (what made their eager rows launch-bound)
   split-k   the PTX split-K kernels at the long-K shapes at the rule's split count and forced ones, with an
-            unregistered 128 x 256 split-K instantiation beside the registered tiles
+            unregistered 128 x 256 split-K instantiation beside the registered tiles, each also built with its
+            blocks in split-major order (GEMM_TMA_SPLIT_MAJOR=1: the blocks reading one K range neighbour)
   decode    the Triton decode tiles (weight rows, stage size, depth) and PTX 64 x 128 split counts at M = 16 and 64
 
 Run from the repository root: PYTHONPATH=. python3 tools/probe_llm.py {launch,split-k,decode} [--shape MxNxK ...]"""
@@ -104,6 +105,10 @@ def split_k(shapes) -> None:
         "64x128": (g.CONFIGS["64x128 split-k"], g.KERNELS["64x128 split-k"]),
         "128x256": (wide, g.TmaGemm(wide)),
     }
+    # the same kernels with the blocks that read one K range of A and B next to each other (GEMM_TMA_SPLIT_MAJOR)
+    for name in ("128x128", "128x256"):
+        config, module = tiles[name]
+        tiles[f"{name} split-major"] = (config, module.with_defines("GEMM_TMA_SPLIT_MAJOR=1"))
     for size in shapes:
         shape = Shape(size)
         for name, (config, module) in tiles.items():
@@ -118,7 +123,7 @@ def split_k(shapes) -> None:
                         t = median_us(replayed(fn))
                         rule = "*" if splits is None else " "
                         print(
-                            f"  {name:8s} {stages} st, {fn.splits:2d} splits{rule} ({fn.grid:4d} blocks): "
+                            f"  {name:20s} {stages} st, {fn.splits:2d} splits{rule} ({fn.grid:4d} blocks): "
                             f"{t:7.1f} us ({shape.cublas_us / t:.3f})",
                             flush=True,
                         )

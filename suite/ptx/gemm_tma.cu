@@ -67,6 +67,12 @@
 #endif
 
 constexpr int GROUP_M = GEMM_TMA_GROUP_M;  // tile rows per rasterization group (L2 reuse)
+// split-K's block order: 0 (the registered kernels), block b takes split b % splits of tile b / splits (a tile's
+// splits neighbour); 1, for tools/probe_llm.py: split b / tiles of tile b % tiles (the blocks that read the same K
+// range of A and B neighbour, as in the Triton split-K).
+#ifndef GEMM_TMA_SPLIT_MAJOR
+#define GEMM_TMA_SPLIT_MAJOR 0
+#endif
 constexpr int WG_THREADS = 128;            // a warpgroup: 4 consecutive warps
 constexpr int SWIZZLE_BYTES = 128;         // one swizzled row: the K extent of a tile, and of a TMA box row
 constexpr int ATOM_BYTES = 8 * SWIZZLE_BYTES;  // 8 rows: the swizzle pattern's period
@@ -206,7 +212,8 @@ struct WorkUnit {
 struct SplitK {
     int tiles, num_k_tiles, splits;
     __device__ __forceinline__ WorkUnit unit() const {
-        const int tile = blockIdx.x / splits, split = blockIdx.x % splits;
+        const int tile = GEMM_TMA_SPLIT_MAJOR ? blockIdx.x % tiles : blockIdx.x / splits;
+        const int split = GEMM_TMA_SPLIT_MAJOR ? blockIdx.x / tiles : blockIdx.x % splits;
         const int base = num_k_tiles / splits, extra = num_k_tiles % splits;
         const int k_begin = split * base + min(split, extra);
         return {tile, k_begin, base + (split < extra ? 1 : 0), splits, split, tile * splits, 1, 0};
