@@ -51,7 +51,7 @@ def test_schedules_build_as_hoppers_pipeline(name):
     kernel = gemm_tma.KERNELS[name]
     module = kernel.build("sm_90a")
     per = split_functions(module.sass())
-    assert "C7510" not in module.log
+    assert "C7510" not in module.log and "serializ" not in module.log.lower(), module.log  # C7510, C7514: wgmma waits
     split_k = gemm_tma.CONFIGS[name].schedule == "split-k"
     reductions = {gemm_tma.reduce_expression(d) for d in gemm_tma.CONFIGS[name].dtypes} if split_k else set()
     assert reductions <= set(module.symbols) and reductions <= set(kernel.kernel_names(kernel.stages[0]))
