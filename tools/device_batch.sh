@@ -14,6 +14,7 @@
 #   suite     python -m suite.run $SUITE_ARGS (timed: alone on the GPU), the results folder as suite-<stamp>.tgz
 #   probe     the Triton tuning probes: tools/tune_vector.py --triton-desc --quick, tools/tune_gemm_triton.py --extra
 #             at 4096^3 and 4000x3000x1000 (timed: alone on the GPU)
+#   probe-llm tools/probe_llm.py split-k (both block orders) and decode (timed: alone on the GPU)
 set -u
 export PYTHONUNBUFFERED=1 PIPESUITE_SANITIZER_TIMEOUT=${PIPESUITE_SANITIZER_TIMEOUT:-400}
 OUT=${OUT:-device-out}
@@ -59,6 +60,11 @@ for step in "$@"; do
       PYTHONPATH=. timeout 200 python3 tools/tune_gemm_triton.py --extra --shape 4096x4096x4096 4000x3000x1000 \
         > "$OUT/probe-gemm-extra.txt" 2> "$OUT/probe-gemm-extra.err"
       echo "gemm probe rc=$?"; cat "$OUT/probe-gemm-extra.txt" ;;
+    probe-llm)
+      for p in split-k decode; do
+        PYTHONPATH=. timeout 270 python3 tools/probe_llm.py $p > "$OUT/probe-llm-$p.txt" 2>&1
+        echo "probe-llm $p rc=$?"; tail -5 "$OUT/probe-llm-$p.txt"
+      done ;;
     pytest)
       timeout ${TEST_LIMIT:-300} python3 -m pytest -q -rfE -p no:cacheprovider $PYTEST_ARGS > "$OUT/pytest-subset.log" 2>&1
       echo "pytest subset rc=$?"; grep -E "(FAILED|ERROR) " "$OUT/pytest-subset.log" | head -20
