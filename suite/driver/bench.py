@@ -794,6 +794,12 @@ def _validate_row(
     return bool(row["valid"]) and on_gpu
 
 
+def _eager_only(variant: Variant | None) -> str | None:
+    """Why ``variant``'s calls must be timed eagerly (KernelModule.eager_only; a plugin's module that does not
+    subclass KernelModule has no such reason)."""
+    return getattr(variant.kernel, "eager_only", None) if variant is not None else None
+
+
 class _Ceiling:
     """One job's ceiling, timed interleaved with its rows (suite.driver.timing.CeilingCadence), samples pooled."""
 
@@ -867,7 +873,7 @@ def _time_job(
         ceiling_fn = None
         if to_time and ceiling_row is not None and ceiling_row["valid"] is True:  # a ceiling that validated here
             ceiling_fn = ceiling_variant.factory(timing_inputs, problem.make_output(timing_inputs), None)
-    ceiling = _Ceiling(ceiling_fn, opts, phases, ceiling_variant.kernel.eager_only if ceiling_variant else None)
+    ceiling = _Ceiling(ceiling_fn, opts, phases, _eager_only(ceiling_variant))
     if to_time:
         ceiling.time()
     for spec, variant, row in to_time:
@@ -878,7 +884,7 @@ def _time_job(
         try:
             with phases("inputs"):
                 timed = variant.factory(timing_inputs, problem.make_output(timing_inputs), spec.stages)
-            row.update(_measure(timed, opts, phases, variant.kernel.eager_only))
+            row.update(_measure(timed, opts, phases, _eager_only(variant)))
             del timed
         except Exception as e:  # noqa: BLE001 - a timing that fails is a failed row; the run goes on
             _fail(row, "timing failed", e)
