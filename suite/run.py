@@ -193,7 +193,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     p.add_argument(
         "--launch",
-        choices=("graph", "eager"),
+        choices=timing.LAUNCHES,
         default="graph",
         help="graph (default): time each row's call replayed from a CUDA graph, the host's Python launch path left "
         "out (its cost per call is recorded as host_enqueue_us); eager: time the calls as Python makes them",

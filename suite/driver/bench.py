@@ -61,7 +61,7 @@ class Options:
     warmup_ms: float = 25.0
     rep_ms: float = 200.0  # the fixed timer's budget (a quarter with --quick)
     timer: str = "burst"  # suite.driver.timing.TIMERS: "burst", "adaptive" (sustained) or "fixed" (rep_ms of samples)
-    launch: str = "graph"  # LAUNCHES: what the samples time, a CUDA graph's replay of one call or the call itself
+    launch: str = "graph"  # timing.LAUNCHES: the samples time a CUDA graph's replay of one call, or the call itself
 
 
 def _row(problem: Problem, size, variant: Variant, stages, dtype: str | None = None) -> dict:
@@ -331,7 +331,6 @@ _PACER = timing.BurstPacer()  # one per process: the GPU's rest spans rows
 
 
 LAUNCH_BOUND_SHARE = 0.8  # host enqueue time / GPU median at or above which a row is marked launch-bound
-LAUNCHES = ("graph", "eager")
 EAGER_CALLS = 30  # calls made from Python before capture, timed on the host: the eager launch path's cost
 
 

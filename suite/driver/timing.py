@@ -225,6 +225,7 @@ class CeilingCadence:
 
 
 TIMERS = ("burst", "adaptive", "fixed")
+LAUNCHES = ("graph", "eager")  # what the samples time: a CUDA graph's replay of a call, or the call (bench.Launched)
 
 
 def stop_rule(timer: str, quick: bool = False) -> StopRule:

@@ -371,7 +371,8 @@ class Gemm:
             self.reduce_grid = -(-m * n // (4 * REDUCE_THREADS))
         else:
             self.workspace = torch.empty(max(1, slots * bm * bn), dtype=torch.float32, device=c.device)
-        self.counters = torch.zeros(max(1, tiles * config.consumers), dtype=torch.int32, device=c.device)
+        counters = tiles * config.consumers if config.schedule == "stream-k" else 1  # only stream-K's fix-up counts
+        self.counters = torch.zeros(counters, dtype=torch.int32, device=c.device)
         self.scales = (ops.scale_a, ops.scale_b) if dtype == "fp8e4m3" else (self.workspace, self.workspace)
         self.threads = config.threads
         self.args = (
