@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from dataclasses import asdict, dataclass, field
+from collections.abc import Mapping
+from dataclasses import dataclass, field, fields
 
 
 @dataclass
@@ -14,7 +15,9 @@ class KernelInfo:
     occupancy: int | None = None  # resident blocks per SM
     threads: int | None = None  # per block
     grid: int | None = None  # blocks launched
-    sass: dict[str, int] = field(default_factory=dict)  # instruction class -> count (suite.sass.INSTRUCTION_CLASSES)
+    # instruction class -> count (suite.sass.INSTRUCTION_CLASSES); a suite.sass.PendingClasses while its cuobjdump
+    # still runs in the background (reading it waits)
+    sass: Mapping[str, int] = field(default_factory=dict)
     stages: int | None = None  # pipeline depth, where the kernel chose it itself (the autotuned variant)
     config: str = ""  # backend-specific configuration, e.g. the autotuner's choice
     # Streaming kernels (suite.streaming): the bytes of one tile, the resident blocks per SM the launch pins (not a
@@ -24,5 +27,7 @@ class KernelInfo:
     bytes_in_flight_per_sm: int | None = None
     note: str = ""  # what the row must say about this build (e.g. "not pipelined"); the driver appends it to the note
 
-    def as_dict(self) -> dict:
-        return asdict(self)
+    def as_dict(self, sass: bool = True) -> dict:
+        """The fields as a dict (``sass`` a plain dict, waited for when pending; left out when ``sass`` is False)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self) if f.name != "sass"}
+        return out | ({"sass": dict(self.sass)} if sass else {})

@@ -185,11 +185,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--timer",
         choices=timing.TIMERS,
         default="burst",
-        help="burst (default): sample each row in 20 ms batches, each begun once the GPU reports no power-cap or "
-        "thermal slowdown, until its median is known to +-0.25%% (95%% CI) or 6 batches; adaptive: the same "
-        "stop rule on sustained back-to-back load (the clocks at the power cap; heavy rows vary by several "
-        "percent run to run), 375 ms of samples at most; fixed: 200 ms of samples, 400 ms more when the spread "
-        "is above 1%%",
+        help="burst (default): sample each row in bursts of 10 ms of calls, each begun after a rest and once the GPU "
+        "reports no power-cap or thermal slowdown, until its median is known to +-0.25%% (95%% CI) or 8 bursts; "
+        "adaptive: the same stop rule on sustained back-to-back load (the clocks at the power cap; heavy rows vary "
+        "by several percent run to run), 375 ms of samples at most; fixed: 200 ms of samples, 400 ms more when the "
+        "spread is above 1%%",
     )
     p.add_argument(
         "--launch",

@@ -9,10 +9,13 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
+import os
 import re
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Iterator, Mapping
+from concurrent.futures import Future, ThreadPoolExecutor
 from pathlib import Path
 
 # The class the tables report -> the SASS instructions it counts. "OP" counts opcode OP with any modifiers;
@@ -75,6 +78,40 @@ def _cubin_classes(cubin: bytes) -> tuple[tuple[str, int], ...]:
 def cubin_instruction_classes(cubin: bytes) -> dict[str, int]:
     """instruction_classes of a single-kernel cubin's whole listing (a Triton kernel's), counted once per cubin."""
     return dict(_cubin_classes(cubin))
+
+
+class PendingClasses(Mapping):
+    """``cubin_instruction_classes`` of a cubin whose cuobjdump runs in a background thread (``pending_classes``);
+    reading it waits for that run. The driver reads a row's once the job's rows are validated, so the listings of a
+    job's Triton kernels (a cuobjdump of ~0.5 s each on a fresh machine) are made while the next rows compile."""
+
+    def __init__(self, future: Future):
+        self._future = future
+
+    def done(self) -> bool:
+        return self._future.done()
+
+    def _classes(self) -> dict[str, int]:
+        return self._future.result()
+
+    def __getitem__(self, name: str) -> int:
+        return self._classes()[name]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._classes())
+
+    def __len__(self) -> int:
+        return len(self._classes())
+
+
+_LISTERS: list[ThreadPoolExecutor] = []  # made on first use (no threads at import)
+
+
+def pending_classes(cubin: bytes) -> PendingClasses:
+    """``cubin_instruction_classes(cubin)``, started in a background thread."""
+    if not _LISTERS:
+        _LISTERS.append(ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1), thread_name_prefix="cuobjdump"))
+    return PendingClasses(_LISTERS[0].submit(cubin_instruction_classes, cubin))
 
 
 def wgmma_chain(sass: str) -> tuple[int, int]:

@@ -64,3 +64,38 @@ def test_without_a_gpu_the_gated_kernels_are_described_in_parallel(monkeypatch):
     info = described[("ptx:cp.async ring", "fp32")]
     assert set(info) == set(bench._variants_of("vector")["ptx:cp.async ring"].stages)
     assert bench.precompile(jobs, on_gpu=False, known=described) == {}  # a worker's later jobs reuse them
+
+
+def test_the_listings_are_read_up_front_too(fake_sm90, monkeypatch):
+    """precompile's threads also read what each launch's KernelInfo needs from the cubin (the SASS listing, split and
+    counted, and the resource usage), so no row waits for a cuobjdump one after another."""
+    read = []
+    for name in ("instruction_classes", "resources"):
+        real = getattr(loader.CompiledModule, name)
+        monkeypatch.setattr(
+            loader.CompiledModule, name, lambda self, _n=name, _r=real: read.append((_n, self.path.name)) or _r(self)
+        )
+    opts = bench.Options(problems=("vector",), variants=("cuda:cuda::pipeline ring",))
+    bench.precompile(planning.build(opts, on_gpu=True).jobs, on_gpu=True)
+    assert sorted(read) == [("instruction_classes", "vector.cu"), ("resources", "vector.cu")]
+
+
+def test_sass_listed_in_the_background_is_filled_in_after_the_rows_validate():
+    """A Triton kernel's SASS classes (suite.sass.PendingClasses) still being listed when its row validates are left
+    for later; once listed, the row gets them as any other; one listed already is filled in at once."""
+    from concurrent.futures import Future
+
+    from suite.info import KernelInfo
+    from suite.sass import PendingClasses
+
+    future = Future()
+    row = {}
+    bench._add_info(row, KernelInfo(registers=90, sass=PendingClasses(future)))
+    assert row["registers"] == 90 and "sass" not in row and isinstance(row["_sass"], PendingClasses)
+    future.set_result({"wgmma": 4, "tma": 2, "local_memory": 0})
+    bench._add_sass(row, row.pop("_sass"))
+    assert row["sass"] == "HGMMA UTMALDG" and row["sass_counts"] == {"wgmma": 4, "tma": 2, "local_memory": 0}
+    done = {}
+    bench._add_info(done, KernelInfo(sass=PendingClasses(future)))
+    assert done["sass"] == "HGMMA UTMALDG" and "_sass" not in done
+    assert KernelInfo(sass=PendingClasses(future)).as_dict()["sass"] == {"wgmma": 4, "tma": 2, "local_memory": 0}

@@ -98,16 +98,66 @@ def test_the_burst_timer_waits_for_the_power_cap_to_clear_before_every_batch(mon
     monkeypatch.setattr(bench, "_PACER", timing.BurstPacer())
     phases = timing.Phases()
     row = bench._measure(lambda: None, bench.Options(), phases)  # the default timer
-    # 6 bursts of 20 ms after 5 ms of warm-up each; the first after 5 sleeps of 10 ms (5 capped reads, then clear),
-    # each later one after a single read that finds the cap clear; a read after each burst checks it ended clear
-    assert [c[:2] for c in calls] == [(5.0, 20.0)] * 6
-    assert [c[2] for c in calls] == [6, 8, 10, 12, 14, 16]
-    assert row["cooldown_s"] == pytest.approx(0.05) and row["below_cap"] is True and row["batches"] == 6
+    # 8 bursts of 10 ms (their own first call is the warm-up); the first after 5 sleeps of 10 ms (5 capped reads,
+    # then clear), each later one after a single read that finds the cap clear; a read after each burst checks it
+    # ended clear
+    assert [c[:2] for c in calls] == [(0.0, 10.0)] * 8
+    assert [c[2] for c in calls] == [6, 8, 10, 12, 14, 16, 18, 20]
+    assert row["cooldown_s"] == pytest.approx(0.05) and row["below_cap"] is True and row["batches"] == 8
     assert row["bursts_retaken"] == 0
     assert phases.seconds["cool_down"] == pytest.approx(0.05) and "time" in phases.seconds
     calls.clear()
     bench._measure(lambda: None, bench.Options(quick=True))
-    assert [c[:2] for c in calls] == [(5.0, 10.0)] * 3
+    assert [c[:2] for c in calls] == [(0.0, 5.0)] * 3
+
+
+class _FakeEvent:
+    """A CUDA event on a fake GPU clock: ``record`` reads it."""
+
+    def __init__(self, clock):
+        self.clock, self.at = clock, None
+
+    def record(self):
+        self.at = self.clock[0]
+
+    def elapsed_time(self, other):
+        return other.at - self.at
+
+
+def test_a_burst_times_one_call_first_then_fills_its_budget_at_that_pace(monkeypatch):
+    """bench._burst on a fake Triton driver whose GPU clock advances by the flush and the call: the first call (slow,
+    clocks coming up) is not kept and sets the pace; the kept calls fill the budget, 3 at least, each flushed first."""
+    from triton import runtime
+
+    clock, log = [0.0], []
+
+    class Device:
+        Event = staticmethod(lambda enable_timing: _FakeEvent(clock))
+        synchronize = staticmethod(lambda: None)
+
+    class Driver:
+        get_device_interface = staticmethod(lambda: Device)
+        get_empty_cache_for_benchmark = staticmethod(lambda: "cache")
+
+        @staticmethod
+        def clear_cache(cache):
+            log.append("flush")
+            clock[0] += 0.1
+
+    monkeypatch.setattr(runtime.driver, "_active", Driver)  # DriverConfig.active answers what _active holds
+    calls = [2.4, 1.4]  # ms: the first call after a rest, then every later one
+
+    def fn():
+        log.append("call")
+        clock[0] += calls[0] if len(calls) > 1 and log.count("call") == 1 else calls[-1]
+
+    samples = bench._burst(fn, busy_ms=10.0)
+    assert len(samples) == 4  # 10 ms at the first call's pace (0.1 + 2.4 ms a call: the flush is busy time too)
+    assert samples == pytest.approx([1.4] * 4)  # the flush outside the timed region, the slow first call not kept
+    assert log == ["flush", "call"] * 5
+    log.clear()
+    calls[:] = [30.0]
+    assert bench._burst(fn, busy_ms=10.0) == pytest.approx([30.0] * timing.BURST_MIN_SAMPLES)
 
 
 def test_a_power_cap_that_does_not_clear_is_waited_for_3_s_and_flagged(monkeypatch):
@@ -294,7 +344,7 @@ def test_phases_add_up():
 def test_timer_metadata_states_the_rule_and_the_power_regime():
     burst, adaptive, fixed = (timing.describe_timer(t) for t in timing.TIMERS)
     assert burst["name"] == "burst" and "no power-cap" in burst["rule"] and "+-0.25%" in burst["rule"]
-    assert burst["power_regime"].startswith("burst") and burst["stop_rule"]["batch_ms"] == 20.0
+    assert burst["power_regime"].startswith("burst") and burst["stop_rule"]["batch_ms"] == 10.0
     assert "95% confidence interval" in adaptive["rule"] and "+-0.25%" in adaptive["rule"]
     assert adaptive["stop_rule"]["precision"] == 0.0025 and "power cap" in adaptive["power_regime"]
     assert "200 ms" in fixed["rule"] and "after every row" in fixed["ceiling"]

@@ -12,8 +12,9 @@ its first call, which is this one.
 Timing: ``triton.testing.do_bench`` (CUDA events around each call; the L2 is flushed before every call by writing a
 256 MB buffer, outside the timed region; warm-up calls excluded), median and interquartile range of all samples.
 How long a row is sampled, in which power regime, and when the ceiling is timed again are suite.driver.timing's
-rules (by default the burst timer: 20 ms batches, each begun with the power cap clear, until the median is known to
-+-0.25%; ``Options.timer = "adaptive"``: the same stop rule on sustained load; ``"fixed"``: the earlier budget).
+rules (by default the burst timer: bursts of 10 ms of calls, each begun with the power cap clear, until the median is
+known to +-0.25%; ``Options.timer = "adaptive"``: the same stop rule on sustained load; ``"fixed"``: the earlier
+budget).
 The ceiling's samples are pooled and every ratio of the job is taken against their median: numbers from one GPU,
 taken in one stretch.
 
@@ -41,7 +42,7 @@ from suite.driver.plan import blank_row
 from suite.info import KernelInfo
 from suite.problems import PROBLEMS, Problem
 from suite.registry import Variant, variants
-from suite.sass import summary
+from suite.sass import PendingClasses, summary
 from suite.validate import validate
 
 CPU_ARCH = "sm_90"  # what PTX modules are compiled for when there is no GPU to ask
@@ -80,14 +81,24 @@ def _row(problem: Problem, size, variant: Variant, stages, dtype: str | None = N
 
 
 def _add_info(row: dict, info: KernelInfo | None) -> None:
+    """The row's kernel facts from ``info``; SASS classes still being listed in the background (PendingClasses) are
+    left in ``row["_sass"]`` for ``_add_sass`` once the job's rows are validated."""
     info = info or KernelInfo()
-    row.update({k: v for k, v in info.as_dict().items() if k not in ("sass", "stages", "note")})
+    row.update({k: v for k, v in info.as_dict(sass=False).items() if k not in ("stages", "note")})
     if info.note:
         row["note"] = "; ".join(n for n in (row.get("note"), info.note) if n)
     if info.stages is not None:
         row["stages"] = info.stages
-    row["sass"] = summary(info.sass) if info.sass else None
-    row["sass_counts"] = info.sass or None
+    if isinstance(info.sass, PendingClasses) and not info.sass.done():
+        row["_sass"] = info.sass
+    else:
+        _add_sass(row, info.sass)
+
+
+def _add_sass(row: dict, classes) -> None:
+    classes = dict(classes or {})
+    row["sass"] = summary(classes) if classes else None
+    row["sass_counts"] = classes or None
 
 
 def _stats(times_ms: list[float]) -> tuple[float, float]:
@@ -283,11 +294,44 @@ def _validate(
 
 def _time(fn: Callable[[], None], opts: Options, rep_scale: float = 1.0) -> list[float]:
     """One batch of samples: ``do_bench`` after ``opts.warmup_ms`` of warm-up, ``opts.rep_ms * rep_scale`` of samples
-    (a quarter of that with --quick), the L2 flushed before every call."""
+    (a quarter of that with --quick), the L2 flushed before every call; for the burst timer one ``_burst`` of
+    ``opts.rep_ms * rep_scale`` of GPU time."""
+    rep = (opts.rep_ms / 4 if opts.quick else opts.rep_ms) * rep_scale
+    if opts.timer == "burst":
+        return _burst(fn, rep)
     from triton.testing import do_bench
 
-    rep = (opts.rep_ms / 4 if opts.quick else opts.rep_ms) * rep_scale
     return list(do_bench(fn, warmup=opts.warmup_ms, rep=rep, return_mode="all"))
+
+
+def _burst(fn: Callable[[], None], busy_ms: float) -> list[float]:
+    """One burst of the burst timer (suite.driver.timing's docstring says why it is not do_bench): do_bench's loop,
+    Triton's L2 flush before every call and a CUDA event pair around each, first for one call that is not kept (the
+    first after a rest runs slower, clocks coming up; flush and call together are the pace), then for as many calls as
+    fit ``busy_ms`` of GPU time at that pace, timing.BURST_MIN_SAMPLES to BURST_MAX_SAMPLES."""
+    from triton import runtime
+
+    driver = runtime.driver.active
+    device = driver.get_device_interface()
+    cache = driver.get_empty_cache_for_benchmark()
+    begin, end = device.Event(enable_timing=True), device.Event(enable_timing=True)
+    begin.record()
+    driver.clear_cache(cache)
+    fn()
+    end.record()
+    device.synchronize()
+    pace = begin.elapsed_time(end)
+    n = int(busy_ms / pace) if pace > 0 else timing.BURST_MAX_SAMPLES
+    n = min(timing.BURST_MAX_SAMPLES, max(timing.BURST_MIN_SAMPLES, n))
+    starts = [device.Event(enable_timing=True) for _ in range(n)]
+    ends = [device.Event(enable_timing=True) for _ in range(n)]
+    for start, stop in zip(starts, ends):
+        driver.clear_cache(cache)  # outside the timed region, as do_bench does
+        start.record()
+        fn()
+        stop.record()
+    device.synchronize()
+    return [start.elapsed_time(stop) for start, stop in zip(starts, ends)]
 
 
 MAX_SPREAD = 0.01  # interquartile range / median above which a row is flagged (the fixed timer re-times it first)
@@ -307,7 +351,7 @@ def _sample(fn: Callable[[], None], opts: Options, cooled: dict | None = None) -
     if opts.timer != "burst":
         later = replace(first, warmup_ms=0.0)
         return timing.sample(lambda k: _time(fn, first if k == 0 else later, rep_scale=rule.batch_scale(k)), rule)
-    burst = replace(first, warmup_ms=timing.BURST_WARMUP_MS)
+    burst = replace(first, warmup_ms=0.0)  # _burst's first call is its warm-up
     cooled = cooled if cooled is not None else {}
 
     def batch(k: int) -> list[float]:
@@ -613,7 +657,8 @@ def _nvrtc_builder(kernel) -> Callable[[str], object] | None:
 def precompile(jobs, on_gpu: bool, max_workers: int | None = None, known: dict | None = None) -> dict:
     """Compile every kernel of ``jobs`` up front, in parallel threads (NVRTC releases the GIL; cuobjdump runs in a
     subprocess), before anything is timed. On a GPU: every NVRTC kernel of a variant that runs here, for this GPU's
-    arch, into the cubin cache, so each launch loads it (Triton kernels compile on their first call, which is the
+    arch, into the cubin cache, with its SASS listing and resources (``_build_and_list``), so each launch loads them
+    (Triton kernels compile on their first call, which is the
     validation call, before any timing of the job). Without a GPU: each gated-out variant's kernels compiled for
     CPU_ARCH and described; returns (label, dtype) -> description (or the exception its build raised), for those
     not in ``known`` already."""
@@ -651,7 +696,7 @@ def precompile(jobs, on_gpu: bool, max_workers: int | None = None, known: dict |
                     arch = loader.current_arch()
                 except Exception:  # noqa: BLE001 - no GPU to ask (a test on a CPU): each launch compiles for itself
                     return {}
-            work.setdefault(("build", id(variant.kernel)), lambda b=builder, a=arch: b(a))
+            work.setdefault(("build", id(variant.kernel)), lambda b=builder, a=arch: _build_and_list(b, a))
     if not work:
         return {}
     _import_compilers()
@@ -666,6 +711,18 @@ def precompile(jobs, on_gpu: bool, max_workers: int | None = None, known: dict |
             if key[0] == "describe":
                 described[key[1:]] = result
     return described
+
+
+def _build_and_list(builder: Callable[[str], object], arch: str) -> object:
+    """``builder(arch)``, then what the first launch of each of its instantiations reads from the cubin: the SASS
+    listing (split per kernel and counted) and the resource usage, both cuobjdump runs kept in the cache. Read here,
+    in the precompile threads, rather than one cuobjdump after another as the rows validate (58 s of a run on a
+    fresh machine, 2026-12-01)."""
+    module = builder(arch)
+    for read in ("instruction_classes", "resources"):  # suite.nvrtc.loader.CompiledModule's; cached per module
+        if callable(getattr(module, read, None)):
+            getattr(module, read)()
+    return module
 
 
 def _import_compilers() -> None:
@@ -737,6 +794,13 @@ def run_job(
             to_time.append((spec, variant, row))
         elif row["valid"] is False and on_gpu:
             _check_device(device, rows)
+    for row in rows:  # the SASS listings made in the background while the rows validated
+        if "_sass" in row:
+            try:
+                _add_sass(row, row.pop("_sass"))
+            except Exception as e:  # noqa: BLE001 - cuobjdump failed on the cubin: the row's build is not described
+                _fail(row, "build failed (SASS listing)", e)
+    to_time = [entry for entry in to_time if entry[2]["valid"]]
 
     ceiling_ms = _time_job(job, problem, to_time, rows, opts, device, phases, bar, by_label) if on_gpu else None
     for row in rows:

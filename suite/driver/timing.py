@@ -4,13 +4,20 @@ The burst timer (the default). A GEMM that fills an H200 draws more than its 700
 30-75 ms of back-to-back launches the driver's power cap pulls the SM clock from 1980 MHz to 1400-1600 MHz, and where
 it settles depends on the seconds before (measured with tools/power_regimes.py: the same cuBLAS GEMM sampled for
 25 ms, or for 500 ms after 1 s of warm-up, varied by 15% and by 4% between an idle and a hot history; sampled in
-20 ms bursts that each start with the power cap clear, by 0.3-0.8%). So this timer samples in bursts: before each
-batch it rests twice as long as the batch before took (``BurstPacer``: bursts back to back would add up to a sustained
-load) and waits until NVML reports no power-cap, thermal or power-brake slowdown (``cool_down``, 3 s at most), then
-takes one batch of ``do_bench`` (5 ms warm-up, then 20 ms of samples, the L2 flushed before every call); a batch that
-ends with a slowdown active is taken again (twice at most), until the adaptive precision below is reached or 6
-batches are spent. Its figures are those of the clocks the GPU holds below its power limit, as short bursts and
-nvbench see them; the ``adaptive`` timer gives the sustained regime.
+20 ms bursts that each start with the power cap clear, by 0.3-0.8%). So this timer samples in short bursts. Each
+burst is ``bench._burst``: do_bench's loop (the L2 flushed before every call, a CUDA event pair around each) of one
+call, not kept (the first call after a rest runs 10-90% slower while the clocks come up), then as many calls as fit
+in ``BURST.batch_ms`` (10 ms) of GPU time at that call's pace, ``BURST_MIN_SAMPLES`` at least. do_bench itself is not
+used here: its five-call estimate and its warm-up come on top of the samples, which at 1.5 ms a call made every burst
+about 35 ms long, and bursts that long, rested twice their length, bring NVML's power-cap flag on within a few rows
+and hold it for ~0.45 s each time (a default run spent 130 s waiting for it to clear). Measured on an H200
+(2026-12-01, fp16 8192^3 cuBLAS): 12 bursts of 6 calls (9 ms) rested twice their length never raised the flag and
+their medians agreed within 0.2%; bursts of 12 calls (19 ms) raised it from the 3rd-5th burst on.
+Before each burst the timer rests twice as long as the burst before took (``BurstPacer``: bursts back to back
+add up to a sustained load) and waits until NVML reports no power-cap, thermal or power-brake slowdown (``cool_down``,
+3 s at most); a burst that ends with a slowdown active is taken again (twice at most), until the adaptive precision
+below is reached or 8 bursts are spent. Its figures are those of the clocks the GPU holds below its power limit, as
+short bursts and nvbench see them; the ``adaptive`` timer gives the sustained regime.
 
 The stop rule (both adaptive timers). A row is timed in batches of ``triton.testing.do_bench`` (CUDA events
 around every call, the L2 flushed before each, the first batch after a 25 ms warm-up, the later ones straight after
@@ -119,9 +126,10 @@ class StopRule:
 
 ADAPTIVE = StopRule()
 ADAPTIVE_QUICK = StopRule(precision=0.01, batch_ms=10.0, max_batches=3)  # --quick: a smoke run
-BURST = StopRule(batch_ms=20.0, max_batches=6, growth=1.0)  # each batch short enough to finish below the power cap
-BURST_QUICK = StopRule(precision=0.01, batch_ms=10.0, max_batches=3, growth=1.0)
-BURST_WARMUP_MS = 5.0  # before every burst: the clocks come up from idle, do_bench sizes its batch
+BURST = StopRule(batch_ms=10.0, max_batches=8, growth=1.0)  # each burst's samples: 10 ms of GPU time (module docstring)
+BURST_QUICK = StopRule(precision=0.01, batch_ms=5.0, max_batches=3, growth=1.0)
+BURST_MIN_SAMPLES = 3  # a call longer than a third of a burst's time still gets 3 samples per burst
+BURST_MAX_SAMPLES = 1000  # and a call of microseconds at most 1000 (event pairs)
 BURST_GAP = 2.0  # after a burst, rest at least twice its length: the GPU busy a third of the time at most
 MAX_REST_S = 1.0  # the longest rest a burst is owed (bursts last ~20-100 ms)
 BURST_RETRIES = 2  # a burst that ends with a clock slowdown active is taken again, twice at most
@@ -265,10 +273,13 @@ def describe_timer(timer: str, quick: bool = False) -> dict:
     if timer == "burst":
         described["rule"] = (
             f"before every batch, rest {BURST_GAP:g} times as long as the batch before took, then wait until NVML "
-            f"reports no power-cap, thermal or power-brake clock slowdown (at most {COOL_MAX_S:g} s), then "
-            f"{BURST_WARMUP_MS:g} ms of warm-up; a batch that ends under a slowdown is taken again "
+            f"reports no power-cap, thermal or power-brake clock slowdown (at most {COOL_MAX_S:g} s); each batch is "
+            "one burst: do_bench's loop (L2 flushed before every call, CUDA events around each) of one call not "
+            f"kept, then as many as fit {rule.batch_ms:g} ms of GPU time at its pace ({BURST_MIN_SAMPLES} at least), "
+            f"without do_bench's estimate and warm-up; a batch that ends under a slowdown is taken again "
             f"({BURST_RETRIES} times at most); " + rule.describe()
         )
+        described["library"] = "suite.driver.bench._burst (triton.testing.do_bench's loop and L2 flush)"
         described["power_regime"] = (
             "burst: every batch of samples starts with no clock slowdown active and lasts about "
             f"{rule.batch_ms:g} ms, shorter than the power cap takes to engage: the clocks the GPU holds below its "

@@ -4,7 +4,7 @@ from its cubin, occupancy from the same limits the hardware applies."""
 from __future__ import annotations
 
 from suite.info import KernelInfo
-from suite.sass import cubin_instruction_classes
+from suite.sass import pending_classes
 
 # Per-SM limits of sm_80 / sm_90 (identical on both): registers, threads, resident blocks.
 _REGS_PER_SM, _THREADS_PER_SM, _BLOCKS_PER_SM = 65536, 2048, 32
@@ -30,6 +30,6 @@ def kernel_info(compiled, smem_per_stage: int | None, config: str, grid: int) ->
         occupancy=occupancy,
         threads=threads,
         grid=grid,
-        sass=cubin_instruction_classes(compiled.asm["cubin"]),
+        sass=pending_classes(compiled.asm["cubin"]),  # its cuobjdump in the background; reading it waits
         config=config,
     )
