@@ -105,13 +105,24 @@ class PendingClasses(Mapping):
 
 
 _LISTERS: list[ThreadPoolExecutor] = []  # made on first use (no threads at import)
+_OUTSTANDING: set[Future] = set()
 
 
 def pending_classes(cubin: bytes) -> PendingClasses:
     """``cubin_instruction_classes(cubin)``, started in a background thread."""
     if not _LISTERS:
         _LISTERS.append(ThreadPoolExecutor(max_workers=min(8, os.cpu_count() or 1), thread_name_prefix="cuobjdump"))
-    return PendingClasses(_LISTERS[0].submit(cubin_instruction_classes, cubin))
+    future = _LISTERS[0].submit(cubin_instruction_classes, cubin)
+    _OUTSTANDING.add(future)
+    future.add_done_callback(_OUTSTANDING.discard)
+    return PendingClasses(future)
+
+
+def wait_for_listings() -> None:
+    """Wait until every listing started in the background has been written (to the cache directory of the moment it
+    is written in): the tests call it after each test, so none lands in the next test's cache."""
+    for future in list(_OUTSTANDING):
+        future.exception()  # waits; a failure is the reader's to see
 
 
 def wgmma_chain(sass: str) -> tuple[int, int]:

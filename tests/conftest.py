@@ -85,10 +85,16 @@ def pytest_collection_modifyitems(config, items):
 
 @pytest.fixture
 def cache_dir(tmp_path, monkeypatch):
-    """A private, empty cubin cache for the test."""
+    """A private, empty cubin cache for the test. SASS listings an earlier test started in the background
+    (suite.sass.pending_classes) are written before it is set, and this test's before it is unset: a listing written
+    late would land in another test's cache (one did, on the H200, in test_loader)."""
+    from suite.sass import wait_for_listings
+
+    wait_for_listings()
     d = tmp_path / "cubin-cache"
     monkeypatch.setenv("PIPESUITE_CACHE_DIR", str(d))
-    return d
+    yield d
+    wait_for_listings()
 
 
 def pytest_addoption(parser):

@@ -99,3 +99,24 @@ def test_sass_listed_in_the_background_is_filled_in_after_the_rows_validate():
     bench._add_info(done, KernelInfo(sass=PendingClasses(future)))
     assert done["sass"] == "HGMMA UTMALDG" and "_sass" not in done
     assert KernelInfo(sass=PendingClasses(future)).as_dict()["sass"] == {"wgmma": 4, "tma": 2, "local_memory": 0}
+
+
+def test_background_listings_can_be_waited_for(monkeypatch):
+    """suite.sass.wait_for_listings returns once every listing started in the background has been made."""
+    import threading
+
+    from suite import sass
+
+    release, made = threading.Event(), []
+
+    def slow_classes(cubin):
+        release.wait(5)
+        made.append(cubin)
+        return {"tma": 1}
+
+    monkeypatch.setattr(sass, "cubin_instruction_classes", slow_classes)
+    pending = sass.pending_classes(b"\x7fELF-fake")
+    assert not pending.done() and not made
+    threading.Timer(0.05, release.set).start()
+    sass.wait_for_listings()
+    assert made == [b"\x7fELF-fake"] and pending.done() and dict(pending) == {"tma": 1}
