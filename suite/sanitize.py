@@ -162,6 +162,40 @@ def _case_start(v, stages) -> None:
     print(CASE_START + " ; ".join(normalize(n) for n in v.kernel.kernel_names(stages)), flush=True)
 
 
+def _case_line(v, dtype: str, stages, size) -> str:
+    """How a healthy worker names a case it finished (followed by its verdict): the report counts a row's cases by
+    these lines, so one the worker never reached is not called clean."""
+    return f"CASE {v.label} {dtype} stages={stages} shape={_shape(v, size)}"
+
+
+def healthy_rows(tools, findings: dict[str, dict[str, int]], finished: dict[str, str]) -> tuple[list[list], bool]:
+    """The report's table, one row per sanitized variant x stage count: per tool ``clean``, ``N finding(s)`` (from
+    ``findings``: per tool, per instantiation), ``not run (see below)`` for a blind spot, or ``not finished: I of N
+    cases ran`` when the tool's healthy worker stopped (a timeout, a crash) before it finished the row's cases (by
+    ``finished``: per tool, the worker's CASE lines); and whether every row is clean."""
+    rows, ok = [], True
+    for v in sanitized_variants():
+        run = cases(v)[0]
+        for stages in depths(v, run):
+            names = [normalize(n) for n in v.kernel.kernel_names(stages)]
+            line = [v.label, ", ".join(dict.fromkeys(d for d, s, _ in run if s == stages)), stages]
+            for tool in tools:
+                if blind_spot(v, tool):
+                    line.append("not run (see below)")
+                    continue
+                n = sum(findings[tool].get(name, 0) for name in names)
+                expected = [_case_line(v, d, s, size) for d, s, size in run if s == stages]
+                ran = sum(f"\n{case} " in f"\n{finished[tool]}" for case in expected)
+                ok &= n == 0 and ran == len(expected)
+                partly = f"{ran} of {len(expected)} cases ran" if ran < len(expected) else ""
+                if n:
+                    line.append(f"{n} finding(s)" + (f" ({partly})" if partly else ""))
+                else:  # a worker that stopped first did not judge the rest: never "clean"
+                    line.append(f"not finished: {partly}" if partly else "clean")
+            rows.append(line)
+    return rows, ok
+
+
 def blind_spot(v, tool: str) -> str | None:
     """Why ``tool`` cannot judge variant ``v`` (its module says), or None."""
     return v.kernel.sanitizer_blind_spots.get(tool)
@@ -178,7 +212,7 @@ def worker_healthy(tool: str | None = None) -> int:
             continue  # this tool cannot judge it: not run, and the report says why
         for dtype, stages, size in cases(v)[0]:
             _case_start(v, stages)
-            case = f"CASE {v.label} {dtype} stages={stages} shape={_shape(v, size)}"
+            case = _case_line(v, dtype, stages, size)
             try:
                 result = validate(v, stages, size, seed=7, device=torch.device("cuda"), dtype=dtype)
             except ValueError as e:  # a rule the module does not state in refuses(): said, launched nothing
@@ -414,26 +448,15 @@ def main(argv=None) -> int:
     findings: dict[str, dict[str, int]] = {}
     totals: dict[str, int | None] = {}
     refused: dict[str, None] = {}  # the healthy cases a launch refused, as the workers said (every tool runs them)
+    finished: dict[str, str] = {}  # per tool, the CASE lines of its healthy worker: the cases it got through
     for tool in [] if args.faults_only else args.tools:
         totals[tool], findings[tool], report = run_tool(tool, "healthy", out, args.plugin)
         refused |= dict.fromkeys(
             line[5:] for line in report.splitlines() if line.startswith("CASE ") and REFUSED in line
         )
+        finished[tool] = "\n".join(line for line in report.splitlines() if line.startswith("CASE "))
 
-    rows, ok = [], True
-    for v in [] if args.faults_only else sanitized_variants():
-        run = cases(v)[0]
-        for stages in depths(v, run):
-            names = [normalize(n) for n in v.kernel.kernel_names(stages)]
-            line = [v.label, ", ".join(dict.fromkeys(d for d, s, _ in run if s == stages)), stages]
-            for tool in args.tools:
-                if blind_spot(v, tool):
-                    line.append("not run (see below)")
-                    continue
-                n = sum(findings[tool].get(name, 0) for name in names)
-                ok &= n == 0
-                line.append("clean" if n == 0 else f"{n} finding(s)")
-            rows.append(line)
+    rows, ok = ([], True) if args.faults_only else healthy_rows(args.tools, findings, finished)
     for tool in [] if args.faults_only else args.tools:
         if all(blind_spot(v, tool) for v in sanitized_variants()):
             continue  # the tool judges none of the selected kernels (each one's reason is in the report)
@@ -488,7 +511,8 @@ def main(argv=None) -> int:
     )
     text = (
         f"# compute-sanitizer report\n\n- GPU: {meta['gpu']}, driver {meta.get('driver')}, date {meta['date']}\n"
-        f"- shapes: {shapes}\n- tool summaries (errors, all kernels): {totals}{skipped}\n\n{table}\n\n"
+        f"- shapes: {shapes}\n- tool summaries (errors, all kernels; None: the tool printed none, e.g. it timed "
+        f"out): {totals}{skipped}\n\n{table}\n\n"
         f"## Self-test: builds with a barrier or a wait removed must be reported\n\n{fault_table}\n"
     )
     (out / "sanitizer.md").write_text(text)

@@ -253,3 +253,25 @@ def test_memory_latency_probe():
     assert 150 < ns < 3000, ns  # HBM idle latency is several hundred ns on current GPUs
     small = latency.measure_ns(nbytes=256 * 1024 * 1024, steps=(1 << 12, 1 << 14))
     assert abs(small - ns) < 0.5 * ns, (small, ns)  # a random walk over DRAM: the size beyond L2 hardly matters
+
+
+def test_device_descriptor_scratch_is_zeroed_once_and_kept_per_stream():
+    """The scratch Triton asks for when a kernel builds its tensor maps on the device: zeroed when made (initcheck
+    saw the per-launch torch.empty read unwritten), then the same buffer for every launch on that stream, another
+    for another stream, and none of it during a CUDA graph capture (the graph takes its own from its pool)."""
+    from suite.triton import gemm_desc
+
+    stream = torch.cuda.current_stream().cuda_stream
+    first = gemm_desc._alloc_scratch(4096, 128, stream)
+    assert first.dtype == torch.int8 and first.numel() == 4096 and not first.any()
+    first.fill_(7)  # what a launch left: the next launch rebuilds its maps over it
+    assert gemm_desc._alloc_scratch(4096, 128, stream) is first
+    side = torch.cuda.Stream()
+    assert gemm_desc._alloc_scratch(4096, 128, side.cuda_stream) is not first
+    graph = torch.cuda.CUDAGraph()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        graph.capture_begin()
+        captured = gemm_desc._alloc_scratch(4096, 128, side.cuda_stream)
+        graph.capture_end()
+    assert captured is not gemm_desc._SCRATCH.get((torch.cuda.current_device(), side.cuda_stream, 4096))

@@ -285,3 +285,37 @@ def test_an_unknown_dtype_is_refused_in_one_line(capsys):
     assert sanitize.main(["--dtype", "fp4"]) == 2
     err = capsys.readouterr().err
     assert err.startswith("error: --dtype: not a dtype: 'fp4'") and len(err.splitlines()) == 1
+
+
+def test_a_tool_that_stopped_early_never_calls_the_cases_it_did_not_reach_clean():
+    """The report counts a row's cases by its worker's CASE lines: on the H200 a racecheck worker timed out in the
+    middle of the Triton stream-K kernel's cases, and the rows it never reached (the decode kernel) read "clean".
+    Now a row whose cases did not all finish reads "not finished: I of N cases ran", and the run is not clean."""
+    from suite import sanitize
+
+    label = "triton:decode swap-ab desc"
+    try:
+        sanitize.select(["triton:split-k desc", label])
+        first, second = sanitize.sanitized_variants()
+        lines = [
+            sanitize._case_line(v, d, s, size) + " valid=True"
+            for v in (first, second)
+            for d, s, size in sanitize.cases(v)[0]
+        ]
+        everything = {"memcheck": "\n".join(lines)}
+        rows, ok = sanitize.healthy_rows(["memcheck"], {"memcheck": {}}, everything)
+        assert ok and {r[-1] for r in rows} == {"clean"}
+        # stopped after the first variant's cases and one of the second's
+        cut = len(sanitize.cases(first)[0]) + 1
+        rows, ok = sanitize.healthy_rows(["memcheck"], {"memcheck": {}}, {"memcheck": "\n".join(lines[:cut])})
+        assert not ok
+        assert {r[-1] for r in rows if r[0] != label} == {"clean"}
+        verdicts = [r[-1] for r in rows if r[0] == label]
+        per_depth = len([c for c in sanitize.cases(second)[0] if c[1] == second.stages[0]])
+        assert verdicts[0] == f"not finished: 1 of {per_depth} cases ran"
+        assert all(v == f"not finished: 0 of {per_depth} cases ran" for v in verdicts[1:]), verdicts
+        name = sanitize.normalize(first.kernel.kernel_names(first.stages[0])[0])
+        rows, ok = sanitize.healthy_rows(["memcheck"], {"memcheck": {name: 3}}, everything)
+        assert not ok and rows[0][-1] == "3 finding(s)"
+    finally:
+        sanitize.select([])

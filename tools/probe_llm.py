@@ -9,8 +9,12 @@ the same way in the same process.
             unregistered 128 x 256 split-K instantiation beside the registered tiles, each also built with its
             blocks in split-major order (GEMM_TMA_SPLIT_MAJOR=1: the blocks reading one K range neighbour)
   decode    the Triton decode tiles (weight rows, stage size, depth) and PTX 64 x 128 split counts at M = 16 and 64
+  flush     cuBLAS and the best decode rows of each backend with the L2 flushed by a write (do_bench's zero_ of
+            256 MB, which leaves up to the L2's size of dirty lines that the kernel's own reads then evict to DRAM),
+            by a read (a sum over the same buffer: clean lines), and not at all
 
-Run from the repository root: PYTHONPATH=. python3 tools/probe_llm.py {launch,split-k,decode} [--shape MxNxK ...]"""
+Run from the repository root:
+  PYTHONPATH=. python3 tools/probe_llm.py {launch,split-k,decode,flush} [--shape MxNxK ...]"""
 
 from __future__ import annotations
 
@@ -169,14 +173,52 @@ def decode(shapes) -> None:
                     print(f"  ptx 64x128 {stages} st, {splits} split(s): {type(e).__name__}: {str(e)[:120]}")
 
 
+def flush(shapes) -> None:
+    from suite.problems import PROBLEMS
+    from suite.registry import variants
+
+    gemm, device = PROBLEMS["gemm"], torch.device("cuda")
+    cache = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device=device)  # do_bench's buffer size
+    flushes = {"write (zero_)": cache.zero_, "read (sum)": cache.sum, "none": lambda: None}
+    by_label = {v.label: v for v in variants("gemm")}
+    rows = (("torch:cuBLAS", None), ("triton:decode swap-ab desc", 4), ("ptx:64x128 split-k tma+wgmma", 6))
+    for size in shapes:
+        inputs = gemm.make_inputs(size, 1, device, "fp16")
+        megabytes = (size[0] * size[2] + size[1] * size[2] + size[0] * size[1]) * 2 / 1e6
+        for label, stages in rows:
+            call = replayed(by_label[label].factory(inputs, gemm.make_output(inputs), stages))
+            times = {}
+            for name, before in flushes.items():
+                samples = []
+                for _ in range(6):  # short bursts, rested: below the power cap (suite.driver.timing)
+                    starts = [torch.cuda.Event(enable_timing=True) for _ in range(40)]
+                    ends = [torch.cuda.Event(enable_timing=True) for _ in range(40)]
+                    for start, end in zip(starts, ends):
+                        before()
+                        start.record()
+                        call()
+                        end.record()
+                    torch.cuda.synchronize()
+                    samples += [a.elapsed_time(b) for a, b in zip(starts, ends)][1:]
+                    time.sleep(0.05)
+                times[name] = statistics.median(samples)
+            print(
+                f"{size} {label:34s} "
+                + "  ".join(f"{k}: {1e3 * t:.1f} us ({megabytes / 1e3 / t:.2f} TB/s)" for k, t in times.items()),
+                flush=True,
+            )
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("probe", choices=("launch", "split-k", "decode"))
+    p.add_argument("probe", choices=("launch", "split-k", "decode", "flush"))
     p.add_argument("--shape", nargs="+", help="MxNxK shapes instead of the probe's own")
     args = p.parse_args(argv)
-    own = {"launch": TARGETS, "split-k": LONG_K, "decode": DECODE}[args.probe]
+    own = {"launch": TARGETS, "split-k": LONG_K, "decode": DECODE, "flush": ((16, 8192, 8192), (128, 8192, 8192))}[
+        args.probe
+    ]
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shape] if args.shape else own
-    {"launch": launch, "split-k": split_k, "decode": decode}[args.probe](shapes)
+    {"launch": launch, "split-k": split_k, "decode": decode, "flush": flush}[args.probe](shapes)
 
 
 if __name__ == "__main__":

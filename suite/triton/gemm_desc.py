@@ -195,9 +195,25 @@ def gemm_desc_kernel(
             tl.store(c_ptrs, cast_out(acc, OUT_TYPE), mask=(rows[:, None] < M) & (cols[None, :] < N))
 
 
+_SCRATCH: dict[tuple, torch.Tensor] = {}  # (device, stream, bytes) -> zeroed scratch, made on first use
+
+
 def _alloc_scratch(size: int, alignment: int, stream):
-    """Global scratch Triton asks for when a kernel builds tensor descriptors on the device."""
-    return torch.empty(size, dtype=torch.int8, device="cuda")
+    """Global scratch Triton asks for, at every launch, when a kernel builds tensor descriptors on the device: one
+    buffer per (device, stream, size), zeroed when made and reused by every later launch on that stream (stream order
+    keeps two launches from building in it at once; each program writes its 128-byte tensor maps before it reads
+    them). With a fresh torch.empty per launch, compute-sanitizer's initcheck counted 14,716 errors on the H200
+    (2026-12-01), the 50 it displayed all reads at the make_tensor_descriptor lines. The maps are written through
+    tensormap.cp_fenceproxy, which initcheck probably does not follow (the rows validate, so the maps are whole);
+    zeroed memory leaves nothing unwritten either way, and a memset per launch would sit in the timed region. Under
+    CUDA graph capture the graph gets its own (torch.empty from the graph's pool: nothing enqueued into the graph)."""
+    if torch.cuda.is_current_stream_capturing():
+        return torch.empty(size, dtype=torch.int8, device="cuda")
+    key = (torch.cuda.current_device(), stream, size)
+    if key not in _SCRATCH:
+        _SCRATCH[key] = torch.zeros(size, dtype=torch.int8, device="cuda")
+        torch.cuda.current_stream().synchronize()  # zeroed before the launch, whichever stream it is on
+    return _SCRATCH[key]
 
 
 def num_sms(device: torch.device) -> int:
