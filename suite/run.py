@@ -192,6 +192,15 @@ def parse_args(argv=None) -> argparse.Namespace:
         "spread is above 1%%",
     )
     p.add_argument(
+        "--flush",
+        choices=timing.FLUSHES,
+        default="write",
+        help="how the L2 is emptied before each sample: write (default: do_bench's, zeros over 256 MB, which leaves "
+        "the L2 full of dirty lines that a memory-bound kernel's reads then evict to DRAM, 11-20%% of a decode "
+        "GEMM's time on an H200) or read (a sum over a buffer of the same size: nothing of the kernel's data and "
+        "nothing dirty left; burst timer only)",
+    )
+    p.add_argument(
         "--launch",
         choices=timing.LAUNCHES,
         default="graph",
@@ -286,6 +295,12 @@ def main(argv=None) -> int:
                 "--variant", f"unknown {', '.join(map(repr, unknown))} (python -m suite.run --list shows the variants)"
             )
     sizes = {}
+    if args.flush != "write" and args.timer != "burst":
+        return _usage_error(
+            f"--flush {args.flush}",
+            f"only the burst timer flushes by a read (--timer {args.timer} "
+            "samples with do_bench, whose flush is a write)",
+        )
     if args.size:
         try:
             sizes[problems[0]] = tuple(PROBLEMS[problems[0]].parse_size(s) for s in args.size)
@@ -335,6 +350,7 @@ def main(argv=None) -> int:
         meta["gpu_state_before"] = run_meta.gpu_state() if on_gpu else {}
     opts.timer = args.timer
     opts.launch = args.launch
+    opts.flush = args.flush
     rows, run_info = sweep.execute(
         opts,
         on_gpu,

@@ -204,6 +204,45 @@ def test_without_throttle_reasons_the_burst_timer_does_not_wait(monkeypatch):
     assert clear is None and waited < 0.1
 
 
+def test_a_read_flush_empties_the_l2_before_every_call_of_a_burst(monkeypatch):
+    """--flush read: the burst's calls each follow bench._read_flush (a sum over 256 MB: clean lines) instead of
+    Triton's clear_cache (zeros written: dirty lines); the timers that sample with do_bench refuse it, and the CLI
+    refuses it in one line before any work; the flush is in the plan's identity and the run's metadata."""
+    from triton import runtime
+
+    from suite.driver import plan as planning
+    from suite.run import main
+
+    clock, log = [0.0], []
+
+    class Device:
+        Event = staticmethod(lambda enable_timing: _FakeEvent(clock))
+        synchronize = staticmethod(lambda: None)
+
+    class Driver:
+        get_device_interface = staticmethod(lambda: Device)
+        get_empty_cache_for_benchmark = staticmethod(lambda: "cache")
+        clear_cache = staticmethod(lambda cache: log.append("write"))
+
+    monkeypatch.setattr(runtime.driver, "_active", Driver)
+    monkeypatch.setattr(bench, "_read_flush", lambda: log.append("read") or clock.__setitem__(0, clock[0] + 0.1))
+
+    def fn():
+        log.append("call")
+        clock[0] += 1.0
+
+    assert len(bench._burst(fn, busy_ms=5.0, flush="read")) == 4  # 5 ms at 1.1 ms a call
+    assert log == ["read", "call"] * 5
+    with pytest.raises(bench.OptionError, match="do_bench, whose L2 flush is a write"):
+        bench._time(fn, bench.Options(timer="adaptive", flush="read"))
+    assert main(["--flush", "read", "--timer", "fixed", "--problem", "vector", "--quick"]) == 2
+    write, read = (planning.build(bench.Options(flush=f), on_gpu=True) for f in ("write", "read"))
+    assert write.id != read.id and "flush" not in write.options  # the plans of before keep their identity
+    described = timing.describe_timer("burst", flush="read")
+    assert described["flush"].startswith("read: a sum over a 256 MB buffer")
+    assert timing.describe_timer("adaptive", flush="read")["flush"].startswith("write")
+
+
 def test_the_fixed_timer_is_the_old_rule(monkeypatch):
     calls = []
     monkeypatch.setattr(bench, "_time", lambda fn, opts, rep_scale=1.0: calls.append(rep_scale) or [1.0, 2.0] * 5)

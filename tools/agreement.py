@@ -10,7 +10,8 @@
       each (problem, dtype, shape)'s ceiling against an independent triton.testing.do_bench of it in the run's power
       regime, within 2%: for the burst timer, the median of 10 short do_bench bursts (5 ms of samples), each after
       0.3 s of idle and once NVML (pynvml, read here directly) reports no power-cap or thermal slowdown; for the
-      others, 1 s of samples; a ceiling the run timed from a CUDA graph (its row's launch) is timed from one here too
+      others, 1 s of samples; a ceiling the run timed from a CUDA graph (its row's launch) is timed from one here too,
+      and one whose L2 was flushed by a read (--flush read) by do_bench's loop with that flush
 
 Prints one line per check and the worst rows; exit status 0 when every check passes, 1 when one does not, 2 on bad
 input.
@@ -101,6 +102,38 @@ def gpus(one: str, many: str) -> bool:
     return ok
 
 
+def _read_flushed():
+    """do_bench's samples with the L2 emptied by a read (a sum over 256 MB) instead of its own write, for a run timed
+    with ``--flush read``: do_bench's loop, written out here (independent of the suite's bench._burst)."""
+    import torch
+
+    buffer = torch.zeros(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
+
+    def bench(fn, warmup=0, rep=5, return_mode="all"):
+        fn()
+        buffer.sum()
+        torch.cuda.synchronize()
+        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        start.record()
+        for _ in range(5):
+            buffer.sum()
+            fn()
+        end.record()
+        torch.cuda.synchronize()
+        n = max(1, int(rep / (start.elapsed_time(end) / 5)))
+        starts = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+        ends = [torch.cuda.Event(enable_timing=True) for _ in range(n)]
+        for a, b in zip(starts, ends):
+            buffer.sum()
+            a.record()
+            fn()
+            b.record()
+        torch.cuda.synchronize()
+        return [a.elapsed_time(b) for a, b in zip(starts, ends)]
+
+    return bench
+
+
 def _bursts(fn, do_bench, bursts: int = 10, rest_s: float = 0.3) -> float:
     """The median of ``bursts`` short do_bench bursts (no warm-up beyond do_bench's own first and estimate calls,
     5 ms of samples: some 10-15 calls of an fp16 8192^3 GEMM, below what brings the power cap on from idle), each
@@ -162,7 +195,8 @@ def ceilings(path: str) -> bool:
             graph = capture_graph(fn)
             fn = graph.replay
         if meta.get("timer", {}).get("name") == "burst":
-            independent = _bursts(fn, do_bench)
+            read = str(meta["timer"].get("flush", "")).startswith("read")  # --flush read
+            independent = _bursts(fn, _read_flushed() if read else do_bench)
         else:
             independent = do_bench(fn, warmup=25, rep=1000, return_mode="median")
         diff = abs(r["median_ms"] - independent) / independent

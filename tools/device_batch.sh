@@ -15,6 +15,9 @@
 #   probe     the Triton tuning probes: tools/tune_vector.py --triton-desc --quick, tools/tune_gemm_triton.py --extra
 #             at 4096^3 and 4000x3000x1000 (timed: alone on the GPU)
 #   probe-llm tools/probe_llm.py split-k (both block orders) and decode (timed: alone on the GPU)
+#   probe-flush tools/probe_llm.py flush: decode rows with the L2 flushed by a write, by a read, not at all
+#   pair      python -m suite.run $SUITE_ARGS twice back to back (issue 20's evidence: on a fresh machine the first
+#             is the fresh-cache run), then tools/agreement.py back-to-back and ceilings; both folders in pair-<stamp>.tgz
 set -u
 export PYTHONUNBUFFERED=1 PIPESUITE_SANITIZER_TIMEOUT=${PIPESUITE_SANITIZER_TIMEOUT:-400}
 OUT=${OUT:-device-out}
@@ -65,6 +68,20 @@ for step in "$@"; do
         PYTHONPATH=. timeout 270 python3 tools/probe_llm.py $p > "$OUT/probe-llm-$p.txt" 2>&1
         echo "probe-llm $p rc=$?"; tail -5 "$OUT/probe-llm-$p.txt"
       done ;;
+    probe-flush)
+      PYTHONPATH=. timeout 120 python3 tools/probe_llm.py flush > "$OUT/probe-flush.txt" 2>&1
+      echo "probe-flush rc=$?"; cat "$OUT/probe-flush.txt" ;;
+    pair)
+      for i in 1 2; do
+        eval "timeout ${SUITE_LIMIT:-330} python3 -m suite.run --no-progress --out /tmp/$stamp-run$i $SUITE_ARGS" \
+          > "$OUT/pair-run$i.log" 2>&1
+        echo "run $i rc=$?"; grep -o '"total": [0-9.]*' "/tmp/$stamp-run$i/results.json" | tail -1
+      done
+      PYTHONPATH=. python3 tools/agreement.py back-to-back "/tmp/$stamp-run1/results.json" \
+        "/tmp/$stamp-run2/results.json" > "$OUT/pair-agreement.txt" 2>&1
+      PYTHONPATH=. timeout 90 python3 tools/agreement.py ceilings "/tmp/$stamp-run2/results.json" \
+        >> "$OUT/pair-agreement.txt" 2>&1
+      cat "$OUT/pair-agreement.txt"; tar czf "$OUT/pair-$stamp.tgz" -C /tmp "$stamp-run1" "$stamp-run2" ;;
     pytest)
       timeout ${TEST_LIMIT:-300} python3 -m pytest -q -rfE -p no:cacheprovider $PYTEST_ARGS > "$OUT/pytest-subset.log" 2>&1
       echo "pytest subset rc=$?"; grep -E "(FAILED|ERROR) " "$OUT/pytest-subset.log" | head -20

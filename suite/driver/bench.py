@@ -63,6 +63,7 @@ class Options:
     rep_ms: float = 200.0  # the fixed timer's budget (a quarter with --quick)
     timer: str = "burst"  # suite.driver.timing.TIMERS: "burst", "adaptive" (sustained) or "fixed" (rep_ms of samples)
     launch: str = "graph"  # timing.LAUNCHES: the samples time a CUDA graph's replay of one call, or the call itself
+    flush: str = "write"  # timing.FLUSHES: the L2 emptied by a write (do_bench's) or a read (burst timer only)
 
 
 def _row(problem: Problem, size, variant: Variant, stages, dtype: str | None = None) -> dict:
@@ -298,25 +299,46 @@ def _time(fn: Callable[[], None], opts: Options, rep_scale: float = 1.0) -> list
     ``opts.rep_ms * rep_scale`` of GPU time."""
     rep = (opts.rep_ms / 4 if opts.quick else opts.rep_ms) * rep_scale
     if opts.timer == "burst":
-        return _burst(fn, rep)
+        return _burst(fn, rep, opts.flush)
+    if opts.flush != "write":
+        raise OptionError("flush", f"--timer {opts.timer} samples with do_bench, whose L2 flush is a write")
     from triton.testing import do_bench
 
     return list(do_bench(fn, warmup=opts.warmup_ms, rep=rep, return_mode="all"))
 
 
-def _burst(fn: Callable[[], None], busy_ms: float) -> list[float]:
+_READ_FLUSH: list[torch.Tensor] = []  # the read flush's 256 MB, zeroed once (made on first use)
+
+
+def _read_flush() -> None:
+    """Empty the L2 by reading 256 MB (do_bench's size) and writing one number: the L2 is left holding that buffer's
+    last lines, all clean (timing.describe_flush). On the current device (a worker is pinned to its GPU)."""
+    if not _READ_FLUSH:
+        _READ_FLUSH.append(torch.zeros(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda"))
+    _READ_FLUSH[0].sum()
+
+
+def _burst(fn: Callable[[], None], busy_ms: float, flush: str = "write") -> list[float]:
     """One burst of the burst timer (suite.driver.timing's docstring says why it is not do_bench): do_bench's loop,
-    Triton's L2 flush before every call and a CUDA event pair around each, first for one call that is not kept (the
-    first after a rest runs slower, clocks coming up; flush and call together are the pace), then for as many calls as
-    fit ``busy_ms`` of GPU time at that pace, timing.BURST_MIN_SAMPLES to BURST_MAX_SAMPLES."""
+    the L2 flushed before every call (``flush``: "write" is Triton's own, "read" ``_read_flush``) and a CUDA event
+    pair around each call, first for one call that is not kept (the first after a rest runs slower, clocks coming up;
+    flush and call together are the pace), then for as many calls as fit ``busy_ms`` of GPU time at that pace,
+    timing.BURST_MIN_SAMPLES to BURST_MAX_SAMPLES."""
     from triton import runtime
 
     driver = runtime.driver.active
     device = driver.get_device_interface()
-    cache = driver.get_empty_cache_for_benchmark()
+    if flush == "read":
+        empty_l2 = _read_flush
+    else:
+        cache = driver.get_empty_cache_for_benchmark()
+
+        def empty_l2() -> None:
+            driver.clear_cache(cache)
+
     begin, end = device.Event(enable_timing=True), device.Event(enable_timing=True)
     begin.record()
-    driver.clear_cache(cache)
+    empty_l2()
     fn()
     end.record()
     device.synchronize()
@@ -326,7 +348,7 @@ def _burst(fn: Callable[[], None], busy_ms: float) -> list[float]:
     starts = [device.Event(enable_timing=True) for _ in range(n)]
     ends = [device.Event(enable_timing=True) for _ in range(n)]
     for start, stop in zip(starts, ends):
-        driver.clear_cache(cache)  # outside the timed region, as do_bench does
+        empty_l2()  # outside the timed region, as do_bench does
         start.record()
         fn()
         stop.record()

@@ -163,6 +163,7 @@ def plan_options(opts, on_gpu: bool) -> dict:
         "seed": opts.seed,
         "timer": getattr(opts, "timer", "fixed"),
         "launch": getattr(opts, "launch", "eager"),
+        **({"flush": opts.flush} if getattr(opts, "flush", "write") != "write" else {}),  # the old plans' ids kept
     }
 
 

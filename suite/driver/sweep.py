@@ -64,7 +64,7 @@ def execute(
     info = {
         "plan": plan.meta(),
         "shard": {"index": index, "count": count, "jobs": [j.index for j in jobs]},
-        "timer": timing.describe_timer(opts.timer, opts.quick),
+        "timer": timing.describe_timer(opts.timer, opts.quick, opts.flush),
         "launch": bench.describe_launch(opts.launch),
     }
     if gpus is None:

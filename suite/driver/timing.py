@@ -234,6 +234,7 @@ class CeilingCadence:
 
 TIMERS = ("burst", "adaptive", "fixed")
 LAUNCHES = ("graph", "eager")  # what the samples time: a CUDA graph's replay of a call, or the call (bench.Launched)
+FLUSHES = ("write", "read")  # how the L2 is emptied before each sample (bench._burst; do_bench's own is a write)
 
 
 def stop_rule(timer: str, quick: bool = False) -> StopRule:
@@ -243,8 +244,22 @@ def stop_rule(timer: str, quick: bool = False) -> StopRule:
     return ADAPTIVE_QUICK if quick else ADAPTIVE
 
 
-def describe_timer(timer: str, quick: bool = False) -> dict:
-    """What results metadata records of the timer: its name, its rule, the ceiling's cadence and the power regime."""
+def describe_flush(flush: str) -> str:
+    """What results metadata records of the L2 flush before each sample."""
+    if flush == "read":
+        return (
+            "read: a sum over a 256 MB buffer before each call, outside the timed region: none of the kernel's data "
+            "left in the L2, and no dirty line for the kernel's reads to evict"
+        )
+    return (
+        "write: zeros over a 256 MB buffer before each call (do_bench's), outside the timed region: none of the "
+        "kernel's data left in the L2, which is full of dirty lines that the kernel's reads evict to DRAM"
+    )
+
+
+def describe_timer(timer: str, quick: bool = False, flush: str = "write") -> dict:
+    """What results metadata records of the timer: its name, its rule, the ceiling's cadence, the power regime and
+    the L2 flush."""
     sustained = (
         "sustained: back-to-back launches with the L2 flushed between them (do_bench), after a warm-up, "
         "read at the clocks the GPU holds under that load at its power cap (not short-burst boost clocks); "
@@ -258,6 +273,7 @@ def describe_timer(timer: str, quick: bool = False) -> dict:
             "interquartile range exceeds 1% of the median; median and IQR of all samples",
             "ceiling": "timed before the first row of its table and after every row, samples pooled",
             "power_regime": sustained,
+            "flush": describe_flush("write"),
         }
     rule = stop_rule(timer, quick)
     described = {
@@ -269,12 +285,13 @@ def describe_timer(timer: str, quick: bool = False) -> dict:
         "its last timing (the interval halving whenever two consecutive timings differ by more than "
         "their 95% confidence intervals allow), and after the last row; samples pooled",
         "power_regime": sustained,
+        "flush": describe_flush(flush if timer == "burst" else "write"),
     }
     if timer == "burst":
         described["rule"] = (
             f"before every batch, rest {BURST_GAP:g} times as long as the batch before took, then wait until NVML "
             f"reports no power-cap, thermal or power-brake clock slowdown (at most {COOL_MAX_S:g} s); each batch is "
-            "one burst: do_bench's loop (L2 flushed before every call, CUDA events around each) of one call not "
+            "one burst: do_bench's loop (the L2 flushed before every call, CUDA events around each) of one call not "
             f"kept, then as many as fit {rule.batch_ms:g} ms of GPU time at its pace ({BURST_MIN_SAMPLES} at least), "
             f"without do_bench's estimate and warm-up; a batch that ends under a slowdown is taken again "
             f"({BURST_RETRIES} times at most); " + rule.describe()
