@@ -124,9 +124,9 @@ class _FakeEvent:
         return other.at - self.at
 
 
-def test_a_burst_times_one_call_first_then_fills_its_budget_at_that_pace(monkeypatch):
-    """bench._burst on a fake Triton driver whose GPU clock advances by the flush and the call: the first call (slow,
-    clocks coming up) is not kept and sets the pace; the kept calls fill the budget, 3 at least, each flushed first."""
+def _fake_triton_driver(monkeypatch, flush_name: str):
+    """Triton's active driver replaced by one whose events read a fake GPU clock and whose clear_cache (the write
+    flush) logs ``flush_name`` and advances that clock by 0.1 ms. Returns (clock, log)."""
     from triton import runtime
 
     clock, log = [0.0], []
@@ -141,10 +141,17 @@ def test_a_burst_times_one_call_first_then_fills_its_budget_at_that_pace(monkeyp
 
         @staticmethod
         def clear_cache(cache):
-            log.append("flush")
+            log.append(flush_name)
             clock[0] += 0.1
 
     monkeypatch.setattr(runtime.driver, "_active", Driver)  # DriverConfig.active answers what _active holds
+    return clock, log
+
+
+def test_a_burst_times_one_call_first_then_fills_its_budget_at_that_pace(monkeypatch):
+    """bench._burst on a fake Triton driver whose GPU clock advances by the flush and the call: the first call (slow,
+    clocks coming up) is not kept and sets the pace; the kept calls fill the budget, 3 at least, each flushed first."""
+    clock, log = _fake_triton_driver(monkeypatch, "flush")
     calls = [2.4, 1.4]  # ms: the first call after a rest, then every later one
 
     def fn():
@@ -208,23 +215,10 @@ def test_a_read_flush_empties_the_l2_before_every_call_of_a_burst(monkeypatch):
     """--flush read: the burst's calls each follow bench._read_flush (a sum over 256 MB: clean lines) instead of
     Triton's clear_cache (zeros written: dirty lines); the timers that sample with do_bench refuse it, and the CLI
     refuses it in one line before any work; the flush is in the plan's identity and the run's metadata."""
-    from triton import runtime
-
     from suite.driver import plan as planning
     from suite.run import main
 
-    clock, log = [0.0], []
-
-    class Device:
-        Event = staticmethod(lambda enable_timing: _FakeEvent(clock))
-        synchronize = staticmethod(lambda: None)
-
-    class Driver:
-        get_device_interface = staticmethod(lambda: Device)
-        get_empty_cache_for_benchmark = staticmethod(lambda: "cache")
-        clear_cache = staticmethod(lambda cache: log.append("write"))
-
-    monkeypatch.setattr(runtime.driver, "_active", Driver)
+    clock, log = _fake_triton_driver(monkeypatch, "write")
     monkeypatch.setattr(bench, "_read_flush", lambda: log.append("read") or clock.__setitem__(0, clock[0] + 0.1))
 
     def fn():
