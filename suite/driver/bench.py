@@ -9,8 +9,10 @@ any shard or GPU draws the same), the output poisoned with NaN, every element co
 (torch, in higher precision where it matters). Only a variant that validates is timed. A Triton kernel compiles on
 its first call, which is this one.
 
-Timing: ``triton.testing.do_bench`` (CUDA events around each call; the L2 is flushed before every call by writing a
-256 MB buffer, outside the timed region; warm-up calls excluded), median and interquartile range of all samples.
+Timing: ``triton.testing.do_bench``'s method (CUDA events around each call; the L2 is flushed before every call by
+writing a 256 MB buffer, or with ``--flush read`` by reading one, outside the timed region; warm-up calls excluded),
+median and interquartile range of all samples: do_bench itself for the adaptive and fixed timers, its loop in short
+bursts (``_burst``) for the burst timer.
 How long a row is sampled, in which power regime, and when the ceiling is timed again are suite.driver.timing's
 rules (by default the burst timer: bursts of 10 ms of calls, each begun with the power cap clear, until the median is
 known to +-0.25%; ``Options.timer = "adaptive"``: the same stop rule on sustained load; ``"fixed"``: the earlier
@@ -680,10 +682,10 @@ def precompile(jobs, on_gpu: bool, max_workers: int | None = None, known: dict |
     """Compile every kernel of ``jobs`` up front, in parallel threads (NVRTC releases the GIL; cuobjdump runs in a
     subprocess), before anything is timed. On a GPU: every NVRTC kernel of a variant that runs here, for this GPU's
     arch, into the cubin cache, with its SASS listing and resources (``_build_and_list``), so each launch loads them
-    (Triton kernels compile on their first call, which is the
-    validation call, before any timing of the job). Without a GPU: each gated-out variant's kernels compiled for
-    CPU_ARCH and described; returns (label, dtype) -> description (or the exception its build raised), for those
-    not in ``known`` already."""
+    (Triton kernels compile on their first call, which is the validation call, before any timing of the job; their
+    listings are made in background threads, suite.sass.pending_classes). Without a GPU: each gated-out variant's
+    kernels compiled for CPU_ARCH and described; returns (label, dtype) -> description (or the exception its build
+    raised), for those not in ``known`` already."""
     from concurrent.futures import ThreadPoolExecutor
 
     work: dict[tuple, Callable[[], object]] = {}
