@@ -120,3 +120,34 @@ def test_background_listings_can_be_waited_for(monkeypatch):
     threading.Timer(0.05, release.set).start()
     sass.wait_for_listings()
     assert made == [b"\x7fELF-fake"] and pending.done() and dict(pending) == {"tma": 1}
+
+
+def test_a_lost_gpu_sends_rows_back_without_pending_listings(monkeypatch):
+    """When the GPU stops answering, the rows finished so far go back whole (to the parent of a --gpus worker, or
+    into results.json): a listing still pending in the background is waited for and filled in, never sent as is
+    (a Future neither pickles nor serializes)."""
+    import types
+    from concurrent.futures import Future
+
+    from suite.driver.workers import DeviceFailed
+    from suite.sass import PendingClasses
+
+    listed = Future()
+    listed.set_result({"tma": 2})
+    failed = Future()
+    failed.set_exception(RuntimeError("cuobjdump: not a cubin"))
+    rows = [
+        {"_final": True, "_sass": PendingClasses(listed), "valid": False},
+        {"_final": True, "_sass": PendingClasses(failed), "valid": True},
+        {"valid": True},  # not finished: not sent
+    ]
+
+    def gone(device=None):
+        raise RuntimeError("CUDA error: an illegal memory access was encountered")
+
+    monkeypatch.setattr(bench.torch.cuda, "synchronize", gone)
+    with pytest.raises(DeviceFailed) as lost:
+        bench._check_device(types.SimpleNamespace(type="cuda"), rows)
+    sent = lost.value.rows
+    assert len(sent) == 2 and not any("_sass" in r or "_final" in r for r in sent)
+    assert sent[0]["sass"] == "UTMALDG" and sent[1]["valid"] is False and "SASS listing" in sent[1]["note"]

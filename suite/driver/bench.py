@@ -104,6 +104,17 @@ def _add_sass(row: dict, classes) -> None:
     row["sass_counts"] = classes or None
 
 
+def _settle_sass(row: dict) -> None:
+    """Fill in the row's SASS classes listed in the background (``_add_info``), waiting for them; a listing that
+    failed fails the row (its build cannot be described). No row leaves a job with its listing still pending."""
+    if "_sass" not in row:
+        return
+    try:
+        _add_sass(row, row.pop("_sass"))
+    except Exception as e:  # noqa: BLE001 - cuobjdump failed on the cubin: the row's build is not described
+        _fail(row, "build failed (SASS listing)", e)
+
+
 def _stats(times_ms: list[float]) -> tuple[float, float]:
     q = statistics.quantiles(times_ms, n=4) if len(times_ms) >= 2 else [times_ms[0]] * 3
     return q[1], q[2] - q[0]
@@ -777,6 +788,7 @@ def _check_device(device: torch.device, rows: list[dict]) -> None:
         done = [r for r in rows if r.get("_final")]
         for r in done:
             r.pop("_final", None)
+            _settle_sass(r)  # a row goes back to the parent whole: no background listing in it
         raise DeviceFailed(
             f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}", done
         ) from None
@@ -819,11 +831,7 @@ def run_job(
         elif row["valid"] is False and on_gpu:
             _check_device(device, rows)
     for row in rows:  # the SASS listings made in the background while the rows validated
-        if "_sass" in row:
-            try:
-                _add_sass(row, row.pop("_sass"))
-            except Exception as e:  # noqa: BLE001 - cuobjdump failed on the cubin: the row's build is not described
-                _fail(row, "build failed (SASS listing)", e)
+        _settle_sass(row)
     to_time = [entry for entry in to_time if entry[2]["valid"]]
 
     ceiling_ms = _time_job(job, problem, to_time, rows, opts, device, phases, bar, by_label) if on_gpu else None
