@@ -486,6 +486,39 @@ def test_a_graph_launched_row_says_the_host_is_left_out(monkeypatch):
     assert "not capturable (x), timed eagerly" in failed
 
 
+def test_a_short_load_does_not_shorten_the_rest_an_earlier_burst_is_owed(monkeypatch):
+    now = [10.0]
+    monkeypatch.setattr(timing, "now", lambda: now[0])
+    pacer = timing.BurstPacer()
+    now[0] += 0.02
+    pacer.after(10.0)  # a 20 ms burst: 40 ms of rest owed
+    assert pacer.ready_at == pytest.approx(10.06)
+    now[0] += 0.002
+    pacer.after(10.021)  # 1 ms of eager calls right after: the burst's rest still holds
+    assert pacer.ready_at == pytest.approx(10.06)
+    now[0] += 5.0
+    pacer.after(15.0)  # long after: its own rest
+    assert pacer.ready_at == pytest.approx(15.022 + 2 * 0.022)
+
+
+def test_long_calls_get_fewer_eager_calls_before_their_capture(monkeypatch):
+    """Before a row's capture, its calls from Python keep the GPU busy a burst's length at most (5 calls at least):
+    30 of a 50 us kernel, 6 of an fp16 8192^3 GEMM (1.6 ms), 5 of a 7 ms one. With the burst timer the row's first
+    burst then rests after them, as after a burst; the calls (CUDA faked: it is a CPU test) are counted."""
+    assert bench.eager_calls(0.05) == 30 and bench.eager_calls(1.6) == 6 and bench.eager_calls(7.0) == 5
+    assert bench.eager_calls(0.0) == 30
+    now, calls = [50.0], []
+    monkeypatch.setattr(timing, "now", lambda: now[0])
+    monkeypatch.setattr(bench.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(bench.torch.cuda, "synchronize", lambda: now.__setitem__(0, now[0] + 0.0016))  # 1.6 ms
+    monkeypatch.setattr(bench, "capture_graph", lambda fn: type("G", (), {"replay": staticmethod(fn)})())
+    monkeypatch.setattr(bench, "_PACER", timing.BurstPacer())
+    launched = bench.Launched(lambda: calls.append(1), bench.Options())
+    assert len(calls) == 6 and launched.how == "graph"
+    # the first call and its wait took 1.6 ms, the other five 1.6 ms more: the next burst is due twice 3.2 ms later
+    assert bench._PACER.ready_at == pytest.approx(50.0032 + 2 * 0.0032)
+
+
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU case: no CUDA to capture with")
 def test_without_cuda_the_graph_launch_times_the_call_itself():
     calls = []

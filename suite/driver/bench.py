@@ -411,6 +411,18 @@ _PACER = timing.BurstPacer()  # one per process: the GPU's rest spans rows
 
 LAUNCH_BOUND_SHARE = 0.8  # host enqueue time / GPU median at or above which a row is marked launch-bound
 EAGER_CALLS = 30  # calls made from Python before capture, timed on the host: the eager launch path's cost
+EAGER_MIN_CALLS = 5  # at least: where a call's GPU time makes 30 a long load, the host's time does not matter anyway
+
+
+def eager_calls(first_call_ms: float) -> int:
+    """How many calls from Python a row gets before its capture (the first, waited for, included): EAGER_CALLS, or as
+    many as fit a burst's GPU time (timing.BURST.batch_ms) at the first call's pace, EAGER_MIN_CALLS at least. 30
+    calls of an fp16 8192^3 GEMM are 45 ms of load right before the row's first burst, longer than any burst the
+    timer allows itself; the host's launch time (host_enqueue_us) only shows where calls are short, and those keep
+    their 30."""
+    if first_call_ms <= 0:
+        return EAGER_CALLS
+    return max(EAGER_MIN_CALLS, min(EAGER_CALLS, int(timing.BURST.batch_ms / first_call_ms)))
 
 
 class HostTimed:
@@ -437,10 +449,11 @@ def describe_launch(launch: str) -> str:
     """What results metadata records of how the timed calls are launched."""
     if launch == "graph":
         return (
-            f"graph: after {EAGER_CALLS} calls from Python (their host time is host_enqueue_us), one call is captured "
-            "into a CUDA graph and the samples time its replay: the GPU's time for the call's kernels, with no "
-            "backend's Python launch path in it; a call that cannot be captured, or whose module says its captured "
-            "form is other work (torch's copy_: a memcpy), is timed eagerly and its row says why"
+            f"graph: after {EAGER_CALLS} calls from Python (fewer where that many would keep the GPU busy beyond "
+            f"{timing.BURST.batch_ms:g} ms, {EAGER_MIN_CALLS} at least; their host time is host_enqueue_us), one "
+            "call is captured into a CUDA graph and the samples time its replay: the GPU's time for the call's "
+            "kernels, with no backend's Python launch path in it; a call that cannot be captured, or whose module "
+            "says its captured form is other work (torch's copy_: a memcpy), is timed eagerly and its row says why"
         )
     return "eager: the samples time each call as Python makes it, the host's launch path included where it is slower"
 
@@ -465,12 +478,13 @@ def capture_graph(fn: Callable[[], None]) -> torch.cuda.CUDAGraph:
 class Launched:
     """What the samples call for one row (``opts.launch``), and how the row says it was launched.
 
-    "graph" (the default): EAGER_CALLS calls from Python first, their host time recorded (``host``: what the row's
-    ``host_enqueue_us`` reports, the launch path a caller without graphs pays), then one call captured into a CUDA
-    graph, whose replay the samples time: the GPU's time for the call's kernels with the host's launch path out of
-    it, the same for every backend (a Python launcher of 50 us and one of 15 us time alike when the GPU needs 40).
-    A callable that cannot be captured (it synchronizes, or calls what a capture forbids) is timed eagerly, and the
-    row says why. "eager": the samples call ``fn`` itself, as before; ``host`` records those calls."""
+    "graph" (the default): EAGER_CALLS calls from Python first (fewer for long calls: ``eager_calls``), their host
+    time recorded (``host``: what the row's ``host_enqueue_us`` reports, the launch path a caller without graphs
+    pays), then one call captured into a CUDA graph, whose replay the samples time: the GPU's time for the call's
+    kernels with the host's launch path out of it, the same for every backend (a Python launcher of 50 us and one
+    of 15 us time alike when the GPU needs 40). A callable that cannot be captured (it synchronizes, or calls what a
+    capture forbids) is timed eagerly, and the row says why. "eager": the samples call ``fn`` itself, as before;
+    ``host`` records those calls."""
 
     def __init__(self, fn: Callable[[], None], opts: Options, eager_only: str | None = None):
         self.host = HostTimed(fn)
@@ -483,9 +497,14 @@ class Launched:
             return
         if not torch.cuda.is_available():  # no GPU (the fake-clock tests): eager
             return
-        for _ in range(EAGER_CALLS):
+        started = timing.now()
+        self.host()
+        torch.cuda.synchronize()  # the first call, waited for: its time says how many more the GPU can take
+        for _ in range(eager_calls((timing.now() - started) * 1e3) - 1):
             self.host()
         torch.cuda.synchronize()
+        if opts.timer == "burst":
+            _PACER.after(started)  # the calls were load too: the row's first burst rests after them
         try:
             self.graph = capture_graph(fn)
         except Exception as e:  # noqa: BLE001 - not capturable: timed eagerly, said in the row

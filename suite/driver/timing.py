@@ -160,9 +160,13 @@ class BurstPacer:
         return now() - start, clear
 
     def after(self, started: float) -> None:
-        """A burst that began at ``started`` (``now()``) has ended."""
+        """A burst (or other load: a row's calls before its capture) that began at ``started`` (``now()``) has ended;
+        the rest owed is the longer of its own and what an earlier burst is still owed."""
         end = now()
-        self.ready_at = end + self.gap * (end - started)
+        owed = end + self.gap * (end - started)
+        if 0 < self.ready_at - end <= MAX_REST_S:  # an earlier burst's rest, still running (a mark beyond is ignored)
+            owed = max(owed, self.ready_at)
+        self.ready_at = owed
 
 
 def cool_down(read_state: Callable[[], dict], max_s: float = COOL_MAX_S) -> tuple[float, bool | None]:
