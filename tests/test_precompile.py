@@ -81,8 +81,8 @@ def test_the_listings_are_read_up_front_too(fake_sm90, monkeypatch):
 
 
 def test_sass_listed_in_the_background_is_filled_in_after_the_rows_validate():
-    """A Triton kernel's SASS classes (suite.sass.PendingClasses) still being listed when its row validates are left
-    for later; once listed, the row gets them as any other; one listed already is filled in at once."""
+    """A Triton kernel's SASS classes (suite.sass.PendingClasses), listed in the background, are left for later when
+    its row validates; once listed, the row gets them as any other; a listing that failed fails its row then."""
     from concurrent.futures import Future
 
     from suite.info import KernelInfo
@@ -95,9 +95,13 @@ def test_sass_listed_in_the_background_is_filled_in_after_the_rows_validate():
     future.set_result({"wgmma": 4, "tma": 2, "local_memory": 0})
     bench._add_sass(row, row.pop("_sass"))
     assert row["sass"] == "HGMMA UTMALDG" and row["sass_counts"] == {"wgmma": 4, "tma": 2, "local_memory": 0}
-    done = {}
-    bench._add_info(done, KernelInfo(sass=PendingClasses(future)))
-    assert done["sass"] == "HGMMA UTMALDG" and "_sass" not in done
+    failed = Future()
+    failed.set_exception(RuntimeError("cuobjdump: not a cubin"))
+    broken = {"valid": True}
+    bench._add_info(broken, KernelInfo(sass=PendingClasses(failed)))  # listed already, and failed: still left
+    assert "_sass" in broken
+    bench._settle_sass(broken)  # the row fails, the job goes on
+    assert broken["valid"] is False and "SASS listing" in broken["note"] and "_sass" not in broken
     assert KernelInfo(sass=PendingClasses(future)).as_dict()["sass"] == {"wgmma": 4, "tma": 2, "local_memory": 0}
 
 

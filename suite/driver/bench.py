@@ -92,7 +92,7 @@ def _add_info(row: dict, info: KernelInfo | None) -> None:
         row["note"] = "; ".join(n for n in (row.get("note"), info.note) if n)
     if info.stages is not None:
         row["stages"] = info.stages
-    if isinstance(info.sass, PendingClasses) and not info.sass.done():
+    if isinstance(info.sass, PendingClasses):  # settled with the job's rows (_settle_sass), a failure failing the row
         row["_sass"] = info.sass
     else:
         _add_sass(row, info.sass)
