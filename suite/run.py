@@ -215,8 +215,27 @@ def parse_args(argv=None) -> argparse.Namespace:
     return args
 
 
+# What a --gpus worker imports while it waits for its GPU (suite.driver.workers.prestart): the driver, the kernel
+# modules it reaches and torch, none of which touches CUDA at import
+WORKER_PRELOAD = ("suite.driver.bench", "suite.variants")
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
+    prestarted = []
+    if args.gpus and not (args.list or args.compare):
+        # the workers' interpreters and imports start now, beside this process's own (seconds of each --gpus run)
+        from suite.driver import workers
+
+        prestarted = workers.prestart(workers.gpu_count_hint(args.gpus), WORKER_PRELOAD)
+    try:
+        return _main(args, argv, prestarted)
+    finally:
+        if prestarted:
+            workers.shutdown(prestarted)  # those run_jobs did not take, or all of them after an early exit
+
+
+def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
     import torch
 
     on_gpu = torch.cuda.is_available()
@@ -355,6 +374,7 @@ def main(argv=None) -> int:
         opts,
         on_gpu,
         gpus=gpus,
+        prestarted=prestarted,
         shard=shard,
         plugins=tuple(args.plugin or ()),
         progress=not args.no_progress,

@@ -8,7 +8,7 @@ import pytest
 import torch
 import workers_fakes as fakes
 
-from suite.driver.workers import Device, parse_gpus, run_jobs
+from suite.driver.workers import Device, gpu_count_hint, parse_gpus, prestart, run_jobs
 
 GPUS = [Device(0, "GPU-aaaa", "NVIDIA H200", "GPU-aaaa"), Device(1, "GPU-bbbb", "NVIDIA H200", "GPU-bbbb")]
 
@@ -115,6 +115,50 @@ def test_a_worker_is_pinned_before_its_setup_imports_anything():
         setup_args=("hello",),
     )
     assert all(r["tag"] == "hello" and r["visible"] == "GPU-bbbb" and r["torch_loaded"] is False for r in rows)
+
+
+def test_prestarted_workers_are_pinned_by_their_first_task_and_the_spare_one_is_shut_down():
+    """suite.run starts the pools before it knows the GPUs: run_jobs pins each to its device, runs the setup there,
+    and shuts down the one it does not need."""
+    pools = prestart(3, ("workers_fakes",))
+    pids = [pool.submit(os.getpid).result() for pool in pools]  # started, and their preload done
+    rows, _ = run_jobs(
+        [fakes.FakeJob(i) for i in range(4)],
+        GPUS,
+        fakes.setup_worker,
+        skeleton=fakes.skeleton,
+        setup="workers_fakes:setup",
+        setup_args=("early",),
+        prestarted=pools,
+    )
+    assert [r["plan_row"] for r in rows] == _planned([fakes.FakeJob(i) for i in range(4)])
+    assert all(r["tag"] == "early" and r["visible"] == GPUS[r["gpu_index"]].visible for r in rows)
+    assert {r["pid"] for r in rows} <= set(pids[:2])  # the prestarted processes ran the jobs
+    for pool in pools:
+        with pytest.raises(RuntimeError, match="shutdown"):
+            pool.submit(os.getpid)
+
+
+def test_a_prestarted_worker_whose_preload_fails_is_replaced():
+    pools = prestart(1, ("workers_fakes_no_such_module",))
+    rows, reports = run_jobs(
+        [fakes.FakeJob(0)], GPUS[:1], fakes.plain_worker, skeleton=fakes.skeleton, prestarted=pools
+    )
+    assert all(r["valid"] and r["gpu_index"] == 0 for r in rows) and reports[0].failed is None
+
+
+@pytest.mark.parametrize(
+    "text, environ, count",
+    [
+        ("0,1", {"CUDA_VISIBLE_DEVICES": "0,1,2"}, 2),
+        (" 3 ", {"CUDA_VISIBLE_DEVICES": "0,1,2,3"}, 1),
+        ("all", {"CUDA_VISIBLE_DEVICES": "GPU-a,GPU-b,GPU-c"}, 3),
+        ("0,1", {"CUDA_VISIBLE_DEVICES": "0"}, 1),
+        ("0,1", {"CUDA_VISIBLE_DEVICES": ""}, 0),  # no GPU shown: nothing to prestart
+    ],
+)
+def test_gpu_count_hint(text, environ, count):
+    assert gpu_count_hint(text, environ) == count
 
 
 @pytest.mark.skipif(

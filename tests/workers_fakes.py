@@ -54,7 +54,9 @@ SETUP: dict = {}
 
 def setup(tag: str) -> None:
     """A worker setup (run_jobs(setup="workers_fakes:setup")): what the process looked like when it ran."""
-    SETUP.update(tag=tag, visible=os.environ.get("CUDA_VISIBLE_DEVICES"), torch_loaded="torch" in sys.modules)
+    SETUP.update(
+        tag=tag, visible=os.environ.get("CUDA_VISIBLE_DEVICES"), torch_loaded="torch" in sys.modules, pid=os.getpid()
+    )
 
 
 def setup_worker(job: FakeJob, device) -> list[dict]:

@@ -11,7 +11,7 @@
 #   profile   python -m suite.run --profile --problem gemm --size 4096, then --profile --problem vector
 #             (PROFILE_PROBLEMS picks: "gemm", "vector" or both, the default)
 #   gpus      python -m suite.run --gpus all $SUITE_ARGS, then tools/agreement.py gpus against this batch's pair run 2
-#             (run the pair first, on the same host), the folder as gpus-<stamp>.tgz
+#             when there is one (run the pair first in the same batch), the folder as gpus-<stamp>.tgz
 #   pytest    python -m pytest $PYTEST_ARGS (a chosen subset, e.g. one test file)
 #   suite     python -m suite.run $SUITE_ARGS (timed: alone on the GPU), the results folder as suite-<stamp>.tgz
 #   probe     the Triton tuning probes: tools/tune_vector.py --triton-desc --quick, tools/tune_gemm_triton.py --extra
@@ -88,9 +88,12 @@ for step in "$@"; do
       eval "timeout ${GPUS_LIMIT:-200} python3 -m suite.run --gpus all --no-progress --out /tmp/$stamp-gpus $SUITE_ARGS" \
         > "$OUT/gpus.log" 2>&1
       echo "gpus rc=$?"; grep -o '"total": [0-9.]*' "/tmp/$stamp-gpus/results.json" | tail -1
-      PYTHONPATH=. python3 tools/agreement.py gpus "/tmp/$stamp-run2/results.json" "/tmp/$stamp-gpus/results.json" \
-        > "$OUT/gpus-agreement.txt" 2>&1
-      cat "$OUT/gpus-agreement.txt"; tar czf "$OUT/gpus-$stamp.tgz" -C /tmp "$stamp-gpus" ;;
+      if [ -f "/tmp/$stamp-run2/results.json" ]; then
+        PYTHONPATH=. python3 tools/agreement.py gpus "/tmp/$stamp-run2/results.json" "/tmp/$stamp-gpus/results.json" \
+          > "$OUT/gpus-agreement.txt" 2>&1
+        cat "$OUT/gpus-agreement.txt"
+      fi
+      tar czf "$OUT/gpus-$stamp.tgz" -C /tmp "$stamp-gpus" ;;
     pytest)
       timeout ${TEST_LIMIT:-300} python3 -m pytest -q -rfE -p no:cacheprovider $PYTEST_ARGS > "$OUT/pytest-subset.log" 2>&1
       echo "pytest subset rc=$?"; grep -E "(FAILED|ERROR) " "$OUT/pytest-subset.log" | head -20

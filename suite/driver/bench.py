@@ -1083,3 +1083,7 @@ def worker_setup(plugins: tuple[str, ...] = ()) -> None:
         from suite.plugins import load_plugins
 
         load_plugins(list(plugins))
+    if os.environ.get("CUDA_VISIBLE_DEVICES") and torch.cuda.is_available():
+        # the CUDA context and cuBLAS now, while the parent may still be compiling, not at the first job
+        torch.empty(1, device="cuda")
+        torch.cuda.current_blas_handle()

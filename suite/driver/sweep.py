@@ -40,6 +40,7 @@ def execute(
     on_gpu: bool,
     *,
     gpus=None,
+    prestarted: list | None = None,
     shard: tuple[int, int] | None = None,
     plugins: tuple[str, ...] = (),
     progress: bool = True,
@@ -47,7 +48,8 @@ def execute(
 ) -> tuple[list[dict], dict]:
     """Run the shard ``shard`` (index, count; None: the whole plan) of ``opts``' plan, on ``gpus`` (a list of
     suite.driver.workers.Device, one worker process each; None: in this process). Returns (rows in plan order,
-    metadata: plan, shard, timer, gpus, phase_seconds)."""
+    metadata: plan, shard, timer, gpus, phase_seconds). ``prestarted``: worker pools started early
+    (suite.driver.workers.prestart), for ``gpus``."""
     from suite.driver import bench
 
     phases = phases if phases is not None else Phases()
@@ -110,6 +112,7 @@ def execute(
                 setup="suite.driver.bench:worker_setup",
                 setup_args=(tuple(plugins),),
                 on_result=arrived,
+                prestarted=prestarted,
             )
         info["gpus"] = [r.meta() for r in reports]
     info["phase_seconds"] = phases.as_dict()

@@ -15,6 +15,12 @@ GPU has failed, the jobs left are marked failed ("not run") with each GPU's reas
 failed, not its GPU (a row's own failure is a failed row; this is the job's code failing): its rows are marked failed
 with the reason and the GPU goes on. Every planned row is returned exactly once.
 
+Starting a spawned worker costs seconds (an interpreter, torch, Triton and the kernel modules imported, a CUDA
+context). ``prestart`` starts the pools before the devices are known (suite.run calls it before it imports torch
+itself), their processes importing the heavy modules without touching CUDA; ``run_jobs(..., prestarted=...)`` then
+pins each to its device by its first task, before anything in it touches CUDA, so that those seconds overlap the
+parent's own start-up instead of following it.
+
 The worker function is injectable (``run_jobs(..., worker=...)``), so the scheduling, merging and failure handling
 are tested on a CPU with fake workers; the real worker is suite.driver.bench.job_worker. Importing this module
 imports nothing heavy (no torch): a spawned process imports it before it is pinned.
@@ -25,6 +31,7 @@ from __future__ import annotations
 import importlib
 import multiprocessing
 import os
+import sys
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -115,6 +122,75 @@ def _init_worker(device: Device, setup: str | None, setup_args: tuple) -> None:
 CURRENT: Device | None = None  # in a worker process: the device it is pinned to
 
 
+def _preload(modules: tuple[str, ...]) -> None:
+    """A prestarted pool's initializer: import ``modules`` (none of them may touch CUDA at import), pin nothing."""
+    for name in modules:
+        importlib.import_module(name)
+
+
+def _started() -> int:
+    return os.getpid()
+
+
+def _pin(device: Device, setup: str | None, setup_args: tuple) -> None:
+    """A prestarted worker's first task: pin it to ``device`` and run ``setup``, as _init_worker does for a pool
+    started pinned. CUDA reads CUDA_VISIBLE_DEVICES when it initializes, which nothing in the process has done yet
+    (checked here, and the worker checks what it sees: suite.driver.bench.job_worker)."""
+    torch = sys.modules.get("torch")
+    if torch is not None and torch.cuda.is_initialized():
+        raise RuntimeError("CUDA was initialized in this worker before it was pinned to a GPU")
+    _init_worker(device, setup, setup_args)
+
+
+def _call(worker: Callable, job, device: Device, *args):
+    """Run ``worker(job, device, *args)`` in a worker, once it is pinned to ``device`` (its pin failed otherwise)."""
+    if CURRENT != device:
+        raise DeviceFailed(f"{device.label}'s worker was never pinned to it (its setup failed)")
+    return worker(job, device, *args)
+
+
+def prestart(count: int, preload: tuple[str, ...] = ()) -> list[ProcessPoolExecutor]:
+    """``count`` single-process spawned pools, started now (not at their first job), each importing ``preload``
+    and nothing else: for run_jobs(..., prestarted=...), which pins them. Shut down whatever run_jobs does not take
+    (``shutdown``)."""
+    context = multiprocessing.get_context("spawn")
+    pools = []
+    for _ in range(count):
+        pool = ProcessPoolExecutor(max_workers=1, mp_context=context, initializer=_preload, initargs=(preload,))
+        pool.submit(_started)  # a pool starts its process at its first task: this one
+        pools.append(pool)
+    return pools
+
+
+def shutdown(pools: Iterable[ProcessPoolExecutor]) -> None:
+    for pool in pools:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+
+def gpu_count_hint(text: str, environ=os.environ) -> int:
+    """How many GPUs ``--gpus text`` will name, known before torch is imported (for prestart): the indices given
+    (or all of them), at most what CUDA_VISIBLE_DEVICES shows, else what NVML counts; 0 where neither says (no GPU
+    here, or no pynvml: nothing is prestarted). Only a hint: run_jobs starts what is missing and suite.run shuts
+    down what is left."""
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is not None:
+        available = len([p for p in visible.split(",") if p.strip()])
+    else:
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            try:
+                available = int(pynvml.nvmlDeviceGetCount())
+            finally:
+                pynvml.nvmlShutdown()
+        except Exception:  # noqa: BLE001 - no pynvml, no driver: not known here
+            available = 0
+    spec = text.strip().lower()
+    asked = available if spec == "all" else len([p for p in spec.split(",") if p.strip()])
+    return min(asked, available)
+
+
 def _reason(error: BaseException) -> str:
     text = str(error).strip().splitlines()
     return f"{type(error).__name__}: {text[0] if text else 'no message'}"
@@ -147,21 +223,40 @@ def run_jobs(
     setup: str | None = None,
     setup_args: tuple = (),
     on_result: Callable | None = None,
+    prestarted: list[ProcessPoolExecutor] | None = None,
 ) -> tuple[list[dict], list[DeviceReport]]:
     """Run every job on one of ``devices``: ``worker(job, device, *args)`` in that device's process returns a
     JobResult (or a plain list of rows); ``setup`` ("package.module:function") runs in each worker once it is pinned,
     with ``setup_args``. ``skeleton(job)`` gives a job's rows unrun (for marking failures; each with its
     ``plan_row``). ``on_result(job, rows)`` is called in this process as each job's rows arrive. Returns every
-    job's rows in plan order (by job index, then as the job returned them) and one report per device."""
+    job's rows in plan order (by job index, then as the job returned them) and one report per device.
+    ``prestarted``: pools from ``prestart``, taken (and pinned) first; those left over are shut down. Either way
+    every pool is shut down on return."""
     if not devices:
         raise ValueError("no device to run on")
     context = multiprocessing.get_context("spawn")
-    pools = {
-        d: ProcessPoolExecutor(
-            max_workers=1, mp_context=context, initializer=_init_worker, initargs=(d, setup, setup_args)
-        )
-        for d in devices
-    }
+    spare = list(prestarted or ())
+    pools = {}
+    pins = {}
+    for d in devices:
+        if spare:
+            pool = spare.pop(0)
+            try:
+                pins[d] = (pool, pool.submit(_pin, d, setup, setup_args))  # its first task, after the preload
+            except Exception:  # noqa: BLE001 - its process died while preloading: a fresh one instead
+                pool.shutdown(wait=False, cancel_futures=True)
+    for d, (pool, pinned) in pins.items():  # no job waits for this: each process is busy preloading until then
+        try:
+            pinned.result()
+            pools[d] = pool
+        except Exception:  # noqa: BLE001 - its preload or pin failed (CUDA already up, a setup error): a fresh one
+            pool.shutdown(wait=False, cancel_futures=True)
+    for d in devices:
+        if d not in pools:
+            pools[d] = ProcessPoolExecutor(
+                max_workers=1, mp_context=context, initializer=_init_worker, initargs=(d, setup, setup_args)
+            )
+    shutdown(spare)
     reports = {d: DeviceReport(d) for d in devices}
     queue = deque(sorted(jobs, key=lambda j: (-cost(j), j.index)))  # longest first: the last to finish is short
     running: dict[Future, tuple[Device, object]] = {}
@@ -170,7 +265,7 @@ def run_jobs(
     def submit(device: Device) -> None:
         job = queue.popleft()
         try:
-            running[pools[device].submit(worker, job, device, *args)] = (device, job)
+            running[pools[device].submit(_call, worker, job, device, *args)] = (device, job)
         except Exception as e:  # noqa: BLE001 - the pool broke between two jobs (its process died idle)
             queue.appendleft(job)
             fail(device, _reason(e))
