@@ -384,7 +384,8 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
     meta["gpu_state_after"] = run_meta.gpu_state() if on_gpu else {}
     from suite.driver import roofline
 
-    meta["roofline"] = roofline.annotate(rows, on_gpu)  # each GEMM row against its shape's bound on this GPU
+    # each GEMM row against its shape's bound on this GPU, its probes flushed as the rows were
+    meta["roofline"] = roofline.annotate(rows, on_gpu, args.flush)
     if args.profile:  # after every timing, in separate processes
         from suite.driver import profile
 

@@ -255,6 +255,17 @@ def test_memory_latency_probe():
     assert abs(small - ns) < 0.5 * ns, (small, ns)  # a random walk over DRAM: the size beyond L2 hardly matters
 
 
+@pytest.mark.gpu_alone  # a timing
+def test_roofline_bandwidth_probe_with_either_flush():
+    """The roofline's copy_ probe (a run without the vector problem) under both flushes: an HBM-class bandwidth, the
+    read flush not slower than the write (it leaves no dirty line for copy_ to write back)."""
+    from suite.driver import roofline
+
+    write, read = roofline.probe_bandwidth("write"), roofline.probe_bandwidth("read")
+    assert 500 < write < 20_000 and 500 < read < 20_000, (write, read)
+    assert read > 0.97 * write, (write, read)
+
+
 def test_device_descriptor_scratch_is_zeroed_once_and_kept_per_stream():
     """The scratch Triton asks for when a kernel builds its tensor maps on the device: zeroed when made (initcheck
     saw the per-launch torch.empty read unwritten), then the same buffer for every launch on that stream, another

@@ -42,22 +42,38 @@ def _from_rows(rows: list[dict]) -> tuple[float | None, dict[str, float]]:
     return (max(copies) if copies else None), peaks
 
 
-def _time_ms(fn) -> float:
+PROBE_MS = 200  # GPU time each probe samples
+
+
+def _time_ms(fn, flush: str = "write") -> float:
+    """The median of ~PROBE_MS of calls, the L2 emptied before each as the run's rows were (``flush``: "write",
+    do_bench's zeros; "read", suite.driver.bench's read, so that a read-flushed run's roofline does not carry the
+    write-back its rows were spared)."""
+    if flush == "read":
+        import statistics
+
+        from suite.driver.bench import _burst
+
+        return float(statistics.median(_burst(fn, PROBE_MS, flush="read")))
     from triton.testing import do_bench
 
-    return float(do_bench(fn, warmup=25, rep=200, return_mode="median"))
+    return float(do_bench(fn, warmup=25, rep=PROBE_MS, return_mode="median"))
 
 
-def probe_bandwidth() -> float:
+def _how(flush: str) -> str:
+    return "do_bench median, L2 flushed" if flush == "write" else "median, L2 flushed by a read"
+
+
+def probe_bandwidth(flush: str = "write") -> float:
     """copy_ over 1 GiB, GB/s (bytes read + written), timed as the ceilings are (L2 flushed between calls)."""
     import torch
 
     x = torch.randn(PROBE_VECTOR_N, device="cuda")
     y = torch.empty_like(x)
-    return 2 * x.numel() * 4 / (_time_ms(lambda: y.copy_(x)) * 1e-3) / 1e9
+    return 2 * x.numel() * 4 / (_time_ms(lambda: y.copy_(x), flush) * 1e-3) / 1e9
 
 
-def probe_peak(dtype: str) -> float:
+def probe_peak(dtype: str, flush: str = "write") -> float:
     """cuBLAS (the GEMM problem's ceiling) at 8192^3 in ``dtype``, TFLOP/s."""
     import torch
 
@@ -68,12 +84,12 @@ def probe_peak(dtype: str) -> float:
     inputs = gemm.make_inputs(size, 0, torch.device("cuda"), dtype)
     ceiling = next(v for v in variants("gemm") if v.ceiling)
     fn = ceiling.factory(inputs, gemm.make_output(inputs), None)
-    return gemm.work(size) / (_time_ms(fn) * 1e-3) / 1e12
+    return gemm.work(size) / (_time_ms(fn, flush) * 1e-3) / 1e12
 
 
-def annotate(rows: list[dict], on_gpu: bool) -> dict:
+def annotate(rows: list[dict], on_gpu: bool, flush: str = "write") -> dict:
     """Add ``roofline`` and ``ratio_to_roofline`` to every measured GEMM row; return what the metadata records.
-    Probes (GPU only) whatever this run's rows do not already give."""
+    Probes (GPU only) whatever this run's rows do not already give, the L2 flushed as the run's (``flush``)."""
     gemm = PROBLEMS["gemm"]
     timed = [r for r in rows if r["problem"] == "gemm" and r.get("measured")]
     if not timed:
@@ -86,12 +102,12 @@ def annotate(rows: list[dict], on_gpu: bool) -> dict:
         "peak_from": {d: f"this run's cuBLAS rows at M, N, K >= {PEAK_MIN_DIM}" for d in peaks},
     }
     if bandwidth is None and on_gpu:
-        meta["bandwidth_gbs"] = bandwidth = probe_bandwidth()
-        meta["bandwidth_from"] = "torch copy_ over 1 GiB, timed after the run (do_bench median, L2 flushed)"
+        meta["bandwidth_gbs"] = bandwidth = probe_bandwidth(flush)
+        meta["bandwidth_from"] = f"torch copy_ over 1 GiB, timed after the run ({_how(flush)})"
     for d in {_dtype_name(gemm, r["dtype"]) for r in timed} - set(peaks):
         if on_gpu:
-            peaks[d] = meta["peak_tflops"][d] = probe_peak(d)
-            meta["peak_from"][d] = f"cuBLAS at {PROBE_SIZE}^3, timed after the run (do_bench median, L2 flushed)"
+            peaks[d] = meta["peak_tflops"][d] = probe_peak(d, flush)
+            meta["peak_from"][d] = f"cuBLAS at {PROBE_SIZE}^3, timed after the run ({_how(flush)})"
     for r in timed:
         d = _dtype_name(gemm, r["dtype"])
         if bandwidth is None or d not in peaks:
