@@ -8,7 +8,7 @@ import pytest
 import torch
 import workers_fakes as fakes
 
-from suite.driver.workers import Device, gpu_count_hint, parse_gpus, prestart, run_jobs
+from suite.driver.workers import Device, gpu_count_hint, parse_gpus, prestart, run_jobs, start
 
 GPUS = [Device(0, "GPU-aaaa", "NVIDIA H200", "GPU-aaaa"), Device(1, "GPU-bbbb", "NVIDIA H200", "GPU-bbbb")]
 
@@ -137,6 +137,26 @@ def test_prestarted_workers_are_pinned_by_their_first_task_and_the_spare_one_is_
     for pool in pools:
         with pytest.raises(RuntimeError, match="shutdown"):
             pool.submit(os.getpid)
+
+
+def test_workers_started_before_the_jobs_are_known_run_them():
+    """sweep.execute starts the workers, compiles, then runs the jobs on them: the same processes, pinned once."""
+    started = start(GPUS, "workers_fakes:setup", ("started",), prestart(1, ("workers_fakes",)))
+    pids = {d: pool.submit(os.getpid).result() for d, pool in started.pools.items()}
+    rows, _ = run_jobs(
+        [fakes.FakeJob(i) for i in range(4)], GPUS, fakes.setup_worker, skeleton=fakes.skeleton, started=started
+    )
+    assert all(r["tag"] == "started" and r["visible"] == GPUS[r["gpu_index"]].visible for r in rows)
+    assert all(r["pid"] == pids[GPUS[r["gpu_index"]]] for r in rows)  # one prestarted, one started pinned
+    assert started.pins[GPUS[0]] is not None and started.pins[GPUS[1]] is None
+
+
+def test_started_workers_of_other_devices_are_refused_and_shut_down():
+    started = start(GPUS[:1])
+    with pytest.raises(ValueError, match="not those of these devices"):
+        run_jobs([fakes.FakeJob(0)], GPUS, fakes.plain_worker, skeleton=fakes.skeleton, started=started)
+    with pytest.raises(RuntimeError, match="shutdown"):
+        started.pools[GPUS[0]].submit(os.getpid)
 
 
 def test_a_prestarted_worker_whose_preload_fails_is_replaced():

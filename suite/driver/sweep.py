@@ -90,9 +90,16 @@ def execute(
     else:
         from suite.driver import workers
 
+        # the workers first: they pin themselves and open their CUDA contexts while this process compiles
+        setup, setup_args = "suite.driver.bench:worker_setup", (tuple(plugins),)
+        started = workers.start(list(gpus), setup, setup_args, prestarted)
         if on_gpu:
-            with phases("compile"):  # once here, into the cubin cache every worker reads
-                bench.precompile(jobs, on_gpu)
+            try:
+                with phases("compile"):  # once here, into the cubin cache every worker reads
+                    bench.precompile(jobs, on_gpu)
+            except BaseException:
+                started.shutdown()
+                raise
         bar = bench.Progress(sum(len(j.rows) for j in jobs), progress)
 
         def arrived(job, rows):
@@ -109,10 +116,8 @@ def execute(
                 (opts, on_gpu),
                 skeleton=bench.skeleton,
                 cost=lambda job: job.cost,
-                setup="suite.driver.bench:worker_setup",
-                setup_args=(tuple(plugins),),
                 on_result=arrived,
-                prestarted=prestarted,
+                started=started,
             )
         info["gpus"] = [r.meta() for r in reports]
     info["phase_seconds"] = phases.as_dict()

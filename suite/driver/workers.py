@@ -212,6 +212,74 @@ def unfinished(job, skeleton: Callable, done: list[dict], device: Device | None,
     return rows
 
 
+@dataclass
+class Started:
+    """Workers started for ``devices`` (``start``): each device's pool, and the task that pins it when the pool was
+    prestarted (None when the pool was started pinned)."""
+
+    pools: dict[Device, ProcessPoolExecutor]
+    pins: dict[Device, Future | None]
+    setup: str | None
+    setup_args: tuple
+
+    def shutdown(self) -> None:
+        shutdown(self.pools.values())
+
+    def ready(self) -> dict[Device, ProcessPoolExecutor]:
+        """Each device's pool, once its pin is done; a pool whose preload or pin failed (CUDA already up there, a
+        setup error, its process died) replaced by a fresh one started pinned."""
+        pools = {}
+        for d, pool in self.pools.items():
+            pinned = self.pins.get(d)
+            try:
+                if pinned is not None:
+                    pinned.result()
+                pools[d] = pool
+            except Exception:  # noqa: BLE001 - a fresh one instead
+                pool.shutdown(wait=False, cancel_futures=True)
+                pools[d] = _pinned_pool(d, self.setup, self.setup_args)
+        return pools
+
+
+def _pinned_pool(device: Device, setup: str | None, setup_args: tuple) -> ProcessPoolExecutor:
+    pool = ProcessPoolExecutor(
+        max_workers=1,
+        mp_context=multiprocessing.get_context("spawn"),
+        initializer=_init_worker,
+        initargs=(device, setup, setup_args),
+    )
+    pool.submit(_started)  # start its process now, not at its first job
+    return pool
+
+
+def start(
+    devices: list[Device],
+    setup: str | None = None,
+    setup_args: tuple = (),
+    prestarted: list[ProcessPoolExecutor] | None = None,
+) -> Started:
+    """One worker per device, without waiting for any: prestarted pools (``prestart``) are pinned by their first
+    task, the others started pinned; those of ``prestarted`` left over are shut down. The caller goes on (the
+    parent compiles) while the workers pin themselves and open their CUDA contexts; run_jobs waits for them."""
+    if not devices:
+        raise ValueError("no device to run on")
+    spare = list(prestarted or ())
+    pools: dict[Device, ProcessPoolExecutor] = {}
+    pins: dict[Device, Future | None] = {}
+    for d in devices:
+        while spare and d not in pools:
+            pool = spare.pop(0)
+            try:
+                pins[d] = pool.submit(_pin, d, setup, setup_args)  # its first task, after the preload
+                pools[d] = pool
+            except Exception:  # noqa: BLE001 - its process died while preloading: the next one, or a fresh one
+                pool.shutdown(wait=False, cancel_futures=True)
+        if d not in pools:
+            pools[d], pins[d] = _pinned_pool(d, setup, setup_args), None
+    shutdown(spare)
+    return Started(pools, pins, setup, setup_args)
+
+
 def run_jobs(
     jobs: list,
     devices: list[Device],
@@ -224,39 +292,25 @@ def run_jobs(
     setup_args: tuple = (),
     on_result: Callable | None = None,
     prestarted: list[ProcessPoolExecutor] | None = None,
+    started: Started | None = None,
 ) -> tuple[list[dict], list[DeviceReport]]:
     """Run every job on one of ``devices``: ``worker(job, device, *args)`` in that device's process returns a
     JobResult (or a plain list of rows); ``setup`` ("package.module:function") runs in each worker once it is pinned,
     with ``setup_args``. ``skeleton(job)`` gives a job's rows unrun (for marking failures; each with its
     ``plan_row``). ``on_result(job, rows)`` is called in this process as each job's rows arrive. Returns every
     job's rows in plan order (by job index, then as the job returned them) and one report per device.
-    ``prestarted``: pools from ``prestart``, taken (and pinned) first; those left over are shut down. Either way
-    every pool is shut down on return."""
-    if not devices:
-        raise ValueError("no device to run on")
-    context = multiprocessing.get_context("spawn")
-    spare = list(prestarted or ())
-    pools = {}
-    pins = {}
-    for d in devices:
-        if spare:
-            pool = spare.pop(0)
-            try:
-                pins[d] = (pool, pool.submit(_pin, d, setup, setup_args))  # its first task, after the preload
-            except Exception:  # noqa: BLE001 - its process died while preloading: a fresh one instead
-                pool.shutdown(wait=False, cancel_futures=True)
-    for d, (pool, pinned) in pins.items():  # no job waits for this: each process is busy preloading until then
-        try:
-            pinned.result()
-            pools[d] = pool
-        except Exception:  # noqa: BLE001 - its preload or pin failed (CUDA already up, a setup error): a fresh one
-            pool.shutdown(wait=False, cancel_futures=True)
-    for d in devices:
-        if d not in pools:
-            pools[d] = ProcessPoolExecutor(
-                max_workers=1, mp_context=context, initializer=_init_worker, initargs=(d, setup, setup_args)
-            )
-    shutdown(spare)
+    The workers: ``started`` (from ``start``, for these devices), else started here, from ``prestarted`` pools
+    first (``prestart``). Every pool is shut down on return."""
+    if started is None:
+        started = start(devices, setup, setup_args, prestarted)
+    elif set(started.pools) != set(devices):
+        started.shutdown()
+        raise ValueError("the started workers are not those of these devices")
+    try:
+        pools = started.ready()
+    except BaseException:
+        started.shutdown()
+        raise
     reports = {d: DeviceReport(d) for d in devices}
     queue = deque(sorted(jobs, key=lambda j: (-cost(j), j.index)))  # longest first: the last to finish is short
     running: dict[Future, tuple[Device, object]] = {}
