@@ -17,9 +17,10 @@ with the reason and the GPU goes on. Every planned row is returned exactly once.
 
 Starting a spawned worker costs seconds (an interpreter, torch, Triton and the kernel modules imported, a CUDA
 context). ``prestart`` starts the pools before the devices are known (suite.run calls it before it imports torch
-itself), their processes importing the heavy modules without touching CUDA; ``run_jobs(..., prestarted=...)`` then
-pins each to its device by its first task, before anything in it touches CUDA, so that those seconds overlap the
-parent's own start-up instead of following it.
+itself), their processes importing the heavy modules without touching CUDA; ``start`` then pins each to its device
+by its first task, before anything in it touches CUDA, and does not wait: the workers open their CUDA contexts while
+the parent compiles, and ``run_jobs(..., started=...)`` waits for them. Those seconds overlap the parent's own
+start-up and compile instead of following them.
 
 The worker function is injectable (``run_jobs(..., worker=...)``), so the scheduling, merging and failure handling
 are tested on a CPU with fake workers; the real worker is suite.driver.bench.job_worker. Importing this module
