@@ -12,6 +12,8 @@
 #             (PROFILE_PROBLEMS picks: "gemm", "vector" or both, the default)
 #   gpus      python -m suite.run --gpus all $SUITE_ARGS, then tools/agreement.py gpus against this batch's pair run 2
 #             when there is one (run the pair first in the same batch), the folder as gpus-<stamp>.tgz
+#   pack      every file under $OUT but the tarballs into one logs-<stamp>.tgz (the device tool brings back at most 8
+#             files: end a batch with it when its steps leave more)
 #   pytest    python -m pytest $PYTEST_ARGS (a chosen subset, e.g. one test file)
 #   suite     python -m suite.run $SUITE_ARGS (timed: alone on the GPU), the results folder as suite-<stamp>.tgz
 #   probe     the Triton tuning probes: tools/tune_vector.py --triton-desc --quick, tools/tune_gemm_triton.py --extra
@@ -94,6 +96,9 @@ for step in "$@"; do
         cat "$OUT/gpus-agreement.txt"
       fi
       tar czf "$OUT/gpus-$stamp.tgz" -C /tmp "$stamp-gpus" ;;
+    pack)
+      (cd "$OUT" && find . -type f ! -name '*.tgz' -print0 | tar czf "logs-$stamp.tgz" --null -T - --remove-files)
+      ls "$OUT" ;;
     pytest)
       timeout ${TEST_LIMIT:-300} python3 -m pytest -q -rfE -p no:cacheprovider $PYTEST_ARGS > "$OUT/pytest-subset.log" 2>&1
       echo "pytest subset rc=$?"; grep -E "(FAILED|ERROR) " "$OUT/pytest-subset.log" | head -20

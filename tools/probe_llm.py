@@ -9,12 +9,14 @@ the same way in the same process.
             unregistered 128 x 256 split-K instantiation beside the registered tiles, each also built with its
             blocks in split-major order (GEMM_TMA_SPLIT_MAJOR=1: the blocks reading one K range neighbour)
   decode    the Triton decode tiles (weight rows, stage size, depth) and PTX 64 x 128 split counts at M = 16 and 64
+  fp8       cuBLAS fp8 with promoted and with fast accumulation, beside the best PTX and Gluon fp8 rows, at 8192^3 and
+            4096^3: where fp8's gap to cuBLAS is
   flush     cuBLAS and the best decode rows of each backend with the L2 flushed by a write (do_bench's zero_ of
             256 MB, which leaves up to the L2's size of dirty lines that the kernel's own reads then evict to DRAM),
             by a read (a sum over the same buffer: clean lines), and not at all
 
 Run from the repository root:
-  PYTHONPATH=. python3 tools/probe_llm.py {launch,split-k,decode,flush} [--shape MxNxK ...] [--flush read]
+  PYTHONPATH=. python3 tools/probe_llm.py {launch,split-k,decode,flush,fp8} [--shape MxNxK ...] [--flush read]
 
 --flush read times every configuration (and cuBLAS) after a read of 256 MB instead of do_bench's write."""
 
@@ -235,18 +237,64 @@ def flush(shapes) -> None:
             )
 
 
+def fp8(shapes) -> None:
+    """Where fp8's gap to cuBLAS is (issue 19): cuBLAS with its default promoted accumulation and with
+    use_fast_accum=True (wgmma's own accumulator across all of K), beside the suite's best fp8 rows, each checked
+    against the fp64 reference first. If cuBLAS loses little to promotion, the kernels' gap is elsewhere (their
+    L2 traffic, no multicast); if it loses much, the kernels' promotion schedule is the place."""
+    from suite.problems import PROBLEMS
+    from suite.registry import variants
+
+    gemm, device = PROBLEMS["gemm"], torch.device("cuda")
+    by_label = {v.label: v for v in variants("gemm")}
+    rows = (("ptx:128x256x64 ws 2wg persistent tma-store tma+wgmma", 3), ("triton:128x256x64 gluon ws persistent", 3))
+    for size in shapes:
+        inputs = gemm.make_inputs(size, 1, device, "fp8e4m3")
+        a, b, scale_a, scale_b = inputs
+        ref = gemm.reference(inputs)
+        flop = 2 * size[0] * size[1] * size[2]
+        timed = {}
+        for fast in (False, True):
+            c = gemm.make_output(inputs)
+            call = lambda c=c, fast=fast: torch._scaled_mm(  # noqa: E731
+                a, b.t(), scale_a, scale_b, out_dtype=c.dtype, out=c, use_fast_accum=fast
+            )
+            call()
+            torch.cuda.synchronize()
+            err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
+            timed[f"cuBLAS use_fast_accum={fast}"] = (median_us(replayed(call)), err)
+        for label, stages in rows:
+            c = gemm.make_output(inputs)
+            call = by_label[label].factory(inputs, c, stages)
+            call()
+            torch.cuda.synchronize()
+            err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
+            timed[f"{label} {stages} st"] = (median_us(replayed(call)), err)
+        base = timed["cuBLAS use_fast_accum=False"][0]
+        for name, (us, err) in timed.items():
+            print(
+                f"{'x'.join(map(str, size))} {name:62s} {us:8.1f} us {flop / us / 1e6:7.1f} TFLOP/s "
+                f"({base / us:.3f} of promoted cuBLAS), max error {err:.1e} of max |C|",
+                flush=True,
+            )
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("probe", choices=("launch", "split-k", "decode", "flush"))
+    p.add_argument("probe", choices=("launch", "split-k", "decode", "flush", "fp8"))
     p.add_argument("--shape", nargs="+", help="MxNxK shapes instead of the probe's own")
     p.add_argument("--flush", choices=("write", "read"), default="write", help="how the L2 is emptied before a call")
     args = p.parse_args(argv)
     FLUSH["mode"] = args.flush
-    own = {"launch": TARGETS, "split-k": LONG_K, "decode": DECODE, "flush": ((16, 8192, 8192), (128, 8192, 8192))}[
-        args.probe
-    ]
+    own = {
+        "launch": TARGETS,
+        "split-k": LONG_K,
+        "decode": DECODE,
+        "flush": ((16, 8192, 8192), (128, 8192, 8192)),
+        "fp8": ((8192, 8192, 8192), (4096, 4096, 4096)),
+    }[args.probe]
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shape] if args.shape else own
-    {"launch": launch, "split-k": split_k, "decode": decode, "flush": flush}[args.probe](shapes)
+    {"launch": launch, "split-k": split_k, "decode": decode, "flush": flush, "fp8": fp8}[args.probe](shapes)
 
 
 if __name__ == "__main__":
