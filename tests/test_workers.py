@@ -118,18 +118,13 @@ def test_a_worker_is_pinned_before_its_setup_imports_anything():
 
 
 def test_prestarted_workers_are_pinned_by_their_first_task_and_the_spare_one_is_shut_down():
-    """suite.run starts the pools before it knows the GPUs: run_jobs pins each to its device, runs the setup there,
+    """suite.run starts the pools before it knows the GPUs: start pins each to its device, runs the setup there,
     and shuts down the one it does not need."""
     pools = prestart(3, ("workers_fakes",))
     pids = [pool.submit(os.getpid).result() for pool in pools]  # started, and their preload done
+    started = start(GPUS, "workers_fakes:setup", ("early",), pools)
     rows, _ = run_jobs(
-        [fakes.FakeJob(i) for i in range(4)],
-        GPUS,
-        fakes.setup_worker,
-        skeleton=fakes.skeleton,
-        setup="workers_fakes:setup",
-        setup_args=("early",),
-        prestarted=pools,
+        [fakes.FakeJob(i) for i in range(4)], GPUS, fakes.setup_worker, skeleton=fakes.skeleton, started=started
     )
     assert [r["plan_row"] for r in rows] == _planned([fakes.FakeJob(i) for i in range(4)])
     assert all(r["tag"] == "early" and r["visible"] == GPUS[r["gpu_index"]].visible for r in rows)
@@ -161,9 +156,8 @@ def test_started_workers_of_other_devices_are_refused_and_shut_down():
 
 def test_a_prestarted_worker_whose_preload_fails_is_replaced():
     pools = prestart(1, ("workers_fakes_no_such_module",))
-    rows, reports = run_jobs(
-        [fakes.FakeJob(0)], GPUS[:1], fakes.plain_worker, skeleton=fakes.skeleton, prestarted=pools
-    )
+    started = start(GPUS[:1], prestarted=pools)
+    rows, reports = run_jobs([fakes.FakeJob(0)], GPUS[:1], fakes.plain_worker, skeleton=fakes.skeleton, started=started)
     assert all(r["valid"] and r["gpu_index"] == 0 for r in rows) and reports[0].failed is None
 
 

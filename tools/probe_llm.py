@@ -23,6 +23,7 @@ Run from the repository root:
 from __future__ import annotations
 
 import argparse
+import functools
 import statistics
 import time
 
@@ -46,18 +47,27 @@ def median_us(fn, rep_ms: float = 150.0) -> float:
     return read_flushed_us(fn)
 
 
-def read_flushed_us(fn, bursts: int = 6, calls: int = 40) -> float:
-    """The median of ``bursts`` x ``calls`` event-timed calls, each after a read of 256 MB (the L2 left clean), the
-    bursts rested (below the power cap, as the suite's burst timer)."""
-    cache = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")
+@functools.cache
+def _flush_buffer() -> torch.Tensor:
+    return torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device="cuda")  # do_bench's buffer size
+
+
+def read_flushed_us(fn) -> float:
+    """``event_bursts`` with the L2 emptied by a read of 256 MB before each call (the L2 left clean)."""
+    return event_bursts(fn, _flush_buffer().sum)
+
+
+def event_bursts(call, before, bursts: int = 6, calls: int = 40) -> float:
+    """The median, in µs, of ``bursts`` x ``calls`` event-timed calls, ``before()`` outside the timed region of each,
+    the first call of a burst dropped and the bursts rested (below the power cap, as the suite's burst timer)."""
     samples = []
     for _ in range(bursts):
         starts = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
         ends = [torch.cuda.Event(enable_timing=True) for _ in range(calls)]
         for start, end in zip(starts, ends):
-            cache.sum()
+            before()
             start.record()
-            fn()
+            call()
             end.record()
         torch.cuda.synchronize()
         samples += [a.elapsed_time(b) for a, b in zip(starts, ends)][1:]
@@ -206,7 +216,7 @@ def flush(shapes) -> None:
     from suite.registry import variants
 
     gemm, device = PROBLEMS["gemm"], torch.device("cuda")
-    cache = torch.empty(256 * 1024 * 1024 // 4, dtype=torch.int32, device=device)  # do_bench's buffer size
+    cache = _flush_buffer()
     flushes = {"write (zero_)": cache.zero_, "read (sum)": cache.sum, "none": lambda: None}
     by_label = {v.label: v for v in variants("gemm")}
     rows = (("torch:cuBLAS", None), ("triton:decode swap-ab desc", 4), ("ptx:64x128 split-k tma+wgmma", 6))
@@ -215,21 +225,7 @@ def flush(shapes) -> None:
         megabytes = (size[0] * size[2] + size[1] * size[2] + size[0] * size[1]) * 2 / 1e6
         for label, stages in rows:
             call = replayed(by_label[label].factory(inputs, gemm.make_output(inputs), stages))
-            times = {}
-            for name, before in flushes.items():
-                samples = []
-                for _ in range(6):  # short bursts, rested: below the power cap (suite.driver.timing)
-                    starts = [torch.cuda.Event(enable_timing=True) for _ in range(40)]
-                    ends = [torch.cuda.Event(enable_timing=True) for _ in range(40)]
-                    for start, end in zip(starts, ends):
-                        before()
-                        start.record()
-                        call()
-                        end.record()
-                    torch.cuda.synchronize()
-                    samples += [a.elapsed_time(b) for a, b in zip(starts, ends)][1:]
-                    time.sleep(0.05)
-                times[name] = statistics.median(samples)
+            times = {name: event_bursts(call, before) / 1e3 for name, before in flushes.items()}  # ms
             print(
                 f"{size} {label:34s} "
                 + "  ".join(f"{k}: {1e3 * t:.1f} us ({megabytes / 1e3 / t:.2f} TB/s)" for k, t in times.items()),

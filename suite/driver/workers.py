@@ -152,8 +152,7 @@ def _call(worker: Callable, job, device: Device, *args):
 
 def prestart(count: int, preload: tuple[str, ...] = ()) -> list[ProcessPoolExecutor]:
     """``count`` single-process spawned pools, started now (not at their first job), each importing ``preload``
-    and nothing else: for run_jobs(..., prestarted=...), which pins them. Shut down whatever run_jobs does not take
-    (``shutdown``)."""
+    and nothing else: for ``start``, which pins them and shuts down those it does not take."""
     context = multiprocessing.get_context("spawn")
     pools = []
     for _ in range(count):
@@ -171,7 +170,7 @@ def shutdown(pools: Iterable[ProcessPoolExecutor]) -> None:
 def gpu_count_hint(text: str, environ=os.environ) -> int:
     """How many GPUs ``--gpus text`` will name, known before torch is imported (for prestart): the indices given
     (or all of them), at most what CUDA_VISIBLE_DEVICES shows, else what NVML counts; 0 where neither says (no GPU
-    here, or no pynvml: nothing is prestarted). Only a hint: run_jobs starts what is missing and suite.run shuts
+    here, or no pynvml: nothing is prestarted). Only a hint: ``start`` starts what is missing and suite.run shuts
     down what is left."""
     visible = environ.get("CUDA_VISIBLE_DEVICES")
     if visible is not None:
@@ -292,7 +291,6 @@ def run_jobs(
     setup: str | None = None,
     setup_args: tuple = (),
     on_result: Callable | None = None,
-    prestarted: list[ProcessPoolExecutor] | None = None,
     started: Started | None = None,
 ) -> tuple[list[dict], list[DeviceReport]]:
     """Run every job on one of ``devices``: ``worker(job, device, *args)`` in that device's process returns a
@@ -300,10 +298,10 @@ def run_jobs(
     with ``setup_args``. ``skeleton(job)`` gives a job's rows unrun (for marking failures; each with its
     ``plan_row``). ``on_result(job, rows)`` is called in this process as each job's rows arrive. Returns every
     job's rows in plan order (by job index, then as the job returned them) and one report per device.
-    The workers: ``started`` (from ``start``, for these devices), else started here, from ``prestarted`` pools
-    first (``prestart``). Every pool is shut down on return."""
+    The workers: ``started`` (from ``start``, for these devices, with their setup), else started here. Every pool
+    is shut down on return."""
     if started is None:
-        started = start(devices, setup, setup_args, prestarted)
+        started = start(devices, setup, setup_args)
     elif set(started.pools) != set(devices):
         started.shutdown()
         raise ValueError("the started workers are not those of these devices")
