@@ -194,11 +194,12 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument(
         "--flush",
         choices=timing.FLUSHES,
-        default="write",
-        help="how the L2 is emptied before each sample: write (default: do_bench's, zeros over 256 MB, which leaves "
-        "the L2 full of dirty lines that a memory-bound kernel's reads then evict to DRAM, 11-20%% of a decode "
-        "GEMM's time on an H200) or read (a sum over a buffer of the same size: nothing of the kernel's data and "
-        "nothing dirty left; burst timer only)",
+        default=None,
+        help="how the L2 is emptied before each sample: read (the burst timer's default: a sum over a 256 MB buffer, "
+        "nothing of the kernel's data and nothing dirty left, as a weight streaming through a model's layer finds "
+        "the L2; burst timer only) or write (the other timers' default and do_bench's: zeros over 256 MB, which "
+        "leaves the L2 full of dirty lines that a memory-bound kernel's reads then evict to DRAM, 11-20%% of a "
+        "decode GEMM's time on an H200)",
     )
     p.add_argument(
         "--launch",
@@ -314,7 +315,7 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
                 "--variant", f"unknown {', '.join(map(repr, unknown))} (python -m suite.run --list shows the variants)"
             )
     sizes = {}
-    if args.flush != "write" and args.timer != "burst":
+    if args.flush == "read" and args.timer != "burst":
         return _usage_error(
             f"--flush {args.flush}",
             f"only the burst timer flushes by a read (--timer {args.timer} "
@@ -369,7 +370,7 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
         meta["gpu_state_before"] = run_meta.gpu_state() if on_gpu else {}
     opts.timer = args.timer
     opts.launch = args.launch
-    opts.flush = args.flush
+    opts.flush = args.flush or timing.default_flush(args.timer)
     rows, run_info = sweep.execute(
         opts,
         on_gpu,
@@ -385,7 +386,7 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
     from suite.driver import roofline
 
     # each GEMM row against its shape's bound on this GPU, its probes flushed as the rows were
-    meta["roofline"] = roofline.annotate(rows, on_gpu, args.flush)
+    meta["roofline"] = roofline.annotate(rows, on_gpu, opts.flush)
     if args.profile:  # after every timing, in separate processes
         from suite.driver import profile
 

@@ -237,6 +237,30 @@ def test_a_read_flush_empties_the_l2_before_every_call_of_a_burst(monkeypatch):
     assert timing.describe_timer("adaptive", flush="read")["flush"].startswith("write")
 
 
+def test_each_timer_flushes_its_own_way_unless_told(monkeypatch):
+    """No --flush: the burst timer reads (a clean L2), the do_bench timers write; told, the choice stands. The CLI
+    resolves it before the sweep, so the plan and the roofline's probes see the same flush as the rows."""
+    from suite import run as cli
+    from suite.driver import plan as planning
+    from suite.driver import sweep
+
+    assert bench.Options().flush == "read" and bench.Options(timer="burst").flush == "read"
+    assert bench.Options(timer="adaptive").flush == "write" and bench.Options(timer="fixed").flush == "write"
+    assert bench.Options(flush="write").flush == "write"
+    assert planning.build(bench.Options(), on_gpu=True).options["flush"] == "read"
+    seen = {}
+
+    def fake_execute(opts, on_gpu, **kw):
+        seen["flush"] = opts.flush
+        raise SystemExit(0)
+
+    monkeypatch.setattr(sweep, "execute", fake_execute)
+    for argv, flush in ((["--timer", "fixed"], "write"), ([], "read"), (["--flush", "write"], "write")):
+        with pytest.raises(SystemExit):
+            cli.main([*argv, "--problem", "vector", "--quick", "--no-progress"])
+        assert seen.pop("flush") == flush
+
+
 def test_the_fixed_timer_is_the_old_rule(monkeypatch):
     calls = []
     monkeypatch.setattr(bench, "_time", lambda fn, opts, rep_scale=1.0: calls.append(rep_scale) or [1.0, 2.0] * 5)

@@ -7,7 +7,8 @@ the same way in the same process.
             call's GPU time and the graph's (what made their eager rows launch-bound)
   split-k   the PTX split-K kernels at the long-K shapes at the rule's split count and forced ones, with an
             unregistered 128 x 256 split-K instantiation beside the registered tiles, each also built with its
-            blocks in split-major order (GEMM_TMA_SPLIT_MAJOR=1: the blocks reading one K range neighbour)
+            blocks in tile-major order (GEMM_TMA_SPLIT_MAJOR=0: a tile's splits neighbour; the registered order,
+            split-major, has the blocks that read one K range neighbour)
   decode    the Triton decode tiles (weight rows, stage size, depth) and PTX 64 x 128 split counts at M = 16 and 64
   fp8       cuBLAS fp8 with promoted and with fast accumulation, beside the best PTX and Gluon fp8 rows, at 8192^3 and
             4096^3: where fp8's gap to cuBLAS is
@@ -147,10 +148,11 @@ def split_k(shapes) -> None:
         "64x128": (g.CONFIGS["64x128 split-k"], g.KERNELS["64x128 split-k"]),
         "128x256": (wide, g.TmaGemm(wide)),
     }
-    # the same kernels with the blocks that read one K range of A and B next to each other (GEMM_TMA_SPLIT_MAJOR)
+    # the same kernels with a tile's splits next to each other (GEMM_TMA_SPLIT_MAJOR=0; the registered order has the
+    # blocks that read one K range of A and B next to each other)
     for name in ("128x128", "128x256"):
         config, module = tiles[name]
-        tiles[f"{name} split-major"] = (config, module.with_defines("GEMM_TMA_SPLIT_MAJOR=1"))
+        tiles[f"{name} tile-major"] = (config, module.with_defines("GEMM_TMA_SPLIT_MAJOR=0"))
     for size in shapes:
         shape = Shape(size)
         for name, (config, module) in tiles.items():
@@ -197,18 +199,25 @@ def decode(shapes) -> None:
                     except Exception as e:  # noqa: BLE001
                         print(f"{label}: {type(e).__name__}: {str(e)[:120]}", flush=True)
         config, module = g.CONFIGS["64x128 split-k"], g.KERNELS["64x128 split-k"]
-        for stages in config.stages:
-            for splits in (1, 2, 3, 4):
-                try:
-                    fn = shape.checked(
-                        lambda c, stages=stages, splits=splits: g.Gemm(
-                            shape.inputs, c, config, stages, kernel=module, splits=splits
+        # M < 64: A's TMA box of M rows rounded up to 8 (the registered launch) and of the tile's 64 rows (the copy
+        # engine zero-filling the rows past M)
+        for short in (True, False) if size[0] < config.block_m else (True,):
+            g.SHORT_A_BOX = short
+            box = "short A box" if short else "64-row A box"
+            for stages in config.stages:
+                for splits in (1, 2, 3, 4):
+                    label = f"  ptx 64x128 {stages} st, {splits} split(s), {box}"
+                    try:
+                        fn = shape.checked(
+                            lambda c, stages=stages, splits=splits: g.Gemm(
+                                shape.inputs, c, config, stages, kernel=module, splits=splits
+                            )
                         )
-                    )
-                    t = median_us(replayed(fn))
-                    print(f"  ptx 64x128 {stages} st, {splits} split(s): {t:6.1f} us ({shape.cublas_us / t:.3f})")
-                except Exception as e:  # noqa: BLE001
-                    print(f"  ptx 64x128 {stages} st, {splits} split(s): {type(e).__name__}: {str(e)[:120]}")
+                        t = median_us(replayed(fn))
+                        print(f"{label}: {t:6.1f} us ({shape.cublas_us / t:.3f})", flush=True)
+                    except Exception as e:  # noqa: BLE001
+                        print(f"{label}: {type(e).__name__}: {str(e)[:120]}", flush=True)
+        g.SHORT_A_BOX = True
 
 
 def flush(shapes) -> None:
@@ -243,7 +252,29 @@ def fp8(shapes) -> None:
 
     gemm, device = PROBLEMS["gemm"], torch.device("cuda")
     by_label = {v.label: v for v in variants("gemm")}
-    rows = (("ptx:128x256x64 ws 2wg persistent tma-store tma+wgmma", 3), ("triton:128x256x64 gluon ws persistent", 3))
+    rows = (
+        ("ptx:128x256x64 ws 2wg persistent tma-store tma+wgmma", 3),
+        ("ptx:128x128 split-k tma+wgmma", 4),
+        ("triton:128x256x64 gluon ws persistent", 3),
+    )
+    # the top rung built without promotion (GEMM_TMA_FP8_FAST_ACCUM=1): what promotion costs the PTX kernel
+    from suite.ptx import gemm_tma as g
+
+    top = g.CONFIGS["128x256x64 ws 2wg persistent tma-store"]
+    fast_module = g.TmaGemm(top).with_defines("GEMM_TMA_FP8_FAST_ACCUM=1")
+    fast_rows_made = {
+        f"ptx top rung, fast accumulation {s}": lambda inputs, c, s=s: g.Gemm(inputs, c, top, s, kernel=fast_module)
+        for s in top.stages
+    }
+    # the persistent rung without the TMA-store staging (64 KiB), so that a 4-deep ring of fp8 stages fits: whether
+    # the promoted mainloop wants more bytes in flight (not registered for fp8)
+    deep = g.Config(256, 2, True, False, (3, 4), dtypes=("fp8e4m3",))
+    deep_module = g.TmaGemm(deep)
+    for s in deep.stages:
+        fast_rows_made[f"ptx persistent, direct stores, promoted {s}"] = lambda inputs, c, s=s: g.Gemm(
+            inputs, c, deep, s, kernel=deep_module
+        )
+    fast_rows = tuple((label, int(label.rsplit(" ", 1)[1])) for label in fast_rows_made)
     for size in shapes:
         inputs = gemm.make_inputs(size, 1, device, "fp8e4m3")
         a, b, scale_a, scale_b = inputs
@@ -259,9 +290,9 @@ def fp8(shapes) -> None:
             torch.cuda.synchronize()
             err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
             timed[f"cuBLAS use_fast_accum={fast}"] = (median_us(replayed(call)), err)
-        for label, stages in rows:
+        for label, stages in rows + fast_rows:
             c = gemm.make_output(inputs)
-            call = by_label[label].factory(inputs, c, stages)
+            call = by_label[label].factory(inputs, c, stages) if label in by_label else fast_rows_made[label](inputs, c)
             call()
             torch.cuda.synchronize()
             err = ((c.double() - ref).abs().max() / ref.abs().max()).item()

@@ -65,7 +65,13 @@ class Options:
     rep_ms: float = 200.0  # the fixed timer's budget (a quarter with --quick)
     timer: str = "burst"  # suite.driver.timing.TIMERS: "burst", "adaptive" (sustained) or "fixed" (rep_ms of samples)
     launch: str = "graph"  # timing.LAUNCHES: the samples time a CUDA graph's replay of one call, or the call itself
-    flush: str = "write"  # timing.FLUSHES: the L2 emptied by a write (do_bench's) or a read (burst timer only)
+    # timing.FLUSHES: the L2 emptied by a read (the burst timer's default) or a write (do_bench's, the other
+    # timers'); None: the timer's own (timing.default_flush)
+    flush: str | None = None
+
+    def __post_init__(self):
+        if self.flush is None:
+            self.flush = timing.default_flush(self.timer)
 
 
 def _row(problem: Problem, size, variant: Variant, stages, dtype: str | None = None) -> dict:

@@ -241,6 +241,14 @@ LAUNCHES = ("graph", "eager")  # what the samples time: a CUDA graph's replay of
 FLUSHES = ("write", "read")  # how the L2 is emptied before each sample (bench._burst; do_bench's own is a write)
 
 
+def default_flush(timer: str) -> str:
+    """The L2 flush a timer uses unless told: a read for the burst timer, which leaves the L2 clean, as a weight that
+    streams through a model's layer finds it (a flush by writes leaves it full of dirty lines, whose write-back then
+    lands in the timed kernel: 11-20% of a decode GEMM's time on an H200); do_bench's write for the timers that
+    sample with do_bench, which cannot read-flush."""
+    return "read" if timer == "burst" else "write"
+
+
 def stop_rule(timer: str, quick: bool = False) -> StopRule:
     """The stop rule of the burst or the adaptive timer."""
     if timer == "burst":

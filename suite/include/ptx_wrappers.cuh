@@ -379,6 +379,14 @@ __device__ __forceinline__ void wgmma_m64n128k32_f32_e4m3(float (&d)[64], unsign
                  : WGMMA_D64_OPERANDS(d)
                  : "l"(desc_a), "l"(desc_b));
 }
+// D(64 x 256, fp32, 128 registers per thread) += A(64 x 32, K-major, shared) * B(32 x 256, K-major, shared), fp8
+// e4m3: fp8 accumulated in wgmma's own accumulator across all of K (no promotion; tools/probe_llm.py fp8 only).
+__device__ __forceinline__ void wgmma_m64n256k32_f32_e4m3(float (&d)[128], unsigned long long desc_a,
+                                                     unsigned long long desc_b) {
+    asm volatile(WGMMA_K32_E4M3(256, WGMMA_D128_REGS, "%128, %129", 1)
+                 : WGMMA_D128_OPERANDS(d)
+                 : "l"(desc_a), "l"(desc_b));
+}
 // As above, D = A * B: the first k-step of a fresh partial sum (D's old values are ignored).
 __device__ __forceinline__ void wgmma_m64n128k32_f32_e4m3_first(float (&d)[64], unsigned long long desc_a,
                                                            unsigned long long desc_b) {

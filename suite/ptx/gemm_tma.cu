@@ -6,7 +6,7 @@
 //   global --TMA (cp.async.bulk.tensor)--> STAGES-deep shared-memory ring --wgmma.mma_async (operands read straight
 //   from shared memory)--> fp32 accumulators in registers --epilogue--> C
 //
-//   full[s]:  the producer arrives with expect_tx(STAGE_BYTES); the TMA unit completes the phase when the bytes land.
+//   full[s]:  the producer arrives with expect_tx(the stage's bytes); the TMA unit completes the phase when they land.
 //             Consumers wait on it before their wgmma read the stage.
 //   empty[s]: every consumer warp arrives once its wgmma have finished reading the stage; the producer waits on it
 //             before refilling the stage. That wait is what keeps the producer from overwriting a stage in use.
@@ -56,7 +56,8 @@
 // and when TMA_STORE is false, each thread stores its accumulators straight to C.
 //
 // Template parameters: STAGES (ring depth, 2..), BLOCK_N (128 or 256), CONSUMERS (1 or 2 warpgroups), PERSISTENT,
-// TMA_STORE, E (F16, BF16, E4M3), BM (64 or 128), SCHEDULE.
+// TMA_STORE, E (F16, BF16, E4M3), BM (64 or 128), SCHEDULE. Run-time `a_rows`: the rows of A's TMA box, BM, or M
+// rounded up to 8 when M < BM (decode: the copy engine then moves no padding rows; those rows stay zero).
 // Build for sm_90a with NDEBUG: wgmma and setmaxnreg exist only there, and a non-inlined call (an assert) inside the
 // wgmma region makes ptxas serialize every wgmma (warning C7510).
 
@@ -67,11 +68,12 @@
 #endif
 
 constexpr int GROUP_M = GEMM_TMA_GROUP_M;  // tile rows per rasterization group (L2 reuse)
-// split-K's block order: 0 (the registered kernels), block b takes split b % splits of tile b / splits (a tile's
-// splits neighbour); 1, for tools/probe_llm.py: split b / tiles of tile b % tiles (the blocks that read the same K
-// range of A and B neighbour, as in the Triton split-K).
+// split-K's block order: 1 (the registered kernels), block b takes split b / tiles of tile b % tiles, so the blocks
+// that read the same K range of A and B neighbour (as in the Triton split-K); 0, for tools/probe_llm.py: split
+// b % splits of tile b / splits (a tile's splits neighbour). On the H200 at 512 x 512 x 65536 fp16 (one wave of 128
+// blocks either way) the 128x128 split-K took 57 us in split order against 78 us in tile order (probe_llm.py split-k).
 #ifndef GEMM_TMA_SPLIT_MAJOR
-#define GEMM_TMA_SPLIT_MAJOR 0
+#define GEMM_TMA_SPLIT_MAJOR 1
 #endif
 constexpr int WG_THREADS = 128;            // a warpgroup: 4 consecutive warps
 constexpr int SWIZZLE_BYTES = 128;         // one swizzled row: the K extent of a tile, and of a TMA box row
@@ -125,10 +127,20 @@ using BF16 = Half16<true>;
 // 1.7e-3). So each K tile (128 deep: 4 wgmma) is accumulated on its own, from zero, and then added to the fp32
 // accumulators in registers ("promotion", as cuBLAS does by default and DeepSeek-V3 describes), in two halves of N
 // so that the partial sum needs only 64 more registers per thread.
+// GEMM_TMA_FP8_FAST_ACCUM=1 (tools/probe_llm.py fp8 only, no registered row): no promotion, wgmma's accumulator
+// across all of K, as cuBLAS's use_fast_accum=True: what the promotion costs.
+#ifndef GEMM_TMA_FP8_FAST_ACCUM
+#define GEMM_TMA_FP8_FAST_ACCUM 0
+#endif
 struct E4M3 {  // bf16 out, with the per-tensor scales
     static constexpr int BYTES = 1, K_STEP = 32;
-    static constexpr bool B_K_MAJOR = true, SCALED = true, PROMOTE = true;
+    static constexpr bool B_K_MAJOR = true, SCALED = true, PROMOTE = !GEMM_TMA_FP8_FAST_ACCUM;
     __device__ __forceinline__ static half2_bits pack(float lo, float hi) { return pack_bf16x2(lo, hi); }
+    template <int N>  // the fast-accumulation form: D += A * B over the whole tile width
+    __device__ __forceinline__ static void mma(float (&d)[N / 2], unsigned long long da, unsigned long long db) {
+        if constexpr (N == 256) wgmma_m64n256k32_f32_e4m3(d, da, db);
+        else wgmma_m64n128k32_f32_e4m3(d, da, db);
+    }
     // one 128-wide half of N (fp8 is always promoted, so it has no whole-tile form): D = A * B on the first k-step of a K tile, D += A * B on the others
     __device__ __forceinline__ static void mma_half(float (&d)[64], unsigned long long da, unsigned long long db,
                                                     bool first) {
@@ -155,7 +167,8 @@ struct Tile {
     static constexpr int B_BOXES = E::B_K_MAJOR ? 1 : BLOCK_N / BOX_N;
     static constexpr int B_BOX_BYTES = E::B_K_MAJOR ? BLOCK_N * SWIZZLE_BYTES : BLOCK_K * SWIZZLE_BYTES;
     static constexpr int B_BYTES = B_BOXES * B_BOX_BYTES;   // 16 or 32 KiB
-    static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;   // what one stage's full barrier expects
+    static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;   // a stage's space (its full barrier expects less when
+                                                            // A's box is short: M < BM)
     static constexpr int C_BOXES = BLOCK_N / C_BOX_COLS;    // TMA-store boxes per m64 tile
 };
 
@@ -206,8 +219,8 @@ struct WorkUnit {
     __device__ __forceinline__ int slot(int j) const { return slot_base + slot_step * j + (j == 0 ? first_adjust : 0); }
 };
 
-// split-K: `splits` blocks per tile (grid = tiles x splits), block b takes split b % splits of tile b / splits, an
-// equal share of the K tiles (the first num_k_tiles % splits shares one more). Its partial goes to workspace slice
+// split-K: `splits` blocks per tile (grid = tiles x splits), block b takes split b / tiles of tile b % tiles (in
+// GEMM_TMA_SPLIT_MAJOR's order), an equal share of the K tiles (the first num_k_tiles % splits shares one more). Its partial goes to workspace slice
 // `index` (the split), which split_k_reduce sums.
 struct SplitK {
     int tiles, num_k_tiles, splits;
@@ -266,14 +279,15 @@ struct StreamK {
 template <int STAGES, class T, class E, bool TMA_STORE, int BM>
 __device__ __forceinline__ void produce_k_tile(const TensorMap& tmap_a, const TensorMap& tmap_b,
                                                const SmemLayout<STAGES, T, TMA_STORE, BM>& smem,
-                                               const RingPosition& write, int k_tile, int m0, int n0) {
+                                               const RingPosition& write, int k_tile, int m0, int n0,
+                                               unsigned stage_bytes) {
     // Wait until every consumer warp released this stage (its wgmma finished reading it). On the first lap the
     // parity names the phase before the barrier's first, which counts as complete: no wait.
 #ifndef PIPESUITE_FAULT_SKIP_EMPTY_WAIT  // fault injection for the sanitizer self-test (suite/sanitize.py) only
     producer_acquire(smem.empty(write.stage), write);
 #endif
     const unsigned full = smem.full(write.stage);
-    producer_commit(full, T::STAGE_BYTES);  // the phase completes when all these bytes land
+    producer_commit(full, stage_bytes);  // the phase completes when all these bytes land
     const int k0 = k_tile * T::BLOCK_K;
     tma_load_2d(smem.a(write.stage), &tmap_a, full, k0, m0);
     if constexpr (E::B_K_MAJOR) {
@@ -288,7 +302,8 @@ __device__ __forceinline__ void produce_k_tile(const TensorMap& tmap_a, const Te
 template <int STAGES, int BLOCK_N, int CONSUMERS, bool PERSISTENT, bool TMA_STORE, class E, int BM, int SCHEDULE>
 __device__ __forceinline__ void producer(const TensorMap& tmap_a, const TensorMap& tmap_b,
                                          const SmemLayout<STAGES, Tile<BM, BLOCK_N, CONSUMERS, E>, TMA_STORE, BM>& smem,
-                                         int tiles_m, int tiles_n, int num_k_tiles, int splits) {
+                                         int tiles_m, int tiles_n, int num_k_tiles, int splits,
+                                         unsigned stage_bytes) {
     using T = Tile<BM, BLOCK_N, CONSUMERS, E>;
     RingPosition write;  // smem_write_stage and its lap's parity
     const int num_tiles = tiles_m * tiles_n;
@@ -297,7 +312,7 @@ __device__ __forceinline__ void producer(const TensorMap& tmap_a, const TensorMa
             int m0, n0;
             tile_origin<BM, BLOCK_N>(tile, tiles_m, tiles_n, m0, n0);
             for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
-                produce_k_tile<STAGES, T, E>(tmap_a, tmap_b, smem, write, k_tile, m0, n0);
+                produce_k_tile<STAGES, T, E>(tmap_a, tmap_b, smem, write, k_tile, m0, n0, stage_bytes);
                 write.advance<STAGES>();
             }
         }
@@ -306,7 +321,7 @@ __device__ __forceinline__ void producer(const TensorMap& tmap_a, const TensorMa
         int m0, n0;
         tile_origin<BM, BLOCK_N>(u.tile, tiles_m, tiles_n, m0, n0);
         for (int k_tile = u.k_begin; k_tile < u.k_begin + u.k_tiles; ++k_tile) {
-            produce_k_tile<STAGES, T, E>(tmap_a, tmap_b, smem, write, k_tile, m0, n0);
+            produce_k_tile<STAGES, T, E>(tmap_a, tmap_b, smem, write, k_tile, m0, n0, stage_bytes);
             write.advance<STAGES>();
         }
     } else {
@@ -315,7 +330,7 @@ __device__ __forceinline__ void producer(const TensorMap& tmap_a, const TensorMa
             int m0, n0;
             tile_origin<BM, BLOCK_N>(u.tile, tiles_m, tiles_n, m0, n0);
             for (int k_tile = u.k_begin; k_tile < u.k_begin + u.k_tiles; ++k_tile) {
-                produce_k_tile<STAGES, T, E>(tmap_a, tmap_b, smem, write, k_tile, m0, n0);
+                produce_k_tile<STAGES, T, E>(tmap_a, tmap_b, smem, write, k_tile, m0, n0, stage_bytes);
                 write.advance<STAGES>();
             }
         };
@@ -600,7 +615,7 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
     gemm_tma_wgmma(const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b,
                    const __grid_constant__ TensorMap tmap_c, half_bits* __restrict__ C, int M, int N, int K,
                    const float* __restrict__ scale_a, const float* __restrict__ scale_b, float* workspace,
-                   int* counters, int splits) {
+                   int* counters, int splits, int a_rows) {
     using T = Tile<BM, BLOCK_N, CONSUMERS, E>;
     static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be in 2..8");
     static_assert(SCHEDULE == SCHED_TILES || !TMA_STORE, "split-K and stream-K store C directly");
@@ -622,14 +637,23 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
         tma_prefetch_descriptor(&tmap_b);
         if (tma_store) tma_prefetch_descriptor(&tmap_c);
     }
-    __syncthreads();  // the barriers are initialized before any thread waits on or arrives at them
+    if (a_rows < BM) {
+        // M below one tile: A's box is a_rows rows (M rounded up to 8), so the TMA unit fills no padding rows (at
+        // M = 16, 48 of 64). Rows a_rows.. of every A stage are zeroed once here and never written again: the
+        // wgmma read zeros there (rows of C past M, never stored).
+        const int chunks = (BM - a_rows) * SWIZZLE_BYTES / 16;  // 16-byte pieces past A's box in one stage
+        for (int i = threadIdx.x; i < STAGES * chunks; i += blockDim.x)
+            st_shared_v4(smem.a(i / chunks) + a_rows * SWIZZLE_BYTES + (i % chunks) * 16, 0u, 0u, 0u, 0u);
+        fence_proxy_async_shared();  // these generic-proxy zeros are visible to the wgmma (async proxy) that read them
+    }
+    __syncthreads();  // the barriers are initialized (and padding rows zeroed) before any thread waits or arrives
 
     if (warpgroup == 0) {
         // PRODUCER warpgroup: give registers away; one thread issues every copy, the other 127 are done.
         setmaxnreg_dec<PRODUCER_REGS>();
         if (threadIdx.x == 0)
             producer<STAGES, BLOCK_N, CONSUMERS, PERSISTENT, TMA_STORE, E, BM, SCHEDULE>(
-                tmap_a, tmap_b, smem, tiles_m, tiles_n, num_k_tiles, splits);
+                tmap_a, tmap_b, smem, tiles_m, tiles_n, num_k_tiles, splits, a_rows * SWIZZLE_BYTES + T::B_BYTES);
     } else {
         // CONSUMER warpgroups: take the registers; per unit, MAINLOOP then EPILOGUE.
         setmaxnreg_inc<CONSUMER_REGS>();

@@ -33,6 +33,9 @@ BARRIER_BYTES = 8
 FLAG_BYTES = 16  # the fix-up's per-warpgroup flags (split-K and stream-K)
 ALIGN_SLACK = 1024  # the kernel rounds its shared-memory base up to the 1024-byte swizzle atom
 MAX_DIM = 2**31 - 1 - 256  # a tile origin (up to M or N plus a tile) must stay a positive 32-bit int
+# M below one tile: A's TMA box holds M rounded up to 8 rows, not the tile's (False: the whole tile, the rows past M
+# zero-filled by the copy engine; tools/probe_llm.py decode compares the two)
+SHORT_A_BOX = True
 DTYPES = ("fp16", "bf16", "fp8e4m3")
 ELEMENT = {"fp16": "F16", "bf16": "BF16", "fp8e4m3": "E4M3"}  # gemm_tma.cu's element types
 ELEMENT_BYTES = {"fp16": 2, "bf16": 2, "fp8e4m3": 1}
@@ -333,7 +336,10 @@ class Gemm:
             b = self.b_padded[:, :n]
         # boxes as (rows, columns) of the row-major tensors: A (BM x BLOCK_K), B as K x N in boxes of BLOCK_K x 64 or,
         # fp8, as N x K in one box of BLOCK_N x BLOCK_K: every box row is 128 bytes, the swizzle's width
-        self.tmap_a = _tensor_map(ops.a, (bm, bk))
+        # A's box: a whole tile of rows, or M rounded up to 8 when M is below one tile (the kernel zeroes the rest of
+        # each A stage once; the copy engine then fills no padding rows)
+        self.a_rows = bm if m >= bm or not SHORT_A_BOX else -(-m // 8) * 8
+        self.tmap_a = _tensor_map(ops.a, (self.a_rows, bk))
         self.tmap_b = _tensor_map(b, (bn, bk)) if dtype == "fp8e4m3" else _tensor_map(b, (bk, 64))
         # C's map exists only where its rows have a 16-byte pitch; elsewhere the kernel stores directly and never
         # reads the map it is given.
@@ -388,6 +394,7 @@ class Gemm:
             self.workspace.data_ptr(),
             self.counters.data_ptr(),
             np.int32(self.splits),
+            np.int32(self.a_rows),
         )
         # split_k_reduce(workspace, C, M x N, splits, scale_a, scale_b)
         self.reduce_args = (self.workspace.data_ptr(), c.data_ptr(), np.int64(m * n), np.int32(self.splits))
