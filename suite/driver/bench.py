@@ -10,7 +10,8 @@ any shard or GPU draws the same), the output poisoned with NaN, every element co
 its first call, which is this one.
 
 Timing: ``triton.testing.do_bench``'s method (CUDA events around each call; the L2 is flushed before every call by
-writing a 256 MB buffer, or with ``--flush read`` by reading one, outside the timed region; warm-up calls excluded),
+reading a 256 MB buffer, the burst timer's default, or with ``--flush write`` by writing one as do_bench does, outside
+the timed region; warm-up calls excluded),
 median and interquartile range of all samples: do_bench itself for the adaptive and fixed timers, its loop in short
 bursts (``_burst``) for the burst timer.
 How long a row is sampled, in which power regime, and when the ceiling is timed again are suite.driver.timing's

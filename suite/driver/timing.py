@@ -308,7 +308,7 @@ def describe_timer(timer: str, quick: bool = False, flush: str = "write") -> dic
             f"without do_bench's estimate and warm-up; a batch that ends under a slowdown is taken again "
             f"({BURST_RETRIES} times at most); " + rule.describe()
         )
-        described["library"] = "suite.driver.bench._burst (triton.testing.do_bench's loop and L2 flush)"
+        described["library"] = "suite.driver.bench._burst (triton.testing.do_bench's loop; the L2 flush in 'flush')"
         described["power_regime"] = (
             "burst: every batch of samples starts with no clock slowdown active and lasts about "
             f"{rule.batch_ms:g} ms, shorter than the power cap takes to engage: the clocks the GPU holds below its "
