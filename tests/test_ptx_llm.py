@@ -74,6 +74,31 @@ def test_schedules_build_as_hoppers_pipeline(name):
         assert res["local"] == 0 and res["stack"] == 0, (expr, res)
 
 
+def test_fp8_pipelined_promotion_builds_without_serializing_wgmma():
+    """GEMM_TMA_FP8_PIPELINED (tools/probe_llm.py fp8, not registered): both halves of a K tile issued as two groups,
+    the first promoted under the second, on 128 x 192 tiles (two n96 partials beside 96 accumulators) and on the
+    128-wide split-K tiles. ptxas must keep the wgmma asynchronous (no C7510 / C7514), with no spills."""
+    narrow = gemm_tma.Config(192, 2, True, True, (4,), dtypes=("fp8e4m3",))
+    builds = {
+        "128x192": (narrow, gemm_tma.TmaGemm(narrow).with_defines("GEMM_TMA_FP8_PIPELINED=1")),
+        "64x128 split-k": (
+            gemm_tma.CONFIGS["64x128 split-k"],
+            gemm_tma.KERNELS["64x128 split-k"].with_defines("GEMM_TMA_FP8_PIPELINED=1", stages=(4,)),
+        ),
+    }
+    for name, (config, kernel) in builds.items():
+        module = kernel.build("sm_90a")
+        assert "C751" not in module.log and "serializ" not in module.log.lower(), (name, module.log)
+        per = split_functions(module.sass())
+        expr = config.name_expression(4, "fp8e4m3")
+        sass = per[module.symbols[expr]]
+        count, closing = wgmma_chain(sass)
+        assert count and count == 4 * closing, (name, count, closing)  # 4 k-steps per half, one group per half
+        classes = instruction_classes(sass)
+        assert classes["wgmma_fp8"] > 0 and classes["local_memory"] == 0, (name, classes)
+        assert module.resources()[expr]["local"] == 0, name
+
+
 # On a GPU: M = 1, M not a multiple of 8, N not a multiple of 16, K below one K tile, a split remainder, more splits
 # than K tiles (empty splits), a stream-K range that starts and ends inside tiles.
 EDGES = [
@@ -115,3 +140,28 @@ def test_schedules_match_fp64_at_the_edges_bit_reproducibly(name, dtype):
             torch.cuda.synchronize()
             assert torch.equal(out, first), (name, dtype, size, "not bit-reproducible")
             assert int(launch.counters.abs().sum()) == 0, (name, size, "tile counters not reset")
+
+
+@pytest.mark.gpu
+def test_fp8_pipelined_promotion_matches_fp64_at_the_edges():
+    """The unregistered GEMM_TMA_FP8_PIPELINED builds that tools/probe_llm.py fp8 times, held to the registered rows'
+    check: 128 x 192 persistent tiles with the TMA-store epilogue (edge tiles of N at 192 columns) and the 64 x 128
+    split-K with a forced split count, on poisoned outputs."""
+    narrow = gemm_tma.Config(192, 2, True, True, (3,), dtypes=("fp8e4m3",))
+    builds = (
+        (narrow, gemm_tma.TmaGemm(narrow).with_defines("GEMM_TMA_FP8_PIPELINED=1"), None),
+        (
+            gemm_tma.CONFIGS["64x128 split-k"],
+            gemm_tma.KERNELS["64x128 split-k"].with_defines("GEMM_TMA_FP8_PIPELINED=1", stages=(4,)),
+            3,
+        ),
+    )
+    for config, kernel, splits in builds:
+        for size in ((1, 300, 1040), (67, 250, 48), (129, 520, 4112), (256, 1000, 2048)):
+            stages = kernel.stages[0]
+            inputs = GEMM.make_inputs(size, sum(size), torch.device("cuda"), "fp8e4m3")
+            out = GEMM.make_output(inputs).fill_(float("nan"))
+            gemm_tma.Gemm(inputs, out, config, stages, kernel=kernel, splits=splits)()
+            torch.cuda.synchronize()
+            check = GEMM.check(out, GEMM.reference(inputs), "fp8e4m3")
+            assert check.valid, (config.block_n, size, check.message)

@@ -274,6 +274,21 @@ def fp8(shapes) -> None:
         fast_rows_made[f"ptx persistent, direct stores, promoted {s}"] = lambda inputs, c, s=s: g.Gemm(
             inputs, c, deep, s, kernel=deep_module
         )
+    # promotion half-overlapped (GEMM_TMA_FP8_PIPELINED=1: both halves' groups issued at once, the first promoted
+    # under the second): on 128 x 192 tiles, whose two n96 partials fit beside the accumulators, and on the split-K
+    # 128 x 128 tiles (one split at these shapes)
+    narrow = g.Config(192, 2, True, True, (3, 4), dtypes=("fp8e4m3",))
+    narrow_module = g.TmaGemm(narrow).with_defines("GEMM_TMA_FP8_PIPELINED=1")
+    split = g.CONFIGS["128x128 split-k"]
+    split_module = g.KERNELS["128x128 split-k"].with_defines("GEMM_TMA_FP8_PIPELINED=1")
+    for s in narrow.stages:
+        fast_rows_made[f"ptx 128x192 persistent tma-store, pipelined promotion {s}"] = lambda inputs, c, s=s: g.Gemm(
+            inputs, c, narrow, s, kernel=narrow_module
+        )
+    for s in split.stages:
+        fast_rows_made[f"ptx 128x128 split-k, pipelined promotion {s}"] = lambda inputs, c, s=s: g.Gemm(
+            inputs, c, split, s, kernel=split_module
+        )
     fast_rows = tuple((label, int(label.rsplit(" ", 1)[1])) for label in fast_rows_made)
     for size in shapes:
         inputs = gemm.make_inputs(size, 1, device, "fp8e4m3")

@@ -330,6 +330,35 @@ __device__ __forceinline__ void setmaxnreg_dec() {
     "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115]), "+f"(d[116]), "+f"(d[117]), "+f"(d[118]), "+f"(d[119]), \
     "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
 
+// The same for the 32- and 48-register accumulators of m64n64 and m64n96 (fp8's promoted halves of 128- and
+// 192-wide tiles, GEMM_TMA_FP8_PIPELINED).
+#define WGMMA_D32_REGS "{" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, " \
+    "%8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, " \
+    "%24, %25, %26, %27, %28, %29, %30, %31" \
+    "}"
+#define WGMMA_D32_OPERANDS(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),  \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),  \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31])
+#define WGMMA_D48_REGS "{" \
+    "%0, %1, %2, %3, %4, %5, %6, %7, " \
+    "%8, %9, %10, %11, %12, %13, %14, %15, " \
+    "%16, %17, %18, %19, %20, %21, %22, %23, " \
+    "%24, %25, %26, %27, %28, %29, %30, %31, " \
+    "%32, %33, %34, %35, %36, %37, %38, %39, " \
+    "%40, %41, %42, %43, %44, %45, %46, %47" \
+    "}"
+#define WGMMA_D48_OPERANDS(d) \
+    "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]), "+f"(d[4]), "+f"(d[5]), "+f"(d[6]), "+f"(d[7]),  \
+    "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11]), "+f"(d[12]), "+f"(d[13]), "+f"(d[14]), "+f"(d[15]),  \
+    "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19]), "+f"(d[20]), "+f"(d[21]), "+f"(d[22]), "+f"(d[23]),  \
+    "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27]), "+f"(d[28]), "+f"(d[29]), "+f"(d[30]), "+f"(d[31]),  \
+    "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35]), "+f"(d[36]), "+f"(d[37]), "+f"(d[38]), "+f"(d[39]),  \
+    "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43]), "+f"(d[44]), "+f"(d[45]), "+f"(d[46]), "+f"(d[47])
+
 // D(64 x N, fp32) += A(64 x 16, K-major, shared) * B(16 x N, N-major, shared), A and B fp16 or bf16 (TYPE), one
 // warpgroup. Immediates: scale-d 1 (accumulate), scale-a/b 1, A K-major (0), B N-major, i.e. transposed (1).
 #define WGMMA_K16_NMAJOR(N, TYPE, REGS, DESCS) \
@@ -393,6 +422,31 @@ __device__ __forceinline__ void wgmma_m64n128k32_f32_e4m3_first(float (&d)[64], 
     asm volatile(WGMMA_K32_E4M3(128, WGMMA_D64_REGS, "%64, %65", 0)
                  : WGMMA_D64_OPERANDS(d)
                  : "l"(desc_a), "l"(desc_b));
+}
+
+// fp8 e4m3 halves of a promoted K tile, for GEMM_TMA_FP8_PIPELINED: D(64 x N) (+)= A(64 x 32) * B(32 x N), N = 64 or
+// 96, both K-major; SCALE_D 0 starts a fresh partial sum (D's old values ignored), 1 accumulates.
+__device__ __forceinline__ void wgmma_m64n64k32_f32_e4m3(float (&d)[32], unsigned long long desc_a,
+                                                    unsigned long long desc_b, bool first) {
+    if (first)
+        asm volatile(WGMMA_K32_E4M3(64, WGMMA_D32_REGS, "%32, %33", 0)
+                     : WGMMA_D32_OPERANDS(d)
+                     : "l"(desc_a), "l"(desc_b));
+    else
+        asm volatile(WGMMA_K32_E4M3(64, WGMMA_D32_REGS, "%32, %33", 1)
+                     : WGMMA_D32_OPERANDS(d)
+                     : "l"(desc_a), "l"(desc_b));
+}
+__device__ __forceinline__ void wgmma_m64n96k32_f32_e4m3(float (&d)[48], unsigned long long desc_a,
+                                                    unsigned long long desc_b, bool first) {
+    if (first)
+        asm volatile(WGMMA_K32_E4M3(96, WGMMA_D48_REGS, "%48, %49", 0)
+                     : WGMMA_D48_OPERANDS(d)
+                     : "l"(desc_a), "l"(desc_b));
+    else
+        asm volatile(WGMMA_K32_E4M3(96, WGMMA_D48_REGS, "%48, %49", 1)
+                     : WGMMA_D48_OPERANDS(d)
+                     : "l"(desc_a), "l"(desc_b));
 }
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL

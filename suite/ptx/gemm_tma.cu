@@ -141,18 +141,34 @@ struct E4M3 {  // bf16 out, with the per-tensor scales
         if constexpr (N == 256) wgmma_m64n256k32_f32_e4m3(d, da, db);
         else wgmma_m64n128k32_f32_e4m3(d, da, db);
     }
-    // one 128-wide half of N (fp8 is always promoted, so it has no whole-tile form): D = A * B on the first k-step of a K tile, D += A * B on the others
-    __device__ __forceinline__ static void mma_half(float (&d)[64], unsigned long long da, unsigned long long db,
-                                                    bool first) {
-        if (first) wgmma_m64n128k32_f32_e4m3_first(d, da, db);
-        else wgmma_m64n128k32_f32_e4m3(d, da, db);
+    // one HALF_N-wide half of N (64, 96 or 128; the promoted forms): D = A * B on the first k-step of a K tile, D +=
+    // A * B on the others
+    template <int HALF_N>
+    __device__ __forceinline__ static void mma_half(float (&d)[HALF_N / 2], unsigned long long da,
+                                                    unsigned long long db, bool first) {
+        if constexpr (HALF_N == 128) {
+            if (first) wgmma_m64n128k32_f32_e4m3_first(d, da, db);
+            else wgmma_m64n128k32_f32_e4m3(d, da, db);
+        } else if constexpr (HALF_N == 96) {
+            wgmma_m64n96k32_f32_e4m3(d, da, db, first);
+        } else {
+            static_assert(HALF_N == 64, "fp8 halves are 64, 96 or 128 wide");
+            wgmma_m64n64k32_f32_e4m3(d, da, db, first);
+        }
     }
 };
+// GEMM_TMA_FP8_PIPELINED=1 (tools/probe_llm.py fp8 only, no registered row): where a consumer warpgroup owns one m64
+// tile at most 192 wide, each K tile's two halves of N get a partial sum each, and the first half is promoted while
+// the second's wgmma run (consumer_mainloop), instead of every group waited for before its adds.
+#ifndef GEMM_TMA_FP8_PIPELINED
+#define GEMM_TMA_FP8_PIPELINED 0
+#endif
 
 template <int BM, int BLOCK_N, int CONSUMERS, class E>
 struct Tile {
     static_assert(BM == 64 || BM == 128, "BM must be 64 or 128");
-    static_assert(BLOCK_N == 128 || BLOCK_N == 256, "BLOCK_N must be 128 or 256");
+    static_assert(BLOCK_N == 128 || BLOCK_N == 256 || (BLOCK_N == 192 && E::B_K_MAJOR),
+                  "BLOCK_N must be 128 or 256 (or 192 for fp8, whose promoted halves are n96)");
     static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
     static_assert(BM / CONSUMERS >= 64, "each consumer warpgroup owns at least one m64 tile");
     static constexpr int BLOCK_K = SWIZZLE_BYTES / E::BYTES;   // 64 (16-bit) or 128 (fp8) elements
@@ -356,7 +372,49 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
 #pragma unroll
         for (int i = 0; i < T::ACC; ++i) acc[mt][i] = 0.f;  // (wgmma's scale-d = 0 on the first step would do too)
 
-    if constexpr (E::PROMOTE) {
+    if constexpr (E::PROMOTE && GEMM_TMA_FP8_PIPELINED && T::WG_M_TILES == 1 && BLOCK_N <= 192) {
+        // Each K tile's two halves of N summed from zero into partials of their own, part_lo and part_hi (4 wgmma,
+        // one group each, both issued at once), the first promoted into the fp32 accumulators while the second's
+        // group runs: one wait with the tensor pipe idle per K tile instead of two. (Promoting the second half under
+        // the next K tile's first group, across the loop's back edge, makes ptxas serialize every wgmma: C7514.)
+        constexpr int HALF_N = BLOCK_N / 2, HALF = HALF_N / 2;  // columns and accumulator registers of a half
+        constexpr int HALF_B_BYTES = HALF_N * SWIZZLE_BYTES;   // K-major B: HALF_N rows of N further on
+        float part_lo[HALF], part_hi[HALF];
+        auto issue = [&](float(&part)[HALF], int stage, int b_offset) {
+#pragma unroll
+            for (int i = 0; i < HALF; ++i) fence_operand(part[i]);
+            wgmma_fence();  // the partial's last reads (its adds) are ordered before these wgmma overwrite it
+#pragma unroll
+            for (int kk = 0; kk < T::K_STEPS; ++kk) {
+                const unsigned long long desc_b =
+                    smem_descriptor(smem.b(stage) + b_offset + kk * 32, 16, ATOM_BYTES);
+                const unsigned long long desc_a =
+                    smem_descriptor(smem.a(stage) + wg_row0 * SWIZZLE_BYTES + kk * 32, 16, ATOM_BYTES);
+                E::template mma_half<HALF_N>(part, desc_a, desc_b, kk == 0);
+            }
+            wgmma_commit_group();
+        };
+        auto promote = [&](float(&part)[HALF], int acc_offset) {
+#pragma unroll
+            for (int i = 0; i < HALF; ++i) {
+                fence_operand(part[i]);  // read only after the wait that completed its group
+                acc[0][acc_offset + i] += part[i];
+            }
+        };
+        for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
+            const int smem_read_stage = read.stage;
+            consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
+            issue(part_lo, smem_read_stage, 0);
+            issue(part_hi, smem_read_stage, HALF_B_BYTES);
+            wgmma_wait<1>();  // the first half has completed: promote it while the second half's group runs
+            promote(part_lo, 0);
+            wgmma_wait<0>();  // the second half has completed too: the stage is read
+            promote(part_hi, HALF);
+            if (release) consumer_release(smem.empty(smem_read_stage));
+            read.advance<STAGES>();
+        }
+        return;
+    } else if constexpr (E::PROMOTE) {
         // One K tile at a time, each N half of each m64 tile summed on its own from zero (4 wgmma, one group), then
         // added to the fp32 accumulators: every group is waited for, so each stage is released as soon as its K tile
         // is done.
@@ -379,7 +437,7 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
                             smem_descriptor(smem.b(smem_read_stage) + h * HALF_B_BYTES + kk * 32, 16, ATOM_BYTES);
                         const unsigned long long desc_a = smem_descriptor(
                             smem.a(smem_read_stage) + (wg_row0 + mt * 64) * SWIZZLE_BYTES + kk * 32, 16, ATOM_BYTES);
-                        E::mma_half(part, desc_a, desc_b, kk == 0);
+                        E::template mma_half<128>(part, desc_a, desc_b, kk == 0);
                     }
                     wgmma_commit_group();
                     wgmma_wait<0>();  // the half's partial sum is final: promote it into fp32
