@@ -227,3 +227,31 @@ def test_device_pins_the_worker():
     assert Device(2, None, "H200").env() == {"CUDA_VISIBLE_DEVICES": "2"}
     assert Device(None).env() == {"CUDA_VISIBLE_DEVICES": ""}  # the CPU worker sees no GPU
     assert os.environ.get("CUDA_VISIBLE_DEVICES") != "GPU-bbbb"  # pinning happens in the worker, not here
+
+
+def test_with_gpus_the_parent_leaves_every_compile_to_the_workers(monkeypatch):
+    """--gpus on a GPU: the parent starts the workers and hands them the jobs without compiling anything itself
+    (each worker compiles its own jobs' kernels into the shared cubin cache, bench.job_worker), so no serial compile
+    stands between the start and the first job."""
+    from suite.driver import bench, sweep, workers
+
+    compiled, handed = [], []
+    monkeypatch.setattr(bench, "precompile", lambda jobs, on_gpu, **kw: compiled.append(len(jobs)) or {})
+
+    class Started:
+        def shutdown(self):
+            pass
+
+    monkeypatch.setattr(workers, "start", lambda devices, setup, args, prestarted=None: Started())
+
+    def fake_run_jobs(jobs, devices, worker, args, **kw):
+        handed.append((len(jobs), kw["started"]))
+        return [], []
+
+    monkeypatch.setattr(workers, "run_jobs", fake_run_jobs)
+    opts = bench.Options(
+        problems=("gemm",), variants=("ptx:64x128 split-k tma+wgmma",), sizes={"gemm": ((64, 512, 512),)}
+    )
+    rows, meta = sweep.execute(opts, on_gpu=True, gpus=GPUS, progress=False)
+    assert compiled == [] and len(handed) == 1 and handed[0][0] >= 1
+    assert "compile" not in meta["phase_seconds"] and "workers" in meta["phase_seconds"]
