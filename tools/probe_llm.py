@@ -11,13 +11,16 @@ the same way in the same process.
             split-major, has the blocks that read one K range neighbour)
   decode    the Triton decode tiles (weight rows, stage size, depth) and PTX 64 x 128 split counts at M = 16 and 64
   fp8       cuBLAS fp8 with promoted and with fast accumulation, beside the best PTX and Gluon fp8 rows, at 8192^3 and
-            4096^3: where fp8's gap to cuBLAS is
+            4096^3: where fp8's gap to cuBLAS is; and the PTX kernel built without promotion, with a 4-deep ring
+            without the C staging, and with the promotion half-overlapped (GEMM_TMA_FP8_PIPELINED) on 128 x 192 tiles
+  triton-split  the Triton split-K on 128 x 128 tiles at 1-3 splits beside the rule's 128 x 256 tiles, at M = 256
   flush     cuBLAS and the best decode rows of each backend with the L2 flushed by a write (do_bench's zero_ of
             256 MB, which leaves up to the L2's size of dirty lines that the kernel's own reads then evict to DRAM),
             by a read (a sum over the same buffer: clean lines), and not at all
 
 Run from the repository root:
-  PYTHONPATH=. python3 tools/probe_llm.py {launch,split-k,decode,flush,fp8} [--shape MxNxK ...] [--flush read]
+  PYTHONPATH=. python3 tools/probe_llm.py {launch,split-k,decode,flush,fp8,triton-split} [--shape MxNxK ...]
+      [--flush read]
 
 --flush read times every configuration (and cuBLAS) after a read of 256 MB instead of do_bench's write."""
 
@@ -220,6 +223,35 @@ def decode(shapes) -> None:
         g.SHORT_A_BOX = True
 
 
+def triton_split(shapes) -> None:
+    """The Triton split-K with 128 x 128 tiles at one or two splits beside the registered rule's tile and count
+    (128 x 256, two splits at 256 x 8192 x 8192, whose 16 MB workspace is written and read again): whether the PTX
+    row's decomposition (one split of 128 x 128 tiles) helps the Triton kernel too."""
+    from suite.triton import gemm_splitk as gs
+
+    rule_tile = gs.tile_for
+    gs.SplitKGemm.depths = (3, 4, 5, 6)  # 32 KiB stages of 128 x 128 x 64 fit 6 deep
+    for size in shapes:
+        shape = Shape(size)
+        for tile in (None, (128, 128, 64, 8), (128, 128, 64, 4)):
+            gs.tile_for = rule_tile if tile is None else (lambda dtype, m, tile=tile: tile)
+            for splits in (None, 1, 2, 3) if tile else (None,):
+                for stages in (3, 4, 5, 6) if tile else (3, 4):
+                    name = "rule's tile" if tile is None else f"{tile[0]}x{tile[1]}x{tile[2]}, {tile[3]} warps"
+                    label = f"  triton split-k {name}, {stages} st, splits {splits or 'by rule'}"
+                    try:
+                        fn = shape.checked(
+                            lambda c, stages=stages, splits=splits: gs.SplitKGemm(
+                                shape.inputs, c, stages, splits=splits
+                            )
+                        )
+                        t = median_us(replayed(fn))
+                        print(f"{label} ({fn.grid} programs): {t:6.1f} us ({shape.cublas_us / t:.3f})", flush=True)
+                    except Exception as e:  # noqa: BLE001
+                        print(f"{label}: {type(e).__name__}: {str(e)[:120]}", flush=True)
+    gs.tile_for = rule_tile
+
+
 def flush(shapes) -> None:
     from suite.problems import PROBLEMS
     from suite.registry import variants
@@ -323,7 +355,7 @@ def fp8(shapes) -> None:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("probe", choices=("launch", "split-k", "decode", "flush", "fp8"))
+    p.add_argument("probe", choices=("launch", "split-k", "decode", "flush", "fp8", "triton-split"))
     p.add_argument("--shape", nargs="+", help="MxNxK shapes instead of the probe's own")
     p.add_argument("--flush", choices=("write", "read"), default="write", help="how the L2 is emptied before a call")
     args = p.parse_args(argv)
@@ -334,9 +366,12 @@ def main(argv=None) -> None:
         "decode": DECODE,
         "flush": ((16, 8192, 8192), (128, 8192, 8192)),
         "fp8": ((8192, 8192, 8192), (4096, 4096, 4096)),
+        "triton-split": ((256, 8192, 8192), (256, 10240, 8192), (256, 6144, 4096)),
     }[args.probe]
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shape] if args.shape else own
-    {"launch": launch, "split-k": split_k, "decode": decode, "flush": flush, "fp8": fp8}[args.probe](shapes)
+    probes = {"launch": launch, "split-k": split_k, "decode": decode, "flush": flush, "fp8": fp8}
+    probes["triton-split"] = triton_split
+    probes[args.probe](shapes)
 
 
 if __name__ == "__main__":
