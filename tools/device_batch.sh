@@ -20,6 +20,8 @@
 #             at 4096^3 and 4000x3000x1000 (timed: alone on the GPU)
 #   probe-llm tools/probe_llm.py split-k (both block orders) and decode (timed: alone on the GPU)
 #   probe-flush tools/probe_llm.py flush: decode rows with the L2 flushed by a write, by a read, not at all
+#   probe-fp8 tools/probe_llm.py fp8 (promotion's cost, the pipelined promotion) and triton-split (M = 256 split-K
+#             tiles), both timed: alone on the GPU
 #   pair      python -m suite.run $SUITE_ARGS twice back to back (issue 20's evidence: on a fresh machine the first
 #             is the fresh-cache run), then tools/agreement.py back-to-back and ceilings; both folders in pair-<stamp>.tgz
 set -u
@@ -71,6 +73,11 @@ for step in "$@"; do
       for p in split-k decode; do
         PYTHONPATH=. timeout 270 python3 tools/probe_llm.py $p > "$OUT/probe-llm-$p.txt" 2>&1
         echo "probe-llm $p rc=$?"; tail -5 "$OUT/probe-llm-$p.txt"
+      done ;;
+    probe-fp8)
+      for p in fp8 triton-split; do
+        PYTHONPATH=. timeout 270 python3 tools/probe_llm.py $p > "$OUT/probe-$p.txt" 2>&1
+        echo "probe $p rc=$?"; cat "$OUT/probe-$p.txt"
       done ;;
     probe-flush)
       PYTHONPATH=. timeout 120 python3 tools/probe_llm.py flush > "$OUT/probe-flush.txt" 2>&1
