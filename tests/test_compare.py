@@ -252,6 +252,35 @@ def test_runs_that_are_not_comparable_are_refused(tmp_path, capsys, change, why)
     assert out.index("note:") < out.index("| problem") and out.count("| FASTER") == 2
 
 
+def test_runs_timed_differently_are_refused(tmp_path, capsys):
+    """Another timer, L2 flush or launch changes the figures without changing a kernel: refused unless allowed;
+    a run that does not record its method (older than the field) is compared as before."""
+    timed = lambda timer, flush, launch: {  # noqa: E731
+        **H200,
+        "timer": {"name": timer, "flush": f"{flush}: a 256 MB buffer ..."},
+        "launch": {"mode": f"{launch}: ..."},
+    }
+    rows = [_row()]
+    old = _write(tmp_path / "old.json", rows, timed("burst", "write", "graph"))
+    for change, why in (
+        (("burst", "read", "graph"), "different L2 flushes write (OLD"),
+        (("adaptive", "write", "graph"), "different timers burst (OLD"),
+        (("burst", "write", "eager"), "different launches graph (OLD"),
+    ):
+        new = _write(tmp_path / "new.json", rows, timed(*change))
+        assert compare.comparable(
+            json.loads(old.read_text())["meta"], json.loads(new.read_text())["meta"], allow_different=True
+        )
+        assert main(["--compare", str(old), str(new)]) == 2
+        err = capsys.readouterr().err
+        assert why.replace("OLD", "") in err and "--allow-different" in err, err
+    same = _write(tmp_path / "same.json", rows, timed("burst", "write", "graph"))
+    assert main(["--compare", str(old), str(same)]) == 0
+    unrecorded = _write(tmp_path / "unrecorded.json", rows, H200)
+    assert main(["--compare", str(unrecorded), str(old)]) == 0
+    capsys.readouterr()
+
+
 def test_minor_version_differences_are_said_not_refused(tmp_path, capsys):
     old = _write(tmp_path / "old.json", [_row()], H200)
     new = _write(tmp_path / "new.json", [_row()], {**H200, "triton": "3.9.0", "torch": "2.13.0"})

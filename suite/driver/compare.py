@@ -19,8 +19,10 @@ Verdicts, one per row of OLD and per row of NEW (a matched pair is one line):
   NEW                     in NEW only, timed and valid; or matched with an OLD row that was not timed or not valid
                           (nothing to hold it against)
 
-The runs must be comparable: the same GPU model and the same major version of Python, torch, Triton, cuda-core,
-cuda-bindings, NVRTC, the CUDA runtime and the driver. Otherwise the comparison is refused (exit 2), unless
+The runs must be comparable: the same GPU model, the same major version of Python, torch, Triton, cuda-core,
+cuda-bindings, NVRTC, the CUDA runtime and the driver, and the same way of timing where both runs record it (the
+timer, the L2 flush before each sample, graph or eager launch: a read-flushed decode row runs 11-20% faster than a
+write-flushed one on an H200, which is not a change of the kernel). Otherwise the comparison is refused (exit 2), unless
 ``allow_different`` (--allow-different), which says so above the verdicts; any other difference of those versions is
 said there too.
 
@@ -132,6 +134,16 @@ def _major(version) -> int | None:
     return int(m[1]) if m else None
 
 
+def _method(meta: dict, what: str) -> str | None:
+    """How a run timed its rows, from its metadata: the timer's name, its L2 flush ("read" or "write") or the launch
+    ("graph" or "eager"); None where the run does not record it (runs older than the field)."""
+    timer = meta.get("timer") if isinstance(meta.get("timer"), dict) else {}
+    if what == "timer":
+        return timer.get("name")
+    described = timer.get("flush") if what == "flush" else (meta.get("launch") or {}).get("mode")
+    return str(described).split(":", 1)[0].strip() or None if described else None
+
+
 def comparable(
     old_meta: dict, new_meta: dict, old: str = "OLD", new: str = "NEW", *, allow_different: bool = False
 ) -> list[str]:
@@ -143,6 +155,13 @@ def comparable(
         refusals.append(f"GPU models {old_gpu} ({old}) and {new_gpu} ({new})")
     elif bool(old_gpu) != bool(new_gpu) and (old_meta or new_meta):
         notes.append(f"only {old if old_gpu else new} records its GPU model ({old_gpu or new_gpu})")
+    for what, a, b in (
+        ("timers", _method(old_meta, "timer"), _method(new_meta, "timer")),
+        ("L2 flushes", _method(old_meta, "flush"), _method(new_meta, "flush")),
+        ("launches", _method(old_meta, "launch"), _method(new_meta, "launch")),
+    ):
+        if a and b and a != b:
+            refusals.append(f"{what} {a} ({old}) and {b} ({new})")
     minor = []
     for field in SOFTWARE:
         a, b = old_meta.get(field), new_meta.get(field)
