@@ -220,8 +220,9 @@ class TmaGemm(NvrtcModule):
             "mbarrier": 1,
         }
         # N % 8 != 0 with K < BLOCK_K (direct stores, one partial K tile); N % 8 == 0 and a ring that wraps 8 times;
-        # split-K and stream-K: several units per tile, a remainder split, the fix-up
-        self.sanitize_sizes = ((130, 250, 40), (256, 512, 1024)) + (
+        # M below one tile (A's short box, the rest of each A stage zeroed once); split-K and stream-K: several units
+        # per tile, a remainder split, the fix-up
+        self.sanitize_sizes = ((130, 250, 40), (256, 512, 1024), (13, 264, 1040)) + (
             ((64, 512, 4112),) if config.schedule != "tiles" else ()
         )
 
