@@ -336,6 +336,9 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
         seed=args.seed,
         dtypes=tuple(args.dtype) if args.dtype else None,
         shape_sets=tuple(args.shapes) if args.shapes else None,
+        timer=args.timer,
+        launch=args.launch,
+        flush=args.flush,  # None: the timer's own (Options resolves it)
     )
     try:
         check_options(opts, on_gpu)
@@ -368,9 +371,6 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
     with phases("meta"):
         meta = run_meta.collect(on_gpu)
         meta["gpu_state_before"] = run_meta.gpu_state() if on_gpu else {}
-    opts.timer = args.timer
-    opts.launch = args.launch
-    opts.flush = args.flush or timing.default_flush(args.timer)
     rows, run_info = sweep.execute(
         opts,
         on_gpu,

@@ -257,8 +257,7 @@ def test_runs_timed_differently_are_refused(tmp_path, capsys):
     a run that does not record its method (older than the field) is compared as before."""
     timed = lambda timer, flush, launch: {  # noqa: E731
         **H200,
-        "timer": {"name": timer, "flush": f"{flush}: a 256 MB buffer ..."},
-        "launch": {"mode": f"{launch}: ..."},
+        "plan": {"options": {"timer": timer, "launch": launch, **({"flush": flush} if flush != "write" else {})}},
     }
     rows = [_row()]
     old = _write(tmp_path / "old.json", rows, timed("burst", "write", "graph"))

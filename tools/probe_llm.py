@@ -119,6 +119,16 @@ class Shape:
             raise ValueError(f"wrong result: max abs error {err}")
         return launcher
 
+    def report(self, label: str, make, detail=lambda fn: "") -> None:
+        """One configuration: ``make(c)`` checked, its graph replay timed and printed against cuBLAS with
+        ``detail(launcher)``; a configuration that fails is printed with its error and the probe goes on."""
+        try:
+            fn = self.checked(make)
+            t = median_us(replayed(fn))
+            print(f"{label}{detail(fn)}: {t:7.1f} us ({self.cublas_us / t:.3f})", flush=True)
+        except Exception as e:  # noqa: BLE001
+            print(f"{label}: {type(e).__name__}: {str(e)[:120]}", flush=True)
+
 
 def launch(shapes) -> None:
     from suite.triton.gemm_decode import DecodeGemm
@@ -161,21 +171,13 @@ def split_k(shapes) -> None:
         for name, (config, module) in tiles.items():
             for stages in config.stages:
                 for splits in (None, 4, 8, 16, 32):  # None: the rule's count (marked *)
-                    try:
-                        fn = shape.checked(
-                            lambda c, config=config, module=module, stages=stages, splits=splits: g.Gemm(
-                                shape.inputs, c, config, stages, kernel=module, splits=splits
-                            )
-                        )
-                        t = median_us(replayed(fn))
-                        rule = "*" if splits is None else " "
-                        print(
-                            f"  {name:20s} {stages} st, {fn.splits:2d} splits{rule} ({fn.grid:4d} blocks): "
-                            f"{t:7.1f} us ({shape.cublas_us / t:.3f})",
-                            flush=True,
-                        )
-                    except Exception as e:  # noqa: BLE001
-                        print(f"  {name} {stages} st, splits {splits}: {type(e).__name__}: {str(e)[:120]}")
+                    shape.report(
+                        f"  {name:20s} {stages} st, splits {splits or 'by rule'}",
+                        lambda c, config=config, module=module, stages=stages, splits=splits: g.Gemm(
+                            shape.inputs, c, config, stages, kernel=module, splits=splits
+                        ),
+                        lambda fn: f" ({fn.splits} splits, {fn.grid} blocks)",
+                    )
 
 
 def decode(shapes) -> None:
@@ -189,18 +191,13 @@ def decode(shapes) -> None:
             for stage_kib in (32, 64):
                 gd.BLOCK_WS, gd.STAGE_LIMIT = (block_w,), stage_kib * 1024  # the plan's choices, forced
                 for stages in (3, 4, 6):
-                    label = f"  triton {block_w} weight rows, stages <= {stage_kib} KiB, {stages} st"
-                    try:
-                        fn = shape.checked(lambda c, stages=stages: gd.DecodeGemm(shape.inputs, c, stages))
-                        t = median_us(replayed(fn))
-                        p = fn.plan
-                        print(
-                            f"{label} (BLOCK_K {p.block_k}, {p.splits} split(s), {p.programs} programs): "
-                            f"{t:6.1f} us ({shape.cublas_us / t:.3f})",
-                            flush=True,
-                        )
-                    except Exception as e:  # noqa: BLE001
-                        print(f"{label}: {type(e).__name__}: {str(e)[:120]}", flush=True)
+                    shape.report(
+                        f"  triton {block_w} weight rows, stages <= {stage_kib} KiB, {stages} st",
+                        lambda c, stages=stages: gd.DecodeGemm(shape.inputs, c, stages),
+                        lambda fn: (
+                            f" (BLOCK_K {fn.plan.block_k}, {fn.plan.splits} split(s), {fn.plan.programs} programs)"
+                        ),
+                    )
         config, module = g.CONFIGS["64x128 split-k"], g.KERNELS["64x128 split-k"]
         # M < 64: A's TMA box of M rows rounded up to 8 (the registered launch) and of the tile's 64 rows (the copy
         # engine zero-filling the rows past M)
@@ -209,17 +206,12 @@ def decode(shapes) -> None:
             box = "short A box" if short else "64-row A box"
             for stages in config.stages:
                 for splits in (1, 2, 3, 4):
-                    label = f"  ptx 64x128 {stages} st, {splits} split(s), {box}"
-                    try:
-                        fn = shape.checked(
-                            lambda c, stages=stages, splits=splits: g.Gemm(
-                                shape.inputs, c, config, stages, kernel=module, splits=splits
-                            )
-                        )
-                        t = median_us(replayed(fn))
-                        print(f"{label}: {t:6.1f} us ({shape.cublas_us / t:.3f})", flush=True)
-                    except Exception as e:  # noqa: BLE001
-                        print(f"{label}: {type(e).__name__}: {str(e)[:120]}", flush=True)
+                    shape.report(
+                        f"  ptx 64x128 {stages} st, {splits} split(s), {box}",
+                        lambda c, stages=stages, splits=splits: g.Gemm(
+                            shape.inputs, c, config, stages, kernel=module, splits=splits
+                        ),
+                    )
         g.SHORT_A_BOX = True
 
 
@@ -238,17 +230,11 @@ def triton_split(shapes) -> None:
             for splits in (None, 1, 2, 3) if tile else (None,):
                 for stages in (3, 4, 5, 6) if tile else (3, 4):
                     name = "rule's tile" if tile is None else f"{tile[0]}x{tile[1]}x{tile[2]}, {tile[3]} warps"
-                    label = f"  triton split-k {name}, {stages} st, splits {splits or 'by rule'}"
-                    try:
-                        fn = shape.checked(
-                            lambda c, stages=stages, splits=splits: gs.SplitKGemm(
-                                shape.inputs, c, stages, splits=splits
-                            )
-                        )
-                        t = median_us(replayed(fn))
-                        print(f"{label} ({fn.grid} programs): {t:6.1f} us ({shape.cublas_us / t:.3f})", flush=True)
-                    except Exception as e:  # noqa: BLE001
-                        print(f"{label}: {type(e).__name__}: {str(e)[:120]}", flush=True)
+                    shape.report(
+                        f"  triton split-k {name}, {stages} st, splits {splits or 'by rule'}",
+                        lambda c, stages=stages, splits=splits: gs.SplitKGemm(shape.inputs, c, stages, splits=splits),
+                        lambda fn: f" ({fn.splits} splits, {fn.grid} programs)",
+                    )
     gs.tile_for = rule_tile
 
 
@@ -284,44 +270,45 @@ def fp8(shapes) -> None:
 
     gemm, device = PROBLEMS["gemm"], torch.device("cuda")
     by_label = {v.label: v for v in variants("gemm")}
-    rows = (
-        ("ptx:128x256x64 ws 2wg persistent tma-store tma+wgmma", 3),
-        ("ptx:128x128 split-k tma+wgmma", 4),
-        ("triton:128x256x64 gluon ws persistent", 3),
-    )
-    # the top rung built without promotion (GEMM_TMA_FP8_FAST_ACCUM=1): what promotion costs the PTX kernel
     from suite.ptx import gemm_tma as g
 
+    # (label, make(inputs, c) -> launcher): the registered rows at their best depth, then unregistered PTX builds
+    made = [
+        (f"{label} {stages} st", lambda inputs, c, v=by_label[label], s=stages: v.factory(inputs, c, s))
+        for label, stages in (
+            ("ptx:128x256x64 ws 2wg persistent tma-store tma+wgmma", 3),
+            ("ptx:128x128 split-k tma+wgmma", 4),
+            ("triton:128x256x64 gluon ws persistent", 3),
+        )
+    ]
+
+    def built(name: str, config, module) -> None:
+        made.extend(
+            (f"ptx {name} {s} st", lambda inputs, c, s=s: g.Gemm(inputs, c, config, s, kernel=module))
+            for s in config.stages
+        )
+
     top = g.CONFIGS["128x256x64 ws 2wg persistent tma-store"]
-    fast_module = g.TmaGemm(top).with_defines("GEMM_TMA_FP8_FAST_ACCUM=1")
-    fast_rows_made = {
-        f"ptx top rung, fast accumulation {s}": lambda inputs, c, s=s: g.Gemm(inputs, c, top, s, kernel=fast_module)
-        for s in top.stages
-    }
+    # the top rung without promotion (GEMM_TMA_FP8_FAST_ACCUM=1): what promotion costs the PTX kernel
+    built("top rung, fast accumulation", top, g.TmaGemm(top).with_defines("GEMM_TMA_FP8_FAST_ACCUM=1"))
     # the persistent rung without the TMA-store staging (64 KiB), so that a 4-deep ring of fp8 stages fits: whether
     # the promoted mainloop wants more bytes in flight (not registered for fp8)
     deep = g.Config(256, 2, True, False, (3, 4), dtypes=("fp8e4m3",))
-    deep_module = g.TmaGemm(deep)
-    for s in deep.stages:
-        fast_rows_made[f"ptx persistent, direct stores, promoted {s}"] = lambda inputs, c, s=s: g.Gemm(
-            inputs, c, deep, s, kernel=deep_module
-        )
+    built("persistent, direct stores, promoted", deep, g.TmaGemm(deep))
     # promotion half-overlapped (GEMM_TMA_FP8_PIPELINED=1: both halves' groups issued at once, the first promoted
     # under the second): on 128 x 192 tiles, whose two n96 partials fit beside the accumulators, and on the split-K
     # 128 x 128 tiles (one split at these shapes)
     narrow = g.Config(192, 2, True, True, (3, 4), dtypes=("fp8e4m3",))
-    narrow_module = g.TmaGemm(narrow).with_defines("GEMM_TMA_FP8_PIPELINED=1")
-    split = g.CONFIGS["128x128 split-k"]
-    split_module = g.KERNELS["128x128 split-k"].with_defines("GEMM_TMA_FP8_PIPELINED=1")
-    for s in narrow.stages:
-        fast_rows_made[f"ptx 128x192 persistent tma-store, pipelined promotion {s}"] = lambda inputs, c, s=s: g.Gemm(
-            inputs, c, narrow, s, kernel=narrow_module
-        )
-    for s in split.stages:
-        fast_rows_made[f"ptx 128x128 split-k, pipelined promotion {s}"] = lambda inputs, c, s=s: g.Gemm(
-            inputs, c, split, s, kernel=split_module
-        )
-    fast_rows = tuple((label, int(label.rsplit(" ", 1)[1])) for label in fast_rows_made)
+    built(
+        "128x192 persistent tma-store, pipelined promotion",
+        narrow,
+        g.TmaGemm(narrow).with_defines("GEMM_TMA_FP8_PIPELINED=1"),
+    )
+    built(
+        "128x128 split-k, pipelined promotion",
+        g.CONFIGS["128x128 split-k"],
+        g.KERNELS["128x128 split-k"].with_defines("GEMM_TMA_FP8_PIPELINED=1"),
+    )
     for size in shapes:
         inputs = gemm.make_inputs(size, 1, device, "fp8e4m3")
         a, b, scale_a, scale_b = inputs
@@ -337,13 +324,16 @@ def fp8(shapes) -> None:
             torch.cuda.synchronize()
             err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
             timed[f"cuBLAS use_fast_accum={fast}"] = (median_us(replayed(call)), err)
-        for label, stages in rows + fast_rows:
-            c = gemm.make_output(inputs)
-            call = by_label[label].factory(inputs, c, stages) if label in by_label else fast_rows_made[label](inputs, c)
-            call()
-            torch.cuda.synchronize()
-            err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
-            timed[f"{label} {stages} st"] = (median_us(replayed(call)), err)
+        for label, make in made:
+            try:
+                c = gemm.make_output(inputs)
+                call = make(inputs, c)
+                call()
+                torch.cuda.synchronize()
+                err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
+                timed[label] = (median_us(replayed(call)), err)
+            except Exception as e:  # noqa: BLE001 - a configuration that fails is listed, the probe goes on
+                print(f"{label}: {type(e).__name__}: {str(e)[:120]}", flush=True)
         base = timed["cuBLAS use_fast_accum=False"][0]
         for name, (us, err) in timed.items():
             print(

@@ -21,10 +21,10 @@ Verdicts, one per row of OLD and per row of NEW (a matched pair is one line):
 
 The runs must be comparable: the same GPU model, the same major version of Python, torch, Triton, cuda-core,
 cuda-bindings, NVRTC, the CUDA runtime and the driver, and the same way of timing where both runs record it (the
-timer, the L2 flush before each sample, graph or eager launch: a read-flushed decode row runs 11-20% faster than a
-write-flushed one on an H200, which is not a change of the kernel). Otherwise the comparison is refused (exit 2), unless
-``allow_different`` (--allow-different), which says so above the verdicts; any other difference of those versions is
-said there too.
+timer, the L2 flush before each sample, graph or eager launch, from the plan's options: a read-flushed decode row runs
+11-20% faster than a write-flushed one on an H200, which is not a change of the kernel). Otherwise the comparison is
+refused (exit 2), unless ``allow_different`` (--allow-different), which says so above the verdicts; any other
+difference of those versions is said there too.
 
 Exit codes (``exit_code``): 0 when nothing is SLOWER, NOISY, MISSING or INVALID; 1 when something is; the CLI exits 2
 on bad input (``CompareError``): a file that cannot be read, is not JSON (or is nested too deeply to be a results
@@ -135,13 +135,13 @@ def _major(version) -> int | None:
 
 
 def _method(meta: dict, what: str) -> str | None:
-    """How a run timed its rows, from its metadata: the timer's name, its L2 flush ("read" or "write") or the launch
-    ("graph" or "eager"); None where the run does not record it (runs older than the field)."""
-    timer = meta.get("timer") if isinstance(meta.get("timer"), dict) else {}
-    if what == "timer":
-        return timer.get("name")
-    described = timer.get("flush") if what == "flush" else (meta.get("launch") or {}).get("mode")
-    return str(described).split(":", 1)[0].strip() or None if described else None
+    """How a run timed its rows, from its plan's options (``meta.plan.options``): "timer", "launch" or "flush" (a plan
+    without "flush" flushed by do_bench's write, the only flush before the option); None where the run has no plan
+    options (runs older than them)."""
+    options = (meta.get("plan") or {}).get("options") if isinstance(meta.get("plan"), dict) else None
+    if not isinstance(options, dict):
+        return None
+    return str(options.get(what, "write" if what == "flush" else "")) or None
 
 
 def comparable(

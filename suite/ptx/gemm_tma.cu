@@ -372,83 +372,68 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
 #pragma unroll
         for (int i = 0; i < T::ACC; ++i) acc[mt][i] = 0.f;  // (wgmma's scale-d = 0 on the first step would do too)
 
-    if constexpr (E::PROMOTE && GEMM_TMA_FP8_PIPELINED && T::WG_M_TILES == 1 && BLOCK_N <= 192) {
-        // Each K tile's two halves of N summed from zero into partials of their own, part_lo and part_hi (4 wgmma,
-        // one group each, both issued at once), the first promoted into the fp32 accumulators while the second's
-        // group runs: one wait with the tensor pipe idle per K tile instead of two. (Promoting the second half under
-        // the next K tile's first group, across the loop's back edge, makes ptxas serialize every wgmma: C7514.)
-        constexpr int HALF_N = BLOCK_N / 2, HALF = HALF_N / 2;  // columns and accumulator registers of a half
-        constexpr int HALF_B_BYTES = HALF_N * SWIZZLE_BYTES;   // K-major B: HALF_N rows of N further on
-        float part_lo[HALF], part_hi[HALF];
-        auto issue = [&](float(&part)[HALF], int stage, int b_offset) {
+    if constexpr (E::PROMOTE) {
+        // fp8: each K tile's sum is promoted into the fp32 accumulators. issue: one half of N (`half`) of m64 tile
+        // `mt`, summed from zero into `part` (4 wgmma, one group; the half is as wide as `part` holds: 2 x its
+        // registers); promote: `part` added to that half's accumulators once its group has completed.
+        auto issue = [&](auto& part, int stage, int half, int mt) {
+            constexpr int REGS = sizeof(part) / sizeof(float), HALF_N = 2 * REGS;
 #pragma unroll
-            for (int i = 0; i < HALF; ++i) fence_operand(part[i]);
+            for (int i = 0; i < REGS; ++i) fence_operand(part[i]);
             wgmma_fence();  // the partial's last reads (its adds) are ordered before these wgmma overwrite it
 #pragma unroll
             for (int kk = 0; kk < T::K_STEPS; ++kk) {
-                const unsigned long long desc_b =
-                    smem_descriptor(smem.b(stage) + b_offset + kk * 32, 16, ATOM_BYTES);
-                const unsigned long long desc_a =
-                    smem_descriptor(smem.a(stage) + wg_row0 * SWIZZLE_BYTES + kk * 32, 16, ATOM_BYTES);
+                const unsigned long long desc_b =  // K-major B: HALF_N rows of N per half
+                    smem_descriptor(smem.b(stage) + half * HALF_N * SWIZZLE_BYTES + kk * 32, 16, ATOM_BYTES);
+                const unsigned long long desc_a = smem_descriptor(
+                    smem.a(stage) + (wg_row0 + mt * 64) * SWIZZLE_BYTES + kk * 32, 16, ATOM_BYTES);
                 E::template mma_half<HALF_N>(part, desc_a, desc_b, kk == 0);
             }
             wgmma_commit_group();
         };
-        auto promote = [&](float(&part)[HALF], int acc_offset) {
+        auto promote = [&](auto& part, int half, int mt) {
+            constexpr int REGS = sizeof(part) / sizeof(float);
 #pragma unroll
-            for (int i = 0; i < HALF; ++i) {
+            for (int i = 0; i < REGS; ++i) {
                 fence_operand(part[i]);  // read only after the wait that completed its group
-                acc[0][acc_offset + i] += part[i];
+                acc[mt][half * REGS + i] += part[i];
             }
         };
-        for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
-            const int smem_read_stage = read.stage;
-            consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
-            issue(part_lo, smem_read_stage, 0);
-            issue(part_hi, smem_read_stage, HALF_B_BYTES);
-            wgmma_wait<1>();  // the first half has completed: promote it while the second half's group runs
-            promote(part_lo, 0);
-            wgmma_wait<0>();  // the second half has completed too: the stage is read
-            promote(part_hi, HALF);
-            if (release) consumer_release(smem.empty(smem_read_stage));
-            read.advance<STAGES>();
-        }
-        return;
-    } else if constexpr (E::PROMOTE) {
-        // One K tile at a time, each N half of each m64 tile summed on its own from zero (4 wgmma, one group), then
-        // added to the fp32 accumulators: every group is waited for, so each stage is released as soon as its K tile
-        // is done.
-        constexpr int HALF = 64;  // accumulator registers of a 64 x 128 half
-        constexpr int HALF_B_BYTES = 128 * SWIZZLE_BYTES;  // K-major B: 128 rows of N further on
-        float part[HALF];
-        for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
-            const int smem_read_stage = read.stage;
-            consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
+        if constexpr (GEMM_TMA_FP8_PIPELINED && T::WG_M_TILES == 1 && BLOCK_N <= 192) {
+            // Both halves issued at once into partials of their own, the first promoted while the second's group
+            // runs: one wait with the tensor pipe idle per K tile instead of two. (Promoting the second half under
+            // the next K tile's first group, across the loop's back edge, makes ptxas serialize every wgmma: C7514.)
+            float part_lo[BLOCK_N / 4], part_hi[BLOCK_N / 4];
+            for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
+                const int smem_read_stage = read.stage;
+                consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
+                issue(part_lo, smem_read_stage, 0, 0);
+                issue(part_hi, smem_read_stage, 1, 0);
+                wgmma_wait<1>();  // the first half has completed: promote it while the second half's group runs
+                promote(part_lo, 0, 0);
+                wgmma_wait<0>();  // the second half has completed too: the stage is read
+                promote(part_hi, 1, 0);
+                if (release) consumer_release(smem.empty(smem_read_stage));
+                read.advance<STAGES>();
+            }
+        } else {
+            // One 128-wide half of one m64 tile at a time, each group waited for before its adds (64 registers of
+            // partial beside up to 128 accumulators), so each stage is released as soon as its K tile is done.
+            float part[64];
+            for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
+                const int smem_read_stage = read.stage;
+                consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
 #pragma unroll
-            for (int mt = 0; mt < T::WG_M_TILES; ++mt)
+                for (int mt = 0; mt < T::WG_M_TILES; ++mt)
 #pragma unroll
-                for (int h = 0; h < BLOCK_N / 128; ++h) {
-#pragma unroll
-                    for (int i = 0; i < HALF; ++i) fence_operand(part[i]);
-                    wgmma_fence();  // the partial sum's last reads (the adds below) are ordered before these wgmma
-#pragma unroll
-                    for (int kk = 0; kk < T::K_STEPS; ++kk) {
-                        const unsigned long long desc_b =
-                            smem_descriptor(smem.b(smem_read_stage) + h * HALF_B_BYTES + kk * 32, 16, ATOM_BYTES);
-                        const unsigned long long desc_a = smem_descriptor(
-                            smem.a(smem_read_stage) + (wg_row0 + mt * 64) * SWIZZLE_BYTES + kk * 32, 16, ATOM_BYTES);
-                        E::template mma_half<128>(part, desc_a, desc_b, kk == 0);
+                    for (int h = 0; h < BLOCK_N / 128; ++h) {
+                        issue(part, smem_read_stage, h, mt);
+                        wgmma_wait<0>();  // the half's partial sum is final: promote it into fp32
+                        promote(part, h, mt);
                     }
-                    wgmma_commit_group();
-                    wgmma_wait<0>();  // the half's partial sum is final: promote it into fp32
-#pragma unroll
-                    for (int i = 0; i < HALF; ++i) {
-                        fence_operand(part[i]);
-                        acc[mt][h * HALF + i] += part[i];
-                    }
-                }
-            if (release) consumer_release(smem.empty(smem_read_stage));  // every wgmma of this K tile has completed
-            read.advance<STAGES>();
+                if (release) consumer_release(smem.empty(smem_read_stage));  // every wgmma of this K tile completed
+                read.advance<STAGES>();
+            }
         }
         return;
     }
