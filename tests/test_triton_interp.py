@@ -408,14 +408,13 @@ def _gluon_spec(dtype: str, stages: int) -> dict:
         "PRODUCER_WARPS": g.PRODUCER_WARPS,
         "PRODUCER_REGS": g.PRODUCER_REGS,
         "B_K_MAJOR": fp8,
-        "SCALED": fp8,
-        "num_warps": g.NUM_WARPS,
+        "num_warps": g.FP8_CONSUMER_WARPS if fp8 else g.NUM_WARPS,
     }
     scale_sig, scale_values = scales(dtype)
     sig = {
         "a_desc": {"gluon_desc": [TRITON_TYPES[dtype], [bm, bk], element[dtype]]},
         "b_desc": {"gluon_desc": [TRITON_TYPES[dtype], [bn, bk] if fp8 else [bk, bn], element[dtype]]},
-        "c_desc": {"gluon_desc": [OUT_TYPES[dtype], [bm, bn], out]},
+        "c_desc": {"gluon_desc": [OUT_TYPES[dtype], [bm // 2 if fp8 else bm, bn], out]},
         **scale_sig,
         "M": "i32",
         "N": "i32",
@@ -427,7 +426,7 @@ def _gluon_spec(dtype: str, stages: int) -> dict:
         "gluon": True,
         "signature": sig,
         "constexprs": {**meta, **scale_values},
-        "options": {"num_warps": g.NUM_WARPS},
+        "options": {"num_warps": meta["num_warps"]},
     }
 
 

@@ -11,15 +11,18 @@ the same way in the same process.
             split-major, has the blocks that read one K range neighbour)
   decode    the Triton decode tiles (weight rows, stage size, depth) and PTX 64 x 128 split counts at M = 16 and 64
   fp8       cuBLAS fp8 with promoted and with fast accumulation, beside the best PTX and Gluon fp8 rows, at 8192^3 and
-            4096^3: where fp8's gap to cuBLAS is; and the PTX kernel built without promotion, with a 4-deep ring
-            without the C staging, and with the promotion half-overlapped (GEMM_TMA_FP8_PIPELINED) on 128 x 192 tiles
+            4096^3: where fp8's gap to cuBLAS is; and the PTX kernel built without promotion, with its consumers
+            issuing as they come instead of in turns (GEMM_TMA_FP8_ORDERED=0), and with the promotion
+            half-overlapped (GEMM_TMA_FP8_PIPELINED) on 128 x 192 tiles
   triton-split  the Triton split-K on 128 x 128 tiles at 1-3 splits beside the rule's 128 x 256 tiles, at M = 256
+  floor     a one-element add and copy_ of a weight's bytes, timed as the decode rows are (read flush, graph): what
+            fixed costs leave of the roofline at Llama-3 8B's small weights
   flush     cuBLAS and the best decode rows of each backend with the L2 flushed by a write (do_bench's zero_ of
             256 MB, which leaves up to the L2's size of dirty lines that the kernel's own reads then evict to DRAM),
             by a read (a sum over the same buffer: clean lines), and not at all
 
 Run from the repository root:
-  PYTHONPATH=. python3 tools/probe_llm.py {launch,split-k,decode,flush,fp8,triton-split} [--shape MxNxK ...]
+  PYTHONPATH=. python3 tools/probe_llm.py {launch,split-k,decode,flush,fp8,triton-split,floor} [--shape MxNxK ...]
       [--flush read]
 
 --flush read times every configuration (and cuBLAS) after a read of 256 MB instead of do_bench's write."""
@@ -291,10 +294,9 @@ def fp8(shapes) -> None:
     top = g.CONFIGS["128x256x64 ws 2wg persistent tma-store"]
     # the top rung without promotion (GEMM_TMA_FP8_FAST_ACCUM=1): what promotion costs the PTX kernel
     built("top rung, fast accumulation", top, g.TmaGemm(top).with_defines("GEMM_TMA_FP8_FAST_ACCUM=1"))
-    # the persistent rung without the TMA-store staging (64 KiB), so that a 4-deep ring of fp8 stages fits: whether
-    # the promoted mainloop wants more bytes in flight (not registered for fp8)
-    deep = g.Config(256, 2, True, False, (3, 4), dtypes=("fp8e4m3",))
-    built("persistent, direct stores, promoted", deep, g.TmaGemm(deep))
+    # the top rung with its two consumer warpgroups issuing as they come instead of in turns (GEMM_TMA_FP8_ORDERED=0):
+    # what the turns buy
+    built("top rung, promoted, no turns", top, g.TmaGemm(top).with_defines("GEMM_TMA_FP8_ORDERED=0"))
     # promotion half-overlapped (GEMM_TMA_FP8_PIPELINED=1: both halves' groups issued at once, the first promoted
     # under the second): on 128 x 192 tiles, whose two n96 partials fit beside the accumulators, and on the split-K
     # 128 x 128 tiles (one split at these shapes)
@@ -343,9 +345,28 @@ def fp8(shapes) -> None:
             )
 
 
+def floor(shapes) -> None:
+    """What a small memory-bound kernel can reach in this timing (the read flush, graph replay, an event pair per
+    call), beside the roofline, which counts no fixed cost: a one-element add (the launch and events alone) and
+    ``copy_`` of a weight's bytes (half read, half written), against the same copy of 1 GiB; for the weights given as
+    MxNxK shapes, the bytes of B (N x K, fp16)."""
+    one = torch.ones(1, device="cuda")
+    print(f"one-element add: {event_bursts(replayed(lambda: one.add_(1)), _flush_buffer().sum):.2f} us", flush=True)
+    for size in shapes:
+        nbytes = size[1] * size[2] * 2
+        src = torch.randn(nbytes // 4, device="cuda")
+        dst = torch.empty_like(src)
+        us = event_bursts(replayed(lambda dst=dst, src=src: dst.copy_(src)), _flush_buffer().sum)
+        print(
+            f"copy_ of {nbytes / 1e6:.1f} MB ({size[1]} x {size[2]} fp16): {us:.2f} us, "
+            f"{nbytes / us / 1e6:.0f} GB/s (read + written: {2 * nbytes / us / 1e6:.0f})",
+            flush=True,
+        )
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("probe", choices=("launch", "split-k", "decode", "flush", "fp8", "triton-split"))
+    p.add_argument("probe", choices=("launch", "split-k", "decode", "flush", "fp8", "triton-split", "floor"))
     p.add_argument("--shape", nargs="+", help="MxNxK shapes instead of the probe's own")
     p.add_argument("--flush", choices=("write", "read"), default="write", help="how the L2 is emptied before a call")
     args = p.parse_args(argv)
@@ -357,10 +378,13 @@ def main(argv=None) -> None:
         "flush": ((16, 8192, 8192), (128, 8192, 8192)),
         "fp8": ((8192, 8192, 8192), (4096, 4096, 4096)),
         "triton-split": ((256, 8192, 8192), (256, 10240, 8192), (256, 6144, 4096)),
+        # Llama-3 8B's QKV, O and down weights, and a 1 GiB copy
+        "floor": ((16, 6144, 4096), (16, 4096, 4096), (16, 4096, 14336), (16, 32768, 16384)),
     }[args.probe]
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shape] if args.shape else own
     probes = {"launch": launch, "split-k": split_k, "decode": decode, "flush": flush, "fp8": fp8}
     probes["triton-split"] = triton_split
+    probes["floor"] = floor
     probes[args.probe](shapes)
 
 

@@ -21,9 +21,16 @@ on under them. Triton rounds the block up to whole warpgroups for setmaxnreg: 38
 Three input types, on the tiles of gemm_desc.py (``TILES``: 48 KiB stages): fp16 -> fp16 and bf16 -> bf16 on
 128x256x64; fp8 e4m3 -> bf16 on 128x256x128, B given N x K (K-major: the ring holds [BLOCK_N, BLOCK_K] boxes and the
 wgmma reads each through a transposed view, which is the K-major B operand wgmma's fp8 form needs), the per-tensor
-scales applied to the fp32 accumulator before the bf16 store, as ``torch._scaled_mm`` does. fp8 computes the tile in two
-halves of N, each K tile's sum promoted into fp32 (``_promoted_k_tile``, as in gemm_desc.py), each wgmma completed
-before the next: no wgmma group in flight across K steps there.
+scales applied to the fp32 accumulator before the bf16 store, as ``torch._scaled_mm`` does.
+
+fp8 promotes each K tile's sum into fp32 (wgmma sums fp8 products with fewer mantissa bits than fp32), in two halves
+of N so that the partial sum needs 64 registers a thread beside the 128 of the accumulators. A partial must be
+complete before it is added, so a warpgroup's tensor-core work stops at every half; hidden only if the other
+warpgroup's wgmma run meanwhile. So fp8 has its own consumers (``_fp8_consumer``): two partitions of one warpgroup
+each (64 rows of the tile), which take turns issuing their halves through two mbarriers (``turns``, as the PTX
+kernel's IssueTurns): warpgroup 0 issues a half, then 1, then 0 again, and each adds its partial while the other's
+group runs. In one partition of 8 warps, as the 16-bit types are, Triton's partition barriers keep both
+warpgroups in step: both wait and add at once, with the tensor pipe idle.
 
 Needs a GPU of compute capability 9.0 (wgmma); the Triton interpreter does not run Gluon. Descriptors are built on
 the host. TMA needs 16-byte row pitches: where a row of A or B is not (K or N not a multiple of 8 for 2-byte types,
@@ -61,6 +68,8 @@ BLOCK_M, BLOCK_N, BLOCK_K = TILES["fp16"]  # fp8: TILES["fp8e4m3"], 128x256x128
 GROUP_M = 8
 NUM_WARPS = 8  # the consumer partition: two warpgroups
 PRODUCER_WARPS, PRODUCER_REGS = 1, 24  # the producer partition only computes coordinates
+FP8_CONSUMER_WARPS, FP8_CONSUMER_REGS = 4, 232  # fp8: each consumer partition one warpgroup, as the PTX consumers
+_FP8_WARPS, _FP8_REGS = gl.constexpr(FP8_CONSUMER_WARPS), gl.constexpr(FP8_CONSUMER_REGS)  # the same, for the kernels
 STAGES = (2, 3)  # 48 KiB per stage at every dtype and C's 64 KiB staging tile: 4 stages would need 256 KiB
 GL_DTYPES = {"fp16": gl.float16, "bf16": gl.bfloat16, "fp8e4m3": gl.float8e4nv}
 
@@ -113,20 +122,6 @@ def _producer(
 
 
 @gluon.jit
-def _promoted_k_tile(a_stage, b_stage, left, right):
-    """fp8: one K tile into the two N halves' accumulators. wgmma sums fp8 products with fewer mantissa bits than
-    fp32, so each half's K-tile sum is promoted into its fp32 accumulator (max_num_imprecise_acc = BLOCK_K, as cuBLAS
-    and the PTX kernel do); in halves, the partial sums need 64 registers a thread instead of 128 (which spills). The
-    [BLOCK_N, BLOCK_K] box is read as K x N through a transposed (K-major) view, as wgmma's fp8 form needs. Each
-    wgmma completes before it returns: the stage has been read."""
-    HALF: gl.constexpr = b_stage.shape[0] // 2
-    BLOCK_K: gl.constexpr = a_stage.shape[1]
-    left = warpgroup_mma(a_stage, b_stage.slice(0, HALF).permute((1, 0)), left, max_num_imprecise_acc=BLOCK_K)
-    right = warpgroup_mma(a_stage, b_stage.slice(HALF, HALF).permute((1, 0)), right, max_num_imprecise_acc=BLOCK_K)
-    return left, right
-
-
-@gluon.jit
 def _consumer(
     c_desc,
     a_ring,
@@ -134,18 +129,15 @@ def _consumer(
     ready,
     empty,
     c_smem,
-    scale_a,
-    scale_b,
     M,
     N,
     K,
     GROUP_M: gl.constexpr,
     STAGES: gl.constexpr,
-    B_K_MAJOR: gl.constexpr,
-    SCALED: gl.constexpr,
     INSTR_K: gl.constexpr,
     num_warps: gl.constexpr,
 ):
+    """fp16 and bf16: the tile's 128 rows on the partition's two warpgroups, one wgmma group in flight."""
     BLOCK_M: gl.constexpr = c_desc.block_type.shape[0]
     BLOCK_N: gl.constexpr = c_desc.block_type.shape[1]
     BLOCK_K: gl.constexpr = a_ring.type.shape[2]
@@ -153,33 +145,21 @@ def _consumer(
     acc_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BLOCK_N, INSTR_K]
     )
-    # fp8: the tile's two halves of N, each with its own accumulator (see _promoted_k_tile)
-    half_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BLOCK_N // 2, INSTR_K]
-    )
     tiles_m, tiles_n, k_tiles = _tile_counts(M, N, K, BLOCK_M, BLOCK_N, BLOCK_K)
     smem_read_stage = 0
     lap = 0
     for tile in range(gl.program_id(0), tiles_m * tiles_n, gl.num_programs(0)):
         m0, n0 = tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
-        if B_K_MAJOR:
-            left = gl.zeros((BLOCK_M, BLOCK_N // 2), dtype=gl.float32, layout=half_layout)
-            right = gl.zeros((BLOCK_M, BLOCK_N // 2), dtype=gl.float32, layout=half_layout)
-        else:
-            acc = gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=acc_layout)
-        # -- MAINLOOP: one wgmma group in flight (fp8: none, see _promoted_k_tile); a stage goes back to the producer
-        #    when its reader completed --
+        acc = gl.zeros((BLOCK_M, BLOCK_N), dtype=gl.float32, layout=acc_layout)
+        # -- MAINLOOP: one wgmma group in flight; a stage goes back to the producer when its reader completed --
         release_stage = 0
         for kt in range(k_tiles):
             # wait for the TMA bytes of this stage (its ready barrier's phase for this lap)
             mbarrier.wait(ready.index(smem_read_stage), lap)
             a_stage, b_stage = a_ring.index(smem_read_stage), b_ring.index(smem_read_stage)
-            if B_K_MAJOR:
-                left, right = _promoted_k_tile(a_stage, b_stage, left, right)
-            else:
-                acc = warpgroup_mma(a_stage, b_stage, acc, is_async=True)
-                # wait until at most this group is in flight: the previous K step's wgmma has read its stage
-                acc = warpgroup_mma_wait(1, deps=(acc,))
+            acc = warpgroup_mma(a_stage, b_stage, acc, is_async=True)
+            # wait until at most this group is in flight: the previous K step's wgmma has read its stage
+            acc = warpgroup_mma_wait(1, deps=(acc,))
             # hand that stage back to the producer (none before the first step); Triton makes the partition's 8 warps
             # meet before its one-thread arrive, so both warpgroups' waits above have passed
             mbarrier.arrive(empty.index(release_stage), pred=kt > 0)
@@ -189,21 +169,106 @@ def _consumer(
                 smem_read_stage = 0
                 lap ^= 1
         # the last wgmma of the tile has completed: its stage is free too
-        if not B_K_MAJOR:
-            acc = warpgroup_mma_wait(0, deps=(acc,))
+        acc = warpgroup_mma_wait(0, deps=(acc,))
         mbarrier.arrive(empty.index(release_stage))
 
-        # -- EPILOGUE: the scales (fp8) on the fp32 accumulator, then C through shared memory and a TMA store
-        #    (clipped at the edges of C); the store of this tile runs on while the next tile's wgmma start --
+        # -- EPILOGUE: C through shared memory and a TMA store (clipped at the edges of C); the store of this tile
+        #    runs on while the next tile's wgmma start --
         tma.store_wait(0)  # the previous tile's store has finished reading c_smem
-        if B_K_MAJOR:
-            scale = gl.load(scale_a) * gl.load(scale_b)
-            c_smem.slice(0, BLOCK_N // 2, dim=1).store((left * scale).to(c_desc.dtype))
-            c_smem.slice(BLOCK_N // 2, BLOCK_N // 2, dim=1).store((right * scale).to(c_desc.dtype))
-        else:
-            c_smem.store(acc.to(c_desc.dtype))
+        c_smem.store(acc.to(c_desc.dtype))
         fence_async_shared()  # make the generic-proxy writes to c_smem visible to the TMA (async proxy)
         _tma_store(c_desc, [m0, n0], c_smem)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def _kept_here(x):
+    """``x``, through an empty volatile asm (the PTX kernel's fence_operand): the adds that made it happen before
+    the code that follows, instead of sinking below the next half's wgmma and keeping two partials alive."""
+    return gl.inline_asm_elementwise("", "=f,0", [x], dtype=gl.float32, is_pure=False, pack=1)
+
+
+@gluon.jit
+def _fp8_consumer(
+    c_desc,
+    a_ring,
+    b_ring,
+    ready,
+    empty,
+    turns,
+    c_smem,
+    scale_a,
+    scale_b,
+    M,
+    N,
+    K,
+    GROUP_M: gl.constexpr,
+    STAGES: gl.constexpr,
+    WG: gl.constexpr,  # 0 or 1: this partition's warpgroup, rows WG x 64 .. + 63 of the tile
+):
+    """fp8: one warpgroup's 64 rows of the 128 x 256 tile, each K tile promoted into fp32 in two halves of N, the
+    halves issued in turns with the other consumer (turns[WG]: this warpgroup's turn, arrived on by the other one
+    after each of its issues; warpgroup 1 also arrives on turns[0] once at the start, so that 0 goes first)."""
+    WG_M: gl.constexpr = c_desc.block_type.shape[0]
+    BLOCK_N: gl.constexpr = c_desc.block_type.shape[1]
+    BLOCK_M: gl.constexpr = a_ring.type.shape[1]
+    BLOCK_K: gl.constexpr = a_ring.type.shape[2]
+    HALF: gl.constexpr = BLOCK_N // 2
+    INSTR_K: gl.constexpr = 32  # wgmma's K step for fp8
+    half_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[_FP8_WARPS, 1], instr_shape=[16, HALF, INSTR_K]
+    )
+    tiles_m, tiles_n, k_tiles = _tile_counts(M, N, K, BLOCK_M, BLOCK_N, BLOCK_K)
+    scale = gl.load(scale_a) * gl.load(scale_b)
+    part = gl.zeros((WG_M, HALF), dtype=gl.float32, layout=half_layout)  # a K tile's half, summed from zero
+    smem_read_stage = 0
+    lap = 0
+    turn_phase = 0
+    if WG == 1:
+        mbarrier.arrive(turns.index(0))  # warpgroup 0 takes the first turn
+    for tile in range(gl.program_id(0), tiles_m * tiles_n, gl.num_programs(0)):
+        m0, n0 = tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
+        left = gl.zeros((WG_M, HALF), dtype=gl.float32, layout=half_layout)
+        right = gl.zeros((WG_M, HALF), dtype=gl.float32, layout=half_layout)
+        # -- MAINLOOP: per K tile, two halves, each issued in this warpgroup's turn and promoted once complete --
+        for _ in range(k_tiles):
+            # wait for the TMA bytes of this stage (its ready barrier's phase for this lap)
+            mbarrier.wait(ready.index(smem_read_stage), lap)
+            a_rows = a_ring.index(smem_read_stage).slice(WG * WG_M, WG_M)  # this warpgroup's rows of A
+            b_stage = b_ring.index(smem_read_stage)
+            for h in gl.static_range(2):
+                # this warpgroup's turn: the other one's last half is issued (the pipe runs it while we add)
+                mbarrier.wait(turns.index(WG), turn_phase)
+                turn_phase ^= 1
+                part = warpgroup_mma(
+                    a_rows,
+                    b_stage.slice(h * HALF, HALF).permute((1, 0)),  # K-major B read as K x N
+                    part,
+                    use_acc=False,  # from zero: the K tile's own sum (wgmma's accumulator across its 4 k-steps)
+                    is_async=True,
+                )
+                mbarrier.arrive(turns.index(1 - WG))  # the other warpgroup's half queues behind this one
+                # the half's partial sum is final: promote it into fp32
+                part = warpgroup_mma_wait(0, deps=(part,))
+                if h == 0:
+                    left = _kept_here(left + part)
+                else:
+                    right = _kept_here(right + part)
+            # both halves have read the stage: this warpgroup releases it (empty[] counts both consumers)
+            mbarrier.arrive(empty.index(smem_read_stage))
+            smem_read_stage += 1
+            if smem_read_stage == STAGES:
+                smem_read_stage = 0
+                lap ^= 1
+
+        # -- EPILOGUE: the scales on the fp32 accumulators, this warpgroup's rows through its own C slab and a TMA
+        #    store (clipped at the edges of C), which runs on while the next tile's wgmma start --
+        slab = c_smem.index(WG)
+        tma.store_wait(0)  # this warpgroup's previous store has finished reading its slab
+        slab.slice(0, HALF, dim=1).store((left * scale).to(c_desc.dtype))
+        slab.slice(HALF, HALF, dim=1).store((right * scale).to(c_desc.dtype))
+        fence_async_shared()  # make the generic-proxy writes to the slab visible to the TMA (async proxy)
+        _tma_store(c_desc, [m0 + WG * WG_M, n0], slab)
     tma.store_wait(0)
 
 
@@ -225,32 +290,89 @@ def gemm_gluon_kernel(
     STAGES: gl.constexpr,
     PRODUCER_WARPS: gl.constexpr,
     PRODUCER_REGS: gl.constexpr,
-    B_K_MAJOR: gl.constexpr,  # B given N x K (fp8)
-    SCALED: gl.constexpr,  # apply scale_a x scale_b in the epilogue
-    num_warps: gl.constexpr,
+    B_K_MAJOR: gl.constexpr,  # B given N x K: fp8, whose consumers apply scale_a x scale_b in the epilogue
+    num_warps: gl.constexpr,  # the default partition's: the 16-bit consumer's 8, or fp8's first consumer's 4
 ):
     dtype: gl.constexpr = a_desc.dtype
     INSTR_K: gl.constexpr = 256 // dtype.primitive_bitwidth  # wgmma's K step: k16 for 2-byte operands, k32 for fp8
+    CONSUMERS: gl.constexpr = 2 if B_K_MAJOR else 1  # partitions that arrive on empty[] (fp8: one per warpgroup)
     a_ring = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
     b_ring = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
-    c_smem = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     for s in gl.static_range(STAGES):
         mbarrier.init(ready.index(s), count=1)  # completed by the producer's expect and the TMA bytes
-        mbarrier.init(empty.index(s), count=1)  # completed by the consumer partition's one arrival
-    gl.warp_specialize(
-        [
-            (
-                _consumer,
-                (c_desc, a_ring, b_ring, ready, empty, c_smem, scale_a, scale_b, M, N, K)
-                + (GROUP_M, STAGES, B_K_MAJOR, SCALED, INSTR_K, num_warps),
-            ),
-            (_producer, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, GROUP_M, STAGES, B_K_MAJOR)),
-        ],
-        [PRODUCER_WARPS],
-        [PRODUCER_REGS],
-    )
+        mbarrier.init(empty.index(s), count=CONSUMERS)  # completed by each consumer partition's arrival
+    if B_K_MAJOR:
+        # fp8: two consumer partitions of one warpgroup each, a C slab each (c_desc's box is one warpgroup's rows),
+        # and the two mbarriers through which they take turns issuing wgmma
+        c_smem = gl.allocate_shared_memory(c_desc.dtype, [2] + c_desc.block_type.shape, c_desc.layout)
+        turns = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+        for w in gl.static_range(2):
+            mbarrier.init(turns.index(w), count=1)  # completed by the other consumer's one arrival
+        gl.warp_specialize(
+            [
+                (
+                    _fp8_consumer,
+                    (
+                        c_desc,
+                        a_ring,
+                        b_ring,
+                        ready,
+                        empty,
+                        turns,
+                        c_smem,
+                        scale_a,
+                        scale_b,
+                        M,
+                        N,
+                        K,
+                        GROUP_M,
+                        STAGES,
+                        0,
+                    ),
+                ),
+                # a worker partition's arguments: one tuple as written (a concatenated tuple loses its constexprs)
+                (
+                    _fp8_consumer,
+                    (
+                        c_desc,
+                        a_ring,
+                        b_ring,
+                        ready,
+                        empty,
+                        turns,
+                        c_smem,
+                        scale_a,
+                        scale_b,
+                        M,
+                        N,
+                        K,
+                        GROUP_M,
+                        STAGES,
+                        1,
+                    ),
+                ),
+                (_producer, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, GROUP_M, STAGES, B_K_MAJOR)),
+            ],
+            [_FP8_WARPS, PRODUCER_WARPS],
+            [_FP8_REGS, PRODUCER_REGS],
+        )
+        for w in gl.static_range(2):
+            mbarrier.invalidate(turns.index(w))
+    else:
+        c_smem = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
+        gl.warp_specialize(
+            [
+                (
+                    _consumer,
+                    (c_desc, a_ring, b_ring, ready, empty, c_smem, M, N, K) + (GROUP_M, STAGES, INSTR_K, num_warps),
+                ),
+                (_producer, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, GROUP_M, STAGES, B_K_MAJOR)),
+            ],
+            [PRODUCER_WARPS],
+            [PRODUCER_REGS],
+        )
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(ready.index(s))
         mbarrier.invalidate(empty.index(s))
@@ -260,7 +382,8 @@ def descriptors(
     a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, m: int, n: int, k: int, dtype: str = "fp16"
 ) -> tuple:
     """Host-built descriptors of A (M x K), B (K x N, or N x K for fp8) and C (M x N), with the buffers' row pitches
-    (padded ones included) and the 128-byte-swizzled shared layouts wgmma reads."""
+    (padded ones included) and the 128-byte-swizzled shared layouts wgmma reads. fp8's C box is one consumer
+    warpgroup's rows of the tile (each stores its own)."""
     bm, bn, bk = TILES[dtype]
 
     def desc(t, shape, box, element):
@@ -269,7 +392,8 @@ def descriptors(
 
     element, out = GL_DTYPES[dtype], GL_DTYPES["bf16" if dtype == "fp8e4m3" else dtype]
     b_desc = desc(b, [n, k], [bn, bk], element) if dtype == "fp8e4m3" else desc(b, [k, n], [bk, bn], element)
-    return desc(a, [m, k], [bm, bk], element), b_desc, desc(c, [m, n], [bm, bn], out)
+    c_rows = bm // 2 if dtype == "fp8e4m3" else bm
+    return desc(a, [m, k], [bm, bk], element), b_desc, desc(c, [m, n], [c_rows, bn], out)
 
 
 class GluonGemm:
@@ -293,8 +417,15 @@ class GluonGemm:
         bm, bn, bk = TILES[ops.dtype]
         tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
         self.grid = min(tiles, torch.cuda.get_device_properties(a.device).multi_processor_count)
+        fp8 = ops.b_k_major
+        self.num_warps = FP8_CONSUMER_WARPS if fp8 else NUM_WARPS
+        consumers = (
+            f"2 consumer warpgroups ({FP8_CONSUMER_REGS} regs) issuing in turns"
+            if fp8
+            else f"{NUM_WARPS} consumer warps"
+        )
         self.config = (
-            f"{bm}x{bn}x{bk}, Gluon, {NUM_WARPS} consumer warps + {PRODUCER_WARPS} "
+            f"{bm}x{bn}x{bk}, Gluon, {consumers} + {PRODUCER_WARPS} "
             f"producer warp ({PRODUCER_REGS} regs), {stages}-stage TMA ring, persistent, GROUP_M={GROUP_M}"
             + dtype_config(ops.dtype)
             + self.operands.note
@@ -312,8 +443,7 @@ class GluonGemm:
             PRODUCER_WARPS=PRODUCER_WARPS,
             PRODUCER_REGS=PRODUCER_REGS,
             B_K_MAJOR=self.ops.b_k_major,
-            SCALED=self.ops.scale_a is not None,
-            num_warps=NUM_WARPS,
+            num_warps=self.num_warps,
         )
         if self.c_padded is not None:
             self.c.copy_(self.c_padded[:, : self.c.shape[1]])
