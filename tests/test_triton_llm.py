@@ -106,6 +106,20 @@ def test_decode_close_to_fp64(dtype, name, m, n, k, splits):
     _assert_valid(inputs, out, dtype, f"decode {size} {dtype} {launcher.plan}")
 
 
+@pytest.mark.parametrize("dtype", ["fp16", "fp8e4m3"])
+def test_split_k_takes_narrow_tiles_where_they_fill_one_wave(dtype):
+    """In the interpreter (4 "SMs"): 130 rows make two tile rows of 128, 256 columns one 128 x 256 tile each (2 < 4
+    SMs) or two 128 x 128 (4 tiles: one wave, full): the rule's launch takes the narrow tile, one split and no
+    workspace, and computes the right product."""
+    _needs(dtype)
+    bk = gemm_splitk.TILES[dtype][2]
+    size = (130, 256, 3 * bk + 16)
+    inputs, out, launcher = _run(gemm_splitk.SplitKGemm, size, dtype, zlib.crc32(f"narrow {dtype}".encode()))
+    assert launcher.tile == (128, 128, bk) and launcher.warps == 4, launcher.config
+    assert launcher.splits == 1 and launcher.workspace is None, launcher.config
+    _assert_valid(inputs, out, dtype, f"split-K {size} {dtype} on 128 x 128 tiles")
+
+
 # (name, M, N, K tiles, programs): 128x256 or 64x256 tiles; the programs stand for the SMs
 STREAM_CASES = [
     ("M=1, tile shared by 3", 1, 70, 6, 3),
@@ -150,6 +164,36 @@ def test_split_count_fills_the_sms_with_few_splits():
     assert rule(tiles=300, k_tiles=128, sms=H200_SMS) == 1  # more than two waves of tiles already: no workspace
     assert rule(tiles=8, k_tiles=7, sms=H200_SMS) == 1  # too few K tiles for two splits of 4
     assert rule(tiles=1, k_tiles=4096, sms=H200_SMS) == 31  # 31 of 132 SMs is within 5% of MAX_SPLITS' 32
+
+
+def test_split_k_plan_at_llm_shapes():
+    plan = gemm_splitk.split_k_plan
+    narrow, wide = (128, 128, 64, 4), (128, 256, 64, 8)
+    assert plan("fp16", 256, 8192, 8192, H200_SMS) == (narrow, 1)  # 64 wide tiles, 128 narrow: no workspace
+    assert plan("fp16", 256, 6144, 4096, H200_SMS) == (narrow, 1)  # Llama-3 8B QKV: 48 wide, 96 narrow
+    assert plan("fp8e4m3", 256, 8192, 8192, H200_SMS) == ((128, 128, 128, 4), 1)
+    assert plan("fp16", 256, 10240, 8192, H200_SMS) == (wide, 3)  # 160 narrow tiles: more than one wave
+    assert plan("fp16", 256, 4096, 4096, H200_SMS) == (wide, 4)  # 64 narrow tiles: under half the SMs
+    assert plan("fp16", 512, 512, 65536, H200_SMS) == (wide, 16)  # long K: 16 narrow tiles; the wide ones split
+    assert plan("fp16", 2048, 8192, 8192, H200_SMS) == (wide, 1)  # prefill: the wide tiles fill the GPU already
+    assert plan("fp16", 16, 8192, 8192, H200_SMS)[0] == gemm_splitk.tile_for("fp16", 16)  # 64-row tiles
+
+
+@pytest.mark.parametrize("seed", range(2))
+def test_split_k_plan_rule_holds_for_any_shape(seed):
+    rng = random.Random(seed)
+    for _ in range(300):
+        dtype, m, n, sms = rng.choice(DTYPES), rng.randint(1, 4096), rng.randint(1, 65536), rng.choice((4, 132, 144))
+        k = rng.randint(1, 65536)
+        (bm, bn, bk, warps), splits = gemm_splitk.split_k_plan(dtype, m, n, k, sms)
+        base = gemm_splitk.tile_for(dtype, m)
+        wide = -(-m // base[0]) * -(-n // base[1])
+        if (bm, bn, bk, warps) == base:
+            assert splits == gemm_splitk.split_count(wide, -(-k // bk), sms)
+        else:  # the narrow tile: one wave at least half full, never split
+            narrow = -(-m // bm) * -(-n // bn)
+            assert bm == 128 and bn == base[1] // 2 and warps == 4 and splits == 1, (dtype, m, n)
+            assert wide < sms and sms / 2 <= narrow <= sms, (dtype, m, n, sms)
 
 
 @pytest.mark.parametrize("seed", range(3))
@@ -456,9 +500,10 @@ def test_split_k_on_sm90():
     cases = [(d, m, max(gemm_splitk.STAGES), True) for d, m in (("fp16", 16), ("fp16", 1000), ("bf16", 1000))]
     cases += [("fp8e4m3", m, max(gemm_splitk.STAGES), True) for m in (16, 1000)]
     cases += [("fp16", 1000, min(gemm_splitk.STAGES), False)]
+    cases += [(d, 256, max(gemm_splitk.STAGES), False) for d in ("fp16", "fp8e4m3")]  # 128 x 128 at 256 x 8192
     specs = []
     for dtype, m, stages, split in cases:
-        bm, bn, bk, warps = gemm_splitk.tile_for(dtype, m)
+        (bm, bn, bk, warps), _ = gemm_splitk.split_k_plan(dtype, m, 8192, 8192, H200_SMS)
         sig = _main_pass_signature(dtype, bm, bn, bk, "splits", "stride_cm")
         meta = {
             "BLOCK_M": bm,
@@ -490,7 +535,7 @@ def test_split_k_on_sm90():
     )
     *partials, reduction = compile_sm90(specs)
     for (dtype, m, stages, _), got in zip(cases, partials):
-        bm, bn, bk, _ = gemm_splitk.tile_for(dtype, m)
+        (bm, bn, bk, _), _ = gemm_splitk.split_k_plan(dtype, m, 8192, 8192, H200_SMS)
         _assert_pipelined(got, dtype, stages, gemm_splitk.stage_bytes(dtype, (bm, bn, bk)), (dtype, m, stages))
     assert reduction["classes"]["local_memory"] == 0, reduction["classes"]
 

@@ -347,19 +347,23 @@ def fp8(shapes) -> None:
 
 def floor(shapes) -> None:
     """What a small memory-bound kernel can reach in this timing (the read flush, graph replay, an event pair per
-    call), beside the roofline, which counts no fixed cost: a one-element add (the launch and events alone) and
-    ``copy_`` of a weight's bytes (half read, half written), against the same copy of 1 GiB; for the weights given as
-    MxNxK shapes, the bytes of B (N x K, fp16)."""
+    call), beside the roofline, which counts no fixed cost: a one-element add (the launch and the events alone), and
+    ``copy_`` moving a weight's bytes (half of them read, half written), for the weights of the MxNxK shapes given
+    (B, N x K fp16), each as a share of the bytes at the copy_ rate of the largest."""
     one = torch.ones(1, device="cuda")
     print(f"one-element add: {event_bursts(replayed(lambda: one.add_(1)), _flush_buffer().sum):.2f} us", flush=True)
+    timed = []
     for size in shapes:
-        nbytes = size[1] * size[2] * 2
-        src = torch.randn(nbytes // 4, device="cuda")
+        moved = size[1] * size[2] * 2  # bytes of the weight
+        src = torch.randn(moved // 8, device="cuda")  # copy_ reads half and writes half
         dst = torch.empty_like(src)
         us = event_bursts(replayed(lambda dst=dst, src=src: dst.copy_(src)), _flush_buffer().sum)
+        timed.append((size, moved, us))
+    peak = max(moved / us for _, moved, us in timed)  # bytes per us
+    for size, moved, us in timed:
         print(
-            f"copy_ of {nbytes / 1e6:.1f} MB ({size[1]} x {size[2]} fp16): {us:.2f} us, "
-            f"{nbytes / us / 1e6:.0f} GB/s (read + written: {2 * nbytes / us / 1e6:.0f})",
+            f"copy_ moving {moved / 1e6:.1f} MB ({size[1]} x {size[2]} fp16): {us:.2f} us, {moved / us / 1e6:.2f} TB/s, "
+            f"{moved / peak / us:.3f} of the largest copy's rate",
             flush=True,
         )
 

@@ -372,6 +372,37 @@ __device__ __forceinline__ void producer(const TensorMap& tmap_a, const TensorMa
 // ---------------------------------------------------------------------------------------------------------------
 // consumer: one warpgroup's mainloop over the K tiles of one unit.
 // ---------------------------------------------------------------------------------------------------------------
+
+// fp8's promotion, one half of N at a time. issue_half: half `half` of m64 tile `mt` of the K tile in `stage`,
+// summed from zero into `part` (4 wgmma, one group; the half is as wide as `part` holds: 2 x its REGS registers).
+// (Functions, not lambdas: NVRTC 13.0 takes an unannotated lambda in device code for a host function.)
+template <int STAGES, class T, class E, bool TMA_STORE, int BM, int REGS>
+__device__ __forceinline__ void issue_half(float (&part)[REGS], const SmemLayout<STAGES, T, TMA_STORE, BM>& smem,
+                                           int stage, int wg_row0, int half, int mt) {
+    constexpr int HALF_N = 2 * REGS;
+#pragma unroll
+    for (int i = 0; i < REGS; ++i) fence_operand(part[i]);
+    wgmma_fence();  // the partial's last reads (its adds) are ordered before these wgmma overwrite it
+#pragma unroll
+    for (int kk = 0; kk < T::K_STEPS; ++kk) {
+        const unsigned long long desc_b =  // K-major B: HALF_N rows of N per half
+            smem_descriptor(smem.b(stage) + half * HALF_N * SWIZZLE_BYTES + kk * 32, 16, ATOM_BYTES);
+        const unsigned long long desc_a =
+            smem_descriptor(smem.a(stage) + (wg_row0 + mt * 64) * SWIZZLE_BYTES + kk * 32, 16, ATOM_BYTES);
+        E::template mma_half<HALF_N>(part, desc_a, desc_b, kk == 0);
+    }
+    wgmma_commit_group();
+}
+
+// promote_half: `part`, whose group has completed, added to half `half` of one m64 tile's accumulators.
+template <int ACC, int REGS>
+__device__ __forceinline__ void promote_half(float (&acc)[ACC], float (&part)[REGS], int half) {
+#pragma unroll
+    for (int i = 0; i < REGS; ++i) {
+        fence_operand(part[i]);  // read only after the wait that completed its group
+        acc[half * REGS + i] += part[i];
+    }
+}
 template <int STAGES, class T, class E, bool TMA_STORE, int BM, int BLOCK_N>
 __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T::ACC],
                                                   const SmemLayout<STAGES, T, TMA_STORE, BM>& smem,
@@ -383,32 +414,7 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
         for (int i = 0; i < T::ACC; ++i) acc[mt][i] = 0.f;  // (wgmma's scale-d = 0 on the first step would do too)
 
     if constexpr (E::PROMOTE) {
-        // fp8: each K tile's sum is promoted into the fp32 accumulators. issue: one half of N (`half`) of m64 tile
-        // `mt`, summed from zero into `part` (4 wgmma, one group; the half is as wide as `part` holds: 2 x its
-        // registers); promote: `part` added to that half's accumulators once its group has completed.
-        auto issue = [&](auto& part, int stage, int half, int mt) {
-            constexpr int REGS = sizeof(part) / sizeof(float), HALF_N = 2 * REGS;
-#pragma unroll
-            for (int i = 0; i < REGS; ++i) fence_operand(part[i]);
-            wgmma_fence();  // the partial's last reads (its adds) are ordered before these wgmma overwrite it
-#pragma unroll
-            for (int kk = 0; kk < T::K_STEPS; ++kk) {
-                const unsigned long long desc_b =  // K-major B: HALF_N rows of N per half
-                    smem_descriptor(smem.b(stage) + half * HALF_N * SWIZZLE_BYTES + kk * 32, 16, ATOM_BYTES);
-                const unsigned long long desc_a = smem_descriptor(
-                    smem.a(stage) + (wg_row0 + mt * 64) * SWIZZLE_BYTES + kk * 32, 16, ATOM_BYTES);
-                E::template mma_half<HALF_N>(part, desc_a, desc_b, kk == 0);
-            }
-            wgmma_commit_group();
-        };
-        auto promote = [&](auto& part, int half, int mt) {
-            constexpr int REGS = sizeof(part) / sizeof(float);
-#pragma unroll
-            for (int i = 0; i < REGS; ++i) {
-                fence_operand(part[i]);  // read only after the wait that completed its group
-                acc[mt][half * REGS + i] += part[i];
-            }
-        };
+        // fp8: each K tile's sum is promoted into the fp32 accumulators (issue_half, promote_half below).
         if constexpr (GEMM_TMA_FP8_PIPELINED && T::WG_M_TILES == 1 && BLOCK_N <= 192) {
             // Both halves issued at once into partials of their own, the first promoted while the second's group
             // runs: one wait with the tensor pipe idle per K tile instead of two. (Promoting the second half under
@@ -417,12 +423,12 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
             for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
                 const int smem_read_stage = read.stage;
                 consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
-                issue(part_lo, smem_read_stage, 0, 0);
-                issue(part_hi, smem_read_stage, 1, 0);
+                issue_half<STAGES, T, E>(part_lo, smem, smem_read_stage, wg_row0, 0, 0);
+                issue_half<STAGES, T, E>(part_hi, smem, smem_read_stage, wg_row0, 1, 0);
                 wgmma_wait<1>();  // the first half has completed: promote it while the second half's group runs
-                promote(part_lo, 0, 0);
+                promote_half(acc[0], part_lo, 0);
                 wgmma_wait<0>();  // the second half has completed too: the stage is read
-                promote(part_hi, 1, 0);
+                promote_half(acc[0], part_hi, 1);
                 if (release) consumer_release(smem.empty(smem_read_stage));
                 read.advance<STAGES>();
             }
@@ -438,10 +444,10 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
 #pragma unroll
                     for (int h = 0; h < BLOCK_N / 128; ++h) {
                         if constexpr (T::TURNS) turns.wait_turn();  // the other warpgroup's last group is issued
-                        issue(part, smem_read_stage, h, mt);
+                        issue_half<STAGES, T, E>(part, smem, smem_read_stage, wg_row0, h, mt);
                         if constexpr (T::TURNS) turns.pass_turn();  // its next group queues behind this one
                         wgmma_wait<0>();  // the half's partial sum is final: promote it into fp32
-                        promote(part, h, mt);
+                        promote_half(acc[mt], part, h);
                     }
                 if (release) consumer_release(smem.empty(smem_read_stage));  // every wgmma of this K tile completed
                 read.advance<STAGES>();

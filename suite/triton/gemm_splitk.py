@@ -13,7 +13,7 @@ When M x N makes fewer 128x256 output tiles than the 132 SMs, one program per ti
 
 With one split there is no workspace and no second pass: the partial pass stores C itself (the plain tile kernel).
 
-The split count comes from the shape (``split_count``): the fewest splits that fill the SMs about as well as any count
+The split count comes from the shape (``split_count``, in ``split_k_plan``): the fewest splits that fill the SMs about as well as any count
 can within two waves, each split keeping at least MIN_K_TILES_PER_SPLIT K tiles, at most MAX_SPLITS; the row's config
 says how many. K ranges are balanced (split s covers K tiles [s k_tiles / splits, (s + 1) k_tiles / splits)), so a
 remainder spreads over the splits; more splits than K tiles (which the rule never picks, but a caller may ask for)
@@ -21,7 +21,10 @@ leaves some splits empty.
 
 The workspace is sized from the shape by each launcher and belongs to it alone. The tile (``tile_for``): 256 columns
 by 64 rows (one warpgroup, 4 warps) when M <= 64, where a 128-row tile would be mostly padding, else 128 rows (two
-warpgroups, 8 warps); K steps of 64 for fp16 / bf16 and 128 for fp8 (gemm_desc.TILES): 40 or 48 KiB stages. fp8 takes
+warpgroups, 8 warps); K steps of 64 for fp16 / bf16 and 128 for fp8 (gemm_desc.TILES): 40 or 48 KiB stages. Split-K
+takes 128 x 128 tiles (one warpgroup, 32 KiB stages) instead where 128 x 256 tiles are too few for the SMs but the
+narrower ones fill one wave at least half (``split_k_plan``): one split, no workspace, as the PTX split-K's 128 x 128
+tiles at M = 256. fp8 takes
 B as N x K and computes ``tl.dot(a, b.T)``, its scales applied once, to the sum (in the reduction pass, or in the
 partial pass when there is one split). A and B rows not 16-byte pitched go through gemm_desc.Operands' padded
 copies."""
@@ -67,6 +70,20 @@ def tile_for(dtype: str, m: int) -> tuple[int, int, int, int]:
     warpgroup) instead of 128 (two) when M <= 64."""
     bm, bn, bk = TILES[dtype]
     return (64, bn, bk, 4) if m <= 64 else (bm, bn, bk, 8)
+
+
+def split_k_plan(dtype: str, m: int, n: int, k: int, sms: int) -> tuple[tuple[int, int, int, int], int]:
+    """Split-K's tile (BLOCK_M, BLOCK_N, BLOCK_K, warps) and split count: ``tile_for``'s tile and ``split_count``'s
+    splits, except where the 128-row tiles are fewer than the SMs and tiles half as wide fill at least half of them
+    and at most all, in one wave: then those (128 x 128, one warpgroup) at one split. Splitting the wide tiles
+    instead would add an fp32 workspace written and read again and a second pass (at 256 x 8192 x 8192 fp16: two
+    splits, 16 MB beside B's 134 MB); the PTX split-K runs its 128 x 128 tiles unsplit there too."""
+    bm, bn, bk, warps = tile_for(dtype, m)
+    rows, k_tiles = -(-m // bm), -(-k // bk)
+    wide, narrow = rows * -(-n // bn), rows * -(-n // (bn // 2))
+    if bm == 128 and wide < sms and sms <= 2 * narrow <= 2 * sms:
+        return (bm, bn // 2, bk, 4), 1
+    return (bm, bn, bk, warps), split_count(wide, k_tiles, sms)
 
 
 # The sanitizer's self-test (suite.sanitize): the reduction pass launched before the partial pass, i.e. the fix-up
@@ -267,12 +284,16 @@ class TwoPassGemm:
         )
 
     def _tile_for(self) -> tuple[int, int]:
-        """Split-K's and stream-K's tile (``tile_for``) into ``tile`` and ``warps``; the output tiles it makes and
-        the K tiles of each."""
+        """Split-K's and stream-K's tile (``_tile_rule``) into ``tile`` and ``warps``; the output tiles it makes
+        and the K tiles of each."""
         ops = self.ops
-        bm, bn, bk, self.warps = tile_for(ops.dtype, ops.m)
+        bm, bn, bk, self.warps = self._tile_rule()
         self.tile = bm, bn, bk
         return triton.cdiv(ops.m, bm) * triton.cdiv(ops.n, bn), triton.cdiv(ops.k, bk)
+
+    def _tile_rule(self) -> tuple[int, int, int, int]:
+        """(BLOCK_M, BLOCK_N, BLOCK_K, warps) for these operands: ``tile_for`` unless a subclass says otherwise."""
+        return tile_for(self.ops.dtype, self.ops.m)
 
     def _main(self):
         """Launch the main pass; what Triton compiled (None in the interpreter)."""
@@ -318,10 +339,15 @@ class SplitKGemm(TwoPassGemm):
     kernels = ("splitk_partial_kernel", "splitk_reduce_kernel")
     fault = (FAULT_REDUCE_FIRST, "the reduction pass launched before the partial pass")
 
+    def _tile_rule(self) -> tuple[int, int, int, int]:
+        ops = self.ops
+        return split_k_plan(ops.dtype, ops.m, ops.n, ops.k, num_sms(ops.a.device))[0]
+
     def _plan(self, splits: int | None = None) -> None:
         tiles, k_tiles = self._tile_for()
         ops, (bm, bn, bk) = self.ops, self.tile
-        self.splits = split_count(tiles, k_tiles, num_sms(ops.a.device)) if splits is None else splits
+        rule = split_k_plan(ops.dtype, ops.m, ops.n, ops.k, num_sms(ops.a.device))[1]
+        self.splits = rule if splits is None else splits
         self.grid = tiles * self.splits
         self._workspace(self.splits if self.splits > 1 else 0, ops.m, ops.n)
         self.config = (
