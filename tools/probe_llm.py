@@ -362,8 +362,8 @@ def floor(shapes) -> None:
     peak = max(moved / us for _, moved, us in timed)  # bytes per us
     for size, moved, us in timed:
         print(
-            f"copy_ moving {moved / 1e6:.1f} MB ({size[1]} x {size[2]} fp16): {us:.2f} us, {moved / us / 1e6:.2f} TB/s, "
-            f"{moved / peak / us:.3f} of the largest copy's rate",
+            f"copy_ moving {moved / 1e6:.1f} MB ({size[1]} x {size[2]} fp16): {us:.2f} us, "
+            f"{moved / us / 1e6:.2f} TB/s, {moved / peak / us:.3f} of the largest copy's rate",
             flush=True,
         )
 

@@ -13,9 +13,9 @@ When M x N makes fewer 128x256 output tiles than the 132 SMs, one program per ti
 
 With one split there is no workspace and no second pass: the partial pass stores C itself (the plain tile kernel).
 
-The split count comes from the shape (``split_count``, in ``split_k_plan``): the fewest splits that fill the SMs about as well as any count
-can within two waves, each split keeping at least MIN_K_TILES_PER_SPLIT K tiles, at most MAX_SPLITS; the row's config
-says how many. K ranges are balanced (split s covers K tiles [s k_tiles / splits, (s + 1) k_tiles / splits)), so a
+The split count comes from the shape (``split_count``, in ``split_k_plan``): the fewest splits that fill the SMs
+about as well as any count can within two waves, each split keeping at least MIN_K_TILES_PER_SPLIT K tiles, at most
+MAX_SPLITS; the row's config says how many. K ranges are balanced (split s covers K tiles [s k_tiles / splits, (s + 1) k_tiles / splits)), so a
 remainder spreads over the splits; more splits than K tiles (which the rule never picks, but a caller may ask for)
 leaves some splits empty.
 
