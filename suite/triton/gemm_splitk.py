@@ -15,9 +15,9 @@ With one split there is no workspace and no second pass: the partial pass stores
 
 The split count comes from the shape (``split_count``, in ``split_k_plan``): the fewest splits that fill the SMs
 about as well as any count can within two waves, each split keeping at least MIN_K_TILES_PER_SPLIT K tiles, at most
-MAX_SPLITS; the row's config says how many. K ranges are balanced (split s covers K tiles [s k_tiles / splits, (s + 1) k_tiles / splits)), so a
-remainder spreads over the splits; more splits than K tiles (which the rule never picks, but a caller may ask for)
-leaves some splits empty.
+MAX_SPLITS; the row's config says how many. K ranges are balanced (split s covers K tiles [s k_tiles / splits,
+(s + 1) k_tiles / splits)), so a remainder spreads over the splits; more splits than K tiles (which the rule never
+picks, but a caller may ask for) leaves some splits empty.
 
 The workspace is sized from the shape by each launcher and belongs to it alone. The tile (``tile_for``): 256 columns
 by 64 rows (one warpgroup, 4 warps) when M <= 64, where a 128-row tile would be mostly padding, else 128 rows (two
