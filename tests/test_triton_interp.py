@@ -408,6 +408,7 @@ def _gluon_spec(dtype: str, stages: int) -> dict:
         "PRODUCER_WARPS": g.PRODUCER_WARPS,
         "PRODUCER_REGS": g.PRODUCER_REGS,
         "B_K_MAJOR": fp8,
+        "FP8_TURNS": g.FP8_TURNS,
         "num_warps": g.FP8_CONSUMER_WARPS if fp8 else g.NUM_WARPS,
     }
     scale_sig, scale_values = scales(dtype)

@@ -108,12 +108,12 @@ def test_decode_close_to_fp64(dtype, name, m, n, k, splits):
 
 @pytest.mark.parametrize("dtype", ["fp16", "fp8e4m3"])
 def test_split_k_takes_narrow_tiles_where_they_fill_one_wave(dtype):
-    """In the interpreter (4 "SMs"): 130 rows make two tile rows of 128, 256 columns one 128 x 256 tile each (2 < 4
-    SMs) or two 128 x 128 (4 tiles: one wave, full): the rule's launch takes the narrow tile, one split and no
-    workspace, and computes the right product."""
+    """130 rows make two tile rows of 128; 64 x SMs columns make SMs / 2 tiles of 128 x 256 (fewer than the SMs) or
+    SMs tiles of 128 x 128 (one wave, full; in the interpreter, 4 "SMs": 256 columns): the rule's launch takes the
+    narrow tile, one split and no workspace, and computes the right product."""
     _needs(dtype)
     bk = gemm_splitk.TILES[dtype][2]
-    size = (130, 256, 3 * bk + 16)
+    size = (130, 64 * gemm_splitk.num_sms(DEVICE), 3 * bk + 16)
     inputs, out, launcher = _run(gemm_splitk.SplitKGemm, size, dtype, zlib.crc32(f"narrow {dtype}".encode()))
     assert launcher.tile == (128, 128, bk) and launcher.warps == 4, launcher.config
     assert launcher.splits == 1 and launcher.workspace is None, launcher.config

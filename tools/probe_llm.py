@@ -46,6 +46,7 @@ DECODE = ((16, 8192, 8192), (64, 8192, 8192))
 
 
 FLUSH = {"mode": "write"}  # --flush: "write" is do_bench's own loop; "read" is the loop below
+PIPELINED = {"on": False}  # --pipelined: the fp8 probe times the GEMM_TMA_FP8_PIPELINED builds too
 
 
 def median_us(fn, rep_ms: float = 150.0) -> float:
@@ -285,10 +286,10 @@ def fp8(shapes) -> None:
         )
     ]
 
-    def built(name: str, config, module) -> None:
+    def built(name: str, config, module, stages=None) -> None:
         made.extend(
             (f"ptx {name} {s} st", lambda inputs, c, s=s: g.Gemm(inputs, c, config, s, kernel=module))
-            for s in config.stages
+            for s in stages or config.stages
         )
 
     top = g.CONFIGS["128x256x64 ws 2wg persistent tma-store"]
@@ -297,20 +298,38 @@ def fp8(shapes) -> None:
     # the top rung with its two consumer warpgroups issuing as they come instead of in turns (GEMM_TMA_FP8_ORDERED=0):
     # what the turns buy
     built("top rung, promoted, no turns", top, g.TmaGemm(top).with_defines("GEMM_TMA_FP8_ORDERED=0"))
+    # ...with tile rows grouped 4 or 16 at a time instead of 8 (GEMM_TMA_GROUP_M): the L2's share of A and B
+    for group in (4, 16):
+        module = g.TmaGemm(top).with_defines("GEMM_TMA_FP8_ORDERED=0", f"GEMM_TMA_GROUP_M={group}", stages=(3,))
+        built(f"top rung, promoted, no turns, GROUP_M={group}", top, module, stages=(3,))
+    # the Gluon kernel's fp8 consumers issuing as they come (gemm_gluon.FP8_TURNS = False while it is made)
+    from suite.triton import gemm_gluon as gg
+
+    def gluon_no_turns(inputs, c, stages=3):
+        gg.FP8_TURNS = False
+        try:
+            return gg.GluonGemm(inputs, c, stages)
+        finally:
+            gg.FP8_TURNS = True
+
+    made.append(("triton:128x256x64 gluon ws persistent, no turns 3 st", gluon_no_turns))
     # promotion half-overlapped (GEMM_TMA_FP8_PIPELINED=1: both halves' groups issued at once, the first promoted
     # under the second): on 128 x 192 tiles, whose two n96 partials fit beside the accumulators, and on the split-K
     # 128 x 128 tiles (one split at these shapes)
-    narrow = g.Config(192, 2, True, True, (3, 4), dtypes=("fp8e4m3",))
-    built(
-        "128x192 persistent tma-store, pipelined promotion",
-        narrow,
-        g.TmaGemm(narrow).with_defines("GEMM_TMA_FP8_PIPELINED=1"),
-    )
-    built(
-        "128x128 split-k, pipelined promotion",
-        g.CONFIGS["128x128 split-k"],
-        g.KERNELS["128x128 split-k"].with_defines("GEMM_TMA_FP8_PIPELINED=1"),
-    )
+    # (on the H200, 2026-12-01: 128 x 192 0.92 / 0.89 of promoted cuBLAS at 8192^3 / 4096^3, the split-K 0.77 /
+    # 0.74; --pipelined times them again)
+    if PIPELINED["on"]:
+        narrow = g.Config(192, 2, True, True, (3, 4), dtypes=("fp8e4m3",))
+        built(
+            "128x192 persistent tma-store, pipelined promotion",
+            narrow,
+            g.TmaGemm(narrow).with_defines("GEMM_TMA_FP8_PIPELINED=1"),
+        )
+        built(
+            "128x128 split-k, pipelined promotion",
+            g.CONFIGS["128x128 split-k"],
+            g.KERNELS["128x128 split-k"].with_defines("GEMM_TMA_FP8_PIPELINED=1"),
+        )
     for size in shapes:
         inputs = gemm.make_inputs(size, 1, device, "fp8e4m3")
         a, b, scale_a, scale_b = inputs
@@ -373,8 +392,10 @@ def main(argv=None) -> None:
     p.add_argument("probe", choices=("launch", "split-k", "decode", "flush", "fp8", "triton-split", "floor"))
     p.add_argument("--shape", nargs="+", help="MxNxK shapes instead of the probe's own")
     p.add_argument("--flush", choices=("write", "read"), default="write", help="how the L2 is emptied before a call")
+    p.add_argument("--pipelined", action="store_true", help="fp8: time the GEMM_TMA_FP8_PIPELINED builds too")
     args = p.parse_args(argv)
     FLUSH["mode"] = args.flush
+    PIPELINED["on"] = args.pipelined
     own = {
         "launch": TARGETS,
         "split-k": LONG_K,

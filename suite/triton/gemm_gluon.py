@@ -69,6 +69,7 @@ GROUP_M = 8
 NUM_WARPS = 8  # the consumer partition: two warpgroups
 PRODUCER_WARPS, PRODUCER_REGS = 1, 24  # the producer partition only computes coordinates
 FP8_CONSUMER_WARPS, FP8_CONSUMER_REGS = 4, 232  # fp8: each consumer partition one warpgroup, as the PTX consumers
+FP8_TURNS = True  # fp8's consumers issue in turns (False: as they come; tools/probe_llm.py fp8 times both)
 _FP8_WARPS, _FP8_REGS = gl.constexpr(FP8_CONSUMER_WARPS), gl.constexpr(FP8_CONSUMER_REGS)  # the same, for the kernels
 STAGES = (2, 3)  # 48 KiB per stage at every dtype and C's 64 KiB staging tile: 4 stages would need 256 KiB
 GL_DTYPES = {"fp16": gl.float16, "bf16": gl.bfloat16, "fp8e4m3": gl.float8e4nv}
@@ -204,6 +205,7 @@ def _fp8_consumer(
     K,
     GROUP_M: gl.constexpr,
     STAGES: gl.constexpr,
+    TURNS: gl.constexpr,  # issue in turns with the other consumer (else as they come)
     WG: gl.constexpr,  # 0 or 1: this partition's warpgroup, rows WG x 64 .. + 63 of the tile
 ):
     """fp8: one warpgroup's 64 rows of the 128 x 256 tile, each K tile promoted into fp32 in two halves of N, the
@@ -224,7 +226,7 @@ def _fp8_consumer(
     smem_read_stage = 0
     lap = 0
     turn_phase = 0
-    if WG == 1:
+    if TURNS and WG == 1:
         mbarrier.arrive(turns.index(0))  # warpgroup 0 takes the first turn
     for tile in range(gl.program_id(0), tiles_m * tiles_n, gl.num_programs(0)):
         m0, n0 = tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
@@ -237,9 +239,10 @@ def _fp8_consumer(
             a_rows = a_ring.index(smem_read_stage).slice(WG * WG_M, WG_M)  # this warpgroup's rows of A
             b_stage = b_ring.index(smem_read_stage)
             for h in gl.static_range(2):
-                # this warpgroup's turn: the other one's last half is issued (the pipe runs it while we add)
-                mbarrier.wait(turns.index(WG), turn_phase)
-                turn_phase ^= 1
+                if TURNS:
+                    # this warpgroup's turn: the other one's last half is issued (the pipe runs it while we add)
+                    mbarrier.wait(turns.index(WG), turn_phase)
+                    turn_phase ^= 1
                 part = warpgroup_mma(
                     a_rows,
                     b_stage.slice(h * HALF, HALF).permute((1, 0)),  # K-major B read as K x N
@@ -247,7 +250,8 @@ def _fp8_consumer(
                     use_acc=False,  # from zero: the K tile's own sum (wgmma's accumulator across its 4 k-steps)
                     is_async=True,
                 )
-                mbarrier.arrive(turns.index(1 - WG))  # the other warpgroup's half queues behind this one
+                if TURNS:
+                    mbarrier.arrive(turns.index(1 - WG))  # the other warpgroup's half queues behind this one
                 # the half's partial sum is final: promote it into fp32
                 part = warpgroup_mma_wait(0, deps=(part,))
                 if h == 0:
@@ -291,6 +295,7 @@ def gemm_gluon_kernel(
     PRODUCER_WARPS: gl.constexpr,
     PRODUCER_REGS: gl.constexpr,
     B_K_MAJOR: gl.constexpr,  # B given N x K: fp8, whose consumers apply scale_a x scale_b in the epilogue
+    FP8_TURNS: gl.constexpr,  # fp8's consumers issue in turns
     num_warps: gl.constexpr,  # the default partition's: the 16-bit consumer's 8, or fp8's first consumer's 4
 ):
     dtype: gl.constexpr = a_desc.dtype
@@ -329,6 +334,7 @@ def gemm_gluon_kernel(
                         K,
                         GROUP_M,
                         STAGES,
+                        FP8_TURNS,
                         0,
                     ),
                 ),
@@ -350,6 +356,7 @@ def gemm_gluon_kernel(
                         K,
                         GROUP_M,
                         STAGES,
+                        FP8_TURNS,
                         1,
                     ),
                 ),
@@ -419,8 +426,9 @@ class GluonGemm:
         self.grid = min(tiles, torch.cuda.get_device_properties(a.device).multi_processor_count)
         fp8 = ops.b_k_major
         self.num_warps = FP8_CONSUMER_WARPS if fp8 else NUM_WARPS
+        self.fp8_turns = FP8_TURNS
         consumers = (
-            f"2 consumer warpgroups ({FP8_CONSUMER_REGS} regs) issuing in turns"
+            f"2 consumer warpgroups ({FP8_CONSUMER_REGS} regs) issuing {'in turns' if FP8_TURNS else 'as they come'}"
             if fp8
             else f"{NUM_WARPS} consumer warps"
         )
@@ -443,6 +451,7 @@ class GluonGemm:
             PRODUCER_WARPS=PRODUCER_WARPS,
             PRODUCER_REGS=PRODUCER_REGS,
             B_K_MAJOR=self.ops.b_k_major,
+            FP8_TURNS=self.fp8_turns,
             num_warps=self.num_warps,
         )
         if self.c_padded is not None:
