@@ -8,7 +8,8 @@ meta-parameters), the constexpr values, the arguments to specialize as 16-divisi
 pitches a multiple of 16 elements, as a launch would see them), and the compile options. Constexpr values given as
 "tl.NAME" are Triton dtypes. A signature entry {"gluon_desc": [type, [rows, cols], "gl.NAME"]} is a Gluon tensor
 descriptor with the default NVMMA shared layout for that box. Returns, per spec: SASS instruction classes
-(suite.sass.INSTRUCTION_CLASSES), shared memory bytes, and the PTX's line count of a few instructions."""
+(suite.sass.INSTRUCTION_CLASSES), shared memory bytes, the wgmma chain (suite.sass.wgmma_chain: the HGMMA / QGMMA
+instructions and how many of them close a group), and the PTX's line count of a few instructions."""
 
 from __future__ import annotations
 
@@ -23,7 +24,7 @@ import triton
 import triton.language as tl
 from triton.backends.compiler import GPUTarget
 from triton.compiler import ASTSource
-from suite.sass import disassemble, instruction_classes
+from suite.sass import disassemble, instruction_classes, wgmma_chain
 
 def value(v):
     if isinstance(v, str) and v.startswith("tl."):
@@ -52,7 +53,8 @@ for spec in json.loads(sys.stdin.read()):
         src = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
     k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=spec["options"])
     ptx = k.asm["ptx"]
-    out.append({"classes": instruction_classes(disassemble(k.asm["cubin"])), "shared": k.metadata.shared,
+    sass = disassemble(k.asm["cubin"])
+    out.append({"classes": instruction_classes(sass), "shared": k.metadata.shared, "wgmma_chain": wgmma_chain(sass),
                 "ptx": {w: ptx.count(w) for w in ("tensormap.replace", "atom.global", "red.global", "setmaxnreg")}})
 print(json.dumps(out))
 """

@@ -408,7 +408,6 @@ def _gluon_spec(dtype: str, stages: int) -> dict:
         "PRODUCER_WARPS": g.PRODUCER_WARPS,
         "PRODUCER_REGS": g.PRODUCER_REGS,
         "B_K_MAJOR": fp8,
-        "FP8_TURNS": g.FP8_TURNS,
         "num_warps": g.FP8_CONSUMER_WARPS if fp8 else g.NUM_WARPS,
     }
     scale_sig, scale_values = scales(dtype)
@@ -449,3 +448,7 @@ def test_gluon_gemm_is_warp_specialized_on_sm90():
         c_tile = g.BLOCK_M * g.BLOCK_N * 2
         assert 0 <= got["shared"] - stages * g.stage_bytes(dtype) - c_tile < 1024, (stages, got["shared"])
         assert got["ptx"]["setmaxnreg"] >= 2, got["ptx"]
+        # each warpgroup's wgmma of a K tile (fp8: of each half) chained in one group: not serialized by ptxas (an
+        # add that reads the accumulators before their wait, as Triton's max_num_imprecise_acc emits, does that)
+        total, closing = got["wgmma_chain"]
+        assert total and closing * 4 == total, (dtype, stages, got["wgmma_chain"])

@@ -11,9 +11,8 @@ the same way in the same process.
             split-major, has the blocks that read one K range neighbour)
   decode    the Triton decode tiles (weight rows, stage size, depth) and PTX 64 x 128 split counts at M = 16 and 64
   fp8       cuBLAS fp8 with promoted and with fast accumulation, beside the best PTX and Gluon fp8 rows, at 8192^3 and
-            4096^3: where fp8's gap to cuBLAS is; and the PTX kernel built without promotion, with its consumers
-            issuing as they come instead of in turns (GEMM_TMA_FP8_ORDERED=0), and with the promotion
-            half-overlapped (GEMM_TMA_FP8_PIPELINED) on 128 x 192 tiles
+            4096^3: where fp8's gap to cuBLAS is; and the PTX kernel built without promotion, and (--pipelined)
+            with the promotion half-overlapped (GEMM_TMA_FP8_PIPELINED) on 128 x 192 tiles
   triton-split  the Triton split-K on 128 x 128 tiles at 1-3 splits beside the rule's 128 x 256 tiles, at M = 256
   floor     a one-element add and copy_ of a weight's bytes, timed as the decode rows are (read flush, graph): what
             fixed costs leave of the roofline at Llama-3 8B's small weights
@@ -286,36 +285,15 @@ def fp8(shapes) -> None:
         )
     ]
 
-    def built(name: str, config, module, stages=None) -> None:
+    def built(name: str, config, module) -> None:
         made.extend(
             (f"ptx {name} {s} st", lambda inputs, c, s=s: g.Gemm(inputs, c, config, s, kernel=module))
-            for s in stages or config.stages
+            for s in config.stages
         )
 
     top = g.CONFIGS["128x256x64 ws 2wg persistent tma-store"]
     # the top rung without promotion (GEMM_TMA_FP8_FAST_ACCUM=1): what promotion costs the PTX kernel
     built("top rung, fast accumulation", top, g.TmaGemm(top).with_defines("GEMM_TMA_FP8_FAST_ACCUM=1"))
-    # the top rung with its two consumer warpgroups issuing as they come instead of in turns (GEMM_TMA_FP8_ORDERED=0):
-    # what the turns buy
-    built("top rung, promoted, no turns", top, g.TmaGemm(top).with_defines("GEMM_TMA_FP8_ORDERED=0"))
-    # ...with tile rows grouped 4 or 16 at a time instead of 8 (GEMM_TMA_GROUP_M): the L2's share of A and B
-    for group in (4, 16):
-        module = g.TmaGemm(top).with_defines("GEMM_TMA_FP8_ORDERED=0", f"GEMM_TMA_GROUP_M={group}", stages=(3,))
-        built(f"top rung, promoted, no turns, GROUP_M={group}", top, module, stages=(3,))
-    # the Gluon kernel's fp8 consumers issuing as they come (gemm_gluon.FP8_TURNS = False while it is made)
-    from suite.triton import gemm_gluon as gg
-
-    def gluon_no_turns(inputs, c, stages=3):
-        gg.FP8_TURNS = False
-        try:
-            return gg.GluonGemm(inputs, c, stages)
-        finally:
-            gg.FP8_TURNS = True
-
-    made.append(("triton:128x256x64 gluon ws persistent, no turns 3 st", gluon_no_turns))
-    # promotion half-overlapped (GEMM_TMA_FP8_PIPELINED=1: both halves' groups issued at once, the first promoted
-    # under the second): on 128 x 192 tiles, whose two n96 partials fit beside the accumulators, and on the split-K
-    # 128 x 128 tiles (one split at these shapes)
     # (on the H200, 2026-12-01: 128 x 192 0.92 / 0.89 of promoted cuBLAS at 8192^3 / 4096^3, the split-K 0.77 /
     # 0.74; --pipelined times them again)
     if PIPELINED["on"]:

@@ -227,12 +227,6 @@ __device__ __forceinline__ void named_barrier_sync(unsigned id, unsigned threads
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
-// Arrive at barrier `id` without waiting: these threads count towards the `threads` that complete it, with those that
-// bar.sync on it (a signal from one group of warps to another).
-__device__ __forceinline__ void named_barrier_arrive(unsigned id, unsigned threads) {
-    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
 // 4-byte shared-memory store.
 __device__ __forceinline__ void st_shared_u32(unsigned smem_dst, unsigned v) {
     asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(smem_dst), "r"(v) : "memory");

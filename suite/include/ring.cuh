@@ -67,33 +67,6 @@ __device__ __forceinline__ void consumer_wait(unsigned full_bar, const RingPosit
 // Consumer: this consumer has finished reading the stage; once all have, the producer may refill it.
 __device__ __forceinline__ void consumer_release(unsigned empty_bar) { mbarrier_arrive(empty_bar); }
 
-// Two consumer warpgroups that take turns issuing their tensor-core work (CUTLASS's ordered math warpgroups): warpgroup
-// 0 issues a group, then 1, then 0 again, a token passed through two named barriers, `first_barrier` (0's turn) and
-// `first_barrier` + 1 (1's turn), each over both warpgroups' 256 threads. Left alone, two warpgroups that wait on the
-// same stage issue their wgmma together, the tensor pipe interleaves them, and both finish at once: whatever they
-// do next between groups (fp8's promotion adds) then runs with the pipe idle. In turns, one warpgroup's group runs
-// while the other works on its registers. Both warpgroups must issue the same number of groups.
-struct IssueTurns {
-    unsigned wg;             // 0 or 1: which consumer warpgroup this thread is in
-    unsigned first_barrier;  // named barrier ids first_barrier and first_barrier + 1 (1..15; 0 is __syncthreads)
-    bool issued = false;     // this warpgroup has issued a group (warpgroup 0 waits for its turn from its second on)
-    static constexpr unsigned THREADS = 256;  // both warpgroups arrive at or sync on each turn barrier
-    // Before issuing: wait until the other warpgroup has issued its group (warpgroup 0's first group goes first).
-    __device__ __forceinline__ void wait_turn() {
-        if (wg == 1 || issued) named_barrier_sync(first_barrier + wg, THREADS);
-    }
-    // After issuing (and committing) a group: hand the turn to the other warpgroup, without waiting.
-    __device__ __forceinline__ void pass_turn() {
-        named_barrier_arrive(first_barrier + 1 - wg, THREADS);
-        issued = true;
-    }
-    // Once, after the last group: warpgroup 0 takes warpgroup 1's last hand-over, so that no barrier is left
-    // half-arrived when the block exits (each turn barrier then sees as many arrivals as syncs).
-    __device__ __forceinline__ void finish() {
-        if (wg == 0 && issued) named_barrier_sync(first_barrier, THREADS);
-    }
-};
-
 #endif  // __CUDA_ARCH__ >= 900
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)

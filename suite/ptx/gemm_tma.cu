@@ -163,13 +163,6 @@ struct E4M3 {  // bf16 out, with the per-tensor scales
 #ifndef GEMM_TMA_FP8_PIPELINED
 #define GEMM_TMA_FP8_PIPELINED 0
 #endif
-// fp8 with two consumer warpgroups: they take turns issuing their K tiles' halves (IssueTurns, ring.cuh), so that one
-// warpgroup's promotion adds run under the other's wgmma. GEMM_TMA_FP8_ORDERED=0 (tools/probe_llm.py fp8 only): both
-// issue as they come, as before.
-#ifndef GEMM_TMA_FP8_ORDERED
-#define GEMM_TMA_FP8_ORDERED 1
-#endif
-constexpr unsigned TURN_BARRIER = 3;  // named barriers 3 and 4: IssueTurns (1 and 2: each consumer warpgroup's own)
 
 template <int BM, int BLOCK_N, int CONSUMERS, class E>
 struct Tile {
@@ -193,8 +186,6 @@ struct Tile {
     static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;   // a stage's space (its full barrier expects less when
                                                             // A's box is short: M < BM)
     static constexpr int C_BOXES = BLOCK_N / C_BOX_COLS;    // TMA-store boxes per m64 tile
-    // the consumer warpgroups take turns issuing (fp8's promoted halves, two warpgroups)
-    static constexpr bool TURNS = E::PROMOTE && CONSUMERS == 2 && GEMM_TMA_FP8_ORDERED;
 };
 
 // Dynamic shared memory: [A stage 0 .. STAGES-1][B stage 0 .. STAGES-1][C staging, TMA_STORE only]
@@ -406,8 +397,7 @@ __device__ __forceinline__ void promote_half(float (&acc)[ACC], float (&part)[RE
 template <int STAGES, class T, class E, bool TMA_STORE, int BM, int BLOCK_N>
 __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T::ACC],
                                                   const SmemLayout<STAGES, T, TMA_STORE, BM>& smem,
-                                                  RingPosition& read, int num_k_tiles, int wg_row0, bool release,
-                                                  IssueTurns& turns) {
+                                                  RingPosition& read, int num_k_tiles, int wg_row0, bool release) {
 #pragma unroll
     for (int mt = 0; mt < T::WG_M_TILES; ++mt)
 #pragma unroll
@@ -434,7 +424,10 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
             }
         } else {
             // One 128-wide half of one m64 tile at a time, each group waited for before its adds (64 registers of
-            // partial beside up to 128 accumulators), so each stage is released as soon as its K tile is done.
+            // partial beside up to 128 accumulators), so each stage is released as soon as its K tile is done. The
+            // two consumer warpgroups run at their own pace: made to take turns (0 issues a half, then 1, then 0,
+            // through two named barriers) they were slower on the H200, 0.92 / 0.96 of promoted cuBLAS at 8192^3 /
+            // 4096^3 against 0.94 / 0.98 (tools/probe_llm.py fp8, 2026-12-01).
             float part[64];
             for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
                 const int smem_read_stage = read.stage;
@@ -443,9 +436,7 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
                 for (int mt = 0; mt < T::WG_M_TILES; ++mt)
 #pragma unroll
                     for (int h = 0; h < BLOCK_N / 128; ++h) {
-                        if constexpr (T::TURNS) turns.wait_turn();  // the other warpgroup's last group is issued
                         issue_half<STAGES, T, E>(part, smem, smem_read_stage, wg_row0, h, mt);
-                        if constexpr (T::TURNS) turns.pass_turn();  // its next group queues behind this one
                         wgmma_wait<0>();  // the half's partial sum is final: promote it into fp32
                         promote_half(acc[mt], part, h);
                     }
@@ -661,11 +652,11 @@ __device__ __forceinline__ void consume_unit(float (&acc)[T::WG_M_TILES][T::ACC]
                                              const SmemLayout<STAGES, T, false, BM>& smem, RingPosition& read,
                                              const WorkUnit& u, half_bits* C, int M, int N,
                                              int tiles_m, int tiles_n, int wg, bool release, float alpha,
-                                             float* workspace, int* counters, IssueTurns& turns) {
+                                             float* workspace, int* counters) {
     int m0, n0;
     tile_origin<BM, BLOCK_N>(u.tile, tiles_m, tiles_n, m0, n0);
     const int row0 = m0 + wg * T::WG_ROWS;
-    consumer_mainloop<STAGES, T, E, false, BM, BLOCK_N>(acc, smem, read, u.k_tiles, wg * T::WG_ROWS, release, turns);
+    consumer_mainloop<STAGES, T, E, false, BM, BLOCK_N>(acc, smem, read, u.k_tiles, wg * T::WG_ROWS, release);
     if (u.contributors == 1 || fix_up<T>(acc, u, workspace, counters, smem.flag(wg), wg, M, row0))
         store_tile<T, E, BLOCK_N>(C, M, N, row0, n0, acc, alpha);
 }
@@ -724,7 +715,6 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
         float alpha = 1.f;                           // fp8: C = (A B^T) x scale_a x scale_b
         if constexpr (E::SCALED) alpha = *scale_a * *scale_b;
         RingPosition read;                           // smem_read_stage and its lap's parity
-        IssueTurns turns{(unsigned)wg, TURN_BARRIER};  // used where T::TURNS
         float acc[T::WG_M_TILES][T::ACC];
         const int num_tiles = tiles_m * tiles_n;
         if constexpr (SCHEDULE == SCHED_TILES) {
@@ -732,7 +722,7 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
                 int m0, n0;
                 tile_origin<BM, BLOCK_N>(tile, tiles_m, tiles_n, m0, n0);
                 consumer_mainloop<STAGES, T, E, TMA_STORE, BM, BLOCK_N>(acc, smem, read, num_k_tiles, wg_row0,
-                                                                         release, turns);
+                                                                         release);
                 // EPILOGUE
                 if constexpr (TMA_STORE) {
                     if (tma_store) {
@@ -748,8 +738,7 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
             const WorkUnit u = SplitK{num_tiles, num_k_tiles, splits}.unit();
             int m0, n0;
             tile_origin<BM, BLOCK_N>(u.tile, tiles_m, tiles_n, m0, n0);
-            consumer_mainloop<STAGES, T, E, false, BM, BLOCK_N>(acc, smem, read, u.k_tiles, wg_row0, release,
-                                                                turns);
+            consumer_mainloop<STAGES, T, E, false, BM, BLOCK_N>(acc, smem, read, u.k_tiles, wg_row0, release);
             // EPILOGUE: all of K here: C; else this split's partial into its slice, for split_k_reduce
             if (u.contributors == 1) store_tile<T, E, BLOCK_N>(C, M, N, m0 + wg_row0, n0, acc, alpha);
             else store_partial<T, BLOCK_N>(workspace + (long long)u.index * M * N, M, N, m0 + wg_row0, n0, acc);
@@ -757,16 +746,15 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
             const StreamK sched(num_tiles, num_k_tiles);
             for (int i = 0; i < sched.dp_units(); ++i)
                 consume_unit<STAGES, T, E, BM, BLOCK_N>(acc, smem, read, sched.dp_unit(i), C, M, N, tiles_m, tiles_n,
-                                                        wg, release, alpha, workspace, counters, turns);
+                                                        wg, release, alpha, workspace, counters);
             const long long end = sched.start(blockIdx.x + 1);
             for (long long it = sched.start(blockIdx.x); it < end;) {
                 const WorkUnit u = sched.unit_at(it, end);
                 consume_unit<STAGES, T, E, BM, BLOCK_N>(acc, smem, read, u, C, M, N, tiles_m, tiles_n, wg, release,
-                                                        alpha, workspace, counters, turns);
+                                                        alpha, workspace, counters);
                 it += u.k_tiles;
             }
         }
-        if constexpr (T::TURNS) turns.finish();  // the last hand-over of warpgroup 1 is taken: no barrier left half-arrived
     }
 }
 

@@ -25,12 +25,16 @@ scales applied to the fp32 accumulator before the bf16 store, as ``torch._scaled
 
 fp8 promotes each K tile's sum into fp32 (wgmma sums fp8 products with fewer mantissa bits than fp32), in two halves
 of N so that the partial sum needs 64 registers a thread beside the 128 of the accumulators. A partial must be
-complete before it is added, so a warpgroup's tensor-core work stops at every half; hidden only if the other
+complete before it is added, so a warpgroup's tensor-core work stops at every half, hidden only where the other
 warpgroup's wgmma run meanwhile. So fp8 has its own consumers (``_fp8_consumer``): two partitions of one warpgroup
-each (64 rows of the tile), which take turns issuing their halves through two mbarriers (``turns``, as the PTX
-kernel's IssueTurns): warpgroup 0 issues a half, then 1, then 0 again, and each adds its partial while the other's
-group runs. In one partition of 8 warps, as the 16-bit types are, Triton's partition barriers keep both
-warpgroups in step: both wait and add at once, with the tensor pipe idle.
+each (64 rows of the tile), each running on at its own pace, as the PTX kernel's two consumer warpgroups do. In one
+partition of 8 warps, as the 16-bit types are, Triton's partition barriers keep both warpgroups in step: both wait
+and add at once, with the tensor pipe idle. (Taking turns, warpgroup 0 issuing a half, then 1, then 0 again through
+two mbarriers, was slower on the H200: 0.973 / 1.022 of promoted cuBLAS at 8192^3 / 4096^3 against 0.977 / 1.035.)
+Triton's own promotion (``max_num_imprecise_acc=BLOCK_K``) adds the partial to the accumulator before the wgmma wait,
+which makes ptxas serialize every wgmma (C7514); here the partial is summed from zero (``use_acc=False``) and added
+after the wait, and ``_kept_here`` keeps LLVM from sinking those adds below the next half's wgmma (two partials
+alive: spills).
 
 Needs a GPU of compute capability 9.0 (wgmma); the Triton interpreter does not run Gluon. Descriptors are built on
 the host. TMA needs 16-byte row pitches: where a row of A or B is not (K or N not a multiple of 8 for 2-byte types,
@@ -69,7 +73,6 @@ GROUP_M = 8
 NUM_WARPS = 8  # the consumer partition: two warpgroups
 PRODUCER_WARPS, PRODUCER_REGS = 1, 24  # the producer partition only computes coordinates
 FP8_CONSUMER_WARPS, FP8_CONSUMER_REGS = 4, 232  # fp8: each consumer partition one warpgroup, as the PTX consumers
-FP8_TURNS = True  # fp8's consumers issue in turns (False: as they come; tools/probe_llm.py fp8 times both)
 _FP8_WARPS, _FP8_REGS = gl.constexpr(FP8_CONSUMER_WARPS), gl.constexpr(FP8_CONSUMER_REGS)  # the same, for the kernels
 STAGES = (2, 3)  # 48 KiB per stage at every dtype and C's 64 KiB staging tile: 4 stages would need 256 KiB
 GL_DTYPES = {"fp16": gl.float16, "bf16": gl.bfloat16, "fp8e4m3": gl.float8e4nv}
@@ -196,7 +199,6 @@ def _fp8_consumer(
     b_ring,
     ready,
     empty,
-    turns,
     c_smem,
     scale_a,
     scale_b,
@@ -205,12 +207,9 @@ def _fp8_consumer(
     K,
     GROUP_M: gl.constexpr,
     STAGES: gl.constexpr,
-    TURNS: gl.constexpr,  # issue in turns with the other consumer (else as they come)
     WG: gl.constexpr,  # 0 or 1: this partition's warpgroup, rows WG x 64 .. + 63 of the tile
 ):
-    """fp8: one warpgroup's 64 rows of the 128 x 256 tile, each K tile promoted into fp32 in two halves of N, the
-    halves issued in turns with the other consumer (turns[WG]: this warpgroup's turn, arrived on by the other one
-    after each of its issues; warpgroup 1 also arrives on turns[0] once at the start, so that 0 goes first)."""
+    """fp8: one warpgroup's 64 rows of the 128 x 256 tile, each K tile promoted into fp32 in two halves of N."""
     WG_M: gl.constexpr = c_desc.block_type.shape[0]
     BLOCK_N: gl.constexpr = c_desc.block_type.shape[1]
     BLOCK_M: gl.constexpr = a_ring.type.shape[1]
@@ -225,24 +224,17 @@ def _fp8_consumer(
     part = gl.zeros((WG_M, HALF), dtype=gl.float32, layout=half_layout)  # a K tile's half, summed from zero
     smem_read_stage = 0
     lap = 0
-    turn_phase = 0
-    if TURNS and WG == 1:
-        mbarrier.arrive(turns.index(0))  # warpgroup 0 takes the first turn
     for tile in range(gl.program_id(0), tiles_m * tiles_n, gl.num_programs(0)):
         m0, n0 = tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
         left = gl.zeros((WG_M, HALF), dtype=gl.float32, layout=half_layout)
         right = gl.zeros((WG_M, HALF), dtype=gl.float32, layout=half_layout)
-        # -- MAINLOOP: per K tile, two halves, each issued in this warpgroup's turn and promoted once complete --
+        # -- MAINLOOP: per K tile, two halves, each summed from zero and promoted once complete --
         for _ in range(k_tiles):
             # wait for the TMA bytes of this stage (its ready barrier's phase for this lap)
             mbarrier.wait(ready.index(smem_read_stage), lap)
             a_rows = a_ring.index(smem_read_stage).slice(WG * WG_M, WG_M)  # this warpgroup's rows of A
             b_stage = b_ring.index(smem_read_stage)
             for h in gl.static_range(2):
-                if TURNS:
-                    # this warpgroup's turn: the other one's last half is issued (the pipe runs it while we add)
-                    mbarrier.wait(turns.index(WG), turn_phase)
-                    turn_phase ^= 1
                 part = warpgroup_mma(
                     a_rows,
                     b_stage.slice(h * HALF, HALF).permute((1, 0)),  # K-major B read as K x N
@@ -250,9 +242,7 @@ def _fp8_consumer(
                     use_acc=False,  # from zero: the K tile's own sum (wgmma's accumulator across its 4 k-steps)
                     is_async=True,
                 )
-                if TURNS:
-                    mbarrier.arrive(turns.index(1 - WG))  # the other warpgroup's half queues behind this one
-                # the half's partial sum is final: promote it into fp32
+                # wait until the half's partial sum is final, then promote it into fp32
                 part = warpgroup_mma_wait(0, deps=(part,))
                 if h == 0:
                     left = _kept_here(left + part)
@@ -295,7 +285,6 @@ def gemm_gluon_kernel(
     PRODUCER_WARPS: gl.constexpr,
     PRODUCER_REGS: gl.constexpr,
     B_K_MAJOR: gl.constexpr,  # B given N x K: fp8, whose consumers apply scale_a x scale_b in the epilogue
-    FP8_TURNS: gl.constexpr,  # fp8's consumers issue in turns
     num_warps: gl.constexpr,  # the default partition's: the 16-bit consumer's 8, or fp8's first consumer's 4
 ):
     dtype: gl.constexpr = a_desc.dtype
@@ -309,12 +298,8 @@ def gemm_gluon_kernel(
         mbarrier.init(ready.index(s), count=1)  # completed by the producer's expect and the TMA bytes
         mbarrier.init(empty.index(s), count=CONSUMERS)  # completed by each consumer partition's arrival
     if B_K_MAJOR:
-        # fp8: two consumer partitions of one warpgroup each, a C slab each (c_desc's box is one warpgroup's rows),
-        # and the two mbarriers through which they take turns issuing wgmma
+        # fp8: two consumer partitions of one warpgroup each, a C slab each (c_desc's box is one warpgroup's rows)
         c_smem = gl.allocate_shared_memory(c_desc.dtype, [2] + c_desc.block_type.shape, c_desc.layout)
-        turns = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
-        for w in gl.static_range(2):
-            mbarrier.init(turns.index(w), count=1)  # completed by the other consumer's one arrival
         gl.warp_specialize(
             [
                 (
@@ -325,7 +310,6 @@ def gemm_gluon_kernel(
                         b_ring,
                         ready,
                         empty,
-                        turns,
                         c_smem,
                         scale_a,
                         scale_b,
@@ -334,7 +318,6 @@ def gemm_gluon_kernel(
                         K,
                         GROUP_M,
                         STAGES,
-                        FP8_TURNS,
                         0,
                     ),
                 ),
@@ -347,7 +330,6 @@ def gemm_gluon_kernel(
                         b_ring,
                         ready,
                         empty,
-                        turns,
                         c_smem,
                         scale_a,
                         scale_b,
@@ -356,7 +338,6 @@ def gemm_gluon_kernel(
                         K,
                         GROUP_M,
                         STAGES,
-                        FP8_TURNS,
                         1,
                     ),
                 ),
@@ -365,8 +346,6 @@ def gemm_gluon_kernel(
             [_FP8_WARPS, PRODUCER_WARPS],
             [_FP8_REGS, PRODUCER_REGS],
         )
-        for w in gl.static_range(2):
-            mbarrier.invalidate(turns.index(w))
     else:
         c_smem = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
         gl.warp_specialize(
@@ -426,9 +405,8 @@ class GluonGemm:
         self.grid = min(tiles, torch.cuda.get_device_properties(a.device).multi_processor_count)
         fp8 = ops.b_k_major
         self.num_warps = FP8_CONSUMER_WARPS if fp8 else NUM_WARPS
-        self.fp8_turns = FP8_TURNS
         consumers = (
-            f"2 consumer warpgroups ({FP8_CONSUMER_REGS} regs) issuing {'in turns' if FP8_TURNS else 'as they come'}"
+            f"2 consumer partitions of one warpgroup ({FP8_CONSUMER_REGS} regs)"
             if fp8
             else f"{NUM_WARPS} consumer warps"
         )
@@ -451,7 +429,6 @@ class GluonGemm:
             PRODUCER_WARPS=PRODUCER_WARPS,
             PRODUCER_REGS=PRODUCER_REGS,
             B_K_MAJOR=self.ops.b_k_major,
-            FP8_TURNS=self.fp8_turns,
             num_warps=self.num_warps,
         )
         if self.c_padded is not None:
