@@ -24,10 +24,9 @@ by 64 rows (one warpgroup, 4 warps) when M <= 64, where a 128-row tile would be 
 warpgroups, 8 warps); K steps of 64 for fp16 / bf16 and 128 for fp8 (gemm_desc.TILES): 40 or 48 KiB stages. Split-K
 takes 128 x 128 tiles (one warpgroup, 32 KiB stages) instead where 128 x 256 tiles are too few for the SMs but the
 narrower ones fill one wave at least half (``split_k_plan``): one split, no workspace, as the PTX split-K's 128 x 128
-tiles at M = 256. fp8 takes
-B as N x K and computes ``tl.dot(a, b.T)``, its scales applied once, to the sum (in the reduction pass, or in the
-partial pass when there is one split). A and B rows not 16-byte pitched go through gemm_desc.Operands' padded
-copies."""
+tiles at M = 256. fp8 takes B as N x K and computes ``tl.dot(a, b.T)``, its scales applied once, to the sum (in the
+reduction pass, or in the partial pass when there is one split). A and B rows not 16-byte pitched go through
+gemm_desc.Operands' padded copies."""
 
 from __future__ import annotations
 
@@ -283,17 +282,13 @@ class TwoPassGemm:
             new_workspace(slices, rows, cols, self.ops.c.device, fresh=self.fixup_first) if slices else None
         )
 
-    def _tile_for(self) -> tuple[int, int]:
-        """Split-K's and stream-K's tile (``_tile_rule``) into ``tile`` and ``warps``; the output tiles it makes
-        and the K tiles of each."""
+    def _tile_for(self, tile: tuple[int, int, int, int] | None = None) -> tuple[int, int]:
+        """``tile`` (BLOCK_M, BLOCK_N, BLOCK_K, warps; by default ``tile_for``'s) into ``tile`` and ``warps``; the
+        output tiles it makes and the K tiles of each."""
         ops = self.ops
-        bm, bn, bk, self.warps = self._tile_rule()
+        bm, bn, bk, self.warps = tile or tile_for(ops.dtype, ops.m)
         self.tile = bm, bn, bk
         return triton.cdiv(ops.m, bm) * triton.cdiv(ops.n, bn), triton.cdiv(ops.k, bk)
-
-    def _tile_rule(self) -> tuple[int, int, int, int]:
-        """(BLOCK_M, BLOCK_N, BLOCK_K, warps) for these operands: ``tile_for`` unless a subclass says otherwise."""
-        return tile_for(self.ops.dtype, self.ops.m)
 
     def _main(self):
         """Launch the main pass; what Triton compiled (None in the interpreter)."""
@@ -339,14 +334,11 @@ class SplitKGemm(TwoPassGemm):
     kernels = ("splitk_partial_kernel", "splitk_reduce_kernel")
     fault = (FAULT_REDUCE_FIRST, "the reduction pass launched before the partial pass")
 
-    def _tile_rule(self) -> tuple[int, int, int, int]:
-        ops = self.ops
-        return split_k_plan(ops.dtype, ops.m, ops.n, ops.k, num_sms(ops.a.device))[0]
-
     def _plan(self, splits: int | None = None) -> None:
-        tiles, k_tiles = self._tile_for()
-        ops, (bm, bn, bk) = self.ops, self.tile
-        rule = split_k_plan(ops.dtype, ops.m, ops.n, ops.k, num_sms(ops.a.device))[1]
+        ops = self.ops
+        tile, rule = split_k_plan(ops.dtype, ops.m, ops.n, ops.k, num_sms(ops.a.device))
+        tiles, k_tiles = self._tile_for(tile)
+        bm, bn, bk = self.tile
         self.splits = rule if splits is None else splits
         self.grid = tiles * self.splits
         self._workspace(self.splits if self.splits > 1 else 0, ops.m, ops.n)
