@@ -130,6 +130,12 @@ class TritonModule(KernelModule):
     # Faults planted by with_defines (the sanitizer's self-test): names (``Fault.define``) the module's launcher reads
     # and turns into a constexpr flag or a launch order of its kernels; () in every healthy build.
     extra_defines: tuple[str, ...] = ()
+    # True where the stage count reaches the kernel only as ``num_stages`` (a launch option, or tl.range's): the
+    # pipeliner's depth, a compiler transform the interpreter does not perform, so on a CPU every depth runs the same
+    # program and the registry-wide tests validate each depth there at one edge size, not at all of them (on a GPU
+    # every depth is its own compiled schedule and runs at every edge size). False: the depth changes what the kernel
+    # computes (a ring it indexes itself, as in Gluon), and every depth runs every edge size everywhere.
+    depth_is_num_stages: bool = False
 
     def with_defines(self, *defines: str, stages: tuple[int, ...] | None = None) -> TritonModule:
         """The same kernel with faults planted, as NvrtcModule.with_defines (suite.sanitize calls either): a copy

@@ -1,7 +1,9 @@
 """Compile Triton and Gluon kernels for sm_90 on a machine without a GPU, for the tests that check their SASS.
 
 Compiled in a subprocess: TRITON_INTERPRET=1 (set for the test process when there is no GPU) makes triton.jit
-interpret, and the interpreter's patches of triton.language break compilation in the same process.
+interpret, and the interpreter's patches of triton.language break compilation in the same process. One subprocess per
+test process, started on the first call and kept: each request is a line of JSON on its stdin, each answer a line on
+its stdout (a process per call cost two seconds of imports each, eight times a run).
 
 A spec names the kernel ("package.module:function"), its signature (argument -> Triton type string, "constexpr" for
 meta-parameters), the constexpr values, the arguments to specialize as 16-divisible (pointers aligned to 16 bytes,
@@ -13,10 +15,13 @@ instructions and how many of them close a group), and the PTX's line count of a 
 
 from __future__ import annotations
 
+import atexit
+import functools
 import json
 import os
 import subprocess
 import sys
+import tempfile
 
 _SCRIPT = r"""
 import importlib, json, sys
@@ -31,8 +36,7 @@ def value(v):
         return getattr(tl, v[3:])
     return v
 
-out = []
-for spec in json.loads(sys.stdin.read()):
+def compile_one(spec):
     module, _, name = spec["fn"].partition(":")
     fn = getattr(importlib.import_module(module), name)
     signature = {}
@@ -54,20 +58,55 @@ for spec in json.loads(sys.stdin.read()):
     k = triton.compile(src, target=GPUTarget("cuda", 90, 32), options=spec["options"])
     ptx = k.asm["ptx"]
     sass = disassemble(k.asm["cubin"])
-    out.append({"classes": instruction_classes(sass), "shared": k.metadata.shared, "wgmma_chain": wgmma_chain(sass),
-                "ptx": {w: ptx.count(w) for w in ("tensormap.replace", "atom.global", "red.global", "setmaxnreg")}})
-print(json.dumps(out))
+    return {"classes": instruction_classes(sass), "shared": k.metadata.shared, "wgmma_chain": wgmma_chain(sass),
+            "ptx": {w: ptx.count(w) for w in ("tensormap.replace", "atom.global", "red.global", "setmaxnreg")}}
+
+import traceback
+for line in sys.stdin:
+    try:
+        answer = {"results": [compile_one(spec) for spec in json.loads(line)]}
+    except Exception:
+        answer = {"error": traceback.format_exc()}
+    print(RESULT + json.dumps(answer), flush=True)
 """
+_RESULT = "SM90-RESULT "  # what starts an answer line (anything else the compiler prints to stdout is not one)
+
+
+@functools.cache
+def _server() -> tuple[subprocess.Popen, object]:
+    """The compiling subprocess of this test process, and the file its stderr goes to (a file, not a pipe: a pipe
+    nobody reads fills and stalls it)."""
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    log = tempfile.TemporaryFile(mode="w+")
+    proc = subprocess.Popen(
+        [sys.executable, "-c", f"RESULT = {_RESULT!r}\n" + _SCRIPT],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=log,
+        text=True,
+        env=env,
+    )
+    atexit.register(_stop, proc)
+    return proc, log
+
+
+def _stop(proc: subprocess.Popen) -> None:
+    proc.stdin.close()  # its loop ends, and it exits
+    proc.wait(timeout=60)
 
 
 def compile_sm90(specs: list[dict]) -> list[dict]:
-    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
-    proc = subprocess.run(
-        [sys.executable, "-c", _SCRIPT], input=json.dumps(specs), capture_output=True, text=True, check=False, env=env
-    )
-    if proc.returncode:
-        raise RuntimeError(f"compiling for sm_90 failed:\n{proc.stderr[-4000:]}")
-    return json.loads(proc.stdout.strip().splitlines()[-1])
+    proc, log = _server()
+    proc.stdin.write(json.dumps(specs) + "\n")
+    proc.stdin.flush()
+    for line in proc.stdout:
+        if line.startswith(_RESULT):
+            answer = json.loads(line[len(_RESULT) :])
+            if "error" in answer:
+                raise RuntimeError(f"compiling for sm_90 failed:\n{answer['error'][-4000:]}")
+            return answer["results"]
+    log.seek(0)
+    raise RuntimeError(f"the sm_90 compiling process exited ({proc.wait()}):\n{log.read()[-4000:]}")
 
 
 TRITON_TYPES = {"fp16": "fp16", "bf16": "bf16", "fp8e4m3": "fp8e4nv"}

@@ -133,50 +133,71 @@ def _cli(*argv, cpu=False, timeout=600):
     return proc, time.monotonic() - t0
 
 
-@pytest.mark.parametrize(
-    "argv, flag, rule",
-    [
-        (["--problem", "nope"], "--problem", "invalid choice"),
-        (["--variant", "nope"], "--variant", "unknown 'nope'"),
-        (["--size", "8"], "--size", "needs exactly one --problem"),
-        (["--problem", "vector", "--size", "-5"], "--size", "every dimension must be >= 1"),
-        (["--problem", "vector", "--size", "0"], "--size", "every dimension must be >= 1"),
-        (["--problem", "gemm", "--size", "64x0x64"], "--size", "every dimension must be >= 1"),
-        (["--problem", "vector", "--size", "abc"], "--size", "sizes are whole numbers"),
-        (["--problem", "vector", "--size", "1e6"], "--size", "sizes are whole numbers"),
-        (["--problem", "vector", "--size", "2^70"], "--size", "below 2^63"),
-        (["--problem", "gemm", "--size", "8x8"], "--size", "a gemm size is M (a cube) or MxNxK"),
-        (["--problem", "gemm", "--dtype", "fp32"], "--dtype", "no selected problem takes fp32"),
-        (["--stages", "0"], "--stages", "stage counts must be >= 1"),
-        (["--stages", "abc"], "--stages", "stage counts are whole numbers"),
-        (["--stages", "99"], "--stages 99", "no selected variant sweeps 99"),
-        (
-            ["--problem", "vector", "--stages", str(_GEMM_ONLY_STAGE)],
-            f"--stages {_GEMM_ONLY_STAGE}",
-            f"no selected variant sweeps {_GEMM_ONLY_STAGE}",
-        ),  # gemm sweeps it, but only vector is selected
-        (["--backend", "ptx", "--variant", "tile loop"], "--variant", "no registered variant matches"),
-    ],
-)
-def test_cli_rejects_bad_arguments_before_running(argv, flag, rule, tmp_path):
-    """One line naming the flag and the rule, exit 2, within seconds, nothing written."""
+BAD_ARGUMENTS = [
+    (["--problem", "nope"], "--problem", "invalid choice"),
+    (["--variant", "nope"], "--variant", "unknown 'nope'"),
+    (["--size", "8"], "--size", "needs exactly one --problem"),
+    (["--problem", "vector", "--size", "-5"], "--size", "every dimension must be >= 1"),
+    (["--problem", "vector", "--size", "0"], "--size", "every dimension must be >= 1"),
+    (["--problem", "gemm", "--size", "64x0x64"], "--size", "every dimension must be >= 1"),
+    (["--problem", "vector", "--size", "abc"], "--size", "sizes are whole numbers"),
+    (["--problem", "vector", "--size", "1e6"], "--size", "sizes are whole numbers"),
+    (["--problem", "vector", "--size", "2^70"], "--size", "below 2^63"),
+    (["--problem", "gemm", "--size", "8x8"], "--size", "a gemm size is M (a cube) or MxNxK"),
+    (["--problem", "gemm", "--dtype", "fp32"], "--dtype", "no selected problem takes fp32"),
+    (["--stages", "0"], "--stages", "stage counts must be >= 1"),
+    (["--stages", "abc"], "--stages", "stage counts are whole numbers"),
+    (["--stages", "99"], "--stages 99", "no selected variant sweeps 99"),
+    (
+        ["--problem", "vector", "--stages", str(_GEMM_ONLY_STAGE)],
+        f"--stages {_GEMM_ONLY_STAGE}",
+        f"no selected variant sweeps {_GEMM_ONLY_STAGE}",
+    ),  # gemm sweeps it, but only vector is selected
+    (["--backend", "ptx", "--variant", "tile loop"], "--variant", "no registered variant matches"),
+]
+
+
+def _assert_refused(code: int, stdout: str, stderr: str, flag: str, rule: str) -> None:
+    assert code == 2, stderr
+    assert len(stderr.strip().splitlines()) == 1, stderr
+    assert flag in stderr and rule in stderr, stderr
+    assert "Traceback" not in stderr and stdout == ""
+
+
+@pytest.mark.parametrize("argv, flag, rule", BAD_ARGUMENTS)
+def test_cli_rejects_bad_arguments_before_running(argv, flag, rule, tmp_path, capsys):
+    """One line naming the flag and the rule, exit 2, nothing written: main() in this process (each case through a
+    process of its own cost two seconds of imports; test_cli_process_rejects_bad_arguments_within_seconds runs two)."""
     out = tmp_path / "results"
-    proc, seconds = _cli(*argv, "--out", str(out))
-    assert proc.returncode == 2, proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-    assert flag in proc.stderr and rule in proc.stderr, proc.stderr
-    assert "Traceback" not in proc.stderr and proc.stdout == ""
-    assert seconds < 30  # the interpreter starting and torch importing; no kernel is built or run
+    try:
+        code = main([*argv, "--out", str(out)])
+    except SystemExit as e:  # argparse's own refusals exit from inside parse_args
+        code = e.code
+    captured = capsys.readouterr()
+    _assert_refused(code, captured.out, captured.err, flag, rule)
     assert not out.exists()  # nothing half-written
 
 
-def test_cli_refuses_out_naming_a_file_before_the_run(tmp_path):
+@pytest.mark.parametrize("case", [0, 13], ids=["argparse", "after the registry"])
+def test_cli_process_rejects_bad_arguments_within_seconds(case, tmp_path):
+    """The same refusals from ``python -m suite.run`` itself: an argparse one and one that reads the registry each
+    exit 2 with one line and nothing else printed, within seconds, nothing written."""
+    argv, flag, rule = BAD_ARGUMENTS[case]
+    out = tmp_path / "results"
+    proc, seconds = _cli(*argv, "--out", str(out))
+    _assert_refused(proc.returncode, proc.stdout, proc.stderr, flag, rule)
+    assert seconds < 30  # the interpreter starting and torch importing; no kernel is built or run
+    assert not out.exists()
+
+
+def test_cli_refuses_out_naming_a_file_before_the_run(tmp_path, capsys):
     taken = tmp_path / "taken"
     taken.write_text("precious")
     for out in (taken, taken / "sub"):
-        proc, seconds = _cli("--problem", "vector", "--out", str(out))
-        assert proc.returncode == 2 and len(proc.stderr.strip().splitlines()) == 1, proc.stderr
-        assert "--out" in proc.stderr and "is not a directory" in proc.stderr and seconds < 30
+        code = main(["--problem", "vector", "--out", str(out)])
+        err = capsys.readouterr().err
+        assert code == 2 and len(err.strip().splitlines()) == 1, err
+        assert "--out" in err and "is not a directory" in err
     assert taken.read_text() == "precious"
 
 

@@ -83,7 +83,7 @@ def test_registry_wide_tests_cover_the_plugin():
         "plugin",
         "-rA",
         "-n",
-        "2",
+        "0",  # a few dozen tests: workers would cost more to start than they save
     )
     assert proc.returncode == 0, proc.stdout[-3000:]
     out = proc.stdout

@@ -28,6 +28,17 @@ def _cli(*argv, cwd=None, preamble=""):
     )
 
 
+def _main_here(*argv, cwd, monkeypatch, capsys) -> tuple[int, str, str]:
+    """main() in this process, from ``cwd``: (exit code, stdout, stderr). For the refusals, which stop before
+    anything runs (a process each would cost two seconds of imports)."""
+    from suite.run import main
+
+    monkeypatch.chdir(cwd)
+    code = main(list(argv))
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
 # -- 7. runs started in the same second --------------------------------------------------------------------------
 
 
@@ -78,7 +89,7 @@ def test_two_runs_in_the_same_second_keep_both_results(tmp_path):
 
 
 @pytest.mark.parametrize("how", ["read-only mode", "unwritable filesystem", "a file"])
-def test_an_unwritable_default_results_dir_is_refused_before_the_run(tmp_path, how):
+def test_an_unwritable_default_results_dir_is_refused_before_the_run(tmp_path, how, monkeypatch, capsys):
     if how == "read-only mode":
         if AS_ROOT:
             pytest.skip("root writes through any mode (the /proc case refuses root too)")
@@ -87,16 +98,18 @@ def test_an_unwritable_default_results_dir_is_refused_before_the_run(tmp_path, h
         (tmp_path / "results").symlink_to("/proc/self")  # a directory no one, root included, can create files in
     else:
         (tmp_path / "results").write_text("not a directory")
-    proc = _cli(*QUICK, cwd=tmp_path)
-    assert proc.returncode == 2, proc.stderr
-    assert len(proc.stderr.strip().splitlines()) == 1 and "Traceback" not in proc.stderr, proc.stderr
-    assert proc.stderr.startswith("error: results/ (the default output; --out DIR writes elsewhere): ")
-    assert "No CUDA GPU here" not in proc.stderr and proc.stdout == ""  # refused before anything ran
+    code, out, err = _main_here(*QUICK, cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)
+    assert code == 2, err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+    assert err.startswith("error: results/ (the default output; --out DIR writes elsewhere): ")
+    assert "No CUDA GPU here" not in err and out == ""  # refused before anything ran
 
 
-def test_out_that_no_file_can_be_created_in_is_refused(tmp_path):
-    proc = _cli(*QUICK, "--out", "/proc/self/pipesuite-results", cwd=tmp_path)
-    assert proc.returncode == 2 and "error: --out: cannot create /proc/self/pipesuite-results" in proc.stderr
+def test_out_that_no_file_can_be_created_in_is_refused(tmp_path, monkeypatch, capsys):
+    code, _, err = _main_here(
+        *QUICK, "--out", "/proc/self/pipesuite-results", cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys
+    )
+    assert code == 2 and "error: --out: cannot create /proc/self/pipesuite-results" in err
 
 
 # -- 9. a full disk while writing ----------------------------------------------------------------------------------

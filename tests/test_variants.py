@@ -4,8 +4,9 @@ are whatever the contract in suite/kernel.py says they are):
 
 * validated (suite.validate) at every dtype it implements, at that dtype's odd sizes (``Problem.edge_sizes_for``),
   at every stage count of that dtype (``Variant.stages_for``), wherever it runs: on a CPU the Triton kernels in the
-  interpreter and the library calls, on a GPU everything. A variant that cannot run here has one skipped id per
-  dtype, saying why (not one per stage count and size);
+  interpreter and the library calls, on a GPU everything. (In the interpreter a kernel whose depth is only
+  num_stages, ``TritonModule.depth_is_num_stages``, runs its depths at one edge size: there they are one program.)
+  A variant that cannot run here has one skipped id per dtype, saying why (not one per stage count and size);
 * each kernel compiled by NVRTC built for every arch its module lists, every instantiation its stage counts need,
   without spills and with the SASS instruction classes its module declares it must contain;
 * each kernel against its problem's bad-input table, plus its module's own rules, an unknown stage count, every dtype
@@ -15,6 +16,7 @@ are whatever the contract in suite/kernel.py says they are):
 Test ids and failure messages name the variant (backend:name) and the dtype where it is not the problem's default.
 """
 
+import os
 import re
 import zlib
 
@@ -29,6 +31,7 @@ from suite.sass import INSTRUCTION_CLASSES
 from suite.validate import validate
 
 DEVICE = torch.device("cuda" if HAS_GPU else "cpu")
+INTERPRETED = os.environ.get("TRITON_INTERPRET") == "1"  # set by conftest where there is no GPU
 VARIANTS = variants()
 KERNELS = [v for v in VARIANTS if not isinstance(v.kernel, LibraryOp)]  # library calls check nothing themselves
 
@@ -63,9 +66,18 @@ def _validation_cases():
                     marks=pytest.mark.skip(reason=f"{v.label}{_at(v, dtype)}: {reason}"),
                 )
                 continue
-            for s in stages:
-                for size in sizes:
-                    yield pytest.param(v, dtype, s, size, id=f"{v.label}{_at(v, dtype)}-s{s}-{_shape(v, size)}")
+            for s, size in _depths_and_sizes(v, stages, sizes):
+                yield pytest.param(v, dtype, s, size, id=f"{v.label}{_at(v, dtype)}-s{s}-{_shape(v, size)}")
+
+
+def _depths_and_sizes(v, stages, sizes) -> list:
+    """Every depth at every edge size; in the interpreter, for a kernel whose depth is only Triton's num_stages (a
+    compiler transform the interpreter does not perform: every depth is the same program there, suite.kernel), every
+    depth at the first edge size and the deepest at the others."""
+    if INTERPRETED and getattr(v.kernel, "depth_is_num_stages", False) and len(stages) > 1:
+        deepest = max(stages)
+        return [(s, sizes[0]) for s in stages] + [(deepest, size) for size in sizes[1:]]
+    return [(s, size) for s in stages for size in sizes]
 
 
 @pytest.mark.parametrize("variant, dtype, stages, size", list(_validation_cases()))

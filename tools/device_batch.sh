@@ -15,6 +15,8 @@
 #   pack      every file under $OUT but the tarballs into one logs-<stamp>.tgz (the device tool brings back at most 8
 #             files: end a batch with it when its steps leave more)
 #   pytest    python -m pytest $PYTEST_ARGS (a chosen subset, e.g. one test file)
+#   readme-tests  the README's test command as written (python -m pytest: every core), timed, with the 60 slowest
+#             tests listed (issue 20's 5-minute target on the H200)
 #   suite     python -m suite.run $SUITE_ARGS (timed: alone on the GPU), the results folder as suite-<stamp>.tgz
 #   probe     the Triton tuning probes: tools/tune_vector.py --triton-desc --quick, tools/tune_gemm_triton.py --extra
 #             at 4096^3 and 4000x3000x1000 (timed: alone on the GPU)
@@ -106,6 +108,11 @@ for step in "$@"; do
     pack)
       (cd "$OUT" && find . -type f ! -name '*.tgz' -print0 | tar czf "logs-$stamp.tgz" --null -T - --remove-files)
       ls "$OUT" ;;
+    readme-tests)
+      start=$(date +%s)
+      timeout ${TEST_LIMIT:-540} python3 -m pytest -p no:cacheprovider --durations=60 > "$OUT/readme-tests.log" 2>&1
+      echo "readme tests rc=$? in $(( $(date +%s) - start )) s"; grep -E "(FAILED|ERROR) " "$OUT/readme-tests.log" | head
+      tail -2 "$OUT/readme-tests.log" ;;
     pytest)
       timeout ${TEST_LIMIT:-300} python3 -m pytest -q -rfE -p no:cacheprovider $PYTEST_ARGS > "$OUT/pytest-subset.log" 2>&1
       echo "pytest subset rc=$?"; grep -E "(FAILED|ERROR) " "$OUT/pytest-subset.log" | head -20

@@ -126,6 +126,7 @@ class Gemm:
 class Tile128x256x32(TritonModule):
     """gemm_kernel at the PTX kernel's tile, swept over num_stages."""
 
+    depth_is_num_stages = True  # the launch's num_stages (suite.kernel.TritonModule)
     stages = STAGES
     # fp16 only: this row is the PTX mma.sync kernel's twin (the seed's tile and type, square shapes); the Triton rows
     # in bf16 and fp8 are the tensor-descriptor kernels (gemm_desc.py and the split-K / stream-K / decode modules)

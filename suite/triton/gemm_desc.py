@@ -485,6 +485,7 @@ class TunedGemm:
 class Descriptors(TritonModule):
     """gemm_desc_kernel at one schedule and descriptor source, swept over num_stages, for the registry."""
 
+    depth_is_num_stages = True  # the launch's num_stages (suite.kernel.TritonModule)
     dtypes = DTYPES
 
     # compute-sanitizer: edge tiles with N % 8 != 0 (B and C through padded buffers) and a K tile cut short; a ring that

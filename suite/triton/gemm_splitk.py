@@ -370,6 +370,7 @@ class TwoPassModule(TritonModule):
     the interpreter has an fp8 dot (suite.triton._interp_dot). The sanitizer's self-test launches the fix-up pass
     first at 2 stages, at the first of ``sanitize_sizes``: it reads workspace nothing has written yet (initcheck)."""
 
+    depth_is_num_stages = True  # the launch's num_stages (suite.kernel.TritonModule)
     dtypes = DTYPES
 
     def __init__(self, launcher: type[TwoPassGemm], sanitize_sizes: tuple):

@@ -170,6 +170,8 @@ class StreamKernel(TritonModule):
     suite.triton.vector_desc's) at one configuration, as the kernel-module contract (suite.kernel) states it, for the
     registry."""
 
+    depth_is_num_stages = True  # the launch's num_stages (suite.kernel.TritonModule)
+
     def __init__(self, launcher, name: str, config, stages: tuple[int, ...], sanitize_sizes: tuple[int, ...]):
         self.launcher, self.name = launcher, name
         self.stream_config, self.stages, self.sanitize_sizes = config, tuple(stages), tuple(sanitize_sizes)
