@@ -1,4 +1,6 @@
-"""Triton kernels in the interpreter (CPU tensors), every stage count, odd sizes, against torch."""
+"""Triton kernels in the interpreter (CPU tensors), every stage count, odd sizes, against torch. Every depth is one
+program in the interpreter (num_stages is a compiler transform it does not perform: suite.kernel's
+TritonModule.depth_is_num_stages), so each test runs every depth at its first size and the deepest at the others."""
 
 from pathlib import Path
 
@@ -13,8 +15,12 @@ from suite.triton import vector as tvector  # noqa: E402
 from suite.triton import vector_desc as tdesc  # noqa: E402
 
 
-@pytest.mark.parametrize("stages", tvector.STAGES)
-@pytest.mark.parametrize("n", [1, 3, 4, 4097, 3 * 8192 + 5, 5 * 8192])
+def _each_depth_once(stages, sizes) -> list[tuple]:
+    """(stages, size) pairs: every depth at the first size, the deepest at the others."""
+    return [(s, sizes[0]) for s in stages] + [(max(stages), size) for size in sizes[1:]]
+
+
+@pytest.mark.parametrize("stages, n", _each_depth_once(tvector.STAGES, [1, 3, 4, 4097, 3 * 8192 + 5, 5 * 8192]))
 def test_vector_bit_exact(stages, n):
     g = torch.Generator().manual_seed(1000 * stages + n)
     x = torch.randn(n, generator=g)
@@ -23,11 +29,14 @@ def test_vector_bit_exact(stages, n):
     torch.testing.assert_close(y, x * 2, rtol=0, atol=0)
 
 
-DEPTH_CASES = [(t, s) for t in tvector.DEPTH_TILE_BYTES for s in (1, 2, 3, 8)]
+DEPTH_CASES = [
+    (t, s, n)
+    for t in tvector.DEPTH_TILE_BYTES
+    for s, n in _each_depth_once((1, 2, 3, 8), [5, 2 * 8192 + 7, 9 * 8192 + 3])
+]
 
 
-@pytest.mark.parametrize("tile, stages", DEPTH_CASES, ids=[f"{t // 1024}KiB-s{s}" for t, s in DEPTH_CASES])
-@pytest.mark.parametrize("n", [5, 2 * 8192 + 7, 9 * 8192 + 3])
+@pytest.mark.parametrize("tile, stages, n", DEPTH_CASES, ids=[f"{t // 1024}KiB-s{s}-{n}" for t, s, n in DEPTH_CASES])
 def test_vector_depth_configs_bit_exact(tile, stages, n):
     """The persistent grid-stride loop: tiles dealt to INTERPRETER_SMS programs, a ragged tail, programs with no tile
     at all (n = 5)."""
@@ -120,11 +129,10 @@ DESC_CONFIGS = [
 ]
 
 
-@pytest.mark.parametrize("stages", tdesc.STAGES)
-@pytest.mark.parametrize("config", DESC_CONFIGS, ids=["bandwidth", "2KiB-run2", "4KiB-persistent"])
 # fewer floats than one row (descriptors never used), exactly one row, whole tiles, a partial last tile after
 # several whole ones plus a tail after the last whole row
-@pytest.mark.parametrize("n", [5, 256, 4 * 1024, 37 * 256 + 11])
+@pytest.mark.parametrize("stages, n", _each_depth_once(tdesc.STAGES, [5, 256, 4 * 1024, 37 * 256 + 11]))
+@pytest.mark.parametrize("config", DESC_CONFIGS, ids=["bandwidth", "2KiB-run2", "4KiB-persistent"])
 def test_desc_vector_bit_exact(config, stages, n):
     g = torch.Generator().manual_seed(100 * stages + n + config.tile_bytes)
     x = torch.randn(n, generator=g)
@@ -201,8 +209,9 @@ def test_desc_vector_is_tma_on_sm90():
         assert info.bytes_in_flight_per_sm == min(config.schedule.run, max(1, stages - 1)) * config.tile_bytes, what
 
 
-@pytest.mark.parametrize("stages", tgemm.STAGES)
-@pytest.mark.parametrize("shape", [(200, 264, 72), (67, 45, 40), (1, 1, 8), (130, 257, 8)])
+@pytest.mark.parametrize(
+    "stages, shape", _each_depth_once(tgemm.STAGES, [(200, 264, 72), (67, 45, 40), (1, 1, 8), (130, 257, 8)])
+)
 def test_gemm_close_to_fp64(stages, shape):
     m, n, k = shape
     g = torch.Generator().manual_seed(stages * 7919 + m * 31 + n)
