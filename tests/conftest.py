@@ -45,7 +45,7 @@ def gpu_turn(alone: bool):
 
 def _give_back_gpu_memory() -> None:
     """What the test's tensors left in torch's caching allocator goes back to the GPU, so that tests in other
-    workers (and a gpu_alone test filling tens of GB) can have it."""
+    workers (and the one test holding 26 GB) can have it."""
     if torch.cuda.is_initialized():
         gc.collect()
         torch.cuda.empty_cache()
@@ -54,10 +54,10 @@ def _give_back_gpu_memory() -> None:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     """On a GPU machine every test takes a turn on the GPU (gpu_turn): tests marked gpu_alone (timing, ncu's clock
-    control, compute-sanitizer, tens of GB) one at a time, every other test, the GPU correctness checks included
-    (a few MB to a few GB each, nothing timed), in parallel with each other; each gives its cached GPU memory back
-    when it ends. A lock file rather than an xdist_group: --dist loadgroup stopped grouping with pytest 9.2
-    (pytest-xdist issue #1386), silently."""
+    control, compute-sanitizer) one at a time, every other test, the GPU correctness checks included (a few MB to a
+    few GB each, nothing timed; one, test_gpu.py's past 2^31 elements, holds 26 GB), in parallel with each other;
+    each gives its cached GPU memory back when it ends. A lock file rather than an xdist_group: --dist loadgroup
+    stopped grouping with pytest 9.2 (pytest-xdist issue #1386), silently."""
     if not HAS_GPU or os.environ.get(TURN_HELD):
         yield
         if HAS_GPU:
