@@ -198,6 +198,30 @@ def cu_nul_program(monkeypatch):
     return state
 
 
+@pytest.mark.skipif(HAS_GPU, reason="the interpreter's run (on a GPU the same driver code times the rows)")
+def test_a_library_that_does_not_take_the_shape_says_so_in_its_row_and_fails_nothing():
+    """cuBLASLt's fp8 GEMM wants N and K multiples of 16. At an odd N the fp8 ceiling's row says so and is not run,
+    the Triton kernels of that shape run and validate without it, and no row counts as failed (the CPU default run's
+    fp8 sizes are such shapes: it exited 1 on them before)."""
+    import torch
+
+    from suite.driver import bench
+
+    opts = bench.Options(
+        problems=("gemm",),
+        dtypes=("fp8e4m3",),
+        variants=("torch:cuBLAS", "triton:128x256x64 desc"),
+        sizes={"gemm": ((67, 45, 48),)},
+    )
+    rows = bench.run(opts, on_gpu=False, progress=False, device=torch.device("cpu"))
+    (ceiling,) = [r for r in rows if r["backend"] == "torch"]
+    assert ceiling["valid"] is None and not ceiling["measured"], ceiling
+    assert ceiling["note"] == "not run: torch._scaled_mm (cuBLASLt fp8) needs N and K multiples of 16 (N = 45)"
+    kernels = [r for r in rows if r["backend"] == "triton"]
+    assert kernels and all(r["valid"] is True for r in kernels), kernels
+    assert report.failure_summary(rows) is None
+
+
 # -- 15. the CPU terminal ------------------------------------------------------------------------------------------
 
 
