@@ -83,6 +83,19 @@ def pytest_collection_modifyitems(config, items):
             item.add_marker(skip)
 
 
+def main_here(argv, capsys) -> tuple[int, str, str]:
+    """``python -m suite.run``'s main() in this process: (exit status, stdout, stderr). For the refusals, which stop
+    before anything runs (a process each costs two seconds of imports); argparse's own exit from inside parse_args."""
+    from suite.run import main
+
+    try:
+        code = main(list(argv))
+    except SystemExit as e:
+        code = e.code
+    captured = capsys.readouterr()
+    return code, captured.out, captured.err
+
+
 @pytest.fixture
 def cache_dir(tmp_path, monkeypatch):
     """A private, empty cubin cache for the test. SASS listings an earlier test started in the background

@@ -9,7 +9,7 @@ import time
 
 import pytest
 import torch
-from conftest import HAS_GPU
+from conftest import HAS_GPU, main_here
 
 from suite.driver import report
 from suite.run import main
@@ -169,12 +169,7 @@ def test_cli_rejects_bad_arguments_before_running(argv, flag, rule, tmp_path, ca
     """One line naming the flag and the rule, exit 2, nothing written: main() in this process (each case through a
     process of its own cost two seconds of imports; test_cli_process_rejects_bad_arguments_within_seconds runs two)."""
     out = tmp_path / "results"
-    try:
-        code = main([*argv, "--out", str(out)])
-    except SystemExit as e:  # argparse's own refusals exit from inside parse_args
-        code = e.code
-    captured = capsys.readouterr()
-    _assert_refused(code, captured.out, captured.err, flag, rule)
+    _assert_refused(*main_here([*argv, "--out", str(out)], capsys), flag, rule)
     assert not out.exists()  # nothing half-written
 
 
@@ -194,8 +189,7 @@ def test_cli_refuses_out_naming_a_file_before_the_run(tmp_path, capsys):
     taken = tmp_path / "taken"
     taken.write_text("precious")
     for out in (taken, taken / "sub"):
-        code = main(["--problem", "vector", "--out", str(out)])
-        err = capsys.readouterr().err
+        code, _, err = main_here(["--problem", "vector", "--out", str(out)], capsys)
         assert code == 2 and len(err.strip().splitlines()) == 1, err
         assert "--out" in err and "is not a directory" in err
     assert taken.read_text() == "precious"

@@ -11,6 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
+from conftest import main_here
 
 from suite.driver import report
 
@@ -29,14 +30,9 @@ def _cli(*argv, cwd=None, preamble=""):
 
 
 def _main_here(*argv, cwd, monkeypatch, capsys) -> tuple[int, str, str]:
-    """main() in this process, from ``cwd``: (exit code, stdout, stderr). For the refusals, which stop before
-    anything runs (a process each would cost two seconds of imports)."""
-    from suite.run import main
-
+    """conftest.main_here from ``cwd`` (where the default results/ is)."""
     monkeypatch.chdir(cwd)
-    code = main(list(argv))
-    captured = capsys.readouterr()
-    return code, captured.out, captured.err
+    return main_here(argv, capsys)
 
 
 # -- 7. runs started in the same second --------------------------------------------------------------------------

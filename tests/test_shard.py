@@ -8,10 +8,10 @@ import subprocess
 import sys
 
 import pytest
+from conftest import main_here
 
 from suite.driver import bench
 from suite.driver import plan as planning
-from suite.run import main
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 
@@ -207,11 +207,7 @@ def test_cli_refuses_bad_shards_and_gpus_in_one_line(argv, env, says, tmp_path, 
     else:
         for name, value in env.items():
             monkeypatch.setenv(name, value)
-        try:
-            code = main(argv)
-        except SystemExit as e:  # argparse's own refusals exit from inside parse_args
-            code = e.code
-        err = capsys.readouterr().err
+        code, _, err = main_here(argv, capsys)
     assert code == 2 and err.strip().splitlines()[-1].startswith(says), err
     assert len([line for line in err.splitlines() if line.startswith("error")]) == 1
     assert not (tmp_path / "r").exists()
