@@ -74,8 +74,14 @@ def pytest_runtest_protocol(item, nextitem):
 
 def pytest_collection_modifyitems(config, items):
     if HAS_GPU:
-        # the gpu_alone tests last, one after another, rather than each stopping the parallel tests in turn
-        items.sort(key=lambda item: "gpu_alone" in item.keywords)
+        # The tests marked long first, at every other place (xdist hands each worker two at a time: pyproject.toml's
+        # --maxschedchunk), so that each starts at once on a worker of its own and the rest runs beside them; the
+        # gpu_alone tests last, one after another, rather than each stopping the parallel tests in turn.
+        long = [item for item in items if "long" in item.keywords and "gpu_alone" not in item.keywords]
+        alone = [item for item in items if "gpu_alone" in item.keywords]
+        rest = [item for item in items if item not in long and item not in alone]
+        front = [x for i, item in enumerate(long) for x in [item, *rest[i : i + 1]]]
+        items[:] = front + rest[len(long) :] + alone
         return
     skip = pytest.mark.skip(reason="needs a CUDA GPU")
     for item in items:

@@ -11,6 +11,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
 from conftest import HAS_GPU
 
 from suite.problems import PROBLEMS
@@ -106,6 +107,7 @@ EXPECTED = {
 }
 
 
+@pytest.mark.long  # 47 s on the H200
 def test_the_generic_tests_pass_the_unusual_variants_with_no_edit():
     """tests/test_variants.py, test_registry.py, test_streaming.py and the CLI's CPU run, with the plugin loaded
     (--suite-plugin): every test of an unusual variant passes (a validation is skipped only where no GPU can run

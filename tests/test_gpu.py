@@ -176,6 +176,7 @@ def _huge_depths(v) -> tuple:
 HUGE_N = 2**31 + 5  # 64-bit indexing everywhere, and a ragged last chunk
 
 
+@pytest.mark.long  # 43 s on the H200
 def test_vector_bit_exact_past_2_to_the_31():
     """Every vector kernel that runs here, at each of its _huge_depths, on one vector of 2^31 + 5 floats: its output
     poisoned before each launch, compared with 2 x the input bit for bit. One test, not one per kernel and depth: the

@@ -104,7 +104,8 @@ def test_entry_point_group(tmp_path):
     assert "plugin prefetch" in proc.stdout and "plugin tiles" in proc.stdout
 
 
-@pytest.mark.gpu_alone
+@pytest.mark.gpu
+@pytest.mark.long  # 21 s on the H200, nothing timed
 @pytest.mark.skipif(not shutil.which("compute-sanitizer"), reason="needs compute-sanitizer")
 def test_sanitized(tmp_path):
     """The plugin's .cu variant runs under compute-sanitizer with no change to the suite, and is clean (only it:

@@ -25,6 +25,7 @@ def _kernels(problem):
     return [(v, s) for v in variants(problem) if v.stages != (None,) and v.skip_reason() is None for s in v.stages]
 
 
+@pytest.mark.long  # 35 s on the H200 (gemm)
 @pytest.mark.parametrize("problem", sorted(SIZES))
 def test_random_sizes(problem):
     cases = _kernels(problem)

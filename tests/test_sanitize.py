@@ -146,7 +146,8 @@ def test_each_fault_changes_the_code(variant, fault):
             assert waits[1] < waits[0], f"{variant.label} {fault.define} {expr}: waits {waits[0]} -> {waits[1]}"
 
 
-@pytest.mark.gpu_alone
+@pytest.mark.gpu
+@pytest.mark.long  # 80 s on the H200 (racecheck's analysis runs on the host's cores; nothing here is timed)
 @pytest.mark.skipif(not shutil.which("compute-sanitizer"), reason="needs compute-sanitizer")
 def test_racecheck_catches_every_declared_fault(tmp_path):
     """Each declared racecheck fault, run alone as python -m suite.sanitize runs it (one sanitizer process each), is
