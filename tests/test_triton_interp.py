@@ -423,7 +423,7 @@ def _gluon_spec(dtype: str, stages: int) -> dict:
     sig = {
         "a_desc": {"gluon_desc": [TRITON_TYPES[dtype], [bm, bk], element[dtype]]},
         "b_desc": {"gluon_desc": [TRITON_TYPES[dtype], [bn, bk] if fp8 else [bk, bn], element[dtype]]},
-        "c_desc": {"gluon_desc": [OUT_TYPES[dtype], [bm // 2 if fp8 else bm, bn], out]},
+        "c_desc": {"gluon_desc": [OUT_TYPES[dtype], g.c_box(dtype, stages), out]},
         **scale_sig,
         "M": "i32",
         "N": "i32",
@@ -441,9 +441,9 @@ def _gluon_spec(dtype: str, stages: int) -> dict:
 
 def test_gluon_gemm_is_warp_specialized_on_sm90():
     """Compiled for sm_90 without a GPU, at every dtype and depth: wgmma (QGMMA for fp8) fed by TMA loads on
-    mbarriers and drained by a TMA store, no spills, the ring plus C's staging tile in shared memory, and setmaxnreg
-    giving the producer warp its few registers and the consumer warpgroups the rest (the warp specialization the
-    row is about)."""
+    mbarriers and drained by a TMA store, no spills, the ring plus C's staging tile (fp8 at 4 stages: half of it) in
+    shared memory, and setmaxnreg giving the producer warp its few registers and the consumer warpgroups the rest
+    (the warp specialization the row is about)."""
     from sm90_compile import compile_sm90
 
     from suite.triton import gemm_gluon as g
@@ -454,7 +454,9 @@ def test_gluon_gemm_is_warp_specialized_on_sm90():
         assert classes["wgmma"] > 0 and classes["tma"] > 0 and classes["mbarrier"] > 0, (dtype, stages, classes)
         assert (classes["wgmma_fp8"] > 0) == (dtype == "fp8e4m3"), (dtype, classes)
         assert classes["local_memory"] == 0, (dtype, stages, classes)
-        c_tile = g.BLOCK_M * g.BLOCK_N * 2
+        box = g.c_box(dtype, stages)  # fp8: one per consumer warpgroup
+        c_tile = box[0] * box[1] * 2 * (2 if dtype == "fp8e4m3" else 1)
+        assert c_tile == (g.BLOCK_M * g.BLOCK_N * 2) // (2 if stages == 4 else 1), (dtype, stages, box)
         assert 0 <= got["shared"] - stages * g.stage_bytes(dtype) - c_tile < 1024, (stages, got["shared"])
         assert got["ptx"]["setmaxnreg"] >= 2, got["ptx"]
         # each warpgroup's wgmma of a K tile (fp8: of each half) chained in one group: not serialized by ptxas (an

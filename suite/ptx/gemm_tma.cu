@@ -56,7 +56,8 @@
 // and when TMA_STORE is false, each thread stores its accumulators straight to C.
 //
 // Template parameters: STAGES (ring depth, 2..), BLOCK_N (128 or 256), CONSUMERS (1 or 2 warpgroups), PERSISTENT,
-// TMA_STORE, E (F16, BF16, E4M3), BM (64 or 128), SCHEDULE. Run-time `a_rows`: the rows of A's TMA box, BM, or M
+// TMA_STORE, E (F16, BF16, E4M3), BM (64 or 128), SCHEDULE, C_PASSES (TMA_STORE: 1, or 2 where the C staging holds
+// half of the tile). Run-time `a_rows`: the rows of A's TMA box, BM, or M
 // rounded up to 8 when M < BM (decode: the copy engine then moves no padding rows; those rows stay zero).
 // Build for sm_90a with NDEBUG: wgmma and setmaxnreg exist only there, and a non-inlined call (an assert) inside the
 // wgmma region makes ptxas serialize every wgmma (warning C7510).
@@ -188,23 +189,25 @@ struct Tile {
     static constexpr int C_BOXES = BLOCK_N / C_BOX_COLS;    // TMA-store boxes per m64 tile
 };
 
-// Dynamic shared memory: [A stage 0 .. STAGES-1][B stage 0 .. STAGES-1][C staging, TMA_STORE only]
-// [full[STAGES]][empty[STAGES]][fix-up flag per consumer warpgroup], based at a 1024-byte boundary (the swizzle atoms
-// must be aligned; the launcher adds 1 KiB of slack for it). C staging: per consumer warpgroup, per m64 tile,
-// BLOCK_N / 64 boxes of 64 x 64 16-bit values.
+// Dynamic shared memory: [A stage 0 .. STAGES-1][B stage 0 .. STAGES-1][full[STAGES]][empty[STAGES]][fix-up flag
+// per consumer warpgroup][C staging, TMA_STORE only, at the next 1024-byte boundary], based at a 1024-byte boundary
+// (the swizzle atoms must be aligned; the launcher adds 1 KiB of slack for it). C staging: per consumer warpgroup, per
+// m64 tile, BOXES boxes of 64 x 64 16-bit values: all BLOCK_N / 64 of the tile (one pass), or half of them when the
+// whole tile does not fit beside the ring (two passes: store_tile_tma, C_PASSES).
 template <int STAGES, class T, bool TMA_STORE, int BM>
 struct SmemLayout {
     static constexpr int C_BOX_BYTES = 64 * SWIZZLE_BYTES;  // 8 KiB: 64 rows of 64 16-bit values
-    static constexpr int C_BYTES = TMA_STORE ? BM * T::C_BOXES * C_BOX_COLS * 2 : 0;
+    static constexpr int BARRIER_BYTES = 2 * STAGES * 8 + 16;  // full[], empty[] and the flags
+    static constexpr int C_OFFSET =  // the staging's swizzle atoms are 1024-byte aligned too
+        STAGES * T::STAGE_BYTES + (BARRIER_BYTES + ATOM_BYTES - 1) / ATOM_BYTES * ATOM_BYTES;
     unsigned base;
     __device__ __forceinline__ unsigned a(int stage) const { return base + stage * T::A_BYTES; }
     __device__ __forceinline__ unsigned b(int stage) const { return base + STAGES * T::A_BYTES + stage * T::B_BYTES; }
+    template <int BOXES>  // staging boxes per m64 tile
     __device__ __forceinline__ unsigned c_box(int wg, int mt, int box) const {
-        return base + STAGES * T::STAGE_BYTES + ((wg * T::WG_M_TILES + mt) * T::C_BOXES + box) * C_BOX_BYTES;
+        return base + C_OFFSET + ((wg * T::WG_M_TILES + mt) * BOXES + box) * C_BOX_BYTES;
     }
-    __device__ __forceinline__ unsigned full(int stage) const {
-        return base + STAGES * T::STAGE_BYTES + C_BYTES + stage * 8;
-    }
+    __device__ __forceinline__ unsigned full(int stage) const { return base + STAGES * T::STAGE_BYTES + stage * 8; }
     __device__ __forceinline__ unsigned empty(int stage) const { return full(STAGES) + stage * 8; }
     __device__ __forceinline__ unsigned flag(int wg) const { return empty(STAGES) + wg * 4; }
 };
@@ -531,43 +534,53 @@ __device__ __forceinline__ void store_partial(float* slice, int M, int N, int ro
 
 // Epilogue through shared memory: accumulators -> 16-bit -> this warpgroup's swizzled staging boxes -> TMA store.
 // The staging boxes use the 128-byte swizzle of the C tensor map, which also keeps these 4-byte stores free of bank
-// conflicts (the 8 rows a warp writes per column chunk land in 8 different 16-byte slots).
-template <int STAGES, class T, class E, int BM, int BLOCK_N>
+// conflicts (the 8 rows a warp writes per column chunk land in 8 different 16-byte slots). C_PASSES = 2: the staging
+// holds half of the tile's columns (what lets a fourth 48 KiB stage fit beside it), so the tile goes out in two
+// passes, the second waiting for the first's stores to have read the staging.
+template <int STAGES, class T, class E, int BM, int BLOCK_N, int C_PASSES>
 __device__ __forceinline__ void store_tile_tma(const TensorMap& tmap_c, const SmemLayout<STAGES, T, true, BM>& smem,
                                                int wg, int row0, int col0,
                                                const float (&acc)[T::WG_M_TILES][T::ACC], float alpha) {
+    static_assert(C_PASSES == 1 || (C_PASSES == 2 && T::C_BOXES % 2 == 0), "one pass, or two over half the boxes");
+    constexpr int BOXES = T::C_BOXES / C_PASSES;  // staging boxes per m64 tile, per pass
     const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
     const bool elected = threadIdx.x % WG_THREADS == 0;  // issues this warpgroup's TMA stores
     const unsigned wg_barrier = 1 + wg;                 // named barrier of this warpgroup's 128 threads
-    if (elected) cp_async_bulk_wait_read<0>();  // the previous tile's stores have finished reading the staging boxes
-    named_barrier_sync(wg_barrier, WG_THREADS);  // ...which every thread of the warpgroup may now overwrite
 #pragma unroll
-    for (int mt = 0; mt < T::WG_M_TILES; ++mt)
-#pragma unroll
-        for (int half = 0; half < 2; ++half) {
-            const int r = warp * 16 + lane / 4 + half * 8;  // row inside the m64 tile
-#pragma unroll
-            for (int j = 0; j < BLOCK_N / 8; ++j) {
-                const int box = j / 8, chunk = j % 8;
-                const unsigned dst = smem.c_box(wg, mt, box) + r * SWIZZLE_BYTES + ((chunk ^ (r % 8)) << 4) +
-                                     (lane % 4) * 4;
-                float lo = acc[mt][4 * j + 2 * half], hi = acc[mt][4 * j + 2 * half + 1];
-                if constexpr (E::SCALED) {
-                    lo *= alpha;
-                    hi *= alpha;
-                }
-                st_shared_u32(dst, E::pack(lo, hi));
-            }
-        }
-    fence_proxy_async_shared();                  // these generic-proxy writes must be visible to the TMA unit...
-    named_barrier_sync(wg_barrier, WG_THREADS);  // ...from every thread, before the elected one starts the stores
-    if (elected) {
+    for (int pass = 0; pass < C_PASSES; ++pass) {
+        // the stores issued last (the previous tile's, or this tile's previous pass) have finished reading the
+        // staging boxes...
+        if (elected) cp_async_bulk_wait_read<0>();
+        named_barrier_sync(wg_barrier, WG_THREADS);  // ...which every thread of the warpgroup may now overwrite
 #pragma unroll
         for (int mt = 0; mt < T::WG_M_TILES; ++mt)
 #pragma unroll
-            for (int box = 0; box < T::C_BOXES; ++box)
-                tma_store_2d(&tmap_c, smem.c_box(wg, mt, box), col0 + box * C_BOX_COLS, row0 + mt * 64);
-        cp_async_bulk_commit();
+            for (int half = 0; half < 2; ++half) {
+                const int r = warp * 16 + lane / 4 + half * 8;  // row inside the m64 tile
+#pragma unroll
+                for (int j = pass * BOXES * 8; j < (pass + 1) * BOXES * 8; ++j) {  // 8 pairs of columns per box
+                    const int box = j / 8 - pass * BOXES, chunk = j % 8;
+                    const unsigned dst = smem.template c_box<BOXES>(wg, mt, box) + r * SWIZZLE_BYTES +
+                                         ((chunk ^ (r % 8)) << 4) + (lane % 4) * 4;
+                    float lo = acc[mt][4 * j + 2 * half], hi = acc[mt][4 * j + 2 * half + 1];
+                    if constexpr (E::SCALED) {
+                        lo *= alpha;
+                        hi *= alpha;
+                    }
+                    st_shared_u32(dst, E::pack(lo, hi));
+                }
+            }
+        fence_proxy_async_shared();                  // these generic-proxy writes must be visible to the TMA unit...
+        named_barrier_sync(wg_barrier, WG_THREADS);  // ...from every thread, before the elected one starts the stores
+        if (elected) {
+#pragma unroll
+            for (int mt = 0; mt < T::WG_M_TILES; ++mt)
+#pragma unroll
+                for (int box = 0; box < BOXES; ++box)
+                    tma_store_2d(&tmap_c, smem.template c_box<BOXES>(wg, mt, box),
+                                 col0 + (pass * BOXES + box) * C_BOX_COLS, row0 + mt * 64);
+            cp_async_bulk_commit();
+        }
     }
 }
 
@@ -662,7 +675,7 @@ __device__ __forceinline__ void consume_unit(float (&acc)[T::WG_M_TILES][T::ACC]
 }
 
 template <int STAGES, int BLOCK_N, int CONSUMERS, bool PERSISTENT, bool TMA_STORE, class E = F16, int BM = 128,
-          int SCHEDULE = SCHED_TILES>
+          int SCHEDULE = SCHED_TILES, int C_PASSES = 1>
 __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
     gemm_tma_wgmma(const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b,
                    const __grid_constant__ TensorMap tmap_c, half_bits* __restrict__ C, int M, int N, int K,
@@ -671,6 +684,7 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
     using T = Tile<BM, BLOCK_N, CONSUMERS, E>;
     static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be in 2..8");
     static_assert(SCHEDULE == SCHED_TILES || !TMA_STORE, "split-K and stream-K store C directly");
+    static_assert(C_PASSES == 1 || TMA_STORE, "C in passes is the TMA-store epilogue's");
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     const SmemLayout<STAGES, T, TMA_STORE, BM> smem{(smem_u32(smem_raw) + 1023u) & ~1023u};
     const bool tma_store = TMA_STORE && N % 8 == 0;  // C's rows at a 16-byte pitch: the map in tmap_c is valid
@@ -726,7 +740,7 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
                 // EPILOGUE
                 if constexpr (TMA_STORE) {
                     if (tma_store) {
-                        store_tile_tma<STAGES, T, E, BM, BLOCK_N>(tmap_c, smem, wg, m0 + wg_row0, n0, acc, alpha);
+                        store_tile_tma<STAGES, T, E, BM, BLOCK_N, C_PASSES>(tmap_c, smem, wg, m0 + wg_row0, n0, acc, alpha);
                         continue;
                     }
                 }

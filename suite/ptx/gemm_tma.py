@@ -32,6 +32,8 @@ WG_THREADS = 128
 BARRIER_BYTES = 8
 FLAG_BYTES = 16  # the fix-up's per-warpgroup flags (split-K and stream-K)
 ALIGN_SLACK = 1024  # the kernel rounds its shared-memory base up to the 1024-byte swizzle atom
+ATOM_BYTES = 1024  # the 128-byte swizzle's period: the C staging starts at a multiple of it, after the barriers
+SMEM_PER_BLOCK = 227 * 1024  # what one block may opt in to on an H100 / H200
 MAX_DIM = 2**31 - 1 - 256  # a tile origin (up to M or N plus a tile) must stay a positive 32-bit int
 # M below one tile: A's TMA box holds M rounded up to 8 rows, not the tile's (False: the whole tile, the rows past M
 # zero-filled by the copy engine; tools/probe_llm.py decode compares the two)
@@ -62,7 +64,7 @@ class Config:
     consumers: int  # consumer warpgroups (plus one producer warpgroup)
     persistent: bool
     tma_store: bool  # epilogue: staged in shared memory, stored with TMA (where N % 8 == 0)
-    stages: tuple[int, ...]  # every depth whose ring (and C staging) fits 227 KiB of shared memory
+    stages: tuple[int, ...]  # every depth whose ring (and C staging, half of it at least) fits 227 KiB
     block_m: int = 128
     schedule: str = "tiles"  # "tiles", "split-k" or "stream-k" (gemm_tma.cu's SCHEDULE)
     dtypes: tuple[str, ...] = ("fp16",)
@@ -76,10 +78,22 @@ class Config:
         """A and B tiles of one K tile: 128 bytes of K per row, whatever the element type."""
         return (self.block_m + self.block_n) * SWIZZLE_BYTES
 
+    def c_passes(self, stages: int) -> int:
+        """The TMA-store epilogue's passes (gemm_tma.cu's C_PASSES): 1, the whole tile staged at once, where it fits
+        beside the ring; else 2, half of the tile's columns at a time (at 4 stages of 48 KiB: 192 + 64 KiB would not
+        fit, 192 + 32 do)."""
+        if not self.tma_store:
+            return 1
+        return 1 if self._smem_bytes(stages, 1) <= SMEM_PER_BLOCK else 2
+
+    def _smem_bytes(self, stages: int, c_passes: int) -> int:
+        barriers = stages * 2 * BARRIER_BYTES + FLAG_BYTES
+        if self.tma_store:  # the staging after the barriers, at the next swizzle atom
+            barriers = -(-barriers // ATOM_BYTES) * ATOM_BYTES + self.block_m * self.block_n * 2 // c_passes
+        return stages * self.stage_bytes + barriers + ALIGN_SLACK
+
     def smem_bytes(self, stages: int) -> int:
-        staging = self.block_m * self.block_n * 2 if self.tma_store else 0
-        flags = FLAG_BYTES if self.schedule != "tiles" else 0
-        return stages * (self.stage_bytes + 2 * BARRIER_BYTES) + staging + flags + ALIGN_SLACK
+        return self._smem_bytes(stages, self.c_passes(stages))
 
     def name_expression(self, stages: int, dtype: str = "fp16") -> str:
         flag = lambda b: "true" if b else "false"  # noqa: E731
@@ -87,9 +101,11 @@ class Config:
             f"gemm_tma_wgmma<{stages}, {self.block_n}, {self.consumers}, {flag(self.persistent)}, "
             f"{flag(self.tma_store)}"
         )
-        if dtype == "fp16" and self.block_m == 128 and self.schedule == "tiles":
+        passes = self.c_passes(stages)
+        if dtype == "fp16" and self.block_m == 128 and self.schedule == "tiles" and passes == 1:
             return head + ">"  # the template's defaults
-        return head + f", {ELEMENT[dtype]}, {self.block_m}, {SCHEDULES[self.schedule]}>"
+        tail = f", {passes}" if passes != 1 else ""
+        return head + f", {ELEMENT[dtype]}, {self.block_m}, {SCHEDULES[self.schedule]}{tail}>"
 
     def describe(self, dtype: str = "fp16") -> str:
         what = {
@@ -116,7 +132,8 @@ CONFIGS: dict[str, Config] = {
     "128x128x64 ws": Config(128, 1, False, False, (2, 3, 4, 5, 6, 7)),  # TMA + mbarrier ring + wgmma, warp-specialized
     "128x256x64 ws 2wg": Config(256, 2, False, False, (2, 3, 4)),  # two consumer warpgroups, twice the tile
     "128x256x64 ws 2wg persistent": Config(256, 2, True, False, (2, 3, 4)),  # one block per SM, ring across tiles
-    "128x256x64 ws 2wg persistent tma-store": Config(256, 2, True, True, (2, 3), dtypes=DTYPES),  # + C through TMA
+    # + C through TMA; at 4 stages the C staging holds half the tile, stored in two passes
+    "128x256x64 ws 2wg persistent tma-store": Config(256, 2, True, True, (2, 3, 4), dtypes=DTYPES),
     "128x256 stream-k": Config(
         **_TWO_WG, persistent=True, tma_store=False, stages=(3, 4), schedule="stream-k", dtypes=DTYPES
     ),

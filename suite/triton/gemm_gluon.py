@@ -75,6 +75,9 @@ PRODUCER_WARPS, PRODUCER_REGS = 1, 24  # the producer partition only computes co
 FP8_CONSUMER_WARPS, FP8_CONSUMER_REGS = 4, 232  # fp8: each consumer partition one warpgroup, as the PTX consumers
 _FP8_WARPS, _FP8_REGS = gl.constexpr(FP8_CONSUMER_WARPS), gl.constexpr(FP8_CONSUMER_REGS)  # the same, for the kernels
 STAGES = (2, 3)  # 48 KiB per stage at every dtype and C's 64 KiB staging tile: 4 stages would need 256 KiB
+# fp8: at 4 stages each warpgroup's C slab is half its rows' width (2 x 16 KiB beside 192 KiB of ring), stored in two
+# passes, the second once the first's TMA store has read the slab
+FP8_STAGES = (2, 3, 4)
 GL_DTYPES = {"fp16": gl.float16, "bf16": gl.bfloat16, "fp8e4m3": gl.float8e4nv}
 
 
@@ -211,7 +214,8 @@ def _fp8_consumer(
 ):
     """fp8: one warpgroup's 64 rows of the 128 x 256 tile, each K tile promoted into fp32 in two halves of N."""
     WG_M: gl.constexpr = c_desc.block_type.shape[0]
-    BLOCK_N: gl.constexpr = c_desc.block_type.shape[1]
+    C_COLS: gl.constexpr = c_desc.block_type.shape[1]  # the C slab's width: BLOCK_N, or half of it (two passes)
+    BLOCK_N: gl.constexpr = b_ring.type.shape[1]  # K-major B: the ring's boxes are BLOCK_N x BLOCK_K
     BLOCK_M: gl.constexpr = a_ring.type.shape[1]
     BLOCK_K: gl.constexpr = a_ring.type.shape[2]
     HALF: gl.constexpr = BLOCK_N // 2
@@ -259,10 +263,19 @@ def _fp8_consumer(
         #    store (clipped at the edges of C), which runs on while the next tile's wgmma start --
         slab = c_smem.index(WG)
         tma.store_wait(0)  # this warpgroup's previous store has finished reading its slab
-        slab.slice(0, HALF, dim=1).store((left * scale).to(c_desc.dtype))
-        slab.slice(HALF, HALF, dim=1).store((right * scale).to(c_desc.dtype))
-        fence_async_shared()  # make the generic-proxy writes to the slab visible to the TMA (async proxy)
-        _tma_store(c_desc, [m0 + WG * WG_M, n0], slab)
+        if C_COLS == BLOCK_N:
+            slab.slice(0, HALF, dim=1).store((left * scale).to(c_desc.dtype))
+            slab.slice(HALF, HALF, dim=1).store((right * scale).to(c_desc.dtype))
+            fence_async_shared()  # make the generic-proxy writes to the slab visible to the TMA (async proxy)
+            _tma_store(c_desc, [m0 + WG * WG_M, n0], slab)
+        else:  # a slab of half the width: the left half, then the right
+            slab.store((left * scale).to(c_desc.dtype))
+            fence_async_shared()  # make the generic-proxy writes to the slab visible to the TMA (async proxy)
+            _tma_store(c_desc, [m0 + WG * WG_M, n0], slab)
+            tma.store_wait(0)  # the left half's store has finished reading the slab
+            slab.store((right * scale).to(c_desc.dtype))
+            fence_async_shared()
+            _tma_store(c_desc, [m0 + WG * WG_M, n0 + HALF], slab)
     tma.store_wait(0)
 
 
@@ -364,12 +377,20 @@ def gemm_gluon_kernel(
         mbarrier.invalidate(empty.index(s))
 
 
+def c_box(dtype: str, stages: int) -> list[int]:
+    """C's TMA box, the consumers' staging slab: the tile (16-bit types); fp8, one consumer warpgroup's rows of it
+    (each stores its own), half of the tile's width at 4 stages (FP8_STAGES)."""
+    bm, bn, _ = TILES[dtype]
+    if dtype != "fp8e4m3":
+        return [bm, bn]
+    return [bm // 2, bn // 2 if stages == 4 else bn]
+
+
 def descriptors(
-    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, m: int, n: int, k: int, dtype: str = "fp16"
+    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, m: int, n: int, k: int, dtype: str = "fp16", stages: int = 3
 ) -> tuple:
-    """Host-built descriptors of A (M x K), B (K x N, or N x K for fp8) and C (M x N), with the buffers' row pitches
-    (padded ones included) and the 128-byte-swizzled shared layouts wgmma reads. fp8's C box is one consumer
-    warpgroup's rows of the tile (each stores its own)."""
+    """Host-built descriptors of A (M x K), B (K x N, or N x K for fp8) and C (M x N, its box c_box's), with the
+    buffers' row pitches (padded ones included) and the 128-byte-swizzled shared layouts wgmma reads."""
     bm, bn, bk = TILES[dtype]
 
     def desc(t, shape, box, element):
@@ -378,8 +399,7 @@ def descriptors(
 
     element, out = GL_DTYPES[dtype], GL_DTYPES["bf16" if dtype == "fp8e4m3" else dtype]
     b_desc = desc(b, [n, k], [bn, bk], element) if dtype == "fp8e4m3" else desc(b, [k, n], [bk, bn], element)
-    c_rows = bm // 2 if dtype == "fp8e4m3" else bm
-    return desc(a, [m, k], [bm, bk], element), b_desc, desc(c, [m, n], [c_rows, bn], out)
+    return desc(a, [m, k], [bm, bk], element), b_desc, desc(c, [m, n], c_box(dtype, stages), out)
 
 
 class GluonGemm:
@@ -387,8 +407,8 @@ class GluonGemm:
     problem's inputs: (A, B), or (A, B, scale_a, scale_b) for fp8."""
 
     def __init__(self, inputs: tuple, c: torch.Tensor, stages: int):
-        check_stages(stages, STAGES)
         ops = gemm_operands(inputs, c, DTYPES)
+        check_stages(stages, KERNEL.stages_for(ops.dtype))
         a, b = ops.a, ops.b
         m, n, k = ops.m, ops.n, ops.k
         self.ops = ops
@@ -398,7 +418,7 @@ class GluonGemm:
         self.c_padded = torch.full((m, -(-n // 8) * 8), float("nan"), dtype=c.dtype, device=c.device) if n % 8 else None
         a_k, b_k = self.operands.refresh()
         c_out = c if self.c_padded is None else self.c_padded
-        self.args = (*descriptors(a_k, b_k, c_out, m, n, k, ops.dtype), ops.scale_a, ops.scale_b, m, n, k)
+        self.args = (*descriptors(a_k, b_k, c_out, m, n, k, ops.dtype, stages), ops.scale_a, ops.scale_b, m, n, k)
         self.stages = stages
         bm, bn, bk = TILES[ops.dtype]
         tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
@@ -453,7 +473,7 @@ RACECHECK_BLIND = (
 class WarpSpecialized(TritonModule):
     """gemm_gluon_kernel as the kernel-module contract (suite.kernel) states it, for the registry."""
 
-    stages = STAGES
+    stages = FP8_STAGES
     dtypes = DTYPES
     # compute-sanitizer: edge tiles with N % 8 != 0 (C through its padded buffer) and a K tile cut short; a ring that
     # wraps many times within a tile; more tiles (144) than SMs (132), so programs walk two tiles and reuse C's
@@ -465,7 +485,7 @@ class WarpSpecialized(TritonModule):
         return ("gemm_gluon_kernel",)
 
     def stages_for(self, dtype: str) -> tuple:
-        return self.stages  # 48 KiB stages at every dtype (gemm_desc.TILES) and the same C tile: the same rings fit
+        return FP8_STAGES if dtype == "fp8e4m3" else STAGES  # 48 KiB stages at every dtype (gemm_desc.TILES)
 
     def launch(self, inputs, out, stages):
         return GluonGemm(inputs, out, stages)
