@@ -160,6 +160,28 @@ def test_ptx_gemm_refuses_a_ring_that_does_not_fit_this_gpu():
         gemm.Gemm(a, a, torch.empty_like(a), 5, kernel=gemm.GemmMmaSync(64, stages=(5,)))  # not registered
 
 
+def test_tma_store_rows_report_the_shared_memory_they_launch_with():
+    """The TMA-store rung's rows report the launch's dynamic shared memory (ring, barriers and C's staging) plus
+    static, not the ring alone; at 4 stages the staging is half a tile, said in the row, and C is still right."""
+    from suite.ptx import gemm_tma
+
+    config = gemm_tma.CONFIGS["128x256x64 ws 2wg persistent tma-store"]
+    a = torch.randn(300, 192, device="cuda").half()
+    b = torch.randn(192, 520, device="cuda").half()
+    want = a.double() @ b.double()
+    for stages in config.stages:
+        c = torch.full((300, 520), float("nan"), device="cuda", dtype=torch.float16)
+        launch = gemm_tma.Gemm((a, b), c, config, stages)
+        launch()
+        torch.cuda.synchronize()
+        torch.testing.assert_close(c.double(), want, rtol=1e-2, atol=0.05)
+        static = launch.info.smem_total - launch.smem_bytes
+        assert 0 <= static <= 1024 and launch.info.smem_total > stages * config.stage_bytes, launch.info.smem_total
+        assert launch.smem_bytes == config.smem_bytes(stages) <= 227 * 1024 - static, (stages, launch.smem_bytes)
+        halves = "C staged 1/2 of a tile at a time" in launch.info.config
+        assert halves == (config.c_passes(stages) == 2) == (stages == 4), (stages, launch.info.config)
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # vector: the depth sweep's configurations past 2^31 elements, the residency they pin, the latency probe
 # ---------------------------------------------------------------------------------------------------------------

@@ -136,13 +136,18 @@ class CompiledModule:
             )
         return {expr: dict(classes) for expr, classes in self._classes.items()}
 
-    def kernel_info(self, name_expression: str, smem_per_stage: int, stages: int, **fields) -> KernelInfo:
+    def kernel_info(
+        self, name_expression: str, smem_per_stage: int, stages: int, dynamic_smem: int | None = None, **fields
+    ) -> KernelInfo:
         """What the tables report about one instantiation, from the cubin alone (no GPU): shared memory of its
-        ring plus static, registers, spills and SASS classes. ``fields`` add launch facts (occupancy, grid...)."""
+        ring (or ``dynamic_smem``, the launch's dynamic shared memory, where it holds more than the ring: barriers,
+        C's staging) plus static, registers, spills and SASS classes. ``fields`` add launch facts (occupancy,
+        grid...)."""
         res = self.resources()[name_expression]
+        dynamic = stages * smem_per_stage if dynamic_smem is None else dynamic_smem
         return KernelInfo(
             smem_per_stage=smem_per_stage,
-            smem_total=stages * smem_per_stage + res.get("static_smem", 0),
+            smem_total=dynamic + res.get("static_smem", 0),
             registers=res.get("registers"),
             spill_bytes=res.get("local", 0) + res.get("stack", 0),
             sass=self.instruction_classes()[name_expression],

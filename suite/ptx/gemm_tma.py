@@ -426,10 +426,13 @@ class Gemm:
             note += f", {self.splits} split{'s' if self.splits > 1 else ''} of {k_tiles} K tiles"
         if config.schedule == "stream-k":
             note += f", {tiles * k_tiles} MAC iterations over {self.grid} blocks"
+        if config.tma_store and n % 8 == 0 and config.c_passes(stages) > 1:
+            note += f", C staged 1/{config.c_passes(stages)} of a tile at a time (one TMA-store pass each)"
         self.info = module.kernel_info(
             expr,
             config.stage_bytes,
             stages,
+            dynamic_smem=self.smem_bytes,
             occupancy=blocks_per_sm,
             threads=config.threads,
             grid=self.grid,
