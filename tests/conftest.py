@@ -54,8 +54,8 @@ def _give_back_gpu_memory() -> None:
 @pytest.hookimpl(hookwrapper=True)
 def pytest_runtest_protocol(item, nextitem):
     """On a GPU machine every test takes a turn on the GPU (gpu_turn): tests marked gpu_alone (timing, ncu's clock
-    control, compute-sanitizer) one at a time, every other test, the GPU correctness checks included (a few MB to a
-    few GB each, nothing timed; one, test_gpu.py's past 2^31 elements, holds 26 GB), in parallel with each other;
+    control) one at a time, every other test, the GPU correctness checks and compute-sanitizer's included (a few MB
+    to a few GB each, nothing timed; one, test_gpu.py's past 2^31 elements, holds 26 GB), in parallel with each other;
     each gives its cached GPU memory back when it ends. A lock file rather than an xdist_group: --dist loadgroup
     stopped grouping with pytest 9.2 (pytest-xdist issue #1386), silently."""
     if not HAS_GPU or os.environ.get(TURN_HELD):
