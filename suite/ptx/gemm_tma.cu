@@ -57,8 +57,8 @@
 //
 // Template parameters: STAGES (ring depth, 2..), BLOCK_N (128 or 256), CONSUMERS (1 or 2 warpgroups), PERSISTENT,
 // TMA_STORE, E (F16, BF16, E4M3), BM (64 or 128), SCHEDULE, C_PASSES (TMA_STORE: 1, or 2 where the C staging holds
-// half of the tile). Run-time `a_rows`: the rows of A's TMA box, BM, or M
-// rounded up to 8 when M < BM (decode: the copy engine then moves no padding rows; those rows stay zero).
+// half of the tile). Run-time `a_rows`: the rows of A's TMA box, BM, or M rounded up to 8 when M < BM (decode: the
+// copy engine then moves no padding rows; those rows stay zero).
 // Build for sm_90a with NDEBUG: wgmma and setmaxnreg exist only there, and a non-inlined call (an assert) inside the
 // wgmma region makes ptxas serialize every wgmma (warning C7510).
 
@@ -740,7 +740,8 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
                 // EPILOGUE
                 if constexpr (TMA_STORE) {
                     if (tma_store) {
-                        store_tile_tma<STAGES, T, E, BM, BLOCK_N, C_PASSES>(tmap_c, smem, wg, m0 + wg_row0, n0, acc, alpha);
+                        store_tile_tma<STAGES, T, E, BM, BLOCK_N, C_PASSES>(tmap_c, smem, wg, m0 + wg_row0, n0, acc,
+                                                                            alpha);
                         continue;
                     }
                 }
