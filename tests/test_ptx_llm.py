@@ -2,6 +2,9 @@
 that picks the split count, their machine code on CPU, and on a GPU their results at the edges of the schedule, bit
 for bit the same run after run, with the tile counters left at zero."""
 
+import dataclasses
+import re
+
 import pytest
 import torch
 
@@ -99,6 +102,42 @@ def test_fp8_pipelined_promotion_builds_without_serializing_wgmma():
         assert module.resources()[expr]["local"] == 0, name
 
 
+# The top rung's fp8 promotion schedules that tools/probe_llm.py fp8 times beside the registered one (not registered):
+# quarters of N through two partials taken in turn, A from registers, and both.
+TOP = dataclasses.replace(
+    gemm_tma.CONFIGS["128x256x64 ws 2wg persistent tma-store"], dtypes=("fp8e4m3",), stages=(3, 4)
+)
+PROMOTIONS = {
+    "quarters": ("GEMM_TMA_FP8_QUARTERS=1",),
+    "A in registers": ("GEMM_TMA_FP8_A_REGS=1",),
+    "quarters, A in registers": ("GEMM_TMA_FP8_QUARTERS=1", "GEMM_TMA_FP8_A_REGS=1"),
+}
+
+
+@pytest.mark.parametrize("name", PROMOTIONS)
+def test_fp8_promotion_schedules_build_with_a_group_in_flight_under_the_adds(name):
+    """Each K tile's groups (4 wgmma each: 4 quarters or 2 halves) stay asynchronous (no C7510 / C7514), with as many
+    waits as groups; in quarters every wait but the last leaves one group running (DEPBAR.LE 1) while the partial
+    before it is added; A from registers: ldmatrix feeds wgmma's register operand. No spills."""
+    defines = PROMOTIONS[name]
+    module = gemm_tma.TmaGemm(TOP).with_defines(*defines, stages=(3,)).build("sm_90a")
+    assert "C751" not in module.log and "serializ" not in module.log.lower(), (name, module.log)
+    expr = TOP.name_expression(3, "fp8e4m3")
+    sass = split_functions(module.sass())[module.symbols[expr]]
+    count, closing = wgmma_chain(sass)
+    groups = 4 if "GEMM_TMA_FP8_QUARTERS=1" in defines else 2
+    assert (count, closing) == (4 * groups, groups), (name, count, closing)
+    waits = re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x(\d)", sass)
+    assert waits == (["1", "1", "1", "0"] if groups == 4 else ["0", "0"]), (name, waits)
+    register_a = re.findall(r"QGMMA\.\S+ R\d+, R\d+, gdesc", sass)
+    classes = instruction_classes(sass)
+    if "GEMM_TMA_FP8_A_REGS=1" in defines:
+        assert len(register_a) == count and classes["ldmatrix"] == 4, (name, len(register_a), classes)
+    else:
+        assert not register_a and classes["ldmatrix"] == 0, name
+    assert classes["local_memory"] == 0 and module.resources()[expr]["local"] == 0, name
+
+
 # On a GPU: M = 1, M not a multiple of 8, N not a multiple of 16, K below one K tile, a split remainder, more splits
 # than K tiles (empty splits), a stream-K range that starts and ends inside tiles.
 EDGES = [
@@ -140,6 +179,23 @@ def test_schedules_match_fp64_at_the_edges_bit_reproducibly(name, dtype):
             torch.cuda.synchronize()
             assert torch.equal(out, first), (name, dtype, size, "not bit-reproducible")
             assert int(launch.counters.abs().sum()) == 0, (name, size, "tile counters not reset")
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", PROMOTIONS)
+def test_fp8_promotion_schedules_match_fp64_at_the_edges(name):
+    """The top rung's unregistered promotion schedules on poisoned outputs at both depths (3: C staged whole; 4: in
+    two passes): M = 1 and 67 (A's rows past M zero-filled), N = 300 (an edge tile of 44 columns), K = 1040 and 48 (a
+    partial K tile; below one), a tile count above the SMs (persistent tiles wrap), against fp64."""
+    kernel = gemm_tma.TmaGemm(TOP).with_defines(*PROMOTIONS[name])
+    for stages in TOP.stages:
+        for size in ((1, 300, 1040), (67, 264, 48), (129, 520, 4112), (2048, 4352, 512)):
+            inputs = GEMM.make_inputs(size, sum(size) + stages, torch.device("cuda"), "fp8e4m3")
+            out = GEMM.make_output(inputs).fill_(float("nan"))
+            gemm_tma.Gemm(inputs, out, TOP, stages, kernel=kernel)()
+            torch.cuda.synchronize()
+            check = GEMM.check(out, GEMM.reference(inputs), "fp8e4m3")
+            assert check.valid, (name, stages, size, check.message)
 
 
 @pytest.mark.gpu

@@ -11,8 +11,9 @@ the same way in the same process.
             split-major, has the blocks that read one K range neighbour)
   decode    the Triton decode tiles (weight rows, stage size, depth) and PTX 64 x 128 split counts at M = 16 and 64
   fp8       cuBLAS fp8 with promoted and with fast accumulation, beside the best PTX and Gluon fp8 rows, at 8192^3 and
-            4096^3: where fp8's gap to cuBLAS is; and the PTX kernel built without promotion, and (--pipelined)
-            with the promotion half-overlapped (GEMM_TMA_FP8_PIPELINED) on 128 x 192 tiles
+            4096^3: where fp8's gap to cuBLAS is; and the PTX kernel built without promotion, promoted in quarters
+            of N (GEMM_TMA_FP8_QUARTERS), with A from registers (GEMM_TMA_FP8_A_REGS), and (--pipelined) with the
+            promotion half-overlapped (GEMM_TMA_FP8_PIPELINED) on 128 x 192 tiles
   triton-split  the Triton split-K on 128 x 128 tiles at 1-3 splits beside the rule's 128 x 256 tiles, at M = 256
   floor     a one-element add and copy_ of a weight's bytes, timed as the decode rows are (read flush, graph): what
             fixed costs leave of the roofline at Llama-3 8B's small weights
@@ -294,6 +295,14 @@ def fp8(shapes) -> None:
     top = g.CONFIGS["128x256x64 ws 2wg persistent tma-store"]
     # the top rung without promotion (GEMM_TMA_FP8_FAST_ACCUM=1): what promotion costs the PTX kernel
     built("top rung, fast accumulation", top, g.TmaGemm(top).with_defines("GEMM_TMA_FP8_FAST_ACCUM=1"))
+    # the top rung's promotion in quarters of N, two partials in turn (GEMM_TMA_FP8_QUARTERS=1), and A read from
+    # registers (GEMM_TMA_FP8_A_REGS=1), each alone and both together
+    for name, defines in (
+        ("top rung, promoted in quarters", ("GEMM_TMA_FP8_QUARTERS=1",)),
+        ("top rung, promoted in halves, A from registers", ("GEMM_TMA_FP8_A_REGS=1",)),
+        ("top rung, promoted in quarters, A from registers", ("GEMM_TMA_FP8_QUARTERS=1", "GEMM_TMA_FP8_A_REGS=1")),
+    ):
+        built(name, top, g.TmaGemm(top).with_defines(*defines))
     # (on the H200, 2026-12-01: 128 x 192 0.92 / 0.89 of promoted cuBLAS at 8192^3 / 4096^3, the split-K 0.77 /
     # 0.74; --pipelined times them again)
     if PIPELINED["on"]:

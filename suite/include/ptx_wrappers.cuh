@@ -449,4 +449,29 @@ __device__ __forceinline__ void wgmma_m64n96k32_f32_e4m3(float (&d)[48], unsigne
                      : "l"(desc_a), "l"(desc_b));
 }
 
+// fp8 e4m3 with A from registers (GEMM_TMA_FP8_A_REGS): D(64 x N) (+)= A(64 x 32, this warpgroup's registers) *
+// B(32 x N, K-major, shared), N = 64 or 128. `a` is the thread's fragment of A, laid out as ldmatrix_x4 leaves it
+// (wgmma's k32 8-bit A fragment is byte for byte the k16 16-bit one: warp w holds rows 16 w .. 16 w + 15; register
+// r of lane l holds row l / 4 (+ 8 for r = 1, 3), bytes 4 (l % 4) .. + 3 (+ 16 for r = 2, 3)). The registers must
+// stay unchanged until the group that reads them has completed.
+// scale-d as a predicate set from `accumulate` (0: D = A * B, 1: D += A * B); `first` is a constant after unrolling,
+// so ptxas folds it into the instruction.
+#define WGMMA_K32_E4M3_RS(N, REGS, AREGS, DESC, ACCUMULATE) \
+    "{\n.reg .pred p;\nsetp.ne.b32 p, " ACCUMULATE ", 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3 " REGS ", " AREGS ", " DESC ", p, 1, 1;\n}\n"
+template <int N>
+__device__ __forceinline__ void wgmma_m64nNk32_f32_e4m3_rs(float (&d)[N / 2], const unsigned (&a)[4],
+                                                      unsigned long long desc_b, bool first) {
+    static_assert(N == 64 || N == 128, "register-A fp8 wgmma: n64 or n128");
+    const unsigned accumulate = first ? 0u : 1u;
+    if constexpr (N == 64)
+        asm volatile(WGMMA_K32_E4M3_RS(64, WGMMA_D32_REGS, "{%32, %33, %34, %35}", "%36", "%37")
+                     : WGMMA_D32_OPERANDS(d)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
+    else
+        asm volatile(WGMMA_K32_E4M3_RS(128, WGMMA_D64_REGS, "{%64, %65, %66, %67}", "%68", "%69")
+                     : WGMMA_D64_OPERANDS(d)
+                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
+}
+
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL

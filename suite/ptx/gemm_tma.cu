@@ -157,12 +157,32 @@ struct E4M3 {  // bf16 out, with the per-tensor scales
             wgmma_m64n64k32_f32_e4m3(d, da, db, first);
         }
     }
+    // the same with A from registers (GEMM_TMA_FP8_A_REGS), 64 or 128 wide
+    template <int HALF_N>
+    __device__ __forceinline__ static void mma_half_rs(float (&d)[HALF_N / 2], const unsigned (&a)[4],
+                                                       unsigned long long db, bool first) {
+        wgmma_m64nNk32_f32_e4m3_rs<HALF_N>(d, a, db, first);
+    }
 };
 // GEMM_TMA_FP8_PIPELINED=1 (tools/probe_llm.py fp8 only, no registered row): where a consumer warpgroup owns one m64
 // tile at most 192 wide, each K tile's two halves of N get a partial sum each, and the first half is promoted while
 // the second's wgmma run (consumer_mainloop), instead of every group waited for before its adds.
 #ifndef GEMM_TMA_FP8_PIPELINED
 #define GEMM_TMA_FP8_PIPELINED 0
+#endif
+// GEMM_TMA_FP8_QUARTERS=1 (tools/probe_llm.py fp8 only, no registered row): the top rung's 64 x 256 warpgroup tile
+// promoted in quarters of N (n64) through two 32-register partials taken in turn, so that three of a K tile's four
+// promotions run while the next quarter's group is on the tensor pipe: one wait with the pipe idle per K tile, not
+// two, on the 128 x 256 tile (whose registers hold no second n128 partial).
+#ifndef GEMM_TMA_FP8_QUARTERS
+#define GEMM_TMA_FP8_QUARTERS 0
+#endif
+// GEMM_TMA_FP8_A_REGS=1 (tools/probe_llm.py fp8 only, no registered row): the promoted fp8 mainloops (halves or
+// quarters) read A from registers, loaded once per K tile with ldmatrix, instead of from shared memory by every wgmma:
+// each wgmma then reads only its slice of B, and a warpgroup reads its 64 rows of A once per K tile, not once per half
+// or quarter (16 more registers per thread).
+#ifndef GEMM_TMA_FP8_A_REGS
+#define GEMM_TMA_FP8_A_REGS 0
 #endif
 
 template <int BM, int BLOCK_N, int CONSUMERS, class E>
@@ -388,6 +408,49 @@ __device__ __forceinline__ void issue_half(float (&part)[REGS], const SmemLayout
     wgmma_commit_group();
 }
 
+// load_a_fragments: this warpgroup's 64 rows of A in the K tile in `stage`, as the register operand of fp8 wgmma: per
+// k-step (32 bytes of K) one ldmatrix_x4, whose four 8 x 16-byte matrices are rows 0-7 / 8-15 of the warp's 16 rows
+// at bytes 0-15 / 16-31 of the k-step. Lane l gives the address of row l % 8 (+ 8 for l / 8 odd) of matrix l / 8, its
+// 16-byte chunk moved by the 128-byte swizzle TMA wrote it with (chunk ^ row % 8; the stage is 1024-byte aligned).
+template <int STAGES, class T, bool TMA_STORE, int BM>
+__device__ __forceinline__ void load_a_fragments(unsigned (&a)[T::K_STEPS][4],
+                                                 const SmemLayout<STAGES, T, TMA_STORE, BM>& smem, int stage,
+                                                 int wg_row0) {
+    const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
+    const int row = wg_row0 + warp * 16 + lane % 8 + 8 * ((lane / 8) % 2);
+#pragma unroll
+    for (int kk = 0; kk < T::K_STEPS; ++kk) {
+        const int chunk = kk * 2 + lane / 16;
+        ldmatrix_x4(smem.a(stage) + row * SWIZZLE_BYTES + ((chunk ^ (row % 8)) << 4), a[kk]);
+    }
+}
+
+// issue_half_rs: as issue_half, with A from the registers load_a_fragments filled.
+template <int STAGES, class T, class E, bool TMA_STORE, int BM, int REGS>
+__device__ __forceinline__ void issue_half_rs(float (&part)[REGS], const unsigned (&a)[T::K_STEPS][4],
+                                              const SmemLayout<STAGES, T, TMA_STORE, BM>& smem, int stage, int half) {
+    constexpr int HALF_N = 2 * REGS;
+#pragma unroll
+    for (int i = 0; i < REGS; ++i) fence_operand(part[i]);
+    wgmma_fence();  // the partial's last reads (its adds) and A's ldmatrix are ordered before these wgmma
+#pragma unroll
+    for (int kk = 0; kk < T::K_STEPS; ++kk) {
+        const unsigned long long desc_b =
+            smem_descriptor(smem.b(stage) + half * HALF_N * SWIZZLE_BYTES + kk * 32, 16, ATOM_BYTES);
+        E::template mma_half_rs<HALF_N>(part, a[kk], desc_b, kk == 0);
+    }
+    wgmma_commit_group();
+}
+
+// issue_part: issue_half_rs with GEMM_TMA_FP8_A_REGS, else issue_half (`a` unread).
+template <int STAGES, class T, class E, bool TMA_STORE, int BM, int REGS>
+__device__ __forceinline__ void issue_part(float (&part)[REGS], const unsigned (&a)[T::K_STEPS][4],
+                                           const SmemLayout<STAGES, T, TMA_STORE, BM>& smem, int stage, int wg_row0,
+                                           int half, int mt) {
+    if constexpr (GEMM_TMA_FP8_A_REGS) issue_half_rs<STAGES, T, E>(part, a, smem, stage, half);
+    else issue_half<STAGES, T, E>(part, smem, stage, wg_row0, half, mt);
+}
+
 // promote_half: `part`, whose group has completed, added to half `half` of one m64 tile's accumulators.
 template <int ACC, int REGS>
 __device__ __forceinline__ void promote_half(float (&acc)[ACC], float (&part)[REGS], int half) {
@@ -408,7 +471,31 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
 
     if constexpr (E::PROMOTE) {
         // fp8: each K tile's sum is promoted into the fp32 accumulators (issue_half, promote_half below).
-        if constexpr (GEMM_TMA_FP8_PIPELINED && T::WG_M_TILES == 1 && BLOCK_N <= 192) {
+        if constexpr (GEMM_TMA_FP8_QUARTERS && T::WG_M_TILES == 1 && BLOCK_N == 256) {
+            // Quarters q0..q3 of N in two partials, a (q0, q2) and b (q1, q3): each quarter is issued as soon as the
+            // partial it overwrites has been added, so a group is in flight during every add but the last.
+            float part_a[32], part_b[32];
+            unsigned a_frag[T::K_STEPS][4];  // GEMM_TMA_FP8_A_REGS only
+            for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
+                const int smem_read_stage = read.stage;
+                consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
+                if constexpr (GEMM_TMA_FP8_A_REGS) load_a_fragments(a_frag, smem, smem_read_stage, wg_row0);
+                issue_part<STAGES, T, E>(part_a, a_frag, smem, smem_read_stage, wg_row0, 0, 0);
+                issue_part<STAGES, T, E>(part_b, a_frag, smem, smem_read_stage, wg_row0, 1, 0);
+                wgmma_wait<1>();  // q0 has completed (q1 runs): promote it, then reuse its partial for q2
+                promote_half(acc[0], part_a, 0);
+                issue_part<STAGES, T, E>(part_a, a_frag, smem, smem_read_stage, wg_row0, 2, 0);
+                wgmma_wait<1>();  // q1 has completed (q2 runs): promote it, then reuse its partial for q3
+                promote_half(acc[0], part_b, 1);
+                issue_part<STAGES, T, E>(part_b, a_frag, smem, smem_read_stage, wg_row0, 3, 0);
+                wgmma_wait<1>();  // q2 has completed (q3 runs)
+                promote_half(acc[0], part_a, 2);
+                wgmma_wait<0>();  // q3 has completed too: the stage is read
+                promote_half(acc[0], part_b, 3);
+                if (release) consumer_release(smem.empty(smem_read_stage));
+                read.advance<STAGES>();
+            }
+        } else if constexpr (GEMM_TMA_FP8_PIPELINED && T::WG_M_TILES == 1 && BLOCK_N <= 192) {
             // Both halves issued at once into partials of their own, the first promoted while the second's group
             // runs: one wait with the tensor pipe idle per K tile instead of two. (Promoting the second half under
             // the next K tile's first group, across the loop's back edge, makes ptxas serialize every wgmma: C7514.)
@@ -431,15 +518,18 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
             // two consumer warpgroups run at their own pace: made to take turns (0 issues a half, then 1, then 0,
             // through two named barriers) they were slower on the H200, 0.92 / 0.96 of promoted cuBLAS at 8192^3 /
             // 4096^3 against 0.94 / 0.98 (tools/probe_llm.py fp8, 2026-12-01).
+            static_assert(!GEMM_TMA_FP8_A_REGS || T::WG_M_TILES == 1, "register A: one m64 tile per warpgroup");
             float part[64];
+            unsigned a_frag[T::K_STEPS][4];  // GEMM_TMA_FP8_A_REGS only
             for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
                 const int smem_read_stage = read.stage;
                 consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
+                if constexpr (GEMM_TMA_FP8_A_REGS) load_a_fragments(a_frag, smem, smem_read_stage, wg_row0);
 #pragma unroll
                 for (int mt = 0; mt < T::WG_M_TILES; ++mt)
 #pragma unroll
                     for (int h = 0; h < BLOCK_N / 128; ++h) {
-                        issue_half<STAGES, T, E>(part, smem, smem_read_stage, wg_row0, h, mt);
+                        issue_part<STAGES, T, E>(part, a_frag, smem, smem_read_stage, wg_row0, h, mt);
                         wgmma_wait<0>();  // the half's partial sum is final: promote it into fp32
                         promote_half(acc[mt], part, h);
                     }
