@@ -11,7 +11,8 @@ pitches a multiple of 16 elements, as a launch would see them), and the compile 
 "tl.NAME" are Triton dtypes. A signature entry {"gluon_desc": [type, [rows, cols], "gl.NAME"]} is a Gluon tensor
 descriptor with the default NVMMA shared layout for that box. Returns, per spec: SASS instruction classes
 (suite.sass.INSTRUCTION_CLASSES), shared memory bytes, the wgmma chain (suite.sass.wgmma_chain: the HGMMA / QGMMA
-instructions and how many of them close a group), and the PTX's line count of a few instructions."""
+instructions and how many of them close a group), the pending-group counts of its wgmma waits in program order, and
+the PTX's line count of a few instructions."""
 
 from __future__ import annotations
 
@@ -24,7 +25,7 @@ import sys
 import tempfile
 
 _SCRIPT = r"""
-import importlib, json, sys
+import importlib, json, re, sys
 import triton
 import triton.language as tl
 from triton.backends.compiler import GPUTarget
@@ -59,6 +60,7 @@ def compile_one(spec):
     ptx = k.asm["ptx"]
     sass = disassemble(k.asm["cubin"])
     return {"classes": instruction_classes(sass), "shared": k.metadata.shared, "wgmma_chain": wgmma_chain(sass),
+            "wgmma_waits": re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x(\d)", sass),
             "ptx": {w: ptx.count(w) for w in ("tensormap.replace", "atom.global", "red.global", "setmaxnreg")}}
 
 import traceback

@@ -132,3 +132,32 @@ def test_fp8_rows_skip_where_the_interpreter_cannot_multiply_fp8(monkeypatch):
             assert kernel.skip_reason("fp8e4m3") == reason and kernel.skip_reason("bf16") is None
     finally:
         _interp_dot.fp8_dot_unsupported.cache_clear()
+
+
+@pytest.mark.gpu
+def test_gluon_fp8_promoted_in_quarters_matches_fp64():
+    """The Gluon fp8 kernel's unregistered promotion in quarters of N (tools/probe_llm.py fp8), at both depths (3: the
+    C slab whole; 4: in two passes), on poisoned outputs: M = 1 and 67, edge tiles of N (300: C through its padded
+    pitch; 264), a partial K tile and one below a tile, more tiles than SMs (the persistent loop wraps)."""
+    from suite.triton.gemm_gluon import GluonGemm
+
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the Gluon GEMM is built for sm_90")
+    for stages in (3, 4):
+        for size in ((1, 300, 1040), (67, 264, 48), (129, 520, 4112), (2048, 4352, 512)):
+            inputs = GEMM.make_inputs(size, sum(size) + stages, DEVICE, "fp8e4m3")
+            out = GEMM.make_output(inputs).fill_(float("nan"))
+            launch = GluonGemm(inputs, out, stages, quarters=True)
+            assert "promoted in quarters" in launch.config
+            launch()
+            torch.cuda.synchronize()
+            check = GEMM.check(out, GEMM.reference(inputs), "fp8e4m3")
+            assert check.valid, (stages, size, check.message)
+
+
+def test_gluon_quarters_are_refused_for_16_bit_types():
+    from suite.triton.gemm_gluon import GluonGemm
+
+    inputs = GEMM.make_inputs((64, 64, 64), 0, torch.device("cpu"), "bf16")
+    with pytest.raises(ValueError, match="only fp8 is promoted"):
+        GluonGemm(inputs, GEMM.make_output(inputs), 3, quarters=True)

@@ -402,7 +402,7 @@ def test_gemm_desc_every_dtype_and_depth_fits_on_sm90():
 # -- the warp-specialized Gluon GEMM (suite/triton/gemm_gluon.py), compiled for sm_90 without a GPU --
 
 
-def _gluon_spec(dtype: str, stages: int) -> dict:
+def _gluon_spec(dtype: str, stages: int, quarters: bool = False) -> dict:
     from sm90_compile import OUT_TYPES, TRITON_TYPES, scales
 
     from suite.triton import gemm_gluon as g
@@ -418,6 +418,7 @@ def _gluon_spec(dtype: str, stages: int) -> dict:
         "PRODUCER_REGS": g.PRODUCER_REGS,
         "B_K_MAJOR": fp8,
         "num_warps": g.FP8_CONSUMER_WARPS if fp8 else g.NUM_WARPS,
+        "QUARTERS": quarters,
     }
     scale_sig, scale_values = scales(dtype)
     sig = {
@@ -463,3 +464,16 @@ def test_gluon_gemm_is_warp_specialized_on_sm90():
         # add that reads the accumulators before their wait, as Triton's max_num_imprecise_acc emits, does that)
         total, closing = got["wgmma_chain"]
         assert total and closing * 4 == total, (dtype, stages, got["wgmma_chain"])
+
+
+def test_gluon_fp8_quarters_keep_a_group_in_flight_under_the_adds():
+    """The unregistered promotion in quarters (GluonGemm(quarters=True)): per consumer partition, four groups of 4
+    fp8 wgmma per K tile, and every wait but the K tile's last leaves one group running (DEPBAR.LE 1) while the
+    partial before it is added; no spills, at 3 and 4 stages."""
+    from sm90_compile import compile_sm90
+
+    for stages, got in zip((3, 4), compile_sm90([_gluon_spec("fp8e4m3", s, quarters=True) for s in (3, 4)])):
+        total, closing = got["wgmma_chain"]
+        assert (total, closing) == (32, 8), (stages, got["wgmma_chain"])  # 2 partitions x 4 quarters x 4 k-steps
+        assert got["wgmma_waits"] == ["1", "1", "1", "0"] * 2, (stages, got["wgmma_waits"])
+        assert got["classes"]["local_memory"] == 0 and got["classes"]["wgmma_fp8"] == 32, (stages, got["classes"])

@@ -12,8 +12,8 @@ the same way in the same process.
   decode    the Triton decode tiles (weight rows, stage size, depth) and PTX 64 x 128 split counts at M = 16 and 64
   fp8       cuBLAS fp8 with promoted and with fast accumulation, beside the best PTX and Gluon fp8 rows, at 8192^3 and
             4096^3: where fp8's gap to cuBLAS is; and the PTX kernel built without promotion, promoted in quarters
-            of N (GEMM_TMA_FP8_QUARTERS), with A from registers (GEMM_TMA_FP8_A_REGS), and (--pipelined) with the
-            promotion half-overlapped (GEMM_TMA_FP8_PIPELINED) on 128 x 192 tiles
+            of N (GEMM_TMA_FP8_QUARTERS; the Gluon kernel too), with A from registers (GEMM_TMA_FP8_A_REGS), and
+            (--pipelined) with the promotion half-overlapped (GEMM_TMA_FP8_PIPELINED) on 128 x 192 tiles
   triton-split  the Triton split-K on 128 x 128 tiles at 1-3 splits beside the rule's 128 x 256 tiles, at M = 256
   floor     a one-element add and copy_ of a weight's bytes, timed as the decode rows are (read flush, graph): what
             fixed costs leave of the roofline at Llama-3 8B's small weights
@@ -303,6 +303,13 @@ def fp8(shapes) -> None:
         ("top rung, promoted in quarters, A from registers", ("GEMM_TMA_FP8_QUARTERS=1", "GEMM_TMA_FP8_A_REGS=1")),
     ):
         built(name, top, g.TmaGemm(top).with_defines(*defines))
+    # the Gluon kernel promoted in quarters the same way (GluonGemm(quarters=True))
+    from suite.triton.gemm_gluon import FP8_STAGES, GluonGemm
+
+    made.extend(
+        (f"gluon promoted in quarters {s} st", lambda inputs, c, s=s: GluonGemm(inputs, c, s, quarters=True))
+        for s in FP8_STAGES[1:]
+    )
     # (on the H200, 2026-12-01: 128 x 192 0.92 / 0.89 of promoted cuBLAS at 8192^3 / 4096^3, the split-K 0.77 /
     # 0.74; --pipelined times them again)
     if PIPELINED["on"]:

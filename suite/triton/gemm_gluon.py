@@ -211,8 +211,11 @@ def _fp8_consumer(
     GROUP_M: gl.constexpr,
     STAGES: gl.constexpr,
     WG: gl.constexpr,  # 0 or 1: this partition's warpgroup, rows WG x 64 .. + 63 of the tile
+    QUARTERS: gl.constexpr,  # promote in quarters of N through two partials in turn (GluonGemm's quarters)
 ):
-    """fp8: one warpgroup's 64 rows of the 128 x 256 tile, each K tile promoted into fp32 in two halves of N."""
+    """fp8: one warpgroup's 64 rows of the 128 x 256 tile, each K tile promoted into fp32 in two halves of N, or
+    (QUARTERS, unregistered: tools/probe_llm.py fp8) in four quarters through two partials taken in turn, each
+    quarter's wgmma issued once the partial it overwrites is added: a group runs under every add but the last."""
     WG_M: gl.constexpr = c_desc.block_type.shape[0]
     C_COLS: gl.constexpr = c_desc.block_type.shape[1]  # the C slab's width: BLOCK_N, or half of it (two passes)
     BLOCK_N: gl.constexpr = b_ring.type.shape[1]  # K-major B: the ring's boxes are BLOCK_N x BLOCK_K
@@ -223,22 +226,54 @@ def _fp8_consumer(
     half_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[_FP8_WARPS, 1], instr_shape=[16, HALF, INSTR_K]
     )
+    QUARTER: gl.constexpr = BLOCK_N // 4
+    quarter_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[_FP8_WARPS, 1], instr_shape=[16, QUARTER, INSTR_K]
+    )
     tiles_m, tiles_n, k_tiles = _tile_counts(M, N, K, BLOCK_M, BLOCK_N, BLOCK_K)
     scale = gl.load(scale_a) * gl.load(scale_b)
     part = gl.zeros((WG_M, HALF), dtype=gl.float32, layout=half_layout)  # a K tile's half, summed from zero
+    part_a = gl.zeros((WG_M, QUARTER), dtype=gl.float32, layout=quarter_layout)  # QUARTERS: quarters 0 and 2
+    part_b = gl.zeros((WG_M, QUARTER), dtype=gl.float32, layout=quarter_layout)  # QUARTERS: quarters 1 and 3
     smem_read_stage = 0
     lap = 0
     for tile in range(gl.program_id(0), tiles_m * tiles_n, gl.num_programs(0)):
         m0, n0 = tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
         left = gl.zeros((WG_M, HALF), dtype=gl.float32, layout=half_layout)
         right = gl.zeros((WG_M, HALF), dtype=gl.float32, layout=half_layout)
-        # -- MAINLOOP: per K tile, two halves, each summed from zero and promoted once complete --
+        q0 = gl.zeros((WG_M, QUARTER), dtype=gl.float32, layout=quarter_layout)  # QUARTERS: the fp32 quarters
+        q1 = gl.zeros((WG_M, QUARTER), dtype=gl.float32, layout=quarter_layout)
+        q2 = gl.zeros((WG_M, QUARTER), dtype=gl.float32, layout=quarter_layout)
+        q3 = gl.zeros((WG_M, QUARTER), dtype=gl.float32, layout=quarter_layout)
+        # -- MAINLOOP: per K tile, two halves (or four quarters), each summed from zero and promoted once complete --
         for _ in range(k_tiles):
             # wait for the TMA bytes of this stage (its ready barrier's phase for this lap)
             mbarrier.wait(ready.index(smem_read_stage), lap)
             a_rows = a_ring.index(smem_read_stage).slice(WG * WG_M, WG_M)  # this warpgroup's rows of A
             b_stage = b_ring.index(smem_read_stage)
-            for h in gl.static_range(2):
+            if QUARTERS:
+                # K-major B's quarter q read as K x N; each partial summed from zero
+                part_a = warpgroup_mma(
+                    a_rows, b_stage.slice(0, QUARTER).permute((1, 0)), part_a, use_acc=False, is_async=True
+                )
+                part_b = warpgroup_mma(
+                    a_rows, b_stage.slice(QUARTER, QUARTER).permute((1, 0)), part_b, use_acc=False, is_async=True
+                )
+                part_a = warpgroup_mma_wait(1, deps=(part_a,))  # quarter 0 is final (1 runs): promote it
+                q0 = _kept_here(q0 + part_a)
+                part_a = warpgroup_mma(
+                    a_rows, b_stage.slice(2 * QUARTER, QUARTER).permute((1, 0)), part_a, use_acc=False, is_async=True
+                )
+                part_b = warpgroup_mma_wait(1, deps=(part_b,))  # quarter 1 is final (2 runs)
+                q1 = _kept_here(q1 + part_b)
+                part_b = warpgroup_mma(
+                    a_rows, b_stage.slice(3 * QUARTER, QUARTER).permute((1, 0)), part_b, use_acc=False, is_async=True
+                )
+                part_a = warpgroup_mma_wait(1, deps=(part_a,))  # quarter 2 is final (3 runs)
+                q2 = _kept_here(q2 + part_a)
+                part_b = warpgroup_mma_wait(0, deps=(part_b,))  # quarter 3 is final: the stage is read
+                q3 = _kept_here(q3 + part_b)
+            for h in gl.static_range(0 if QUARTERS else 2):
                 part = warpgroup_mma(
                     a_rows,
                     b_stage.slice(h * HALF, HALF).permute((1, 0)),  # K-major B read as K x N
@@ -263,7 +298,21 @@ def _fp8_consumer(
         #    store (clipped at the edges of C), which runs on while the next tile's wgmma start --
         slab = c_smem.index(WG)
         tma.store_wait(0)  # this warpgroup's previous store has finished reading its slab
-        if C_COLS == BLOCK_N:
+        if QUARTERS:
+            slab.slice(0, QUARTER, dim=1).store((q0 * scale).to(c_desc.dtype))
+            slab.slice(QUARTER, QUARTER, dim=1).store((q1 * scale).to(c_desc.dtype))
+            if C_COLS == BLOCK_N:
+                slab.slice(2 * QUARTER, QUARTER, dim=1).store((q2 * scale).to(c_desc.dtype))
+                slab.slice(3 * QUARTER, QUARTER, dim=1).store((q3 * scale).to(c_desc.dtype))
+            fence_async_shared()  # make the generic-proxy writes to the slab visible to the TMA (async proxy)
+            _tma_store(c_desc, [m0 + WG * WG_M, n0], slab)
+            if C_COLS < BLOCK_N:  # a slab of half the width: quarters 2 and 3 in a second pass
+                tma.store_wait(0)  # the first pass's store has finished reading the slab
+                slab.slice(0, QUARTER, dim=1).store((q2 * scale).to(c_desc.dtype))
+                slab.slice(QUARTER, QUARTER, dim=1).store((q3 * scale).to(c_desc.dtype))
+                fence_async_shared()
+                _tma_store(c_desc, [m0 + WG * WG_M, n0 + HALF], slab)
+        elif C_COLS == BLOCK_N:
             slab.slice(0, HALF, dim=1).store((left * scale).to(c_desc.dtype))
             slab.slice(HALF, HALF, dim=1).store((right * scale).to(c_desc.dtype))
             fence_async_shared()  # make the generic-proxy writes to the slab visible to the TMA (async proxy)
@@ -299,6 +348,7 @@ def gemm_gluon_kernel(
     PRODUCER_REGS: gl.constexpr,
     B_K_MAJOR: gl.constexpr,  # B given N x K: fp8, whose consumers apply scale_a x scale_b in the epilogue
     num_warps: gl.constexpr,  # the default partition's: the 16-bit consumer's 8, or fp8's first consumer's 4
+    QUARTERS: gl.constexpr = False,  # fp8: promote in quarters of N (_fp8_consumer; unregistered)
 ):
     dtype: gl.constexpr = a_desc.dtype
     INSTR_K: gl.constexpr = 256 // dtype.primitive_bitwidth  # wgmma's K step: k16 for 2-byte operands, k32 for fp8
@@ -332,6 +382,7 @@ def gemm_gluon_kernel(
                         GROUP_M,
                         STAGES,
                         0,
+                        QUARTERS,
                     ),
                 ),
                 # a worker partition's arguments: one tuple as written (a concatenated tuple loses its constexprs)
@@ -352,6 +403,7 @@ def gemm_gluon_kernel(
                         GROUP_M,
                         STAGES,
                         1,
+                        QUARTERS,
                     ),
                 ),
                 (_producer, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, GROUP_M, STAGES, B_K_MAJOR)),
@@ -406,8 +458,11 @@ class GluonGemm:
     """The persistent warp-specialized Gluon GEMM at ``stages`` (GPU of compute capability 9.0 only), on the
     problem's inputs: (A, B), or (A, B, scale_a, scale_b) for fp8."""
 
-    def __init__(self, inputs: tuple, c: torch.Tensor, stages: int):
+    def __init__(self, inputs: tuple, c: torch.Tensor, stages: int, quarters: bool = False):
         ops = gemm_operands(inputs, c, DTYPES)
+        if quarters and not ops.b_k_major:
+            raise ValueError("quarters: only fp8 is promoted, so only fp8 has a promotion schedule to choose")
+        self.quarters = quarters
         check_stages(stages, KERNEL.stages_for(ops.dtype))
         a, b = ops.a, ops.b
         m, n, k = ops.m, ops.n, ops.k
@@ -434,6 +489,7 @@ class GluonGemm:
             f"{bm}x{bn}x{bk}, Gluon, {consumers} + {PRODUCER_WARPS} "
             f"producer warp ({PRODUCER_REGS} regs), {stages}-stage TMA ring, persistent, GROUP_M={GROUP_M}"
             + dtype_config(ops.dtype)
+            + (", promoted in quarters of N (unregistered)" if quarters else "")
             + self.operands.note
             + (", C through a padded pitch per call" if n % 8 else "")
         )
@@ -450,6 +506,7 @@ class GluonGemm:
             PRODUCER_REGS=PRODUCER_REGS,
             B_K_MAJOR=self.ops.b_k_major,
             num_warps=self.num_warps,
+            QUARTERS=self.quarters,
         )
         if self.c_padded is not None:
             self.c.copy_(self.c_padded[:, : self.c.shape[1]])
