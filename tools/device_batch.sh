@@ -22,8 +22,10 @@
 #             at 4096^3 and 4000x3000x1000 (timed: alone on the GPU)
 #   probe-llm tools/probe_llm.py split-k (both block orders) and decode (timed: alone on the GPU)
 #   probe-flush tools/probe_llm.py flush: decode rows with the L2 flushed by a write, by a read, not at all
-#   probe-fp8 tools/probe_llm.py fp8 (promotion's cost, the pipelined promotion) and triton-split (M = 256 split-K
-#             tiles), both timed: alone on the GPU
+#   probe-fp8 tools/probe_llm.py fp8 --flush read (promotion's cost; the promotion schedules not registered: quarters,
+#             A from registers, Gluon's quarters), timed: alone on the GPU
+#   probe-decode-8b  tools/probe_llm.py decode at Llama-3 8B's down projection (M = 16, 64): the Triton decode tiles
+#             and the PTX 64 x 128 split-K at 1-4 splits (its rule gives 2: 64 blocks), timed: alone on the GPU
 #   pair      python -m suite.run $SUITE_ARGS twice back to back (issue 20's evidence: on a fresh machine the first
 #             is the fresh-cache run), then tools/agreement.py back-to-back and ceilings; both folders in pair-<stamp>.tgz
 set -u
@@ -77,10 +79,12 @@ for step in "$@"; do
         echo "probe-llm $p rc=$?"; tail -5 "$OUT/probe-llm-$p.txt"
       done ;;
     probe-fp8)
-      for p in fp8 triton-split; do
-        PYTHONPATH=. timeout 270 python3 tools/probe_llm.py $p > "$OUT/probe-$p.txt" 2>&1
-        echo "probe $p rc=$?"; cat "$OUT/probe-$p.txt"
-      done ;;
+      PYTHONPATH=. timeout 300 python3 tools/probe_llm.py fp8 --flush read > "$OUT/probe-fp8.txt" 2>&1
+      echo "probe fp8 rc=$?"; cat "$OUT/probe-fp8.txt" ;;
+    probe-decode-8b)
+      PYTHONPATH=. timeout 300 python3 tools/probe_llm.py decode --shape 16x4096x14336 64x4096x14336 --flush read \
+        > "$OUT/probe-decode-8b.txt" 2>&1
+      echo "probe decode-8b rc=$?"; cat "$OUT/probe-decode-8b.txt" ;;
     probe-flush)
       PYTHONPATH=. timeout 120 python3 tools/probe_llm.py flush > "$OUT/probe-flush.txt" 2>&1
       echo "probe-flush rc=$?"; cat "$OUT/probe-flush.txt" ;;
