@@ -21,6 +21,8 @@
 #   probe     the Triton tuning probes: tools/tune_vector.py --triton-desc --quick, tools/tune_gemm_triton.py --extra
 #             at 4096^3 and 4000x3000x1000 (timed: alone on the GPU)
 #   probe-llm tools/probe_llm.py split-k (both block orders) and decode (timed: alone on the GPU)
+#   probe-rotate  tools/probe_llm.py rotate: the decode rows with distinct operand sets back to back in one graph
+#             (no flush, no event pair per call) against the roofline (issue 18's small weights), timed: alone on the GPU
 #   probe-flush tools/probe_llm.py flush: decode rows with the L2 flushed by a write, by a read, not at all
 #   probe-fp8 tools/probe_llm.py fp8 --flush read (promotion's cost; the promotion schedules not registered: quarters,
 #             A from registers, Gluon's quarters), timed: alone on the GPU
@@ -85,6 +87,9 @@ for step in "$@"; do
       PYTHONPATH=. timeout 300 python3 tools/probe_llm.py decode --shape 16x4096x14336 64x4096x14336 --flush read \
         > "$OUT/probe-decode-8b.txt" 2>&1
       echo "probe decode-8b rc=$?"; cat "$OUT/probe-decode-8b.txt" ;;
+    probe-rotate)
+      PYTHONPATH=. timeout 240 python3 tools/probe_llm.py rotate > "$OUT/probe-rotate.txt" 2>&1
+      echo "probe rotate rc=$?"; cat "$OUT/probe-rotate.txt" ;;
     probe-flush)
       PYTHONPATH=. timeout 120 python3 tools/probe_llm.py flush > "$OUT/probe-flush.txt" 2>&1
       echo "probe-flush rc=$?"; cat "$OUT/probe-flush.txt" ;;

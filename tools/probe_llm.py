@@ -17,12 +17,15 @@ the same way in the same process.
   triton-split  the Triton split-K on 128 x 128 tiles at 1-3 splits beside the rule's 128 x 256 tiles, at M = 256
   floor     a one-element add and copy_ of a weight's bytes, timed as the decode rows are (read flush, graph): what
             fixed costs leave of the roofline at Llama-3 8B's small weights
+  rotate    the decode rows as a model runs them: distinct operand sets back to back in one CUDA graph (no flush,
+            no event pair per call), against the roofline: what the fixed cost of the suite's per-call timing hides
   flush     cuBLAS and the best decode rows of each backend with the L2 flushed by a write (do_bench's zero_ of
             256 MB, which leaves up to the L2's size of dirty lines that the kernel's own reads then evict to DRAM),
             by a read (a sum over the same buffer: clean lines), and not at all
 
 Run from the repository root:
-  PYTHONPATH=. python3 tools/probe_llm.py {launch,split-k,decode,flush,fp8,triton-split,floor} [--shape MxNxK ...]
+  PYTHONPATH=. python3 tools/probe_llm.py {launch,split-k,decode,flush,fp8,triton-split,floor,rotate}
+      [--shape MxNxK ...]
       [--flush read]
 
 --flush read times every configuration (and cuBLAS) after a read of 256 MB instead of do_bench's write."""
@@ -381,9 +384,84 @@ def floor(shapes) -> None:
         )
 
 
+ROTATE_L2_MULTIPLE = 3  # the other operand sets of a rotation hold at least this many L2s of bytes
+
+
+def rotation_sets(moved_bytes: int, l2_bytes: int, multiple: int = ROTATE_L2_MULTIPLE) -> int:
+    """Operand sets a rotation needs so that between two calls on one set the others move at least ``multiple`` L2s
+    of bytes (the set is gone from L2 when its turn comes again, with no flush): at least 2."""
+    return max(2, 1 + -(-multiple * l2_bytes // max(1, moved_bytes)))
+
+
+def rotate(shapes) -> None:
+    """The decode rows as a model runs them: R operand sets of the shape (distinct weights, as the layers of a decode
+    step), called one after another in one CUDA graph with nothing between them (no flush: the other sets evict
+    each from L2 before its turn comes again), an event pair around the whole graph; the time per call then holds
+    the GPU's gap between kernels but not the launch and events' fixed cost that an event pair per call does (the
+    one-element add's 4.1 us, ``floor``). Beside them copy_ of the weight's bytes rotated the same way. Each
+    against the roofline of the bytes it must move (A, B and C) at the 1 GiB copy_'s rate, timed here."""
+    from suite.problems import PROBLEMS
+    from suite.registry import variants
+
+    gemm = PROBLEMS["gemm"]
+    by_label = {v.label: v for v in variants("gemm")}
+    rows = (
+        ("cuBLAS", None, None),
+        ("ptx 64x128 split-k 8 st", "ptx:64x128 split-k tma+wgmma", 8),
+        ("triton decode swap-ab 3 st", "triton:decode swap-ab desc", 3),
+        ("triton decode swap-ab 4 st", "triton:decode swap-ab desc", 4),
+    )
+    l2 = torch.cuda.get_device_properties(0).L2_cache_size
+    big = torch.randn(1 << 27, device="cuda")  # 512 MiB read and 512 MiB written: the rate of the roofline
+    out = torch.empty_like(big)
+    bandwidth = 2 * big.numel() * 4 / event_bursts(lambda o=out, b=big: o.copy_(b), lambda: None)  # bytes per us
+    del big, out
+    print(f"copy_ of 1 GiB: {bandwidth / 1e6:.2f} TB/s; L2 {l2 / 2**20:.0f} MiB", flush=True)
+
+    def per_call_us(calls) -> float:
+        """The graph of ``calls`` run 4 times over, timed by one event pair: microseconds per call."""
+        for call in calls:
+            call()
+        torch.cuda.synchronize()
+        graph = capture_graph(lambda: [call() for _ in range(4) for call in calls])
+        return event_bursts(graph.replay, lambda: None, bursts=4, calls=10) / (4 * len(calls))
+
+    for size in shapes:
+        m, n, k = size
+        moved = 2 * (m * k + k * n + m * n)
+        sets = rotation_sets(moved, l2)
+        name = "x".join(map(str, size))
+        roofline_us = moved / bandwidth
+        operands = [gemm.make_inputs(size, i, torch.device("cuda"), "fp16") for i in range(sets)]
+        outputs = [gemm.make_output(inputs) for inputs in operands]
+        ref = operands[0][0].double() @ operands[0][1].double()
+        srcs = [torch.randn(k * n // 4, device="cuda") for _ in range(sets)]  # the weight's bytes, half read
+        dsts = [torch.empty_like(src) for src in srcs]
+        copy_us = per_call_us([lambda d=d, s=s: d.copy_(s) for d, s in zip(dsts, srcs)])
+        print(
+            f"{name}: {sets} sets; roofline {roofline_us:.2f} us; copy_ of the weight's bytes {copy_us:.2f} us "
+            f"({k * n * 2 / bandwidth / copy_us:.3f} of its own roofline)",
+            flush=True,
+        )
+        for label, variant, stages in rows:
+            try:
+                if variant is None:
+                    calls = [lambda i=i, c=c: torch.matmul(i[0], i[1], out=c) for i, c in zip(operands, outputs)]
+                else:
+                    calls = [by_label[variant].factory(i, c, stages) for i, c in zip(operands, outputs)]
+                outputs[0].fill_(float("nan"))
+                us = per_call_us(calls)
+                err = (outputs[0].double() - ref).abs().max().item()
+                if not err < 0.05:
+                    raise ValueError(f"wrong result: max abs error {err}")
+                print(f"  {label:28s} {us:7.2f} us/call, {roofline_us / us:.3f} of the roofline", flush=True)
+            except Exception as e:  # noqa: BLE001 - a row that fails is listed, the probe goes on
+                print(f"  {label}: {type(e).__name__}: {str(e)[:120]}", flush=True)
+
+
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("probe", choices=("launch", "split-k", "decode", "flush", "fp8", "triton-split", "floor"))
+    p.add_argument("probe", choices=("launch", "split-k", "decode", "flush", "fp8", "triton-split", "floor", "rotate"))
     p.add_argument("--shape", nargs="+", help="MxNxK shapes instead of the probe's own")
     p.add_argument("--flush", choices=("write", "read"), default="write", help="how the L2 is emptied before a call")
     p.add_argument("--pipelined", action="store_true", help="fp8: time the GEMM_TMA_FP8_PIPELINED builds too")
@@ -399,11 +477,14 @@ def main(argv=None) -> None:
         "triton-split": ((256, 8192, 8192), (256, 10240, 8192), (256, 6144, 4096)),
         # Llama-3 8B's QKV, O and down weights, and a 1 GiB copy
         "floor": ((16, 6144, 4096), (16, 4096, 4096), (16, 4096, 14336), (16, 32768, 16384)),
+        # Llama-3 8B's QKV, O and down at M = 16 and 64, and 8192 x 8192
+        "rotate": ((16, 6144, 4096), (16, 4096, 4096), (16, 4096, 14336), (64, 4096, 4096), (16, 8192, 8192)),
     }[args.probe]
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shape] if args.shape else own
     probes = {"launch": launch, "split-k": split_k, "decode": decode, "flush": flush, "fp8": fp8}
     probes["triton-split"] = triton_split
     probes["floor"] = floor
+    probes["rotate"] = rotate
     probes[args.probe](shapes)
 
 
