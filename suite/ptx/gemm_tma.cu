@@ -173,14 +173,15 @@ struct E4M3 {  // bf16 out, with the per-tensor scales
 // GEMM_TMA_FP8_QUARTERS=1 (tools/probe_llm.py fp8 only, no registered row): the top rung's 64 x 256 warpgroup tile
 // promoted in quarters of N (n64) through two 32-register partials taken in turn, so that three of a K tile's four
 // promotions run while the next quarter's group is on the tensor pipe: one wait with the pipe idle per K tile, not
-// two, on the 128 x 256 tile (whose registers hold no second n128 partial).
+// two, on the 128 x 256 tile (whose registers hold no second n128 partial). On the H200 slower than the halves:
+// 0.88 / 0.95 of promoted cuBLAS at 8192^3 / 4096^3 against 0.94 / 0.98 (tools/probe_llm.py fp8, 2026-12-01).
 #ifndef GEMM_TMA_FP8_QUARTERS
 #define GEMM_TMA_FP8_QUARTERS 0
 #endif
 // GEMM_TMA_FP8_A_REGS=1 (tools/probe_llm.py fp8 only, no registered row): the promoted fp8 mainloops (halves or
 // quarters) read A from registers, loaded once per K tile with ldmatrix, instead of from shared memory by every wgmma:
 // each wgmma then reads only its slice of B, and a warpgroup reads its 64 rows of A once per K tile, not once per half
-// or quarter (16 more registers per thread).
+// or quarter (16 more registers per thread). On the H200 slower too: 0.88 / 0.93 in halves (the same probe).
 #ifndef GEMM_TMA_FP8_A_REGS
 #define GEMM_TMA_FP8_A_REGS 0
 #endif
