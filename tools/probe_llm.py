@@ -399,7 +399,9 @@ def rotate(shapes) -> None:
     each from L2 before its turn comes again), an event pair around the whole graph; the time per call then holds
     the GPU's gap between kernels but not the launch and events' fixed cost that an event pair per call does (the
     one-element add's 4.1 us, ``floor``). Beside them copy_ of the weight's bytes rotated the same way. Each
-    against the roofline of the bytes it must move (A, B and C) at the 1 GiB copy_'s rate, timed here."""
+    against the roofline of the bytes it must move (A, B and C) at the suite's own roofline rate (probe_bandwidth:
+    copy_ of 1 GiB, read-flushed), timed here."""
+    from suite.driver.roofline import probe_bandwidth
     from suite.problems import PROBLEMS
     from suite.registry import variants
 
@@ -412,11 +414,8 @@ def rotate(shapes) -> None:
         ("triton decode swap-ab 4 st", "triton:decode swap-ab desc", 4),
     )
     l2 = torch.cuda.get_device_properties(0).L2_cache_size
-    big = torch.randn(1 << 27, device="cuda")  # 512 MiB read and 512 MiB written: the rate of the roofline
-    out = torch.empty_like(big)
-    bandwidth = 2 * big.numel() * 4 / event_bursts(lambda o=out, b=big: o.copy_(b), lambda: None)  # bytes per us
-    del big, out
-    print(f"copy_ of 1 GiB: {bandwidth / 1e6:.2f} TB/s; L2 {l2 / 2**20:.0f} MiB", flush=True)
+    bandwidth = probe_bandwidth("read") * 1e3  # the suite's roofline rate (copy_ of 1 GiB), in bytes per us
+    print(f"copy_ of 1 GiB (suite.driver.roofline): {bandwidth / 1e6:.2f} TB/s; L2 {l2 / 2**20:.0f} MiB", flush=True)
 
     def per_call_us(calls) -> float:
         """The graph of ``calls`` run 4 times over, timed by one event pair: microseconds per call."""
