@@ -50,6 +50,8 @@ DECODE = ((16, 8192, 8192), (64, 8192, 8192))
 
 FLUSH = {"mode": "write"}  # --flush: "write" is do_bench's own loop; "read" is the loop below
 PIPELINED = {"on": False}  # --pipelined: the fp8 probe times the GEMM_TMA_FP8_PIPELINED builds too
+ONLY = {"labels": ()}  # --only: the fp8 probe's configurations whose label holds one of these
+ONCE = {"on": False}  # --once: the fp8 probe calls each configuration once, for ncu (fp8_once)
 
 
 def median_us(fn, rep_ms: float = 150.0) -> float:
@@ -298,6 +300,14 @@ def fp8(shapes) -> None:
     top = g.CONFIGS["128x256x64 ws 2wg persistent tma-store"]
     # the top rung without promotion (GEMM_TMA_FP8_FAST_ACCUM=1): what promotion costs the PTX kernel
     built("top rung, fast accumulation", top, g.TmaGemm(top).with_defines("GEMM_TMA_FP8_FAST_ACCUM=1"))
+    # fast accumulation in the promoted form's n128 halves: each half waited for (its waits without its adds), and
+    # both halves in one group (the narrower instruction alone): GEMM_TMA_FP8_PROBE_HALVES=1 / 2
+    for mode, name in ((1, "halves waited, no adds"), (2, "halves in one group")):
+        built(
+            f"top rung, fast accumulation, {name}",
+            top,
+            g.TmaGemm(top).with_defines(f"GEMM_TMA_FP8_PROBE_HALVES={mode}"),
+        )
     # the top rung's promotion in quarters of N, two partials in turn (GEMM_TMA_FP8_QUARTERS=1), and A read from
     # registers (GEMM_TMA_FP8_A_REGS=1), each alone and both together
     for name, defines in (
@@ -306,6 +316,14 @@ def fp8(shapes) -> None:
         ("top rung, promoted in quarters, A from registers", ("GEMM_TMA_FP8_QUARTERS=1", "GEMM_TMA_FP8_A_REGS=1")),
     ):
         built(name, top, g.TmaGemm(top).with_defines(*defines))
+    # 128 x 128 tiles (two consumer warpgroups of 64 x 128, persistent, TMA-store epilogue), promoted per K tile
+    # with one partial (each K tile waited for before its adds), and in pairs of K tiles through two partials, the
+    # first added while the second runs (GEMM_TMA_FP8_OVERLAP=1)
+    square = g.Config(128, 2, True, True, (4, 5, 6), dtypes=("fp8e4m3",))
+    built("128x128 persistent tma-store", square, g.TmaGemm(square))
+    built(
+        "128x128 persistent tma-store, K tile pairs", square, g.TmaGemm(square).with_defines("GEMM_TMA_FP8_OVERLAP=1")
+    )
     # the Gluon kernel promoted in quarters the same way (GluonGemm(quarters=True))
     from suite.triton.gemm_gluon import FP8_STAGES, GluonGemm
 
@@ -327,6 +345,11 @@ def fp8(shapes) -> None:
             g.CONFIGS["128x128 split-k"],
             g.KERNELS["128x128 split-k"].with_defines("GEMM_TMA_FP8_PIPELINED=1"),
         )
+    if ONLY["labels"]:
+        made = [m for m in made if any(w in m[0] for w in ONLY["labels"])]
+    if ONCE["on"]:
+        fp8_once(shapes, made)
+        return
     for size in shapes:
         inputs = gemm.make_inputs(size, 1, device, "fp8e4m3")
         a, b, scale_a, scale_b = inputs
@@ -359,6 +382,46 @@ def fp8(shapes) -> None:
                 f"({base / us:.3f} of promoted cuBLAS), max error {err:.1e} of max |C|",
                 flush=True,
             )
+
+
+def fp8_once(shapes, made) -> None:
+    """--once: cuBLAS (promoted and fast) and every fp8 configuration of ``made`` called once each inside one
+    cudaProfilerStart / Stop range, after a warm-up call outside it, for ``ncu --profile-from-start off``; the kernel
+    each launches (torch.profiler) printed beside its label, in launch order."""
+    from suite.problems import PROBLEMS
+
+    gemm = PROBLEMS["gemm"]
+    for size in shapes:
+        inputs = gemm.make_inputs(size, 1, torch.device("cuda"), "fp8e4m3")
+        a, b, scale_a, scale_b = inputs
+        calls = []
+        for fast in (False, True):
+            c = gemm.make_output(inputs)
+            calls.append(
+                (
+                    f"cuBLAS use_fast_accum={fast}",
+                    lambda c=c, fast=fast: torch._scaled_mm(
+                        a, b.t(), scale_a, scale_b, out_dtype=c.dtype, out=c, use_fast_accum=fast
+                    ),
+                )
+            )
+        calls += [(label, make(inputs, gemm.make_output(inputs))) for label, make in made]
+        for _, call in calls:
+            call()
+        torch.cuda.synchronize()
+        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
+            for _, call in calls:
+                call()
+            torch.cuda.synchronize()
+        kernels = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
+        print(f"{'x'.join(map(str, size))}: {len(kernels)} kernels for {len(calls)} calls", flush=True)
+        for (label, _), name in zip(calls, kernels):
+            print(f"  {label:62s} {name[:160]}", flush=True)
+        torch.cuda.cudart().cudaProfilerStart()
+        for _, call in calls:
+            call()
+        torch.cuda.synchronize()
+        torch.cuda.cudart().cudaProfilerStop()
 
 
 def floor(shapes) -> None:
@@ -464,9 +527,13 @@ def main(argv=None) -> None:
     p.add_argument("--shape", nargs="+", help="MxNxK shapes instead of the probe's own")
     p.add_argument("--flush", choices=("write", "read"), default="write", help="how the L2 is emptied before a call")
     p.add_argument("--pipelined", action="store_true", help="fp8: time the GEMM_TMA_FP8_PIPELINED builds too")
+    p.add_argument("--only", nargs="+", default=(), help="fp8: only configurations whose label holds one of these")
+    p.add_argument("--once", action="store_true", help="fp8: call each configuration once (for ncu), time nothing")
     args = p.parse_args(argv)
     FLUSH["mode"] = args.flush
     PIPELINED["on"] = args.pipelined
+    ONCE["on"] = args.once
+    ONLY["labels"] = tuple(args.only)
     own = {
         "launch": TARGETS,
         "split-k": LONG_K,

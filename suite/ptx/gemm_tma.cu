@@ -133,9 +133,17 @@ using BF16 = Half16<true>;
 #ifndef GEMM_TMA_FP8_FAST_ACCUM
 #define GEMM_TMA_FP8_FAST_ACCUM 0
 #endif
+// GEMM_TMA_FP8_PROBE_HALVES (tools/probe_llm.py fp8 only, no registered row; fast accumulation, so outside the
+// tolerance at long K): the top rung's fp8 tile as the promoted form issues it, n128 halves, but into the fp32
+// accumulators directly: 1 = each half its own group, waited for (the promoted form's waits without its adds);
+// 2 = both halves in one group, the previous K tile's waited for (fast accumulation in n128 instructions). Together
+// with GEMM_TMA_FP8_FAST_ACCUM they split promotion's cost into instruction width, waits and adds.
+#ifndef GEMM_TMA_FP8_PROBE_HALVES
+#define GEMM_TMA_FP8_PROBE_HALVES 0
+#endif
 struct E4M3 {  // bf16 out, with the per-tensor scales
     static constexpr int BYTES = 1, K_STEP = 32;
-    static constexpr bool B_K_MAJOR = true, SCALED = true, PROMOTE = !GEMM_TMA_FP8_FAST_ACCUM;
+    static constexpr bool B_K_MAJOR = true, SCALED = true, PROMOTE = !GEMM_TMA_FP8_FAST_ACCUM && !GEMM_TMA_FP8_PROBE_HALVES;
     __device__ __forceinline__ static half2_bits pack(float lo, float hi) { return pack_bf16x2(lo, hi); }
     template <int N>  // the fast-accumulation form: D += A * B over the whole tile width
     __device__ __forceinline__ static void mma(float (&d)[N / 2], unsigned long long da, unsigned long long db) {
@@ -169,6 +177,12 @@ struct E4M3 {  // bf16 out, with the per-tensor scales
 // the second's wgmma run (consumer_mainloop), instead of every group waited for before its adds.
 #ifndef GEMM_TMA_FP8_PIPELINED
 #define GEMM_TMA_FP8_PIPELINED 0
+#endif
+// GEMM_TMA_FP8_OVERLAP=1 (tools/probe_llm.py fp8 only, no registered row): where a consumer warpgroup owns one m64
+// tile at most 128 wide, K tiles go in pairs into two partials, the first added while the second runs
+// (consumer_mainloop): one wait with this warpgroup's tensor work drained per two K tiles, not per K tile.
+#ifndef GEMM_TMA_FP8_OVERLAP
+#define GEMM_TMA_FP8_OVERLAP 0
 #endif
 // GEMM_TMA_FP8_QUARTERS=1 (tools/probe_llm.py fp8 only, no registered row): the top rung's 64 x 256 warpgroup tile
 // promoted in quarters of N (n64) through two 32-register partials taken in turn, so that three of a K tile's four
@@ -461,6 +475,12 @@ __device__ __forceinline__ void promote_half(float (&acc)[ACC], float (&part)[RE
         acc[half * REGS + i] += part[i];
     }
 }
+// acc_part: registers [part * REGS, (part + 1) * REGS) of an accumulator array, as an array of their own (constant
+// indices once unrolled: they stay in registers)
+template <int REGS, int ACC>
+__device__ __forceinline__ float (&acc_part(float (&acc)[ACC], int part))[REGS] {
+    return *reinterpret_cast<float(*)[REGS]>(&acc[part * REGS]);
+}
 template <int STAGES, class T, class E, bool TMA_STORE, int BM, int BLOCK_N>
 __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T::ACC],
                                                   const SmemLayout<STAGES, T, TMA_STORE, BM>& smem,
@@ -470,6 +490,38 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
 #pragma unroll
         for (int i = 0; i < T::ACC; ++i) acc[mt][i] = 0.f;  // (wgmma's scale-d = 0 on the first step would do too)
 
+    if constexpr (GEMM_TMA_FP8_PROBE_HALVES == 1 && E::BYTES == 1) {
+        // probe only: the promoted form's n128 halves and waits, accumulating in place (no partials, no adds)
+        for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
+            const int smem_read_stage = read.stage;
+            consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
+#pragma unroll
+            for (int mt = 0; mt < T::WG_M_TILES; ++mt)
+#pragma unroll
+                for (int h = 0; h < BLOCK_N / 128; ++h) {
+                    float(&d)[64] = acc_part<64>(acc[mt], h);
+#pragma unroll
+                    for (int i = 0; i < 64; ++i) fence_operand(d[i]);
+                    wgmma_fence();  // earlier writes of these accumulators are ordered before these wgmma
+#pragma unroll
+                    for (int kk = 0; kk < T::K_STEPS; ++kk)
+                        E::template mma_half<128>(
+                            d,
+                            smem_descriptor(smem.a(smem_read_stage) + (wg_row0 + mt * 64) * SWIZZLE_BYTES + kk * 32,
+                                            16, ATOM_BYTES),
+                            smem_descriptor(smem.b(smem_read_stage) + h * 128 * SWIZZLE_BYTES + kk * 32, 16,
+                                            ATOM_BYTES),
+                            false);
+                    wgmma_commit_group();
+                    wgmma_wait<0>();  // the half is done (as the promoted form waits before its adds)
+#pragma unroll
+                    for (int i = 0; i < 64; ++i) fence_operand(d[i]);
+                }
+            if (release) consumer_release(smem.empty(smem_read_stage));  // every wgmma of this K tile completed
+            read.advance<STAGES>();
+        }
+        return;
+    }
     if constexpr (E::PROMOTE) {
         // fp8: each K tile's sum is promoted into the fp32 accumulators (issue_half, promote_half below).
         if constexpr (GEMM_TMA_FP8_QUARTERS && T::WG_M_TILES == 1 && BLOCK_N == 256) {
@@ -494,6 +546,38 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
                 wgmma_wait<0>();  // q3 has completed too: the stage is read
                 promote_half(acc[0], part_b, 3);
                 if (release) consumer_release(smem.empty(smem_read_stage));
+                read.advance<STAGES>();
+            }
+        } else if constexpr (GEMM_TMA_FP8_OVERLAP && T::WG_M_TILES == 1 && BLOCK_N <= 128) {
+            // Two partials, each one whole K tile of this warpgroup's m64 tile (acc + two partials: 3 x BLOCK_N / 2
+            // registers): K tiles in pairs, both issued, the first added while the second runs, so the tensor pipe
+            // waits for this warpgroup's adds once per two K tiles. (One partial in flight across the loop's back
+            // edge while the other is added makes ptxas serialize every wgmma: C7514.)
+            float part_a[T::ACC], part_b[T::ACC];
+            int k_tile = 0;
+            for (; k_tile + 1 < num_k_tiles; k_tile += 2) {
+                const int first_stage = read.stage;
+                consumer_wait(smem.full(first_stage), read);  // the TMA bytes of this K tile have all landed
+                issue_half<STAGES, T, E>(part_a, smem, first_stage, wg_row0, 0, 0);
+                read.advance<STAGES>();
+                const int second_stage = read.stage;
+                consumer_wait(smem.full(second_stage), read);  // the TMA bytes of the next K tile have all landed
+                issue_half<STAGES, T, E>(part_b, smem, second_stage, wg_row0, 0, 0);
+                read.advance<STAGES>();
+                wgmma_wait<1>();  // the first K tile has completed (the second runs): its stage is read, promote it
+                if (release) consumer_release(smem.empty(first_stage));
+                promote_half(acc[0], part_a, 0);
+                wgmma_wait<0>();  // the second has completed too
+                if (release) consumer_release(smem.empty(second_stage));
+                promote_half(acc[0], part_b, 0);
+            }
+            if (k_tile < num_k_tiles) {  // an odd count: the last K tile alone
+                const int smem_read_stage = read.stage;
+                consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
+                issue_half<STAGES, T, E>(part_a, smem, smem_read_stage, wg_row0, 0, 0);
+                wgmma_wait<0>();  // it has completed: its stage is read
+                if (release) consumer_release(smem.empty(smem_read_stage));
+                promote_half(acc[0], part_a, 0);
                 read.advance<STAGES>();
             }
         } else if constexpr (GEMM_TMA_FP8_PIPELINED && T::WG_M_TILES == 1 && BLOCK_N <= 192) {
@@ -557,7 +641,15 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
             for (int mt = 0; mt < T::WG_M_TILES; ++mt) {
                 const unsigned long long desc_a = smem_descriptor(
                     smem.a(smem_read_stage) + (wg_row0 + mt * 64) * SWIZZLE_BYTES + kk * 32, 16, ATOM_BYTES);
-                if constexpr (!E::PROMOTE) E::template mma<BLOCK_N>(acc[mt], desc_a, desc_b);
+                if constexpr (GEMM_TMA_FP8_PROBE_HALVES == 2 && E::BYTES == 1 && BLOCK_N == 256) {
+                    // probe only: the tile in two n128 instructions per k-step, one group per K tile
+                    E::template mma_half<128>(acc_part<64>(acc[mt], 0), desc_a, desc_b, false);
+                    const unsigned long long desc_b_hi =
+                        smem_descriptor(smem.b(smem_read_stage) + 128 * SWIZZLE_BYTES + kk * 32, 16, ATOM_BYTES);
+                    E::template mma_half<128>(acc_part<64>(acc[mt], 1), desc_a, desc_b_hi, false);
+                } else if constexpr (!E::PROMOTE) {
+                    E::template mma<BLOCK_N>(acc[mt], desc_a, desc_b);
+                }
             }
         }
         wgmma_commit_group();
