@@ -259,6 +259,15 @@ GEMM_VARIANTS = (
     ),
     (
         "ptx",
+        "128x128x128 ws 2wg persistent tma-store tma+wgmma",
+        "suite.ptx.gemm_tma:KERNELS[128x128x128 ws 2wg persistent tma-store]",
+        needs_sm90a,
+        ("square",),
+        "fp8: the persistent TMA-store rung on 128x128 tiles (64x128 per consumer warpgroup), whose registers hold "
+        "two partials: K tiles promoted in pairs, the first added while the second's wgmma run",
+    ),
+    (
+        "ptx",
         "128x256 stream-k tma+wgmma",
         "suite.ptx.gemm_tma:KERNELS[128x256 stream-k]",
         needs_sm90a,

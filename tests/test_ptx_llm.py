@@ -138,6 +138,79 @@ def test_fp8_promotion_schedules_build_with_a_group_in_flight_under_the_adds(nam
     assert classes["local_memory"] == 0 and module.resources()[expr]["local"] == 0, name
 
 
+# The fp8 rung on 128 x 128 tiles: K tiles promoted in pairs (GEMM_TMA_FP8_OVERLAP), and the same in clusters of two
+# CTAs sharing B by TMA multicast (tools/probe_llm.py fp8 only; not registered).
+SQUARE_FP8 = gemm_tma.CONFIGS["128x128x128 ws 2wg persistent tma-store"]
+PAIRED_FP8 = dataclasses.replace(SQUARE_FP8, cluster=2)
+
+
+def _fp8_sass(config, kernel, stages):
+    module = kernel.build("sm_90a")
+    expr = config.name_expression(stages, "fp8e4m3")
+    return module, expr, split_functions(module.sass())[module.symbols[expr]]
+
+
+@pytest.mark.parametrize("stages", SQUARE_FP8.stages)
+def test_fp8_pairs_keep_a_group_in_flight_under_the_first_adds(stages):
+    """The registered fp8 128 x 128 rung: per pair of K tiles two groups of 4 wgmma into two partials, the first waited
+    for with the second still running (DEPBAR.LE 1), then the second; a lone last K tile waits alone. No C7510 /
+    C7514, no spills; QGMMA, TMA loads and stores."""
+    module, expr, sass = _fp8_sass(SQUARE_FP8, gemm_tma.KERNELS["128x128x128 ws 2wg persistent tma-store"], stages)
+    assert "C751" not in module.log, module.log
+    assert wgmma_chain(sass) == (12, 3)
+    assert re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x(\d)", sass) == ["1", "0", "0"]
+    classes = instruction_classes(sass)
+    assert classes["wgmma_fp8"] == 12 and classes["tma"] == 4 and classes["local_memory"] == 0, classes
+    assert module.resources()[expr]["local"] == 0
+
+
+def test_fp8_cluster_build_multicasts_b_and_arrives_on_both_ctas():
+    """The clustered build: one multicast TMA load of B per K tile beside A's own; consumers arrive on the empty
+    barrier of both CTAs (two arrives per release) without a GPU-wide fence in the mainloop (.release.cluster would put
+    MEMBAR.ALL.GPU before each); cluster barriers at the start and the end."""
+    module, _, sass = _fp8_sass(PAIRED_FP8, gemm_tma.TmaGemm(PAIRED_FP8), 5)
+    assert "C751" not in module.log, module.log
+    assert len(re.findall(r"UTMALDG\.2D\.MULTICAST", sass)) == 1
+    assert len(re.findall(r"UTMALDG\.2D ", sass)) == 1  # A, this CTA's own
+    assert len(re.findall(r"UCGABAR_ARV", sass)) == 2 and len(re.findall(r"UCGABAR_WAIT", sass)) == 2
+    assert len(re.findall(r"MEMBAR\.ALL\.GPU", sass)) <= 2  # the barriers' init fence and the final cluster barrier
+    assert wgmma_chain(sass) == (12, 3)
+
+
+def test_cluster_config_refuses_what_it_cannot_walk():
+    with pytest.raises(ValueError, match="cluster must be 1 or 2"):
+        dataclasses.replace(SQUARE_FP8, cluster=4)
+    with pytest.raises(ValueError, match="persistent tile schedule"):
+        dataclasses.replace(gemm_tma.CONFIGS["128x128 split-k"], cluster=2)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("paired", [False, True], ids=["rung", "cluster 2"])
+def test_fp8_square_rung_matches_fp64_at_the_edges(paired):
+    """The 128 x 128 fp8 rung and its clustered build on poisoned outputs, at the shallowest and deepest ring: M = 1
+    and 67 (a cluster's second CTA wholly past M: zero-filled A, no stores), M = 129 (its rows partly past M), N = 300
+    (an edge tile of 44 columns), K = 48 (below one K tile) and 4112 (an odd count of K tiles: the lone last one), more
+    tiles than clusters (the persistent walk wraps), against fp64, twice: bit for bit the same."""
+    config = PAIRED_FP8 if paired else SQUARE_FP8
+    kernel = gemm_tma.TmaGemm(config)
+    for stages in (config.stages[0], config.stages[-1]):
+        for size in ((1, 300, 1040), (67, 264, 48), (129, 520, 4112), (2048, 4352, 512), (384, 256, 256)):
+            inputs = GEMM.make_inputs(size, sum(size) + stages, torch.device("cuda"), "fp8e4m3")
+            out = GEMM.make_output(inputs).fill_(float("nan"))
+            launch = gemm_tma.Gemm(inputs, out, config, stages, kernel=kernel)
+            launch()
+            torch.cuda.synchronize()
+            check = GEMM.check(out, GEMM.reference(inputs), "fp8e4m3")
+            assert check.valid, (paired, stages, size, check.message)
+            first = out.clone()
+            out.fill_(float("nan"))
+            launch()
+            torch.cuda.synchronize()
+            assert torch.equal(out, first), (paired, stages, size, "not bit-reproducible")
+            if paired:
+                assert launch.grid % 2 == 0 and "clusters of 2" in launch.info.config, launch.info.config
+
+
 # On a GPU: M = 1, M not a multiple of 8, N not a multiple of 16, K below one K tile, a split remainder, more splits
 # than K tiles (empty splits), a stream-K range that starts and ends inside tiles.
 EDGES = [

@@ -16,6 +16,7 @@ are whatever the contract in suite/kernel.py says they are):
 Test ids and failure messages name the variant (backend:name) and the dtype where it is not the problem's default.
 """
 
+import functools
 import os
 import re
 import zlib
@@ -139,6 +140,12 @@ def test_builds_without_spills_with_its_sass(variant, arch):
 # ---------------------------------------------------------------------------------------------------------------
 
 
+def _rule_for(problem, variant, inputs, rule):
+    """``rule``, or the dtype's: inputs of a dtype the variant lacks are refused for that first, naming it."""
+    dtype = problem.input_dtype(inputs)
+    return "not implemented" if dtype in problem.dtypes and dtype not in variant.dtypes else rule
+
+
 def _bad_cases():
     for v in VARIANTS:
         problem = PROBLEMS[v.problem]
@@ -156,15 +163,24 @@ def _bad_cases():
                 )
         if v not in KERNELS:
             continue
+        rule_for = functools.partial(_rule_for, problem, v)
+
         for b in list(problem.bad_inputs()) + v.kernel.bad_inputs():
-            yield pytest.param(v, v.stages[0], b.inputs, b.out, b.rule, id=f"{v.label}-{b.why}")
+            yield pytest.param(v, v.stages[0], b.inputs, b.out, rule_for(b.inputs, b.rule), id=f"{v.label}-{b.why}")
         inputs = problem.make_inputs(problem.edge_sizes[0], 0, torch.device("cpu"))
         if v.stages != (None,):
             unknown = max(v.stages) + 1
-            yield pytest.param(v, unknown, inputs, problem.make_output(inputs), "stages", id=f"{v.label}-stages")
+            yield pytest.param(
+                v, unknown, inputs, problem.make_output(inputs), rule_for(inputs, "stages"), id=f"{v.label}-stages"
+            )
         if isinstance(v.kernel, NvrtcModule):
             yield pytest.param(
-                v, v.stages[0], inputs, problem.make_output(inputs), "CUDA tensor", id=f"{v.label}-host tensors"
+                v,
+                v.stages[0],
+                inputs,
+                problem.make_output(inputs),
+                rule_for(inputs, "CUDA tensor"),
+                id=f"{v.label}-host tensors",
             )
 
 

@@ -182,6 +182,44 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const void* tmap, unsi
         : "memory");
 }
 
+// TMA multicast: as tma_load_2d, but the box lands at the same shared-memory offset `dst` in every CTA of the cluster
+// whose bit is set in `cta_mask`, and each of them has the bytes reported to its own mbarrier at offset `bar`.
+__device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const void* tmap, unsigned bar, int c0, int c1,
+                                                      unsigned short cta_mask) {
+    asm volatile(
+        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
+        " [%0], [%1, {%3, %4}], [%2], %5;\n"
+        ::"r"(dst), "l"(tmap), "r"(bar), "r"(c0), "r"(c1), "h"(cta_mask)
+        : "memory");
+}
+
+// This CTA's rank in its cluster (0 .. cluster size - 1).
+__device__ __forceinline__ unsigned cluster_ctarank() {
+    unsigned rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
+    return rank;
+}
+
+// The shared::cluster address of the variable at shared::cta offset `addr` in the CTA of rank `rank` of the cluster.
+__device__ __forceinline__ unsigned mapa_shared(unsigned addr, unsigned rank) {
+    unsigned remote;
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
+    return remote;
+}
+
+// Arrive once on an mbarrier anywhere in the cluster (`remote`: a shared::cluster address, mapa_shared). Release at
+// CTA scope (the default): enough for a consumer saying "done reading" (its reads were wgmma's, completed by a wait);
+// .release.cluster would put a GPU-wide memory barrier before every arrive.
+__device__ __forceinline__ void mbarrier_arrive_cluster(unsigned remote) {
+    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
+}
+
+// Every thread of the cluster that has not exited meets here: arrive (releasing this thread's earlier memory
+// accesses at cluster scope), then wait for the others (acquiring theirs). Not .aligned: a warp may arrive diverged.
+__device__ __forceinline__ void cluster_sync() {
+    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
+}
+
 // Copy `bytes` (a multiple of 16; both addresses 16-byte aligned) from global to shared memory with the copy engine,
 // one instruction for the whole block of bytes; on completion the bytes count against `bar`'s transaction count.
 __device__ __forceinline__ void cp_async_bulk_global_to_shared(unsigned smem_dst, const void* gmem_src, unsigned bytes,

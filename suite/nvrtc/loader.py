@@ -370,16 +370,35 @@ def occupancy(kernel, threads: int, smem_bytes: int) -> int:
     return int(kernel.occupancy.max_active_blocks_per_multiprocessor(threads, smem_bytes))
 
 
-def launch(kernel, grid, block, smem_bytes: int, *args) -> None:
+def launch(kernel, grid, block, smem_bytes: int, *args, cluster: int = 1) -> None:
     """Launch on torch's current stream, ordered with torch's own work. ``args``: ints are pointers (64-bit);
-    pass numpy scalars (np.int32, np.int64) for integer parameters of other widths."""
+    pass numpy scalars (np.int32, np.int64) for integer parameters of other widths. ``grid`` counts blocks, also
+    with ``cluster`` > 1 (blocks per cluster along x; grid a multiple of it)."""
     import torch
     from cuda.core import LaunchConfig
     from cuda.core import launch as cuda_launch
 
     prepare(kernel, smem_bytes)
     stream = _stream_for(torch.cuda.current_stream().cuda_stream)
-    cuda_launch(stream, LaunchConfig(grid=grid, block=block, shmem_size=smem_bytes), kernel, *args)
+    cuda_launch(stream, _launch_config(LaunchConfig, grid, block, smem_bytes, cluster), kernel, *args)
+
+
+def _launch_config(launch_config, grid, block, smem_bytes: int, cluster: int):
+    if cluster == 1:
+        return launch_config(grid=grid, block=block, shmem_size=smem_bytes)
+    if not isinstance(grid, int) or grid % cluster:
+        raise ValueError(f"a cluster launch needs a 1-D grid that is a multiple of the cluster ({grid}, {cluster})")
+    # cuda.core counts a clustered grid in clusters
+    return launch_config(grid=grid // cluster, cluster=cluster, block=block, shmem_size=smem_bytes)
+
+
+def max_active_clusters(kernel, threads: int, smem_bytes: int, cluster: int) -> int:
+    """Clusters of ``cluster`` blocks that can be resident on the GPU at once (the driver's occupancy calculator)."""
+    from cuda.core import LaunchConfig
+
+    prepare(kernel, smem_bytes)
+    config = _launch_config(LaunchConfig, cluster, threads, smem_bytes, cluster)
+    return int(kernel.occupancy.max_active_clusters(config, stream=_device().default_stream))
 
 
 class BoundKernel:

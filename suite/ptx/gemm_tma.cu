@@ -178,11 +178,13 @@ struct E4M3 {  // bf16 out, with the per-tensor scales
 #ifndef GEMM_TMA_FP8_PIPELINED
 #define GEMM_TMA_FP8_PIPELINED 0
 #endif
-// GEMM_TMA_FP8_OVERLAP=1 (tools/probe_llm.py fp8 only, no registered row): where a consumer warpgroup owns one m64
-// tile at most 128 wide, K tiles go in pairs into two partials, the first added while the second runs
-// (consumer_mainloop): one wait with this warpgroup's tensor work drained per two K tiles, not per K tile.
+// GEMM_TMA_FP8_OVERLAP (1, the registered builds): where a consumer warpgroup owns one m64 tile at most 128 wide
+// (the 128 x 128 rung, the split-K tiles), K tiles go in pairs into two partials, the first added while the second
+// runs (consumer_mainloop): this warpgroup's tensor work drains for its adds once per two K tiles, not per K tile.
+// On the H200 the 128 x 128 rung went from 0.88 / 0.95 of promoted cuBLAS at 8192^3 / 4096^3 to 0.95 / 1.02-1.03 (5
+// stages; tools/probe_llm.py fp8, 2026-12-01). 0 (tools/probe_llm.py fp8 only): one partial, each K tile waited for.
 #ifndef GEMM_TMA_FP8_OVERLAP
-#define GEMM_TMA_FP8_OVERLAP 0
+#define GEMM_TMA_FP8_OVERLAP 1
 #endif
 // GEMM_TMA_FP8_QUARTERS=1 (tools/probe_llm.py fp8 only, no registered row): the top rung's 64 x 256 warpgroup tile
 // promoted in quarters of N (n64) through two 32-register partials taken in turn, so that three of a K tile's four
@@ -222,6 +224,7 @@ struct Tile {
     static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;   // a stage's space (its full barrier expects less when
                                                             // A's box is short: M < BM)
     static constexpr int C_BOXES = BLOCK_N / C_BOX_COLS;    // TMA-store boxes per m64 tile
+    static constexpr int N = BLOCK_N;
 };
 
 // Dynamic shared memory: [A stage 0 .. STAGES-1][B stage 0 .. STAGES-1][full[STAGES]][empty[STAGES]][fix-up flag
@@ -257,6 +260,26 @@ template <int BM, int BLOCK_N>
 __device__ __forceinline__ void tile_origin(int tile, int tiles_m, int tiles_n, int& m0, int& n0) {
     grouped_tile_origin<GROUP_M, BM, BLOCK_N>(tile, tiles_m, tiles_n, m0, n0);
 }
+
+// SCHED_TILES's walk over the output tiles. CLUSTER == 1: block b takes tiles b, b + grid, ... (PERSISTENT) or tile
+// b. CLUSTER > 1 (persistent only): the cluster's CTAs take CLUSTER vertically adjacent tiles at once, one each (by
+// rank), so that they share B's columns; cluster c takes cluster tiles c, c + clusters, ..., each CLUSTER x BM rows
+// (its last rows may lie past M: that CTA's A loads zero-fill and its stores are clipped, and it still loads and
+// multicasts its share of B).
+template <int BM, int BLOCK_N, int CLUSTER>
+struct ClusterTiles {
+    int tiles_m, tiles_n, count;  // count: cluster tiles of CLUSTER x BM rows (tiles when CLUSTER == 1)
+    int rank;                     // this CTA's rank in its cluster
+    __device__ __forceinline__ ClusterTiles(int tiles_m_, int tiles_n_)
+        : tiles_m((tiles_m_ + CLUSTER - 1) / CLUSTER), tiles_n(tiles_n_), count(tiles_m * tiles_n),
+          rank(CLUSTER > 1 ? (int)cluster_ctarank() : 0) {}
+    __device__ __forceinline__ int first() const { return blockIdx.x / CLUSTER; }
+    __device__ __forceinline__ int step() const { return gridDim.x / CLUSTER; }
+    __device__ __forceinline__ void origin(int tile, int& m0, int& n0) const {
+        tile_origin<BM * CLUSTER, BLOCK_N>(tile, tiles_m, tiles_n, m0, n0);
+        m0 += rank * BM;
+    }
+};
 
 // ---------------------------------------------------------------------------------------------------------------
 // Work units of the split-K and stream-K schedules (SCHED_TILES walks whole tiles in the kernels below)
@@ -330,11 +353,14 @@ struct StreamK {
 // ---------------------------------------------------------------------------------------------------------------
 
 // Load K tile `k_tile` of output tile (m0, n0) into the stage at `write`.
-template <int STAGES, class T, class E, bool TMA_STORE, int BM>
+// CLUSTER > 1: this CTA loads its own A and 1 / CLUSTER of B (rows of fp8's K-major B, boxes of 16-bit B), which it
+// multicasts into the same stage of every CTA of the cluster (they share the tile's columns); the stage's full
+// barrier in each CTA counts all of B's bytes, whichever CTA loaded them.
+template <int STAGES, class T, class E, bool TMA_STORE, int BM, int CLUSTER = 1>
 __device__ __forceinline__ void produce_k_tile(const TensorMap& tmap_a, const TensorMap& tmap_b,
                                                const SmemLayout<STAGES, T, TMA_STORE, BM>& smem,
                                                const RingPosition& write, int k_tile, int m0, int n0,
-                                               unsigned stage_bytes) {
+                                               unsigned stage_bytes, int rank = 0) {
     // Wait until every consumer warp released this stage (its wgmma finished reading it). On the first lap the
     // parity names the phase before the barrier's first, which counts as complete: no wait.
 #ifndef PIPESUITE_FAULT_SKIP_EMPTY_WAIT  // fault injection for the sanitizer self-test (suite/sanitize.py) only
@@ -344,16 +370,26 @@ __device__ __forceinline__ void produce_k_tile(const TensorMap& tmap_a, const Te
     producer_commit(full, stage_bytes);  // the phase completes when all these bytes land
     const int k0 = k_tile * T::BLOCK_K;
     tma_load_2d(smem.a(write.stage), &tmap_a, full, k0, m0);
-    if constexpr (E::B_K_MAJOR) {
+    constexpr unsigned short ALL_CTAS = (1u << CLUSTER) - 1;
+    if constexpr (E::B_K_MAJOR && CLUSTER > 1) {
+        constexpr int ROWS = T::N / CLUSTER;  // this CTA's rows of B (the map's box)
+        tma_load_2d_multicast(smem.b(write.stage) + rank * ROWS * SWIZZLE_BYTES, &tmap_b, full, k0, n0 + rank * ROWS,
+                              ALL_CTAS);
+    } else if constexpr (E::B_K_MAJOR) {
         tma_load_2d(smem.b(write.stage), &tmap_b, full, k0, n0);
     } else {
+        static_assert(T::B_BOXES % CLUSTER == 0, "the cluster's CTAs share B's boxes evenly");
 #pragma unroll
-        for (int box = 0; box < T::B_BOXES; ++box)
-            tma_load_2d(smem.b(write.stage) + box * T::B_BOX_BYTES, &tmap_b, full, n0 + box * T::BOX_N, k0);
+        for (int box = 0; box < T::B_BOXES; ++box) {
+            const unsigned dst = smem.b(write.stage) + box * T::B_BOX_BYTES;
+            if constexpr (CLUSTER == 1) tma_load_2d(dst, &tmap_b, full, n0 + box * T::BOX_N, k0);
+            else if (box % CLUSTER == rank) tma_load_2d_multicast(dst, &tmap_b, full, n0 + box * T::BOX_N, k0, ALL_CTAS);
+        }
     }
 }
 
-template <int STAGES, int BLOCK_N, int CONSUMERS, bool PERSISTENT, bool TMA_STORE, class E, int BM, int SCHEDULE>
+template <int STAGES, int BLOCK_N, int CONSUMERS, bool PERSISTENT, bool TMA_STORE, class E, int BM, int SCHEDULE,
+          int CLUSTER = 1>
 __device__ __forceinline__ void producer(const TensorMap& tmap_a, const TensorMap& tmap_b,
                                          const SmemLayout<STAGES, Tile<BM, BLOCK_N, CONSUMERS, E>, TMA_STORE, BM>& smem,
                                          int tiles_m, int tiles_n, int num_k_tiles, int splits,
@@ -362,11 +398,13 @@ __device__ __forceinline__ void producer(const TensorMap& tmap_a, const TensorMa
     RingPosition write;  // smem_write_stage and its lap's parity
     const int num_tiles = tiles_m * tiles_n;
     if constexpr (SCHEDULE == SCHED_TILES) {
-        for (int tile = blockIdx.x; tile < num_tiles; tile += PERSISTENT ? gridDim.x : num_tiles) {
+        const ClusterTiles<BM, BLOCK_N, CLUSTER> tiles(tiles_m, tiles_n);
+        for (int tile = tiles.first(); tile < tiles.count; tile += PERSISTENT ? tiles.step() : tiles.count) {
             int m0, n0;
-            tile_origin<BM, BLOCK_N>(tile, tiles_m, tiles_n, m0, n0);
+            tiles.origin(tile, m0, n0);
             for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
-                produce_k_tile<STAGES, T, E>(tmap_a, tmap_b, smem, write, k_tile, m0, n0, stage_bytes);
+                produce_k_tile<STAGES, T, E, TMA_STORE, BM, CLUSTER>(tmap_a, tmap_b, smem, write, k_tile, m0, n0,
+                                                                     stage_bytes, tiles.rank);
                 write.advance<STAGES>();
             }
         }
@@ -475,13 +513,26 @@ __device__ __forceinline__ void promote_half(float (&acc)[ACC], float (&part)[RE
         acc[half * REGS + i] += part[i];
     }
 }
+// release_stage: this consumer warp has finished reading the stage whose empty barrier is at `empty_bar`. In a cluster
+// of CLUSTER > 1 CTAs every CTA's producer multicasts B into this stage, so the warp arrives on that stage's empty
+// barrier in every CTA of the cluster: each producer then refills only what no consumer anywhere still reads.
+template <int CLUSTER>
+__device__ __forceinline__ void release_stage(unsigned empty_bar) {
+    if constexpr (CLUSTER == 1) {
+        consumer_release(empty_bar);
+    } else {
+#pragma unroll
+        for (int r = 0; r < CLUSTER; ++r) mbarrier_arrive_cluster(mapa_shared(empty_bar, r));
+    }
+}
+
 // acc_part: registers [part * REGS, (part + 1) * REGS) of an accumulator array, as an array of their own (constant
 // indices once unrolled: they stay in registers)
 template <int REGS, int ACC>
 __device__ __forceinline__ float (&acc_part(float (&acc)[ACC], int part))[REGS] {
     return *reinterpret_cast<float(*)[REGS]>(&acc[part * REGS]);
 }
-template <int STAGES, class T, class E, bool TMA_STORE, int BM, int BLOCK_N>
+template <int STAGES, class T, class E, bool TMA_STORE, int BM, int BLOCK_N, int CLUSTER = 1>
 __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T::ACC],
                                                   const SmemLayout<STAGES, T, TMA_STORE, BM>& smem,
                                                   RingPosition& read, int num_k_tiles, int wg_row0, bool release) {
@@ -517,7 +568,7 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
 #pragma unroll
                     for (int i = 0; i < 64; ++i) fence_operand(d[i]);
                 }
-            if (release) consumer_release(smem.empty(smem_read_stage));  // every wgmma of this K tile completed
+            if (release) release_stage<CLUSTER>(smem.empty(smem_read_stage));  // every wgmma of this K tile completed
             read.advance<STAGES>();
         }
         return;
@@ -545,7 +596,24 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
                 promote_half(acc[0], part_a, 2);
                 wgmma_wait<0>();  // q3 has completed too: the stage is read
                 promote_half(acc[0], part_b, 3);
-                if (release) consumer_release(smem.empty(smem_read_stage));
+                if (release) release_stage<CLUSTER>(smem.empty(smem_read_stage));
+                read.advance<STAGES>();
+            }
+        } else if constexpr (GEMM_TMA_FP8_PIPELINED && T::WG_M_TILES == 1 && BLOCK_N <= 192) {
+            // Both halves issued at once into partials of their own, the first promoted while the second's group
+            // runs: one wait with the tensor pipe idle per K tile instead of two. (Promoting the second half under
+            // the next K tile's first group, across the loop's back edge, makes ptxas serialize every wgmma: C7514.)
+            float part_lo[BLOCK_N / 4], part_hi[BLOCK_N / 4];
+            for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
+                const int smem_read_stage = read.stage;
+                consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
+                issue_half<STAGES, T, E>(part_lo, smem, smem_read_stage, wg_row0, 0, 0);
+                issue_half<STAGES, T, E>(part_hi, smem, smem_read_stage, wg_row0, 1, 0);
+                wgmma_wait<1>();  // the first half has completed: promote it while the second half's group runs
+                promote_half(acc[0], part_lo, 0);
+                wgmma_wait<0>();  // the second half has completed too: the stage is read
+                promote_half(acc[0], part_hi, 1);
+                if (release) release_stage<CLUSTER>(smem.empty(smem_read_stage));
                 read.advance<STAGES>();
             }
         } else if constexpr (GEMM_TMA_FP8_OVERLAP && T::WG_M_TILES == 1 && BLOCK_N <= 128) {
@@ -565,10 +633,10 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
                 issue_half<STAGES, T, E>(part_b, smem, second_stage, wg_row0, 0, 0);
                 read.advance<STAGES>();
                 wgmma_wait<1>();  // the first K tile has completed (the second runs): its stage is read, promote it
-                if (release) consumer_release(smem.empty(first_stage));
+                if (release) release_stage<CLUSTER>(smem.empty(first_stage));
                 promote_half(acc[0], part_a, 0);
                 wgmma_wait<0>();  // the second has completed too
-                if (release) consumer_release(smem.empty(second_stage));
+                if (release) release_stage<CLUSTER>(smem.empty(second_stage));
                 promote_half(acc[0], part_b, 0);
             }
             if (k_tile < num_k_tiles) {  // an odd count: the last K tile alone
@@ -576,25 +644,8 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
                 consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
                 issue_half<STAGES, T, E>(part_a, smem, smem_read_stage, wg_row0, 0, 0);
                 wgmma_wait<0>();  // it has completed: its stage is read
-                if (release) consumer_release(smem.empty(smem_read_stage));
+                if (release) release_stage<CLUSTER>(smem.empty(smem_read_stage));
                 promote_half(acc[0], part_a, 0);
-                read.advance<STAGES>();
-            }
-        } else if constexpr (GEMM_TMA_FP8_PIPELINED && T::WG_M_TILES == 1 && BLOCK_N <= 192) {
-            // Both halves issued at once into partials of their own, the first promoted while the second's group
-            // runs: one wait with the tensor pipe idle per K tile instead of two. (Promoting the second half under
-            // the next K tile's first group, across the loop's back edge, makes ptxas serialize every wgmma: C7514.)
-            float part_lo[BLOCK_N / 4], part_hi[BLOCK_N / 4];
-            for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
-                const int smem_read_stage = read.stage;
-                consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
-                issue_half<STAGES, T, E>(part_lo, smem, smem_read_stage, wg_row0, 0, 0);
-                issue_half<STAGES, T, E>(part_hi, smem, smem_read_stage, wg_row0, 1, 0);
-                wgmma_wait<1>();  // the first half has completed: promote it while the second half's group runs
-                promote_half(acc[0], part_lo, 0);
-                wgmma_wait<0>();  // the second half has completed too: the stage is read
-                promote_half(acc[0], part_hi, 1);
-                if (release) consumer_release(smem.empty(smem_read_stage));
                 read.advance<STAGES>();
             }
         } else {
@@ -618,7 +669,7 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
                         wgmma_wait<0>();  // the half's partial sum is final: promote it into fp32
                         promote_half(acc[mt], part, h);
                     }
-                if (release) consumer_release(smem.empty(smem_read_stage));  // every wgmma of this K tile completed
+                if (release) release_stage<CLUSTER>(smem.empty(smem_read_stage));  // every wgmma of this K tile completed
                 read.advance<STAGES>();
             }
         }
@@ -656,13 +707,13 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
         // Let this K tile's group run on; wait until the previous one is done, so its stage may be refilled.
         wgmma_wait<1>();
         fence_accumulators(acc);
-        if (released_stage >= 0 && release) consumer_release(smem.empty(released_stage));  // the producer may refill it
+        if (released_stage >= 0 && release) release_stage<CLUSTER>(smem.empty(released_stage));  // the producer may refill it
         released_stage = smem_read_stage;
         read.advance<STAGES>();
     }
     wgmma_wait<0>();  // every wgmma of this tile is done: the accumulators are final, the last stage is free
     fence_accumulators(acc);
-    if (released_stage >= 0 && release) consumer_release(smem.empty(released_stage));
+    if (released_stage >= 0 && release) release_stage<CLUSTER>(smem.empty(released_stage));
 }
 
 // The accumulators as (row, col, value at col, value at col + 1) pairs of C: in an m64nN wgmma tile, thread (warp w,
@@ -858,7 +909,7 @@ __device__ __forceinline__ void consume_unit(float (&acc)[T::WG_M_TILES][T::ACC]
 }
 
 template <int STAGES, int BLOCK_N, int CONSUMERS, bool PERSISTENT, bool TMA_STORE, class E = F16, int BM = 128,
-          int SCHEDULE = SCHED_TILES, int C_PASSES = 1>
+          int SCHEDULE = SCHED_TILES, int C_PASSES = 1, int CLUSTER = 1>
 __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
     gemm_tma_wgmma(const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b,
                    const __grid_constant__ TensorMap tmap_c, half_bits* __restrict__ C, int M, int N, int K,
@@ -868,6 +919,8 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
     static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be in 2..8");
     static_assert(SCHEDULE == SCHED_TILES || !TMA_STORE, "split-K and stream-K store C directly");
     static_assert(C_PASSES == 1 || TMA_STORE, "C in passes is the TMA-store epilogue's");
+    static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of 1 or 2 CTAs");
+    static_assert(CLUSTER == 1 || (PERSISTENT && SCHEDULE == SCHED_TILES), "a cluster walks whole tiles, persistent");
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     const SmemLayout<STAGES, T, TMA_STORE, BM> smem{(smem_u32(smem_raw) + 1023u) & ~1023u};
     const bool tma_store = TMA_STORE && N % 8 == 0;  // C's rows at a 16-byte pitch: the map in tmap_c is valid
@@ -879,7 +932,7 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbarrier_init(smem.full(s), 1);              // the producer's one arrive (plus the TMA bytes)
-            mbarrier_init(smem.empty(s), CONSUMERS * 4);  // one arrive per consumer warp
+            mbarrier_init(smem.empty(s), CONSUMERS * 4 * CLUSTER);  // one arrive per consumer warp of the cluster
         }
         fence_mbarrier_init();
         tma_prefetch_descriptor(&tmap_a);
@@ -896,12 +949,14 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
         fence_proxy_async_shared();  // these generic-proxy zeros are visible to the wgmma (async proxy) that read them
     }
     __syncthreads();  // the barriers are initialized (and padding rows zeroed) before any thread waits or arrives
+    // a cluster's CTAs arrive on each other's barriers and multicast into each other's stages: all initialized first
+    if constexpr (CLUSTER > 1) cluster_sync();
 
     if (warpgroup == 0) {
         // PRODUCER warpgroup: give registers away; one thread issues every copy, the other 127 are done.
         setmaxnreg_dec<PRODUCER_REGS>();
         if (threadIdx.x == 0)
-            producer<STAGES, BLOCK_N, CONSUMERS, PERSISTENT, TMA_STORE, E, BM, SCHEDULE>(
+            producer<STAGES, BLOCK_N, CONSUMERS, PERSISTENT, TMA_STORE, E, BM, SCHEDULE, CLUSTER>(
                 tmap_a, tmap_b, smem, tiles_m, tiles_n, num_k_tiles, splits, a_rows * SWIZZLE_BYTES + T::B_BYTES);
     } else {
         // CONSUMER warpgroups: take the registers; per unit, MAINLOOP then EPILOGUE.
@@ -915,11 +970,12 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
         float acc[T::WG_M_TILES][T::ACC];
         const int num_tiles = tiles_m * tiles_n;
         if constexpr (SCHEDULE == SCHED_TILES) {
-            for (int tile = blockIdx.x; tile < num_tiles; tile += PERSISTENT ? gridDim.x : num_tiles) {
+            const ClusterTiles<BM, BLOCK_N, CLUSTER> tiles(tiles_m, tiles_n);
+            for (int tile = tiles.first(); tile < tiles.count; tile += PERSISTENT ? tiles.step() : tiles.count) {
                 int m0, n0;
-                tile_origin<BM, BLOCK_N>(tile, tiles_m, tiles_n, m0, n0);
-                consumer_mainloop<STAGES, T, E, TMA_STORE, BM, BLOCK_N>(acc, smem, read, num_k_tiles, wg_row0,
-                                                                         release);
+                tiles.origin(tile, m0, n0);
+                consumer_mainloop<STAGES, T, E, TMA_STORE, BM, BLOCK_N, CLUSTER>(acc, smem, read, num_k_tiles,
+                                                                                  wg_row0, release);
                 // EPILOGUE
                 if constexpr (TMA_STORE) {
                     if (tma_store) {
@@ -954,6 +1010,9 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
             }
         }
     }
+    // Neither CTA of a cluster exits while the other may still arrive on its empty barriers (its consumers' last
+    // releases); every thread of both, the producer warpgroup's idle ones too, meets here.
+    if constexpr (CLUSTER > 1) cluster_sync();
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -68,6 +68,13 @@ class Config:
     block_m: int = 128
     schedule: str = "tiles"  # "tiles", "split-k" or "stream-k" (gemm_tma.cu's SCHEDULE)
     dtypes: tuple[str, ...] = ("fp16",)
+    cluster: int = 1  # CTAs per cluster (2: vertically adjacent tiles, B loaded once and multicast; persistent tiles)
+
+    def __post_init__(self):
+        if self.cluster not in (1, 2):
+            raise ValueError(f"cluster must be 1 or 2 CTAs (got {self.cluster})")
+        if self.cluster > 1 and not (self.persistent and self.schedule == "tiles"):
+            raise ValueError("a cluster needs the persistent tile schedule (its CTAs walk their tiles in step)")
 
     @property
     def threads(self) -> int:
@@ -102,14 +109,17 @@ class Config:
             f"{flag(self.tma_store)}"
         )
         passes = self.c_passes(stages)
-        if dtype == "fp16" and self.block_m == 128 and self.schedule == "tiles" and passes == 1:
+        if dtype == "fp16" and self.block_m == 128 and self.schedule == "tiles" and passes == 1 and self.cluster == 1:
             return head + ">"  # the template's defaults
-        tail = f", {passes}" if passes != 1 else ""
+        tail = f", {passes}" if passes != 1 or self.cluster != 1 else ""
+        tail += f", {self.cluster}" if self.cluster != 1 else ""
         return head + f", {ELEMENT[dtype]}, {self.block_m}, {SCHEDULES[self.schedule]}{tail}>"
 
     def describe(self, dtype: str = "fp16") -> str:
         what = {
-            "tiles": (", persistent" if self.persistent else "") + (", TMA-store epilogue" if self.tma_store else ""),
+            "tiles": (", persistent" if self.persistent else "")
+            + (", TMA-store epilogue" if self.tma_store else "")
+            + (f", clusters of {self.cluster} CTAs sharing B (TMA multicast)" if self.cluster > 1 else ""),
             "split-k": ", split-K (partials summed in K order by a second kernel)",
             "stream-k": ", stream-K over one block per SM (fix-up in K order by the last unit)",
         }[self.schedule]
@@ -134,6 +144,9 @@ CONFIGS: dict[str, Config] = {
     "128x256x64 ws 2wg persistent": Config(256, 2, True, False, (2, 3, 4)),  # one block per SM, ring across tiles
     # + C through TMA; at 4 stages the C staging holds half the tile, stored in two passes
     "128x256x64 ws 2wg persistent tma-store": Config(256, 2, True, True, (2, 3, 4), dtypes=DTYPES),
+    # fp8 only: one m64 x 128 tile per consumer warpgroup leaves registers for two partials, so promotion's adds run
+    # under the next K tile's wgmma (gemm_tma.cu's GEMM_TMA_FP8_OVERLAP); 32 KiB stages, 4-6 deep
+    "128x128x128 ws 2wg persistent tma-store": Config(128, 2, True, True, (4, 5, 6), dtypes=("fp8e4m3",)),
     "128x256 stream-k": Config(
         **_TWO_WG, persistent=True, tma_store=False, stages=(3, 4), schedule="stream-k", dtypes=DTYPES
     ),
@@ -227,6 +240,12 @@ class TmaGemm(NvrtcModule):
 
     def __init__(self, config: Config, faults: tuple[Fault, ...] = ()):
         self.gemm_config, self.stages, self.faults = config, config.stages, faults
+        if config.dtypes == ("fp8e4m3",):  # the fp8 rung
+            self.dtype_notes = {
+                d: "fp8 only: its 128x128 tile is for promotion's two partials; the 16-bit types' 128x128 rung is "
+                "128x128x64 ws"
+                for d in DTYPES
+            }
         self.threads, self.stage_bytes, self.dtypes = config.threads, config.stage_bytes, config.dtypes
         # TMA instructions per instantiation: A's box, B's (boxes of 64 columns for 16-bit B, one for fp8's K-major
         # B; a module built for fp8 too is held to the fewer), and the epilogue's store boxes
@@ -271,7 +290,9 @@ class TmaGemm(NvrtcModule):
     def config(self) -> str:
         return self.gemm_config.describe()
 
-    def describe(self, arch: str, dtype: str = "fp16") -> dict[int, KernelInfo]:
+    def describe(self, arch: str, dtype: str | None = None) -> dict[int, KernelInfo]:
+        """Every depth's kernel at ``dtype`` (default: fp16, or the module's first dtype where it has no fp16)."""
+        dtype = dtype or ("fp16" if "fp16" in self.dtypes else self.dtypes[0])
         built = self.build(arch)
         return {
             s: built.kernel_info(
@@ -358,7 +379,8 @@ class Gemm:
         # each A stage once; the copy engine then fills no padding rows)
         self.a_rows = bm if m >= bm or not SHORT_A_BOX else -(-m // 8) * 8
         self.tmap_a = _tensor_map(ops.a, (self.a_rows, bk))
-        self.tmap_b = _tensor_map(b, (bn, bk)) if dtype == "fp8e4m3" else _tensor_map(b, (bk, 64))
+        # in a cluster each CTA loads 1 / cluster of B's rows (fp8) or boxes (16-bit) and multicasts them
+        self.tmap_b = _tensor_map(b, (bn // config.cluster, bk)) if dtype == "fp8e4m3" else _tensor_map(b, (bk, 64))
         # C's map exists only where its rows have a 16-byte pitch; elsewhere the kernel stores directly and never
         # reads the map it is given.
         self.tmap_c = _tensor_map(c, (64, 64)) if config.tma_store and n % 8 == 0 else self.tmap_a
@@ -381,6 +403,11 @@ class Gemm:
             slots = 2 * self.grid
         else:
             self.grid = min(tiles, sms * blocks_per_sm) if config.persistent else tiles
+            if config.cluster > 1:  # whole clusters, each on a cluster tile of cluster x BM rows, all resident at once
+                tile_rows = -(-m // bm)
+                cluster_tiles = -(-tile_rows // config.cluster) * -(-n // bn)
+                resident = loader.max_active_clusters(self.kernel, config.threads, self.smem_bytes, config.cluster)
+                self.grid = config.cluster * min(cluster_tiles, resident)
             slots = 0
         # This launcher's own workspace, from this shape (never another's). split-K: one fp32 M x N slice per split,
         # summed by the second pass (split_k_reduce, REDUCE_FIRST: launched first under the sanitizer's fault).
@@ -398,7 +425,7 @@ class Gemm:
         counters = tiles * config.consumers if config.schedule == "stream-k" else 1  # only stream-K's fix-up counts
         self.counters = torch.zeros(counters, dtype=torch.int32, device=c.device)
         self.scales = (ops.scale_a, ops.scale_b) if dtype == "fp8e4m3" else (self.workspace, self.workspace)
-        self.threads = config.threads
+        self.threads, self.cluster = config.threads, config.cluster
         self.args = (
             self.tmap_a,
             self.tmap_b,
@@ -426,6 +453,8 @@ class Gemm:
             note += f", {self.splits} split{'s' if self.splits > 1 else ''} of {k_tiles} K tiles"
         if config.schedule == "stream-k":
             note += f", {tiles * k_tiles} MAC iterations over {self.grid} blocks"
+        if config.cluster > 1:
+            note += f", {self.grid // config.cluster} clusters of {config.cluster}"
         if config.tma_store and n % 8 == 0 and config.c_passes(stages) > 1:
             note += f", C staged 1/{config.c_passes(stages)} of a tile at a time (one TMA-store pass each)"
         self.info = module.kernel_info(
@@ -447,7 +476,7 @@ class Gemm:
             self.b_padded[:, : self.b.shape[1]].copy_(self.b)
         if self.reduce_first:  # the sanitizer's fault: the sum before the splits it sums
             self._launch_reduce()
-        loader.launch(self.kernel, self.grid, self.threads, self.smem_bytes, *self.args)
+        loader.launch(self.kernel, self.grid, self.threads, self.smem_bytes, *self.args, cluster=self.cluster)
         if self.reduce is not None and not self.reduce_first:
             self._launch_reduce()  # after the splits: stream order
 
