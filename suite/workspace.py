@@ -6,14 +6,19 @@ from __future__ import annotations
 
 import torch
 
+# Every private pool made here, kept for the life of the process. A MemPool's destructor frees its blocks, and torch
+# asserts (and terminates the process) if that happens while any thread routes allocations to a pool or captures a
+# graph: seen on the H200 when the garbage collector freed an old fault workspace inside the next one's use_mem_pool
+# block. The pools serve only the fault self-tests' small workspaces.
+_POOLS: list = []
+
 
 def new_workspace(shape: tuple[int, ...], device: torch.device, fresh: bool = False) -> torch.Tensor:
-    """An uninitialized fp32 tensor of ``shape`` on ``device``; ``fresh``: from a private pool (where torch has
-    one), which lives as long as the tensor."""
+    """An uninitialized fp32 tensor of ``shape`` on ``device``; ``fresh``: from a private pool of its own (where
+    torch has them), never destroyed (above), so its memory is memory no kernel had written."""
     if fresh and device.type == "cuda" and hasattr(torch.cuda, "MemPool") and hasattr(torch.cuda, "use_mem_pool"):
         pool = torch.cuda.MemPool()
+        _POOLS.append(pool)
         with torch.cuda.use_mem_pool(pool):
-            workspace = torch.empty(shape, dtype=torch.float32, device=device)
-        workspace._pipesuite_pool = pool  # the pool lives as long as the workspace
-        return workspace
+            return torch.empty(shape, dtype=torch.float32, device=device)
     return torch.empty(shape, dtype=torch.float32, device=device)
