@@ -12,8 +12,12 @@ the same way in the same process.
   decode    the Triton decode tiles (weight rows, stage size, depth) and PTX 64 x 128 split counts at M = 16 and 64
   fp8       cuBLAS fp8 with promoted and with fast accumulation, beside the best PTX and Gluon fp8 rows, at 8192^3 and
             4096^3: where fp8's gap to cuBLAS is; and the PTX kernel built without promotion, promoted in quarters
-            of N (GEMM_TMA_FP8_QUARTERS; the Gluon kernel too), with A from registers (GEMM_TMA_FP8_A_REGS), and
-            (--pipelined) with the promotion half-overlapped (GEMM_TMA_FP8_PIPELINED) on 128 x 192 tiles
+            of N (GEMM_TMA_FP8_QUARTERS; the Gluon kernel too), with A from registers (GEMM_TMA_FP8_A_REGS), its
+            fast accumulation in n128 halves (GEMM_TMA_FP8_PROBE_HALVES), the 128 x 128 rung with one partial
+            (GEMM_TMA_FP8_OVERLAP=0), clusters of 2 CTAs sharing B (Config.cluster), and (--pipelined) with the
+            promotion half-overlapped (GEMM_TMA_FP8_PIPELINED) on 128 x 192 tiles; --only LABEL... keeps the
+            configurations whose label holds one; --once calls each once, timing nothing (for ncu
+            --profile-from-start off), and prints their labels in launch order
   triton-split  the Triton split-K on 128 x 128 tiles at 1-3 splits beside the rule's 128 x 256 tiles, at M = 256
   floor     a one-element add and copy_ of a weight's bytes, timed as the decode rows are (read flush, graph): what
             fixed costs leave of the roofline at Llama-3 8B's small weights
@@ -391,8 +395,8 @@ def fp8(shapes) -> None:
 
 def fp8_once(shapes, made) -> None:
     """--once: cuBLAS (promoted and fast) and every fp8 configuration of ``made`` called once each inside one
-    cudaProfilerStart / Stop range, after a warm-up call outside it, for ``ncu --profile-from-start off``; the kernel
-    each launches (torch.profiler) printed beside its label, in launch order."""
+    cudaProfilerStart / Stop range, after a warm-up call outside it, for ``ncu --profile-from-start off``; their
+    labels printed in launch order (ncu's kernels come in the same order; a split-K launch is two kernels)."""
     from suite.problems import PROBLEMS
 
     gemm = PROBLEMS["gemm"]
@@ -414,14 +418,10 @@ def fp8_once(shapes, made) -> None:
         for _, call in calls:
             call()
         torch.cuda.synchronize()
-        with torch.profiler.profile(activities=[torch.profiler.ProfilerActivity.CUDA]) as prof:
-            for _, call in calls:
-                call()
-            torch.cuda.synchronize()
-        kernels = [e.name for e in prof.events() if e.device_type == torch.autograd.DeviceType.CUDA]
-        print(f"{'x'.join(map(str, size))}: {len(kernels)} kernels for {len(calls)} calls", flush=True)
-        for (label, _), name in zip(calls, kernels):
-            print(f"  {label:62s} {name[:160]}", flush=True)
+        # ncu names each launch's kernel, in this order (torch.profiler sees none under ncu: it holds CUPTI)
+        print(f"{'x'.join(map(str, size))}: {len(calls)} calls, in order:", flush=True)
+        for i, (label, _) in enumerate(calls):
+            print(f"  {i:2d} {label}", flush=True)
         torch.cuda.cudart().cudaProfilerStart()
         for _, call in calls:
             call()
