@@ -143,7 +143,8 @@ using BF16 = Half16<true>;
 #endif
 struct E4M3 {  // bf16 out, with the per-tensor scales
     static constexpr int BYTES = 1, K_STEP = 32;
-    static constexpr bool B_K_MAJOR = true, SCALED = true, PROMOTE = !GEMM_TMA_FP8_FAST_ACCUM && !GEMM_TMA_FP8_PROBE_HALVES;
+    static constexpr bool B_K_MAJOR = true, SCALED = true;
+    static constexpr bool PROMOTE = !GEMM_TMA_FP8_FAST_ACCUM && !GEMM_TMA_FP8_PROBE_HALVES;
     __device__ __forceinline__ static half2_bits pack(float lo, float hi) { return pack_bf16x2(lo, hi); }
     template <int N>  // the fast-accumulation form: D += A * B over the whole tile width
     __device__ __forceinline__ static void mma(float (&d)[N / 2], unsigned long long da, unsigned long long db) {
@@ -383,7 +384,8 @@ __device__ __forceinline__ void produce_k_tile(const TensorMap& tmap_a, const Te
         for (int box = 0; box < T::B_BOXES; ++box) {
             const unsigned dst = smem.b(write.stage) + box * T::B_BOX_BYTES;
             if constexpr (CLUSTER == 1) tma_load_2d(dst, &tmap_b, full, n0 + box * T::BOX_N, k0);
-            else if (box % CLUSTER == rank) tma_load_2d_multicast(dst, &tmap_b, full, n0 + box * T::BOX_N, k0, ALL_CTAS);
+            else if (box % CLUSTER == rank)
+                tma_load_2d_multicast(dst, &tmap_b, full, n0 + box * T::BOX_N, k0, ALL_CTAS);
         }
     }
 }
@@ -669,7 +671,8 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
                         wgmma_wait<0>();  // the half's partial sum is final: promote it into fp32
                         promote_half(acc[mt], part, h);
                     }
-                if (release) release_stage<CLUSTER>(smem.empty(smem_read_stage));  // every wgmma of this K tile completed
+                // every wgmma of this K tile completed
+                if (release) release_stage<CLUSTER>(smem.empty(smem_read_stage));
                 read.advance<STAGES>();
             }
         }
@@ -707,7 +710,8 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
         // Let this K tile's group run on; wait until the previous one is done, so its stage may be refilled.
         wgmma_wait<1>();
         fence_accumulators(acc);
-        if (released_stage >= 0 && release) release_stage<CLUSTER>(smem.empty(released_stage));  // the producer may refill it
+        // the producer may refill it
+        if (released_stage >= 0 && release) release_stage<CLUSTER>(smem.empty(released_stage));
         released_stage = smem_read_stage;
         read.advance<STAGES>();
     }
