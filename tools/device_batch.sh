@@ -14,7 +14,9 @@
 #             when there is one (run the pair first in the same batch), the folder as gpus-<stamp>.tgz
 #   pack      every file under $OUT but the tarballs into one logs-<stamp>.tgz (the device tool brings back at most 8
 #             files: end a batch with it when its steps leave more)
-#   pytest    python -m pytest $PYTEST_ARGS (a chosen subset, e.g. one test file)
+#   pytest    python -m pytest $PYTEST_ARGS (a chosen subset, e.g. one test file; PYTEST_ARGS, SAN_ARGS and SUITE_ARGS
+#             are read as shell words, so quotes in them hold: PYTEST_ARGS='-k "a or b"',
+#             SAN_ARGS='--variant "ptx:64x128 split-k tma+wgmma"')
 #   readme-tests  the README's test command as written (python -m pytest: every core), timed, with the 60 slowest
 #             tests listed (issue 20's 5-minute target on the H200)
 #   suite     python -m suite.run $SUITE_ARGS (timed: alone on the GPU), the results folder as suite-<stamp>.tgz
@@ -49,7 +51,7 @@ for step in "$@"; do
     sanitize)
       tools=${SAN_TOOLS:-memcheck racecheck synccheck initcheck}
       for t in $tools; do
-        timeout ${SAN_LIMIT:-560} python3 -m suite.sanitize --tools $t ${SAN_ARGS:-} --out "/tmp/sanitizer-$stamp/$t" \
+        eval "timeout ${SAN_LIMIT:-560} python3 -m suite.sanitize --tools $t ${SAN_ARGS:-} --out /tmp/sanitizer-$stamp/$t" \
           > "/tmp/san-$t.out" 2>&1 &
       done
       wait
@@ -123,7 +125,8 @@ for step in "$@"; do
       echo "readme tests rc=$? in $(( $(date +%s) - start )) s"; grep -E "(FAILED|ERROR) " "$OUT/readme-tests.log" | head
       tail -2 "$OUT/readme-tests.log" ;;
     pytest)
-      timeout ${TEST_LIMIT:-300} python3 -m pytest -q -rfE -p no:cacheprovider $PYTEST_ARGS > "$OUT/pytest-subset.log" 2>&1
+      eval "timeout ${TEST_LIMIT:-300} python3 -m pytest -q -rfE -p no:cacheprovider ${PYTEST_ARGS:-}" \
+        > "$OUT/pytest-subset.log" 2>&1
       echo "pytest subset rc=$?"; grep -E "(FAILED|ERROR) " "$OUT/pytest-subset.log" | head -20
       tail -3 "$OUT/pytest-subset.log" ;;
     suite)
