@@ -361,15 +361,12 @@ def fp8(shapes) -> None:
         return
     for size in shapes:
         inputs = gemm.make_inputs(size, 1, device, "fp8e4m3")
-        a, b, scale_a, scale_b = inputs
         ref = gemm.reference(inputs)
         flop = 2 * size[0] * size[1] * size[2]
         timed = {}
         for fast in (False, True):
             c = gemm.make_output(inputs)
-            call = lambda c=c, fast=fast: torch._scaled_mm(  # noqa: E731
-                a, b.t(), scale_a, scale_b, out_dtype=c.dtype, out=c, use_fast_accum=fast
-            )
+            call = cublas_fp8(inputs, c, fast)
             call()
             torch.cuda.synchronize()
             err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
@@ -393,6 +390,13 @@ def fp8(shapes) -> None:
             )
 
 
+def cublas_fp8(inputs, c, fast: bool):
+    """cuBLAS fp8 on the suite's fp8 inputs (A, B as N x K, the two scales) into ``c``: promoted accumulation, or
+    wgmma's own across all of K with ``fast``."""
+    a, b, scale_a, scale_b = inputs
+    return lambda: torch._scaled_mm(a, b.t(), scale_a, scale_b, out_dtype=c.dtype, out=c, use_fast_accum=fast)
+
+
 def fp8_once(shapes, made) -> None:
     """--once: cuBLAS (promoted and fast) and every fp8 configuration of ``made`` called once each inside one
     cudaProfilerStart / Stop range, after a warm-up call outside it, for ``ncu --profile-from-start off``; their
@@ -402,18 +406,10 @@ def fp8_once(shapes, made) -> None:
     gemm = PROBLEMS["gemm"]
     for size in shapes:
         inputs = gemm.make_inputs(size, 1, torch.device("cuda"), "fp8e4m3")
-        a, b, scale_a, scale_b = inputs
-        calls = []
-        for fast in (False, True):
-            c = gemm.make_output(inputs)
-            calls.append(
-                (
-                    f"cuBLAS use_fast_accum={fast}",
-                    lambda c=c, fast=fast: torch._scaled_mm(
-                        a, b.t(), scale_a, scale_b, out_dtype=c.dtype, out=c, use_fast_accum=fast
-                    ),
-                )
-            )
+        calls = [
+            (f"cuBLAS use_fast_accum={fast}", cublas_fp8(inputs, gemm.make_output(inputs), fast))
+            for fast in (False, True)
+        ]
         calls += [(label, make(inputs, gemm.make_output(inputs))) for label, make in made]
         for _, call in calls:
             call()
