@@ -268,6 +268,15 @@ GEMM_VARIANTS = (
     ),
     (
         "ptx",
+        "128x144x128 ws 2wg persistent tma-store tma+wgmma",
+        "suite.ptx.gemm_tma:KERNELS[128x144x128 ws 2wg persistent tma-store]",
+        needs_sm90a,
+        ("square",),
+        "fp8: the same on cuBLAS's promoted tile width, 128x144 (64x144 per consumer warpgroup: 72 accumulators "
+        "and two partials of 72), tile rows in groups of 16; the last 16 columns stored directly",
+    ),
+    (
+        "ptx",
         "128x256 stream-k tma+wgmma",
         "suite.ptx.gemm_tma:KERNELS[128x256 stream-k]",
         needs_sm90a,

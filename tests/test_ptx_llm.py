@@ -142,6 +142,11 @@ def test_fp8_promotion_schedules_build_with_a_group_in_flight_under_the_adds(nam
 # CTAs sharing B by TMA multicast (tools/probe_llm.py fp8 only; not registered).
 SQUARE_FP8 = gemm_tma.CONFIGS["128x128x128 ws 2wg persistent tma-store"]
 PAIRED_FP8 = dataclasses.replace(SQUARE_FP8, cluster=2)
+WIDE_FP8 = gemm_tma.CONFIGS["128x144x128 ws 2wg persistent tma-store"]  # cuBLAS's tile width, also in pairs
+PAIRS_RUNGS = {
+    "128x128": "128x128x128 ws 2wg persistent tma-store",
+    "128x144": "128x144x128 ws 2wg persistent tma-store",
+}
 
 
 def _fp8_sass(config, kernel, stages):
@@ -151,14 +156,19 @@ def _fp8_sass(config, kernel, stages):
 
 
 @pytest.mark.parametrize("stages", SQUARE_FP8.stages)
-def test_fp8_pairs_keep_a_group_in_flight_under_the_first_adds(stages):
-    """The registered fp8 128 x 128 rung: per pair of K tiles two groups of 4 wgmma into two partials, the first waited
-    for with the second still running (DEPBAR.LE 1), then the second; a lone last K tile waits alone. No C7510 /
-    C7514, no spills; QGMMA, TMA loads and stores."""
-    module, expr, sass = _fp8_sass(SQUARE_FP8, gemm_tma.KERNELS["128x128x128 ws 2wg persistent tma-store"], stages)
+@pytest.mark.parametrize("rung", PAIRS_RUNGS)
+def test_fp8_pairs_keep_a_group_in_flight_under_the_first_adds(rung, stages):
+    """The registered fp8 rungs on 128 x 128 and 128 x 144 tiles: per pair of K tiles two groups of 4 wgmma (n128 /
+    n144) into two partials, the first waited for with the second still running (DEPBAR.LE 1), then the second; a
+    lone last K tile waits alone. No C7510 / C7514, no spills; QGMMA, TMA loads and stores (two boxes of C: 144's last
+    16 columns go out as direct stores)."""
+    name = PAIRS_RUNGS[rung]
+    config = gemm_tma.CONFIGS[name]
+    module, expr, sass = _fp8_sass(config, gemm_tma.KERNELS[name], stages)
     assert "C751" not in module.log, module.log
     assert wgmma_chain(sass) == (12, 3)
     assert re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x(\d)", sass) == ["1", "0", "0"]
+    assert len(re.findall(rf"QGMMA\.64x{config.block_n}x32", sass)) == 12, rung
     classes = instruction_classes(sass)
     assert classes["wgmma_fp8"] == 12 and classes["tma"] == 4 and classes["local_memory"] == 0, classes
     assert module.resources()[expr]["local"] == 0
@@ -185,14 +195,17 @@ def test_cluster_config_refuses_what_it_cannot_walk():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("paired", [False, True], ids=["rung", "cluster 2"])
-def test_fp8_square_rung_matches_fp64_at_the_edges(paired):
-    """The 128 x 128 fp8 rung and its clustered build on poisoned outputs, at the shallowest and deepest ring: M = 1
-    and 67 (a cluster's second CTA wholly past M: zero-filled A, no stores), M = 129 (its rows partly past M), N = 300
-    (an edge tile of 44 columns), K = 48 (below one K tile) and 4112 (an odd count of K tiles: the lone last one), more
-    tiles than clusters (the persistent walk wraps), against fp64, twice: bit for bit the same."""
-    config = PAIRED_FP8 if paired else SQUARE_FP8
-    kernel = gemm_tma.TmaGemm(config)
+@pytest.mark.parametrize("build", ["rung", "cluster 2", "128x144"])
+def test_fp8_square_rung_matches_fp64_at_the_edges(build):
+    """The 128 x 128 fp8 rung, its clustered build and the 128 x 144 rung on poisoned outputs, at the shallowest and
+    deepest ring: M = 1 and 67 (a cluster's second CTA wholly past M: zero-filled A, no stores), M = 129 (its rows
+    partly past M), N = 300 (an edge tile of 44 columns; 144: of 12, in the directly stored columns) and 264 / 520 /
+    4352 / 256 (144: edge tiles of 120, 88, 32 and 112 columns), K = 48 (below one K tile) and 4112 (an odd count of K
+    tiles: the lone last one), more tiles than clusters (the persistent walk wraps), against fp64, twice: bit for bit
+    the same."""
+    paired = build == "cluster 2"
+    config = {"rung": SQUARE_FP8, "cluster 2": PAIRED_FP8, "128x144": WIDE_FP8}[build]
+    kernel = gemm_tma.KERNELS[PAIRS_RUNGS["128x144"]] if build == "128x144" else gemm_tma.TmaGemm(config)
     for stages in (config.stages[0], config.stages[-1]):
         for size in ((1, 300, 1040), (67, 264, 48), (129, 520, 4112), (2048, 4352, 512), (384, 256, 256)):
             inputs = GEMM.make_inputs(size, sum(size) + stages, torch.device("cuda"), "fp8e4m3")
@@ -201,12 +214,12 @@ def test_fp8_square_rung_matches_fp64_at_the_edges(paired):
             launch()
             torch.cuda.synchronize()
             check = GEMM.check(out, GEMM.reference(inputs), "fp8e4m3")
-            assert check.valid, (paired, stages, size, check.message)
+            assert check.valid, (build, stages, size, check.message)
             first = out.clone()
             out.fill_(float("nan"))
             launch()
             torch.cuda.synchronize()
-            assert torch.equal(out, first), (paired, stages, size, "not bit-reproducible")
+            assert torch.equal(out, first), (build, stages, size, "not bit-reproducible")
             if paired:
                 assert launch.grid % 2 == 0 and "clusters of 2" in launch.info.config, launch.info.config
 

@@ -402,12 +402,12 @@ def test_gemm_desc_every_dtype_and_depth_fits_on_sm90():
 # -- the warp-specialized Gluon GEMM (suite/triton/gemm_gluon.py), compiled for sm_90 without a GPU --
 
 
-def _gluon_spec(dtype: str, stages: int, quarters: bool = False) -> dict:
+def _gluon_spec(dtype: str, stages: int, quarters: bool = False, pairs: bool = False) -> dict:
     from sm90_compile import OUT_TYPES, TRITON_TYPES, scales
 
     from suite.triton import gemm_gluon as g
 
-    bm, bn, bk = g.TILES[dtype]
+    bm, bn, bk = g.PAIRS_TILE if pairs else g.TILES[dtype]
     fp8 = dtype == "fp8e4m3"
     element = {"fp16": "gl.float16", "bf16": "gl.bfloat16", "fp8e4m3": "gl.float8e4nv"}
     out = "gl.float16" if dtype == "fp16" else "gl.bfloat16"
@@ -419,12 +419,13 @@ def _gluon_spec(dtype: str, stages: int, quarters: bool = False) -> dict:
         "B_K_MAJOR": fp8,
         "num_warps": g.FP8_CONSUMER_WARPS if fp8 else g.NUM_WARPS,
         "QUARTERS": quarters,
+        "PAIRS": pairs,
     }
     scale_sig, scale_values = scales(dtype)
     sig = {
         "a_desc": {"gluon_desc": [TRITON_TYPES[dtype], [bm, bk], element[dtype]]},
         "b_desc": {"gluon_desc": [TRITON_TYPES[dtype], [bn, bk] if fp8 else [bk, bn], element[dtype]]},
-        "c_desc": {"gluon_desc": [OUT_TYPES[dtype], g.c_box(dtype, stages), out]},
+        "c_desc": {"gluon_desc": [OUT_TYPES[dtype], g.c_box(dtype, stages, pairs), out]},
         **scale_sig,
         "M": "i32",
         "N": "i32",
@@ -477,3 +478,22 @@ def test_gluon_fp8_quarters_keep_a_group_in_flight_under_the_adds():
         assert (total, closing) == (32, 8), (stages, got["wgmma_chain"])  # 2 partitions x 4 quarters x 4 k-steps
         assert got["wgmma_waits"] == ["1", "1", "1", "0"] * 2, (stages, got["wgmma_waits"])
         assert got["classes"]["local_memory"] == 0 and got["classes"]["wgmma_fp8"] == 32, (stages, got["classes"])
+
+
+def test_gluon_fp8_pairs_keep_a_group_in_flight_under_the_first_add():
+    """fp8 on 128 x 128 tiles, K tiles promoted in pairs (GluonGemm(pairs=True)): per consumer partition, a pair's
+    two groups of 4 fp8 wgmma issued before the first wait, which leaves the second running (DEPBAR.LE 1) while the
+    first K tile's partial is added; then the odd K tile alone. No spills, the ring and two 64 x 128 C slabs in shared
+    memory, at every depth."""
+    from sm90_compile import compile_sm90
+
+    from suite.triton import gemm_gluon as g
+
+    stages = g.PAIRS_STAGES
+    for s, got in zip(stages, compile_sm90([_gluon_spec("fp8e4m3", s, pairs=True) for s in stages])):
+        assert got["wgmma_waits"] == ["1", "0", "0"] * 2, (s, got["wgmma_waits"])
+        total, closing = got["wgmma_chain"]
+        assert (total, closing) == (24, 6), (s, got["wgmma_chain"])  # 2 partitions x 3 groups x 4 k-steps
+        assert got["classes"]["local_memory"] == 0 and got["classes"]["wgmma_fp8"] == 24, (s, got["classes"])
+        c_slabs = 2 * 64 * 128 * 2
+        assert 0 <= got["shared"] - s * g.stage_bytes("fp8e4m3", g.PAIRS_TILE) - c_slabs < 1024, (s, got["shared"])

@@ -292,6 +292,7 @@ def fp8(shapes) -> None:
         for label, stages in (
             ("ptx:128x256x64 ws 2wg persistent tma-store tma+wgmma", 3),
             ("ptx:128x128x128 ws 2wg persistent tma-store tma+wgmma", 5),
+            ("ptx:128x144x128 ws 2wg persistent tma-store tma+wgmma", 5),
             ("ptx:128x128 split-k tma+wgmma", 4),
             ("triton:128x256x64 gluon ws persistent", 3),
         )
@@ -340,6 +341,41 @@ def fp8(shapes) -> None:
         (f"gluon promoted in quarters {s} st", lambda inputs, c, s=s: GluonGemm(inputs, c, s, quarters=True))
         for s in FP8_STAGES[1:]
     )
+    # Energy at the power cap (issue 19, 8192^3): the tile walk's L2 reuse (GROUP_M, tile rows per rasterization
+    # group: B's panels are read from HBM once per group) and cuBLAS's own tile width, 144 (its promoted kernel's
+    # 144 x 128: 12.5% more MACs per byte loaded than 128 x 128; 72 accumulator registers and two partials of 72 fit)
+    square_5 = dataclasses.replace(square, stages=(5,))
+    for group_m in (16, 32):
+        built(
+            f"128x128 pairs GROUP_M={group_m}",
+            square_5,
+            g.TmaGemm(square_5).with_defines(f"GEMM_TMA_GROUP_M={group_m}"),
+        )
+    # the registered 128 x 144 rung (GROUP_M=16) is timed above; here with 8 tile rows per group, and in clusters of
+    # 2 CTAs sharing B (8 cluster rows per group: 16 tile rows)
+    wide_8 = dataclasses.replace(g.CONFIGS["128x144x128 ws 2wg persistent tma-store"], group_m=8, stages=(5,))
+    built("128x144 pairs GROUP_M=8", wide_8, g.TmaGemm(wide_8))
+    wide_paired = dataclasses.replace(wide_8, cluster=2, stages=(5, 6))
+    built("128x144 pairs, cluster 2", wide_paired, g.TmaGemm(wide_paired))
+    from suite.triton.gemm_gluon import PAIRS_STAGES
+
+    made.extend(
+        (f"gluon pairs 128x128 {s} st", lambda inputs, c, s=s: GluonGemm(inputs, c, s, pairs=True))
+        for s in PAIRS_STAGES
+    )
+    for group_m in (16, 32):
+        made.append(
+            (
+                f"gluon 128x256 GROUP_M={group_m} 3 st",
+                lambda inputs, c, gm=group_m: GluonGemm(inputs, c, 3, group_m=gm),
+            )
+        )
+        made.append(
+            (
+                f"gluon pairs 128x128 GROUP_M={group_m} 5 st",
+                lambda inputs, c, gm=group_m: GluonGemm(inputs, c, 5, pairs=True, group_m=gm),
+            )
+        )
     # (on the H200, 2026-12-01: 128 x 192 0.92 / 0.89 of promoted cuBLAS at 8192^3 / 4096^3, the split-K 0.77 /
     # 0.74; --pipelined times them again)
     if PIPELINED["on"]:

@@ -151,7 +151,7 @@ struct E4M3 {  // bf16 out, with the per-tensor scales
         if constexpr (N == 256) wgmma_m64n256k32_f32_e4m3(d, da, db);
         else wgmma_m64n128k32_f32_e4m3(d, da, db);
     }
-    // one HALF_N-wide half of N (64, 96 or 128; the promoted forms): D = A * B on the first k-step of a K tile, D +=
+    // one HALF_N-wide half of N (64, 96 or 128; the promoted forms; 144: a whole m64 x 144 warpgroup tile): D = A * B on the first k-step of a K tile, D +=
     // A * B on the others
     template <int HALF_N>
     __device__ __forceinline__ static void mma_half(float (&d)[HALF_N / 2], unsigned long long da,
@@ -159,6 +159,8 @@ struct E4M3 {  // bf16 out, with the per-tensor scales
         if constexpr (HALF_N == 128) {
             if (first) wgmma_m64n128k32_f32_e4m3_first(d, da, db);
             else wgmma_m64n128k32_f32_e4m3(d, da, db);
+        } else if constexpr (HALF_N == 144) {  // the 128 x 144 rung's whole warpgroup tile (promoted in pairs)
+            wgmma_m64n144k32_f32_e4m3(d, da, db, first);
         } else if constexpr (HALF_N == 96) {
             wgmma_m64n96k32_f32_e4m3(d, da, db, first);
         } else {
@@ -179,8 +181,8 @@ struct E4M3 {  // bf16 out, with the per-tensor scales
 #ifndef GEMM_TMA_FP8_PIPELINED
 #define GEMM_TMA_FP8_PIPELINED 0
 #endif
-// GEMM_TMA_FP8_OVERLAP (1, the registered builds): where a consumer warpgroup owns one m64 tile at most 128 wide
-// (the 128 x 128 rung, the split-K tiles), K tiles go in pairs into two partials, the first added while the second
+// GEMM_TMA_FP8_OVERLAP (1, the registered builds): where a consumer warpgroup owns one m64 tile at most 128 wide, or
+// 144 (the 128 x 128 and 128 x 144 rungs, the split-K tiles), K tiles go in pairs into two partials, the first added while the second
 // runs (consumer_mainloop): this warpgroup's tensor work drains for its adds once per two K tiles, not per K tile.
 // On the H200 the 128 x 128 rung went from 0.88 / 0.95 of promoted cuBLAS at 8192^3 / 4096^3 to 0.95 / 1.02-1.03 (5
 // stages; tools/probe_llm.py fp8, 2026-12-01). 0 (tools/probe_llm.py fp8 only): one partial, each K tile waited for.
@@ -206,8 +208,8 @@ struct E4M3 {  // bf16 out, with the per-tensor scales
 template <int BM, int BLOCK_N, int CONSUMERS, class E>
 struct Tile {
     static_assert(BM == 64 || BM == 128, "BM must be 64 or 128");
-    static_assert(BLOCK_N == 128 || BLOCK_N == 256 || (BLOCK_N == 192 && E::B_K_MAJOR),
-                  "BLOCK_N must be 128 or 256 (or 192 for fp8, whose promoted halves are n96)");
+    static_assert(BLOCK_N == 128 || BLOCK_N == 256 || ((BLOCK_N == 192 || BLOCK_N == 144) && E::B_K_MAJOR),
+                  "BLOCK_N must be 128 or 256 (or, for fp8, 192, whose promoted halves are n96, or 144, in pairs)");
     static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
     static_assert(BM / CONSUMERS >= 64, "each consumer warpgroup owns at least one m64 tile");
     static constexpr int BLOCK_K = SWIZZLE_BYTES / E::BYTES;   // 64 (16-bit) or 128 (fp8) elements
@@ -225,6 +227,7 @@ struct Tile {
     static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;   // a stage's space (its full barrier expects less when
                                                             // A's box is short: M < BM)
     static constexpr int C_BOXES = BLOCK_N / C_BOX_COLS;    // TMA-store boxes per m64 tile
+    static constexpr int C_TAIL = BLOCK_N % C_BOX_COLS;     // columns past the last whole box (144: 16), stored directly
     static constexpr int N = BLOCK_N;
 };
 
@@ -618,7 +621,7 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
                 if (release) release_stage<CLUSTER>(smem.empty(smem_read_stage));
                 read.advance<STAGES>();
             }
-        } else if constexpr (GEMM_TMA_FP8_OVERLAP && T::WG_M_TILES == 1 && BLOCK_N <= 128) {
+        } else if constexpr (GEMM_TMA_FP8_OVERLAP && T::WG_M_TILES == 1 && (BLOCK_N <= 128 || BLOCK_N == 144)) {
             // Two partials, each one whole K tile of this warpgroup's m64 tile (acc + two partials: 3 x BLOCK_N / 2
             // registers): K tiles in pairs, both issued, the first added while the second runs, so the tensor pipe
             // waits for this warpgroup's adds once per two K tiles. (One partial in flight across the loop's back
@@ -774,11 +777,13 @@ __device__ __forceinline__ void store_partial(float* slice, int M, int N, int ro
 // The staging boxes use the 128-byte swizzle of the C tensor map, which also keeps these 4-byte stores free of bank
 // conflicts (the 8 rows a warp writes per column chunk land in 8 different 16-byte slots). C_PASSES = 2: the staging
 // holds half of the tile's columns (what lets a fourth 48 KiB stage fit beside it), so the tile goes out in two
-// passes, the second waiting for the first's stores to have read the staging.
+// passes, the second waiting for the first's stores to have read the staging. A tile whose width is not whole boxes
+// (144: two boxes and 16 columns) stores its last columns directly from registers (T::C_TAIL).
 template <int STAGES, class T, class E, int BM, int BLOCK_N, int C_PASSES>
 __device__ __forceinline__ void store_tile_tma(const TensorMap& tmap_c, const SmemLayout<STAGES, T, true, BM>& smem,
                                                int wg, int row0, int col0,
-                                               const float (&acc)[T::WG_M_TILES][T::ACC], float alpha) {
+                                               const float (&acc)[T::WG_M_TILES][T::ACC], float alpha, half_bits* C,
+                                               int M, int N) {
     static_assert(C_PASSES == 1 || (C_PASSES == 2 && T::C_BOXES % 2 == 0), "one pass, or two over half the boxes");
     constexpr int BOXES = T::C_BOXES / C_PASSES;  // staging boxes per m64 tile, per pass
     const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
@@ -819,6 +824,27 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap& tmap_c, const Sm
                                  col0 + (pass * BOXES + box) * C_BOX_COLS, row0 + mt * 64);
             cp_async_bulk_commit();
         }
+    }
+    if constexpr (T::C_TAIL > 0) {
+        // the columns past the last whole box (144 wide: 16) straight from the registers, bounds-checked: each of
+        // the thread's rows gets 4-byte stores, a 32-byte sector per row and warp
+#pragma unroll
+        for (int mt = 0; mt < T::WG_M_TILES; ++mt)
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {
+                const long long row = (long long)row0 + mt * 64 + warp * 16 + lane / 4 + half * 8;
+                if (row >= M) continue;
+#pragma unroll
+                for (int j = T::C_BOXES * 8; j < BLOCK_N / 8; ++j) {
+                    const int col = col0 + j * 8 + (lane % 4) * 2;
+                    float lo = acc[mt][4 * j + 2 * half], hi = acc[mt][4 * j + 2 * half + 1];
+                    if constexpr (E::SCALED) {
+                        lo *= alpha;
+                        hi *= alpha;
+                    }
+                    store_pair(C + row * N + col, col, N, E::pack(lo, hi));
+                }
+            }
     }
 }
 
@@ -984,7 +1010,7 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
                 if constexpr (TMA_STORE) {
                     if (tma_store) {
                         store_tile_tma<STAGES, T, E, BM, BLOCK_N, C_PASSES>(tmap_c, smem, wg, m0 + wg_row0, n0, acc,
-                                                                            alpha);
+                                                                            alpha, C, M, N);
                         continue;
                     }
                 }

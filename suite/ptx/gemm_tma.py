@@ -42,6 +42,7 @@ DTYPES = ("fp16", "bf16", "fp8e4m3")
 ELEMENT = {"fp16": "F16", "bf16": "BF16", "fp8e4m3": "E4M3"}  # gemm_tma.cu's element types
 ELEMENT_BYTES = {"fp16": 2, "bf16": 2, "fp8e4m3": 1}
 SCHEDULES = {"tiles": "SCHED_TILES", "split-k": "SCHED_SPLIT_K", "stream-k": "SCHED_STREAM_K"}
+GROUP_M = 8  # gemm_tma.cu's GEMM_TMA_GROUP_M default: tile rows per rasterization group (a Config may set its own)
 # split-K: each split streams at least this many K tiles (fewer and the prologue and the fix-up dominate)
 MIN_K_TILES_PER_SPLIT = 4
 # The ridge point, FLOPs per byte moved, below which a shape is memory-bound: H200, ~990 TFLOP/s of dense fp16 / bf16
@@ -69,12 +70,15 @@ class Config:
     schedule: str = "tiles"  # "tiles", "split-k" or "stream-k" (gemm_tma.cu's SCHEDULE)
     dtypes: tuple[str, ...] = ("fp16",)
     cluster: int = 1  # CTAs per cluster (2: vertically adjacent tiles, B loaded once and multicast; persistent tiles)
+    group_m: int = GROUP_M  # tile rows per rasterization group (gemm_tma.cu's GEMM_TMA_GROUP_M)
 
     def __post_init__(self):
         if self.cluster not in (1, 2):
             raise ValueError(f"cluster must be 1 or 2 CTAs (got {self.cluster})")
         if self.cluster > 1 and not (self.persistent and self.schedule == "tiles"):
             raise ValueError("a cluster needs the persistent tile schedule (its CTAs walk their tiles in step)")
+        if self.group_m < 1:
+            raise ValueError(f"group_m must be at least 1 tile row (got {self.group_m})")
 
     @property
     def threads(self) -> int:
@@ -119,7 +123,8 @@ class Config:
         what = {
             "tiles": (", persistent" if self.persistent else "")
             + (", TMA-store epilogue" if self.tma_store else "")
-            + (f", clusters of {self.cluster} CTAs sharing B (TMA multicast)" if self.cluster > 1 else ""),
+            + (f", clusters of {self.cluster} CTAs sharing B (TMA multicast)" if self.cluster > 1 else "")
+            + (f", GROUP_M={self.group_m}" if self.group_m != GROUP_M else ""),
             "split-k": ", split-K (partials summed in K order by a second kernel)",
             "stream-k": ", stream-K over one block per SM (fix-up in K order by the last unit)",
         }[self.schedule]
@@ -147,6 +152,12 @@ CONFIGS: dict[str, Config] = {
     # fp8 only: one m64 x 128 tile per consumer warpgroup leaves registers for two partials, so promotion's adds run
     # under the next K tile's wgmma (gemm_tma.cu's GEMM_TMA_FP8_OVERLAP); 32 KiB stages, 4-6 deep
     "128x128x128 ws 2wg persistent tma-store": Config(128, 2, True, True, (4, 5, 6), dtypes=("fp8e4m3",)),
+    # fp8 only: the same on cuBLAS's promoted tile width, 144 (72 accumulators and two partials of 72 still fit):
+    # 12.5% more MACs per byte loaded, 16 columns past the TMA-store boxes stored directly; tile rows in groups of
+    # 16 (B's panels read from HBM half as often). On the H200 at 8192^3: 0.963-0.972 of promoted cuBLAS against the
+    # 128 x 128 rung's 0.940 (G8: 650 MB of HBM reads, G16 463 MB; tools/probe_llm.py fp8, 2026-12-02); at 4096^3
+    # its 928 tiles are 7.03 waves of 132 SMs (0.93)
+    "128x144x128 ws 2wg persistent tma-store": Config(144, 2, True, True, (4, 5, 6), dtypes=("fp8e4m3",), group_m=16),
     "128x256 stream-k": Config(
         **_TWO_WG, persistent=True, tma_store=False, stages=(3, 4), schedule="stream-k", dtypes=DTYPES
     ),
@@ -240,10 +251,10 @@ class TmaGemm(NvrtcModule):
 
     def __init__(self, config: Config, faults: tuple[Fault, ...] = ()):
         self.gemm_config, self.stages, self.faults = config, config.stages, faults
-        if config.dtypes == ("fp8e4m3",):  # the fp8 rung
+        if config.dtypes == ("fp8e4m3",):  # the fp8 rungs
             self.dtype_notes = {
-                d: "fp8 only: its 128x128 tile is for promotion's two partials; the 16-bit types' 128x128 rung is "
-                "128x128x64 ws"
+                d: f"fp8 only: its {config.block_m}x{config.block_n} tile is for promotion's two partials; the "
+                "16-bit types' 128x128 rung is 128x128x64 ws"
                 for d in DTYPES
             }
         self.threads, self.stage_bytes, self.dtypes = config.threads, config.stage_bytes, config.dtypes
@@ -263,7 +274,8 @@ class TmaGemm(NvrtcModule):
         )
 
     def defines(self) -> tuple[str, ...]:
-        return DEFINES + super().defines()
+        group = (f"GEMM_TMA_GROUP_M={self.gemm_config.group_m}",) if self.gemm_config.group_m != GROUP_M else ()
+        return DEFINES + group + super().defines()
 
     def build(self, arch: str | None = None):
         """Always sm_90a: asked for sm_90 (the GPU's own arch, or the driver's CPU arch), build its 'a' target."""

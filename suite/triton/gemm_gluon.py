@@ -3,7 +3,8 @@
 with Triton's compiler doing registers, layouts and instruction selection, and the programmer doing what
 ``tl.dot`` leaves to the pipeliner: the shared-memory ring, its mbarriers and the warp roles.
 
-Persistent: one program per SM walks the output tiles (grouped rasterization, as the other Triton kernels).
+Persistent: one program per SM walks the output tiles (grouped rasterization, as the other Triton kernels: 8 tile
+rows per group, fp8 16).
 
 * a **producer** partition (1 warp, few registers) issues TMA loads of A and B K-tiles into a STAGES-deep ring, each
   stage guarded by a *ready* and an *empty* mbarrier; it runs ahead across tiles, bounded only by the ring;
@@ -70,6 +71,10 @@ _tma_store = getattr(tma, "async_store", None) or tma.async_copy_shared_to_globa
 
 BLOCK_M, BLOCK_N, BLOCK_K = TILES["fp16"]  # fp8: TILES["fp8e4m3"], 128x256x128
 GROUP_M = 8
+# fp8: tile rows in groups of 16, so that B's panels are read from HBM half as often (a group's A rows stay in L2 while
+# B streams past): on the H200 at 8192^3 0.979 of promoted cuBLAS against 0.972 with 8 (32: 0.963), the same at
+# 4096^3 (tools/probe_llm.py fp8, 2026-12-02)
+FP8_GROUP_M = 16
 NUM_WARPS = 8  # the consumer partition: two warpgroups
 PRODUCER_WARPS, PRODUCER_REGS = 1, 24  # the producer partition only computes coordinates
 FP8_CONSUMER_WARPS, FP8_CONSUMER_REGS = 4, 232  # fp8: each consumer partition one warpgroup, as the PTX consumers
@@ -78,6 +83,9 @@ STAGES = (2, 3)  # 48 KiB per stage at every dtype and C's 64 KiB staging tile: 
 # fp8: at 4 stages each warpgroup's C slab is half its rows' width (2 x 16 KiB beside 192 KiB of ring), stored in two
 # passes, the second once the first's TMA store has read the slab
 FP8_STAGES = (2, 3, 4)
+# fp8 on 128 x 128 tiles, K tiles promoted in pairs (_fp8_pairs_consumer): 32 KiB stages beside two 16 KiB C slabs
+PAIRS_TILE = (128, 128, 128)
+PAIRS_STAGES = (4, 5, 6)
 GL_DTYPES = {"fp16": gl.float16, "bf16": gl.bfloat16, "fp8e4m3": gl.float8e4nv}
 
 
@@ -330,6 +338,107 @@ def _fp8_consumer(
 
 
 @gluon.jit
+def _fp8_pairs_consumer(
+    c_desc,
+    a_ring,
+    b_ring,
+    ready,
+    empty,
+    c_smem,
+    scale_a,
+    scale_b,
+    M,
+    N,
+    K,
+    GROUP_M: gl.constexpr,
+    STAGES: gl.constexpr,
+    WG: gl.constexpr,  # 0 or 1: this partition's warpgroup, rows WG x 64 .. + 63 of the tile
+):
+    """fp8 on 128 x 128 tiles: one warpgroup's 64 x 128, whose registers hold the accumulator and two partials, so
+    K tiles go in pairs (the PTX kernel's GEMM_TMA_FP8_OVERLAP): both issued, each summed from zero, the first
+    promoted while the second's wgmma run; the tensor pipe waits for this warpgroup's adds once per two K tiles."""
+    WG_M: gl.constexpr = c_desc.block_type.shape[0]
+    BLOCK_N: gl.constexpr = b_ring.type.shape[1]  # K-major B: the ring's boxes are BLOCK_N x BLOCK_K
+    BLOCK_M: gl.constexpr = a_ring.type.shape[1]
+    BLOCK_K: gl.constexpr = a_ring.type.shape[2]
+    layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[_FP8_WARPS, 1], instr_shape=[16, BLOCK_N, 32]
+    )
+    tiles_m, tiles_n, k_tiles = _tile_counts(M, N, K, BLOCK_M, BLOCK_N, BLOCK_K)
+    scale = gl.load(scale_a) * gl.load(scale_b)
+    part_a = gl.zeros((WG_M, BLOCK_N), dtype=gl.float32, layout=layout)  # the first K tile of a pair, from zero
+    part_b = gl.zeros((WG_M, BLOCK_N), dtype=gl.float32, layout=layout)  # the second
+    smem_read_stage = 0
+    lap = 0
+    for tile in range(gl.program_id(0), tiles_m * tiles_n, gl.num_programs(0)):
+        m0, n0 = tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
+        acc = gl.zeros((WG_M, BLOCK_N), dtype=gl.float32, layout=layout)
+        # -- MAINLOOP: K tiles in pairs --
+        for _ in range(k_tiles // 2):
+            # wait for the TMA bytes of the pair's first stage (its ready barrier's phase for this lap)
+            mbarrier.wait(ready.index(smem_read_stage), lap)
+            first_stage = smem_read_stage
+            part_a = warpgroup_mma(
+                a_ring.index(first_stage).slice(WG * WG_M, WG_M),
+                b_ring.index(first_stage).permute((1, 0)),  # K-major B read as K x N
+                part_a,
+                use_acc=False,
+                is_async=True,
+            )
+            smem_read_stage += 1
+            if smem_read_stage == STAGES:
+                smem_read_stage = 0
+                lap ^= 1
+            # ... and of its second
+            mbarrier.wait(ready.index(smem_read_stage), lap)
+            second_stage = smem_read_stage
+            part_b = warpgroup_mma(
+                a_ring.index(second_stage).slice(WG * WG_M, WG_M),
+                b_ring.index(second_stage).permute((1, 0)),
+                part_b,
+                use_acc=False,
+                is_async=True,
+            )
+            smem_read_stage += 1
+            if smem_read_stage == STAGES:
+                smem_read_stage = 0
+                lap ^= 1
+            # the first K tile's group has completed (the second runs): its stage is read, promote it
+            part_a = warpgroup_mma_wait(1, deps=(part_a,))
+            mbarrier.arrive(empty.index(first_stage))
+            acc = _kept_here(acc + part_a)
+            # the second's too
+            part_b = warpgroup_mma_wait(0, deps=(part_b,))
+            mbarrier.arrive(empty.index(second_stage))
+            acc = _kept_here(acc + part_b)
+        if k_tiles % 2 == 1:  # an odd count: the last K tile alone
+            mbarrier.wait(ready.index(smem_read_stage), lap)
+            part_a = warpgroup_mma(
+                a_ring.index(smem_read_stage).slice(WG * WG_M, WG_M),
+                b_ring.index(smem_read_stage).permute((1, 0)),
+                part_a,
+                use_acc=False,
+                is_async=True,
+            )
+            part_a = warpgroup_mma_wait(0, deps=(part_a,))  # it has completed: its stage is read
+            mbarrier.arrive(empty.index(smem_read_stage))
+            acc = _kept_here(acc + part_a)
+            smem_read_stage += 1
+            if smem_read_stage == STAGES:
+                smem_read_stage = 0
+                lap ^= 1
+
+        # -- EPILOGUE: the scales, this warpgroup's rows through its own C slab and a TMA store (clipped at the
+        #    edges of C), which runs on while the next tile's wgmma start --
+        slab = c_smem.index(WG)
+        tma.store_wait(0)  # this warpgroup's previous store has finished reading its slab
+        slab.store((acc * scale).to(c_desc.dtype))
+        fence_async_shared()  # make the generic-proxy writes to the slab visible to the TMA (async proxy)
+        _tma_store(c_desc, [m0 + WG * WG_M, n0], slab)
+    tma.store_wait(0)
+
+
+@gluon.jit
 def gemm_gluon_kernel(
     # descriptors (built on the host)
     a_desc,
@@ -350,6 +459,7 @@ def gemm_gluon_kernel(
     B_K_MAJOR: gl.constexpr,  # B given N x K: fp8, whose consumers apply scale_a x scale_b in the epilogue
     num_warps: gl.constexpr,  # the default partition's: the 16-bit consumer's 8, or fp8's first consumer's 4
     QUARTERS: gl.constexpr = False,  # fp8: promote in quarters of N (_fp8_consumer; unregistered)
+    PAIRS: gl.constexpr = False,  # fp8 on 128 x 128 tiles: K tiles promoted in pairs (_fp8_pairs_consumer)
 ):
     dtype: gl.constexpr = a_desc.dtype
     INSTR_K: gl.constexpr = 256 // dtype.primitive_bitwidth  # wgmma's K step: k16 for 2-byte operands, k32 for fp8
@@ -361,7 +471,25 @@ def gemm_gluon_kernel(
     for s in gl.static_range(STAGES):
         mbarrier.init(ready.index(s), count=1)  # completed by the producer's expect and the TMA bytes
         mbarrier.init(empty.index(s), count=CONSUMERS)  # completed by each consumer partition's arrival
-    if B_K_MAJOR:
+    if PAIRS:
+        # fp8, 128 x 128 tiles: as below, each consumer promoting K tiles in pairs
+        c_smem = gl.allocate_shared_memory(c_desc.dtype, [2] + c_desc.block_type.shape, c_desc.layout)
+        gl.warp_specialize(
+            [
+                (
+                    _fp8_pairs_consumer,
+                    (c_desc, a_ring, b_ring, ready, empty, c_smem, scale_a, scale_b, M, N, K, GROUP_M, STAGES, 0),
+                ),
+                (
+                    _fp8_pairs_consumer,
+                    (c_desc, a_ring, b_ring, ready, empty, c_smem, scale_a, scale_b, M, N, K, GROUP_M, STAGES, 1),
+                ),
+                (_producer, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, GROUP_M, STAGES, B_K_MAJOR)),
+            ],
+            [_FP8_WARPS, PRODUCER_WARPS],
+            [_FP8_REGS, PRODUCER_REGS],
+        )
+    elif B_K_MAJOR:
         # fp8: two consumer partitions of one warpgroup each, a C slab each (c_desc's box is one warpgroup's rows)
         c_smem = gl.allocate_shared_memory(c_desc.dtype, [2] + c_desc.block_type.shape, c_desc.layout)
         gl.warp_specialize(
@@ -430,21 +558,29 @@ def gemm_gluon_kernel(
         mbarrier.invalidate(empty.index(s))
 
 
-def c_box(dtype: str, stages: int) -> list[int]:
+def c_box(dtype: str, stages: int, pairs: bool = False) -> list[int]:
     """C's TMA box, the consumers' staging slab: the tile (16-bit types); fp8, one consumer warpgroup's rows of it
-    (each stores its own), half of the tile's width at 4 stages (FP8_STAGES)."""
-    bm, bn, _ = TILES[dtype]
+    (each stores its own), half of the tile's width at 4 stages (FP8_STAGES); the pairs' 128 x 128 tile, 64 x 128."""
+    bm, bn, _ = PAIRS_TILE if pairs else TILES[dtype]
     if dtype != "fp8e4m3":
         return [bm, bn]
-    return [bm // 2, bn // 2 if stages == 4 else bn]
+    return [bm // 2, bn // 2 if stages == 4 and not pairs else bn]
 
 
 def descriptors(
-    a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, m: int, n: int, k: int, dtype: str = "fp16", stages: int = 3
+    a: torch.Tensor,
+    b: torch.Tensor,
+    c: torch.Tensor,
+    m: int,
+    n: int,
+    k: int,
+    dtype: str = "fp16",
+    stages: int = 3,
+    pairs: bool = False,
 ) -> tuple:
     """Host-built descriptors of A (M x K), B (K x N, or N x K for fp8) and C (M x N, its box c_box's), with the
     buffers' row pitches (padded ones included) and the 128-byte-swizzled shared layouts wgmma reads."""
-    bm, bn, bk = TILES[dtype]
+    bm, bn, bk = PAIRS_TILE if pairs else TILES[dtype]
 
     def desc(t, shape, box, element):
         layout = gl.NVMMASharedLayout.get_default_for(box, element)
@@ -452,19 +588,32 @@ def descriptors(
 
     element, out = GL_DTYPES[dtype], GL_DTYPES["bf16" if dtype == "fp8e4m3" else dtype]
     b_desc = desc(b, [n, k], [bn, bk], element) if dtype == "fp8e4m3" else desc(b, [k, n], [bk, bn], element)
-    return desc(a, [m, k], [bm, bk], element), b_desc, desc(c, [m, n], c_box(dtype, stages), out)
+    return desc(a, [m, k], [bm, bk], element), b_desc, desc(c, [m, n], c_box(dtype, stages, pairs), out)
 
 
 class GluonGemm:
     """The persistent warp-specialized Gluon GEMM at ``stages`` (GPU of compute capability 9.0 only), on the
     problem's inputs: (A, B), or (A, B, scale_a, scale_b) for fp8."""
 
-    def __init__(self, inputs: tuple, c: torch.Tensor, stages: int, quarters: bool = False):
-        ops = gemm_operands(inputs, c, DTYPES)
-        if quarters and not ops.b_k_major:
-            raise ValueError("quarters: only fp8 is promoted, so only fp8 has a promotion schedule to choose")
-        self.quarters = quarters
-        check_stages(stages, KERNEL.stages_for(ops.dtype))
+    def __init__(
+        self,
+        inputs: tuple,
+        c: torch.Tensor,
+        stages: int,
+        quarters: bool = False,
+        pairs: bool = False,
+        group_m: int | None = None,
+    ):
+        ops = gemm_operands(inputs, c, ("fp8e4m3",) if pairs else DTYPES)
+        if (quarters or pairs) and not ops.b_k_major:
+            raise ValueError("quarters, pairs: only fp8 is promoted, so only fp8 has a promotion schedule to choose")
+        if quarters and pairs:
+            raise ValueError("quarters and pairs are two promotion schedules: choose one")
+        group_m = group_m if group_m is not None else FP8_GROUP_M if ops.b_k_major else GROUP_M
+        if group_m < 1:
+            raise ValueError(f"group_m must be >= 1 (got {group_m})")
+        self.quarters, self.pairs, self.group_m = quarters, pairs, group_m
+        check_stages(stages, PAIRS_STAGES if pairs else KERNEL.stages_for(ops.dtype))
         a, b = ops.a, ops.b
         m, n, k = ops.m, ops.n, ops.k
         self.ops = ops
@@ -474,9 +623,10 @@ class GluonGemm:
         self.c_padded = torch.full((m, -(-n // 8) * 8), float("nan"), dtype=c.dtype, device=c.device) if n % 8 else None
         a_k, b_k = self.operands.refresh()
         c_out = c if self.c_padded is None else self.c_padded
-        self.args = (*descriptors(a_k, b_k, c_out, m, n, k, ops.dtype, stages), ops.scale_a, ops.scale_b, m, n, k)
+        descs = descriptors(a_k, b_k, c_out, m, n, k, ops.dtype, stages, pairs)
+        self.args = (*descs, ops.scale_a, ops.scale_b, m, n, k)
         self.stages = stages
-        bm, bn, bk = TILES[ops.dtype]
+        bm, bn, bk = PAIRS_TILE if pairs else TILES[ops.dtype]
         tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
         self.grid = min(tiles, torch.cuda.get_device_properties(a.device).multi_processor_count)
         fp8 = ops.b_k_major
@@ -488,26 +638,28 @@ class GluonGemm:
         )
         self.config = (
             f"{bm}x{bn}x{bk}, Gluon, {consumers} + {PRODUCER_WARPS} "
-            f"producer warp ({PRODUCER_REGS} regs), {stages}-stage TMA ring, persistent, GROUP_M={GROUP_M}"
+            f"producer warp ({PRODUCER_REGS} regs), {stages}-stage TMA ring, persistent, GROUP_M={group_m}"
             + dtype_config(ops.dtype)
             + (", promoted in quarters of N (unregistered)" if quarters else "")
+            + (", K tiles promoted in pairs through two partials" if pairs else "")
             + self.operands.note
             + (", C through a padded pitch per call" if n % 8 else "")
         )
-        self.info = kernel_info(None, stage_bytes(ops.dtype), self.config, self.grid)
+        self.info = kernel_info(None, stage_bytes(ops.dtype, (bm, bn, bk)), self.config, self.grid)
         self._compiled = False
 
     def __call__(self) -> None:
         self.operands.refresh()
         compiled = gemm_gluon_kernel[(self.grid,)](
             *self.args,
-            GROUP_M=GROUP_M,
+            GROUP_M=self.group_m,
             STAGES=self.stages,
             PRODUCER_WARPS=PRODUCER_WARPS,
             PRODUCER_REGS=PRODUCER_REGS,
             B_K_MAJOR=self.ops.b_k_major,
             num_warps=self.num_warps,
             QUARTERS=self.quarters,
+            PAIRS=self.pairs,
         )
         if self.c_padded is not None:
             self.c.copy_(self.c_padded[:, : self.c.shape[1]])
