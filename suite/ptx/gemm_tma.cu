@@ -725,8 +725,8 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
 
 // The accumulators as (row, col, value at col, value at col + 1) pairs of C: in an m64nN wgmma tile, thread (warp w,
 // lane l) holds rows 16 w + l / 4 and + 8, columns 8 j + 2 (l % 4) and + 1 for each j < N / 8. `put` gets every pair
-// whose row is below M (the columns are the caller's to check).
-template <class T, int BLOCK_N, class Put>
+// whose row is below M (the columns are the caller's to check), from column group J0 on (8 columns each).
+template <class T, int BLOCK_N, int J0 = 0, class Put>
 __device__ __forceinline__ void for_each_pair(int M, int row0, int col0, const float (&acc)[T::WG_M_TILES][T::ACC],
                                               Put put) {
     const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
@@ -737,17 +737,17 @@ __device__ __forceinline__ void for_each_pair(int M, int row0, int col0, const f
             const long long row = (long long)row0 + mt * 64 + warp * 16 + lane / 4 + half * 8;
             if (row >= M) continue;
 #pragma unroll
-            for (int j = 0; j < BLOCK_N / 8; ++j)
+            for (int j = J0; j < BLOCK_N / 8; ++j)
                 put(row, col0 + j * 8 + (lane % 4) * 2, acc[mt][4 * j + 2 * half], acc[mt][4 * j + 2 * half + 1]);
         }
 }
 
 // Epilogue: accumulators (times `alpha` for fp8's scales) -> 16-bit -> C, bounds-checked; the two columns of a pair
-// go out as one 32-bit store when N is even.
-template <class T, class E, int BLOCK_N>
+// go out as one 32-bit store when N is even. From column group J0 on (8 columns each; the TMA-store epilogue's tail).
+template <class T, class E, int BLOCK_N, int J0 = 0>
 __device__ __forceinline__ void store_tile(half_bits* C, int M, int N, int row0, int col0,
                                            const float (&acc)[T::WG_M_TILES][T::ACC], float alpha) {
-    for_each_pair<T, BLOCK_N>(M, row0, col0, acc, [&](long long row, int col, float lo, float hi) {
+    for_each_pair<T, BLOCK_N, J0>(M, row0, col0, acc, [&](long long row, int col, float lo, float hi) {
         if constexpr (E::SCALED) {
             lo *= alpha;
             hi *= alpha;
@@ -825,27 +825,9 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap& tmap_c, const Sm
             cp_async_bulk_commit();
         }
     }
-    if constexpr (T::C_TAIL > 0) {
-        // the columns past the last whole box (144 wide: 16) straight from the registers, bounds-checked: each of
-        // the thread's rows gets 4-byte stores, a 32-byte sector per row and warp
-#pragma unroll
-        for (int mt = 0; mt < T::WG_M_TILES; ++mt)
-#pragma unroll
-            for (int half = 0; half < 2; ++half) {
-                const long long row = (long long)row0 + mt * 64 + warp * 16 + lane / 4 + half * 8;
-                if (row >= M) continue;
-#pragma unroll
-                for (int j = T::C_BOXES * 8; j < BLOCK_N / 8; ++j) {
-                    const int col = col0 + j * 8 + (lane % 4) * 2;
-                    float lo = acc[mt][4 * j + 2 * half], hi = acc[mt][4 * j + 2 * half + 1];
-                    if constexpr (E::SCALED) {
-                        lo *= alpha;
-                        hi *= alpha;
-                    }
-                    store_pair(C + row * N + col, col, N, E::pack(lo, hi));
-                }
-            }
-    }
+    // the columns past the last whole box (144 wide: 16) straight from the registers, bounds-checked: a 32-byte
+    // sector per row and warp
+    if constexpr (T::C_TAIL > 0) store_tile<T, E, BLOCK_N, T::C_BOXES * 8>(C, M, N, row0, col0, acc, alpha);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
