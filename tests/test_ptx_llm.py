@@ -307,3 +307,25 @@ def test_fp8_pipelined_promotion_matches_fp64_at_the_edges():
             torch.cuda.synchronize()
             check = GEMM.check(out, GEMM.reference(inputs), "fp8e4m3")
             assert check.valid, (config.block_n, size, check.message)
+
+
+def test_the_fp16_ladder_build_holds_only_rungs_with_an_fp16_build():
+    """gemm_tma.build (the module Gemm launches fp16 from when given no kernel module) compiles exactly the fp16
+    instantiations of the tile rungs that implement fp16, each of which their own kernel modules compile too (the
+    SASS tests); the fp8-only rungs (128 x 128 x 128, 128 x 144 x 128) stay out: there is no fp16 Tile of 144."""
+    ladder = set(gemm_tma.fp16_ladder())
+    expected = {
+        expr
+        for name, config in gemm_tma.CONFIGS.items()
+        if config.schedule == "tiles" and "fp16" in config.dtypes
+        for stages in config.stages
+        for expr in [config.name_expression(stages, "fp16")]
+        if expr in gemm_tma.KERNELS[name].all_name_expressions()
+    }
+    assert ladder == expected and len(ladder) == sum(
+        len(c.stages) for c in gemm_tma.CONFIGS.values() if c.schedule == "tiles" and "fp16" in c.dtypes
+    )
+    assert not any(", 144," in e for e in ladder)
+    assert any(
+        ", 144," in e for e in gemm_tma.KERNELS["128x144x128 ws 2wg persistent tma-store"].all_name_expressions()
+    )

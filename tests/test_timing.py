@@ -565,6 +565,11 @@ def test_the_graph_replays_the_call_and_a_call_that_syncs_is_timed_eagerly():
     assert syncs.how == "eager" and syncs.fields()["launch_note"].startswith("not capturable in a CUDA graph")
     syncs.call()  # the stream still works after the failed capture
     torch.cuda.synchronize()
+    # ... and so does torch's random generator (left marked as capturing by the failed capture until capture_graph
+    # gave it a fresh state: every later torch.randn on the GPU raised)
+    fresh = torch.randn(4, device="cuda")
+    torch.cuda.synchronize()
+    assert torch.isfinite(fresh).all() and fresh.std() > 0
 
 
 def test_a_module_that_must_run_eagerly_is_timed_eagerly_and_says_why():

@@ -476,11 +476,23 @@ def capture_graph(fn: Callable[[], None]) -> torch.cuda.CUDAGraph:
     with torch.cuda.stream(side):
         graph.capture_begin(capture_error_mode="thread_local")
         try:
-            fn()
-        finally:
-            graph.capture_end()  # raises too when the capture was invalidated (a sync, a forbidden call)
+            try:
+                fn()
+            finally:
+                graph.capture_end()  # raises too when the capture was invalidated (a sync, a forbidden call)
+        except Exception:
+            _release_rng_from_capture()
+            raise
     current.wait_stream(side)
     return graph
+
+
+def _release_rng_from_capture() -> None:
+    """After a capture that failed: torch's default CUDA generator stays marked as capturing (torch 2.11 on the
+    H200: every later torch.randn on the GPU in the process raised "Offset increment outside graph capture encountered
+    unexpectedly"), so its state is replaced by a fresh copy of itself (the same seed and offset, no capture)."""
+    gen = torch.cuda.default_generators[torch.cuda.current_device()]
+    gen.graphsafe_set_state(gen.clone_state())
 
 
 class Launched:
