@@ -151,8 +151,8 @@ struct E4M3 {  // bf16 out, with the per-tensor scales
         if constexpr (N == 256) wgmma_m64n256k32_f32_e4m3(d, da, db);
         else wgmma_m64n128k32_f32_e4m3(d, da, db);
     }
-    // one HALF_N-wide half of N (64, 96 or 128; the promoted forms; 144: a whole m64 x 144 warpgroup tile): D = A * B on the first k-step of a K tile, D +=
-    // A * B on the others
+    // one HALF_N-wide half of N (64, 96 or 128; the promoted forms; 144: a whole m64 x 144 warpgroup tile): D = A * B
+    // on the first k-step of a K tile, D += A * B on the others
     template <int HALF_N>
     __device__ __forceinline__ static void mma_half(float (&d)[HALF_N / 2], unsigned long long da,
                                                     unsigned long long db, bool first) {
@@ -182,8 +182,9 @@ struct E4M3 {  // bf16 out, with the per-tensor scales
 #define GEMM_TMA_FP8_PIPELINED 0
 #endif
 // GEMM_TMA_FP8_OVERLAP (1, the registered builds): where a consumer warpgroup owns one m64 tile at most 128 wide, or
-// 144 (the 128 x 128 and 128 x 144 rungs, the split-K tiles), K tiles go in pairs into two partials, the first added while the second
-// runs (consumer_mainloop): this warpgroup's tensor work drains for its adds once per two K tiles, not per K tile.
+// 144 (the 128 x 128 and 128 x 144 rungs, the split-K tiles), K tiles go in pairs into two partials, the first added
+// while the second runs (consumer_mainloop): this warpgroup's tensor work drains for its adds once per two K tiles,
+// not per K tile.
 // On the H200 the 128 x 128 rung went from 0.88 / 0.95 of promoted cuBLAS at 8192^3 / 4096^3 to 0.95 / 1.02-1.03 (5
 // stages; tools/probe_llm.py fp8, 2026-12-01). 0 (tools/probe_llm.py fp8 only): one partial, each K tile waited for.
 #ifndef GEMM_TMA_FP8_OVERLAP
@@ -227,7 +228,7 @@ struct Tile {
     static constexpr int STAGE_BYTES = A_BYTES + B_BYTES;   // a stage's space (its full barrier expects less when
                                                             // A's box is short: M < BM)
     static constexpr int C_BOXES = BLOCK_N / C_BOX_COLS;    // TMA-store boxes per m64 tile
-    static constexpr int C_TAIL = BLOCK_N % C_BOX_COLS;     // columns past the last whole box (144: 16), stored directly
+    static constexpr int C_TAIL = BLOCK_N % C_BOX_COLS;     // columns past the whole boxes (144: 16), stored directly
     static constexpr int N = BLOCK_N;
 };
 

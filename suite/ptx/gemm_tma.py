@@ -155,7 +155,7 @@ CONFIGS: dict[str, Config] = {
     # fp8 only: the same on cuBLAS's promoted tile width, 144 (72 accumulators and two partials of 72 still fit):
     # 12.5% more MACs per byte loaded, 16 columns past the TMA-store boxes stored directly; tile rows in groups of
     # 16 (B's panels read from HBM half as often). On the H200 at 8192^3: 0.963-0.972 of promoted cuBLAS against the
-    # 128 x 128 rung's 0.940 (G8: 650 MB of HBM reads, G16 463 MB; tools/probe_llm.py fp8, 2026-12-02); at 4096^3
+    # 128 x 128 rung's 0.940 (G8: 669 MB of HBM reads, G16 472 MB; tools/probe_llm.py fp8, 2026-12-01); at 4096^3
     # its 928 tiles are 7.03 waves of 132 SMs (0.93)
     "128x144x128 ws 2wg persistent tma-store": Config(144, 2, True, True, (4, 5, 6), dtypes=("fp8e4m3",), group_m=16),
     "128x256 stream-k": Config(

@@ -73,7 +73,7 @@ BLOCK_M, BLOCK_N, BLOCK_K = TILES["fp16"]  # fp8: TILES["fp8e4m3"], 128x256x128
 GROUP_M = 8
 # fp8: tile rows in groups of 16, so that B's panels are read from HBM half as often (a group's A rows stay in L2 while
 # B streams past): on the H200 at 8192^3 0.979 of promoted cuBLAS against 0.972 with 8 (32: 0.963), the same at
-# 4096^3 (tools/probe_llm.py fp8, 2026-12-02)
+# 4096^3 (tools/probe_llm.py fp8, 2026-12-01)
 FP8_GROUP_M = 16
 NUM_WARPS = 8  # the consumer partition: two warpgroups
 PRODUCER_WARPS, PRODUCER_REGS = 1, 24  # the producer partition only computes coordinates
