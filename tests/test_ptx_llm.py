@@ -199,15 +199,17 @@ def test_cluster_config_refuses_what_it_cannot_walk():
 def test_fp8_square_rung_matches_fp64_at_the_edges(build):
     """The 128 x 128 fp8 rung, its clustered build and the 128 x 144 rung on poisoned outputs, at the shallowest and
     deepest ring: M = 1 and 67 (a cluster's second CTA wholly past M: zero-filled A, no stores), M = 129 (its rows
-    partly past M), N = 300 (an edge tile of 44 columns; 144: of 12, in the directly stored columns) and 264 / 520 /
-    4352 / 256 (144: edge tiles of 120, 88, 32 and 112 columns), K = 48 (below one K tile) and 4112 (an odd count of K
-    tiles: the lone last one), more tiles than clusters (the persistent walk wraps), against fp64, twice: bit for bit
-    the same."""
+    partly past M), N = 300 (not a multiple of 8: C stored directly; an edge tile of 44 columns, 144: 12) and 264 /
+    520 / 4352 / 256 (144: edge tiles of 120, 88, 32 and 112 columns, the 16 directly stored columns past C's edge) and
+    424 (144: an edge tile of 136, its last 16 columns half past the edge), K = 48 (below one K tile) and 4112 (an odd
+    count of K tiles: the lone last one), more tiles than clusters (the persistent walk wraps), against fp64, twice:
+    bit for bit the same."""
     paired = build == "cluster 2"
     config = {"rung": SQUARE_FP8, "cluster 2": PAIRED_FP8, "128x144": WIDE_FP8}[build]
     kernel = gemm_tma.KERNELS[PAIRS_RUNGS["128x144"]] if build == "128x144" else gemm_tma.TmaGemm(config)
     for stages in (config.stages[0], config.stages[-1]):
-        for size in ((1, 300, 1040), (67, 264, 48), (129, 520, 4112), (2048, 4352, 512), (384, 256, 256)):
+        sizes = ((1, 300, 1040), (67, 264, 48), (129, 520, 4112), (2048, 4352, 512), (384, 256, 256), (200, 424, 272))
+        for size in sizes:
             inputs = GEMM.make_inputs(size, sum(size) + stages, torch.device("cuda"), "fp8e4m3")
             out = GEMM.make_output(inputs).fill_(float("nan"))
             launch = gemm_tma.Gemm(inputs, out, config, stages, kernel=kernel)
