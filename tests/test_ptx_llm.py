@@ -143,6 +143,11 @@ def test_fp8_promotion_schedules_build_with_a_group_in_flight_under_the_adds(nam
 SQUARE_FP8 = gemm_tma.CONFIGS["128x128x128 ws 2wg persistent tma-store"]
 PAIRED_FP8 = dataclasses.replace(SQUARE_FP8, cluster=2)
 WIDE_FP8 = gemm_tma.CONFIGS["128x144x128 ws 2wg persistent tma-store"]  # cuBLAS's tile width, also in pairs
+# the pairs rungs on stream-K with data-parallel waves first, TMA-store epilogue kept (tools/probe_llm.py fp8 only)
+STREAMED_FP8 = {
+    f"{w} stream-k": dataclasses.replace(c, schedule="stream-k", stages=(5, 6))
+    for w, c in (("128x128", SQUARE_FP8), ("128x144", WIDE_FP8))
+}
 PAIRS_RUNGS = {
     "128x128": "128x128x128 ws 2wg persistent tma-store",
     "128x144": "128x144x128 ws 2wg persistent tma-store",
@@ -195,9 +200,11 @@ def test_cluster_config_refuses_what_it_cannot_walk():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("build", ["rung", "cluster 2", "128x144"])
+@pytest.mark.parametrize("build", ["rung", "cluster 2", "128x144", *STREAMED_FP8])
 def test_fp8_square_rung_matches_fp64_at_the_edges(build):
-    """The 128 x 128 fp8 rung, its clustered build and the 128 x 144 rung on poisoned outputs, at the shallowest and
+    """The 128 x 128 fp8 rung, its clustered build, the 128 x 144 rung and both on stream-K (whole tiles first where
+    there are two waves of them, 2048 x 4352; the rest shared, fixed up in K order, the tile counters left at zero) on
+    poisoned outputs, at the shallowest and
     deepest ring: M = 1 and 67 (a cluster's second CTA wholly past M: zero-filled A, no stores), M = 129 (its rows
     partly past M), N = 300 (not a multiple of 8: C stored directly; an edge tile of 44 columns, 144: 12) and 264 /
     520 / 4352 / 256 (144: edge tiles of 120, 88, 32 and 112 columns, the 16 directly stored columns past C's edge) and
@@ -205,7 +212,7 @@ def test_fp8_square_rung_matches_fp64_at_the_edges(build):
     count of K tiles: the lone last one), more tiles than clusters (the persistent walk wraps), against fp64, twice:
     bit for bit the same."""
     paired = build == "cluster 2"
-    config = {"rung": SQUARE_FP8, "cluster 2": PAIRED_FP8, "128x144": WIDE_FP8}[build]
+    config = {"rung": SQUARE_FP8, "cluster 2": PAIRED_FP8, "128x144": WIDE_FP8, **STREAMED_FP8}[build]
     kernel = gemm_tma.KERNELS[PAIRS_RUNGS["128x144"]] if build == "128x144" else gemm_tma.TmaGemm(config)
     for stages in (config.stages[0], config.stages[-1]):
         sizes = ((1, 300, 1040), (67, 264, 48), (129, 520, 4112), (2048, 4352, 512), (384, 256, 256), (200, 424, 272))
@@ -224,6 +231,7 @@ def test_fp8_square_rung_matches_fp64_at_the_edges(build):
             assert torch.equal(out, first), (build, stages, size, "not bit-reproducible")
             if paired:
                 assert launch.grid % 2 == 0 and "clusters of 2" in launch.info.config, launch.info.config
+            assert int(launch.counters.abs().sum()) == 0, (build, size, "tile counters not reset")
 
 
 # On a GPU: M = 1, M not a multiple of 8, N not a multiple of 16, K below one K tile, a split remainder, more splits

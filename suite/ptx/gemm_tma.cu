@@ -851,6 +851,15 @@ __device__ __forceinline__ bool rows_in_range(int M, int row0, int mt) {
     return row0 + mt * 64 + warp * 16 + lane / 4 < M;  // the first of the thread's two rows; the store masks the second
 }
 
+// fix_up's loads in flight per contributor: the largest divisor of `groups` (a thread's float4 groups per m64 tile)
+// that is at most FIXUP_CHUNK
+constexpr int FIXUP_CHUNK = 16;
+__host__ __device__ constexpr int fixup_chunk(int groups) {
+    int chunk = groups < FIXUP_CHUNK ? groups : FIXUP_CHUNK;
+    while (groups % chunk) --chunk;
+    return chunk;
+}
+
 // This unit's partial for the tile: store it to its slot and arrive on the tile's counter. The last unit to arrive
 // sums every contributor's slot (its own included, read back from L2) in K order into `acc`, whoever it is, so the
 // result is bit-reproducible, and returns true: it then stores C.
@@ -878,8 +887,8 @@ __device__ __forceinline__ bool fix_up(float (&acc)[T::WG_M_TILES][T::ACC], cons
     // The sum reads (contributors x the tile) from L2 on this one block, so it is latency-bound unless many loads are
     // in flight: per contributor, FIXUP_CHUNK 16-byte loads per thread are issued before the first of their adds
     // (64 registers beside the accumulators), one L2 round trip per contributor and chunk instead of one per load.
-    constexpr int FIXUP_CHUNK = 16;
-    constexpr int CHUNK = T::ACC / 4 < FIXUP_CHUNK ? T::ACC / 4 : FIXUP_CHUNK;
+    // (the largest divisor of the thread's ACC / 4 groups up to 16: 144 columns have 18 groups, in chunks of 9)
+    constexpr int CHUNK = fixup_chunk(T::ACC / 4);
     static_assert((T::ACC / 4) % CHUNK == 0, "the accumulators split into whole chunks");
 #pragma unroll
     for (int mt = 0; mt < T::WG_M_TILES; ++mt) {
@@ -905,20 +914,27 @@ __device__ __forceinline__ bool fix_up(float (&acc)[T::WG_M_TILES][T::ACC], cons
     return true;
 }
 
-// One unit of the stream-K schedule on a consumer warpgroup: MAINLOOP over its K tiles, then EPILOGUE: C
-// directly when the unit covers all of K, else the fix-up, whose last arriving unit stores C.
-template <int STAGES, class T, class E, int BM, int BLOCK_N>
+// One unit of the stream-K schedule on a consumer warpgroup: MAINLOOP over its K tiles, then EPILOGUE: C when the
+// unit covers all of K, else the fix-up, whose last arriving unit stores C. C goes out through the TMA-store epilogue
+// where the kernel has one and C's rows allow it (`tma_store`), else directly.
+template <int STAGES, class T, class E, bool TMA_STORE, int BM, int BLOCK_N, int C_PASSES>
 __device__ __forceinline__ void consume_unit(float (&acc)[T::WG_M_TILES][T::ACC],
-                                             const SmemLayout<STAGES, T, false, BM>& smem, RingPosition& read,
-                                             const WorkUnit& u, half_bits* C, int M, int N,
-                                             int tiles_m, int tiles_n, int wg, bool release, float alpha,
-                                             float* workspace, int* counters) {
+                                             const SmemLayout<STAGES, T, TMA_STORE, BM>& smem, RingPosition& read,
+                                             const WorkUnit& u, const TensorMap& tmap_c, bool tma_store, half_bits* C,
+                                             int M, int N, int tiles_m, int tiles_n, int wg, bool release,
+                                             float alpha, float* workspace, int* counters) {
     int m0, n0;
     tile_origin<BM, BLOCK_N>(u.tile, tiles_m, tiles_n, m0, n0);
     const int row0 = m0 + wg * T::WG_ROWS;
-    consumer_mainloop<STAGES, T, E, false, BM, BLOCK_N>(acc, smem, read, u.k_tiles, wg * T::WG_ROWS, release);
-    if (u.contributors == 1 || fix_up<T>(acc, u, workspace, counters, smem.flag(wg), wg, M, row0))
-        store_tile<T, E, BLOCK_N>(C, M, N, row0, n0, acc, alpha);
+    consumer_mainloop<STAGES, T, E, TMA_STORE, BM, BLOCK_N>(acc, smem, read, u.k_tiles, wg * T::WG_ROWS, release);
+    if (u.contributors > 1 && !fix_up<T>(acc, u, workspace, counters, smem.flag(wg), wg, M, row0)) return;
+    if constexpr (TMA_STORE) {
+        if (tma_store) {
+            store_tile_tma<STAGES, T, E, BM, BLOCK_N, C_PASSES>(tmap_c, smem, wg, row0, n0, acc, alpha, C, M, N);
+            return;
+        }
+    }
+    store_tile<T, E, BLOCK_N>(C, M, N, row0, n0, acc, alpha);
 }
 
 template <int STAGES, int BLOCK_N, int CONSUMERS, bool PERSISTENT, bool TMA_STORE, class E = F16, int BM = 128,
@@ -930,7 +946,7 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
                    int* counters, int splits, int a_rows) {
     using T = Tile<BM, BLOCK_N, CONSUMERS, E>;
     static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be in 2..8");
-    static_assert(SCHEDULE == SCHED_TILES || !TMA_STORE, "split-K and stream-K store C directly");
+    static_assert(SCHEDULE != SCHED_SPLIT_K || !TMA_STORE, "split-K stores C (or its partials) directly");
     static_assert(C_PASSES == 1 || TMA_STORE, "C in passes is the TMA-store epilogue's");
     static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of 1 or 2 CTAs");
     static_assert(CLUSTER == 1 || (PERSISTENT && SCHEDULE == SCHED_TILES), "a cluster walks whole tiles, persistent");
@@ -1012,15 +1028,19 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
         } else {
             const StreamK sched(num_tiles, num_k_tiles);
             for (int i = 0; i < sched.dp_units(); ++i)
-                consume_unit<STAGES, T, E, BM, BLOCK_N>(acc, smem, read, sched.dp_unit(i), C, M, N, tiles_m, tiles_n,
-                                                        wg, release, alpha, workspace, counters);
+                consume_unit<STAGES, T, E, TMA_STORE, BM, BLOCK_N, C_PASSES>(
+                    acc, smem, read, sched.dp_unit(i), tmap_c, tma_store, C, M, N, tiles_m, tiles_n, wg, release,
+                    alpha, workspace, counters);
             const long long end = sched.start(blockIdx.x + 1);
             for (long long it = sched.start(blockIdx.x); it < end;) {
                 const WorkUnit u = sched.unit_at(it, end);
-                consume_unit<STAGES, T, E, BM, BLOCK_N>(acc, smem, read, u, C, M, N, tiles_m, tiles_n, wg, release,
-                                                        alpha, workspace, counters);
+                consume_unit<STAGES, T, E, TMA_STORE, BM, BLOCK_N, C_PASSES>(acc, smem, read, u, tmap_c, tma_store,
+                                                                            C, M, N, tiles_m, tiles_n, wg, release,
+                                                                            alpha, workspace, counters);
                 it += u.k_tiles;
             }
+            // as above: the last TMA store has read the staging boxes before the block exits
+            if (tma_store && threadIdx.x % WG_THREADS == 0) cp_async_bulk_wait_read<0>();
         }
     }
     // Neither CTA of a cluster exits while the other may still arrive on its empty barriers (its consumers' last
