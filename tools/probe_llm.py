@@ -218,15 +218,17 @@ def decode(shapes) -> None:
         for short in (True, False) if size[0] < config.block_m else (True,):
             g.SHORT_A_BOX = short
             box = "short A box" if short else "64-row A box"
-            for stages in config.stages:
-                for splits in (1, 2, 3, 4):
-                    shape.report(
-                        f"  ptx 64x128 {stages} st, {splits} split(s), {box}",
-                        lambda c, stages=stages, splits=splits: g.Gemm(
-                            shape.inputs, c, config, stages, kernel=module, splits=splits
-                        ),
-                    )
-        g.SHORT_A_BOX = True
+            for promotion in ("L2_128B", "L2_256B"):  # the registered maps' L2 promotion, and the one before
+                g.L2_PROMOTION = promotion
+                for stages in config.stages:
+                    for splits in (1, 2, 3, 4):
+                        shape.report(
+                            f"  ptx 64x128 {stages} st, {splits} split(s), {box}, {promotion}",
+                            lambda c, stages=stages, splits=splits: g.Gemm(
+                                shape.inputs, c, config, stages, kernel=module, splits=splits
+                            ),
+                        )
+        g.SHORT_A_BOX, g.L2_PROMOTION = True, "L2_128B"
 
 
 def triton_split(shapes) -> None:
@@ -357,6 +359,21 @@ def fp8(shapes) -> None:
     built("128x144 pairs GROUP_M=8", wide_8, g.TmaGemm(wide_8))
     wide_paired = dataclasses.replace(wide_8, cluster=2, stages=(5, 6))
     built("128x144 pairs, cluster 2", wide_paired, g.TmaGemm(wide_paired))
+
+    # the registered 128 x 144 and 128 x 128 rungs with the TMA loads' L2 promotion at 256 bytes, as before 2026-12-02,
+    # instead of 128 (gemm_tma.L2_PROMOTION)
+    def promoted(name: str, stages: int, promotion: str):
+        def make(inputs, c):
+            g.L2_PROMOTION = promotion
+            try:
+                return g.Gemm(inputs, c, g.CONFIGS[name], stages, kernel=g.KERNELS[name])
+            finally:
+                g.L2_PROMOTION = "L2_128B"
+
+        return make
+
+    for name in ("128x144x128 ws 2wg persistent tma-store", "128x128x128 ws 2wg persistent tma-store"):
+        made.append((f"ptx {name.split()[0]} L2_256B promotion 5 st", promoted(name, 5, "L2_256B")))
     # the pairs rungs on the stream-K schedule with data-parallel waves first (StreamK: all but the last one or two
     # waves' tiles whole, the rest shared evenly, fixed up in K order), TMA-store epilogue kept: the last wave's
     # quantization (8192^3: 27.64 waves of 144-wide tiles, 31.03 of 128-wide; 4096^3: 7.03 / 7.76)

@@ -129,6 +129,19 @@ __device__ __forceinline__ void st_global_cg_v4(void* gmem_dst, float r0, float 
                  : "memory");
 }
 
+// Integer add on global memory at GPU scope with acquire-release semantics; returns the old value. With a barrier
+// of the cooperating threads before it, the release publishes their earlier stores; with one after it, the acquire
+// makes other blocks' published stores visible to their later loads (the PTX memory model's cumulativity), so no
+// thread needs a fence of its own (__threadfence is a sequentially consistent fence plus an L1 invalidation).
+__device__ __forceinline__ int atom_add_acq_rel_gpu(int* gmem_counter, int value) {
+    int old;
+    asm volatile("atom.acq_rel.gpu.global.add.s32 %0, [%1], %2;\n"
+                 : "=r"(old)
+                 : "l"(gmem_counter), "r"(value)
+                 : "memory");
+    return old;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Hopper (sm_90): mbarriers, TMA (cp.async.bulk.tensor), and, on sm_90a only, wgmma and setmaxnreg.
 // Compiled only for targets that have them, so the header still builds for sm_80.

@@ -852,8 +852,9 @@ __device__ __forceinline__ bool rows_in_range(int M, int row0, int mt) {
 }
 
 // fix_up's loads in flight per contributor: the largest divisor of `groups` (a thread's float4 groups per m64 tile)
-// that is at most FIXUP_CHUNK
-constexpr int FIXUP_CHUNK = 16;
+// that is at most FIXUP_CHUNK (18: the 144-wide tile's 18 groups at once, 72 registers beside its 72 accumulators;
+// 16 for the 128- and 256-wide tiles)
+constexpr int FIXUP_CHUNK = 18;
 __host__ __device__ constexpr int fixup_chunk(int groups) {
     int chunk = groups < FIXUP_CHUNK ? groups : FIXUP_CHUNK;
     while (groups % chunk) --chunk;
@@ -877,13 +878,12 @@ __device__ __forceinline__ bool fix_up(float (&acc)[T::WG_M_TILES][T::ACC], cons
             st_global_cg_v4(mine + ((mt * T::ACC / 4 + q) * WG_THREADS + tid) * 4, acc[mt][4 * q], acc[mt][4 * q + 1],
                             acc[mt][4 * q + 2], acc[mt][4 * q + 3]);
     }
-    __threadfence();  // this thread's partial is visible device-wide before the warpgroup arrives on the counter
-    named_barrier_sync(wg_barrier, WG_THREADS);  // every thread of the warpgroup has stored and fenced its part
+    named_barrier_sync(wg_barrier, WG_THREADS);  // every thread of the warpgroup has issued its part...
     int* counter = counters + u.tile * (T::THREADS / WG_THREADS - 1) + wg;
-    if (tid == 0) st_shared_u32(flag, atomicAdd(counter, 1) == u.contributors - 1 ? 1u : 0u);
-    named_barrier_sync(wg_barrier, WG_THREADS);  // the elected thread's verdict is in shared memory for all
+    // ...which the elected thread's release publishes with its arrival; its acquire sees every earlier arrival's
+    if (tid == 0) st_shared_u32(flag, atom_add_acq_rel_gpu(counter, 1) == u.contributors - 1 ? 1u : 0u);
+    named_barrier_sync(wg_barrier, WG_THREADS);  // the verdict (and the acquire behind it) reaches every thread
     if (!ld_shared_u32(flag)) return false;      // another unit of this tile arrives later and sums
-    __threadfence();  // acquire: every other contributor's partial, fenced before its arrival, is visible
     // The sum reads (contributors x the tile) from L2 on this one block, so it is latency-bound unless many loads are
     // in flight: per contributor, FIXUP_CHUNK 16-byte loads per thread are issued before the first of their adds
     // (64 registers beside the accumulators), one L2 round trip per contributor and chunk instead of one per load.

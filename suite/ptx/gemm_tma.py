@@ -38,6 +38,11 @@ MAX_DIM = 2**31 - 1 - 256  # a tile origin (up to M or N plus a tile) must stay 
 # M below one tile: A's TMA box holds M rounded up to 8 rows, not the tile's (False: the whole tile, the rows past M
 # zero-filled by the copy engine; tools/probe_llm.py decode compares the two)
 SHORT_A_BOX = True
+# The copy engine's L2 promotion of every TMA load: each L2 miss fetches this much. 128 bytes, Triton's choice, not
+# 256: on the H200 (tools/probe_llm.py decode and fp8, 2026-12-02) the 64 x 128 split-K streamed Llama-3 8B's down
+# projection (16 x 4096 x 14336, 8 stages, 2 splits) in 34.8 us against 37.2 (64 rows: 35.2 against 38.1), and the
+# fp8 128 x 144 rung ran at 0.982 of cuBLAS at 8192^3 against 0.974; the 4096^3 rows did not move
+L2_PROMOTION = "L2_128B"
 DTYPES = ("fp16", "bf16", "fp8e4m3")
 ELEMENT = {"fp16": "F16", "bf16": "BF16", "fp8e4m3": "E4M3"}  # gemm_tma.cu's element types
 ELEMENT_BYTES = {"fp16": 2, "bf16": 2, "fp8e4m3": 1}
@@ -356,7 +361,9 @@ def _tensor_map(t: torch.Tensor, box: tuple[int, int]):
     view = StridedMemoryView.from_dlpack(t, stream_ptr=-1)
     return view.as_tensor_map(
         options=TensorMapDescriptorOptions(
-            box_dim=box, swizzle=enums.TensorMapSwizzle.SWIZZLE_128B, l2_promotion=enums.TensorMapL2Promotion.L2_256B
+            box_dim=box,
+            swizzle=enums.TensorMapSwizzle.SWIZZLE_128B,
+            l2_promotion=getattr(enums.TensorMapL2Promotion, L2_PROMOTION),
         )
     )
 
