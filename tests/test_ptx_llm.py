@@ -71,8 +71,10 @@ def test_schedules_build_as_hoppers_pipeline(name):
         assert count and count == 4 * closing, (expr, count, closing)
         assert classes["tma"] >= 2 and classes["mbarrier"] and classes["local_memory"] == 0, (expr, classes)
         assert (classes["wgmma_fp8"] > 0) == ("E4M3" in expr), expr
-        # stream-K: the tile counter of the fix-up (an integer: no float is added atomically); split-K: none
+        # stream-K: the tile counter of the fix-up (an integer: no float is added atomically), one acquire-release
+        # add per warpgroup and no thread's sequentially consistent fence; split-K: none
         assert ("ATOMG" in sass) != split_k, expr
+        assert "MEMBAR.SC" not in sass, expr
         res = module.resources()[expr]
         assert res["local"] == 0 and res["stack"] == 0, (expr, res)
 
