@@ -213,6 +213,7 @@ def decode(shapes) -> None:
                         ),
                     )
         config, module = g.CONFIGS["64x128 split-k"], g.KERNELS["64x128 split-k"]
+        registered = g.SHORT_A_BOX, g.L2_PROMOTION
         # M < 64: A's TMA box of M rows rounded up to 8 (the registered launch) and of the tile's 64 rows (the copy
         # engine zero-filling the rows past M)
         for short in (True, False) if size[0] < config.block_m else (True,):
@@ -228,7 +229,7 @@ def decode(shapes) -> None:
                                 shape.inputs, c, config, stages, kernel=module, splits=splits
                             ),
                         )
-        g.SHORT_A_BOX, g.L2_PROMOTION = True, "L2_128B"
+        g.SHORT_A_BOX, g.L2_PROMOTION = registered
 
 
 def triton_split(shapes) -> None:
@@ -364,11 +365,11 @@ def fp8(shapes) -> None:
     # instead of 128 (gemm_tma.L2_PROMOTION)
     def promoted(name: str, stages: int, promotion: str):
         def make(inputs, c):
-            g.L2_PROMOTION = promotion
+            registered, g.L2_PROMOTION = g.L2_PROMOTION, promotion
             try:
                 return g.Gemm(inputs, c, g.CONFIGS[name], stages, kernel=g.KERNELS[name])
             finally:
-                g.L2_PROMOTION = "L2_128B"
+                g.L2_PROMOTION = registered
 
         return make
 

@@ -885,9 +885,8 @@ __device__ __forceinline__ bool fix_up(float (&acc)[T::WG_M_TILES][T::ACC], cons
     named_barrier_sync(wg_barrier, WG_THREADS);  // the verdict (and the acquire behind it) reaches every thread
     if (!ld_shared_u32(flag)) return false;      // another unit of this tile arrives later and sums
     // The sum reads (contributors x the tile) from L2 on this one block, so it is latency-bound unless many loads are
-    // in flight: per contributor, FIXUP_CHUNK 16-byte loads per thread are issued before the first of their adds
-    // (64 registers beside the accumulators), one L2 round trip per contributor and chunk instead of one per load.
-    // (the largest divisor of the thread's ACC / 4 groups up to 16: 144 columns have 18 groups, in chunks of 9)
+    // in flight: per contributor, CHUNK 16-byte loads per thread are issued before the first of their adds (64-72
+    // registers beside the accumulators), one L2 round trip per contributor and chunk instead of one per load.
     constexpr int CHUNK = fixup_chunk(T::ACC / 4);
     static_assert((T::ACC / 4) % CHUNK == 0, "the accumulators split into whole chunks");
 #pragma unroll
