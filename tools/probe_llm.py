@@ -135,7 +135,10 @@ class Shape:
 
     def report(self, label: str, make, detail=lambda fn: "") -> None:
         """One configuration: ``make(c)`` checked, its graph replay timed and printed against cuBLAS with
-        ``detail(launcher)``; a configuration that fails is printed with its error and the probe goes on."""
+        ``detail(launcher)``; a configuration that fails is printed with its error and the probe goes on. With
+        --only, a configuration whose label holds none of its words is skipped."""
+        if ONLY["labels"] and not any(w in label for w in ONLY["labels"]):
+            return
         try:
             fn = self.checked(make)
             t = median_us(replayed(fn))
@@ -290,15 +293,17 @@ def fp8(shapes) -> None:
     from suite.ptx import gemm_tma as g
 
     # (label, make(inputs, c) -> launcher): the registered rows at their best depth, then unregistered PTX builds
+    registered = (
+        ("ptx:128x256x64 ws 2wg persistent tma-store tma+wgmma", 3),
+        ("ptx:128x128x128 ws 2wg persistent tma-store tma+wgmma", 5),
+        ("ptx:128x144x128 ws 2wg persistent tma-store tma+wgmma", 5),
+        ("ptx:128x128 split-k tma+wgmma", 4),
+        ("triton:128x256x64 gluon ws persistent", 3),
+    )
+    names = [label for label, _ in registered]
     made = [
         (f"{label} {stages} st", lambda inputs, c, v=by_label[label], s=stages: v.factory(inputs, c, s))
-        for label, stages in (
-            ("ptx:128x256x64 ws 2wg persistent tma-store tma+wgmma", 3),
-            ("ptx:128x128x128 ws 2wg persistent tma-store tma+wgmma", 5),
-            ("ptx:128x144x128 ws 2wg persistent tma-store tma+wgmma", 5),
-            ("ptx:128x128 split-k tma+wgmma", 4),
-            ("triton:128x256x64 gluon ws persistent", 3),
-        )
+        for label, stages in registered
     ]
 
     def built(name: str, config, module) -> None:
@@ -375,6 +380,34 @@ def fp8(shapes) -> None:
 
     for name in ("128x144x128 ws 2wg persistent tma-store", "128x128x128 ws 2wg persistent tma-store"):
         made.append((f"ptx {name.split()[0]} L2_256B promotion 5 st", promoted(name, 5, "L2_256B")))
+    for promotion in ("NONE", "L2_64B"):
+        wide = "128x144x128 ws 2wg persistent tma-store"
+        made.append((f"ptx 128x144x128 {promotion} promotion 5 st", promoted(wide, 5, promotion)))
+
+    # Persistent grids other than the wave rule's (suite.waves: the fewest programs that keep the rounds; at 8192^3
+    # 2048 tiles of 128 x 256 and 4096 of 128 x 128 take 128 programs, 3648 of 128 x 144 take 131): all 132 SMs, and
+    # half of them
+    def on_grid(make, programs: int):
+        def made_on(inputs, c):
+            launcher = make(inputs, c)
+            if not hasattr(launcher, "grid"):
+                raise TypeError(f"{type(launcher).__name__} has no persistent grid to set")
+            launcher.grid = programs
+            return launcher
+
+        return made_on
+
+    for programs in (132, 64):
+        made.append((f"gluon 128x256 3 st, {programs} programs", on_grid(lambda i, c: GluonGemm(i, c, 3), programs)))
+        for name, stages in ((names[1], 5), (names[2], 5)):
+            made.append(
+                (
+                    f"ptx {name.split(':')[1].split()[0]} {stages} st, {programs} programs",
+                    on_grid(lambda i, c, v=by_label[name], s=stages: v.factory(i, c, s), programs),
+                )
+            )
+    made.append(("gluon 128x256 4 st (wave rule)", lambda i, c: GluonGemm(i, c, 4)))
+    made.append(("gluon 128x256 GROUP_M=8 3 st", lambda i, c: GluonGemm(i, c, 3, group_m=8)))
     # the pairs rungs on the stream-K schedule with data-parallel waves first (StreamK: all but the last one or two
     # waves' tiles whole, the rest shared evenly, fixed up in K order), TMA-store epilogue kept: the last wave's
     # quantization (8192^3: 27.64 waves of 144-wide tiles, 31.03 of 128-wide; 4096^3: 7.03 / 7.76)
@@ -592,7 +625,9 @@ def main(argv=None) -> None:
     p.add_argument("--shape", nargs="+", help="MxNxK shapes instead of the probe's own")
     p.add_argument("--flush", choices=("write", "read"), default="write", help="how the L2 is emptied before a call")
     p.add_argument("--pipelined", action="store_true", help="fp8: time the GEMM_TMA_FP8_PIPELINED builds too")
-    p.add_argument("--only", nargs="+", default=(), help="fp8: only configurations whose label holds one of these")
+    p.add_argument(
+        "--only", nargs="+", default=(), help="fp8, decode: only configurations whose label holds one of these"
+    )
     p.add_argument("--once", action="store_true", help="fp8: call each configuration once (for ncu), time nothing")
     args = p.parse_args(argv)
     FLUSH["mode"] = args.flush

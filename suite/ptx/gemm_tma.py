@@ -21,6 +21,7 @@ from suite.info import KernelInfo
 from suite.kernel import Fault, NvrtcModule
 from suite.nvrtc import loader
 from suite.problems import BadInput
+from suite.waves import grid_note, persistent_grid
 from suite.workspace import new_workspace
 
 SOURCE = Path(__file__).with_name("gemm_tma.cu")
@@ -434,12 +435,13 @@ class Gemm:
             self.grid = min(sms * blocks_per_sm, tiles * k_tiles)
             slots = 2 * self.grid
         else:
-            self.grid = min(tiles, sms * blocks_per_sm) if config.persistent else tiles
+            # persistent: the wave rule (suite.waves: the fewest programs that take as many rounds as every slot)
+            self.grid = persistent_grid(tiles, sms * blocks_per_sm) if config.persistent else tiles
             if config.cluster > 1:  # whole clusters, each on a cluster tile of cluster x BM rows, all resident at once
                 tile_rows = -(-m // bm)
                 cluster_tiles = -(-tile_rows // config.cluster) * -(-n // bn)
                 resident = loader.max_active_clusters(self.kernel, config.threads, self.smem_bytes, config.cluster)
-                self.grid = config.cluster * min(cluster_tiles, resident)
+                self.grid = config.cluster * persistent_grid(cluster_tiles, resident)
             slots = 0
         # This launcher's own workspace, from this shape (never another's). split-K: one fp32 M x N slice per split,
         # summed by the second pass (split_k_reduce, REDUCE_FIRST: launched first under the sanitizer's fault).
@@ -487,6 +489,8 @@ class Gemm:
             note += f", {tiles * k_tiles} MAC iterations over {self.grid} blocks"
         if config.cluster > 1:
             note += f", {self.grid // config.cluster} clusters of {config.cluster}"
+        elif config.persistent and config.schedule == "tiles":
+            note += grid_note(tiles, sms * blocks_per_sm, self.grid)
         if config.tma_store and n % 8 == 0 and config.c_passes(stages) > 1:
             note += f", C staged 1/{config.c_passes(stages)} of a tile at a time (one TMA-store pass each)"
         self.info = module.kernel_info(

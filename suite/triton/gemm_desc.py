@@ -34,6 +34,7 @@ from suite.checks import check_stages, gemm_operands
 from suite.kernel import TritonModule
 from suite.triton._compiled import kernel_info
 from suite.triton._interp_dot import fp8_dot_unsupported, widen_bf16_dot
+from suite.waves import grid_note, persistent_grid
 
 DTYPES = ("fp16", "bf16", "fp8e4m3")
 # (BLOCK_M, BLOCK_N, BLOCK_K) per input type: 48 KiB per stage either way, (128 x 64 + 64 x 256) x 2 bytes for the
@@ -351,11 +352,12 @@ class DescGemm:
         self.stages, self.persistent, self.host_desc = stages, persistent, host_desc
         bm, bn, bk = self.tile
         tiles = triton.cdiv(ops.m, bm) * triton.cdiv(ops.n, bn)
-        self.grid = min(tiles, num_sms(ops.a.device)) if persistent else tiles
+        self.grid = persistent_grid(tiles, num_sms(ops.a.device)) if persistent else tiles  # suite.waves' rule
         self.config = (
             f"{bm}x{bn}x{bk}, num_warps={NUM_WARPS}, num_stages={stages}, tensor descriptors"
             + (" built on the host" if host_desc else " built in the kernel")
             + (", persistent, C stored in two halves" if persistent else "")
+            + (grid_note(tiles, num_sms(ops.a.device), self.grid) if persistent else "")
             + dtype_config(ops.dtype)
             + PROMOTED.get(ops.dtype, "")
             + self.operands.note
@@ -441,7 +443,7 @@ class TunedGemm:
         m, n = ops.m, ops.n
         limit = num_sms(ops.a.device)
         self.num_programs = lambda meta: (
-            min(limit, triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]))
+            persistent_grid(triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]), limit)
             if meta["PERSISTENT"]
             else triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"])
         )

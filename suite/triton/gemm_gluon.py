@@ -62,7 +62,8 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from suite.checks import check_stages, gemm_operands
 from suite.kernel import TritonModule
 from suite.triton._compiled import kernel_info
-from suite.triton.gemm_desc import DTYPES, TILES, Operands, dtype_config, stage_bytes, tile_origin
+from suite.triton.gemm_desc import DTYPES, TILES, Operands, dtype_config, num_sms, stage_bytes, tile_origin
+from suite.waves import grid_note, persistent_grid
 
 # The TMA copies under the names of the installed Triton: async_copy_global_to_shared / async_copy_shared_to_global
 # (3.6, the H200 machine's) became async_load / async_store (3.9, the CI's; the old names raise there).
@@ -628,7 +629,7 @@ class GluonGemm:
         self.stages = stages
         bm, bn, bk = PAIRS_TILE if pairs else TILES[ops.dtype]
         tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
-        self.grid = min(tiles, torch.cuda.get_device_properties(a.device).multi_processor_count)
+        self.grid = persistent_grid(tiles, num_sms(a.device))  # suite.waves' rule
         fp8 = ops.b_k_major
         self.num_warps = FP8_CONSUMER_WARPS if fp8 else NUM_WARPS
         consumers = (
@@ -642,6 +643,7 @@ class GluonGemm:
             + dtype_config(ops.dtype)
             + (", promoted in quarters of N (unregistered)" if quarters else "")
             + (", K tiles promoted in pairs through two partials" if pairs else "")
+            + grid_note(tiles, num_sms(a.device), self.grid)
             + self.operands.note
             + (", C through a padded pitch per call" if n % 8 else "")
         )
