@@ -12,7 +12,7 @@ pitches a multiple of 16 elements, as a launch would see them), and the compile 
 descriptor with the default NVMMA shared layout for that box. Returns, per spec: SASS instruction classes
 (suite.sass.INSTRUCTION_CLASSES), shared memory bytes, the wgmma chain (suite.sass.wgmma_chain: the HGMMA / QGMMA
 instructions and how many of them close a group), the pending-group counts of its wgmma waits in program order, and
-the PTX's line count of a few instructions."""
+the PTX's line count of a few instructions, and the SASS's sha256 (two builds' machine code told apart)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ import sys
 import tempfile
 
 _SCRIPT = r"""
-import importlib, json, re, sys
+import hashlib, importlib, json, re, sys
 import triton
 import triton.language as tl
 from triton.backends.compiler import GPUTarget
@@ -61,7 +61,8 @@ def compile_one(spec):
     sass = disassemble(k.asm["cubin"])
     return {"classes": instruction_classes(sass), "shared": k.metadata.shared, "wgmma_chain": wgmma_chain(sass),
             "wgmma_waits": re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x(\d)", sass),
-            "ptx": {w: ptx.count(w) for w in ("tensormap.replace", "atom.global", "red.global", "setmaxnreg")}}
+            "ptx": {w: ptx.count(w) for w in ("tensormap.replace", "atom.global", "red.global", "setmaxnreg")},
+            "sass_sha256": hashlib.sha256(sass.encode()).hexdigest()}
 
 import traceback
 for line in sys.stdin:

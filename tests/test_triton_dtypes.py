@@ -206,3 +206,122 @@ def test_gluon_pairs_and_tile_grouping_refuse_what_they_cannot_run():
         GluonGemm(fp8, GEMM.make_output(fp8), 3, pairs=True)
     with pytest.raises(ValueError, match="group_m"):
         GluonGemm(fp8, GEMM.make_output(fp8), 3, group_m=0)
+
+
+def _stream_k_units(tiles: int, k_tiles: int, programs: int):
+    """The units the Gluon stream-K kernel walks (its producer and consumers alike), from stream_k_plan: per program
+    its whole tiles, then (tile, first K tile, end) per tile its share of the last wave's K iterations touches."""
+    from suite.triton.gemm_gluon import stream_k_plan
+
+    dp, sk_iters, sk_programs = stream_k_plan(tiles, k_tiles, programs)
+    for p in range(programs):
+        units = [(tile, 0, k_tiles) for tile in range(p, dp, programs)]
+        it = min(p * sk_iters // sk_programs, sk_iters)
+        end = min((p + 1) * sk_iters // sk_programs, sk_iters)
+        while it < end:
+            t, kb = divmod(it, k_tiles)
+            ke = min(k_tiles, kb + end - it)
+            units.append((dp + t, kb, ke))
+            it += ke - kb
+        yield p, units, (dp, sk_iters, sk_programs)
+
+
+@pytest.mark.parametrize("programs", [1, 4, 132])
+def test_gluon_stream_k_plan_covers_every_k_iteration_once_and_each_tile_has_one_finisher(programs):
+    """stream_k_plan and the kernel's walk over it: every tile's K tiles exactly once; whole waves whole, the last
+    wave shared in parts of at least half a tile (or all of a short K); per shared tile one finisher (the unit with
+    its first K tile), whose contributors are exactly the next programs up to the owner of the tile's last K
+    iteration by the kernel's formula, each publishing once, from its first unit (so no finisher waits on a program
+    that waits on it)."""
+    for tiles in (1, 2, 5, programs - 1, programs, programs + 1, 3 * programs + 7, 2048):
+        for k_tiles in (1, 2, 3, 8, 33, 64):
+            if tiles < 1:
+                continue
+            covered = {}
+            publishers = {}
+            finishers = {}
+            for p, units, (dp, sk_iters, sk_programs) in _stream_k_units(tiles, k_tiles, programs):
+                assert dp % programs == 0 and 0 <= tiles - dp < programs
+                assert sk_iters == (tiles - dp) * k_tiles and 1 <= sk_programs <= programs
+                shared = [u for u in units if u[0] >= dp]
+                for tile, kb, ke in units:
+                    assert 0 <= kb < ke <= k_tiles
+                    for kt in range(kb, ke):
+                        assert (tile, kt) not in covered, (tiles, k_tiles, programs, tile, kt)
+                        covered[(tile, kt)] = p
+                    if tile < dp:
+                        assert (kb, ke) == (0, k_tiles)
+                        continue
+                    i = shared.index((tile, kb, ke))  # among this program's shared units
+                    if ke - kb < k_tiles:
+                        assert ke - kb >= min(k_tiles // 2, sk_iters // sk_programs) or i in (0, len(shared) - 1)
+                    if kb > 0:
+                        assert i == 0 and p not in publishers, "a program publishes once, from its first unit"
+                        publishers[p] = tile
+                    else:
+                        assert tile not in finishers
+                        finishers[tile] = (p, ke)
+            assert len(covered) == tiles * k_tiles
+            for tile in range(dp, tiles):
+                p, ke = finishers[tile]
+                if ke == k_tiles:
+                    continue
+                tile_end = (tile - dp + 1) * k_tiles
+                last = (tile_end * sk_programs - 1) // sk_iters  # the kernel's owner of the tile's last iteration
+                assert last == covered[(tile, k_tiles - 1)] and last > p
+                assert all(publishers.get(c) == tile for c in range(p + 1, last + 1)), (tiles, k_tiles, tile)
+            assert sorted(publishers) == sorted(
+                c for tile in range(dp, tiles) for c in range(finishers[tile][0] + 1, covered[(tile, k_tiles - 1)] + 1)
+            )
+
+
+def test_gluon_stream_k_plan_at_8192_cubed_leaves_half_tiles():
+    from suite.triton.gemm_gluon import stream_k_plan
+
+    # 2048 tiles of 128 x 256 on 132 SMs: 15 whole waves, then 68 tiles' 64 K tiles over 132 programs (33 each)
+    assert stream_k_plan(2048, 64, 132) == (1980, 4352, 132)
+    assert stream_k_plan(1320, 64, 132) == (1320, 0, 1)  # whole waves only: nothing shared
+    assert stream_k_plan(4, 64, 132) == (0, 256, 8)  # 4 tiles: 8 programs of half a tile
+    with pytest.raises(ValueError, match="stream-K needs tiles"):
+        stream_k_plan(0, 64, 132)
+
+
+@pytest.mark.gpu
+def test_gluon_fp8_stream_k_matches_fp64_bit_for_bit_and_leaves_its_flags_at_zero():
+    """The Gluon fp8 kernel's unregistered stream-K (GluonGemm(stream_k=True), tools/probe_llm.py fp8), at both
+    depths, on poisoned outputs: fewer tiles than SMs (every tile shared: M = 1, 67 and 129 with edge tiles of N and
+    a partial K tile), and more (2048 x 8192 x 1024: 3 whole waves, then 116 tiles of 8 K tiles over 132 programs,
+    finishers adding one or two partials); twice, bit for bit, the flags zero after each launch."""
+    from suite.triton.gemm_gluon import GluonGemm
+
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the Gluon GEMM is built for sm_90")
+    for stages in (3, 4):
+        for size in ((1, 300, 1040), (67, 264, 4112), (129, 520, 4112), (2048, 8192, 1024)):
+            inputs = GEMM.make_inputs(size, sum(size) + stages, DEVICE, "fp8e4m3")
+            out = GEMM.make_output(inputs).fill_(float("nan"))
+            launch = GluonGemm(inputs, out, stages, stream_k=True)
+            assert "stream-K" in launch.config, launch.config
+            launch()
+            torch.cuda.synchronize()
+            check = GEMM.check(out, GEMM.reference(inputs), "fp8e4m3")
+            assert check.valid, (stages, size, check.message)
+            assert int(launch.flags.abs().sum()) == 0, (stages, size, "flags not reset")
+            first = out.clone()
+            out.fill_(float("nan"))
+            launch()
+            torch.cuda.synchronize()
+            assert torch.equal(out, first), (stages, size, "not bit-reproducible")
+            assert int(launch.flags.abs().sum()) == 0, (stages, size, "flags not reset")
+
+
+def test_gluon_stream_k_is_refused_off_the_fp8_halves():
+    from suite.triton.gemm_gluon import GluonGemm
+
+    bf16 = GEMM.make_inputs((64, 64, 64), 0, torch.device("cpu"), "bf16")
+    with pytest.raises(ValueError, match="stream_k: built on the fp8 kernel's halves only"):
+        GluonGemm(bf16, GEMM.make_output(bf16), 3, stream_k=True)
+    fp8 = GEMM.make_inputs((64, 64, 64), 0, torch.device("cpu"), "fp8e4m3")
+    for schedule in ({"quarters": True}, {"pairs": True}):
+        with pytest.raises(ValueError, match="stream_k: built on the fp8 kernel's halves only"):
+            GluonGemm(fp8, GEMM.make_output(fp8), 5 if "pairs" in schedule else 3, stream_k=True, **schedule)

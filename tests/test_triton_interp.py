@@ -402,7 +402,7 @@ def test_gemm_desc_every_dtype_and_depth_fits_on_sm90():
 # -- the warp-specialized Gluon GEMM (suite/triton/gemm_gluon.py), compiled for sm_90 without a GPU --
 
 
-def _gluon_spec(dtype: str, stages: int, quarters: bool = False, pairs: bool = False) -> dict:
+def _gluon_spec(dtype: str, stages: int, quarters: bool = False, pairs: bool = False, stream_k: bool = False) -> dict:
     from sm90_compile import OUT_TYPES, TRITON_TYPES, scales
 
     from suite.triton import gemm_gluon as g
@@ -420,6 +420,7 @@ def _gluon_spec(dtype: str, stages: int, quarters: bool = False, pairs: bool = F
         "num_warps": g.FP8_CONSUMER_WARPS if fp8 else g.NUM_WARPS,
         "QUARTERS": quarters,
         "PAIRS": pairs,
+        "STREAM_K": stream_k,
     }
     scale_sig, scale_values = scales(dtype)
     sig = {
@@ -427,6 +428,9 @@ def _gluon_spec(dtype: str, stages: int, quarters: bool = False, pairs: bool = F
         "b_desc": {"gluon_desc": [TRITON_TYPES[dtype], [bn, bk] if fp8 else [bk, bn], element[dtype]]},
         "c_desc": {"gluon_desc": [OUT_TYPES[dtype], g.c_box(dtype, stages, pairs), out]},
         **scale_sig,
+        "workspace": "*fp32" if stream_k else "constexpr",
+        "flags": "*i32" if stream_k else "constexpr",
+        **{k: "i32" if stream_k else "constexpr" for k in ("sk_dp", "sk_iters", "sk_programs")},
         "M": "i32",
         "N": "i32",
         "K": "i32",
@@ -436,7 +440,11 @@ def _gluon_spec(dtype: str, stages: int, quarters: bool = False, pairs: bool = F
         "fn": "suite.triton.gemm_gluon:gemm_gluon_kernel",
         "gluon": True,
         "signature": sig,
-        "constexprs": {**meta, **scale_values},
+        "constexprs": {
+            **meta,
+            **scale_values,
+            **({} if stream_k else dict.fromkeys(("workspace", "flags", "sk_dp", "sk_iters", "sk_programs"))),
+        },
         "options": {"num_warps": meta["num_warps"]},
     }
 
@@ -478,6 +486,25 @@ def test_gluon_fp8_quarters_keep_a_group_in_flight_under_the_adds():
         assert (total, closing) == (32, 8), (stages, got["wgmma_chain"])  # 2 partitions x 4 quarters x 4 k-steps
         assert got["wgmma_waits"] == ["1", "1", "1", "0"] * 2, (stages, got["wgmma_waits"])
         assert got["classes"]["local_memory"] == 0 and got["classes"]["wgmma_fp8"] == 32, (stages, got["classes"])
+
+
+def test_gluon_fp8_stream_k_keeps_the_halves_and_publishes_through_gpu_scoped_atomics():
+    """The unregistered stream-K (GluonGemm(stream_k=True)): the halves' mainloop twice per consumer partition (the
+    whole waves', then the shared K iterations'), each half one group of 4 fp8 wgmma waited for alone, as in the
+    registered kernel; the fix-up's release and acquire atomics on the flags; no spills; the same shared memory as
+    the registered kernel (its ring and C slabs, the barriers), at 3 and 4 stages."""
+    from sm90_compile import compile_sm90
+
+    registered = compile_sm90([_gluon_spec("fp8e4m3", s) for s in (3, 4)])
+    for stages, got, base in zip(
+        (3, 4), compile_sm90([_gluon_spec("fp8e4m3", s, stream_k=True) for s in (3, 4)]), registered
+    ):
+        assert got["wgmma_chain"] == [2 * n for n in base["wgmma_chain"]] == [32, 8], (stages, got["wgmma_chain"])
+        assert got["wgmma_waits"] == ["0"] * 8, (stages, got["wgmma_waits"])
+        assert got["classes"]["local_memory"] == 0 and got["classes"]["wgmma_fp8"] == 32, (stages, got["classes"])
+        assert got["ptx"]["atom.global"] + got["ptx"]["red.global"] >= 8, (stages, got["ptx"])
+        assert base["ptx"]["atom.global"] + base["ptx"]["red.global"] == 0, (stages, base["ptx"])
+        assert abs(got["shared"] - base["shared"]) < 64, (stages, got["shared"], base["shared"])
 
 
 def test_gluon_fp8_pairs_keep_a_group_in_flight_under_the_first_add():

@@ -14,7 +14,8 @@ the same way in the same process.
             4096^3: where fp8's gap to cuBLAS is; and the PTX kernel built without promotion, promoted in quarters
             of N (GEMM_TMA_FP8_QUARTERS; the Gluon kernel too), with A from registers (GEMM_TMA_FP8_A_REGS), its
             fast accumulation in n128 halves (GEMM_TMA_FP8_PROBE_HALVES), the 128 x 128 rung with one partial
-            (GEMM_TMA_FP8_OVERLAP=0), clusters of 2 CTAs sharing B (Config.cluster), and (--pipelined) with the
+            (GEMM_TMA_FP8_OVERLAP=0), clusters of 2 CTAs sharing B (Config.cluster), other persistent grids than
+            the wave rule's, the Gluon kernel on stream-K (GluonGemm(stream_k=True)), and (--pipelined) with the
             promotion half-overlapped (GEMM_TMA_FP8_PIPELINED) on 128 x 192 tiles; --only LABEL... keeps the
             configurations whose label holds one; --once calls each once, timing nothing (for ncu
             --profile-from-start off), and prints their labels in launch order
@@ -407,6 +408,9 @@ def fp8(shapes) -> None:
                 )
             )
     made.append(("gluon 128x256 4 st (wave rule)", lambda i, c: GluonGemm(i, c, 4)))
+    # the Gluon kernel on every SM, its ragged last wave's K iterations shared (GluonGemm(stream_k=True): whole waves,
+    # then parts of at least half a tile, the finisher adding the later parts' partials in K order)
+    made.extend((f"gluon 128x256 stream-k {s} st", lambda i, c, s=s: GluonGemm(i, c, s, stream_k=True)) for s in (3, 4))
     made.append(("gluon 128x256 GROUP_M=8 3 st", lambda i, c: GluonGemm(i, c, 3, group_m=8)))
     # the pairs rungs on the stream-K schedule with data-parallel waves first (StreamK: all but the last one or two
     # waves' tiles whole, the rest shared evenly, fixed up in K order), TMA-store epilogue kept: the last wave's

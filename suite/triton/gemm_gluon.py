@@ -91,9 +91,79 @@ GL_DTYPES = {"fp16": gl.float16, "bf16": gl.bfloat16, "fp8e4m3": gl.float8e4nv}
 
 
 @gluon.jit
+def _next_stage(stage, lap, STAGES: gl.constexpr):
+    """The ring position after (stage, lap): the next stage, wrapping to the first with the lap's parity flipped."""
+    stage += 1
+    if stage == STAGES:
+        stage = 0
+        lap ^= 1
+    return stage, lap
+
+
+@gluon.jit
 def _tile_counts(M, N, K, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr):
     """Both partitions walk the same persistent schedule: C's tiles along M and N, and the K tiles of each."""
     return gl.cdiv(M, BLOCK_M), gl.cdiv(N, BLOCK_N), gl.cdiv(K, BLOCK_K)
+
+
+@gluon.jit
+def _stream_k_plan(tiles, sk_dp_tiles, sk_iters, sk_programs, STREAM_K: gl.constexpr):
+    """(dp_tiles, sk_iters, sk_programs): the host's stream_k_plan with STREAM_K, else every tile whole."""
+    if STREAM_K:
+        return sk_dp_tiles, sk_iters, sk_programs
+    else:
+        return tiles, 0, 1
+
+
+@gluon.jit
+def _sk_range(sk_iters, sk_programs):
+    """This program's [it, end) of the last wave's K iterations (empty past sk_programs)."""
+    pid = gl.program_id(0)
+    return gl.minimum(pid * sk_iters // sk_programs, sk_iters), gl.minimum(
+        (pid + 1) * sk_iters // sk_programs, sk_iters
+    )
+
+
+@gluon.jit
+def _sk_unit(it, end, k_tiles):
+    """The unit at iteration ``it`` of a range ending at ``end``: (the last wave's tile t, its K tiles [kb, ke))."""
+    t = it // k_tiles
+    kb = it - t * k_tiles
+    return t, kb, gl.minimum(k_tiles, kb + end - it)
+
+
+@gluon.jit
+def _load_k_tile(
+    a_desc,
+    b_desc,
+    a_ring,
+    b_ring,
+    ready,
+    empty,
+    m0,
+    n0,
+    kt,
+    smem_write_stage,
+    lap,
+    STAGES: gl.constexpr,
+    B_K_MAJOR: gl.constexpr,
+):
+    """The producer's step: K tile ``kt`` of the tile at (m0, n0) into the ring's next stage; returns the ring's next
+    position (smem_write_stage, lap)."""
+    BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
+    # wait until the consumers released this stage (its previous lap's wgmma completed); on the first lap the parity
+    # of the phase before the barrier's first one passes at once
+    mbarrier.wait(empty.index(smem_write_stage), lap ^ 1)
+    # arm the stage's ready barrier with the bytes both copies will deliver, then issue them (zero-filled past the
+    # edges of A and B)
+    mbarrier.expect(ready.index(smem_write_stage), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+    _tma_load(a_desc, [m0, kt * BLOCK_K], ready.index(smem_write_stage), a_ring.index(smem_write_stage))
+    if B_K_MAJOR:
+        _tma_load(b_desc, [n0, kt * BLOCK_K], ready.index(smem_write_stage), b_ring.index(smem_write_stage))
+    else:
+        _tma_load(b_desc, [kt * BLOCK_K, n0], ready.index(smem_write_stage), b_ring.index(smem_write_stage))
+    smem_write_stage, lap = _next_stage(smem_write_stage, lap, STAGES)
+    return smem_write_stage, lap
 
 
 @gluon.jit
@@ -110,31 +180,36 @@ def _producer(
     GROUP_M: gl.constexpr,
     STAGES: gl.constexpr,
     B_K_MAJOR: gl.constexpr,
+    sk_dp=None,  # STREAM_K: stream_k_plan's dp_tiles, sk_iters, sk_programs
+    sk_iters=None,
+    sk_programs=None,
+    STREAM_K: gl.constexpr = False,
 ):
     BLOCK_M: gl.constexpr = a_desc.block_type.shape[0]
     BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
     BLOCK_N: gl.constexpr = b_desc.block_type.shape[0] if B_K_MAJOR else b_desc.block_type.shape[1]
     tiles_m, tiles_n, k_tiles = _tile_counts(M, N, K, BLOCK_M, BLOCK_N, BLOCK_K)
+    dp_tiles, sk_iters, sk_programs = _stream_k_plan(tiles_m * tiles_n, sk_dp, sk_iters, sk_programs, STREAM_K)
     smem_write_stage = 0
     lap = 0
-    for tile in range(gl.program_id(0), tiles_m * tiles_n, gl.num_programs(0)):
+    for tile in range(gl.program_id(0), dp_tiles, gl.num_programs(0)):
         m0, n0 = tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
         for kt in range(k_tiles):
-            # wait until the consumers released this stage (its previous lap's wgmma completed); on the first lap
-            # the parity of the phase before the barrier's first one passes at once
-            mbarrier.wait(empty.index(smem_write_stage), lap ^ 1)
-            # arm the stage's ready barrier with the bytes both copies will deliver, then issue them (zero-filled
-            # past the edges of A and B)
-            mbarrier.expect(ready.index(smem_write_stage), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
-            _tma_load(a_desc, [m0, kt * BLOCK_K], ready.index(smem_write_stage), a_ring.index(smem_write_stage))
-            if B_K_MAJOR:
-                _tma_load(b_desc, [n0, kt * BLOCK_K], ready.index(smem_write_stage), b_ring.index(smem_write_stage))
-            else:
-                _tma_load(b_desc, [kt * BLOCK_K, n0], ready.index(smem_write_stage), b_ring.index(smem_write_stage))
-            smem_write_stage += 1
-            if smem_write_stage == STAGES:
-                smem_write_stage = 0
-                lap ^= 1
+            smem_write_stage, lap = _load_k_tile(
+                a_desc, b_desc, a_ring, b_ring, ready, empty, m0, n0, kt, smem_write_stage, lap, STAGES, B_K_MAJOR
+            )
+    if STREAM_K:
+        # this program's range of the last wave's K iterations, one unit per tile it touches (the consumers walk
+        # the same units)
+        it, end = _sk_range(sk_iters, sk_programs)
+        while it < end:
+            t, kb, ke = _sk_unit(it, end, k_tiles)
+            m0, n0 = tile_origin(dp_tiles + t, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
+            for kt in range(kb, ke):
+                smem_write_stage, lap = _load_k_tile(
+                    a_desc, b_desc, a_ring, b_ring, ready, empty, m0, n0, kt, smem_write_stage, lap, STAGES, B_K_MAJOR
+                )
+            it += ke - kb
 
 
 @gluon.jit
@@ -180,10 +255,7 @@ def _consumer(
             # meet before its one-thread arrive, so both warpgroups' waits above have passed
             mbarrier.arrive(empty.index(release_stage), pred=kt > 0)
             release_stage = smem_read_stage
-            smem_read_stage += 1
-            if smem_read_stage == STAGES:
-                smem_read_stage = 0
-                lap ^= 1
+            smem_read_stage, lap = _next_stage(smem_read_stage, lap, STAGES)
         # the last wgmma of the tile has completed: its stage is free too
         acc = warpgroup_mma_wait(0, deps=(acc,))
         mbarrier.arrive(empty.index(release_stage))
@@ -205,6 +277,134 @@ def _kept_here(x):
 
 
 @gluon.jit
+def _fp8_halves(
+    a_ring,
+    b_ring,
+    ready,
+    empty,
+    left,
+    right,
+    part,
+    kb,
+    ke,
+    smem_read_stage,
+    lap,
+    STAGES: gl.constexpr,
+    WG: gl.constexpr,
+):
+    """fp8 MAINLOOP over K tiles [kb, ke) of one tile, on one warpgroup's rows: per K tile two halves of N, each
+    summed from zero and promoted into fp32 (left, right) once complete. Returns (left, right, part) and the ring's
+    next position."""
+    WG_M: gl.constexpr = a_ring.type.shape[1] // 2
+    HALF: gl.constexpr = b_ring.type.shape[1] // 2  # K-major B: the ring's boxes are BLOCK_N x BLOCK_K
+    for _ in range(kb, ke):
+        # wait for the TMA bytes of this stage (its ready barrier's phase for this lap)
+        mbarrier.wait(ready.index(smem_read_stage), lap)
+        a_rows = a_ring.index(smem_read_stage).slice(WG * WG_M, WG_M)  # this warpgroup's rows of A
+        b_stage = b_ring.index(smem_read_stage)
+        for h in gl.static_range(2):
+            part = warpgroup_mma(
+                a_rows,
+                b_stage.slice(h * HALF, HALF).permute((1, 0)),  # K-major B read as K x N
+                part,
+                use_acc=False,  # from zero: the K tile's own sum (wgmma's accumulator across its 4 k-steps)
+                is_async=True,
+            )
+            # wait until the half's partial sum is final, then promote it into fp32
+            part = warpgroup_mma_wait(0, deps=(part,))
+            if h == 0:
+                left = _kept_here(left + part)
+            else:
+                right = _kept_here(right + part)
+        # both halves have read the stage: this warpgroup releases it (empty[] counts both consumers)
+        mbarrier.arrive(empty.index(smem_read_stage))
+        smem_read_stage, lap = _next_stage(smem_read_stage, lap, STAGES)
+    return left, right, part, smem_read_stage, lap
+
+
+@gluon.jit
+def _fp8_epilogue(c_desc, c_smem, left, right, scale, m0, n0, WG: gl.constexpr):
+    """fp8 EPILOGUE: the scales on the fp32 accumulators, this warpgroup's rows through its own C slab and a TMA
+    store (clipped at the edges of C), which runs on while the next tile's wgmma start."""
+    WG_M: gl.constexpr = c_desc.block_type.shape[0]
+    C_COLS: gl.constexpr = c_desc.block_type.shape[1]  # the C slab's width: the tile's, or half of it (two passes)
+    HALF: gl.constexpr = left.type.shape[1]
+    slab = c_smem.index(WG)
+    tma.store_wait(0)  # this warpgroup's previous store has finished reading its slab
+    if C_COLS == 2 * HALF:
+        slab.slice(0, HALF, dim=1).store((left * scale).to(c_desc.dtype))
+        slab.slice(HALF, HALF, dim=1).store((right * scale).to(c_desc.dtype))
+        fence_async_shared()  # make the generic-proxy writes to the slab visible to the TMA (async proxy)
+        _tma_store(c_desc, [m0 + WG * WG_M, n0], slab)
+    else:  # a slab of half the width: the left half, then the right
+        slab.store((left * scale).to(c_desc.dtype))
+        fence_async_shared()  # make the generic-proxy writes to the slab visible to the TMA (async proxy)
+        _tma_store(c_desc, [m0 + WG * WG_M, n0], slab)
+        tma.store_wait(0)  # the left half's store has finished reading the slab
+        slab.store((right * scale).to(c_desc.dtype))
+        fence_async_shared()
+        _tma_store(c_desc, [m0 + WG * WG_M, n0 + HALF], slab)
+
+
+@gluon.jit
+def _partial_offsets(slot, WG: gl.constexpr, WG_M: gl.constexpr, HALF: gl.constexpr, layout: gl.constexpr):
+    """Offsets (in floats) of a warpgroup's two [WG_M, HALF] halves in stream-K's workspace slot ``slot`` (one per
+    program and warpgroup: [programs, 2, WG_M, 2 x HALF] fp32), in the accumulators' layout."""
+    rows = gl.arange(0, WG_M, layout=gl.SliceLayout(1, layout))
+    cols = gl.arange(0, HALF, layout=gl.SliceLayout(0, layout))
+    base = (slot * 2 + WG).to(gl.int64) * (WG_M * 2 * HALF)
+    return base + rows[:, None] * (2 * HALF) + cols[None, :]
+
+
+@gluon.jit
+def _fp8_publish(workspace, flags, left, right, WG: gl.constexpr):
+    """A stream-K contributor (its unit starts inside the tile): its partial sums to its program's slot, then each
+    thread's release-add on the slot's flag, so that the flag reads 128 once all of the warpgroup's stores are
+    visible."""
+    WG_M: gl.constexpr = left.type.shape[0]
+    HALF: gl.constexpr = left.type.shape[1]
+    offsets = _partial_offsets(gl.program_id(0), WG, WG_M, HALF, left.type.layout)
+    gl.store(workspace + offsets, left, cache_modifier=".cg")
+    gl.store(workspace + offsets + HALF, right, cache_modifier=".cg")
+    flag, ones = _flag_per_thread(flags, gl.program_id(0), WG)
+    gl.atomic_add(flag, ones, sem="release", scope="gpu")
+
+
+@gluon.jit
+def _flag_per_thread(flags, program, WG: gl.constexpr):
+    """Stream-K's flag of (program, warpgroup) as one pointer per thread of the warpgroup, and a 1 per thread: the
+    flag's atomics are each thread's own, whatever Triton does with a scalar one."""
+    one_each: gl.constexpr = gl.BlockedLayout([1], [32], [_FP8_WARPS], [0])
+    ones = gl.full([_FP8_WARPS * 32], 1, gl.int32, layout=one_each)
+    return flags + (program * 2 + WG) + ones * 0, ones
+
+
+@gluon.jit
+def _fp8_fix_up(workspace, flags, left, right, tile_end, sk_iters, sk_programs, WG: gl.constexpr):
+    """A stream-K tile's finisher (its unit holds the tile's first K tile and ends inside it): the later programs'
+    partials of the tile added in K order (program order), each once its flag reads 128 in every thread. Each
+    thread then adds 1 to the flag, and the one that takes it to 256 (every thread past the wait) zeroes it for the
+    next launch. Bit-reproducible: the same additions in the same order whichever program arrives first."""
+    WG_M: gl.constexpr = left.type.shape[0]
+    HALF: gl.constexpr = left.type.shape[1]
+    THREADS: gl.constexpr = _FP8_WARPS * 32
+    contributor = gl.program_id(0) + 1
+    last = (tile_end * sk_programs - 1) // sk_iters  # the program that holds the tile's last K iteration
+    while contributor <= last:
+        flag, ones = _flag_per_thread(flags, contributor, WG)
+        seen = gl.atomic_add(flag, ones * 0, sem="acquire", scope="gpu")
+        while gl.min(seen, axis=0) < THREADS:  # not every thread of its warpgroup has published yet
+            seen = gl.atomic_add(flag, ones * 0, sem="acquire", scope="gpu")
+        offsets = _partial_offsets(contributor, WG, WG_M, HALF, left.type.layout)
+        left = left + gl.load(workspace + offsets, cache_modifier=".cg")
+        right = right + gl.load(workspace + offsets + HALF, cache_modifier=".cg")
+        passed = gl.atomic_add(flag, ones, sem="relaxed", scope="gpu")
+        gl.atomic_xchg(flag, ones * 0, mask=passed == 2 * THREADS - 1, sem="relaxed", scope="gpu")
+        contributor += 1
+    return left, right
+
+
+@gluon.jit
 def _fp8_consumer(
     c_desc,
     a_ring,
@@ -214,6 +414,11 @@ def _fp8_consumer(
     c_smem,
     scale_a,
     scale_b,
+    workspace,  # STREAM_K: the partials' slots, one per program and warpgroup (fp32); else None
+    flags,  # STREAM_K: a flag per slot (int32, zero between launches); else None
+    sk_dp,  # STREAM_K: stream_k_plan's dp_tiles, sk_iters, sk_programs; else None
+    sk_iters,
+    sk_programs,
     M,
     N,
     K,
@@ -221,11 +426,17 @@ def _fp8_consumer(
     STAGES: gl.constexpr,
     WG: gl.constexpr,  # 0 or 1: this partition's warpgroup, rows WG x 64 .. + 63 of the tile
     QUARTERS: gl.constexpr,  # promote in quarters of N through two partials in turn (GluonGemm's quarters)
+    STREAM_K: gl.constexpr = False,  # the last wave's K iterations shared (GluonGemm's stream_k; probe only)
 ):
     """fp8: one warpgroup's 64 rows of the 128 x 256 tile, each K tile promoted into fp32 in two halves of N, or
     (QUARTERS, unregistered: tools/probe_llm.py fp8) in four quarters through two partials taken in turn, each
     quarter's wgmma issued once the partial it overwrites is added: a group runs under every add but the last (on the
-    H200 slower than the halves: 0.935 / 0.995 of promoted cuBLAS at 8192^3 / 4096^3 against 0.970 / 1.028)."""
+    H200 slower than the halves: 0.935 / 0.995 of promoted cuBLAS at 8192^3 / 4096^3 against 0.970 / 1.028).
+
+    STREAM_K (halves only; unregistered, tools/probe_llm.py fp8): the whole waves' tiles as above, then this program's
+    share of the last wave's K iterations (_stream_k_plan), one unit per tile it touches. A unit that starts inside
+    its tile publishes its partial sums (_fp8_publish); the unit that holds the tile's first K tile adds the later
+    units' partials in K order (_fp8_fix_up) and stores C."""
     WG_M: gl.constexpr = c_desc.block_type.shape[0]
     C_COLS: gl.constexpr = c_desc.block_type.shape[1]  # the C slab's width: BLOCK_N, or half of it (two passes)
     BLOCK_N: gl.constexpr = b_ring.type.shape[1]  # K-major B: the ring's boxes are BLOCK_N x BLOCK_K
@@ -247,21 +458,23 @@ def _fp8_consumer(
     part_b = gl.zeros((WG_M, QUARTER), dtype=gl.float32, layout=quarter_layout)  # QUARTERS: quarters 1 and 3
     smem_read_stage = 0
     lap = 0
-    for tile in range(gl.program_id(0), tiles_m * tiles_n, gl.num_programs(0)):
+    gl.static_assert(not (STREAM_K and QUARTERS), "stream-K is built on the halves")
+    dp_tiles, sk_iters, sk_programs = _stream_k_plan(tiles_m * tiles_n, sk_dp, sk_iters, sk_programs, STREAM_K)
+    for tile in range(gl.program_id(0), dp_tiles, gl.num_programs(0)):
         m0, n0 = tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
         left = gl.zeros((WG_M, HALF), dtype=gl.float32, layout=half_layout)
         right = gl.zeros((WG_M, HALF), dtype=gl.float32, layout=half_layout)
-        q0 = gl.zeros((WG_M, QUARTER), dtype=gl.float32, layout=quarter_layout)  # QUARTERS: the fp32 quarters
-        q1 = gl.zeros((WG_M, QUARTER), dtype=gl.float32, layout=quarter_layout)
-        q2 = gl.zeros((WG_M, QUARTER), dtype=gl.float32, layout=quarter_layout)
-        q3 = gl.zeros((WG_M, QUARTER), dtype=gl.float32, layout=quarter_layout)
-        # -- MAINLOOP: per K tile, two halves (or four quarters), each summed from zero and promoted once complete --
-        for _ in range(k_tiles):
-            # wait for the TMA bytes of this stage (its ready barrier's phase for this lap)
-            mbarrier.wait(ready.index(smem_read_stage), lap)
-            a_rows = a_ring.index(smem_read_stage).slice(WG * WG_M, WG_M)  # this warpgroup's rows of A
-            b_stage = b_ring.index(smem_read_stage)
-            if QUARTERS:
+        if QUARTERS:
+            q0 = gl.zeros((WG_M, QUARTER), dtype=gl.float32, layout=quarter_layout)  # the fp32 quarters
+            q1 = gl.zeros((WG_M, QUARTER), dtype=gl.float32, layout=quarter_layout)
+            q2 = gl.zeros((WG_M, QUARTER), dtype=gl.float32, layout=quarter_layout)
+            q3 = gl.zeros((WG_M, QUARTER), dtype=gl.float32, layout=quarter_layout)
+            # -- MAINLOOP: per K tile four quarters, each summed from zero and promoted once complete --
+            for _ in range(k_tiles):
+                # wait for the TMA bytes of this stage (its ready barrier's phase for this lap)
+                mbarrier.wait(ready.index(smem_read_stage), lap)
+                a_rows = a_ring.index(smem_read_stage).slice(WG * WG_M, WG_M)  # this warpgroup's rows of A
+                b_stage = b_ring.index(smem_read_stage)
                 # K-major B's quarter q read as K x N; each partial summed from zero
                 part_a = warpgroup_mma(
                     a_rows, b_stage.slice(0, QUARTER).permute((1, 0)), part_a, use_acc=False, is_async=True
@@ -283,32 +496,12 @@ def _fp8_consumer(
                 q2 = _kept_here(q2 + part_a)
                 part_b = warpgroup_mma_wait(0, deps=(part_b,))  # quarter 3 is final: the stage is read
                 q3 = _kept_here(q3 + part_b)
-            for h in gl.static_range(0 if QUARTERS else 2):
-                part = warpgroup_mma(
-                    a_rows,
-                    b_stage.slice(h * HALF, HALF).permute((1, 0)),  # K-major B read as K x N
-                    part,
-                    use_acc=False,  # from zero: the K tile's own sum (wgmma's accumulator across its 4 k-steps)
-                    is_async=True,
-                )
-                # wait until the half's partial sum is final, then promote it into fp32
-                part = warpgroup_mma_wait(0, deps=(part,))
-                if h == 0:
-                    left = _kept_here(left + part)
-                else:
-                    right = _kept_here(right + part)
-            # both halves have read the stage: this warpgroup releases it (empty[] counts both consumers)
-            mbarrier.arrive(empty.index(smem_read_stage))
-            smem_read_stage += 1
-            if smem_read_stage == STAGES:
-                smem_read_stage = 0
-                lap ^= 1
-
-        # -- EPILOGUE: the scales on the fp32 accumulators, this warpgroup's rows through its own C slab and a TMA
-        #    store (clipped at the edges of C), which runs on while the next tile's wgmma start --
-        slab = c_smem.index(WG)
-        tma.store_wait(0)  # this warpgroup's previous store has finished reading its slab
-        if QUARTERS:
+                # all four quarters have read the stage: this warpgroup releases it (empty[] counts both consumers)
+                mbarrier.arrive(empty.index(smem_read_stage))
+                smem_read_stage, lap = _next_stage(smem_read_stage, lap, STAGES)
+            # -- EPILOGUE: as _fp8_epilogue's, quarter by quarter --
+            slab = c_smem.index(WG)
+            tma.store_wait(0)  # this warpgroup's previous store has finished reading its slab
             slab.slice(0, QUARTER, dim=1).store((q0 * scale).to(c_desc.dtype))
             slab.slice(QUARTER, QUARTER, dim=1).store((q1 * scale).to(c_desc.dtype))
             if C_COLS == BLOCK_N:
@@ -322,19 +515,32 @@ def _fp8_consumer(
                 slab.slice(QUARTER, QUARTER, dim=1).store((q3 * scale).to(c_desc.dtype))
                 fence_async_shared()
                 _tma_store(c_desc, [m0 + WG * WG_M, n0 + HALF], slab)
-        elif C_COLS == BLOCK_N:
-            slab.slice(0, HALF, dim=1).store((left * scale).to(c_desc.dtype))
-            slab.slice(HALF, HALF, dim=1).store((right * scale).to(c_desc.dtype))
-            fence_async_shared()  # make the generic-proxy writes to the slab visible to the TMA (async proxy)
-            _tma_store(c_desc, [m0 + WG * WG_M, n0], slab)
-        else:  # a slab of half the width: the left half, then the right
-            slab.store((left * scale).to(c_desc.dtype))
-            fence_async_shared()  # make the generic-proxy writes to the slab visible to the TMA (async proxy)
-            _tma_store(c_desc, [m0 + WG * WG_M, n0], slab)
-            tma.store_wait(0)  # the left half's store has finished reading the slab
-            slab.store((right * scale).to(c_desc.dtype))
-            fence_async_shared()
-            _tma_store(c_desc, [m0 + WG * WG_M, n0 + HALF], slab)
+        else:
+            # -- MAINLOOP over all of K, then EPILOGUE --
+            left, right, part, smem_read_stage, lap = _fp8_halves(
+                a_ring, b_ring, ready, empty, left, right, part, 0, k_tiles, smem_read_stage, lap, STAGES, WG
+            )
+            _fp8_epilogue(c_desc, c_smem, left, right, scale, m0, n0, WG)
+    if STREAM_K:
+        # this program's range of the last wave's K iterations (empty past sk_programs), one unit per tile
+        it, end = _sk_range(sk_iters, sk_programs)
+        while it < end:
+            t, kb, ke = _sk_unit(it, end, k_tiles)
+            m0, n0 = tile_origin(dp_tiles + t, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
+            left = gl.zeros((WG_M, HALF), dtype=gl.float32, layout=half_layout)
+            right = gl.zeros((WG_M, HALF), dtype=gl.float32, layout=half_layout)
+            left, right, part, smem_read_stage, lap = _fp8_halves(
+                a_ring, b_ring, ready, empty, left, right, part, kb, ke, smem_read_stage, lap, STAGES, WG
+            )
+            if kb > 0:  # a later part of the tile's K: the tile's finisher adds it
+                _fp8_publish(workspace, flags, left, right, WG)
+            else:  # the tile's first K tile: add the later parts (if any), in K order, and store C
+                if ke < k_tiles:
+                    left, right = _fp8_fix_up(
+                        workspace, flags, left, right, (t + 1) * k_tiles, sk_iters, sk_programs, WG
+                    )
+                _fp8_epilogue(c_desc, c_smem, left, right, scale, m0, n0, WG)
+            it += ke - kb
     tma.store_wait(0)
 
 
@@ -386,10 +592,7 @@ def _fp8_pairs_consumer(
                 use_acc=False,
                 is_async=True,
             )
-            smem_read_stage += 1
-            if smem_read_stage == STAGES:
-                smem_read_stage = 0
-                lap ^= 1
+            smem_read_stage, lap = _next_stage(smem_read_stage, lap, STAGES)
             # ... and of its second
             mbarrier.wait(ready.index(smem_read_stage), lap)
             second_stage = smem_read_stage
@@ -400,10 +603,7 @@ def _fp8_pairs_consumer(
                 use_acc=False,
                 is_async=True,
             )
-            smem_read_stage += 1
-            if smem_read_stage == STAGES:
-                smem_read_stage = 0
-                lap ^= 1
+            smem_read_stage, lap = _next_stage(smem_read_stage, lap, STAGES)
             # the first K tile's group has completed (the second runs): its stage is read, promote it
             part_a = warpgroup_mma_wait(1, deps=(part_a,))
             mbarrier.arrive(empty.index(first_stage))
@@ -424,10 +624,7 @@ def _fp8_pairs_consumer(
             part_a = warpgroup_mma_wait(0, deps=(part_a,))  # it has completed: its stage is read
             mbarrier.arrive(empty.index(smem_read_stage))
             acc = _kept_here(acc + part_a)
-            smem_read_stage += 1
-            if smem_read_stage == STAGES:
-                smem_read_stage = 0
-                lap ^= 1
+            smem_read_stage, lap = _next_stage(smem_read_stage, lap, STAGES)
 
         # -- EPILOGUE: the scales, this warpgroup's rows through its own C slab and a TMA store (clipped at the
         #    edges of C), which runs on while the next tile's wgmma start --
@@ -448,6 +645,13 @@ def gemm_gluon_kernel(
     # fp8 only: pointers to the per-tensor scales (one fp32 each); None otherwise
     scale_a,
     scale_b,
+    # STREAM_K only: the partials' workspace (fp32, one slot per program and consumer warpgroup) and their flags
+    # (int32, zero before the launch and left zero after it); None otherwise
+    workspace,
+    flags,
+    sk_dp,  # STREAM_K only: stream_k_plan's dp_tiles, sk_iters, sk_programs; None otherwise
+    sk_iters,
+    sk_programs,
     # sizes
     M,
     N,
@@ -461,6 +665,7 @@ def gemm_gluon_kernel(
     num_warps: gl.constexpr,  # the default partition's: the 16-bit consumer's 8, or fp8's first consumer's 4
     QUARTERS: gl.constexpr = False,  # fp8: promote in quarters of N (_fp8_consumer; unregistered)
     PAIRS: gl.constexpr = False,  # fp8 on 128 x 128 tiles: K tiles promoted in pairs (_fp8_pairs_consumer)
+    STREAM_K: gl.constexpr = False,  # fp8 halves: the last wave's K iterations shared (probe only)
 ):
     dtype: gl.constexpr = a_desc.dtype
     INSTR_K: gl.constexpr = 256 // dtype.primitive_bitwidth  # wgmma's K step: k16 for 2-byte operands, k32 for fp8
@@ -506,6 +711,11 @@ def gemm_gluon_kernel(
                         c_smem,
                         scale_a,
                         scale_b,
+                        workspace,
+                        flags,
+                        sk_dp,
+                        sk_iters,
+                        sk_programs,
                         M,
                         N,
                         K,
@@ -513,6 +723,7 @@ def gemm_gluon_kernel(
                         STAGES,
                         0,
                         QUARTERS,
+                        STREAM_K,
                     ),
                 ),
                 # a worker partition's arguments: one tuple as written (a concatenated tuple loses its constexprs)
@@ -527,6 +738,11 @@ def gemm_gluon_kernel(
                         c_smem,
                         scale_a,
                         scale_b,
+                        workspace,
+                        flags,
+                        sk_dp,
+                        sk_iters,
+                        sk_programs,
                         M,
                         N,
                         K,
@@ -534,9 +750,30 @@ def gemm_gluon_kernel(
                         STAGES,
                         1,
                         QUARTERS,
+                        STREAM_K,
                     ),
                 ),
-                (_producer, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, GROUP_M, STAGES, B_K_MAJOR)),
+                (
+                    _producer,
+                    (
+                        a_desc,
+                        b_desc,
+                        a_ring,
+                        b_ring,
+                        ready,
+                        empty,
+                        M,
+                        N,
+                        K,
+                        GROUP_M,
+                        STAGES,
+                        B_K_MAJOR,
+                        sk_dp,
+                        sk_iters,
+                        sk_programs,
+                        STREAM_K,
+                    ),
+                ),
             ],
             [_FP8_WARPS, PRODUCER_WARPS],
             [_FP8_REGS, PRODUCER_REGS],
@@ -592,6 +829,21 @@ def descriptors(
     return desc(a, [m, k], [bm, bk], element), b_desc, desc(c, [m, n], c_box(dtype, stages, pairs), out)
 
 
+def stream_k_plan(tiles: int, k_tiles: int, programs: int) -> tuple[int, int, int]:
+    """The fp8 kernel's stream-K split (GluonGemm(stream_k=True)): (dp_tiles, sk_iters, sk_programs). The first
+    dp_tiles = (tiles // programs) x programs tiles whole, round robin (every wave but a ragged last one); the last
+    wave's sk_iters = its tiles x K tiles iterations shared by sk_programs programs in contiguous ranges, program p
+    taking [p x sk_iters // sk_programs, (p + 1) x sk_iters // sk_programs), each at least half a tile long (a tile
+    of many short parts would cost more in its fix-up than the ragged wave), and at least 1 program (an empty share
+    still divides)."""
+    if min(tiles, k_tiles, programs) < 1:
+        raise ValueError(f"stream-K needs tiles, K tiles and programs (got {tiles}, {k_tiles}, {programs})")
+    dp_tiles = tiles // programs * programs
+    sk_iters = (tiles - dp_tiles) * k_tiles
+    sk_programs = max(1, min(programs, -(-sk_iters // max(1, k_tiles // 2))))
+    return dp_tiles, sk_iters, sk_programs
+
+
 class GluonGemm:
     """The persistent warp-specialized Gluon GEMM at ``stages`` (GPU of compute capability 9.0 only), on the
     problem's inputs: (A, B), or (A, B, scale_a, scale_b) for fp8."""
@@ -604,12 +856,15 @@ class GluonGemm:
         quarters: bool = False,
         pairs: bool = False,
         group_m: int | None = None,
+        stream_k: bool = False,
     ):
         ops = gemm_operands(inputs, c, ("fp8e4m3",) if pairs else DTYPES)
         if (quarters or pairs) and not ops.b_k_major:
             raise ValueError("quarters, pairs: only fp8 is promoted, so only fp8 has a promotion schedule to choose")
         if quarters and pairs:
             raise ValueError("quarters and pairs are two promotion schedules: choose one")
+        if stream_k and (not ops.b_k_major or quarters or pairs):
+            raise ValueError("stream_k: built on the fp8 kernel's halves only (not 16-bit types, quarters or pairs)")
         group_m = group_m if group_m is not None else FP8_GROUP_M if ops.b_k_major else GROUP_M
         if group_m < 1:
             raise ValueError(f"group_m must be >= 1 (got {group_m})")
@@ -625,11 +880,20 @@ class GluonGemm:
         a_k, b_k = self.operands.refresh()
         c_out = c if self.c_padded is None else self.c_padded
         descs = descriptors(a_k, b_k, c_out, m, n, k, ops.dtype, stages, pairs)
-        self.args = (*descs, ops.scale_a, ops.scale_b, m, n, k)
-        self.stages = stages
+        self.stages, self.stream_k = stages, stream_k
         bm, bn, bk = PAIRS_TILE if pairs else TILES[ops.dtype]
         tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
         self.grid = persistent_grid(tiles, num_sms(a.device))  # suite.waves' rule
+        self.workspace = self.flags = None
+        self.sk_plan = (None, None, None)
+        if stream_k:  # every SM: the last wave's K iterations are shared instead of left ragged
+            self.grid = min(num_sms(a.device), tiles * triton.cdiv(k, bk))
+            self.sk_plan = stream_k_plan(tiles, triton.cdiv(k, bk), self.grid)
+            # this launcher's own: a slot per program and consumer warpgroup (64 x BLOCK_N fp32), a flag per slot,
+            # zero before the first launch and left zero by every launch
+            self.workspace = torch.empty(self.grid * bm * bn, dtype=torch.float32, device=c.device)
+            self.flags = torch.zeros(self.grid * 2, dtype=torch.int32, device=c.device)
+        self.args = (*descs, ops.scale_a, ops.scale_b, self.workspace, self.flags, *self.sk_plan, m, n, k)
         fp8 = ops.b_k_major
         self.num_warps = FP8_CONSUMER_WARPS if fp8 else NUM_WARPS
         consumers = (
@@ -643,6 +907,12 @@ class GluonGemm:
             + dtype_config(ops.dtype)
             + (", promoted in quarters of N (unregistered)" if quarters else "")
             + (", K tiles promoted in pairs through two partials" if pairs else "")
+            + (
+                f", stream-K (unregistered): {self.sk_plan[0]} tiles whole, then {self.sk_plan[1]} K iterations "
+                f"over {self.sk_plan[2]} programs"
+                if stream_k
+                else ""
+            )
             + grid_note(tiles, num_sms(a.device), self.grid)
             + self.operands.note
             + (", C through a padded pitch per call" if n % 8 else "")
@@ -662,6 +932,7 @@ class GluonGemm:
             num_warps=self.num_warps,
             QUARTERS=self.quarters,
             PAIRS=self.pairs,
+            STREAM_K=self.stream_k,
         )
         if self.c_padded is not None:
             self.c.copy_(self.c_padded[:, : self.c.shape[1]])
