@@ -356,6 +356,9 @@ def _partial_offsets(slot, WG: gl.constexpr, WG_M: gl.constexpr, HALF: gl.conste
     return base + rows[:, None] * (2 * HALF) + cols[None, :]
 
 
+SK_POLL_LIMIT = gl.constexpr(1 << 22)  # a stream-K finisher's polls of one flag at most (~1 us each)
+
+
 @gluon.jit
 def _fp8_publish(workspace, flags, left, right, WG: gl.constexpr):
     """A stream-K contributor (its unit starts inside the tile): its partial sums to its program's slot, then each
@@ -393,8 +396,12 @@ def _fp8_fix_up(workspace, flags, left, right, tile_end, sk_iters, sk_programs, 
     while contributor <= last:
         flag, ones = _flag_per_thread(flags, contributor, WG)
         seen = gl.atomic_add(flag, ones * 0, sem="acquire", scope="gpu")
-        while gl.min(seen, axis=0) < THREADS:  # not every thread of its warpgroup has published yet
+        polls = 1
+        # not every thread of its warpgroup has published yet; past SK_POLL_LIMIT polls (seconds) the finisher goes
+        # on without it, so that a broken schedule fails validation instead of hanging the GPU
+        while (gl.min(seen, axis=0) < THREADS) & (polls < SK_POLL_LIMIT):
             seen = gl.atomic_add(flag, ones * 0, sem="acquire", scope="gpu")
+            polls += 1
         offsets = _partial_offsets(contributor, WG, WG_M, HALF, left.type.layout)
         left = left + gl.load(workspace + offsets, cache_modifier=".cg")
         right = right + gl.load(workspace + offsets + HALF, cache_modifier=".cg")
