@@ -9,7 +9,8 @@ the same way in the same process.
             unregistered 128 x 256 split-K instantiation beside the registered tiles, each also built with its
             blocks in tile-major order (GEMM_TMA_SPLIT_MAJOR=0: a tile's splits neighbour; the registered order,
             split-major, has the blocks that read one K range neighbour)
-  decode    the Triton decode tiles (weight rows, stage size, depth) and PTX 64 x 128 split counts at M = 16 and 64
+  decode    the Triton decode tiles (weight rows, stage size, depth) and PTX 64 x 128 split counts at M = 16 and 64,
+            and the PTX 64 x 128 tile on stream-K (every SM, the fix-up in the kernel)
   fp8       cuBLAS fp8 with promoted and with fast accumulation, beside the best PTX and Gluon fp8 rows, at 8192^3 and
             4096^3: where fp8's gap to cuBLAS is; and the PTX kernel built without promotion, promoted in quarters
             of N (GEMM_TMA_FP8_QUARTERS; the Gluon kernel too), with A from registers (GEMM_TMA_FP8_A_REGS), its
@@ -234,6 +235,17 @@ def decode(shapes) -> None:
                             ),
                         )
         g.SHORT_A_BOX, g.L2_PROMOTION = registered
+        # the same 64 x 128 tile on stream-K: every SM streams (the split-K keeps to STREAMING_SM_SHARE of them) and
+        # the partials are fixed up in the kernel, no second pass (at 16 x 4096 x 14336 the split-K's second pass is
+        # 2.4 us of 35)
+        streamed = dataclasses.replace(config, schedule="stream-k", persistent=True)
+        streamed_module = g.TmaGemm(streamed)
+        for stages in streamed.stages:
+            shape.report(
+                f"  ptx 64x128 stream-k {stages} st",
+                lambda c, stages=stages: g.Gemm(shape.inputs, c, streamed, stages, kernel=streamed_module),
+                lambda fn: f" ({fn.grid} blocks)",
+            )
 
 
 def triton_split(shapes) -> None:
