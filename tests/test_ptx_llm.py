@@ -7,6 +7,7 @@ import re
 
 import pytest
 import torch
+from gemm_checks import valid_twice
 
 from suite.problems import GEMM
 from suite.ptx import gemm_tma
@@ -341,3 +342,51 @@ def test_the_fp16_ladder_build_holds_only_rungs_with_an_fp16_build():
     assert any(
         ", 144," in e for e in gemm_tma.KERNELS["128x144x128 ws 2wg persistent tma-store"].all_name_expressions()
     )
+
+
+# GEMM_TMA_SK_FIXED_FINISHER (tools/probe_llm.py only): stream-K's fix-up with the tile's first unit as its finisher,
+# on the registered stream-K row, the 64 x 128 decode tile on stream-K and the fp8 pairs rungs on stream-K
+FIXED_FINISHER = {
+    "128x256 stream-k": gemm_tma.CONFIGS["128x256 stream-k"],
+    "64x128 stream-k": dataclasses.replace(gemm_tma.CONFIGS["64x128 split-k"], schedule="stream-k", persistent=True),
+    **STREAMED_FP8,
+}
+
+
+def test_fixed_finisher_builds_hold_wgmma_and_their_flag_atomics():
+    """Built for sm_90a on CPU: the fixed finisher's flags are a release store and an acquire load at GPU scope, with
+    no counter atomic and no fence (the registered fix-up's atom.acq_rel is gone); the decode tile's 16-bit builds keep
+    every value in registers."""
+    for name, config in FIXED_FINISHER.items():
+        module = gemm_tma.TmaGemm(config).with_defines("GEMM_TMA_SK_FIXED_FINISHER=1").build(gemm_tma.ARCH)
+        for expr, sass in split_functions(module.sass()).items():
+            classes = instruction_classes(sass)
+            assert classes["wgmma"] > 0 and classes["tma"] > 0, (name, expr)
+            assert "MEMBAR.SC" not in sass and "ATOM" not in sass, (name, expr)
+            assert re.search(r"\bST\.E\.STRONG\.GPU\b|\bSTG\.E\.STRONG\.GPU\b", sass), (name, expr)
+            assert re.search(r"\bLDG\.E\.STRONG\.GPU\b|\bLD\.E\.STRONG\.GPU\b", sass), (name, expr)
+        if name == "64x128 stream-k":
+            resources = module.resources()
+            assert all(r["stack"] == 0 for e, r in resources.items() if "E4M3" not in e), resources
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("name", FIXED_FINISHER)
+def test_fixed_finisher_stream_k_matches_fp64_bit_for_bit(name):
+    """The fixed-finisher fix-up at the schedule's edges (EDGES: ranges that start and end inside tiles, M = 1, N not
+    a multiple of 16, K below one K tile), a decode shape whose tiles each have four or five units (16 x 4096 x 14336
+    on 64 x 128 tiles), and whole waves then shared ones (2048 x 4352 x 512), every dtype the config builds, against
+    fp64, twice bit for bit, the flags left at zero."""
+    config = FIXED_FINISHER[name]
+    kernel = gemm_tma.TmaGemm(config).with_defines("GEMM_TMA_SK_FIXED_FINISHER=1")
+    sizes = [size for size, _ in EDGES] + [(16, 4096, 14336), (2048, 4352, 512)]
+    for dtype in config.dtypes:
+        for size in sizes:
+            if dtype == "fp8e4m3" and size[2] % 16:
+                continue
+            stages = config.stages[0]
+            inputs = GEMM.make_inputs(size, sum(size) + stages, torch.device("cuda"), dtype)
+            out = GEMM.make_output(inputs)
+            launch = gemm_tma.Gemm(inputs, out, config, stages, kernel=kernel)
+            valid_twice(launch, out, inputs, dtype, (name, dtype, size))
+            assert int(launch.counters.abs().sum()) == 0, (name, dtype, size, "flags not reset")

@@ -23,7 +23,8 @@
 #   probe     the Triton tuning probes: tools/tune_vector.py --triton-desc --quick, tools/tune_gemm_triton.py --extra
 #             at 4096^3 and 4000x3000x1000 (timed: alone on the GPU)
 #   probe-llm tools/probe_llm.py split-k (both block orders) and decode (timed: alone on the GPU)
-#   probe-sk  the stream-K builds not yet run on a GPU (2026-12-02): the Gluon fp8 stream-K's GPU test alone, then
+#   probe-sk  the stream-K builds not yet run on a GPU (2026-12-02): the GPU tests of the Gluon fp8 stream-K and the
+#             PTX fixed-finisher fix-up first, then
 #             tools/probe_llm.py fp8 --only stream-k (8192^3, 4096^3) and decode --only stream-k beside the registered rows
 #   probe-rotate  tools/probe_llm.py rotate: the decode rows with distinct operand sets back to back in one graph
 #             (no flush, no event pair per call) against the roofline (issue 18's small weights), timed: alone on the GPU
@@ -95,8 +96,8 @@ for step in "$@"; do
       # the stream-K builds not yet run on a GPU: the Gluon fp8 kernel's GPU test alone first (a broken schedule fails
       # there, bounded by its poll limit and this timeout), then its probe beside the registered fp8 rows, and the PTX
       # 64 x 128 decode tile on stream-K beside the registered split-K at the rule's depth and split count
-      timeout 240 python3 -m pytest -q -n 0 -p no:cacheprovider tests/test_triton_dtypes.py -k stream_k \
-        > "$OUT/probe-sk-test.log" 2>&1
+      timeout 300 python3 -m pytest -q -n 4 -p no:cacheprovider tests/test_triton_dtypes.py tests/test_ptx_llm.py \
+        -k "stream_k or fixed_finisher" > "$OUT/probe-sk-test.log" 2>&1
       echo "stream-K GPU test rc=$?"; tail -3 "$OUT/probe-sk-test.log"
       PYTHONPATH=. timeout 200 python3 tools/probe_llm.py fp8 --flush read --shape 8192x8192x8192 4096x4096x4096 \
         --only stream-k "gluon ws persistent 3 st" "128x144x128 ws 2wg persistent tma-store tma+wgmma 5 st" \

@@ -239,13 +239,16 @@ def decode(shapes) -> None:
         # the partials are fixed up in the kernel, no second pass (at 16 x 4096 x 14336 the split-K's second pass is
         # 2.4 us of 35)
         streamed = dataclasses.replace(config, schedule="stream-k", persistent=True)
-        streamed_module = g.TmaGemm(streamed)
-        for stages in streamed.stages:
-            shape.report(
-                f"  ptx 64x128 stream-k {stages} st",
-                lambda c, stages=stages: g.Gemm(shape.inputs, c, streamed, stages, kernel=streamed_module),
-                lambda fn: f" ({fn.grid} blocks)",
-            )
+        for fix_up, module in (
+            ("", g.TmaGemm(streamed)),
+            (" fixed-finisher", g.TmaGemm(streamed).with_defines("GEMM_TMA_SK_FIXED_FINISHER=1")),
+        ):
+            for stages in streamed.stages:
+                shape.report(
+                    f"  ptx 64x128 stream-k{fix_up} {stages} st",
+                    lambda c, stages=stages, module=module: g.Gemm(shape.inputs, c, streamed, stages, kernel=module),
+                    lambda fn: f" ({fn.grid} blocks)",
+                )
 
 
 def triton_split(shapes) -> None:
@@ -430,6 +433,10 @@ def fp8(shapes) -> None:
     for name in ("128x144x128 ws 2wg persistent tma-store", "128x128x128 ws 2wg persistent tma-store"):
         streamed = dataclasses.replace(g.CONFIGS[name], schedule="stream-k", stages=(5, 6))
         built(f"{name.split()[0]} pairs stream-k tma-store", streamed, g.TmaGemm(streamed))
+        # the same with the tile's first unit as its fixed finisher (GEMM_TMA_SK_FIXED_FINISHER: its partial stays in
+        # registers, the later units' are read once, each behind its own flag)
+        fixed = g.TmaGemm(streamed).with_defines("GEMM_TMA_SK_FIXED_FINISHER=1")
+        built(f"{name.split()[0]} pairs stream-k fixed-finisher", streamed, fixed)
     from suite.triton.gemm_gluon import PAIRS_STAGES
 
     made.extend(

@@ -142,6 +142,20 @@ __device__ __forceinline__ int atom_add_acq_rel_gpu(int* gmem_counter, int value
     return old;
 }
 
+// A flag's 4-byte store at GPU scope with release semantics: with a barrier of the cooperating threads before it, it
+// publishes their earlier stores to whoever acquires the flag (ld_acquire_gpu).
+__device__ __forceinline__ void st_release_gpu(int* gmem_flag, int value) {
+    asm volatile("st.release.gpu.global.s32 [%0], %1;\n" ::"l"(gmem_flag), "r"(value) : "memory");
+}
+
+// A flag's 4-byte load at GPU scope with acquire semantics: once it reads what a st_release_gpu stored, the stores
+// that release published are visible to this thread's later loads, and, through a barrier after it, to the others'.
+__device__ __forceinline__ int ld_acquire_gpu(const int* gmem_flag) {
+    int v;
+    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(gmem_flag) : "memory");
+    return v;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Hopper (sm_90): mbarriers, TMA (cp.async.bulk.tensor), and, on sm_90a only, wgmma and setmaxnreg.
 // Compiled only for targets that have them, so the header still builds for sm_80.

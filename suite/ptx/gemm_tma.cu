@@ -178,6 +178,14 @@ struct E4M3 {  // bf16 out, with the per-tensor scales
 // GEMM_TMA_FP8_PIPELINED=1 (tools/probe_llm.py fp8 only, no registered row): where a consumer warpgroup owns one m64
 // tile at most 192 wide, each K tile's two halves of N get a partial sum each, and the first half is promoted while
 // the second's wgmma run (consumer_mainloop), instead of every group waited for before its adds.
+// GEMM_TMA_SK_FIXED_FINISHER=1 (tools/probe_llm.py only, no registered row): stream-K's fix-up with a fixed finisher
+// instead of the last unit to arrive (fix_up_fixed, below).
+#ifndef GEMM_TMA_SK_FIXED_FINISHER
+#define GEMM_TMA_SK_FIXED_FINISHER 0
+#endif
+#ifndef GEMM_TMA_SK_FIXED_CHUNK
+#define GEMM_TMA_SK_FIXED_CHUNK 6  // fix_up_fixed's 16-byte loads in flight per thread and contributor, at most
+#endif
 #ifndef GEMM_TMA_FP8_PIPELINED
 #define GEMM_TMA_FP8_PIPELINED 0
 #endif
@@ -855,10 +863,32 @@ __device__ __forceinline__ bool rows_in_range(int M, int row0, int mt) {
 // that is at most FIXUP_CHUNK (18: the 144-wide tile's 18 groups at once, 72 registers beside its 72 accumulators;
 // 16 for the 128- and 256-wide tiles)
 constexpr int FIXUP_CHUNK = 18;
-__host__ __device__ constexpr int fixup_chunk(int groups) {
-    int chunk = groups < FIXUP_CHUNK ? groups : FIXUP_CHUNK;
+__host__ __device__ constexpr int fixup_chunk_at_most(int groups, int most) {
+    int chunk = groups < most ? groups : most;
     while (groups % chunk) --chunk;
     return chunk;
+}
+__host__ __device__ constexpr int fixup_chunk(int groups) { return fixup_chunk_at_most(groups, FIXUP_CHUNK); }
+
+// A unit's partial into its slot (rows past M skipped), and CHUNK of a slot's float4 groups of m64 tile `mt` from
+// group q0 on, all issued before any is used: the fix-ups' two halves of the workspace round trip.
+template <class T>
+__device__ __forceinline__ void store_slot(const float (&acc)[T::WG_M_TILES][T::ACC], float* slot, int M, int row0,
+                                           int tid) {
+#pragma unroll
+    for (int mt = 0; mt < T::WG_M_TILES; ++mt) {
+        if (!rows_in_range(M, row0, mt)) continue;
+#pragma unroll
+        for (int q = 0; q < T::ACC / 4; ++q)
+            st_global_cg_v4(slot + ((mt * T::ACC / 4 + q) * WG_THREADS + tid) * 4, acc[mt][4 * q], acc[mt][4 * q + 1],
+                            acc[mt][4 * q + 2], acc[mt][4 * q + 3]);
+    }
+}
+template <class T, int CHUNK>
+__device__ __forceinline__ void load_slot_chunk(const float* slot, int mt, int q0, int tid, float (&v)[CHUNK][4]) {
+#pragma unroll
+    for (int q = 0; q < CHUNK; ++q)
+        ld_global_cg_v4(slot + ((mt * T::ACC / 4 + q0 + q) * WG_THREADS + tid) * 4, v[q][0], v[q][1], v[q][2], v[q][3]);
 }
 
 // This unit's partial for the tile: store it to its slot and arrive on the tile's counter. The last unit to arrive
@@ -869,15 +899,7 @@ __device__ __forceinline__ bool fix_up(float (&acc)[T::WG_M_TILES][T::ACC], cons
                                        int* counters, unsigned flag, int wg, int M, int row0) {
     const int tid = threadIdx.x % WG_THREADS;
     const unsigned wg_barrier = 1 + wg;  // named barrier of this warpgroup's 128 threads
-    float* mine = slot_of<T>(workspace, u.slot(u.index), wg);
-#pragma unroll
-    for (int mt = 0; mt < T::WG_M_TILES; ++mt) {
-        if (!rows_in_range(M, row0, mt)) continue;
-#pragma unroll
-        for (int q = 0; q < T::ACC / 4; ++q)
-            st_global_cg_v4(mine + ((mt * T::ACC / 4 + q) * WG_THREADS + tid) * 4, acc[mt][4 * q], acc[mt][4 * q + 1],
-                            acc[mt][4 * q + 2], acc[mt][4 * q + 3]);
-    }
+    store_slot<T>(acc, slot_of<T>(workspace, u.slot(u.index), wg), M, row0, tid);
     named_barrier_sync(wg_barrier, WG_THREADS);  // every thread of the warpgroup has issued its part...
     int* counter = counters + u.tile * (T::THREADS / WG_THREADS - 1) + wg;
     // ...which the elected thread's release publishes with its arrival; its acquire sees every earlier arrival's
@@ -895,12 +917,8 @@ __device__ __forceinline__ bool fix_up(float (&acc)[T::WG_M_TILES][T::ACC], cons
 #pragma unroll
         for (int q0 = 0; q0 < T::ACC / 4; q0 += CHUNK) {
             for (int j = 0; j < u.contributors; ++j) {  // K order, whoever arrived last: bit-reproducible
-                const float* slot = slot_of<T>(workspace, u.slot(j), wg);
                 float v[CHUNK][4];
-#pragma unroll
-                for (int q = 0; q < CHUNK; ++q)
-                    ld_global_cg_v4(slot + ((mt * T::ACC / 4 + q0 + q) * WG_THREADS + tid) * 4, v[q][0], v[q][1],
-                                    v[q][2], v[q][3]);
+                load_slot_chunk<T, CHUNK>(slot_of<T>(workspace, u.slot(j), wg), mt, q0, tid, v);
 #pragma unroll
                 for (int q = 0; q < CHUNK; ++q)
 #pragma unroll
@@ -910,6 +928,56 @@ __device__ __forceinline__ bool fix_up(float (&acc)[T::WG_M_TILES][T::ACC], cons
         }
     }
     if (tid == 0) *counter = 0;  // the tile is done: the counter is ready for the next launch
+    return true;
+}
+
+// GEMM_TMA_SK_FIXED_FINISHER's fix-up: the tile's first contributor (index 0, the unit with its first K tile: its
+// block's range ends in this tile, so this is the block's last unit) is the finisher; every later contributor
+// (index j >= 1, its block's first unit: it starts inside the tile) stores its partial to its slot and raises the
+// slot's flag, and the finisher adds them to its own accumulators, in K order, each once its flag is up. So the
+// finisher's partial never goes through L2, the others' are read once, and no unit waits but a block's last, on
+// units that are other blocks' first: no cycle of waits (every block is resident: one per SM at most). Flags: one per
+// slot and consumer warpgroup, zero between launches (the finisher lowers each it saw). A flag not up after
+// 2^22 polls (seconds) is given up on, so that a broken schedule fails validation instead of hanging the GPU.
+template <class T>
+__device__ __forceinline__ bool fix_up_fixed(float (&acc)[T::WG_M_TILES][T::ACC], const WorkUnit& u,
+                                             float* workspace, int* flags, int wg, int M, int row0) {
+    constexpr int CONSUMERS = T::THREADS / WG_THREADS - 1;
+    const int tid = threadIdx.x % WG_THREADS;
+    const unsigned wg_barrier = 1 + wg;  // named barrier of this warpgroup's 128 threads
+    if (u.index > 0) {
+        store_slot<T>(acc, slot_of<T>(workspace, u.slot(u.index), wg), M, row0, tid);
+        named_barrier_sync(wg_barrier, WG_THREADS);  // every thread of the warpgroup has issued its part...
+        if (tid == 0) st_release_gpu(flags + u.slot(u.index) * CONSUMERS + wg, 1);  // ...which this publishes
+        return false;  // the finisher stores C
+    }
+    // fewer loads in flight per contributor than fix_up's: the finisher's accumulators stay live beside them (fix_up's
+    // sum starts from the first slot), and with fix_up's count the fp8 builds spill
+    constexpr int CHUNK = fixup_chunk_at_most(T::ACC / 4, GEMM_TMA_SK_FIXED_CHUNK);
+    constexpr long long POLL_LIMIT = 1ll << 22;
+    for (int j = 1; j < u.contributors; ++j) {  // K order
+        int* flag = flags + u.slot(j) * CONSUMERS + wg;
+        if (tid == 0) {
+            for (long long polls = 0; ld_acquire_gpu(flag) == 0 && polls < POLL_LIMIT; ++polls) {
+            }
+            *flag = 0;  // seen: zero again for the next launch (its slot is written once per launch)
+        }
+        named_barrier_sync(wg_barrier, WG_THREADS);  // the acquire, passed on to every thread of the warpgroup
+        const float* slot = slot_of<T>(workspace, u.slot(j), wg);
+#pragma unroll
+        for (int mt = 0; mt < T::WG_M_TILES; ++mt) {
+            if (!rows_in_range(M, row0, mt)) continue;
+#pragma unroll
+            for (int q0 = 0; q0 < T::ACC / 4; q0 += CHUNK) {
+                float v[CHUNK][4];
+                load_slot_chunk<T, CHUNK>(slot, mt, q0, tid, v);
+#pragma unroll
+                for (int q = 0; q < CHUNK; ++q)
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) acc[mt][4 * (q0 + q) + i] += v[q][i];
+            }
+        }
+    }
     return true;
 }
 
@@ -926,7 +994,11 @@ __device__ __forceinline__ void consume_unit(float (&acc)[T::WG_M_TILES][T::ACC]
     tile_origin<BM, BLOCK_N>(u.tile, tiles_m, tiles_n, m0, n0);
     const int row0 = m0 + wg * T::WG_ROWS;
     consumer_mainloop<STAGES, T, E, TMA_STORE, BM, BLOCK_N>(acc, smem, read, u.k_tiles, wg * T::WG_ROWS, release);
-    if (u.contributors > 1 && !fix_up<T>(acc, u, workspace, counters, smem.flag(wg), wg, M, row0)) return;
+    if constexpr (GEMM_TMA_SK_FIXED_FINISHER) {
+        if (u.contributors > 1 && !fix_up_fixed<T>(acc, u, workspace, counters, wg, M, row0)) return;
+    } else {
+        if (u.contributors > 1 && !fix_up<T>(acc, u, workspace, counters, smem.flag(wg), wg, M, row0)) return;
+    }
     if constexpr (TMA_STORE) {
         if (tma_store) {
             store_tile_tma<STAGES, T, E, BM, BLOCK_N, C_PASSES>(tmap_c, smem, wg, row0, n0, acc, alpha, C, M, N);

@@ -456,7 +456,9 @@ class Gemm:
             self.reduce_grid = -(-m * n // (4 * REDUCE_THREADS))
         else:
             self.workspace = torch.empty(max(1, slots * bm * bn), dtype=torch.float32, device=c.device)
-        counters = tiles * config.consumers if config.schedule == "stream-k" else 1  # only stream-K's fix-up counts
+        # only stream-K's fix-up counts: a counter per tile and consumer warpgroup, or (GEMM_TMA_SK_FIXED_FINISHER) a
+        # flag per workspace slot and consumer warpgroup
+        counters = max(tiles, slots) * config.consumers if config.schedule == "stream-k" else 1
         self.counters = torch.zeros(counters, dtype=torch.int32, device=c.device)
         self.scales = (ops.scale_a, ops.scale_b) if dtype == "fp8e4m3" else (self.workspace, self.workspace)
         self.threads, self.cluster = config.threads, config.cluster
