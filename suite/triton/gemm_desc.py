@@ -1,6 +1,6 @@
 """C = A @ B (fp32 accumulate) in Triton through tensor descriptors (TMA on Hopper), one program per output tile or
-persistent (one program per SM looping over tiles), swept over ``num_stages``; and the ``tuned`` launcher, which lets
-triton.autotune pick among these kernels' schedules, depths and rasterizations.
+persistent (at most one program per SM looping over tiles: suite.waves' rule), swept over ``num_stages``; and the
+``tuned`` launcher, which lets triton.autotune pick among these kernels' schedules, depths and rasterizations.
 
 Three input types (suite.problems.GEMM_DTYPES), each on its own tile, every stage 48 KiB of shared memory:
 
@@ -115,7 +115,7 @@ def gemm_desc_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
-    PERSISTENT: tl.constexpr,  # loop over tiles (one program per SM) instead of one program per tile
+    PERSISTENT: tl.constexpr,  # loop over tiles (at most one program per SM) instead of one program per tile
     C_DESC: tl.constexpr,  # store C through a descriptor too (its rows have a 16-byte pitch)
     EPILOGUE_SUBTILE: tl.constexpr = False,  # store C in two halves: half the shared memory for its staging
     HOST_DESC: tl.constexpr = False,  # a, b (and c when C_DESC) come as descriptors built on the host

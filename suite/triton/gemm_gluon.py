@@ -3,8 +3,8 @@
 with Triton's compiler doing registers, layouts and instruction selection, and the programmer doing what
 ``tl.dot`` leaves to the pipeliner: the shared-memory ring, its mbarriers and the warp roles.
 
-Persistent: one program per SM walks the output tiles (grouped rasterization, as the other Triton kernels: 8 tile
-rows per group, fp8 16).
+Persistent: at most one program per SM (suite.waves' rule) walks the output tiles (grouped rasterization, as the
+other Triton kernels: 8 tile rows per group, fp8 16).
 
 * a **producer** partition (1 warp, few registers) issues TMA loads of A and B K-tiles into a STAGES-deep ring, each
   stage guarded by a *ready* and an *empty* mbarrier; it runs ahead across tiles, bounded only by the ring;
