@@ -465,7 +465,6 @@ def _fp8_consumer(
     part_b = gl.zeros((WG_M, QUARTER), dtype=gl.float32, layout=quarter_layout)  # QUARTERS: quarters 1 and 3
     smem_read_stage = 0
     lap = 0
-    gl.static_assert(not (STREAM_K and QUARTERS), "stream-K is built on the halves")
     dp_tiles, sk_iters, sk_programs = _stream_k_plan(tiles_m * tiles_n, sk_dp, sk_iters, sk_programs, STREAM_K)
     for tile in range(gl.program_id(0), dp_tiles, gl.num_programs(0)):
         m0, n0 = tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
