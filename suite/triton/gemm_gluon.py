@@ -347,9 +347,12 @@ def _fp8_epilogue(c_desc, c_smem, left, right, scale, m0, n0, WG: gl.constexpr):
 
 
 @gluon.jit
-def _partial_offsets(slot, WG: gl.constexpr, WG_M: gl.constexpr, HALF: gl.constexpr, layout: gl.constexpr):
+def _partial_offsets(slot, WG: gl.constexpr, half):
     """Offsets (in floats) of a warpgroup's two [WG_M, HALF] halves in stream-K's workspace slot ``slot`` (one per
-    program and warpgroup: [programs, 2, WG_M, 2 x HALF] fp32), in the accumulators' layout."""
+    program and warpgroup: [programs, 2, WG_M, 2 x HALF] fp32), in the layout of ``half`` (an accumulator half)."""
+    WG_M: gl.constexpr = half.type.shape[0]
+    HALF: gl.constexpr = half.type.shape[1]
+    layout: gl.constexpr = half.type.layout
     rows = gl.arange(0, WG_M, layout=gl.SliceLayout(1, layout))
     cols = gl.arange(0, HALF, layout=gl.SliceLayout(0, layout))
     base = (slot * 2 + WG).to(gl.int64) * (WG_M * 2 * HALF)
@@ -364,9 +367,8 @@ def _fp8_publish(workspace, flags, left, right, WG: gl.constexpr):
     """A stream-K contributor (its unit starts inside the tile): its partial sums to its program's slot, then each
     thread's release-add on the slot's flag, so that the flag reads 128 once all of the warpgroup's stores are
     visible."""
-    WG_M: gl.constexpr = left.type.shape[0]
     HALF: gl.constexpr = left.type.shape[1]
-    offsets = _partial_offsets(gl.program_id(0), WG, WG_M, HALF, left.type.layout)
+    offsets = _partial_offsets(gl.program_id(0), WG, left)
     gl.store(workspace + offsets, left, cache_modifier=".cg")
     gl.store(workspace + offsets + HALF, right, cache_modifier=".cg")
     flag, ones = _flag_per_thread(flags, gl.program_id(0), WG)
@@ -388,7 +390,6 @@ def _fp8_fix_up(workspace, flags, left, right, tile_end, sk_iters, sk_programs, 
     partials of the tile added in K order (program order), each once its flag reads 128 in every thread. Each
     thread then adds 1 to the flag, and the one that takes it to 256 (every thread past the wait) zeroes it for the
     next launch. Bit-reproducible: the same additions in the same order whichever program arrives first."""
-    WG_M: gl.constexpr = left.type.shape[0]
     HALF: gl.constexpr = left.type.shape[1]
     THREADS: gl.constexpr = _FP8_WARPS * 32
     contributor = gl.program_id(0) + 1
@@ -402,7 +403,7 @@ def _fp8_fix_up(workspace, flags, left, right, tile_end, sk_iters, sk_programs, 
         while (gl.min(seen, axis=0) < THREADS) & (polls < SK_POLL_LIMIT):
             seen = gl.atomic_add(flag, ones * 0, sem="acquire", scope="gpu")
             polls += 1
-        offsets = _partial_offsets(contributor, WG, WG_M, HALF, left.type.layout)
+        offsets = _partial_offsets(contributor, WG, left)
         left = left + gl.load(workspace + offsets, cache_modifier=".cg")
         right = right + gl.load(workspace + offsets + HALF, cache_modifier=".cg")
         passed = gl.atomic_add(flag, ones, sem="relaxed", scope="gpu")
