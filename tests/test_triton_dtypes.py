@@ -317,3 +317,18 @@ def test_gluon_stream_k_is_refused_off_the_fp8_halves():
     for schedule in ({"quarters": True}, {"pairs": True}):
         with pytest.raises(ValueError, match="stream_k: built on the fp8 kernel's halves only"):
             GluonGemm(fp8, GEMM.make_output(fp8), 5 if "pairs" in schedule else 3, stream_k=True, **schedule)
+
+
+def test_gluon_stream_k_launcher_sizes_its_plan_workspace_and_flags_from_the_shape():
+    """Built on CPU tensors (no launch): every SM's program (the interpreter's 4), the plan of its own tiles and K
+    tiles, a slot of 128 x 256 fp32 per program, zeroed flags per program and warpgroup, and the config saying so."""
+    from suite.triton.gemm_gluon import GluonGemm, stream_k_plan
+
+    inputs = GEMM.make_inputs((300, 1280, 1040), 1, torch.device("cpu"), "fp8e4m3")  # 3 x 5 tiles, 9 K tiles
+    launch = GluonGemm(inputs, GEMM.make_output(inputs), 3, stream_k=True)
+    assert launch.grid == 4 and launch.sk_plan == stream_k_plan(15, 9, 4) == (12, 27, 4)
+    assert launch.workspace.numel() == 4 * 128 * 256 and launch.workspace.dtype == torch.float32
+    assert launch.flags.shape == (8,) and int(launch.flags.abs().sum()) == 0
+    assert "stream-K (unregistered): 12 tiles whole, then 27 K iterations over 4 programs" in launch.config
+    plain = GluonGemm(inputs, GEMM.make_output(inputs), 3)
+    assert plain.workspace is None and plain.flags is None and "stream-K" not in plain.config
