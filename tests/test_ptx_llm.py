@@ -390,3 +390,54 @@ def test_fixed_finisher_stream_k_matches_fp64_bit_for_bit(name):
             launch = gemm_tma.Gemm(inputs, out, config, stages, kernel=kernel)
             valid_twice(launch, out, inputs, dtype, (name, dtype, size))
             assert int(launch.counters.abs().sum()) == 0, (name, dtype, size, "flags not reset")
+
+
+def _stream_k_walk(tiles: int, k_tiles: int, grid: int):
+    """gemm_tma.cu's StreamK as it deals units, per block: (tile, k_begin, k_tiles, contributors, index, slot(index),
+    slot(j) for every j) for the stream-K part (the data-parallel tiles are whole: no fix-up)."""
+    dp = (tiles // grid - 1) * grid if tiles >= 2 * grid else 0
+    iters = (tiles - dp) * k_tiles
+
+    def start(c):
+        return c * iters // grid
+
+    def block_of(i):
+        return ((i + 1) * grid - 1) // iters
+
+    for c in range(grid):
+        units, it, end = [], start(c), start(c + 1)
+        while it < end:
+            tile, k_begin = divmod(it, k_tiles)
+            n = min(k_tiles - k_begin, end - it)
+            first, last = block_of(tile * k_tiles), block_of(tile * k_tiles + k_tiles - 1)
+            adjust = 1 if start(first) < tile * k_tiles else 0
+            slots = [2 * first + 2 * j + (adjust if j == 0 else 0) for j in range(last - first + 1)]
+            units.append((dp + tile, k_begin, n, last - first + 1, c - first, slots))
+            it += n
+        yield c, units
+
+
+@pytest.mark.parametrize("grid", [4, 64, 132])
+def test_fixed_finisher_waits_only_at_a_block_s_last_unit_on_other_blocks_first_units(grid):
+    """What fix_up_fixed relies on, for StreamK's deal at many shapes: a shared tile's unit 0 starts at its first K
+    tile and is its block's last unit (the only one that waits); every later unit j is its block's first, in the
+    block's slot 2c, written once per launch (so a flag per slot suffices); contributors' slots are the next blocks';
+    and every slot and flag lies inside the launcher's arrays (2 x grid slots, max(tiles, 2 x grid) flags)."""
+    for tiles in (1, 3, grid - 1, grid + 1, 2 * grid, 2 * grid + 5, 7 * grid + 3):
+        for k_tiles in (1, 2, 7, 33, 224):
+            if tiles < 1:
+                continue
+            written = set()
+            for c, units in _stream_k_walk(tiles, k_tiles, grid):
+                for i, (_tile, k_begin, n, contributors, index, slots) in enumerate(units):
+                    if contributors == 1:
+                        continue
+                    if index == 0:
+                        assert k_begin == 0 and n < k_tiles and i == len(units) - 1, (tiles, k_tiles, c, i)
+                    else:
+                        assert i == 0 and k_begin > 0 and slots[index] == 2 * c, (tiles, k_tiles, c, i)
+                        assert slots[index] not in written
+                        written.add(slots[index])
+                    assert slots[1:] == [2 * (c - index + j) for j in range(1, contributors)]
+                    assert all(0 <= s < 2 * grid for s in slots)
+            assert all(s < max(tiles, 2 * grid) for s in written)
