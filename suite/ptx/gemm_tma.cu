@@ -958,6 +958,7 @@ __device__ __forceinline__ bool fix_up_fixed(float (&acc)[T::WG_M_TILES][T::ACC]
     for (int j = 1; j < u.contributors; ++j) {  // K order
         int* flag = flags + u.slot(j) * CONSUMERS + wg;
         if (tid == 0) {
+            // wait until contributor j's warpgroup has published its partial (or the poll limit is reached)
             for (long long polls = 0; ld_acquire_gpu(flag) == 0 && polls < POLL_LIMIT; ++polls) {
             }
             *flag = 0;  // seen: zero again for the next launch (its slot is written once per launch)
