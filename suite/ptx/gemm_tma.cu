@@ -983,8 +983,9 @@ __device__ __forceinline__ bool fix_up_fixed(float (&acc)[T::WG_M_TILES][T::ACC]
 }
 
 // One unit of the stream-K schedule on a consumer warpgroup: MAINLOOP over its K tiles, then EPILOGUE: C when the
-// unit covers all of K, else the fix-up, whose last arriving unit stores C. C goes out through the TMA-store epilogue
-// where the kernel has one and C's rows allow it (`tma_store`), else directly.
+// unit covers all of K, else the fix-up, whose last arriving unit (GEMM_TMA_SK_FIXED_FINISHER: the tile's first unit)
+// stores C. C goes out through the TMA-store epilogue where the kernel has one and C's rows allow it (`tma_store`),
+// else directly.
 template <int STAGES, class T, class E, bool TMA_STORE, int BM, int BLOCK_N, int C_PASSES>
 __device__ __forceinline__ void consume_unit(float (&acc)[T::WG_M_TILES][T::ACC],
                                              const SmemLayout<STAGES, T, TMA_STORE, BM>& smem, RingPosition& read,
