@@ -24,8 +24,10 @@
 #             at 4096^3 and 4000x3000x1000 (timed: alone on the GPU)
 #   probe-llm tools/probe_llm.py split-k (both block orders) and decode (timed: alone on the GPU)
 #   probe-sk  the stream-K builds not yet run on a GPU (2026-12-02): the GPU tests of the Gluon fp8 stream-K and the
-#             PTX fixed-finisher fix-up first, then
-#             tools/probe_llm.py fp8 --only stream-k (8192^3, 4096^3) and decode --only stream-k beside the registered rows
+#             PTX fixed-finisher fix-up first, then tools/probe_llm.py fp8 --only stream-k (8192^3, 4096^3) beside the
+#             registered rows (one call: ~9 minutes at most)
+#   probe-sk-decode  tools/probe_llm.py decode --only stream-k: the PTX 64 x 128 decode tile on stream-K, both fix-ups,
+#             beside the registered split-K at 1 and 2 splits
 #   probe-rotate  tools/probe_llm.py rotate: the decode rows with distinct operand sets back to back in one graph
 #             (no flush, no event pair per call) against the roofline (issue 18's small weights), timed: alone on the GPU
 #   probe-flush tools/probe_llm.py flush: decode rows with the L2 flushed by a write, by a read, not at all
@@ -93,17 +95,17 @@ for step in "$@"; do
         > "$OUT/probe-decode-8b.txt" 2>&1
       echo "probe decode-8b rc=$?"; cat "$OUT/probe-decode-8b.txt" ;;
     probe-sk)
-      # the stream-K builds not yet run on a GPU: the Gluon fp8 kernel's GPU test alone first (a broken schedule fails
-      # there, bounded by its poll limit and this timeout), then its probe beside the registered fp8 rows, and the PTX
-      # 64 x 128 decode tile on stream-K beside the registered split-K at the rule's depth and split count
-      timeout 300 python3 -m pytest -q -n 4 -p no:cacheprovider tests/test_triton_dtypes.py tests/test_ptx_llm.py \
+      # the stream-K builds not yet run on a GPU: their GPU tests first (a broken schedule fails there, bounded by
+      # the kernels' poll limits and this timeout), then the fp8 probe beside the registered fp8 rows
+      timeout 240 python3 -m pytest -q -n 4 -p no:cacheprovider tests/test_triton_dtypes.py tests/test_ptx_llm.py \
         -k "stream_k or fixed_finisher" > "$OUT/probe-sk-test.log" 2>&1
       echo "stream-K GPU test rc=$?"; tail -3 "$OUT/probe-sk-test.log"
-      PYTHONPATH=. timeout 200 python3 tools/probe_llm.py fp8 --flush read --shape 8192x8192x8192 4096x4096x4096 \
+      PYTHONPATH=. timeout 320 python3 tools/probe_llm.py fp8 --flush read --shape 8192x8192x8192 4096x4096x4096 \
         --only stream-k "gluon ws persistent 3 st" "128x144x128 ws 2wg persistent tma-store tma+wgmma 5 st" \
         > "$OUT/probe-sk-fp8.txt" 2>&1
-      echo "probe fp8 stream-k rc=$?"; grep -E "^[0-9]+x" "$OUT/probe-sk-fp8.txt"
-      PYTHONPATH=. timeout 150 python3 tools/probe_llm.py decode --flush read \
+      echo "probe fp8 stream-k rc=$?"; grep -E "^[0-9]+x" "$OUT/probe-sk-fp8.txt" ;;
+    probe-sk-decode)
+      PYTHONPATH=. timeout 300 python3 tools/probe_llm.py decode --flush read \
         --shape 16x4096x14336 64x4096x14336 16x8192x8192 64x8192x8192 \
         --only stream-k "8 st, 2 split(s), short A box, L2_128B" "8 st, 1 split(s), short A box, L2_128B" \
         > "$OUT/probe-sk-decode.txt" 2>&1
