@@ -40,6 +40,8 @@ class Fault:
     size: object = None
     # True: the fault is in the launcher's order of launches (it reads the define), not in the kernel's code
     in_launcher: bool = False
+    # the dtype it is launched in (a module that implements only others); None: the problem's default dtype
+    dtype: str | None = None
 
 
 class KernelModule:

@@ -8,8 +8,8 @@ kernel refuses at a dtype, e.g. fp8's K % 16, is listed as not run, with the rul
 (``--worker healthy``). A finding is attributed to a variant x stage count by the kernel instantiation the report
 names, which the module states (``kernel_names``). The check can fail: every fault a module declares (a build with
 one barrier compiled out, e.g. gemm.cu's PIPESUITE_FAULT_NO_REUSE_BARRIER and PIPESUITE_FAULT_NO_RING_BARRIER) runs
-under its tool too (``--worker fault``, in the problem's default dtype) and must be reported. Exit status 0 only when
-every healthy case is clean and every fault is caught.
+under its tool too (``--worker fault``, in the problem's default dtype or the one the fault names) and must be
+reported. Exit status 0 only when every healthy case is clean and every fault is caught.
 """
 
 from __future__ import annotations
@@ -243,7 +243,7 @@ def worker_fault(tool: str, index: int) -> int:
             # a fault needs to be seen once: one size (racecheck is slow)
             for size in (v.kernel.sanitize_sizes[0] if fault.size is None else fault.size,):
                 _case_start(v, stages)
-                result = validate(broken, stages, size, seed=11, device=torch.device("cuda"))
+                result = validate(broken, stages, size, seed=11, device=torch.device("cuda"), dtype=fault.dtype)
                 print(
                     f"CASE fault {fault.define} {v.label} stages={stages} shape={_shape(v, size)} "
                     f"valid={result.check.valid}",

@@ -340,6 +340,17 @@ GEMM_VARIANTS = (
     ),
     (
         "triton",
+        "128x256x64 gluon ws stream-k",
+        "suite.triton.gemm_gluon:STREAM_K",
+        needs_sm90a,
+        ("square",),
+        "the Gluon kernel (fp8) on every SM with stream-K for its ragged last wave: whole tiles round robin, then "
+        "the remaining tiles' K iterations in one balanced range per program, shared tiles' partials added by the "
+        "tile's first program in K order through a workspace and per-slot flags (suite.triton.gemm_gluon."
+        "stream_k_plan)",
+    ),
+    (
+        "triton",
         "split-k desc",
         "suite.triton.gemm_splitk:KERNEL",
         gpu_or_interpreter,

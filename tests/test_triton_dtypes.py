@@ -289,9 +289,9 @@ def test_gluon_stream_k_plan_at_8192_cubed_leaves_half_tiles():
 
 @pytest.mark.gpu
 def test_gluon_fp8_stream_k_matches_fp64_bit_for_bit_and_leaves_its_flags_at_zero():
-    """The Gluon fp8 kernel's unregistered stream-K (GluonGemm(stream_k=True), tools/probe_llm.py fp8), at both
-    depths, on poisoned outputs: fewer tiles than SMs (every tile shared: M = 1, 67 and 129 with edge tiles of N and
-    a partial K tile), and more (2048 x 8192 x 1024: 3 whole waves, then 116 tiles of 8 K tiles over 132 programs,
+    """The Gluon fp8 kernel's stream-K (GluonGemm(stream_k=True), registered as gluon ws stream-k), at both depths,
+    on poisoned outputs: fewer tiles than SMs (every tile shared: M = 1, 67 and 129 with edge tiles of N and a partial
+    K tile), and more (2048 x 8192 x 1024: 3 whole waves, then 116 tiles of 8 K tiles over 132 programs,
     finishers adding one or two partials); twice, bit for bit, the flags zero after each launch."""
     from suite.triton.gemm_gluon import GluonGemm
 
@@ -319,6 +319,42 @@ def test_gluon_stream_k_is_refused_off_the_fp8_halves():
             GluonGemm(fp8, GEMM.make_output(fp8), 5 if "pairs" in schedule else 3, stream_k=True, **schedule)
 
 
+def test_gluon_stream_k_is_registered_for_fp8_with_a_fault_whose_finisher_reads_first():
+    """The registry's gluon ws stream-k: fp8 only (the 16-bit rows say why), the square set, sanitizer sizes whose
+    plans share tiles; its declared fault (the fix-up wait removed) runs in fp8 at a size where the finisher's own
+    share is shorter than each contributor's, so it reads their slots before they are written, and the module built
+    with the fault's define launches that build on fresh workspace memory. A fault without stream-K is refused."""
+    from suite.registry import variants
+    from suite.triton.gemm_gluon import FAULT_SK_NO_WAIT, STREAM_K, TILES, GluonGemm
+
+    (v,) = [v for v in variants("gemm", "triton") if v.name == "128x256x64 gluon ws stream-k"]
+    assert v.kernel is STREAM_K and v.shape_sets == ("square",) and v.dtypes == ("fp8e4m3",)
+    for d in ("fp16", "bf16"):
+        assert "fp8 kernel's promoted halves only" in v.dtype_skip_reason(d), d
+    bm, bn, bk = TILES["fp8e4m3"]
+    for m, n, k in STREAM_K.sanitize_sizes:
+        tiles, k_tiles = -(-m // bm) * -(-n // bn), -(-k // bk)
+        programs = min(132, tiles * k_tiles)  # GluonGemm's stream-K grid on the H200
+        shared = [u for _, units, _ in _stream_k_units(tiles, k_tiles, programs) for u in units if u[1] > 0]
+        assert shared, ((m, n, k), "no tile shared: the fix-up is not exercised")
+    (fault,) = STREAM_K.faults
+    assert fault.define == FAULT_SK_NO_WAIT and fault.tool == "initcheck" and fault.dtype == "fp8e4m3"
+    m, n, k = fault.size
+    tiles, k_tiles = -(-m // bm) * -(-n // bn), -(-k // bk)
+    walk = {p: units for p, units, _ in _stream_k_units(tiles, k_tiles, min(132, tiles * k_tiles)) if units}
+    finisher = [p for p, units in walk.items() if units[0][1] == 0 and units[0][2] < k_tiles]
+    assert finisher == [0] and len(walk) >= 3, walk
+    own = walk[0][0][2] - walk[0][0][1]
+    assert all(u[2] - u[1] > own for p, units in walk.items() if p > 0 for u in units), walk
+    inputs = GEMM.make_inputs(fault.size, 1, torch.device("cpu"), "fp8e4m3")
+    healthy = STREAM_K.launch(inputs, GEMM.make_output(inputs), 3)
+    broken = STREAM_K.with_defines(fault.define, stages=fault.stages).launch(inputs, GEMM.make_output(inputs), 3)
+    assert healthy.stream_k and broken.stream_k and not healthy.fault and broken.fault
+    assert broken.workspace.numel() == healthy.workspace.numel() == healthy.grid * 128 * 256
+    with pytest.raises(ValueError, match="it needs stream_k"):
+        GluonGemm(inputs, GEMM.make_output(inputs), 3, fault=True)
+
+
 def test_gluon_stream_k_launcher_sizes_its_plan_workspace_and_flags_from_the_shape():
     """Built on CPU tensors (no launch): every SM's program (the interpreter's 4), the plan of its own tiles and K
     tiles, a slot of 128 x 256 fp32 per program, zeroed flags per program and warpgroup, and the config saying so."""
@@ -329,6 +365,6 @@ def test_gluon_stream_k_launcher_sizes_its_plan_workspace_and_flags_from_the_sha
     assert launch.grid == 4 and launch.sk_plan == stream_k_plan(15, 9, 4) == (12, 27, 4)
     assert launch.workspace.numel() == 4 * 128 * 256 and launch.workspace.dtype == torch.float32
     assert launch.flags.shape == (8,) and int(launch.flags.abs().sum()) == 0
-    assert "stream-K (unregistered): 12 tiles whole, then 27 K iterations over 4 programs" in launch.config
+    assert "stream-K: 12 tiles whole, then 27 K iterations over 4 programs" in launch.config
     plain = GluonGemm(inputs, GEMM.make_output(inputs), 3)
     assert plain.workspace is None and plain.flags is None and "stream-K" not in plain.config

@@ -402,7 +402,8 @@ def test_gemm_desc_every_dtype_and_depth_fits_on_sm90():
 # -- the warp-specialized Gluon GEMM (suite/triton/gemm_gluon.py), compiled for sm_90 without a GPU --
 
 
-def _gluon_spec(dtype: str, stages: int, quarters: bool = False, pairs: bool = False, stream_k: bool = False) -> dict:
+def _gluon_spec(dtype: str, stages: int, quarters: bool = False, pairs: bool = False, stream_k: int = 0) -> dict:
+    """gemm_gluon_kernel's compile spec; stream_k: the kernel's STREAM_K (1 stream-K, 2 its fault)."""
     from sm90_compile import OUT_TYPES, TRITON_TYPES, scales
 
     from suite.triton import gemm_gluon as g
@@ -420,7 +421,7 @@ def _gluon_spec(dtype: str, stages: int, quarters: bool = False, pairs: bool = F
         "num_warps": g.FP8_CONSUMER_WARPS if fp8 else g.NUM_WARPS,
         "QUARTERS": quarters,
         "PAIRS": pairs,
-        "STREAM_K": stream_k,
+        "STREAM_K": int(stream_k),
     }
     scale_sig, scale_values = scales(dtype)
     sig = {
@@ -489,16 +490,17 @@ def test_gluon_fp8_quarters_keep_a_group_in_flight_under_the_adds():
 
 
 def test_gluon_fp8_stream_k_keeps_the_halves_and_publishes_through_gpu_scoped_atomics():
-    """The unregistered stream-K (GluonGemm(stream_k=True)): the halves' mainloop twice per consumer partition (the
+    """Stream-K (GluonGemm(stream_k=True), gluon ws stream-k): the halves' mainloop twice per consumer partition (the
     whole waves', then the shared K iterations'), each half one group of 4 fp8 wgmma waited for alone, as in the
-    registered kernel; the fix-up's release and acquire atomics on the flags; no spills; the same shared memory as
-    the registered kernel (its ring and C slabs, the barriers), at 3 and 4 stages."""
+    persistent kernel; the fix-up's release and acquire atomics on the flags; no spills; the same shared memory as
+    the persistent kernel (its ring and C slabs, the barriers), at 3 and 4 stages. Its sanitizer fault (STREAM_K=2:
+    no fix-up wait) compiles without the acquire polls."""
     from sm90_compile import compile_sm90
 
     registered = compile_sm90([_gluon_spec("fp8e4m3", s) for s in (3, 4)])
-    for stages, got, base in zip(
-        (3, 4), compile_sm90([_gluon_spec("fp8e4m3", s, stream_k=True) for s in (3, 4)]), registered
-    ):
+    fault, *stream_k = compile_sm90([_gluon_spec("fp8e4m3", s, stream_k=k) for s, k in ((3, 2), (3, 1), (4, 1))])
+    assert fault["ptx"]["atom.global"] < stream_k[0]["ptx"]["atom.global"], (fault["ptx"], stream_k[0]["ptx"])
+    for stages, got, base in zip((3, 4), stream_k, registered):
         assert got["wgmma_chain"] == [2 * n for n in base["wgmma_chain"]] == [32, 8], (stages, got["wgmma_chain"])
         assert got["wgmma_waits"] == ["0"] * 8, (stages, got["wgmma_waits"])
         assert got["classes"]["local_memory"] == 0 and got["classes"]["wgmma_fp8"] == 32, (stages, got["classes"])

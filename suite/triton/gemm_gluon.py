@@ -60,10 +60,11 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from suite.checks import check_stages, gemm_operands
-from suite.kernel import TritonModule
+from suite.kernel import Fault, TritonModule
 from suite.triton._compiled import kernel_info
 from suite.triton.gemm_desc import DTYPES, TILES, Operands, dtype_config, num_sms, stage_bytes, tile_origin
 from suite.waves import grid_note, persistent_grid
+from suite.workspace import new_workspace
 
 # The TMA copies under the names of the installed Triton: async_copy_global_to_shared / async_copy_shared_to_global
 # (3.6, the H200 machine's) became async_load / async_store (3.9, the CI's; the old names raise there).
@@ -385,24 +386,26 @@ def _flag_per_thread(flags, program, WG: gl.constexpr):
 
 
 @gluon.jit
-def _fp8_fix_up(workspace, flags, left, right, tile_end, sk_iters, sk_programs, WG: gl.constexpr):
+def _fp8_fix_up(workspace, flags, left, right, tile_end, sk_iters, sk_programs, WG: gl.constexpr, WAIT: gl.constexpr):
     """A stream-K tile's finisher (its unit holds the tile's first K tile and ends inside it): the later programs'
     partials of the tile added in K order (program order), each once its flag reads 128 in every thread. Each
     thread then adds 1 to the flag, and the one that takes it to 256 (every thread past the wait) zeroes it for the
-    next launch. Bit-reproducible: the same additions in the same order whichever program arrives first."""
+    next launch. Bit-reproducible: the same additions in the same order whichever program arrives first. WAIT False:
+    the sanitizer's self-test (FAULT_SK_NO_WAIT), the partials added without waiting for their flags."""
     HALF: gl.constexpr = left.type.shape[1]
     THREADS: gl.constexpr = _FP8_WARPS * 32
     contributor = gl.program_id(0) + 1
     last = (tile_end * sk_programs - 1) // sk_iters  # the program that holds the tile's last K iteration
     while contributor <= last:
         flag, ones = _flag_per_thread(flags, contributor, WG)
-        seen = gl.atomic_add(flag, ones * 0, sem="acquire", scope="gpu")
-        polls = 1
-        # not every thread of its warpgroup has published yet; past SK_POLL_LIMIT polls (seconds) the finisher goes
-        # on without it, so that a broken schedule fails validation instead of hanging the GPU
-        while (gl.min(seen, axis=0) < THREADS) & (polls < SK_POLL_LIMIT):
+        if WAIT:
             seen = gl.atomic_add(flag, ones * 0, sem="acquire", scope="gpu")
-            polls += 1
+            polls = 1
+            # not every thread of its warpgroup has published yet; past SK_POLL_LIMIT polls (seconds) the finisher
+            # goes on without it, so that a broken schedule fails validation instead of hanging the GPU
+            while (gl.min(seen, axis=0) < THREADS) & (polls < SK_POLL_LIMIT):
+                seen = gl.atomic_add(flag, ones * 0, sem="acquire", scope="gpu")
+                polls += 1
         offsets = _partial_offsets(contributor, WG, left)
         left = left + gl.load(workspace + offsets, cache_modifier=".cg")
         right = right + gl.load(workspace + offsets + HALF, cache_modifier=".cg")
@@ -434,14 +437,14 @@ def _fp8_consumer(
     STAGES: gl.constexpr,
     WG: gl.constexpr,  # 0 or 1: this partition's warpgroup, rows WG x 64 .. + 63 of the tile
     QUARTERS: gl.constexpr,  # promote in quarters of N through two partials in turn (GluonGemm's quarters)
-    STREAM_K: gl.constexpr = False,  # the last wave's K iterations shared (GluonGemm's stream_k; probe only)
+    STREAM_K: gl.constexpr = 0,  # 1: the last wave's K iterations shared (GluonGemm's stream_k); 2: FAULT_SK_NO_WAIT
 ):
     """fp8: one warpgroup's 64 rows of the 128 x 256 tile, each K tile promoted into fp32 in two halves of N, or
     (QUARTERS, unregistered: tools/probe_llm.py fp8) in four quarters through two partials taken in turn, each
     quarter's wgmma issued once the partial it overwrites is added: a group runs under every add but the last (on the
     H200 slower than the halves: 0.935 / 0.995 of promoted cuBLAS at 8192^3 / 4096^3 against 0.970 / 1.028).
 
-    STREAM_K (halves only; unregistered, tools/probe_llm.py fp8): the whole waves' tiles as above, then this program's
+    STREAM_K (halves only; the registry's "gluon ws stream-k"): the whole waves' tiles as above, then this program's
     share of the last wave's K iterations (_stream_k_plan), one unit per tile it touches. A unit that starts inside
     its tile publishes its partial sums (_fp8_publish); the unit that holds the tile's first K tile adds the later
     units' partials in K order (_fp8_fix_up) and stores C."""
@@ -544,7 +547,7 @@ def _fp8_consumer(
             else:  # the tile's first K tile: add the later parts (if any), in K order, and store C
                 if ke < k_tiles:
                     left, right = _fp8_fix_up(
-                        workspace, flags, left, right, (t + 1) * k_tiles, sk_iters, sk_programs, WG
+                        workspace, flags, left, right, (t + 1) * k_tiles, sk_iters, sk_programs, WG, STREAM_K == 1
                     )
                 _fp8_epilogue(c_desc, c_smem, left, right, scale, m0, n0, WG)
             it += ke - kb
@@ -672,7 +675,7 @@ def gemm_gluon_kernel(
     num_warps: gl.constexpr,  # the default partition's: the 16-bit consumer's 8, or fp8's first consumer's 4
     QUARTERS: gl.constexpr = False,  # fp8: promote in quarters of N (_fp8_consumer; unregistered)
     PAIRS: gl.constexpr = False,  # fp8 on 128 x 128 tiles: K tiles promoted in pairs (_fp8_pairs_consumer)
-    STREAM_K: gl.constexpr = False,  # fp8 halves: the last wave's K iterations shared (probe only)
+    STREAM_K: gl.constexpr = 0,  # fp8 halves: 1, the last wave's K iterations shared; 2, its self-test's fault
 ):
     dtype: gl.constexpr = a_desc.dtype
     INSTR_K: gl.constexpr = 256 // dtype.primitive_bitwidth  # wgmma's K step: k16 for 2-byte operands, k32 for fp8
@@ -864,6 +867,7 @@ class GluonGemm:
         pairs: bool = False,
         group_m: int | None = None,
         stream_k: bool = False,
+        fault: bool = False,
     ):
         ops = gemm_operands(inputs, c, ("fp8e4m3",) if pairs else DTYPES)
         if (quarters or pairs) and not ops.b_k_major:
@@ -872,6 +876,8 @@ class GluonGemm:
             raise ValueError("quarters and pairs are two promotion schedules: choose one")
         if stream_k and (not ops.b_k_major or quarters or pairs):
             raise ValueError("stream_k: built on the fp8 kernel's halves only (not 16-bit types, quarters or pairs)")
+        if fault and not stream_k:
+            raise ValueError("fault: FAULT_SK_NO_WAIT removes stream-K's fix-up wait: it needs stream_k")
         group_m = group_m if group_m is not None else FP8_GROUP_M if ops.b_k_major else GROUP_M
         if group_m < 1:
             raise ValueError(f"group_m must be >= 1 (got {group_m})")
@@ -887,7 +893,7 @@ class GluonGemm:
         a_k, b_k = self.operands.refresh()
         c_out = c if self.c_padded is None else self.c_padded
         descs = descriptors(a_k, b_k, c_out, m, n, k, ops.dtype, stages, pairs)
-        self.stages, self.stream_k = stages, stream_k
+        self.stages, self.stream_k, self.fault = stages, stream_k, fault
         bm, bn, bk = PAIRS_TILE if pairs else TILES[ops.dtype]
         tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
         self.grid = persistent_grid(tiles, num_sms(a.device))  # suite.waves' rule
@@ -897,8 +903,9 @@ class GluonGemm:
             self.grid = min(num_sms(a.device), tiles * triton.cdiv(k, bk))
             self.sk_plan = stream_k_plan(tiles, triton.cdiv(k, bk), self.grid)
             # this launcher's own: a slot per program and consumer warpgroup (64 x BLOCK_N fp32), a flag per slot,
-            # zero before the first launch and left zero by every launch
-            self.workspace = torch.empty(self.grid * bm * bn, dtype=torch.float32, device=c.device)
+            # zero before the first launch and left zero by every launch; the fault's slots are fresh device memory
+            # (suite.workspace), so that initcheck sees a finisher read one before its contributor wrote it
+            self.workspace = new_workspace((self.grid, bm, bn), c.device, fresh=fault)
             self.flags = torch.zeros(self.grid * 2, dtype=torch.int32, device=c.device)
         self.args = (*descs, ops.scale_a, ops.scale_b, self.workspace, self.flags, *self.sk_plan, m, n, k)
         fp8 = ops.b_k_major
@@ -915,7 +922,7 @@ class GluonGemm:
             + (", promoted in quarters of N (unregistered)" if quarters else "")
             + (", K tiles promoted in pairs through two partials" if pairs else "")
             + (
-                f", stream-K (unregistered): {self.sk_plan[0]} tiles whole, then {self.sk_plan[1]} K iterations "
+                f", stream-K: {self.sk_plan[0]} tiles whole, then {self.sk_plan[1]} K iterations "
                 f"over {self.sk_plan[2]} programs"
                 if stream_k
                 else ""
@@ -939,7 +946,7 @@ class GluonGemm:
             num_warps=self.num_warps,
             QUARTERS=self.quarters,
             PAIRS=self.pairs,
-            STREAM_K=self.stream_k,
+            STREAM_K=(2 if self.fault else 1) if self.stream_k else 0,
         )
         if self.c_padded is not None:
             self.c.copy_(self.c_padded[:, : self.c.shape[1]])
@@ -982,3 +989,44 @@ class WarpSpecialized(TritonModule):
 
 
 KERNEL = WarpSpecialized()
+
+
+# The sanitizer's self-test of the stream-K fix-up: the finisher adds the later programs' partials without waiting
+# for their flags (a missing fix-up wait). At 128 x 256 x 640 (one tile, 5 K tiles) the plan gives 3 programs the
+# ranges [0, 1), [1, 3), [3, 5): the finisher's own share is one K tile, its contributors' two, so it reads their
+# slots (fresh device memory) before they wrote them, which initcheck reports.
+FAULT_SK_NO_WAIT = "PIPESUITE_FAULT_GLUON_SK_NO_FIXUP_WAIT"
+
+
+class StreamK(WarpSpecialized):
+    """GluonGemm(stream_k=True) for the registry: fp8 only (the fix-up is built on the fp8 consumers' halves)."""
+
+    stages = FP8_STAGES
+    dtypes = ("fp8e4m3",)
+    dtype_notes: ClassVar[dict[str, str]] = {
+        d: "stream-K is built on the fp8 kernel's promoted halves only" for d in ("fp16", "bf16")
+    }
+    # compute-sanitizer: tiles shared by 3 programs, edge tiles in M and N (N % 8 != 0: C through its padded
+    # buffer), a K tile cut short (130 x 250 x 520: 2 tiles of 5 K tiles over 5 programs); a data-parallel wave
+    # before the shared tiles (1536 x 3072 x 512: 144 tiles on 132 SMs, the last 12 shared by 24 programs)
+    sanitize_sizes = ((130, 250, 520), (1536, 3072, 512))
+    faults = (
+        Fault(
+            "the stream-K finisher adds its contributors' partials without waiting for their flags (a missing "
+            "fix-up wait)",
+            FAULT_SK_NO_WAIT,
+            (3,),
+            tool="initcheck",
+            size=(128, 256, 640),
+            dtype="fp8e4m3",
+        ),
+    )
+
+    def stages_for(self, dtype: str) -> tuple:
+        return FP8_STAGES
+
+    def launch(self, inputs, out, stages):
+        return GluonGemm(inputs, out, stages, stream_k=True, fault=FAULT_SK_NO_WAIT in self.extra_defines)
+
+
+STREAM_K = StreamK()
