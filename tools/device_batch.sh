@@ -23,7 +23,7 @@
 #   probe     the Triton tuning probes: tools/tune_vector.py --triton-desc --quick, tools/tune_gemm_triton.py --extra
 #             at 4096^3 and 4000x3000x1000 (timed: alone on the GPU)
 #   probe-llm tools/probe_llm.py split-k (both block orders) and decode (timed: alone on the GPU)
-#   probe-sk  the stream-K builds not yet run on a GPU (2026-12-02): the GPU tests of the Gluon fp8 stream-K and the
+#   probe-sk  the stream-K builds (first run 2026-12-02 11:27): the GPU tests of the Gluon fp8 stream-K and the
 #             PTX fixed-finisher fix-up first, then tools/probe_llm.py fp8 --only stream-k (8192^3, 4096^3) beside the
 #             registered rows (one call: ~9 minutes at most)
 #   probe-sk-decode  tools/probe_llm.py decode --only stream-k: the PTX 64 x 128 decode tile on stream-K, both fix-ups,
@@ -95,7 +95,7 @@ for step in "$@"; do
         > "$OUT/probe-decode-8b.txt" 2>&1
       echo "probe decode-8b rc=$?"; cat "$OUT/probe-decode-8b.txt" ;;
     probe-sk)
-      # the stream-K builds not yet run on a GPU: their GPU tests first (a broken schedule fails there, bounded by
+      # the stream-K builds: their GPU tests first (a broken schedule fails there, bounded by
       # the kernels' poll limits and this timeout), then the fp8 probe beside the registered fp8 rows
       timeout 240 python3 -m pytest -q -n 4 -p no:cacheprovider tests/test_triton_dtypes.py tests/test_ptx_llm.py \
         -k "stream_k or fixed_finisher" > "$OUT/probe-sk-test.log" 2>&1
