@@ -323,11 +323,11 @@ def count(n: int, thing: str) -> str:
     return f"{n} {thing}" + ("" if n == 1 else "s")
 
 
-def dtype_config(dtype: str) -> str:
-    """What the row must say about the operands of ``dtype``."""
+def dtype_config(dtype: str, mma: str = "tl.dot(a, b.T)") -> str:
+    """What the row must say about the operands of ``dtype``; ``mma``: how the kernel multiplies fp8's K-major B."""
     if dtype == "fp8e4m3":
         return (
-            ", fp8e4m3->bf16: B given N x K (K-major), tl.dot(a, b.T), scale_a x scale_b on the fp32 "
+            f", fp8e4m3->bf16: B given N x K (K-major), {mma}, scale_a x scale_b on the fp32 "
             "accumulator before the bf16 store"
         )
     return ""

@@ -918,7 +918,7 @@ class GluonGemm:
         self.config = (
             f"{bm}x{bn}x{bk}, Gluon, {consumers} + {PRODUCER_WARPS} "
             f"producer warp ({PRODUCER_REGS} regs), {stages}-stage TMA ring, persistent, GROUP_M={group_m}"
-            + dtype_config(ops.dtype)
+            + dtype_config(ops.dtype, mma="warpgroup_mma on B's box read transposed (.permute)")
             + (", promoted in quarters of N (unregistered)" if quarters else "")
             + (", K tiles promoted in pairs through two partials" if pairs else "")
             + (
