@@ -332,16 +332,19 @@ def test_gluon_stream_k_is_registered_for_fp8_with_a_fault_whose_finisher_reads_
     for d in ("fp16", "bf16"):
         assert "fp8 kernel's promoted halves only" in v.dtype_skip_reason(d), d
     bm, bn, bk = TILES["fp8e4m3"]
-    for m, n, k in STREAM_K.sanitize_sizes:
+
+    def walk_at(m, n, k):
+        """(K tiles per tile, program -> its units) on GluonGemm's stream-K grid on the H200."""
         tiles, k_tiles = -(-m // bm) * -(-n // bn), -(-k // bk)
-        programs = min(132, tiles * k_tiles)  # GluonGemm's stream-K grid on the H200
-        shared = [u for _, units, _ in _stream_k_units(tiles, k_tiles, programs) for u in units if u[1] > 0]
-        assert shared, ((m, n, k), "no tile shared: the fix-up is not exercised")
+        units = _stream_k_units(tiles, k_tiles, min(132, tiles * k_tiles))
+        return k_tiles, {p: u for p, u, _ in units if u}
+
+    for size in STREAM_K.sanitize_sizes:
+        shared = [u for units in walk_at(*size)[1].values() for u in units if u[1] > 0]
+        assert shared, (size, "no tile shared: the fix-up is not exercised")
     (fault,) = STREAM_K.faults
     assert fault.define == FAULT_SK_NO_WAIT and fault.tool == "initcheck" and fault.dtype == "fp8e4m3"
-    m, n, k = fault.size
-    tiles, k_tiles = -(-m // bm) * -(-n // bn), -(-k // bk)
-    walk = {p: units for p, units, _ in _stream_k_units(tiles, k_tiles, min(132, tiles * k_tiles)) if units}
+    k_tiles, walk = walk_at(*fault.size)
     finisher = [p for p, units in walk.items() if units[0][1] == 0 and units[0][2] < k_tiles]
     assert finisher == [0] and len(walk) >= 3, walk
     own = walk[0][0][2] - walk[0][0][1]
