@@ -303,6 +303,16 @@ GEMM_VARIANTS = (
         "split-K as above, rings 4-8 deep (24 KiB stages; 232 registers per thread: one block per SM)",
     ),
     (
+        "ptx",
+        "decode swap-ab tma+wgmma",
+        "suite.ptx.gemm_decode:KERNEL",
+        needs_sm90a,
+        ("llm", "long-k"),
+        "small M: C^T = B^T A^T, 64 or 128 weight columns on wgmma's M side (1 or 2 consumer warpgroups) and 8-64 "
+        "tokens on its N side, stages of <= 48 KiB (up to 256 of K) in 2-4 deep rings, persistent; split-K where "
+        "the weight's tiles cannot fill the SMs (suite.ptx.gemm_decode.plan)",
+    ),
+    (
         "triton",
         "128x256x64 desc",
         "suite.triton.gemm_desc:KERNELS[tile]",

@@ -35,3 +35,18 @@ def grid_note(tiles: int, slots: int, grid: int) -> str:
     if grid >= min(tiles, slots):
         return ""
     return f", {grid} programs on {slots} slots (whole waves: {-(-tiles // grid)} rounds of {tiles} tiles)"
+
+
+def wave_efficiency(programs: int, sms: int) -> float:
+    """Busy fraction of the SM slots over the waves ``programs`` one-per-SM programs take."""
+    return programs / (-(-programs // sms) * sms)
+
+
+def wave_split_count(tiles: int, k_tiles: int, sms: int, min_k_tiles: int, max_splits: int, slack: float) -> int:
+    """A split count by waves (the Triton split-K's and both decode kernels' rule): among 1..cap splits, where cap
+    keeps tiles x splits within two waves of the SMs, every split at least ``min_k_tiles`` K tiles and at most
+    ``max_splits``, the fewest whose wave efficiency is within ``slack`` (relative) of the best. Tiles already filling
+    two waves get one split (no workspace)."""
+    cap = max(1, min(max_splits, k_tiles // min_k_tiles, (2 * sms) // max(1, tiles)))
+    best = max(wave_efficiency(tiles * s, sms) for s in range(1, cap + 1))
+    return next(s for s in range(1, cap + 1) if wave_efficiency(tiles * s, sms) >= best * (1 - slack))

@@ -20,6 +20,7 @@ import pytest
 import torch
 from conftest import HAS_GPU
 
+from suite import waves
 from suite.problems import GEMM
 from suite.triton import gemm_decode, gemm_splitk, gemm_streamk
 from suite.triton._interp_dot import fp8_dot_unsupported
@@ -205,8 +206,8 @@ def test_split_count_rule_holds_for_any_shape(seed):
         assert 1 <= s <= gemm_splitk.MAX_SPLITS
         if s > 1:
             assert tiles * s <= 2 * sms and k_tiles // s >= gemm_splitk.MIN_K_TILES_PER_SPLIT
-            fewer = gemm_splitk.wave_efficiency(tiles * (s - 1), sms)
-            assert fewer < gemm_splitk.wave_efficiency(tiles * s, sms)  # each split added buys a fuller GPU
+            fewer = waves.wave_efficiency(tiles * (s - 1), sms)
+            assert fewer < waves.wave_efficiency(tiles * s, sms)  # each split added buys a fuller GPU
 
 
 def test_decode_plan_at_llm_shapes():
@@ -234,7 +235,7 @@ def test_decode_plan_rule_holds_for_any_shape(seed):
         assert p.tiles_t * p.block_t >= m and p.tiles_w * p.block_w >= n
         # no other tile or split count of the rule's candidates fills the SMs better
         best = max(
-            gemm_splitk.wave_efficiency(
+            waves.wave_efficiency(
                 -(-n // w)
                 * p.tiles_t
                 * gemm_splitk.split_count(
@@ -244,7 +245,7 @@ def test_decode_plan_rule_holds_for_any_shape(seed):
             )
             for w in gemm_decode.BLOCK_WS
         )
-        assert gemm_splitk.wave_efficiency(p.programs, H200_SMS) == best
+        assert waves.wave_efficiency(p.programs, H200_SMS) == best
 
 
 @pytest.mark.parametrize("seed", range(3))

@@ -28,6 +28,8 @@
 #             registered rows (one call: ~9 minutes at most)
 #   probe-sk-decode  tools/probe_llm.py decode --only stream-k: the PTX 64 x 128 decode tile on stream-K, both fix-ups,
 #             beside the registered split-K at 1 and 2 splits
+#   probe-ptx-decode  the PTX swapped decode kernel's GPU tests, then tools/probe_llm.py ptx-decode --flush read: it
+#             beside the 64 x 128 split-K and the Triton decode at Llama-3 8B / 70B decode shapes, its choices forced
 #   probe-rotate  tools/probe_llm.py rotate: the decode rows with distinct operand sets back to back in one graph
 #             (no flush, no event pair per call) against the roofline (issue 18's small weights), timed: alone on the GPU
 #   probe-flush tools/probe_llm.py flush: decode rows with the L2 flushed by a write, by a read, not at all
@@ -110,6 +112,13 @@ for step in "$@"; do
         --only stream-k "8 st, 2 split(s), short A box, L2_128B" "8 st, 1 split(s), short A box, L2_128B" \
         > "$OUT/probe-sk-decode.txt" 2>&1
       echo "probe decode stream-k rc=$?"; cat "$OUT/probe-sk-decode.txt" ;;
+    probe-ptx-decode)
+      timeout 200 python3 -m pytest -q -n 4 -rfE -p no:cacheprovider tests/test_ptx_decode.py \
+        > "$OUT/probe-ptx-decode-test.log" 2>&1
+      echo "ptx decode GPU test rc=$?"; grep -E "(FAILED|ERROR) |Error" "$OUT/probe-ptx-decode-test.log" | head -20
+      tail -3 "$OUT/probe-ptx-decode-test.log"
+      PYTHONPATH=. timeout 330 python3 tools/probe_llm.py ptx-decode --flush read > "$OUT/probe-ptx-decode.txt" 2>&1
+      echo "probe ptx-decode rc=$?"; cat "$OUT/probe-ptx-decode.txt" ;;
     probe-rotate)
       PYTHONPATH=. timeout 240 python3 tools/probe_llm.py rotate > "$OUT/probe-rotate.txt" 2>&1
       echo "probe rotate rc=$?"; cat "$OUT/probe-rotate.txt" ;;

@@ -9,6 +9,8 @@ the same way in the same process.
             unregistered 128 x 256 split-K instantiation beside the registered tiles, each also built with its
             blocks in tile-major order (GEMM_TMA_SPLIT_MAJOR=0: a tile's splits neighbour; the registered order,
             split-major, has the blocks that read one K range neighbour)
+  ptx-decode  the PTX swapped decode kernel beside the 64 x 128 split-K and the Triton decode kernel, at their
+            rules and with its tile width, split count and stage size forced
   decode    the Triton decode tiles (weight rows, stage size, depth) and PTX 64 x 128 split counts at M = 16 and 64,
             and the PTX 64 x 128 tile on stream-K (every SM, the fix-up in the kernel)
   fp8       cuBLAS fp8 with promoted and with fast accumulation, beside the best PTX and Gluon fp8 rows, at 8192^3 and
@@ -249,6 +251,65 @@ def decode(shapes) -> None:
                     lambda c, stages=stages, module=module: g.Gemm(shape.inputs, c, streamed, stages, kernel=module),
                     lambda fn: f" ({fn.grid} blocks)",
                 )
+
+
+def ptx_decode(shapes) -> None:
+    """The PTX swapped decode kernel (suite.ptx.gemm_decode) beside the registered 64 x 128 split-K and the Triton
+    decode kernel, each at its rule's plan, and the PTX decode with its choices forced: 1 or 2 consumer warpgroups,
+    1-4 splits, and smaller stages in deeper rings (a 24 KiB stage limit, 4-8 deep). Each line also gives the bytes
+    the shape must move (A, B, C) over the time."""
+    from suite.ptx import gemm_decode as pd
+    from suite.ptx import gemm_tma as g
+    from suite.triton import gemm_decode as gd
+
+    registered = pd.STAGE_LIMIT, pd.STAGES
+    deep = pd.DecodeModule()
+    for size in shapes:
+        shape = Shape(size)
+        m, n, k = size
+        moved = 2 * (m * k + k * n + m * n)
+        config, module = g.CONFIGS["64x128 split-k"], g.KERNELS["64x128 split-k"]
+        for stages in config.stages:
+            shape.report(
+                f"  ptx 64x128 split-k {stages} st",
+                lambda c, stages=stages: g.Gemm(shape.inputs, c, config, stages, kernel=module),
+                lambda fn: f" ({fn.splits} splits, {fn.grid} blocks)",
+            )
+        for stages in (3, 4):
+            shape.report(
+                f"  triton decode {stages} st",
+                lambda c, stages=stages: gd.DecodeGemm(shape.inputs, c, stages),
+                lambda fn: f" ({fn.plan.block_w}x{fn.plan.block_t}x{fn.plan.block_k}, {fn.plan.splits} splits)",
+            )
+        detail = lambda fn: (  # noqa: E731
+            f" ({fn.plan.block_w}x{fn.plan.block_t}x{fn.plan.block_k}, {fn.plan.splits} splits, {fn.grid} blocks)"
+        )
+        for stages in pd.STAGES:
+            shape.report(
+                f"  ptx decode rule {stages} st",
+                lambda c, stages=stages: pd.Decode(shape.inputs, c, stages),
+                detail,
+            )
+        for consumers in (1, 2):
+            for splits in (1, 2, 3, 4):
+                for stages in (3, 4):
+                    shape.report(
+                        f"  ptx decode {consumers} wg, {splits} splits, {stages} st",
+                        lambda c, stages=stages, consumers=consumers, splits=splits: pd.Decode(
+                            shape.inputs, c, stages, splits=splits, consumers=consumers
+                        ),
+                        detail,
+                    )
+        pd.STAGE_LIMIT, pd.STAGES = 24 * 1024, (4, 6, 8)
+        deep.stages = pd.STAGES
+        for stages in pd.STAGES:
+            shape.report(
+                f"  ptx decode 24 KiB stages {stages} st",
+                lambda c, stages=stages: pd.Decode(shape.inputs, c, stages, kernel=deep),
+                detail,
+            )
+        pd.STAGE_LIMIT, pd.STAGES = registered
+        print(f"  (the shape moves {moved / 1e6:.1f} MB: at 4.26 TB/s {moved / 4.26e6:.1f} us)", flush=True)
 
 
 def triton_split(shapes) -> None:
@@ -644,7 +705,10 @@ def rotate(shapes) -> None:
 
 def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("probe", choices=("launch", "split-k", "decode", "flush", "fp8", "triton-split", "floor", "rotate"))
+    p.add_argument(
+        "probe",
+        choices=("launch", "split-k", "decode", "ptx-decode", "flush", "fp8", "triton-split", "floor", "rotate"),
+    )
     p.add_argument("--shape", nargs="+", help="MxNxK shapes instead of the probe's own")
     p.add_argument("--flush", choices=("write", "read"), default="write", help="how the L2 is emptied before a call")
     p.add_argument("--pipelined", action="store_true", help="fp8: time the GEMM_TMA_FP8_PIPELINED builds too")
@@ -661,6 +725,18 @@ def main(argv=None) -> None:
         "launch": TARGETS,
         "split-k": LONG_K,
         "decode": DECODE,
+        # Llama-3 8B's down, QKV and O, 70B's O, at decode M
+        "ptx-decode": (
+            (16, 4096, 14336),
+            (64, 4096, 14336),
+            (1, 6144, 4096),
+            (16, 6144, 4096),
+            (16, 4096, 4096),
+            (64, 4096, 4096),
+            (16, 8192, 8192),
+            (64, 8192, 8192),
+            (16, 28672, 4096),
+        ),
         "flush": ((16, 8192, 8192), (128, 8192, 8192)),
         "fp8": ((8192, 8192, 8192), (4096, 4096, 4096)),
         "triton-split": ((256, 8192, 8192), (256, 10240, 8192), (256, 6144, 4096)),
@@ -672,6 +748,7 @@ def main(argv=None) -> None:
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shape] if args.shape else own
     probes = {"launch": launch, "split-k": split_k, "decode": decode, "flush": flush, "fp8": fp8}
     probes["triton-split"] = triton_split
+    probes["ptx-decode"] = ptx_decode
     probes["floor"] = floor
     probes["rotate"] = rotate
     probes[args.probe](shapes)

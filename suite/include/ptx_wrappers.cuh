@@ -532,6 +532,49 @@ __device__ __forceinline__ void wgmma_m64n144k32_f32_e4m3(float (&d)[72], unsign
                      : "l"(desc_a), "l"(desc_b));
 }
 
+// The decode kernel's swapped 16-bit form (gemm_tma.cu's gemm_tma_decode): D(64 x N, fp32) += A(64 x 16, M-major,
+// shared, read transposed) * B(16 x N, K-major, shared), N = 8, 16, 32 or 64 (N / 2 registers per thread). A is the
+// weight (B of C = A B, K x N row-major: its N runs along wgmma's M), B the tokens (A of C = A B, row-major: K-major).
+// Immediates: scale-d 1 (accumulate), scale-a/b 1, A transposed (1), B K-major (0).
+#define WGMMA_K16_MMAJOR_A(N, TYPE, REGS, DESCS) \
+    "{\n" \
+    "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " " REGS ", " DESCS ", 1, 1, 1, 1, 0;\n" \
+    "}\n"
+#define WGMMA_D4_REGS "{%0, %1, %2, %3}"
+#define WGMMA_D4_OPERANDS(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+#define WGMMA_D8_REGS "{" WGMMA_R0 "}"
+#define WGMMA_D16_REGS "{" WGMMA_R0 ", " WGMMA_R1 "}"
+#define WGMMA_D16_OPERANDS(d) WGMMA_O0(d), WGMMA_O1(d)
+template <int N, bool IS_BF16>
+__device__ __forceinline__ void wgmma_m64nNk16_f32_mmajor_a(float (&d)[N / 2], unsigned long long desc_a,
+                                                       unsigned long long desc_b) {
+    static_assert(N == 8 || N == 16 || N == 32 || N == 64, "the decode form: n8, n16, n32 or n64");
+    if constexpr (N == 8 && IS_BF16)
+        asm volatile(WGMMA_K16_MMAJOR_A(8, "bf16", WGMMA_D4_REGS, "%4, %5")
+                     : WGMMA_D4_OPERANDS(d) : "l"(desc_a), "l"(desc_b));
+    else if constexpr (N == 8)
+        asm volatile(WGMMA_K16_MMAJOR_A(8, "f16", WGMMA_D4_REGS, "%4, %5")
+                     : WGMMA_D4_OPERANDS(d) : "l"(desc_a), "l"(desc_b));
+    else if constexpr (N == 16 && IS_BF16)
+        asm volatile(WGMMA_K16_MMAJOR_A(16, "bf16", WGMMA_D8_REGS, "%8, %9")
+                     : WGMMA_O0(d) : "l"(desc_a), "l"(desc_b));
+    else if constexpr (N == 16)
+        asm volatile(WGMMA_K16_MMAJOR_A(16, "f16", WGMMA_D8_REGS, "%8, %9")
+                     : WGMMA_O0(d) : "l"(desc_a), "l"(desc_b));
+    else if constexpr (N == 32 && IS_BF16)
+        asm volatile(WGMMA_K16_MMAJOR_A(32, "bf16", WGMMA_D16_REGS, "%16, %17")
+                     : WGMMA_D16_OPERANDS(d) : "l"(desc_a), "l"(desc_b));
+    else if constexpr (N == 32)
+        asm volatile(WGMMA_K16_MMAJOR_A(32, "f16", WGMMA_D16_REGS, "%16, %17")
+                     : WGMMA_D16_OPERANDS(d) : "l"(desc_a), "l"(desc_b));
+    else if constexpr (IS_BF16)
+        asm volatile(WGMMA_K16_MMAJOR_A(64, "bf16", WGMMA_D32_REGS, "%32, %33")
+                     : WGMMA_D32_OPERANDS(d) : "l"(desc_a), "l"(desc_b));
+    else
+        asm volatile(WGMMA_K16_MMAJOR_A(64, "f16", WGMMA_D32_REGS, "%32, %33")
+                     : WGMMA_D32_OPERANDS(d) : "l"(desc_a), "l"(desc_b));
+}
+
 // fp8 e4m3 with A from registers (GEMM_TMA_FP8_A_REGS): D(64 x N) (+)= A(64 x 32, this warpgroup's registers) *
 // B(32 x N, K-major, shared), N = 64 or 128. `a` is the thread's fragment of A, laid out as ldmatrix_x4 leaves it
 // (wgmma's k32 8-bit A fragment is byte for byte the k16 16-bit one: warp w holds rows 16 w .. 16 w + 15; register

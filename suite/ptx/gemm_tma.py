@@ -369,7 +369,26 @@ def _tensor_map(t: torch.Tensor, box: tuple[int, int]):
     )
 
 
-class Gemm:
+class SplitLaunch:
+    """A call of a gemm_tma.cu kernel and, where it split K, of split_k_reduce after it on the same stream (both
+    launchers' ``__call__``): B refreshed into its padded copy first where it has one. Set by the launcher: kernel,
+    grid, threads, smem_bytes, args, cluster, b and b_padded, reduce (None: one split), reduce_grid, reduce_args and
+    reduce_first (the sanitizer's fault: the sum launched before the splits it sums)."""
+
+    def _launch_reduce(self) -> None:
+        loader.launch(self.reduce, self.reduce_grid, REDUCE_THREADS, 0, *self.reduce_args)
+
+    def __call__(self) -> None:
+        if self.b_padded is not None:
+            self.b_padded[:, : self.b.shape[1]].copy_(self.b)
+        if self.reduce_first:  # the sanitizer's fault: the sum before the splits it sums
+            self._launch_reduce()
+        loader.launch(self.kernel, self.grid, self.threads, self.smem_bytes, *self.args, cluster=self.cluster)
+        if self.reduce is not None and not self.reduce_first:
+            self._launch_reduce()  # after the splits: stream order
+
+
+class Gemm(SplitLaunch):
     """A launcher bound to (inputs, c, config, stages): ``Gemm((a, b), c, CONFIGS[name], 3)()`` writes c = a @ b.
 
     TMA needs every row pitch to be a multiple of 16 bytes: K % 8 == 0 (K % 16 for fp8) or the launch is refused.
@@ -505,18 +524,6 @@ class Gemm:
             grid=self.grid,
             config=config.describe(dtype) + note,
         )
-
-    def _launch_reduce(self) -> None:
-        loader.launch(self.reduce, self.reduce_grid, REDUCE_THREADS, 0, *self.reduce_args)
-
-    def __call__(self) -> None:
-        if self.b_padded is not None:
-            self.b_padded[:, : self.b.shape[1]].copy_(self.b)
-        if self.reduce_first:  # the sanitizer's fault: the sum before the splits it sums
-            self._launch_reduce()
-        loader.launch(self.kernel, self.grid, self.threads, self.smem_bytes, *self.args, cluster=self.cluster)
-        if self.reduce is not None and not self.reduce_first:
-            self._launch_reduce()  # after the splits: stream order
 
 
 # Each row's kernel module, as the registry names them (suite/variants.py).

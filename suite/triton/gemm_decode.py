@@ -49,8 +49,8 @@ from suite.triton.gemm_splitk import (
     TwoPassModule,
     reduce_splits,
     split_count,
-    wave_efficiency,
 )
+from suite.waves import wave_efficiency
 
 NUM_WARPS = 4  # one warpgroup: BLOCK_W weight rows as 1 or 2 wgmma m64 steps
 STAGE_LIMIT = 48 * 1024  # bytes of one stage at most (BLOCK_K is chosen to fit it)

@@ -52,6 +52,7 @@ from suite.triton.gemm_desc import (
     stage_bytes,
     tile_origin,
 )
+from suite.waves import wave_split_count
 
 MIN_K_TILES_PER_SPLIT = 4  # fewer and each split's prologue, epilogue and partial tile cost more than its mainloop
 MAX_SPLITS = 32  # the workspace traffic (splits x M x N x 4 bytes, written and read) stays a fraction of A and B's
@@ -91,18 +92,11 @@ def split_k_plan(dtype: str, m: int, n: int, k: int, sms: int) -> tuple[tuple[in
 FAULT_REDUCE_FIRST = "PIPESUITE_FAULT_REDUCE_BEFORE_PARTIALS"
 
 
-def wave_efficiency(programs: int, sms: int) -> float:
-    """Busy fraction of the SM slots over the waves ``programs`` one-per-SM programs take."""
-    return programs / (-(-programs // sms) * sms)
-
-
 def split_count(tiles: int, k_tiles: int, sms: int) -> int:
     """The split-K rule: among 1..cap splits, where cap keeps tiles x splits within two waves of the SMs, every
     split at least MIN_K_TILES_PER_SPLIT K tiles and at most MAX_SPLITS, the fewest whose wave efficiency is within
     WAVE_SLACK (relative) of the best. Tiles already filling two waves get one split (no workspace)."""
-    cap = max(1, min(MAX_SPLITS, k_tiles // MIN_K_TILES_PER_SPLIT, (2 * sms) // max(1, tiles)))
-    best = max(wave_efficiency(tiles * s, sms) for s in range(1, cap + 1))
-    return next(s for s in range(1, cap + 1) if wave_efficiency(tiles * s, sms) >= best * (1 - WAVE_SLACK))
+    return wave_split_count(tiles, k_tiles, sms, MIN_K_TILES_PER_SPLIT, MAX_SPLITS, WAVE_SLACK)
 
 
 @triton.jit

@@ -1,0 +1,320 @@
+"""Decode GEMM in hand PTX: C = A @ B for a few token rows (M = 1..256) against a wide weight B (K x N), computed
+swapped, C^T = B^T A^T, by ``gemm_tma.cu``'s ``gemm_tma_decode`` (TMA into an mbarrier ring, wgmma, a producer warp
+and one or two consumer warpgroups; sm_90a only; fp16 and bf16).
+
+The tile rungs and the 64 x 128 split-K put the tokens on wgmma's M side, 64 rows per warpgroup at least: at M = 16
+three quarters of every wgmma, and of every A stage, are padding. Swapped, the weight's N runs along wgmma's M (64
+weight columns per consumer warpgroup, read transposed from B's N-major box, as the tile rungs read B) and the tokens
+along wgmma's N (BLOCK_T = 8..64: wgmma's N may be any multiple of 8, where ``tl.dot`` takes 16 at least): every row
+of every wgmma is weight, and the ring holds weight, up to 256 deep in K per stage.
+
+The rule (``plan``), from the shape only, as the Triton decode kernel's (suite.triton.gemm_decode.plan) but for
+wgmma's N of 8:
+
+* BLOCK_T = the power of two >= M, between 8 and 64; more tokens take several token tiles, neighbours in the walk
+  (they read the same weight boxes at about the same time, so the weight comes from DRAM about once);
+* BK, the K of a stage, = the largest of 256, 128, 64 whose stage ((BW + BLOCK_T) x BK x 2 bytes) is at most
+  STAGE_LIMIT: 2-4 deep rings fit 227 KiB (STAGES);
+* BW in {128, 64} (two or one consumer warpgroups) and the split count are chosen together, for the ring's depth
+  S: the split count is the fewest (within two waves of units, >= MIN_K_STAGES_PER_SPLIT stages per split) whose
+  units keep IN_FLIGHT_TARGET bytes of weight in flight, units x (S - 1) x the weight's stage bytes (Little's law:
+  the bytes HBM needs outstanding to stream at its pace); where none does, the wave rule's
+  (suite.waves.wave_split_count). Then the pair with the fewest splits (a split adds a workspace written and read
+  again and a second kernel), then the best wave efficiency, then the wider tile. On the H200 (tools/probe_llm.py
+  ptx-decode, 2026-12-02) the wave rule alone split 16 x 4096 x 4096 in two (15.8 us at 4 stages) where one split
+  of 64 units, 6 MiB in flight, took 14.8 us, and 1 x 6144 x 4096 in five (19.2 us) where 96 unsplit units took
+  17.3; at 64 x 4096 x 4096 (16 KiB weight stages, 3 MiB in flight unsplit) two splits won, 17.2 against 19.0 us.
+* The grid is persistent (suite.waves.persistent_grid): one block per SM at most walks units b, b + grid, ..., the
+  ring running on across units.
+
+Splits > 1: each unit stores its fp32 partial into its split's M x N slice of a workspace of this launcher's own, and
+``gemm_tma.cu``'s ``split_k_reduce`` (the PTX split-K's second pass, launched after it on the same stream) sums them
+in split order: bit-reproducible, no atomics. K % 8 != 0 is refused (TMA needs 16-byte rows of A); N % 8 != 0 copies B
+to a padded pitch on every call (counted in the time, said in the row), as the tile rungs do."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import torch
+
+from suite.checks import check_cuda, check_stages, gemm_operands
+from suite.kernel import Fault, NvrtcModule
+from suite.nvrtc import loader
+from suite.problems import BadInput
+from suite.ptx import gemm_tma
+from suite.ptx.gemm_tma import ALIGN_SLACK, ARCH, BARRIER_BYTES, DEFINES, ELEMENT, SOURCE, SWIZZLE_BYTES, WG_THREADS
+from suite.waves import persistent_grid, wave_efficiency, wave_split_count
+from suite.workspace import new_workspace
+
+DTYPES = ("fp16", "bf16")
+ELEMENT_BYTES = 2
+ATOM_K = SWIZZLE_BYTES // ELEMENT_BYTES  # K per 128-byte swizzled row: a token box's width, a K atom
+BLOCK_TS = (8, 16, 32, 64)  # token rows per unit: wgmma's N
+CONSUMERS = (2, 1)  # consumer warpgroups, 64 weight columns each: BW = 128 or 64, the wider first
+K_ATOMS = (4, 2, 1)  # BK = 256, 128, 64: a TMA box has at most 256 rows; the deeper first
+STAGE_LIMIT = 48 * 1024  # bytes of one stage at most (BK is chosen to fit it)
+SMEM_PER_BLOCK = 227 * 1024
+STAGES = (2, 3, 4)  # at <= 48 KiB stages every one fits 227 KiB; 5 would not
+MAX_M = 256  # decode: more tokens than this are prefill, the tile rungs' shapes
+MIN_K_STAGES_PER_SPLIT = 4  # fewer and a split's prologue and partial cost more than its mainloop
+MAX_SPLITS = 32
+WAVE_SLACK = 0.05  # a split count within 5% of the best wave efficiency is as good (fewer: less fix-up)
+IN_FLIGHT_TARGET = 5 * 2**20  # weight bytes in flight over the chip: ~4.3 TB/s x ~1.2 us of loaded HBM latency
+
+
+@dataclass(frozen=True)
+class Plan:
+    """Tile, splits and grid of one decode launch (``plan``)."""
+
+    block_t: int  # token rows (C's rows) per unit: wgmma's N
+    consumers: int  # consumer warpgroups: BW = 64 x consumers weight columns (C's columns) per unit
+    k_atoms: int  # BK = 64 x k_atoms: K per stage
+    splits: int
+    tiles_w: int
+    tiles_t: int
+
+    @property
+    def block_w(self) -> int:
+        return 64 * self.consumers
+
+    @property
+    def block_k(self) -> int:
+        return ATOM_K * self.k_atoms
+
+    @property
+    def units(self) -> int:
+        return self.tiles_w * self.tiles_t * self.splits
+
+    @property
+    def threads(self) -> int:
+        return (1 + self.consumers) * WG_THREADS
+
+    @property
+    def stage_bytes(self) -> int:
+        return (self.block_w + self.block_t) * self.block_k * ELEMENT_BYTES
+
+    def smem_bytes(self, stages: int) -> int:
+        return stages * self.stage_bytes + 2 * stages * BARRIER_BYTES + ALIGN_SLACK
+
+    def name_expression(self, stages: int, dtype: str) -> str:
+        return f"gemm_tma_decode<{stages}, {self.block_t}, {self.consumers}, {self.k_atoms}, {ELEMENT[dtype]}>"
+
+
+def block_t_for(m: int) -> int:
+    """Token rows per unit: the power of two >= M, within [8, 64]."""
+    return min(BLOCK_TS[-1], max(BLOCK_TS[0], 1 << max(0, m - 1).bit_length()))
+
+
+def k_atoms_for(consumers: int, block_t: int) -> int:
+    """The most K atoms (of 64) whose stage, (64 x consumers + BLOCK_T) x BK x 2 bytes, fits STAGE_LIMIT."""
+    return next(a for a in K_ATOMS if (64 * consumers + block_t) * ATOM_K * a * ELEMENT_BYTES <= STAGE_LIMIT)
+
+
+def plan(
+    m: int, n: int, k: int, sms: int, stages: int, splits: int | None = None, consumers: int | None = None
+) -> Plan:
+    """The decode rule (the module's docstring) for a ring ``stages`` deep. ``splits`` and ``consumers`` force a
+    choice (tests, probes)."""
+    block_t = block_t_for(m)
+    tiles_t = -(-m // block_t)
+    best = None
+    for c in CONSUMERS if consumers is None else (consumers,):
+        k_atoms = k_atoms_for(c, block_t)
+        tiles = -(-n // (64 * c)) * tiles_t
+        k_stages = -(-k // (ATOM_K * k_atoms))
+        s = splits or split_count(tiles, k_stages, sms, (stages - 1) * 64 * c * ATOM_K * k_atoms * ELEMENT_BYTES)
+        candidate = Plan(block_t, c, k_atoms, s, tiles // tiles_t, tiles_t)
+        score = (-s, wave_efficiency(candidate.units, sms))  # CONSUMERS is widest first: ties keep the wider
+        if best is None or score > best[0]:
+            best = (score, candidate)
+    return best[1]
+
+
+def split_count(tiles: int, k_stages: int, sms: int, in_flight_per_unit: int) -> int:
+    """The fewest splits within the wave rule's bounds (two waves of units, >= MIN_K_STAGES_PER_SPLIT K stages each,
+    at most MAX_SPLITS) whose units keep IN_FLIGHT_TARGET bytes of weight in flight; the wave rule's count where none
+    does."""
+    cap = max(1, min(MAX_SPLITS, k_stages // MIN_K_STAGES_PER_SPLIT, (2 * sms) // max(1, tiles)))
+    enough = next((s for s in range(1, cap + 1) if tiles * s * in_flight_per_unit >= IN_FLIGHT_TARGET), None)
+    return enough or wave_split_count(tiles, k_stages, sms, MIN_K_STAGES_PER_SPLIT, MAX_SPLITS, WAVE_SLACK)
+
+
+def every_plan_shape() -> tuple[tuple[int, int, int], ...]:
+    """(BLOCK_T, consumers, K atoms) of every plan the rule can make: what the module compiles."""
+    return tuple((t, c, k_atoms_for(c, t)) for t in BLOCK_TS for c in CONSUMERS)
+
+
+def refusal(size, dtype: str) -> str | None:
+    m = size[0]
+    if m > MAX_M:
+        return f"the decode kernel takes M <= {MAX_M} token rows (got M={m}): larger M is prefill, the tile rungs'"
+    return gemm_tma.shape_rule(size, dtype)
+
+
+class Decode(gemm_tma.SplitLaunch):
+    """A launcher bound to (inputs, c, stages): ``Decode((a, b), c, 3)()`` writes c = a @ b. ``splits`` and
+    ``consumers`` force the plan's choices (tests, probes). The workspace (splits > 1) is this launcher's own, sized
+    from this shape."""
+
+    def __init__(self, inputs, c: torch.Tensor, stages: int, kernel: DecodeModule | None = None, **forced):
+        ops = gemm_operands(tuple(inputs), c, DTYPES)
+        check_stages(stages, STAGES)
+        m, n, k, dtype = ops.m, ops.n, ops.k, ops.dtype
+        if rule := refusal((m, n, k), dtype):
+            raise ValueError(rule)
+        if forced.get("splits") is not None and forced["splits"] < 1:
+            raise ValueError(f"splits must be >= 1 (got {forced['splits']})")
+        check_cuda(("a", ops.a), ("b", ops.b), ("c", c))
+        kernel = kernel or KERNEL
+        module = kernel.build()
+        sms = loader.num_sms()
+        self.plan = p = plan(m, n, k, sms, stages, **forced)
+        expr = p.name_expression(stages, dtype)
+        self.kernel = module.kernel(expr)
+        self.smem_bytes = p.smem_bytes(stages)
+        loader.prepare(self.kernel, self.smem_bytes)  # refuses a ring that does not fit this GPU
+        blocks_per_sm = loader.occupancy(self.kernel, p.threads, self.smem_bytes)
+        if blocks_per_sm < 1:
+            raise ValueError(f"stages={stages}: a block ({self.smem_bytes} B of shared memory) does not fit on an SM")
+        self.b, self.b_padded = ops.b, None
+        b = ops.b
+        if n % 8:  # B's rows at a 16-byte pitch for TMA: a padded copy, refreshed by every call
+            self.b_padded = torch.zeros(k, -(-n // 8) * 8, dtype=b.dtype, device=b.device)
+            b = self.b_padded[:, :n]
+        # boxes as (rows, columns): the tokens BLOCK_T x 64 of K (one per K atom of a stage), the weight BK rows of K
+        # x 64 of its columns (one per consumer warpgroup): every box row 128 bytes, the swizzle's width
+        self.tmap_tokens = gemm_tma._tensor_map(ops.a, (p.block_t, ATOM_K))
+        self.tmap_weight = gemm_tma._tensor_map(b, (p.block_k, 64))
+        self.grid = persistent_grid(p.units, sms * blocks_per_sm)
+        self.reduce, self.reduce_first = None, False
+        if p.splits > 1:
+            self.reduce_first = REDUCE_FIRST.define in kernel.extra_defines
+            self.workspace = new_workspace((p.splits * m * n,), c.device, fresh=self.reduce_first)
+            self.reduce = module.kernel(gemm_tma.reduce_expression(dtype))
+            loader.prepare(self.reduce, 0)
+            self.reduce_grid = -(-m * n // (4 * gemm_tma.REDUCE_THREADS))
+        else:
+            self.workspace = torch.empty(1, dtype=torch.float32, device=c.device)  # never read
+        self.threads, self.cluster = p.threads, 1
+        self.args = (
+            self.tmap_tokens,
+            self.tmap_weight,
+            c.data_ptr(),
+            np.int32(m),
+            np.int32(n),
+            np.int32(k),
+            self.workspace.data_ptr(),
+            np.int32(p.splits),
+        )
+        # split_k_reduce(workspace, C, M x N, splits, scale_a, scale_b): no scales for 16-bit types (never read)
+        ws = self.workspace.data_ptr()
+        self.reduce_args = (ws, c.data_ptr(), np.int64(m * n), np.int32(p.splits), ws, ws)
+        k_stages = -(-k // p.block_k)
+        note = (
+            f"swapped (C^T = B^T A^T): {p.block_w} weight columns x {p.block_t} tokens x {p.block_k} K per unit, 1 "
+            f"producer warp + {p.consumers} consumer warpgroup{'s' if p.consumers > 1 else ''}, "
+            f"{p.stage_bytes // 1024} KiB stages, {p.tiles_w * p.tiles_t} tiles x {p.splits} "
+            f"split{'s' if p.splits > 1 else ''} of {k_stages} K stages = {p.units} units on {self.grid} blocks"
+            + (", fp32 workspace [splits, M, N] summed in split order by a second kernel" if p.splits > 1 else "")
+            + (", N % 8 != 0: B copied to a padded pitch per call" if n % 8 else "")
+        )
+        per_sm = max(1, min(blocks_per_sm, -(-self.grid // sms)))
+        self.info = module.kernel_info(
+            expr,
+            p.stage_bytes,
+            stages,
+            dynamic_smem=self.smem_bytes,
+            occupancy=blocks_per_sm,
+            threads=p.threads,
+            grid=self.grid,
+            config=note,
+            resident_blocks_per_sm=per_sm,
+            # loads each SM keeps in flight: S - 1 stages ahead of the one the wgmma read
+            bytes_in_flight_per_sm=(stages - 1) * p.stage_bytes * per_sm,
+        )
+
+
+# The sanitizer's self-tests: the producer's empty-barrier wait removed (at 2 stages it laps the consumers: 32 K
+# stages in 8 splits of 4), and the reduction launched before the splits it sums (initcheck: fresh workspace).
+SKIP_EMPTY_WAIT = Fault(
+    "the producer's wait on the empty barrier removed (overwrites a stage still read)",
+    "PIPESUITE_FAULT_SKIP_EMPTY_WAIT",
+    (2,),
+    tool="memcheck",
+    size=(16, 64, 8192),
+)
+REDUCE_FIRST = Fault(
+    "the split-K reduction launched before the splits it sums (the second pass without its stream order)",
+    "PIPESUITE_FAULT_DECODE_REDUCE_FIRST",
+    (2,),
+    tool="initcheck",
+    size=(16, 512, 8192),
+    in_launcher=True,
+)
+
+
+class DecodeModule(NvrtcModule):
+    """gemm_tma_decode as the kernel-module contract (suite.kernel) states it: built for sm_90a only, every plan the
+    rule can make at every depth and dtype; its SASS must hold wgmma, TMA and mbarrier instructions."""
+
+    source = SOURCE
+    archs = (ARCH,)
+    stages = STAGES
+    dtypes = DTYPES
+    dtype_notes = {
+        "fp8e4m3": "no fp8 build: the swapped form reads the weight as B's N-major box, and fp8 wgmma takes only "
+        "K-major operands (fp8's B is N x K); the fp8 decode rows are the 64x128 split-k's"
+    }
+    threads = 2 * WG_THREADS  # the first plan's (describe): one consumer warpgroup
+    stage_bytes = (64 + 8) * ATOM_K * 4 * ELEMENT_BYTES
+    # wgmma per stage (16 at BK = 256), the tokens' boxes and the weight's, mbarriers
+    sass_requires = {"wgmma": 4, "tma": 2, "mbarrier": 1}
+    # M = 1 (one token tile of 8, 7 rows zero-filled), N % 8 != 0 (padded B, an edge weight tile), several splits with
+    # a remainder and a ring that wraps; M = 70 (two token tiles of 64, the second nearly empty) with two consumers;
+    # M = 13 at K < one stage
+    sanitize_sizes = ((1, 4000, 2056), (70, 1000, 520), (13, 264, 40))
+
+    def __init__(self, faults: tuple[Fault, ...] = ()):
+        self.faults = faults
+
+    def defines(self) -> tuple[str, ...]:
+        return DEFINES + super().defines()
+
+    def build(self, arch: str | None = None):
+        """Always sm_90a: asked for sm_90 (the GPU's own arch, or the driver's CPU arch), build its 'a' target."""
+        return super().build(ARCH if arch in (None, "sm_90") else arch)
+
+    def name_expressions(self, stages: int) -> tuple[str, ...]:
+        return tuple(
+            Plan(t, c, a, 1, 1, 1).name_expression(stages, d) for d in DTYPES for t, c, a in every_plan_shape()
+        )
+
+    def all_name_expressions(self) -> tuple[str, ...]:
+        return super().all_name_expressions() + tuple(gemm_tma.reduce_expression(d) for d in DTYPES)
+
+    def kernel_names(self, stages: int) -> tuple[str, ...]:
+        return self.name_expressions(stages) + tuple(gemm_tma.reduce_expression(d) for d in DTYPES)
+
+    def refuses(self, size, dtype: str) -> str | None:
+        return refusal(size, dtype)
+
+    def config(self) -> str:
+        return (
+            "swapped decode: 64 or 128 weight columns on wgmma's M, 8-64 tokens on its N, stages of <= 48 KiB, "
+            "persistent"
+        )
+
+    def launch(self, inputs, out, stages):
+        return Decode(inputs, out, stages, kernel=self)
+
+    def bad_inputs(self) -> list[BadInput]:
+        meta = lambda *shape: torch.empty(*shape, dtype=torch.float16, device="meta")  # noqa: E731 (no memory)
+        return [
+            BadInput((meta(300, 64), meta(64, 128)), meta(300, 128), "M <= 256", "M past the decode kernel's"),
+            BadInput((meta(16, 12), meta(12, 16)), meta(16, 16), "K must be a multiple of 8", "K % 8 != 0"),
+        ]
+
+
+KERNEL = DecodeModule(faults=(SKIP_EMPTY_WAIT, REDUCE_FIRST))

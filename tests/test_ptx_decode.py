@@ -1,0 +1,129 @@
+"""The PTX decode GEMM (gemm_tma.cu's gemm_tma_decode, suite.ptx.gemm_decode): the rule that picks its tile, stage and
+split count; its machine code on CPU (the swapped wgmma, TMA, mbarriers, no spills); and on a GPU its results at the
+edges of the schedule, bit for bit the same run after run."""
+
+import pytest
+import torch
+from gemm_checks import valid_twice
+
+from suite.problems import GEMM
+from suite.ptx import gemm_decode
+from suite.sass import instruction_classes, split_functions, wgmma_chain
+
+
+def test_token_tile_is_the_power_of_two_at_least_m_from_8_to_64():
+    assert [gemm_decode.block_t_for(m) for m in (1, 7, 8, 9, 16, 17, 33, 64, 65, 256)] == [
+        8,
+        8,
+        8,
+        16,
+        16,
+        32,
+        64,
+        64,
+        64,
+        64,
+    ]
+
+
+def test_plan_keeps_enough_weight_in_flight_with_few_splits_and_fits_its_stages():
+    mib = 2**20
+    # Llama-3 8B's down projection at M = 16: 64 weight tiles of 64 columns. A 3-deep ring of 32 KiB weight stages
+    # keeps 64 x 2 x 32 KiB = 4 MiB in flight unsplit, under the target: two splits (128 units); 4 deep, 6 MiB: one
+    p = gemm_decode.plan(16, 4096, 14336, 132, 3)
+    assert (p.block_t, p.block_w, p.block_k, p.splits, p.units) == (16, 64, 256, 2, 128)
+    assert gemm_decode.plan(16, 4096, 14336, 132, 4).splits == 1
+    assert gemm_decode.IN_FLIGHT_TARGET == 5 * mib
+    # M = 64: 16 KiB weight stages (BK = 128): 3 MiB unsplit at 4 deep, so two splits
+    assert gemm_decode.plan(64, 4096, 4096, 132, 4).splits == 2
+    # M = 1: 8-row token tiles; N = 8192: 128 tiles fill the SMs unsplit from 3 stages on
+    one = gemm_decode.plan(1, 8192, 8192, 132, 3)
+    assert (one.block_t, one.splits, one.block_w) == (8, 1, 64)
+    # N = 28672: one split either way, the units as well spread: the wider tile
+    wide = gemm_decode.plan(16, 28672, 4096, 132, 4)
+    assert (wide.block_w, wide.splits, wide.block_k) == (128, 1, 128)
+    # long K, few tiles: split until the weight in flight reaches the target, every split >= 4 stages
+    long_k = gemm_decode.plan(64, 512, 65536, 132, 4)
+    assert long_k.splits == 14 and long_k.block_w == 64
+    for m in (1, 5, 16, 31, 64, 100, 256):
+        for n in (8, 1000, 4096, 6144, 28672, 57344):
+            for k in (16, 4096, 14336, 28672):
+                for stages in gemm_decode.STAGES:
+                    p = gemm_decode.plan(m, n, k, 132, stages)
+                    assert p.stage_bytes <= gemm_decode.STAGE_LIMIT
+                    assert max(p.smem_bytes(s) for s in gemm_decode.STAGES) <= gemm_decode.SMEM_PER_BLOCK
+                    assert p.tiles_t * p.block_t >= m and p.tiles_w * p.block_w >= n
+                    k_stages = -(-k // p.block_k)
+                    assert p.splits == 1 or k_stages // p.splits >= gemm_decode.MIN_K_STAGES_PER_SPLIT
+                    assert p.units <= max(2 * 132, p.tiles_w * p.tiles_t)  # within two waves unless unsplit
+                    assert (p.block_t, p.consumers, p.k_atoms) in gemm_decode.every_plan_shape()
+                    weight_stage = p.block_w * p.block_k * 2
+                    if p.splits > 1:  # split only where one split fewer keeps too little in flight
+                        fewer = p.units // p.splits * (p.splits - 1) * (stages - 1) * weight_stage
+                        assert fewer < gemm_decode.IN_FLIGHT_TARGET or p.units > 132, (m, n, k, stages, p)
+    assert gemm_decode.plan(16, 4096, 4096, 132, 3, splits=5, consumers=2).splits == 5  # forced (tests, probes)
+
+
+def test_decode_refuses_prefill_and_unpitched_k_before_launch():
+    assert "M <= 256" in gemm_decode.refusal((257, 4096, 4096), "fp16")
+    assert "multiple of 8" in gemm_decode.refusal((16, 4096, 4100), "bf16")
+    assert gemm_decode.refusal((256, 4000, 4096), "fp16") is None
+    a, b = torch.randn(300, 64).half(), torch.randn(64, 128).half()
+    with pytest.raises(ValueError, match="M <= 256"):
+        gemm_decode.Decode((a, b), torch.empty(300, 128).half(), 3)
+    with pytest.raises(ValueError, match="stages"):
+        gemm_decode.Decode((a[:16], b), torch.empty(16, 128).half(), 5)
+    assert "fp8e4m3" not in gemm_decode.KERNEL.dtypes and "K-major" in gemm_decode.KERNEL.dtype_notes["fp8e4m3"]
+
+
+def test_decode_builds_the_swapped_wgmma_on_a_tma_ring_without_spills():
+    """Every instantiation: the transposed-A 16-bit wgmma (HGMMA ... tnspA) at N = BLOCK_T, BK / 16 of them chained per
+    commit group, TMA loads of the weight and the tokens, mbarriers, no local memory; the reduction kernels plain."""
+    kernel = gemm_decode.KERNEL
+    module = kernel.build("sm_90a")
+    assert "C7510" not in module.log and "serializ" not in module.log.lower(), module.log
+    per = split_functions(module.sass())
+    expected = {e for s in kernel.stages for e in kernel.name_expressions(s)}
+    assert expected <= set(module.symbols) and len(expected) == 2 * len(kernel.stages) * 8
+    for expr, symbol in module.symbols.items():
+        sass, res = per[symbol], module.resources()[expr]
+        assert res["local"] == 0 and res["stack"] == 0, (expr, res)
+        if expr.startswith("split_k_reduce"):
+            assert "HGMMA" not in sass and "ATOMG" not in sass, expr
+            continue
+        stages, block_t, consumers, k_atoms = (int(v) for v in expr.split("<")[1].split(",")[:4])
+        classes = instruction_classes(sass)
+        assert classes["tma"] >= 2 and classes["mbarrier"] and classes["local_memory"] == 0, (expr, classes)
+        hgmma = [line for line in sass.splitlines() if "HGMMA." in line]
+        assert hgmma and all(f"HGMMA.64x{block_t}x16.F32" in line and "tnspA" in line for line in hgmma), expr
+        assert all(("BF16" in line) == ("BF16" in expr) for line in hgmma), expr
+        count, closing = wgmma_chain(sass)
+        assert count and count == 4 * k_atoms * closing, (expr, count, closing)  # BK / 16 per stage, one group
+        assert "ATOMG" not in sass and "MEMBAR.SC" not in sass, expr
+
+
+# On a GPU: M = 1 (7 zero-filled token rows), M not a multiple of 8, N not a multiple of 8 or 16 (B padded, edge
+# weight tiles), K below one stage and not a multiple of one, a split remainder, more splits than K stages (empty
+# splits), two and more token tiles, both tile widths.
+EDGES = [
+    ((1, 300, 1040), None, None),
+    ((13, 264, 80), None, 2),
+    ((67, 250, 48), 3, 1),
+    ((64, 512, 4112), None, None),
+    ((200, 520, 16), 4, 2),
+    ((129, 257, 272), 7, 1),
+    ((256, 4000, 2056), None, None),
+    ((8, 4096, 14336), None, None),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", gemm_decode.DTYPES)
+@pytest.mark.parametrize("stages", gemm_decode.STAGES)
+def test_decode_matches_fp64_at_the_edges_bit_reproducibly(stages, dtype):
+    for size, splits, consumers in EDGES:
+        inputs = GEMM.make_inputs(size, sum(size) + stages, torch.device("cuda"), dtype)
+        out = GEMM.make_output(inputs)
+        launch = gemm_decode.Decode(inputs, out, stages, splits=splits, consumers=consumers)
+        assert splits is None or launch.plan.splits == splits
+        valid_twice(launch, out, inputs, dtype, (stages, size, splits, consumers))
