@@ -124,6 +124,16 @@ __device__ __forceinline__ void ld_global_cg_v4(const void* gmem_src, float& r0,
 }
 
 // 16-byte global store that bypasses L1 (.cg), of four fp32 values another block will read during this launch.
+// 4-byte global load and store cached in L2 only (.cg): a fix-up's partials, written by one SM and read by another.
+__device__ __forceinline__ float ld_global_cg_f32(const float* gmem_src) {
+    float r;
+    asm volatile("ld.global.cg.f32 %0, [%1];\n" : "=f"(r) : "l"(gmem_src) : "memory");
+    return r;
+}
+__device__ __forceinline__ void st_global_cg_f32(float* gmem_dst, float r) {
+    asm volatile("st.global.cg.f32 [%0], %1;\n" ::"l"(gmem_dst), "f"(r) : "memory");
+}
+
 __device__ __forceinline__ void st_global_cg_v4(void* gmem_dst, float r0, float r1, float r2, float r3) {
     asm volatile("st.global.cg.v4.f32 [%0], {%1, %2, %3, %4};\n" ::"l"(gmem_dst), "f"(r0), "f"(r1), "f"(r2), "f"(r3)
                  : "memory");

@@ -1147,9 +1147,12 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
 //   wgmma:  per k-step kk (16 of K): A = the weight, M-major: start = box + kk x 16 rows x 128 B, SBO = 1024 B between
 //           8-row (K) groups (the box is one 64-column block wide: LBO unused); B = the tokens, K-major: start = token
 //           box kk / 4 + (kk % 4) x 32 B, SBO = 1024 B between 8-row (token) groups.
-//   epilogue: the 64 x BLOCK_T accumulator is C^T's tile: stored transposed into C, or with splits > 1 as the split's
-//           fp32 partial into its M x N slice of the workspace, which split_k_reduce sums in split order (the same
-//           second pass as SCHED_SPLIT_K: bit-reproducible, no atomics).
+//   epilogue: the 64 x BLOCK_T accumulator is C^T's tile: stored transposed into C; with splits > 1, a serialized
+//           fix-up in the kernel: each split stores its fp32 partial into its M x N slice of the workspace and
+//           arrives on the (tile, warpgroup) counter; the last to arrive sums every slice, its own too, in split
+//           order from zero and stores C, then zeroes the counter for the next launch. The order of the additions
+//           is the same whoever arrives last (bit-reproducible), and only the counter is atomic (an integer). No
+//           second kernel: at 16 x 4096 x 14336 its launch and pass were ~2 us of 35.
 // 16-bit types only (B N-major): fp8's B is K-major, and its promotion is not built here.
 template <int BLOCK_T, int CONSUMERS, int K_ATOMS, class E>
 struct DecodeTile {
@@ -1182,19 +1185,45 @@ __device__ __forceinline__ DecodeUnit decode_unit(int u, int tiles_t, int tiles,
             base + (split < extra ? 1 : 0)};
 }
 
-// Dynamic shared memory: [stage 0 .. STAGES-1][full[STAGES]][empty[STAGES]], based at a 1024-byte boundary.
+// Dynamic shared memory: [stage 0 .. STAGES-1][full[STAGES]][empty[STAGES]][fix-up verdict per consumer warpgroup],
+// based at a 1024-byte boundary.
 template <int STAGES, class T>
 struct DecodeSmem {
     unsigned base;
     __device__ __forceinline__ unsigned stage(int s) const { return base + s * T::STAGE_BYTES; }
     __device__ __forceinline__ unsigned full(int s) const { return base + STAGES * T::STAGE_BYTES + s * 8; }
     __device__ __forceinline__ unsigned empty(int s) const { return full(STAGES) + s * 8; }
+    __device__ __forceinline__ unsigned flag(int wg) const { return empty(STAGES) + wg * 4; }
 };
+
+// The thread's accumulators as C's elements: thread (warp w, lane l) holds weight columns n = 16 w + l / 4 (+ 8) of its
+// warpgroup's 64 and token rows t = 8 j + 2 (l % 4) (+ 1): value 4 j + 2 h + e is C[t0 + 8 j + 2 (l % 4) + e][n + 8 h].
+// `put(index, offset)` gets each one inside M x N with its offset t x N + n in C (and in a workspace slice).
+template <class T, class Put>
+__device__ __forceinline__ void for_each_decode_output(int M, int N, int n0, int t0, Put put) {
+    const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int n = n0 + warp * 16 + lane / 4 + 8 * h;
+        if (n >= N) continue;
+#pragma unroll
+        for (int j = 0; j < 2 * T::ACC / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int t = t0 + 8 * j + 2 * (lane % 4) + e;
+                if (t < M) put(4 * j + 2 * h + e, (long long)t * N + n);
+            }
+    }
+}
+
+// PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT (the sanitizer's self-test only): the last split sums the slices without
+// arriving or waiting on the counter, i.e. maybe before the other splits have written them.
 
 template <int STAGES, int BLOCK_T, int CONSUMERS, int K_ATOMS, class E = F16>
 __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::THREADS, 1)
     gemm_tma_decode(const __grid_constant__ TensorMap tmap_tokens, const __grid_constant__ TensorMap tmap_weight,
-                    half_bits* __restrict__ C, int M, int N, int K, float* __restrict__ workspace, int splits) {
+                    half_bits* __restrict__ C, int M, int N, int K, float* __restrict__ workspace,
+                    int* __restrict__ counters, int splits) {
     using T = DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>;
     static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be in 2..8");
     extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -1245,7 +1274,6 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
     // CONSUMER warpgroup wg: weight columns wg x 64 .. + 63 of each unit; per unit, MAINLOOP then EPILOGUE.
     const int wg = warpgroup - 1;
     const bool release = threadIdx.x % 32 == 0;  // one arrive per warp on empty[]
-    const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
     RingPosition read;  // smem_read_stage and its lap's parity
     float acc[T::ACC];
     for (int u = blockIdx.x; u < units; u += gridDim.x) {
@@ -1282,24 +1310,37 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
         for (int i = 0; i < T::ACC; ++i) fence_operand(acc[i]);
         if (released_stage >= 0 && release) consumer_release(smem.empty(released_stage));
 
-        // EPILOGUE: thread (warp w, lane l) holds weight columns n = 16 w + l / 4 (+ 8) of its 64 and token rows
-        // t = 8 j + 2 (l % 4) (+ 1): value 4 j + 2 h + e is C[t0 + 8 j + 2 (l % 4) + e][n + 8 h]
-        float* partial = splits > 1 ? workspace + (long long)unit.split * M * N : nullptr;
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int n = unit.w0 + wg * 64 + warp * 16 + lane / 4 + 8 * h;
-            if (n >= N) continue;
-#pragma unroll
-            for (int j = 0; j < BLOCK_T / 8; ++j)
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    const int t = unit.t0 + 8 * j + 2 * (lane % 4) + e;
-                    if (t >= M) continue;
-                    const float v = acc[4 * j + 2 * h + e];
-                    if (partial) partial[(long long)t * N + n] = v;  // this split's share, unscaled
-                    else C[(long long)t * N + n] = (half_bits)(E::pack(v, 0.f) & 0xffffu);
-                }
+        // EPILOGUE: all of K here: C; else the split's partial, and the fix-up
+        const int n0 = unit.w0 + wg * 64;
+        if (splits == 1) {
+            for_each_decode_output<T>(M, N, n0, unit.t0, [&](int i, long long at) {
+                C[at] = (half_bits)(E::pack(acc[i], 0.f) & 0xffffu);
+            });
+            continue;
         }
+        const long long slice = (long long)M * N;
+        for_each_decode_output<T>(M, N, n0, unit.t0, [&](int i, long long at) {
+            st_global_cg_f32(workspace + unit.split * slice + at, acc[i]);  // this split's share, to L2
+        });
+        const int tid = threadIdx.x % WG_THREADS;
+        const unsigned wg_barrier = 1 + wg;  // named barrier of this warpgroup's 128 threads
+        int* counter = counters + (u % tiles) * CONSUMERS + wg;
+#ifndef PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT
+        named_barrier_sync(wg_barrier, WG_THREADS);  // every thread of the warpgroup has issued its partial...
+        // ...which the elected thread's release publishes with its arrival; its acquire sees every earlier split's
+        if (tid == 0) st_shared_u32(smem.flag(wg), atom_add_acq_rel_gpu(counter, 1) == splits - 1 ? 1u : 0u);
+        named_barrier_sync(wg_barrier, WG_THREADS);  // the verdict (and the acquire behind it) reaches every thread
+        if (!ld_shared_u32(smem.flag(wg))) continue;  // a later split sums
+#else
+        if (unit.split != splits - 1) continue;
+#endif
+        // the last split: every slice in split order from zero (its own read back too): bit-reproducible
+        for_each_decode_output<T>(M, N, n0, unit.t0, [&](int, long long at) {
+            float v = ld_global_cg_f32(workspace + at);
+            for (int s = 1; s < splits; ++s) v += ld_global_cg_f32(workspace + s * slice + at);
+            C[at] = (half_bits)(E::pack(v, 0.f) & 0xffffu);
+        });
+        if (tid == 0) *counter = 0;  // the tile is done: the counter is ready for the next launch
     }
 }
 
