@@ -242,8 +242,8 @@ class Decode(gemm_tma.SplitLaunch):
 
 
 # The sanitizer's self-tests: the producer's empty-barrier wait removed (at 2 stages it laps the consumers: 32 K
-# stages in 8 splits of 4), and the fix-up's wait removed: the last split sums the slices without arriving on the
-# counter, maybe before the others wrote them (initcheck: the workspace is fresh device memory; 8 tiles x 8 splits).
+# stages in 8 splits of 4), and the fix-up's wait removed: the first split to arrive sums the slices, before the
+# others have written theirs (initcheck: the workspace is fresh device memory; 8 tiles x 8 splits).
 SKIP_EMPTY_WAIT = Fault(
     "the producer's wait on the empty barrier removed (overwrites a stage still read)",
     "PIPESUITE_FAULT_SKIP_EMPTY_WAIT",
@@ -252,7 +252,7 @@ SKIP_EMPTY_WAIT = Fault(
     size=(16, 64, 8192),
 )
 NO_FIXUP_WAIT = Fault(
-    "the split-K fix-up's wait removed (the last split sums the slices without counting the others in)",
+    "the split-K fix-up's wait removed (the first split in sums the slices, not the last)",
     "PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT",
     (2,),
     tool="initcheck",

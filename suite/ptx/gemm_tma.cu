@@ -1216,8 +1216,9 @@ __device__ __forceinline__ void for_each_decode_output(int M, int N, int n0, int
     }
 }
 
-// PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT (the sanitizer's self-test only): the last split sums the slices without
-// arriving or waiting on the counter, i.e. maybe before the other splits have written them.
+// PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT (the sanitizer's self-test only): the fix-up without its wait for the other
+// splits: the first split to arrive sums the slices (before their barrier: its own partial's stores unpublished), while
+// the others have not all written theirs.
 
 template <int STAGES, int BLOCK_T, int CONSUMERS, int K_ATOMS, class E = F16>
 __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::THREADS, 1)
@@ -1332,13 +1333,25 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
         named_barrier_sync(wg_barrier, WG_THREADS);  // the verdict (and the acquire behind it) reaches every thread
         if (!ld_shared_u32(smem.flag(wg))) continue;  // a later split sums
 #else
-        if (unit.split != splits - 1) continue;
+        // the fault: the first split in sums, before the others have written their slices
+        if (tid == 0) st_shared_u32(smem.flag(wg), atom_add_acq_rel_gpu(counter, 1) == 0 ? 1u : 0u);
+        named_barrier_sync(wg_barrier, WG_THREADS);
+        if (!ld_shared_u32(smem.flag(wg))) continue;
 #endif
-        // the last split: every slice in split order from zero (its own read back too): bit-reproducible
-        for_each_decode_output<T>(M, N, n0, unit.t0, [&](int, long long at) {
-            float v = ld_global_cg_f32(workspace + at);
-            for (int s = 1; s < splits; ++s) v += ld_global_cg_f32(workspace + s * slice + at);
-            C[at] = (half_bits)(E::pack(v, 0.f) & 0xffffu);
+        // the last split: every slice in split order from zero (its own read back too): bit-reproducible. A slice's
+        // loads all issue before their adds (one L2 round trip per slice, not one per element)
+        for_each_decode_output<T>(M, N, n0, unit.t0, [&](int i, long long at) {
+            acc[i] = ld_global_cg_f32(workspace + at);
+        });
+        for (int s = 1; s < splits; ++s) {
+            float part[T::ACC];
+            for_each_decode_output<T>(M, N, n0, unit.t0, [&](int i, long long at) {
+                part[i] = ld_global_cg_f32(workspace + s * slice + at);
+            });
+            for_each_decode_output<T>(M, N, n0, unit.t0, [&](int i, long long) { acc[i] += part[i]; });
+        }
+        for_each_decode_output<T>(M, N, n0, unit.t0, [&](int i, long long at) {
+            C[at] = (half_bits)(E::pack(acc[i], 0.f) & 0xffffu);
         });
         if (tid == 0) *counter = 0;  // the tile is done: the counter is ready for the next launch
     }
