@@ -242,8 +242,9 @@ class Decode(gemm_tma.SplitLaunch):
 
 
 # The sanitizer's self-tests: the producer's empty-barrier wait removed (at 2 stages it laps the consumers: 32 K
-# stages in 8 splits of 4), and the fix-up's wait removed: the first split to arrive sums the slices, before the
-# others have written theirs (initcheck: the workspace is fresh device memory; 8 tiles x 8 splits).
+# stages in 8 splits of 4), and the fix-up's wait removed: split 0 sums the slices at once, before any split has
+# written its own (initcheck: the workspace is fresh device memory; 8 tiles x 8 splits). Without the wait but
+# summing at the last split in, or at the first, the slices were already written under the sanitizer: it was blind.
 SKIP_EMPTY_WAIT = Fault(
     "the producer's wait on the empty barrier removed (overwrites a stage still read)",
     "PIPESUITE_FAULT_SKIP_EMPTY_WAIT",
@@ -252,7 +253,7 @@ SKIP_EMPTY_WAIT = Fault(
     size=(16, 64, 8192),
 )
 NO_FIXUP_WAIT = Fault(
-    "the split-K fix-up's wait removed (the first split in sums the slices, not the last)",
+    "the split-K fix-up's wait removed (split 0 sums the slices at once, waiting for no split)",
     "PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT",
     (2,),
     tool="initcheck",

@@ -1216,9 +1216,8 @@ __device__ __forceinline__ void for_each_decode_output(int M, int N, int n0, int
     }
 }
 
-// PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT (the sanitizer's self-test only): the fix-up without its wait for the other
-// splits: the first split to arrive sums the slices (before their barrier: its own partial's stores unpublished), while
-// the others have not all written theirs.
+// PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT (the sanitizer's self-test only): the fix-up without its wait: split 0 sums
+// the slices as soon as its mainloop ends, before any split (itself included) has written its partial.
 
 template <int STAGES, int BLOCK_T, int CONSUMERS, int K_ATOMS, class E = F16>
 __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::THREADS, 1)
@@ -1320,24 +1319,27 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
             continue;
         }
         const long long slice = (long long)M * N;
-        for_each_decode_output<T>(M, N, n0, unit.t0, [&](int i, long long at) {
-            st_global_cg_f32(workspace + unit.split * slice + at, acc[i]);  // this split's share, to L2
-        });
         const int tid = threadIdx.x % WG_THREADS;
-        const unsigned wg_barrier = 1 + wg;  // named barrier of this warpgroup's 128 threads
         int* counter = counters + (u % tiles) * CONSUMERS + wg;
-#ifndef PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT
-        named_barrier_sync(wg_barrier, WG_THREADS);  // every thread of the warpgroup has issued its partial...
-        // ...which the elected thread's release publishes with its arrival; its acquire sees every earlier split's
-        if (tid == 0) st_shared_u32(smem.flag(wg), atom_add_acq_rel_gpu(counter, 1) == splits - 1 ? 1u : 0u);
-        named_barrier_sync(wg_barrier, WG_THREADS);  // the verdict (and the acquire behind it) reaches every thread
-        if (!ld_shared_u32(smem.flag(wg))) continue;  // a later split sums
+#ifdef PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT
+        if (unit.split != 0) {  // the fault: the other splits store; split 0 sums at once (its own slice unwritten)
 #else
-        // the fault: the first split in sums, before the others have written their slices
-        if (tid == 0) st_shared_u32(smem.flag(wg), atom_add_acq_rel_gpu(counter, 1) == 0 ? 1u : 0u);
-        named_barrier_sync(wg_barrier, WG_THREADS);
-        if (!ld_shared_u32(smem.flag(wg))) continue;
+        {
 #endif
+            for_each_decode_output<T>(M, N, n0, unit.t0, [&](int i, long long at) {
+                st_global_cg_f32(workspace + unit.split * slice + at, acc[i]);  // this split's share, to L2
+            });
+#ifndef PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT
+            const unsigned wg_barrier = 1 + wg;  // named barrier of this warpgroup's 128 threads
+            named_barrier_sync(wg_barrier, WG_THREADS);  // every thread of the warpgroup has issued its partial...
+            // ...which the elected thread's release publishes with its arrival; its acquire sees every earlier split's
+            if (tid == 0) st_shared_u32(smem.flag(wg), atom_add_acq_rel_gpu(counter, 1) == splits - 1 ? 1u : 0u);
+            named_barrier_sync(wg_barrier, WG_THREADS);  // the verdict (and the acquire behind it) reaches every thread
+            if (!ld_shared_u32(smem.flag(wg))) continue;  // a later split sums
+#else
+            continue;
+#endif
+        }
         // the last split: every slice in split order from zero (its own read back too): bit-reproducible. A slice's
         // loads all issue before their adds (one L2 round trip per slice, not one per element)
         for_each_decode_output<T>(M, N, n0, unit.t0, [&](int i, long long at) {
