@@ -1319,27 +1319,26 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
             continue;
         }
         const long long slice = (long long)M * N;
-        const int tid = threadIdx.x % WG_THREADS;
-        int* counter = counters + (u % tiles) * CONSUMERS + wg;
 #ifdef PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT
         if (unit.split != 0) {  // the fault: the other splits store; split 0 sums at once (its own slice unwritten)
-#else
-        {
 #endif
-            for_each_decode_output<T>(M, N, n0, unit.t0, [&](int i, long long at) {
-                st_global_cg_f32(workspace + unit.split * slice + at, acc[i]);  // this split's share, to L2
-            });
-#ifndef PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT
-            const unsigned wg_barrier = 1 + wg;  // named barrier of this warpgroup's 128 threads
-            named_barrier_sync(wg_barrier, WG_THREADS);  // every thread of the warpgroup has issued its partial...
-            // ...which the elected thread's release publishes with its arrival; its acquire sees every earlier split's
-            if (tid == 0) st_shared_u32(smem.flag(wg), atom_add_acq_rel_gpu(counter, 1) == splits - 1 ? 1u : 0u);
-            named_barrier_sync(wg_barrier, WG_THREADS);  // the verdict (and the acquire behind it) reaches every thread
-            if (!ld_shared_u32(smem.flag(wg))) continue;  // a later split sums
-#else
+        for_each_decode_output<T>(M, N, n0, unit.t0, [&](int i, long long at) {
+            st_global_cg_f32(workspace + unit.split * slice + at, acc[i]);  // this split's share, to L2
+        });
+#ifdef PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT
             continue;
-#endif
         }
+#endif
+        const int tid = threadIdx.x % WG_THREADS;
+        const unsigned wg_barrier = 1 + wg;  // named barrier of this warpgroup's 128 threads
+        int* counter = counters + (u % tiles) * CONSUMERS + wg;
+#ifndef PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT
+        named_barrier_sync(wg_barrier, WG_THREADS);  // every thread of the warpgroup has issued its partial...
+        // ...which the elected thread's release publishes with its arrival; its acquire sees every earlier split's
+        if (tid == 0) st_shared_u32(smem.flag(wg), atom_add_acq_rel_gpu(counter, 1) == splits - 1 ? 1u : 0u);
+        named_barrier_sync(wg_barrier, WG_THREADS);  // the verdict (and the acquire behind it) reaches every thread
+        if (!ld_shared_u32(smem.flag(wg))) continue;  // a later split sums
+#endif
         // the last split: every slice in split order from zero (its own read back too): bit-reproducible. A slice's
         // loads all issue before their adds (one L2 round trip per slice, not one per element)
         for_each_decode_output<T>(M, N, n0, unit.t0, [&](int i, long long at) {
