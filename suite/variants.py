@@ -309,8 +309,9 @@ GEMM_VARIANTS = (
         needs_sm90a,
         ("llm", "long-k"),
         "small M: C^T = B^T A^T, 64 or 128 weight columns on wgmma's M side (1 or 2 consumer warpgroups) and 8-64 "
-        "tokens on its N side, stages of <= 48 KiB (up to 256 of K) in 2-4 deep rings, persistent; split-K where "
-        "the weight's tiles cannot fill the SMs (suite.ptx.gemm_decode.plan)",
+        "tokens on its N side, stages of <= 48 KiB (up to 256 of K) in 2-4 deep rings, persistent; split-K until "
+        "5 MiB of weight is in flight, the splits summed in split order by the last one in (suite.ptx.gemm_decode."
+        "plan)",
     ),
     (
         "triton",
