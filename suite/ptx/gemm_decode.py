@@ -202,7 +202,7 @@ class Decode(gemm_tma.SplitLaunch):
         # split, and a counter per (tile, consumer warpgroup) that the kernel leaves at zero after every launch. Under
         # the sanitizer's fault the workspace is fresh device memory (initcheck sees a slice read before it is written)
         fresh = NO_FIXUP_WAIT.define in kernel.extra_defines
-        self.workspace = new_workspace((max(1, p.splits * m * n) if p.splits > 1 else 1,), c.device, fresh=fresh)
+        self.workspace = new_workspace((p.splits * m * n if p.splits > 1 else 1,), c.device, fresh=fresh)
         self.counters = torch.zeros(p.tiles_w * p.tiles_t * p.consumers, dtype=torch.int32, device=c.device)
         self.threads, self.cluster = p.threads, 1
         self.args = (
