@@ -286,6 +286,15 @@ GEMM_VARIANTS = (
     ),
     (
         "ptx",
+        "256x128 stream-k tma+wgmma",
+        "suite.ptx.gemm_tma:KERNELS[256x128 stream-k]",
+        needs_sm90a,
+        ("llm", "long-k"),
+        "stream-K as above on 256x128 tiles (2 consumer warpgroups of 128 rows): at M <= 256 one tile row holds "
+        "all of M, so the weight B is read from HBM once",
+    ),
+    (
+        "ptx",
         "128x128 split-k tma+wgmma",
         "suite.ptx.gemm_tma:KERNELS[128x128 split-k]",
         needs_sm90a,

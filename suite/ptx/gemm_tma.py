@@ -167,6 +167,10 @@ CONFIGS: dict[str, Config] = {
     "128x256 stream-k": Config(
         **_TWO_WG, persistent=True, tma_store=False, stages=(3, 4), schedule="stream-k", dtypes=DTYPES
     ),
+    # stream-K on 256-row tiles (128 rows per consumer warpgroup, two m64 tiles each): where M is 129-256, one tile
+    # row holds all of M, so each byte of B (the weight) is read from HBM once, while the 128-row tiles' two tile rows
+    # read each B panel at two different places in K (stream-K's ranges cross tile boundaries) and so twice
+    "256x128 stream-k": Config(128, 2, True, False, (3, 4), block_m=256, schedule="stream-k", dtypes=DTYPES),
     "64x128 split-k": Config(128, 1, False, False, (4, 6, 8), block_m=64, schedule="split-k", dtypes=DTYPES),
     "128x128 split-k": Config(128, 2, False, False, (4, 7), schedule="split-k", dtypes=DTYPES),
 }
