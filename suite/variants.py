@@ -290,8 +290,8 @@ GEMM_VARIANTS = (
         "suite.ptx.gemm_tma:KERNELS[256x128 stream-k]",
         needs_sm90a,
         ("llm", "long-k"),
-        "stream-K as above on 256x128 tiles (2 consumer warpgroups of 128 rows): at M <= 256 one tile row holds "
-        "all of M, so the weight B is read from HBM once",
+        "the 128x256 stream-K's schedule on 256x128 tiles (2 consumer warpgroups of 128 rows): at M <= 256 one "
+        "tile row holds all of M, so the weight B is read from HBM once",
     ),
     (
         "ptx",
