@@ -289,11 +289,13 @@ class TmaGemm(NvrtcModule):
         # N % 8 != 0 with K < BLOCK_K (direct stores, one partial K tile); N % 8 == 0 and a ring that wraps 8 times;
         # M below one tile (A's short box, the rest of each A stage zeroed once); split-K and stream-K: several units
         # per tile, a remainder split, the fix-up; a tile wider than its TMA-store boxes (144): an edge tile of 136
-        # columns, whose directly stored last 16 are half past C's edge
+        # columns, whose directly stored last 16 are half past C's edge; a 256-row tile: a second tile row, mostly
+        # past M
         self.sanitize_sizes = (
             ((130, 250, 40), (256, 512, 1024), (13, 264, 1040))
             + (((64, 512, 4112),) if config.schedule != "tiles" else ())
             + (((13, 424, 1040),) if config.tma_store and config.block_n % 64 else ())
+            + (((300, 264, 1040),) if config.block_m > 128 else ())
         )
 
     def defines(self) -> tuple[str, ...]:
