@@ -9,10 +9,11 @@ A spec names the kernel ("package.module:function"), its signature (argument -> 
 meta-parameters), the constexpr values, the arguments to specialize as 16-divisible (pointers aligned to 16 bytes,
 pitches a multiple of 16 elements, as a launch would see them), and the compile options. Constexpr values given as
 "tl.NAME" are Triton dtypes. A signature entry {"gluon_desc": [type, [rows, cols], "gl.NAME"]} is a Gluon tensor
-descriptor with the default NVMMA shared layout for that box. Returns, per spec: SASS instruction classes
-(suite.sass.INSTRUCTION_CLASSES), shared memory bytes, the wgmma chain (suite.sass.wgmma_chain: the HGMMA / QGMMA
-instructions and how many of them close a group), the pending-group counts of its wgmma waits in program order, and
-the PTX's line count of a few instructions, and the SASS's sha256 (two builds' machine code told apart)."""
+descriptor with the default NVMMA shared layout for that box. "ones" names integer arguments given as 1, specialized as
+Triton's launcher would (a constexpr unless the kernel marks it do_not_specialize). Returns, per spec: SASS instruction
+classes (suite.sass.INSTRUCTION_CLASSES), shared memory bytes, the wgmma chain (suite.sass.wgmma_chain: the HGMMA /
+QGMMA instructions and how many of them close a group), the pending-group counts of its wgmma waits in program order,
+and the PTX's line count of a few instructions, and the SASS's sha256 (two builds' machine code told apart)."""
 
 from __future__ import annotations
 
@@ -49,6 +50,13 @@ def compile_one(spec):
             ty = f"tensordesc<{dtype}[{box[0]},{box[1]}],{layout!r}>"
         signature[arg] = ty
     constexprs = {k: value(v) for k, v in spec["constexprs"].items()}
+    # arguments a launch passes as 1: Triton's launcher makes an integer 1 a constexpr unless the kernel says
+    # do_not_specialize for it; mirrored here, so a kernel that breaks on that specialization fails to compile
+    for arg in spec.get("ones", ()):
+        if next(p for p in fn.params if p.name == arg).do_not_specialize:
+            signature[arg] = "i32"
+        else:
+            signature[arg], constexprs[arg] = "constexpr", 1
     names = list(signature)
     attrs = {(names.index(a),): [["tt.divisibility", 16]] for a in spec.get("aligned", ())}
     if spec.get("gluon"):

@@ -141,6 +141,27 @@ def test_desc_vector_bit_exact(config, stages, n):
     torch.testing.assert_close(y, x * 2, rtol=0, atol=0)
 
 
+def test_vector_kernels_compile_with_their_sizes_at_one():
+    """Triton's launcher turns an integer argument equal to 1 into a constexpr (unless the kernel says
+    do_not_specialize): n == 1 for both tile loops, rows == 1 (n of 256..511 floats) for the descriptor loop. Each
+    kernel compiles for sm_90 so specialized, as a launch at those sizes would compile it (rows == 1 once did not)."""
+    from sm90_compile import compile_sm90
+
+    box = f"tensordesc<fp32[{tdesc.BANDWIDTH.rows},{tdesc.WIDTH}]>"
+    desc_signature = {"x_desc": box, "y_desc": box, "x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "rows": "i32"}
+    desc_signature |= dict.fromkeys(["ROWS", "WIDTH", "RUN", "NUM_STAGES"], "constexpr")
+    desc_meta = {"ROWS": tdesc.BANDWIDTH.rows, "WIDTH": tdesc.WIDTH, "RUN": 1, "NUM_STAGES": 3}
+    loop_signature = {"x_ptr": "*fp32", "y_ptr": "*fp32", "n": "i32", "BLOCK": "constexpr", "RUN": "constexpr"}
+    loop_signature["NUM_STAGES"] = "constexpr"
+    loop_meta = {"BLOCK": tvector.BANDWIDTH.block, "RUN": tvector.BANDWIDTH.schedule.run, "NUM_STAGES": 3}
+    options = {"num_warps": 4, "num_stages": 3}
+    desc = {"fn": "suite.triton.vector_desc:scale2_desc_kernel", "signature": desc_signature, "constexprs": desc_meta}
+    loop = {"fn": "suite.triton.vector:scale2_kernel", "signature": loop_signature, "constexprs": loop_meta}
+    specs = [{**desc, "ones": ["rows"]}, {**desc, "ones": ["n"]}, {**loop, "ones": ["n"]}]
+    for got in compile_sm90([{**spec, "aligned": ["x_ptr", "y_ptr"], "options": options} for spec in specs]):
+        assert got["classes"]["local_memory"] == 0, got["classes"]
+
+
 @pytest.mark.parametrize("tile_bytes", [1000, 3 * 1024, 512 * 1024])
 def test_desc_vector_refuses_tiles_tma_cannot_box(tile_bytes):
     with pytest.raises(ValueError, match="power of two up to 256"):

@@ -37,7 +37,9 @@ WIDTH = 256  # floats per descriptor row: the largest box dimension TMA allows
 STAGES = (1, 2, 3, 4)
 
 
-@triton.jit
+# rows not specialized: Triton's launcher would make rows == 1 (n of 256..511 floats) a constexpr, a Python int with
+# no .to() for the epilogue's 64-bit offsets
+@triton.jit(do_not_specialize=["rows"])
 def scale2_desc_kernel(
     # tensor descriptors of x and y seen as (rows, WIDTH), box (ROWS, WIDTH)
     x_desc,
