@@ -43,6 +43,10 @@ SOFTWARE = (
     "suite_source",
 )
 WIDTH = 160
+# What each part measured of its own GPU and run. Where the parts agree the merged metadata keeps the value; where they
+# differ (parts on other boards or leases) it lists each part's, since every row keeps the figures of the part that
+# timed it (its roofline and ratio_to_roofline are computed from its own part's copy_ ceiling and tensor peak).
+PER_PART = ("gpu_id", "memory_latency_ns", "roofline")
 
 
 class MergeError(ValueError):
@@ -210,6 +214,10 @@ def combine(parts: list[Part], *, allow_partial: bool = False, same_gpu: bool = 
         for k, v in first.items()
         if k not in ("gpu_state_before", "gpu_state_after", "phase_seconds", "command", "shard", "gpus", "merge")
     }
+    for key in PER_PART:
+        values = [p.meta.get(key) for p in parts]
+        if any(v != values[0] for v in values):
+            meta[key] = [{"shard": p.shard, key: v} for p, v in zip(parts, values)]
     meta["host"] = ", ".join(dict.fromkeys(str(p.meta.get("host")) for p in parts))
     meta["shard"] = {
         "index": None,

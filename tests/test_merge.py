@@ -106,6 +106,35 @@ def test_three_shards_rebuild_the_full_run(gemm_plan, tmp_path):
     assert "merged 3 result(s)" in out
 
 
+def test_each_parts_roofline_is_kept_where_the_parts_differ(gemm_plan, tmp_path):
+    """Shards timed on two boards: the merged metadata lists each part's roofline and board, not the first part's
+    alone (its rows' ratio_to_roofline were computed from their own part's); figures all parts share stay."""
+    roof = {"bandwidth_gbs": 4258.4, "peak_tflops": {"fp16": 795.6}}
+    shards = [
+        _part(tmp_path / "s1", gemm_plan, 1, 2, measured=True, roofline=roof, gpu_id="GPU-a", memory_latency_ns=335.1),
+        _part(
+            tmp_path / "s2",
+            gemm_plan,
+            2,
+            2,
+            measured=True,
+            roofline=dict(roof, peak_tflops={"fp16": 767.4}),
+            gpu_id="GPU-b",
+            memory_latency_ns=335.1,
+        ),
+    ]
+    code, _, err = _merge(*shards, "--out", tmp_path / "merged")
+    assert code == 0, err
+    meta = json.loads((tmp_path / "merged" / "results.json").read_text())["meta"]
+    assert meta["roofline"] == [
+        {"shard": "1/2", "roofline": roof},
+        {"shard": "2/2", "roofline": dict(roof, peak_tflops={"fp16": 767.4})},
+    ]
+    assert meta["gpu_id"] == [{"shard": "1/2", "gpu_id": "GPU-a"}, {"shard": "2/2", "gpu_id": "GPU-b"}]
+    assert meta["memory_latency_ns"] == 335.1
+    assert "767.4" in (tmp_path / "merged" / "table.md").read_text()
+
+
 def test_a_partial_merge_completes_with_the_missing_shard(gemm_plan, tmp_path):
     """Shards 1 and 2 merged with --allow-partial, then that merge with shard 3: the full run, the hole filled."""
     one, two, three = (_part(tmp_path / f"s{i}", gemm_plan, i, 3) for i in (1, 2, 3))
