@@ -374,6 +374,21 @@ def test_fixed_finisher_builds_hold_wgmma_and_their_flag_atomics():
             assert all(r["stack"] == 0 for e, r in resources.items() if "E4M3" not in e), resources
 
 
+def test_the_128x192_probe_tile_builds_n192_wgmma_without_spills():
+    """tools/probe_llm.py m256's unregistered persistent 128 x 192 tile (16-bit B in three 64-column boxes, wgmma
+    n192, 96 accumulators per thread), built for sm_90a on CPU: HGMMA.64x192x16 in both 16-bit types, three B
+    boxes loaded per K tile beside A's, three C boxes stored per m64 tile, no local memory."""
+    config = gemm_tma.Config(192, 2, True, True, (4,), dtypes=("fp16", "bf16"))
+    module = gemm_tma.TmaGemm(config).build(gemm_tma.ARCH)
+    functions = split_functions(module.sass())
+    assert len(functions) == 2
+    for expr, sass in functions.items():
+        assert re.search(r"HGMMA\.64x192x16\.F32(\.BF16)?\b", sass), expr
+        assert "HGMMA.64x256" not in sass and "HGMMA.64x128" not in sass, expr
+        assert sass.count("UTMALDG") == 4 and sass.count("UTMASTG") == 3, expr
+    assert all(r["local"] == 0 and r["stack"] == 0 for r in module.resources().values()), module.resources()
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("name", FIXED_FINISHER)
 def test_fixed_finisher_stream_k_matches_fp64_bit_for_bit(name):

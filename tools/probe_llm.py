@@ -27,6 +27,12 @@ the same way in the same process.
             fixed costs leave of the roofline at Llama-3 8B's small weights
   rotate    the decode rows as a model runs them: distinct operand sets back to back in one CUDA graph (no flush,
             no event pair per call), against the roofline: what the fixed cost of the suite's per-call timing hides
+  m256      M = 256 against large weights (70B's QKV, the set's weakest cell): cuBLAS, the registered split-K,
+            stream-K and persistent rows at their best depths of the full run, and split counts the rules do not
+            choose (the PTX 128 x 128 split-K at 2 and 3, an unregistered 128 x 256 split-K at 2-4, the Triton
+            row's decomposition), both PTX stream-K tiles with a fixed finisher (GEMM_TMA_SK_FIXED_FINISHER), and
+            an unregistered persistent 128 x 192 tile (108 tiles at 70B's QKV);
+            --once calls cuBLAS and the registered rows once each, for ncu
   flush     cuBLAS and the best decode rows of each backend with the L2 flushed by a write (do_bench's zero_ of
             256 MB, which leaves up to the L2's size of dirty lines that the kernel's own reads then evict to DRAM),
             by a read (a sum over the same buffer: clean lines), and not at all
@@ -333,6 +339,88 @@ def triton_split(shapes) -> None:
                         lambda fn: f" ({fn.splits} splits, {fn.grid} programs)",
                     )
     gs.tile_for = rule_tile
+
+
+def m256(shapes) -> None:
+    from suite.ptx import gemm_tma as g
+    from suite.registry import variants
+
+    by_label = {v.label: v for v in variants("gemm")}
+    registered = (  # each at its best depth in gemm-llm-long-k-256sk at 256 x 10240 x 8192
+        ("ptx:128x256x64 ws 2wg persistent tma-store tma+wgmma", 4),
+        ("ptx:256x128 stream-k tma+wgmma", 4),
+        ("ptx:128x128 split-k tma+wgmma", 7),
+        ("ptx:64x128 split-k tma+wgmma", 8),
+        ("triton:split-k desc", 4),
+    )
+    wide = g.Config(256, 2, False, False, (3, 4), schedule="split-k", dtypes=("fp16",))  # not registered
+    wide_kernel = g.TmaGemm(wide)
+    # 128 x 192 tiles (three B boxes, n192 wgmma), persistent, TMA-store epilogue: at 256 x 10240 x 8192, 108 tiles on
+    # 108 SMs, each over all of K (cuBLAS runs 128 CTAs there, nvjet_sm90_hsh_320x64_64x4_1x2, no split)
+    narrow = g.Config(192, 2, True, True, (3, 4), dtypes=("fp16",))
+    narrow_kernel = g.TmaGemm(narrow)
+    fixed = {
+        g.CONFIGS[name]: g.TmaGemm(g.CONFIGS[name]).with_defines("GEMM_TMA_SK_FIXED_FINISHER=1")
+        for name in ("256x128 stream-k", "128x256 stream-k")
+    }
+    for size in shapes:
+        shape = Shape(size)
+        made = [
+            (f"{label} {stages} st", lambda c, v=by_label[label], s=stages: v.factory(shape.inputs, c, s))
+            for label, stages in registered
+        ]
+        if ONCE["on"]:
+            c = _gemm_output(shape.inputs)
+            calls = [("cuBLAS", lambda c=c: torch.matmul(shape.inputs[0], shape.inputs[1], out=c))]
+            calls += [(label, shape.checked(make)) for label, make in made]
+            for _, call in calls:
+                call()
+            torch.cuda.synchronize()
+            print(f"{'x'.join(map(str, size))}: {len(calls)} calls, in order (a split-K call is two kernels):")
+            for i, (label, _) in enumerate(calls):
+                print(f"  {i:2d} {label}", flush=True)
+            torch.cuda.cudart().cudaProfilerStart()
+            for _, call in calls:
+                call()
+            torch.cuda.synchronize()
+            torch.cuda.cudart().cudaProfilerStop()
+            continue
+        for label, make in made:
+            shape.report(f"  {label}", make, lambda fn: f" ({getattr(fn, 'grid', '?')} blocks)")
+        for stages in narrow.stages:
+            shape.report(
+                f"  ptx 128x192 persistent tma-store (unregistered) {stages} st",
+                lambda c, stages=stages: g.Gemm(shape.inputs, c, narrow, stages, kernel=narrow_kernel),
+                lambda fn: f" ({fn.grid} blocks)",
+            )
+        for name in ("256x128 stream-k", "128x256 stream-k"):  # the tile's first unit as its fixed finisher
+            config = g.CONFIGS[name]
+            for stages in config.stages:
+                shape.report(
+                    f"  ptx {name} fixed-finisher {stages} st",
+                    lambda c, config=config, stages=stages: g.Gemm(
+                        shape.inputs, c, config, stages, kernel=fixed[config]
+                    ),
+                    lambda fn: f" ({fn.grid} blocks)",
+                )
+        for splits in (2, 3):
+            config = g.CONFIGS["128x128 split-k"]
+            shape.report(
+                f"  ptx 128x128 split-k 7 st, {splits} splits",
+                lambda c, splits=splits: g.Gemm(
+                    shape.inputs, c, config, 7, kernel=g.KERNELS["128x128 split-k"], splits=splits
+                ),
+                lambda fn: f" ({fn.grid} blocks)",
+            )
+        for stages in wide.stages:
+            for splits in (2, 3, 4):
+                shape.report(
+                    f"  ptx 128x256 split-k (unregistered) {stages} st, {splits} splits",
+                    lambda c, stages=stages, splits=splits: g.Gemm(
+                        shape.inputs, c, wide, stages, kernel=wide_kernel, splits=splits
+                    ),
+                    lambda fn: f" ({fn.grid} blocks)",
+                )
 
 
 def flush(shapes) -> None:
@@ -707,7 +795,18 @@ def main(argv=None) -> None:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument(
         "probe",
-        choices=("launch", "split-k", "decode", "ptx-decode", "flush", "fp8", "triton-split", "floor", "rotate"),
+        choices=(
+            "launch",
+            "split-k",
+            "decode",
+            "ptx-decode",
+            "flush",
+            "fp8",
+            "triton-split",
+            "floor",
+            "rotate",
+            "m256",
+        ),
     )
     p.add_argument("--shape", nargs="+", help="MxNxK shapes instead of the probe's own")
     p.add_argument("--flush", choices=("write", "read"), default="write", help="how the L2 is emptied before a call")
@@ -715,7 +814,9 @@ def main(argv=None) -> None:
     p.add_argument(
         "--only", nargs="+", default=(), help="fp8, decode: only configurations whose label holds one of these"
     )
-    p.add_argument("--once", action="store_true", help="fp8: call each configuration once (for ncu), time nothing")
+    p.add_argument(
+        "--once", action="store_true", help="fp8, m256: call each configuration once (for ncu), time nothing"
+    )
     args = p.parse_args(argv)
     FLUSH["mode"] = args.flush
     PIPELINED["on"] = args.pipelined
@@ -744,6 +845,8 @@ def main(argv=None) -> None:
         "floor": ((16, 6144, 4096), (16, 4096, 4096), (16, 4096, 14336), (16, 32768, 16384)),
         # Llama-3 8B's QKV, O and down at M = 16 and 64, and 8192 x 8192
         "rotate": ((16, 6144, 4096), (16, 4096, 4096), (16, 4096, 14336), (64, 4096, 4096), (16, 8192, 8192)),
+        # 70B's QKV and 8B's QKV at M = 256 (the PTX and Triton rows' weakest cells), and 256 x 8192 x 8192
+        "m256": ((256, 10240, 8192), (256, 6144, 4096), (256, 8192, 8192)),
     }[args.probe]
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shape] if args.shape else own
     probes = {"launch": launch, "split-k": split_k, "decode": decode, "flush": flush, "fp8": fp8}
@@ -751,6 +854,7 @@ def main(argv=None) -> None:
     probes["ptx-decode"] = ptx_decode
     probes["floor"] = floor
     probes["rotate"] = rotate
+    probes["m256"] = m256
     probes[args.probe](shapes)
 
 

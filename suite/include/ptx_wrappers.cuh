@@ -423,6 +423,9 @@ __device__ __forceinline__ void setmaxnreg_dec() {
 #define WGMMA_D72_REGS \
     "{" WGMMA_R0 ", " WGMMA_R1 ", " WGMMA_R2 ", " WGMMA_R3 ", " WGMMA_R4 ", " WGMMA_R5 ", " \
     WGMMA_R6 ", " WGMMA_R7 ", " WGMMA_R8 "}"
+#define WGMMA_D96_REGS \
+    "{" WGMMA_R0 ", " WGMMA_R1 ", " WGMMA_R2 ", " WGMMA_R3 ", " WGMMA_R4 ", " WGMMA_R5 ", " \
+    WGMMA_R6 ", " WGMMA_R7 ", " WGMMA_R8 ", " WGMMA_R9 ", " WGMMA_R10 ", " WGMMA_R11 "}"
 #define WGMMA_D128_REGS \
     "{" WGMMA_R0 ", " WGMMA_R1 ", " WGMMA_R2 ", " WGMMA_R3 ", " WGMMA_R4 ", " WGMMA_R5 ", " \
     WGMMA_R6 ", " WGMMA_R7 ", " WGMMA_R8 ", " WGMMA_R9 ", " WGMMA_R10 ", " WGMMA_R11 ", " \
@@ -434,6 +437,9 @@ __device__ __forceinline__ void setmaxnreg_dec() {
 #define WGMMA_D72_OPERANDS(d) \
     WGMMA_O0(d), WGMMA_O1(d), WGMMA_O2(d), WGMMA_O3(d), WGMMA_O4(d), WGMMA_O5(d), WGMMA_O6(d), WGMMA_O7(d), \
     WGMMA_O8(d)
+#define WGMMA_D96_OPERANDS(d) \
+    WGMMA_O0(d), WGMMA_O1(d), WGMMA_O2(d), WGMMA_O3(d), WGMMA_O4(d), WGMMA_O5(d), WGMMA_O6(d), WGMMA_O7(d), \
+    WGMMA_O8(d), WGMMA_O9(d), WGMMA_O10(d), WGMMA_O11(d)
 #define WGMMA_D128_OPERANDS(d) \
     WGMMA_O0(d), WGMMA_O1(d), WGMMA_O2(d), WGMMA_O3(d), WGMMA_O4(d), WGMMA_O5(d), WGMMA_O6(d), WGMMA_O7(d), \
     WGMMA_O8(d), WGMMA_O9(d), WGMMA_O10(d), WGMMA_O11(d), WGMMA_O12(d), WGMMA_O13(d), WGMMA_O14(d), WGMMA_O15(d)
@@ -463,6 +469,20 @@ __device__ __forceinline__ void wgmma_m64n128k16_f32_bf16(float (&d)[64], unsign
                                                      unsigned long long desc_b) {
     asm volatile(WGMMA_K16_NMAJOR(128, "bf16", WGMMA_D64_REGS, "%64, %65")
                  : WGMMA_D64_OPERANDS(d)
+                 : "l"(desc_a), "l"(desc_b));
+}
+
+// D(64 x 192, fp32, 96 registers per thread) += A(64 x 16, K-major, shared) * B(16 x 192, N-major, shared).
+__device__ __forceinline__ void wgmma_m64n192k16_f32_f16(float (&d)[96], unsigned long long desc_a,
+                                                    unsigned long long desc_b) {
+    asm volatile(WGMMA_K16_NMAJOR(192, "f16", WGMMA_D96_REGS, "%96, %97")
+                 : WGMMA_D96_OPERANDS(d)
+                 : "l"(desc_a), "l"(desc_b));
+}
+__device__ __forceinline__ void wgmma_m64n192k16_f32_bf16(float (&d)[96], unsigned long long desc_a,
+                                                     unsigned long long desc_b) {
+    asm volatile(WGMMA_K16_NMAJOR(192, "bf16", WGMMA_D96_REGS, "%96, %97")
+                 : WGMMA_D96_OPERANDS(d)
                  : "l"(desc_a), "l"(desc_b));
 }
 

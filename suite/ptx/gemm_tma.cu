@@ -116,6 +116,9 @@ struct Half16 {
         if constexpr (N == 256) {
             if constexpr (IS_BF16) wgmma_m64n256k16_f32_bf16(d, da, db);
             else wgmma_m64n256k16_f32_f16(d, da, db);
+        } else if constexpr (N == 192) {
+            if constexpr (IS_BF16) wgmma_m64n192k16_f32_bf16(d, da, db);
+            else wgmma_m64n192k16_f32_f16(d, da, db);
         } else {
             if constexpr (IS_BF16) wgmma_m64n128k16_f32_bf16(d, da, db);
             else wgmma_m64n128k16_f32_f16(d, da, db);
@@ -224,8 +227,9 @@ template <int BM, int BLOCK_N, int CONSUMERS, class E>
 struct Tile {
     static_assert(BM == 64 || BM == 128 || (BM == 256 && CONSUMERS == 2),
                   "BM must be 64, 128, or 256 on two consumer warpgroups (128 rows, two m64 tiles, each)");
-    static_assert(BLOCK_N == 128 || BLOCK_N == 256 || ((BLOCK_N == 192 || BLOCK_N == 144) && E::B_K_MAJOR),
-                  "BLOCK_N must be 128 or 256 (or, for fp8, 192, whose promoted halves are n96, or 144, in pairs)");
+    static_assert(BLOCK_N == 128 || BLOCK_N == 192 || BLOCK_N == 256 || (BLOCK_N == 144 && E::B_K_MAJOR),
+                  "BLOCK_N must be 128, 192 (fp8: promoted in n96 halves; 16-bit: three B boxes) or 256, or, for "
+                  "fp8, 144 (in pairs)");
     static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
     static_assert(BM / CONSUMERS >= 64, "each consumer warpgroup owns at least one m64 tile");
     static constexpr int BLOCK_K = SWIZZLE_BYTES / E::BYTES;   // 64 (16-bit) or 128 (fp8) elements
