@@ -373,17 +373,7 @@ def m256(shapes) -> None:
             c = _gemm_output(shape.inputs)
             calls = [("cuBLAS", lambda c=c: torch.matmul(shape.inputs[0], shape.inputs[1], out=c))]
             calls += [(label, shape.checked(make)) for label, make in made]
-            for _, call in calls:
-                call()
-            torch.cuda.synchronize()
-            print(f"{'x'.join(map(str, size))}: {len(calls)} calls, in order (a split-K call is two kernels):")
-            for i, (label, _) in enumerate(calls):
-                print(f"  {i:2d} {label}", flush=True)
-            torch.cuda.cudart().cudaProfilerStart()
-            for _, call in calls:
-                call()
-            torch.cuda.synchronize()
-            torch.cuda.cudart().cudaProfilerStop()
+            profiled_once(size, calls)
             continue
         for label, make in made:
             shape.report(f"  {label}", make, lambda fn: f" ({getattr(fn, 'grid', '?')} blocks)")
@@ -680,18 +670,24 @@ def fp8_once(shapes, made) -> None:
             for fast in (False, True)
         ]
         calls += [(label, make(inputs, gemm.make_output(inputs))) for label, make in made]
-        for _, call in calls:
-            call()
-        torch.cuda.synchronize()
-        # ncu names each launch's kernel, in this order (torch.profiler sees none under ncu: it holds CUPTI)
-        print(f"{'x'.join(map(str, size))}: {len(calls)} calls, in order:", flush=True)
-        for i, (label, _) in enumerate(calls):
-            print(f"  {i:2d} {label}", flush=True)
-        torch.cuda.cudart().cudaProfilerStart()
-        for _, call in calls:
-            call()
-        torch.cuda.synchronize()
-        torch.cuda.cudart().cudaProfilerStop()
+        profiled_once(size, calls)
+
+
+def profiled_once(size, calls) -> None:
+    """--once: every (label, call) called once as a warm-up, then once more inside one cudaProfilerStart / Stop range
+    (for ``ncu --profile-from-start off``), their labels printed in launch order first: ncu's kernels come in the
+    same order (a split-K call is two kernels; torch.profiler sees none under ncu: it holds CUPTI)."""
+    for _, call in calls:
+        call()
+    torch.cuda.synchronize()
+    print(f"{'x'.join(map(str, size))}: {len(calls)} calls, in order:", flush=True)
+    for i, (label, _) in enumerate(calls):
+        print(f"  {i:2d} {label}", flush=True)
+    torch.cuda.cudart().cudaProfilerStart()
+    for _, call in calls:
+        call()
+    torch.cuda.synchronize()
+    torch.cuda.cudart().cudaProfilerStop()
 
 
 def floor(shapes) -> None:
