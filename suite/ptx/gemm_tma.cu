@@ -12,11 +12,11 @@
 //             before refilling the stage. That wait is what keeps the producer from overwriting a stage in use.
 //   Both sides walk the ring in the same order; a stage index and a phase bit (flipped at each wrap) name the lap.
 //
-// Block tile BM (64, 128, or 256 on two consumer warpgroups) x BLOCK_N (128 or 256) x BLOCK_K, where a K tile is one
-// 128-byte swizzled row of each operand row: BLOCK_K = 64 for 2-byte types, 128 for fp8. Each consumer warpgroup owns
-// BM / CONSUMERS rows as one or two m64 wgmma tiles across the full BLOCK_N: 128 x 256 with 2 warpgroups gives each
-// 64 x 256 (128 fp32 registers per thread); 128 x 128 with 1 gives it 2 x (64 x 128), and so does 256 x 128 with 2;
-// 64 x 256 with 1 gives it 64 x 256.
+// Block tile BM (64, 128, or 256 on two consumer warpgroups) x BLOCK_N (128, 192 or 256) x BLOCK_K, where a K tile is
+// one 128-byte swizzled row of each operand row: BLOCK_K = 64 for 2-byte types, 128 for fp8. Each consumer warpgroup
+// owns BM / CONSUMERS rows as one or two m64 wgmma tiles across the full BLOCK_N: 128 x 256 with 2 warpgroups gives
+// each 64 x 256 (128 fp32 registers per thread); 128 x 128 with 1 gives it 2 x (64 x 128), and so does 256 x 128 with
+// 2; 64 x 256 with 1 gives it 64 x 256.
 //
 // Operands (element type E): A is M x K, row-major (K-major). B is K x N row-major (N-major) for fp16 and bf16, which
 // wgmma reads transposed; for fp8 wgmma takes only K-major operands, so B comes as N x K, row-major (K-major). fp8
@@ -56,10 +56,10 @@
 // store runs on while the warpgroup starts its next tile. Needs C's rows at a 16-byte pitch (N % 8 == 0); otherwise,
 // and when TMA_STORE is false, each thread stores its accumulators straight to C.
 //
-// Template parameters: STAGES (ring depth, 2..), BLOCK_N (128 or 256), CONSUMERS (1 or 2 warpgroups), PERSISTENT,
-// TMA_STORE, E (F16, BF16, E4M3), BM (64, 128 or 256), SCHEDULE, C_PASSES (TMA_STORE: 1, or 2 where the C staging
-// holds half of the tile). Run-time `a_rows`: the rows of A's TMA box, BM, or M rounded up to 8 when M < BM (decode:
-// the copy engine then moves no padding rows; those rows stay zero).
+// Template parameters: STAGES (ring depth, 2..), BLOCK_N (128, 192 or 256; fp8 also 144), CONSUMERS (1 or 2
+// warpgroups), PERSISTENT, TMA_STORE, E (F16, BF16, E4M3), BM (64, 128 or 256), SCHEDULE, C_PASSES (TMA_STORE: 1, or 2
+// where the C staging holds half of the tile). Run-time `a_rows`: the rows of A's TMA box, BM, or M rounded up to 8
+// when M < BM (decode: the copy engine then moves no padding rows; those rows stay zero).
 // Build for sm_90a with NDEBUG: wgmma and setmaxnreg exist only there, and a non-inlined call (an assert) inside the
 // wgmma region makes ptxas serialize every wgmma (warning C7510).
 
