@@ -13,6 +13,9 @@ It refuses, with exit 2 and one line naming the rule:
 - missing shards (jobs of the plan that no part ran), unless ``--allow-partial``: then each missing (problem, dtype,
   shape) gets a row that marks the hole, and the metadata lists what is missing.
 
+What each part measured of its own GPU (``meta.roofline``, ``meta.gpu_id``, ``meta.memory_latency_ns``) is kept where
+the parts agree and listed per part where they differ: each row keeps its own part's roofline.
+
 ``--by gpu``: the parts are grouped by GPU model, each group merged as above into OUT/<gpu>/, and OUT/table.md puts
 the models side by side (throughput, % of ceiling, and each model's throughput relative to the first), for
 comparing GPU generations; all groups must be of one plan.
