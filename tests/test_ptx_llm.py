@@ -11,6 +11,7 @@ from gemm_checks import valid_twice
 
 from suite.problems import GEMM
 from suite.ptx import gemm_tma
+from suite.registry import variants
 from suite.sass import instruction_classes, split_functions, wgmma_chain
 
 SCHEDULED = [name for name, c in gemm_tma.CONFIGS.items() if c.schedule != "tiles"]
@@ -374,19 +375,26 @@ def test_fixed_finisher_builds_hold_wgmma_and_their_flag_atomics():
             assert all(r["stack"] == 0 for e, r in resources.items() if "E4M3" not in e), resources
 
 
-def test_the_128x192_probe_tile_builds_n192_wgmma_without_spills():
-    """tools/probe_llm.py m256's unregistered persistent 128 x 192 tile (16-bit B in three 64-column boxes, wgmma
-    n192, 96 accumulators per thread), built for sm_90a on CPU: HGMMA.64x192x16 in both 16-bit types, three B
-    boxes loaded per K tile beside A's, three C boxes stored per m64 tile, no local memory."""
-    config = gemm_tma.Config(192, 2, True, True, (4,), dtypes=("fp16", "bf16"))
-    module = gemm_tma.TmaGemm(config).build(gemm_tma.ARCH)
+def test_the_128x192_rung_builds_n192_wgmma_without_spills():
+    """The persistent 128 x 192 rung (16-bit B in three 64-column boxes, wgmma n192, 96 accumulators per thread),
+    every depth and 16-bit type it registers, built for sm_90a on CPU: HGMMA.64x192x16 of the right type, three B
+    boxes loaded per K tile beside A's, three C boxes stored per m64 tile, no local memory; no fp8 build, and its
+    row says why."""
+    name = "128x192x64 ws 2wg persistent tma-store"
+    config = gemm_tma.CONFIGS[name]
+    assert config.stages == (3, 4) and config.dtypes == ("fp16", "bf16")
+    assert all(config.c_passes(s) == 1 for s in config.stages)  # three C boxes: no two-pass staging
+    module = gemm_tma.KERNELS[name].build(gemm_tma.ARCH)
     functions = split_functions(module.sass())
-    assert len(functions) == 2
+    assert len(functions) == 4
+    assert sum("BF16" in re.search(r"HGMMA\.64x192x16\.F32\S*", s).group() for s in functions.values()) == 2
     for expr, sass in functions.items():
         assert re.search(r"HGMMA\.64x192x16\.F32(\.BF16)?\b", sass), expr
         assert "HGMMA.64x256" not in sass and "HGMMA.64x128" not in sass, expr
         assert sass.count("UTMALDG") == 4 and sass.count("UTMASTG") == 3, expr
     assert all(r["local"] == 0 and r["stack"] == 0 for r in module.resources().values()), module.resources()
+    variant = {v.label: v for v in variants("gemm")}[f"ptx:{name} tma+wgmma"]
+    assert variant.dtype_skip_reason("fp8e4m3").startswith("no fp8e4m3 build: 16-bit only"), variant
 
 
 @pytest.mark.gpu

@@ -98,8 +98,9 @@ class Config:
     def c_passes(self, stages: int) -> int:
         """The TMA-store epilogue's passes (gemm_tma.cu's C_PASSES): 1, the whole tile staged at once, where it fits
         beside the ring; else 2, half of the tile's columns at a time (at 4 stages of 48 KiB: 192 + 64 KiB would not
-        fit, 192 + 32 do)."""
-        if not self.tma_store:
+        fit, 192 + 32 do). Two passes take an even count of 64-column store boxes: a 192-wide tile (three) has one
+        pass only, so its deeper rings do not fit."""
+        if not self.tma_store or (self.block_n // 64) % 2:
             return 1
         return 1 if self._smem_bytes(stages, 1) <= SMEM_PER_BLOCK else 2
 
@@ -164,6 +165,12 @@ CONFIGS: dict[str, Config] = {
     # 128 x 128 rung's 0.940 (G8: 669 MB of HBM reads, G16 472 MB; tools/probe_llm.py fp8, 2026-12-01); at 4096^3
     # its 928 tiles are 7.03 waves of 132 SMs (0.93)
     "128x144x128 ws 2wg persistent tma-store": Config(144, 2, True, True, (4, 5, 6), dtypes=("fp8e4m3",), group_m=16),
+    # 16-bit, for the LLM shapes whose 128x256 tiles leave SMs idle: 128x192 (64x192 per consumer warpgroup, wgmma
+    # n192, B in three 64-column boxes), persistent, TMA-store epilogue, each tile over all of K (no fix-up). At
+    # 256 x 10240 x 8192 (70B's QKV at M = 256) that is 108 tiles on 108 SMs against 128x256's 80; on the H200 4
+    # stages ran in 69.9 us against cuBLAS's 69.4 and the 128x256 rung's 86.0 (tools/probe_llm.py m256 --flush read,
+    # 2026-12-03). 5 stages would need the C staging in two passes (Config.c_passes: not with three boxes)
+    "128x192x64 ws 2wg persistent tma-store": Config(192, 2, True, True, (3, 4), dtypes=("fp16", "bf16")),
     "128x256 stream-k": Config(
         **_TWO_WG, persistent=True, tma_store=False, stages=(3, 4), schedule="stream-k", dtypes=DTYPES
     ),
@@ -271,6 +278,11 @@ class TmaGemm(NvrtcModule):
 
     def __init__(self, config: Config, faults: tuple[Fault, ...] = ()):
         self.gemm_config, self.stages, self.faults = config, config.stages, faults
+        if config.block_n == 192:  # the 16-bit LLM rung
+            self.dtype_notes = {
+                "fp8e4m3": "16-bit only: a tile for the LLM shapes' M = 129-256 rows against wide weights; fp8's "
+                "tiles are the 128x128x128, 128x144x128 and 128x256x64 rungs"
+            }
         if config.dtypes == ("fp8e4m3",):  # the fp8 rungs
             self.dtype_notes = {
                 d: f"fp8 only: its {config.block_m}x{config.block_n} tile is for promotion's two partials; the "
