@@ -167,9 +167,10 @@ CONFIGS: dict[str, Config] = {
     "128x144x128 ws 2wg persistent tma-store": Config(144, 2, True, True, (4, 5, 6), dtypes=("fp8e4m3",), group_m=16),
     # 16-bit, for the LLM shapes whose 128x256 tiles leave SMs idle: 128x192 (64x192 per consumer warpgroup, wgmma
     # n192, B in three 64-column boxes), persistent, TMA-store epilogue, each tile over all of K (no fix-up). At
-    # 256 x 10240 x 8192 (70B's QKV at M = 256) that is 108 tiles on 108 SMs against 128x256's 80; on the H200 4
-    # stages ran in 69.9 us against cuBLAS's 69.4 and the 128x256 rung's 86.0 (tools/probe_llm.py m256 --flush read,
-    # 2026-12-03). 5 stages would need the C staging in two passes (Config.c_passes: not with three boxes)
+    # 256 x 10240 x 8192 (70B's QKV at M = 256) that is 108 tiles on 108 SMs against 128x256's 80; on the H200 at 4
+    # stages 0.909 of cuBLAS there and 0.993 at 70B's gate/up, against the best other PTX rows' 0.739 and 0.937 the
+    # run before (docs/results.md, gemm-llm-long-k-192). 5 stages would need the C staging in two passes
+    # (Config.c_passes: not with three boxes)
     "128x192x64 ws 2wg persistent tma-store": Config(192, 2, True, True, (3, 4), dtypes=("fp16", "bf16")),
     "128x256 stream-k": Config(
         **_TWO_WG, persistent=True, tma_store=False, stages=(3, 4), schedule="stream-k", dtypes=DTYPES
