@@ -279,7 +279,7 @@ class TmaGemm(NvrtcModule):
 
     def __init__(self, config: Config, faults: tuple[Fault, ...] = ()):
         self.gemm_config, self.stages, self.faults = config, config.stages, faults
-        if config.block_n == 192:  # the 16-bit LLM rung
+        if config.dtypes == ("fp16", "bf16"):  # the 16-bit-only rung (128 x 192, for the LLM shapes)
             self.dtype_notes = {
                 "fp8e4m3": "16-bit only: a tile for the LLM shapes' M = 129-256 rows against wide weights; fp8's "
                 "tiles are the 128x128x128, 128x144x128 and 128x256x64 rungs"
