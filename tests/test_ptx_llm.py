@@ -149,6 +149,8 @@ def test_fp8_promotion_schedules_build_with_a_group_in_flight_under_the_adds(nam
 SQUARE_FP8 = gemm_tma.CONFIGS["128x128x128 ws 2wg persistent tma-store"]
 PAIRED_FP8 = dataclasses.replace(SQUARE_FP8, cluster=2)
 WIDE_FP8 = gemm_tma.CONFIGS["128x144x128 ws 2wg persistent tma-store"]  # cuBLAS's tile width, also in pairs
+# 192 x 128 on three consumer warpgroups, one partial each (tools/probe_llm.py fp8 only; not registered)
+TALL_FP8 = gemm_tma.Config(128, 3, True, True, (4, 5), block_m=192, dtypes=("fp8e4m3",), group_m=16)
 # the pairs rungs on stream-K with data-parallel waves first, TMA-store epilogue kept (tools/probe_llm.py fp8 only)
 STREAMED_FP8 = {
     f"{w} stream-k": dataclasses.replace(c, schedule="stream-k", stages=(5, 6))
@@ -185,6 +187,42 @@ def test_fp8_pairs_keep_a_group_in_flight_under_the_first_adds(rung, stages):
     assert module.resources()[expr]["local"] == 0
 
 
+@pytest.mark.parametrize("stages", TALL_FP8.stages)
+def test_the_192x128_fp8_tile_runs_three_consumer_warpgroups_on_160_registers(stages):
+    """Three consumer warpgroups of 64 x 128: the producer gives registers down to 24, the consumers take 160 (64
+    accumulators and one 64-register partial: no pairs), one group of 4 n128 wgmma per K tile waited for before its
+    adds; no spills, no C751x; A's 192-row box and B's, C in two boxes per warpgroup (two passes at 5 stages)."""
+    module, expr, sass = _fp8_sass(TALL_FP8, gemm_tma.TmaGemm(TALL_FP8), stages)
+    assert "C751" not in module.log, module.log
+    assert TALL_FP8.threads == 512 and TALL_FP8.smem_bytes(stages) <= gemm_tma.SMEM_PER_BLOCK
+    assert re.findall(r"USETMAXREG\.\S+\.CTAPOOL (?:UP0, )?(0x[0-9a-f]+)", sass) == ["0xa0", "0x18"], sass[:0]
+    assert len(re.findall(r"QGMMA\.64x128x32", sass)) == 4
+    assert re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x(\d)", sass) == ["0"]
+    classes = instruction_classes(sass)
+    assert classes["tma"] == 4 and classes["local_memory"] == 0, classes
+    assert module.resources()[expr]["local"] == 0
+    assert TALL_FP8.c_passes(stages) == (2 if stages == 5 else 1)
+
+
+def test_only_the_top_rung_keeps_its_wgmma_descriptors_in_uniform_registers_of_their_own():
+    """Config.uniform_warpgroup (GEMM_TMA_WG_BROADCAST) on the 128 x 256 TMA-store rung: the warpgroup index
+    broadcast from lane 0 (SHFL.IDX), so each fp8 half's four QGMMA read four different uniform descriptor registers,
+    built before the group; the pairs rungs keep the per-thread index (all their QGMMA read one register quad,
+    rewritten between them, when it is uniform: slower on the H200), and no descriptor of either is rebuilt whole per
+    k-step (GEMM_TMA_DESC_PLUS)."""
+    name = "128x256x64 ws 2wg persistent tma-store"
+    top = gemm_tma.CONFIGS[name]
+    assert top.uniform_warpgroup and "GEMM_TMA_WG_BROADCAST=1" in gemm_tma.KERNELS[name].defines()
+    module, _, sass = _fp8_sass(top, gemm_tma.KERNELS[name], 3)
+    descriptors = re.findall(r"QGMMA\.64x128x32\S* R\d+, gdesc\[(UR\d+)\]", sass)
+    assert len(descriptors) == 8 and len(set(descriptors[:4])) == 4 and descriptors[:4] == descriptors[4:], descriptors
+    assert "SHFL.IDX" in sass
+    for rung in PAIRS_RUNGS.values():
+        assert not gemm_tma.CONFIGS[rung].uniform_warpgroup
+        assert not any("GEMM_TMA_WG_BROADCAST" in d for d in gemm_tma.KERNELS[rung].defines())
+        assert "SHFL.IDX" not in _fp8_sass(gemm_tma.CONFIGS[rung], gemm_tma.KERNELS[rung], 5)[2]
+
+
 def test_fp8_cluster_build_multicasts_b_and_arrives_on_both_ctas():
     """The clustered build: one multicast TMA load of B per K tile beside A's own; consumers arrive on the empty
     barrier of both CTAs (two arrives per release) without a GPU-wide fence in the mainloop (.release.cluster would put
@@ -206,7 +244,7 @@ def test_cluster_config_refuses_what_it_cannot_walk():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("build", ["rung", "cluster 2", "128x144", *STREAMED_FP8])
+@pytest.mark.parametrize("build", ["rung", "cluster 2", "128x144", "192x128 3wg", *STREAMED_FP8])
 def test_fp8_square_rung_matches_fp64_at_the_edges(build):
     """The 128 x 128 fp8 rung, its clustered build, the 128 x 144 rung and both on stream-K (whole tiles first where
     there are two waves of them, 2048 x 4352; the rest shared, fixed up in K order, the tile counters left at zero) on
@@ -218,7 +256,8 @@ def test_fp8_square_rung_matches_fp64_at_the_edges(build):
     count of K tiles: the lone last one), more tiles than clusters (the persistent walk wraps), against fp64, twice:
     bit for bit the same."""
     paired = build == "cluster 2"
-    config = {"rung": SQUARE_FP8, "cluster 2": PAIRED_FP8, "128x144": WIDE_FP8, **STREAMED_FP8}[build]
+    config = {"rung": SQUARE_FP8, "cluster 2": PAIRED_FP8, "128x144": WIDE_FP8, "192x128 3wg": TALL_FP8}.get(build)
+    config = config or STREAMED_FP8[build]
     kernel = gemm_tma.KERNELS[PAIRS_RUNGS["128x144"]] if build == "128x144" else gemm_tma.TmaGemm(config)
     for stages in (config.stages[0], config.stages[-1]):
         sizes = ((1, 300, 1040), (67, 264, 48), (129, 520, 4112), (2048, 4352, 512), (384, 256, 256), (200, 424, 272))

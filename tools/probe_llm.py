@@ -33,6 +33,9 @@ the same way in the same process.
             row's decomposition), and both PTX stream-K tiles with a fixed finisher (GEMM_TMA_SK_FIXED_FINISHER);
             the persistent 128 x 192 tile (108 tiles at 70B's QKV) was first timed here and is registered;
             --once calls cuBLAS and the registered rows once each, for ncu
+  uniform   the PTX kernels of gemm_tma.cu at f5ac21a (tools/_gemm_tma_head.cu) against the working tree's, and
+            the tree's with its warpgroup broadcast (GEMM_TMA_WG_BROADCAST) and descriptor adds (GEMM_TMA_DESC_PLUS)
+            apart, at the square fp8 and fp16 shapes and decode shapes (--fp8-only: fp8 alone)
   flush     cuBLAS and the best decode rows of each backend with the L2 flushed by a write (do_bench's zero_ of
             256 MB, which leaves up to the L2's size of dirty lines that the kernel's own reads then evict to DRAM),
             by a read (a sum over the same buffer: clean lines), and not at all
@@ -67,6 +70,7 @@ FLUSH = {"mode": "write"}  # --flush: "write" is do_bench's own loop; "read" is 
 PIPELINED = {"on": False}  # --pipelined: the fp8 probe times the GEMM_TMA_FP8_PIPELINED builds too
 ONLY = {"labels": ()}  # --only: the fp8 probe's configurations whose label holds one of these
 ONCE = {"on": False}  # --once: the fp8 probe calls each configuration once, for ncu (fp8_once)
+FP16_TOO = {"on": True}  # --fp8-only: the uniform probe times its fp8 rows only
 
 
 def median_us(fn, rep_ms: float = 150.0) -> float:
@@ -318,6 +322,83 @@ def ptx_decode(shapes) -> None:
         print(f"  (the shape moves {moved / 1e6:.1f} MB: at 4.26 TB/s {moved / 4.26e6:.1f} us)", flush=True)
 
 
+def uniform(shapes) -> None:
+    """The PTX kernels built from tools/_gemm_tma_head.cu (gemm_tma.cu before its warpgroup index was broadcast
+    (`git show f5ac21a:suite/ptx/gemm_tma.cu > tools/_gemm_tma_head.cu`; not committed)
+    from lane 0 and its wgmma descriptors advanced by one add per k-step: per-thread descriptors moved to uniform
+    registers, R2UR, before every wgmma) against the working tree's, in one process, against cuBLAS: fp8's 128 x 144,
+    128 x 128 and 128 x 256 rungs and fp16's 128 x 256 rung at the square shapes, the decode kernel at decode
+    shapes. Each checked against the reference first (fp8 against fp64)."""
+    from pathlib import Path
+
+    from suite.problems import PROBLEMS
+    from suite.ptx import gemm_decode as pd
+    from suite.ptx import gemm_tma as g
+
+    head = Path(__file__).with_name("_gemm_tma_head.cu")
+
+    def before(module):
+        module = g.TmaGemm(module.gemm_config) if isinstance(module, g.TmaGemm) else pd.DecodeModule()
+        module.source = head
+        return module
+
+    gemm, device = PROBLEMS["gemm"], torch.device("cuda")
+    fp8_rows = (
+        ("128x144x128 ws 2wg persistent tma-store", 5),
+        ("128x128x128 ws 2wg persistent tma-store", 5),
+        ("128x256x64 ws 2wg persistent tma-store", 3),
+    )
+    for size in ((8192, 8192, 8192), (4096, 4096, 4096)):
+        inputs = gemm.make_inputs(size, 1, device, "fp8e4m3")
+        ref = gemm.reference(inputs)
+        c = gemm.make_output(inputs)
+        call = cublas_fp8(inputs, c, False)
+        base = median_us(replayed(call))
+        print(f"{'x'.join(map(str, size))} fp8 cuBLAS promoted {base:8.1f} us", flush=True)
+        for name, stages in fp8_rows:
+            config = g.CONFIGS[name]
+            builds = [("head", before(g.KERNELS[name]))]
+            # the two changes apart: the warpgroup index broadcast (GEMM_TMA_WG_BROADCAST) and the descriptors
+            # advanced by an add (GEMM_TMA_DESC_PLUS)
+            for bcast in (0, 1):
+                for plus in (0, 1):
+                    defines = (f"GEMM_TMA_WG_BROADCAST={bcast}", f"GEMM_TMA_DESC_PLUS={plus}")
+                    plain = dataclasses.replace(config, uniform_warpgroup=False)  # the defines say which
+                    module = g.TmaGemm(plain).with_defines(*defines, stages=(stages,))
+                    builds.append((f"broadcast {bcast} plus {plus}", module))
+            for tag, module in builds:
+                c = gemm.make_output(inputs)
+                call = g.Gemm(inputs, c, config, stages, kernel=module)
+                call()
+                torch.cuda.synchronize()
+                err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
+                us = median_us(replayed(call))
+                print(
+                    f"{'x'.join(map(str, size))} fp8 {name.split()[0]} {stages} st {tag}: {us:8.1f} us "
+                    f"({base / us:.3f}), max error {err:.1e} of max |C|",
+                    flush=True,
+                )
+    if FP16_TOO["on"] is False:
+        return
+    top = "128x256x64 ws 2wg persistent tma-store"
+    for size in ((8192, 8192, 8192), (4096, 4096, 4096)):
+        shape = Shape(size)
+        for tag, module in (("head", before(g.KERNELS[top])), ("tree", g.KERNELS[top])):
+            for stages in (3, 4):
+                shape.report(
+                    f"  fp16 {top.split()[0]} {stages} st {tag}",
+                    lambda c, m=module, s=stages: g.Gemm(shape.inputs, c, g.CONFIGS[top], s, kernel=m),
+                )
+    for size in shapes:
+        shape = Shape(size)
+        for tag, module in (("head", before(pd.KERNEL)), ("tree", pd.KERNEL)):
+            for stages in pd.STAGES[1:]:
+                shape.report(
+                    f"  ptx decode {stages} st {tag}",
+                    lambda c, m=module, s=stages: pd.Decode(shape.inputs, c, s, kernel=m),
+                )
+
+
 def triton_split(shapes) -> None:
     """The Triton split-K with 128 x 128 tiles at one or two splits beside the registered rule's tile and count
     (128 x 256, two splits at 256 x 8192 x 8192, whose 16 MB workspace is written and read again): whether the PTX
@@ -511,6 +592,15 @@ def fp8(shapes) -> None:
     built("128x144 pairs GROUP_M=8", wide_8, g.TmaGemm(wide_8))
     wide_paired = dataclasses.replace(wide_8, cluster=2, stages=(5, 6))
     built("128x144 pairs, cluster 2", wide_paired, g.TmaGemm(wide_paired))
+
+    # 192 x 128 tiles on three consumer warpgroups of 64 x 128 (160 registers each: 64 accumulators and one
+    # partial, each K tile waited for before its adds, while the other two warpgroups' groups keep the tensor pipe
+    # busy): 12% fewer bytes loaded per MAC than 128 x 144 ((192 + 128) / (192 x 128) against (128 + 144) /
+    # (128 x 144)); 8192^3 is 2752 tiles, 20.85 waves of 132
+    tall = g.Config(128, 3, True, True, (4, 5), block_m=192, dtypes=("fp8e4m3",), group_m=16)
+    for group_m in (8, 16, 32):
+        config = dataclasses.replace(tall, group_m=group_m)
+        built(f"192x128 3wg one partial GROUP_M={group_m}", config, g.TmaGemm(config))
 
     # the registered 128 x 144 and 128 x 128 rungs with the TMA loads' L2 promotion at 256 bytes, as before 2026-12-02,
     # instead of 128 (gemm_tma.L2_PROMOTION)
@@ -793,11 +883,13 @@ def main(argv=None) -> None:
             "floor",
             "rotate",
             "m256",
+            "uniform",
         ),
     )
     p.add_argument("--shape", nargs="+", help="MxNxK shapes instead of the probe's own")
     p.add_argument("--flush", choices=("write", "read"), default="write", help="how the L2 is emptied before a call")
     p.add_argument("--pipelined", action="store_true", help="fp8: time the GEMM_TMA_FP8_PIPELINED builds too")
+    p.add_argument("--fp8-only", action="store_true", help="uniform: time its fp8 rows only")
     p.add_argument(
         "--only", nargs="+", default=(), help="fp8, decode: only configurations whose label holds one of these"
     )
@@ -808,6 +900,7 @@ def main(argv=None) -> None:
     FLUSH["mode"] = args.flush
     PIPELINED["on"] = args.pipelined
     ONCE["on"] = args.once
+    FP16_TOO["on"] = not args.fp8_only
     ONLY["labels"] = tuple(args.only)
     own = {
         "launch": TARGETS,
@@ -834,6 +927,8 @@ def main(argv=None) -> None:
         "rotate": ((16, 6144, 4096), (16, 4096, 4096), (16, 4096, 14336), (64, 4096, 4096), (16, 8192, 8192)),
         # 70B's QKV and 8B's QKV at M = 256 (the PTX and Triton rows' weakest cells), and 256 x 8192 x 8192
         "m256": ((256, 10240, 8192), (256, 6144, 4096), (256, 8192, 8192)),
+        # the decode shapes of the uniform probe (its square shapes are its own)
+        "uniform": ((16, 8192, 8192), (64, 4096, 14336), (16, 6144, 4096)),
     }[args.probe]
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shape] if args.shape else own
     probes = {"launch": launch, "split-k": split_k, "decode": decode, "flush": flush, "fp8": fp8}
@@ -842,6 +937,7 @@ def main(argv=None) -> None:
     probes["floor"] = floor
     probes["rotate"] = rotate
     probes["m256"] = m256
+    probes["uniform"] = uniform
     probes[args.probe](shapes)
 
 

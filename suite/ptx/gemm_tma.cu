@@ -81,10 +81,35 @@ constexpr int WG_THREADS = 128;            // a warpgroup: 4 consecutive warps
 constexpr int SWIZZLE_BYTES = 128;         // one swizzled row: the K extent of a tile, and of a TMA box row
 constexpr int ATOM_BYTES = 8 * SWIZZLE_BYTES;  // 8 rows: the swizzle pattern's period
 constexpr int C_BOX_COLS = SWIZZLE_BYTES / 2;  // 16-bit C columns per TMA-store box
-constexpr int PRODUCER_REGS = 40;          // setmaxnreg: the producer warpgroup needs few registers...
-constexpr int CONSUMER_REGS = 232;         // ...so the consumers can hold their accumulators
+// setmaxnreg: the producer warpgroup needs few registers, so the consumers can hold their accumulators. The block's
+// 64 K registers are shared out: one or two consumer warpgroups take 232 each (the producer 40); three take 160 (the
+// producer 24, setmaxnreg's least), enough for a 64 x 128 fp8 tile's 64 accumulators and one 64-register partial.
+template <int CONSUMERS>
+__host__ __device__ constexpr int producer_regs() {
+    return CONSUMERS == 3 ? 24 : 40;
+}
+template <int CONSUMERS>
+__host__ __device__ constexpr int consumer_regs() {
+    return CONSUMERS == 3 ? 160 : 232;
+}
 
 enum Schedule { SCHED_TILES, SCHED_SPLIT_K, SCHED_STREAM_K };
+
+// GEMM_TMA_WG_BROADCAST=1 (Config.uniform_warpgroup: the 128 x 256 TMA-store rung): this thread's warpgroup
+// broadcast from lane 0, so that the compiler knows it is the same across the warp and keeps what derives from it
+// (the warpgroup's rows of A, its wgmma descriptors) in uniform registers, instead of per-thread registers moved over
+// (R2UR) before every wgmma. On the H200 (tools/probe_llm.py uniform, 2026-12-04, with GEMM_TMA_DESC_PLUS) the rung's
+// promoted fp8 went from 0.952 / 0.987 of cuBLAS at 8192^3 / 4096^3 to 0.990 / 1.029 (its four wgmma of a group each
+// read their own uniform registers), fp16 from 1.022 / 1.002 to 1.029 / 1.007; the pairs rungs lost 5-10% with it
+// (their wgmma all read the same four uniform registers, rewritten between them), and so did every rung with the
+// broadcast alone: 0 elsewhere.
+#ifndef GEMM_TMA_WG_BROADCAST
+#define GEMM_TMA_WG_BROADCAST 0
+#endif
+__device__ __forceinline__ int warpgroup_index() {
+    if constexpr (GEMM_TMA_WG_BROADCAST) return __shfl_sync(0xffffffffu, threadIdx.x / WG_THREADS, 0);
+    else return threadIdx.x / WG_THREADS;
+}
 
 // wgmma shared-memory matrix descriptor fields (PTX ISA, "Matrix Descriptor Format"): addresses and byte offsets are
 // stored >> 4, the start address in bits 0-13 (14 bits: shared-memory offsets below 256 KiB), the leading byte
@@ -96,6 +121,20 @@ constexpr unsigned long long DESC_SWIZZLE_128B = 1ull << 62;  // swizzle mode 1:
 __device__ __forceinline__ unsigned long long smem_descriptor(unsigned addr, unsigned lbo, unsigned sbo) {
     return (unsigned long long)((addr & DESC_ADDR_MASK) >> 4) | ((unsigned long long)(lbo >> 4) << 16) |
            ((unsigned long long)(sbo >> 4) << 32) | DESC_SWIZZLE_128B;
+}
+
+// GEMM_TMA_DESC_PLUS (1, the registered builds; 0: tools/probe_llm.py uniform only): smem_descriptor_at builds the
+// descriptor of `addr` once and moves only its start address field by `offset` (a multiple of 16 inside the same
+// buffer), one add per k-step, instead of the whole descriptor of addr + offset again (shared-memory offsets stay
+// below 256 KiB, so the field never carries into the leading byte offset). Alone, on the H200: fp8's three promoted
+// rungs 0.0-1.3% faster (the same probe).
+#ifndef GEMM_TMA_DESC_PLUS
+#define GEMM_TMA_DESC_PLUS 1
+#endif
+__device__ __forceinline__ unsigned long long smem_descriptor_at(unsigned addr, unsigned offset, unsigned lbo,
+                                                                 unsigned sbo) {
+    if constexpr (GEMM_TMA_DESC_PLUS) return smem_descriptor(addr, lbo, sbo) + (offset >> 4);
+    else return smem_descriptor(addr + offset, lbo, sbo);
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -225,16 +264,22 @@ struct E4M3 {  // bf16 out, with the per-tensor scales
 
 template <int BM, int BLOCK_N, int CONSUMERS, class E>
 struct Tile {
-    static_assert(BM == 64 || BM == 128 || (BM == 256 && CONSUMERS == 2),
-                  "BM must be 64, 128, or 256 on two consumer warpgroups (128 rows, two m64 tiles, each)");
+    static_assert(BM == 64 || BM == 128 || (BM == 256 && CONSUMERS == 2) || (BM == 192 && CONSUMERS == 3),
+                  "BM must be 64, 128, 256 on two consumer warpgroups (128 rows, two m64 tiles, each), or 192 on "
+                  "three (one m64 tile each)");
     static_assert(BLOCK_N == 128 || BLOCK_N == 192 || BLOCK_N == 256 || (BLOCK_N == 144 && E::B_K_MAJOR),
                   "BLOCK_N must be 128, 192 (fp8: promoted in n96 halves; 16-bit: three B boxes) or 256, or, for "
                   "fp8, 144 (in pairs)");
-    static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
+    static_assert(CONSUMERS == 1 || CONSUMERS == 2 || (CONSUMERS == 3 && E::PROMOTE && BLOCK_N == 128),
+                  "one or two consumer warpgroups; three for promoted fp8 on 128-wide tiles (their 160 registers "
+                  "hold 64 accumulators and one partial)");
+    static_assert(128 * producer_regs<CONSUMERS>() + CONSUMERS * 128 * consumer_regs<CONSUMERS>() <= 65536,
+                  "the warpgroups' registers fit the SM's 64 K");
     static_assert(BM / CONSUMERS >= 64, "each consumer warpgroup owns at least one m64 tile");
     static constexpr int BLOCK_K = SWIZZLE_BYTES / E::BYTES;   // 64 (16-bit) or 128 (fp8) elements
     static constexpr int K_STEPS = BLOCK_K / E::K_STEP;       // wgmma instructions per K tile: 4
     static constexpr int THREADS = (1 + CONSUMERS) * WG_THREADS;
+    static constexpr int CONSUMER_WGS = CONSUMERS;
     static constexpr int WG_ROWS = BM / CONSUMERS;           // rows of C per consumer warpgroup
     static constexpr int WG_M_TILES = WG_ROWS / 64;          // m64 wgmma tiles per consumer warpgroup
     static constexpr int ACC = BLOCK_N / 2;                  // fp32 accumulators per thread per m64 tile
@@ -475,14 +520,13 @@ __device__ __forceinline__ void issue_half(float (&part)[REGS], const SmemLayout
 #pragma unroll
     for (int i = 0; i < REGS; ++i) fence_operand(part[i]);
     wgmma_fence();  // the partial's last reads (its adds) are ordered before these wgmma overwrite it
+    // K-major B: HALF_N rows of N per half; each k-step 32 bytes further along both operands' rows
+    const unsigned b = smem.b(stage) + half * HALF_N * SWIZZLE_BYTES;
+    const unsigned a = smem.a(stage) + (wg_row0 + mt * 64) * SWIZZLE_BYTES;
 #pragma unroll
-    for (int kk = 0; kk < T::K_STEPS; ++kk) {
-        const unsigned long long desc_b =  // K-major B: HALF_N rows of N per half
-            smem_descriptor(smem.b(stage) + half * HALF_N * SWIZZLE_BYTES + kk * 32, 16, ATOM_BYTES);
-        const unsigned long long desc_a =
-            smem_descriptor(smem.a(stage) + (wg_row0 + mt * 64) * SWIZZLE_BYTES + kk * 32, 16, ATOM_BYTES);
-        E::template mma_half<HALF_N>(part, desc_a, desc_b, kk == 0);
-    }
+    for (int kk = 0; kk < T::K_STEPS; ++kk)
+        E::template mma_half<HALF_N>(part, smem_descriptor_at(a, kk * 32, 16, ATOM_BYTES),
+                                     smem_descriptor_at(b, kk * 32, 16, ATOM_BYTES), kk == 0);
     wgmma_commit_group();
 }
 
@@ -511,12 +555,10 @@ __device__ __forceinline__ void issue_half_rs(float (&part)[REGS], const unsigne
 #pragma unroll
     for (int i = 0; i < REGS; ++i) fence_operand(part[i]);
     wgmma_fence();  // the partial's last reads (its adds) and A's ldmatrix are ordered before these wgmma
+    const unsigned b = smem.b(stage) + half * HALF_N * SWIZZLE_BYTES;
 #pragma unroll
-    for (int kk = 0; kk < T::K_STEPS; ++kk) {
-        const unsigned long long desc_b =
-            smem_descriptor(smem.b(stage) + half * HALF_N * SWIZZLE_BYTES + kk * 32, 16, ATOM_BYTES);
-        E::template mma_half_rs<HALF_N>(part, a[kk], desc_b, kk == 0);
-    }
+    for (int kk = 0; kk < T::K_STEPS; ++kk)
+        E::template mma_half_rs<HALF_N>(part, a[kk], smem_descriptor_at(b, kk * 32, 16, ATOM_BYTES), kk == 0);
     wgmma_commit_group();
 }
 
@@ -641,7 +683,8 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
                 if (release) release_stage<CLUSTER>(smem.empty(smem_read_stage));
                 read.advance<STAGES>();
             }
-        } else if constexpr (GEMM_TMA_FP8_OVERLAP && T::WG_M_TILES == 1 && (BLOCK_N <= 128 || BLOCK_N == 144)) {
+        } else if constexpr (GEMM_TMA_FP8_OVERLAP && T::WG_M_TILES == 1 && T::CONSUMER_WGS < 3 &&
+                             (BLOCK_N <= 128 || BLOCK_N == 144)) {
             // Two partials, each one whole K tile of this warpgroup's m64 tile (acc + two partials: 3 x BLOCK_N / 2
             // registers): K tiles in pairs, both issued, the first added while the second runs, so the tensor pipe
             // waits for this warpgroup's adds once per two K tiles. (One partial in flight across the loop's back
@@ -674,6 +717,8 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
                 read.advance<STAGES>();
             }
         } else {
+            // (Also the three-warpgroup 192 x 128 tile's: its 160 registers hold one partial, and two other
+            // warpgroups' groups keep the tensor pipe busy while one adds.)
             // One 128-wide half of one m64 tile at a time, each group waited for before its adds (64 registers of
             // partial beside up to 128 accumulators), so each stage is released as soon as its K tile is done. The
             // two consumer warpgroups run at their own pace: made to take turns (0 issues a half, then 1, then 0,
@@ -708,16 +753,17 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
         consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
         fence_accumulators(acc);
         wgmma_fence();  // the accumulators' last writes (zeroing, earlier wgmma) are ordered before these wgmma
+        // per k-step: K-major A (and fp8's B) 32 bytes further along each row; N-major B 16 rows (of K) further
+        const unsigned a0 = smem.a(smem_read_stage) + wg_row0 * SWIZZLE_BYTES, b0 = smem.b(smem_read_stage);
 #pragma unroll
         for (int kk = 0; kk < T::K_STEPS; ++kk) {
             const unsigned long long desc_b =
-                E::B_K_MAJOR ? smem_descriptor(smem.b(smem_read_stage) + kk * 32, 16, ATOM_BYTES)
-                             : smem_descriptor(smem.b(smem_read_stage) + kk * 16 * SWIZZLE_BYTES, T::B_BOX_BYTES,
-                                               ATOM_BYTES);
+                E::B_K_MAJOR ? smem_descriptor_at(b0, kk * 32, 16, ATOM_BYTES)
+                             : smem_descriptor_at(b0, kk * 16 * SWIZZLE_BYTES, T::B_BOX_BYTES, ATOM_BYTES);
 #pragma unroll
             for (int mt = 0; mt < T::WG_M_TILES; ++mt) {
-                const unsigned long long desc_a = smem_descriptor(
-                    smem.a(smem_read_stage) + (wg_row0 + mt * 64) * SWIZZLE_BYTES + kk * 32, 16, ATOM_BYTES);
+                const unsigned long long desc_a =
+                    smem_descriptor_at(a0, mt * 64 * SWIZZLE_BYTES + kk * 32, 16, ATOM_BYTES);
                 if constexpr (GEMM_TMA_FP8_PROBE_HALVES == 2 && E::BYTES == 1 && BLOCK_N == 256) {
                     // probe only: the tile in two n128 instructions per k-step, one group per K tile
                     E::template mma_half<128>(acc_part<64>(acc[mt], 0), desc_a, desc_b, false);
@@ -1040,7 +1086,7 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
     const SmemLayout<STAGES, T, TMA_STORE, BM> smem{(smem_u32(smem_raw) + 1023u) & ~1023u};
     const bool tma_store = TMA_STORE && N % 8 == 0;  // C's rows at a 16-byte pitch: the map in tmap_c is valid
 
-    const int warpgroup = threadIdx.x / WG_THREADS;
+    const int warpgroup = warpgroup_index();
     const int tiles_m = (M + BM - 1) / BM, tiles_n = (N + BLOCK_N - 1) / BLOCK_N;
     const int num_k_tiles = (K + T::BLOCK_K - 1) / T::BLOCK_K;
 
@@ -1069,13 +1115,13 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
 
     if (warpgroup == 0) {
         // PRODUCER warpgroup: give registers away; one thread issues every copy, the other 127 are done.
-        setmaxnreg_dec<PRODUCER_REGS>();
+        setmaxnreg_dec<producer_regs<CONSUMERS>()>();
         if (threadIdx.x == 0)
             producer<STAGES, BLOCK_N, CONSUMERS, PERSISTENT, TMA_STORE, E, BM, SCHEDULE, CLUSTER>(
                 tmap_a, tmap_b, smem, tiles_m, tiles_n, num_k_tiles, splits, a_rows * SWIZZLE_BYTES + T::B_BYTES);
     } else {
         // CONSUMER warpgroups: take the registers; per unit, MAINLOOP then EPILOGUE.
-        setmaxnreg_inc<CONSUMER_REGS>();
+        setmaxnreg_inc<consumer_regs<CONSUMERS>()>();
         const int wg = warpgroup - 1;
         const int wg_row0 = wg * T::WG_ROWS;
         const bool release = threadIdx.x % 32 == 0;  // one arrive per warp on empty[]
@@ -1250,7 +1296,7 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
     }
     __syncthreads();  // the barriers are initialized before any thread waits or arrives
 
-    const int warpgroup = threadIdx.x / WG_THREADS;
+    const int warpgroup = warpgroup_index();
     if (warpgroup == 0) {
         // PRODUCER: one thread streams every unit's weight and token boxes through the ring.
         if (threadIdx.x != 0) return;
@@ -1294,14 +1340,13 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
             for (int i = 0; i < T::ACC; ++i) fence_operand(acc[i]);
             wgmma_fence();  // the accumulators' last writes (zeroing, earlier wgmma) are ordered before these wgmma
             const unsigned stage = smem.stage(smem_read_stage);
+            // per k-step: the weight 16 rows (of K) further, the tokens 32 bytes along a box's rows (a box per 64 of K)
+            const unsigned w = stage + wg * T::W_BOX_BYTES, t = stage + T::T_OFFSET;
 #pragma unroll
-            for (int kk = 0; kk < T::K_STEPS; ++kk) {
-                const unsigned long long desc_w =
-                    smem_descriptor(stage + wg * T::W_BOX_BYTES + kk * 16 * SWIZZLE_BYTES, T::W_BOX_BYTES, ATOM_BYTES);
-                const unsigned long long desc_t = smem_descriptor(
-                    stage + T::T_OFFSET + (kk / 4) * T::T_BOX_BYTES + (kk % 4) * 32, 16, ATOM_BYTES);
-                E::template mma_swapped<BLOCK_T>(acc, desc_w, desc_t);
-            }
+            for (int kk = 0; kk < T::K_STEPS; ++kk)
+                E::template mma_swapped<BLOCK_T>(
+                    acc, smem_descriptor_at(w, kk * 16 * SWIZZLE_BYTES, T::W_BOX_BYTES, ATOM_BYTES),
+                    smem_descriptor_at(t, (kk / 4) * T::T_BOX_BYTES + (kk % 4) * 32, 16, ATOM_BYTES));
             wgmma_commit_group();
             // Let this stage's group run on; wait until the previous one is done, so its stage may be refilled.
             wgmma_wait<1>();

@@ -77,6 +77,9 @@ class Config:
     dtypes: tuple[str, ...] = ("fp16",)
     cluster: int = 1  # CTAs per cluster (2: vertically adjacent tiles, B loaded once and multicast; persistent tiles)
     group_m: int = GROUP_M  # tile rows per rasterization group (gemm_tma.cu's GEMM_TMA_GROUP_M)
+    # the warpgroup index broadcast from lane 0, its wgmma descriptors in uniform registers (GEMM_TMA_WG_BROADCAST:
+    # faster on the 128 x 256 rung, slower on the others, gemm_tma.cu says by how much)
+    uniform_warpgroup: bool = False
 
     def __post_init__(self):
         if self.cluster not in (1, 2):
@@ -155,7 +158,9 @@ CONFIGS: dict[str, Config] = {
     "128x256x64 ws 2wg": Config(256, 2, False, False, (2, 3, 4)),  # two consumer warpgroups, twice the tile
     "128x256x64 ws 2wg persistent": Config(256, 2, True, False, (2, 3, 4)),  # one block per SM, ring across tiles
     # + C through TMA; at 4 stages the C staging holds half the tile, stored in two passes
-    "128x256x64 ws 2wg persistent tma-store": Config(256, 2, True, True, (2, 3, 4), dtypes=DTYPES),
+    "128x256x64 ws 2wg persistent tma-store": Config(
+        256, 2, True, True, (2, 3, 4), dtypes=DTYPES, uniform_warpgroup=True
+    ),
     # fp8 only: one m64 x 128 tile per consumer warpgroup leaves registers for two partials, so promotion's adds run
     # under the next K tile's wgmma (gemm_tma.cu's GEMM_TMA_FP8_OVERLAP); 32 KiB stages, 4-6 deep
     "128x128x128 ws 2wg persistent tma-store": Config(128, 2, True, True, (4, 5, 6), dtypes=("fp8e4m3",)),
@@ -313,7 +318,8 @@ class TmaGemm(NvrtcModule):
 
     def defines(self) -> tuple[str, ...]:
         group = (f"GEMM_TMA_GROUP_M={self.gemm_config.group_m}",) if self.gemm_config.group_m != GROUP_M else ()
-        return DEFINES + group + super().defines()
+        uniform = ("GEMM_TMA_WG_BROADCAST=1",) if self.gemm_config.uniform_warpgroup else ()
+        return DEFINES + group + uniform + super().defines()
 
     def build(self, arch: str | None = None):
         """Always sm_90a: asked for sm_90 (the GPU's own arch, or the driver's CPU arch), build its 'a' target."""
