@@ -547,3 +547,29 @@ def test_gluon_fp8_pairs_keep_a_group_in_flight_under_the_first_add():
         assert got["classes"]["local_memory"] == 0 and got["classes"]["wgmma_fp8"] == 24, (s, got["classes"])
         c_slabs = 2 * 64 * 128 * 2
         assert 0 <= got["shared"] - s * g.stage_bytes("fp8e4m3", g.PAIRS_TILE) - c_slabs < 1024, (s, got["shared"])
+
+
+def test_the_tuned_persistent_configs_stride_by_the_grid_they_launch(monkeypatch):
+    """At 4000 x 3000 on 132 SMs a persistent grid of 128 x 256 tiles is 128 programs (384 tiles in 3 whole rounds,
+    suite.waves). The tuned row passed the SM count as the kernel's tile stride (NUM_PROGRAMS), so 128 programs
+    striding by 132 never computed tiles 128-131 and 260-263 (seen on the H200: INVALID, NaN left in the poisoned
+    C). Now every persistent configuration strides by the grid it launches, and the others launch a program per
+    tile. (The launch is recorded, not run: the interpreter's 4 SMs never make the persistent grid smaller.)"""
+    from suite.triton import gemm_desc as gd
+
+    monkeypatch.setattr(gd, "num_sms", lambda device: 132)
+    a, b = torch.randn(4000, 64).half(), torch.randn(64, 3000).half()
+    tuned = gd.TunedGemm((a, b), torch.empty(4000, 3000, dtype=torch.float16))
+    configs, launches = tuned.kernel.configs, []
+
+    class Recorded:
+        def __getitem__(self, grid):
+            return lambda *args, **kwargs: launches.append((grid, args))
+
+    tuned.kernel = Recorded()
+    tuned()
+    ((grid, args),) = launches
+    stride = args[len(tuned.operands.host_args(*tuned.tile, c_halves=True))]
+    persistent = [grid(c.kwargs)[0] for c in configs if c.kwargs["PERSISTENT"]]
+    assert persistent and set(persistent) == {stride} == {128}
+    assert {grid(c.kwargs)[0] for c in configs if not c.kwargs["PERSISTENT"]} == {32 * 12}

@@ -442,22 +442,26 @@ class TunedGemm:
         self.operands = Operands(ops.a, ops.b, c, b_k_major=ops.b_k_major)
         m, n = ops.m, ops.n
         limit = num_sms(ops.a.device)
-        self.num_programs = lambda meta: (
-            persistent_grid(triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"]), limit)
-            if meta["PERSISTENT"]
-            else triton.cdiv(m, meta["BLOCK_M"]) * triton.cdiv(n, meta["BLOCK_N"])
-        )
+        bm, bn, _ = self.tile
+        if any((c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]) != (bm, bn) for c in self.kernel.configs):
+            raise ValueError(f"every tuned configuration must have the {bm}x{bn} tile: the persistent grid is its")
+        tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
+        # Every configuration has this tile, so every persistent one launches this grid (suite.waves' rule: at
+        # 4000 x 3000, 384 tiles, 128 programs on 132 SMs), and the kernel strides over the tiles by it (NUM_PROGRAMS:
+        # a larger stride than the grid skips tiles)
+        self.persistent_programs = persistent_grid(tiles, limit)
+        self.num_programs = lambda meta: self.persistent_programs if meta["PERSISTENT"] else tiles
         self.limit = limit
         self.info = kernel_info(None, None, "autotuned", 0)
         self._compiled = False
 
     def __call__(self) -> None:
-        # NUM_PROGRAMS must equal the grid; the persistent configs use the SM count, the others one per tile, and
-        # the kernel only reads NUM_PROGRAMS when PERSISTENT.
+        # NUM_PROGRAMS must equal the grid: the persistent configs' grid (one for all of them), the others one
+        # program per tile (the kernel only reads NUM_PROGRAMS when PERSISTENT).
         bm, bn, bk = self.tile
         compiled = self.kernel[lambda meta: (self.num_programs(meta),)](
             *self.operands.host_args(bm, bn, bk, c_halves=True),
-            self.limit,
+            self.persistent_programs,
             C_DESC=self.operands.c_desc,
             HOST_DESC=True,
             B_K_MAJOR=self.ops.b_k_major,
