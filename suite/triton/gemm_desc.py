@@ -444,7 +444,7 @@ class TunedGemm:
         limit = num_sms(ops.a.device)
         bm, bn, _ = self.tile
         if any((c.kwargs["BLOCK_M"], c.kwargs["BLOCK_N"]) != (bm, bn) for c in self.kernel.configs):
-            raise ValueError(f"every tuned configuration must have the {bm}x{bn} tile: the persistent grid is its")
+            raise ValueError(f"every tuned configuration must use the {bm}x{bn} tile (one persistent grid serves all)")
         tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
         # Every configuration has this tile, so every persistent one launches this grid (suite.waves' rule: at
         # 4000 x 3000, 384 tiles, 128 programs on 132 SMs), and the kernel strides over the tiles by it (NUM_PROGRAMS:
