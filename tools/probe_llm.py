@@ -324,11 +324,11 @@ def ptx_decode(shapes) -> None:
 
 def uniform(shapes) -> None:
     """The PTX kernels built from tools/_gemm_tma_head.cu (gemm_tma.cu before its warpgroup index was broadcast
-    (`git show f5ac21a:suite/ptx/gemm_tma.cu > tools/_gemm_tma_head.cu`; not committed)
     from lane 0 and its wgmma descriptors advanced by one add per k-step: per-thread descriptors moved to uniform
-    registers, R2UR, before every wgmma) against the working tree's, in one process, against cuBLAS: fp8's 128 x 144,
-    128 x 128 and 128 x 256 rungs and fp16's 128 x 256 rung at the square shapes, the decode kernel at decode
-    shapes. Each checked against the reference first (fp8 against fp64)."""
+    registers, R2UR, before every wgmma; not committed: `git show f5ac21a:suite/ptx/gemm_tma.cu >
+    tools/_gemm_tma_head.cu`) against the working tree's, in one process, against cuBLAS: fp8's 128 x 144, 128 x 128
+    and 128 x 256 rungs and fp16's 128 x 256 rung at the square shapes, the decode kernel at decode shapes. Each
+    checked against the reference first (fp8 against fp64)."""
     from pathlib import Path
 
     from suite.problems import PROBLEMS
@@ -360,11 +360,11 @@ def uniform(shapes) -> None:
             builds = [("head", before(g.KERNELS[name]))]
             # the two changes apart: the warpgroup index broadcast (GEMM_TMA_WG_BROADCAST) and the descriptors
             # advanced by an add (GEMM_TMA_DESC_PLUS)
+            plain = g.TmaGemm(dataclasses.replace(config, uniform_warpgroup=False))  # the defines say which
             for bcast in (0, 1):
                 for plus in (0, 1):
                     defines = (f"GEMM_TMA_WG_BROADCAST={bcast}", f"GEMM_TMA_DESC_PLUS={plus}")
-                    plain = dataclasses.replace(config, uniform_warpgroup=False)  # the defines say which
-                    module = g.TmaGemm(plain).with_defines(*defines, stages=(stages,))
+                    module = plain.with_defines(*defines, stages=(stages,))
                     builds.append((f"broadcast {bcast} plus {plus}", module))
             for tag, module in builds:
                 c = gemm.make_output(inputs)
@@ -378,7 +378,7 @@ def uniform(shapes) -> None:
                     f"({base / us:.3f}), max error {err:.1e} of max |C|",
                     flush=True,
                 )
-    if FP16_TOO["on"] is False:
+    if not FP16_TOO["on"]:
         return
     top = "128x256x64 ws 2wg persistent tma-store"
     for size in ((8192, 8192, 8192), (4096, 4096, 4096)):

@@ -451,7 +451,6 @@ class TunedGemm:
         # a larger stride than the grid skips tiles)
         self.persistent_programs = persistent_grid(tiles, limit)
         self.num_programs = lambda meta: self.persistent_programs if meta["PERSISTENT"] else tiles
-        self.limit = limit
         self.info = kernel_info(None, None, "autotuned", 0)
         self._compiled = False
 
