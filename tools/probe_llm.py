@@ -36,6 +36,9 @@ the same way in the same process.
   uniform   the PTX kernels of gemm_tma.cu at f5ac21a (tools/_gemm_tma_head.cu) against the working tree's, and
             the tree's with its warpgroup broadcast (GEMM_TMA_WG_BROADCAST) and descriptor adds (GEMM_TMA_DESC_PLUS)
             apart, at the square fp8 and fp16 shapes and decode shapes (--fp8-only: fp8 alone)
+  epilogue  the 128 x 256 TMA-store rung in every dtype at the square shapes: as registered, its tile rows in groups
+            of 8 and 32, fp8's epilogue fused into the next tile's first K tile, its epilogue skipped
+            (GEMM_TMA_PROBE_NO_EPILOGUE), C stored directly (--fp8-only, --only)
   flush     cuBLAS and the best decode rows of each backend with the L2 flushed by a write (do_bench's zero_ of
             256 MB, which leaves up to the L2's size of dirty lines that the kernel's own reads then evict to DRAM),
             by a read (a sum over the same buffer: clean lines), and not at all
@@ -397,6 +400,59 @@ def uniform(shapes) -> None:
                     f"  ptx decode {stages} st {tag}",
                     lambda c, m=module, s=stages: pd.Decode(shape.inputs, c, s, kernel=m),
                 )
+
+
+def epilogue(shapes) -> None:
+    """The 128 x 256 TMA-store rung (the fp8 row of issue 19's 8192^3 bar) at the square shapes, in every dtype,
+    in one process, against cuBLAS (fp8: promoted): as registered (tile rows in groups of 16), fp8's epilogue fused
+    into the next tile's first K tile (GEMM_TMA_FP8_FUSED_EPILOGUE=1), with its tile rows grouped 8 and 32 at a time
+    (Config.group_m, fused and not), with its epilogue skipped (GEMM_TMA_PROBE_NO_EPILOGUE: C unwritten, what the
+    epilogue costs the tensor pipe), and with C stored straight from the registers instead of through the TMA-store
+    staging (tma_store=False: no staging, so no second store pass at 4 stages). Each checked against fp64 first, but
+    the one that writes no C."""
+    from suite.problems import PROBLEMS
+    from suite.ptx import gemm_tma as g
+
+    gemm, device = PROBLEMS["gemm"], torch.device("cuda")
+    top = g.CONFIGS["128x256x64 ws 2wg persistent tma-store"]
+    direct = dataclasses.replace(top, tma_store=False)
+    fused = "GEMM_TMA_FP8_FUSED_EPILOGUE=1"
+    builds = [
+        ("registered", top, g.KERNELS["128x256x64 ws 2wg persistent tma-store"], True),
+        ("epilogue fused", top, g.TmaGemm(top).with_defines(fused), True),
+    ]
+    for group_m in (8, 32):  # the registered rung groups 16 tile rows
+        config = dataclasses.replace(top, group_m=group_m)
+        builds.append((f"GROUP_M={group_m}", config, g.TmaGemm(config), True))
+        builds.append((f"GROUP_M={group_m} epilogue fused", config, g.TmaGemm(config).with_defines(fused), True))
+    builds.append(("no epilogue", top, g.TmaGemm(top).with_defines("GEMM_TMA_PROBE_NO_EPILOGUE=1"), False))
+    builds.append(("direct stores", direct, g.TmaGemm(direct), True))
+    dtypes = ("fp8e4m3",) if not FP16_TOO["on"] else ("fp8e4m3", "bf16", "fp16")
+    for size in shapes:
+        for dtype in dtypes:
+            inputs = gemm.make_inputs(size, 1, device, dtype)
+            ref = gemm.reference(inputs)
+            c = gemm.make_output(inputs)
+            call = cublas_fp8(inputs, c, False) if dtype == "fp8e4m3" else lambda: torch.matmul(*inputs[:2], out=c)
+            base = median_us(replayed(call))
+            where = f"{'x'.join(map(str, size))} {dtype}"
+            print(f"{where} cuBLAS {base:8.1f} us", flush=True)
+            for tag, config, module, checked in builds:
+                if ONLY["labels"] and not any(w in tag for w in ONLY["labels"]):
+                    continue
+                for stages in config.stages[1:]:
+                    try:
+                        c = gemm.make_output(inputs)
+                        c.fill_(float("nan"))
+                        launcher = g.Gemm(inputs, c, config, stages, kernel=module)
+                        launcher()
+                        torch.cuda.synchronize()
+                        err = ((c.double() - ref).abs().max() / ref.abs().max()).item() if checked else None
+                        us = median_us(replayed(launcher))
+                        what = f"max error {err:.1e} of max |C|" if checked else "C not written"
+                        print(f"{where} {tag} {stages} st: {us:8.1f} us ({base / us:.3f}), {what}", flush=True)
+                    except Exception as e:  # noqa: BLE001
+                        print(f"{where} {tag} {stages} st: {type(e).__name__}: {str(e)[:160]}", flush=True)
 
 
 def triton_split(shapes) -> None:
@@ -884,12 +940,13 @@ def main(argv=None) -> None:
             "rotate",
             "m256",
             "uniform",
+            "epilogue",
         ),
     )
     p.add_argument("--shape", nargs="+", help="MxNxK shapes instead of the probe's own")
     p.add_argument("--flush", choices=("write", "read"), default="write", help="how the L2 is emptied before a call")
     p.add_argument("--pipelined", action="store_true", help="fp8: time the GEMM_TMA_FP8_PIPELINED builds too")
-    p.add_argument("--fp8-only", action="store_true", help="uniform: time its fp8 rows only")
+    p.add_argument("--fp8-only", action="store_true", help="uniform, epilogue: time their fp8 rows only")
     p.add_argument(
         "--only", nargs="+", default=(), help="fp8, decode: only configurations whose label holds one of these"
     )
@@ -929,6 +986,7 @@ def main(argv=None) -> None:
         "m256": ((256, 10240, 8192), (256, 6144, 4096), (256, 8192, 8192)),
         # the decode shapes of the uniform probe (its square shapes are its own)
         "uniform": ((16, 8192, 8192), (64, 4096, 14336), (16, 6144, 4096)),
+        "epilogue": ((8192, 8192, 8192), (4096, 4096, 4096)),
     }[args.probe]
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shape] if args.shape else own
     probes = {"launch": launch, "split-k": split_k, "decode": decode, "flush": flush, "fp8": fp8}
@@ -938,6 +996,7 @@ def main(argv=None) -> None:
     probes["rotate"] = rotate
     probes["m256"] = m256
     probes["uniform"] = uniform
+    probes["epilogue"] = epilogue
     probes[args.probe](shapes)
 
 

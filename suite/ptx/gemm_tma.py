@@ -157,9 +157,12 @@ CONFIGS: dict[str, Config] = {
     "128x128x64 ws": Config(128, 1, False, False, (2, 3, 4, 5, 6, 7)),  # TMA + mbarrier ring + wgmma, warp-specialized
     "128x256x64 ws 2wg": Config(256, 2, False, False, (2, 3, 4)),  # two consumer warpgroups, twice the tile
     "128x256x64 ws 2wg persistent": Config(256, 2, True, False, (2, 3, 4)),  # one block per SM, ring across tiles
-    # + C through TMA; at 4 stages the C staging holds half the tile, stored in two passes
+    # + C through TMA; at 4 stages the C staging holds half the tile, stored in two passes. Tile rows in groups of
+    # 16: on the H200 (tools/probe_llm.py epilogue, 2026-12-04, two calls) fp8 at 8192^3 and 4 stages went from
+    # 0.997 / 1.000 of promoted cuBLAS to 1.007 / 1.007 (B's panels read from HBM half as often, as on the 144 rung);
+    # fp8 at 4096^3 and the 16-bit types moved 0.4% or less either way (32 at a time: 1-2% slower everywhere)
     "128x256x64 ws 2wg persistent tma-store": Config(
-        256, 2, True, True, (2, 3, 4), dtypes=DTYPES, uniform_warpgroup=True
+        256, 2, True, True, (2, 3, 4), dtypes=DTYPES, group_m=16, uniform_warpgroup=True
     ),
     # fp8 only: one m64 x 128 tile per consumer warpgroup leaves registers for two partials, so promotion's adds run
     # under the next K tile's wgmma (gemm_tma.cu's GEMM_TMA_FP8_OVERLAP); 32 KiB stages, 4-6 deep
@@ -308,9 +311,12 @@ class TmaGemm(NvrtcModule):
         # M below one tile (A's short box, the rest of each A stage zeroed once); split-K and stream-K: several units
         # per tile, a remainder split, the fix-up; a tile wider than its TMA-store boxes (144): an edge tile of 136
         # columns, whose directly stored last 16 are half past C's edge; a 256-row tile: a second tile row, mostly
-        # past M
+        # past M; a persistent TMA-store walk over more tiles than the H200's 132 SMs (at least 153: each block that
+        # takes a second tile reuses the C staging, and fp8's 128 x 256 tile stages the first under the second's
+        # first K tile)
         self.sanitize_sizes = (
             ((130, 250, 40), (256, 512, 1024), (13, 264, 1040))
+            + (((1100, 4104, 144),) if config.persistent and config.tma_store else ())
             + (((64, 512, 4112),) if config.schedule != "tiles" else ())
             + (((13, 424, 1040),) if config.tma_store and config.block_n % 64 else ())
             + (((300, 264, 1040),) if config.block_m > 128 else ())
