@@ -223,43 +223,24 @@ def test_only_the_top_rung_keeps_its_wgmma_descriptors_in_uniform_registers_of_t
         assert "SHFL.IDX" not in _fp8_sass(gemm_tma.CONFIGS[rung], gemm_tma.KERNELS[rung], 5)[2]
 
 
-def _stores_under_wgmma(sass: str) -> list[int]:
-    """Per wgmma group in flight (from a [HQ]GMMA to the next WARPGROUP.DEPBAR, in the listing's order), the shared
-    memory stores (STS) between them."""
-    windows, inside = [], False
-    for line in sass.splitlines():
-        if re.search(r"\b[HQ]GMMA\.", line) and not inside:
-            windows.append(0)
-            inside = True
-        elif "WARPGROUP.DEPBAR" in line:
-            inside = False
-        elif inside and re.search(r"\bSTS\b|\bSTS\.", line):
-            windows[-1] += 1
-    return windows
-
-
-# fp8's top rung with each tile's epilogue under the next tile's first K tile (tools/probe_llm.py epilogue only: slower)
-FUSED = ("GEMM_TMA_FP8_FUSED_EPILOGUE=1",)
-
-
-@pytest.mark.parametrize("stages", TOP.stages)
-def test_fp8_fused_epilogue_stages_the_previous_tiles_c_under_the_next_tiles_first_groups(stages):
-    """GEMM_TMA_FP8_FUSED_EPILOGUE=1: on the persistent 128 x 256 fp8 tile the previous tile's C is staged (32 STS per
-    thread per half of its columns) while each of the next tile's first two wgmma groups runs, in two windows of the
-    listing; no other group has a store under it, no wgmma is serialized (C7518: a branch by thread in the window),
-    no spills. The registered build (0) has no store under any group, nor do the 16-bit builds of the fused one."""
-    name = "128x256x64 ws 2wg persistent tma-store"
+@pytest.mark.parametrize(
+    "name", [n for n, c in gemm_tma.CONFIGS.items() if c.tma_store and c.schedule == "tiles" and c.persistent]
+)
+def test_the_tma_store_epilogue_stages_c_with_stmatrix(name):
+    """GEMM_TMA_STMATRIX: each warp stages four 8 x 8 matrices of C per stmatrix, so a thread's m64 tile takes one
+    STSM per 16 of its whole boxes' columns (a 64 x 256 tile: 16), and no 4-byte shared store; built with 0, the
+    4-byte stores (one per pair of columns) and no STSM."""
     config = gemm_tma.CONFIGS[name]
-    fused = gemm_tma.TmaGemm(config).with_defines(*FUSED, stages=(stages,))
-    module, expr, sass = _fp8_sass(config, fused, stages)
-    assert "C751" not in module.log and "serializ" not in module.log.lower(), module.log
-    windows = _stores_under_wgmma(sass)
-    assert sorted(windows)[-2:] == [32, 32] and sum(windows) == 64, windows
-    assert module.resources()[expr]["local"] == 0
-    assert sum(_stores_under_wgmma(_fp8_sass(config, gemm_tma.KERNELS[name], stages)[2])) == 0
-    per = split_functions(module.sass())
-    for dtype in ("fp16", "bf16"):
-        assert sum(_stores_under_wgmma(per[module.symbols[config.name_expression(stages, dtype)]])) == 0, dtype
+    stages, dtype = config.stages[0], config.dtypes[0]
+    expr = config.name_expression(stages, dtype)
+    module = gemm_tma.KERNELS[name].build("sm_90a")
+    sass = split_functions(module.sass())[module.symbols[expr]]
+    boxes = config.block_n // 64  # whole 64-column boxes of the tile
+    assert len(re.findall(r"\bSTSM\.", sass)) == boxes * 4, (name, len(re.findall(r"\bSTSM\.", sass)))
+    assert not re.findall(r"\bSTS \[", sass), name
+    plain = gemm_tma.TmaGemm(config).with_defines("GEMM_TMA_STMATRIX=0", stages=(stages,)).build("sm_90a")
+    plain_sass = split_functions(plain.sass())[plain.symbols[expr]]
+    assert not re.findall(r"\bSTSM\.", plain_sass) and len(re.findall(r"\bSTS \[", plain_sass)) == boxes * 16, name
 
 
 def test_fp8_cluster_build_multicasts_b_and_arrives_on_both_ctas():
@@ -377,30 +358,6 @@ def test_fp8_promotion_schedules_match_fp64_at_the_edges(name):
             torch.cuda.synchronize()
             check = GEMM.check(out, GEMM.reference(inputs), "fp8e4m3")
             assert check.valid, (name, stages, size, check.message)
-
-
-@pytest.mark.gpu
-def test_fp8_fused_epilogue_matches_the_registered_build_bit_for_bit():
-    """The fp8 top rung built with each tile's epilogue under the next tile's first K tile (GEMM_TMA_FP8_FUSED_EPILOGUE)
-    against the registered build and fp64, at every depth (2, 3: C staged whole, in two pieces; 4: half a
-    tile staged, reused by each piece), on poisoned outputs, where blocks walk several tiles: 297 and 289 tiles over
-    132 SMs with edge tiles of 8 columns and of 4 and 52 rows (the staging carried across tiles), N = 8193 (C's rows
-    without a TMA map: each tile stored directly before the next), K below one K tile, and fewer tiles than SMs."""
-    name = "128x256x64 ws 2wg persistent tma-store"
-    config = gemm_tma.CONFIGS[name]
-    fused = gemm_tma.TmaGemm(config).with_defines(*FUSED)
-    for stages in config.stages:
-        for size in ((1025, 8200, 144), (2100, 4104, 272), (1025, 8193, 144), (4000, 3000, 48), (300, 520, 4112)):
-            inputs = GEMM.make_inputs(size, sum(size) + stages, torch.device("cuda"), "fp8e4m3")
-            outs = []
-            for kernel in (fused, gemm_tma.KERNELS[name]):
-                out = GEMM.make_output(inputs).fill_(float("nan"))
-                gemm_tma.Gemm(inputs, out, config, stages, kernel=kernel)()
-                torch.cuda.synchronize()
-                outs.append(out)
-            check = GEMM.check(outs[0], GEMM.reference(inputs), "fp8e4m3")
-            assert check.valid, (stages, size, check.message)
-            assert torch.equal(outs[0], outs[1]), (stages, size, "fused and unfused epilogues differ")
 
 
 @pytest.mark.gpu

@@ -37,8 +37,8 @@ the same way in the same process.
             the tree's with its warpgroup broadcast (GEMM_TMA_WG_BROADCAST) and descriptor adds (GEMM_TMA_DESC_PLUS)
             apart, at the square fp8 and fp16 shapes and decode shapes (--fp8-only: fp8 alone)
   epilogue  the 128 x 256 TMA-store rung in every dtype at the square shapes: as registered, its tile rows in groups
-            of 8 and 32, fp8's epilogue fused into the next tile's first K tile, its epilogue skipped
-            (GEMM_TMA_PROBE_NO_EPILOGUE), C stored directly (--fp8-only, --only)
+            of 8 and 32, its epilogue skipped (GEMM_TMA_PROBE_NO_EPILOGUE), C stored directly, C staged by 4-byte
+            stores instead of stmatrix (also on fp8's pairs rungs) (--fp8-only, --only)
   flush     cuBLAS and the best decode rows of each backend with the L2 flushed by a write (do_bench's zero_ of
             256 MB, which leaves up to the L2's size of dirty lines that the kernel's own reads then evict to DRAM),
             by a read (a sum over the same buffer: clean lines), and not at all
@@ -404,29 +404,33 @@ def uniform(shapes) -> None:
 
 def epilogue(shapes) -> None:
     """The 128 x 256 TMA-store rung (the fp8 row of issue 19's 8192^3 bar) at the square shapes, in every dtype,
-    in one process, against cuBLAS (fp8: promoted): as registered (tile rows in groups of 16), fp8's epilogue fused
-    into the next tile's first K tile (GEMM_TMA_FP8_FUSED_EPILOGUE=1), with its tile rows grouped 8 and 32 at a time
-    (Config.group_m, fused and not), with its epilogue skipped (GEMM_TMA_PROBE_NO_EPILOGUE: C unwritten, what the
-    epilogue costs the tensor pipe), and with C stored straight from the registers instead of through the TMA-store
-    staging (tma_store=False: no staging, so no second store pass at 4 stages). Each checked against fp64 first, but
-    the one that writes no C."""
+    in one process, against cuBLAS (fp8: promoted): as registered (tile rows in groups of 16, C staged by stmatrix),
+    with its tile rows grouped 8 and 32 at a time (Config.group_m), with its epilogue skipped
+    (GEMM_TMA_PROBE_NO_EPILOGUE: C unwritten, what the epilogue costs the tensor pipe), with C stored straight from
+    the registers instead of through the TMA-store staging (tma_store=False: no staging, so no second store pass at 4
+    stages), and with C staged by 4-byte stores (GEMM_TMA_STMATRIX=0; fp8's pairs rungs too). Each checked against
+    fp64 first, but the one that writes no C. (The fp8 epilogue fused into the next tile's first K tile was timed here
+    at 569e4c2: GEMM_TMA_FP8_FUSED_EPILOGUE=1.)"""
     from suite.problems import PROBLEMS
     from suite.ptx import gemm_tma as g
 
     gemm, device = PROBLEMS["gemm"], torch.device("cuda")
     top = g.CONFIGS["128x256x64 ws 2wg persistent tma-store"]
     direct = dataclasses.replace(top, tma_store=False)
-    fused = "GEMM_TMA_FP8_FUSED_EPILOGUE=1"
-    builds = [
-        ("registered", top, g.KERNELS["128x256x64 ws 2wg persistent tma-store"], True),
-        ("epilogue fused", top, g.TmaGemm(top).with_defines(fused), True),
-    ]
+    builds = [("registered", top, g.KERNELS["128x256x64 ws 2wg persistent tma-store"], True)]
     for group_m in (8, 32):  # the registered rung groups 16 tile rows
         config = dataclasses.replace(top, group_m=group_m)
         builds.append((f"GROUP_M={group_m}", config, g.TmaGemm(config), True))
-        builds.append((f"GROUP_M={group_m} epilogue fused", config, g.TmaGemm(config).with_defines(fused), True))
     builds.append(("no epilogue", top, g.TmaGemm(top).with_defines("GEMM_TMA_PROBE_NO_EPILOGUE=1"), False))
     builds.append(("direct stores", direct, g.TmaGemm(direct), True))
+    # C staged by one 4-byte store per pair of columns instead of stmatrix (GEMM_TMA_STMATRIX=0), on this rung and
+    # on fp8's pairs rungs (their builds hold fp8 only)
+    sts = "GEMM_TMA_STMATRIX=0"
+    builds.append(("4-byte staging stores", top, g.TmaGemm(top).with_defines(sts), True))
+    for name in ("128x144x128 ws 2wg persistent tma-store", "128x128x128 ws 2wg persistent tma-store"):
+        config = g.CONFIGS[name]
+        builds.append((f"{name.split()[0]} registered", config, g.KERNELS[name], True))
+        builds.append((f"{name.split()[0]} 4-byte staging stores", config, g.TmaGemm(config).with_defines(sts), True))
     dtypes = ("fp8e4m3",) if not FP16_TOO["on"] else ("fp8e4m3", "bf16", "fp16")
     for size in shapes:
         for dtype in dtypes:
@@ -439,6 +443,8 @@ def epilogue(shapes) -> None:
             print(f"{where} cuBLAS {base:8.1f} us", flush=True)
             for tag, config, module, checked in builds:
                 if ONLY["labels"] and not any(w in tag for w in ONLY["labels"]):
+                    continue
+                if dtype not in config.dtypes:
                     continue
                 for stages in config.stages[1:]:
                     try:

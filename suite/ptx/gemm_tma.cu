@@ -261,13 +261,12 @@ struct E4M3 {  // bf16 out, with the per-tensor scales
 #ifndef GEMM_TMA_FP8_A_REGS
 #define GEMM_TMA_FP8_A_REGS 0
 #endif
-// GEMM_TMA_FP8_FUSED_EPILOGUE=1 (tools/probe_llm.py epilogue only, no registered row): on fp8's persistent 128 x 256
-// tile (the top rung) each tile's epilogue runs under the next tile's first K tile, one half of C's columns staged
-// under each of its two wgmma groups (consumer_mainloop_fused), so that the tensor pipe is not left idle while both
-// consumer warpgroups stage and store C. Correct, and slower on the H200 (2026-12-04): 0.965 / 0.903 of promoted
-// cuBLAS at 8192^3 (3 / 4 stages) against 0.999 / 1.000 unfused, 0.986 / 0.957 at 4096^3 against 1.034 / 1.043.
-#ifndef GEMM_TMA_FP8_FUSED_EPILOGUE
-#define GEMM_TMA_FP8_FUSED_EPILOGUE 0
+// GEMM_TMA_STMATRIX (the TMA-store epilogue's staging): 1, four 8 x 8 matrices of C per stmatrix (16 per thread for
+// a 64 x 256 warpgroup tile); 0 (tools/probe_llm.py epilogue), one 4-byte store per pair of columns (64). On the H200
+// (2026-12-04) at most a point apart: fp8 at 4096^3 1.050 / 1.047 of promoted cuBLAS against 1.034 / 1.049 (top
+// rung, 3 / 4 stages), 1.066 / 1.062 against 1.060 / 1.042 (128 x 128 rung, 5 / 6); the rest within noise.
+#ifndef GEMM_TMA_STMATRIX
+#define GEMM_TMA_STMATRIX 1
 #endif
 // GEMM_TMA_PROBE_NO_EPILOGUE=1 (tools/probe_llm.py epilogue only, no registered row; C is left unwritten): the
 // persistent tile walk skips every tile's epilogue (a run-time test the compiler cannot fold, M > 0, keeps the
@@ -803,65 +802,6 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
     if (released_stage >= 0 && release) release_stage<CLUSTER>(smem.empty(released_stage));
 }
 
-// Whether a build runs fp8's fused epilogue (GEMM_TMA_FP8_FUSED_EPILOGUE): the promoted 128 x 256 tile of one m64
-// tile per consumer warpgroup, in halves (the registered mainloop above, not a probe's), walking whole tiles.
-template <class T, class E, int BLOCK_N, int SCHEDULE>
-__host__ __device__ constexpr bool fused_epilogue() {
-    return GEMM_TMA_FP8_FUSED_EPILOGUE && !GEMM_TMA_PROBE_NO_EPILOGUE && E::PROMOTE && SCHEDULE == SCHED_TILES &&
-           T::WG_M_TILES == 1 && BLOCK_N == 256 && !GEMM_TMA_FP8_QUARTERS && !GEMM_TMA_FP8_A_REGS;
-}
-
-// take_half: `part`, whose group has completed, as half `half` of one m64 tile's accumulators (a tile's first K
-// tile: no zeroing, no add).
-template <int ACC, int REGS>
-__device__ __forceinline__ void take_half(float (&acc)[ACC], float (&part)[REGS], int half) {
-#pragma unroll
-    for (int i = 0; i < REGS; ++i) {
-        fence_operand(part[i]);  // read only after the wait that completed its group
-        acc[half * REGS + i] = part[i];
-    }
-}
-
-// The fused fp8 mainloop (fused_epilogue): as the promoted halves above (each half's group waited for, then added),
-// but the first K tile's halves are taken into the accumulators as they are, and, PENDING, while each of them runs
-// the previous tile's epilogue (`pending`, TMA-store) stages the same half of C's columns from the accumulators,
-// whose half is overwritten only after that. Only the staging (no branch by thread) runs while the group is in
-// flight; the elected thread's waits and stores come before the issue and after the wait.
-template <bool PENDING, int STAGES, class T, class E, bool TMA_STORE, int BM, int CLUSTER, class Epilogue>
-__device__ __forceinline__ void consumer_mainloop_fused(float (&acc)[T::WG_M_TILES][T::ACC],
-                                                        const SmemLayout<STAGES, T, TMA_STORE, BM>& smem,
-                                                        RingPosition& read, int num_k_tiles, int wg_row0, bool release,
-                                                        const Epilogue& pending) {
-    float part[64];
-    {  // the tile's first K tile, under the previous tile's epilogue
-        const int smem_read_stage = read.stage;
-        consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            if constexpr (PENDING) pending.piece_begin();  // the staging of half h is free
-            issue_half<STAGES, T, E>(part, smem, smem_read_stage, wg_row0, h, 0);
-            if constexpr (PENDING) pending.piece_write(acc, h);  // the previous tile's half h, while the group runs
-            wgmma_wait<0>();  // the half's partial sum is final (and the staging has read the half it replaces)
-            take_half(acc[0], part, h);
-            if constexpr (PENDING) pending.piece_store(h);
-        }
-        if (release) release_stage<CLUSTER>(smem.empty(smem_read_stage));  // every wgmma of this K tile completed
-        read.advance<STAGES>();
-    }
-    for (int k_tile = 1; k_tile < num_k_tiles; ++k_tile) {  // MAINLOOP
-        const int smem_read_stage = read.stage;
-        consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            issue_half<STAGES, T, E>(part, smem, smem_read_stage, wg_row0, h, 0);
-            wgmma_wait<0>();  // the half's partial sum is final: promote it into fp32
-            promote_half(acc[0], part, h);
-        }
-        if (release) release_stage<CLUSTER>(smem.empty(smem_read_stage));  // every wgmma of this K tile completed
-        read.advance<STAGES>();
-    }
-}
-
 // The accumulators as (row, col, value at col, value at col + 1) pairs of C: in an m64nN wgmma tile, thread (warp w,
 // lane l) holds rows 16 w + l / 4 and + 8, columns 8 j + 2 (l % 4) and + 1 for each j < N / 8. `put` gets every pair
 // whose row is below M (the columns are the caller's to check), from column group J0 on (8 columns each).
@@ -913,64 +853,85 @@ __device__ __forceinline__ void store_partial(float* slice, int M, int N, int ro
 }
 
 // Epilogue through shared memory: accumulators -> 16-bit -> this warpgroup's swizzled staging boxes -> TMA store.
-// The staging boxes use the 128-byte swizzle of the C tensor map, which also keeps these 4-byte stores free of bank
-// conflicts (the 8 rows a warp writes per column chunk land in 8 different 16-byte slots). C_PASSES = 2: the staging
-// holds half of the tile's columns (what lets a fourth 48 KiB stage fit beside it), so the tile goes out in two
-// passes, the second waiting for the first's stores to have read the staging. A tile whose width is not whole boxes
-// (144: two boxes and 16 columns) stores its last columns directly from registers (T::C_TAIL).
-// store_tile_tma_piece: piece `piece` of PIECES (1, or C_PASSES, or 2 with one pass): its share of the tile's boxes,
-// staged and stored, in three steps (the fused fp8 epilogue runs the middle one, which has no divergent branch, while
-// a wgmma group is in flight: ptxas serializes every wgmma of a kernel that branches by thread there, C7518):
-//   piece_begin: the elected thread waits until the stores that last read the piece's staging boxes have read them;
-//   piece_write: every thread stages its accumulators of the piece (16-bit, swizzled);
-//   piece_store: the elected thread stores the piece's boxes with TMA, one bulk group.
-template <int STAGES, class T, class E, int BM, int BLOCK_N, int C_PASSES, int PIECES>
-struct TmaPieces {
+// The staging boxes use the 128-byte swizzle of the C tensor map, which also keeps the stores into them free of bank
+// conflicts (the 8 rows of each 8 x 8 matrix of a stmatrix, or the 8 rows a warp's 4-byte stores write per column
+// chunk, land in 8 different 16-byte slots). C_PASSES = 2: the staging holds half of the tile's columns (what lets a
+// fourth 48 KiB stage fit beside it), so the tile goes out in two passes, the second waiting for the first's stores to
+// have read the staging. A tile whose width is not whole boxes (144: two boxes and 16 columns) stores its last columns
+// directly from registers (T::C_TAIL). One pass (TmaPasses) in three steps:
+//   pass_begin: the elected thread waits until the stores issued last have read the staging boxes;
+//   pass_write: every thread stages its accumulators of the pass (16-bit, swizzled);
+//   pass_store: the elected thread stores the pass's boxes with TMA, one bulk group.
+// (Staging the previous tile's C under the next tile's first wgmma groups, tried for fp8's 128 x 256 tile in
+// 569e4c2, GEMM_TMA_FP8_FUSED_EPILOGUE, was correct and slower on the H200: 0.958 / 0.887 of promoted cuBLAS at
+// 8192^3, 3 / 4 stages, against 1.009 / 0.997.)
+template <int STAGES, class T, class E, int BM, int BLOCK_N, int C_PASSES>
+struct TmaPasses {
     static_assert(C_PASSES == 1 || (C_PASSES == 2 && T::C_BOXES % 2 == 0), "one pass, or two over half the boxes");
-    static_assert(PIECES == C_PASSES || (C_PASSES == 1 && T::C_BOXES % PIECES == 0),
-                  "pieces are the passes, or whole boxes of one pass");
-    static constexpr int BOXES = T::C_BOXES / C_PASSES;      // staging boxes per m64 tile
-    static constexpr int PIECE_BOXES = T::C_BOXES / PIECES;  // a piece's boxes of the tile (staging box: box % BOXES)
+    static constexpr int BOXES = T::C_BOXES / C_PASSES;  // staging boxes per m64 tile (a pass's boxes of the tile)
 
-    __device__ __forceinline__ static void piece_begin(int wg) {
-        // every piece reuses the one pass's staging (PIECES == C_PASSES): the last bulk group has read it; the whole
-        // tile staged, in pieces: all but the PIECES - 1 groups issued since this piece's boxes were last stored...
-        if (threadIdx.x % WG_THREADS == 0) cp_async_bulk_wait_read<PIECES == C_PASSES ? 0 : PIECES - 1>();
-        named_barrier_sync(1 + wg, WG_THREADS);  // ...so every thread of the warpgroup may now overwrite them
+    __device__ __forceinline__ static void pass_begin(int wg) {
+        // the stores issued last (the previous tile's, or this tile's previous pass) have read the staging boxes...
+        if (threadIdx.x % WG_THREADS == 0) cp_async_bulk_wait_read<0>();
+        named_barrier_sync(1 + wg, WG_THREADS);  // ...which every thread of the warpgroup may now overwrite
     }
-    __device__ __forceinline__ static void piece_write(const SmemLayout<STAGES, T, true, BM>& smem, int wg,
+    __device__ __forceinline__ static void pass_write(const SmemLayout<STAGES, T, true, BM>& smem, int wg,
                                                        const float (&acc)[T::WG_M_TILES][T::ACC], float alpha,
-                                                       int piece) {
+                                                       int pass) {
         const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
+        if constexpr (GEMM_TMA_STMATRIX) {
+            // per stmatrix_x4, column groups j and j + 1 (8 columns each), rows +0 and +8 of the warp's 16: matrix
+            // i = lane / 8 is group j + i / 2, row half i % 2, and this lane gives its row lane % 8 (the swizzle's
+            // row phase too, as the warp's rows start at a multiple of 8)
+            const int i = lane / 8, rr = lane % 8;
+            const int r = warp * 16 + (i % 2) * 8 + rr;  // the row inside the m64 tile whose address this lane gives
 #pragma unroll
-        for (int mt = 0; mt < T::WG_M_TILES; ++mt)
+            for (int mt = 0; mt < T::WG_M_TILES; ++mt)
 #pragma unroll
-            for (int half = 0; half < 2; ++half) {
-                const int r = warp * 16 + lane / 4 + half * 8;  // row inside the m64 tile
+                for (int j = pass * BOXES * 8; j < (pass + 1) * BOXES * 8; j += 2) {
+                    const int box = (j / 8) % BOXES, chunk = j % 8 + i / 2;
+                    const unsigned dst =
+                        smem.template c_box<BOXES>(wg, mt, box) + r * SWIZZLE_BYTES + ((chunk ^ rr) << 4);
+                    float v[8];
 #pragma unroll
-                for (int j = piece * PIECE_BOXES * 8; j < (piece + 1) * PIECE_BOXES * 8; ++j) {  // 8 pairs per box
-                    const int box = (j / 8) % BOXES, chunk = j % 8;
-                    const unsigned dst = smem.template c_box<BOXES>(wg, mt, box) + r * SWIZZLE_BYTES +
-                                         ((chunk ^ (r % 8)) << 4) + (lane % 4) * 4;
-                    float lo = acc[mt][4 * j + 2 * half], hi = acc[mt][4 * j + 2 * half + 1];
-                    if constexpr (E::SCALED) {
-                        lo *= alpha;
-                        hi *= alpha;
+                    for (int e = 0; e < 8; ++e) {
+                        v[e] = acc[mt][4 * j + e];
+                        if constexpr (E::SCALED) v[e] *= alpha;
                     }
-                    st_shared_u32(dst, E::pack(lo, hi));
+                    stmatrix_x4(dst, E::pack(v[0], v[1]), E::pack(v[2], v[3]), E::pack(v[4], v[5]),
+                                E::pack(v[6], v[7]));
                 }
-            }
+        } else {
+#pragma unroll
+            for (int mt = 0; mt < T::WG_M_TILES; ++mt)
+#pragma unroll
+                for (int half = 0; half < 2; ++half) {
+                    const int r = warp * 16 + lane / 4 + half * 8;  // row inside the m64 tile
+#pragma unroll
+                    for (int j = pass * BOXES * 8; j < (pass + 1) * BOXES * 8; ++j) {  // 8 per box
+                        const int box = (j / 8) % BOXES, chunk = j % 8;
+                        const unsigned dst = smem.template c_box<BOXES>(wg, mt, box) + r * SWIZZLE_BYTES +
+                                             ((chunk ^ (r % 8)) << 4) + (lane % 4) * 4;
+                        float lo = acc[mt][4 * j + 2 * half], hi = acc[mt][4 * j + 2 * half + 1];
+                        if constexpr (E::SCALED) {
+                            lo *= alpha;
+                            hi *= alpha;
+                        }
+                        st_shared_u32(dst, E::pack(lo, hi));
+                    }
+                }
+        }
         fence_proxy_async_shared();              // these generic-proxy writes must be visible to the TMA unit...
         named_barrier_sync(1 + wg, WG_THREADS);  // ...from every thread, before the elected one starts the stores
     }
-    __device__ __forceinline__ static void piece_store(const TensorMap& tmap_c,
+    __device__ __forceinline__ static void pass_store(const TensorMap& tmap_c,
                                                        const SmemLayout<STAGES, T, true, BM>& smem, int wg, int row0,
-                                                       int col0, int piece) {
+                                                       int col0, int pass) {
         if (threadIdx.x % WG_THREADS != 0) return;  // the elected thread issues this warpgroup's TMA stores
 #pragma unroll
         for (int mt = 0; mt < T::WG_M_TILES; ++mt)
 #pragma unroll
-            for (int b = piece * PIECE_BOXES; b < (piece + 1) * PIECE_BOXES; ++b)
+            for (int b = pass * BOXES; b < (pass + 1) * BOXES; ++b)
                 tma_store_2d(&tmap_c, smem.template c_box<BOXES>(wg, mt, b % BOXES), col0 + b * C_BOX_COLS,
                              row0 + mt * 64);
         cp_async_bulk_commit();
@@ -981,50 +942,17 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap& tmap_c, const Sm
                                                int wg, int row0, int col0,
                                                const float (&acc)[T::WG_M_TILES][T::ACC], float alpha, half_bits* C,
                                                int M, int N) {
-    using Passes = TmaPieces<STAGES, T, E, BM, BLOCK_N, C_PASSES, C_PASSES>;
+    using Passes = TmaPasses<STAGES, T, E, BM, BLOCK_N, C_PASSES>;
 #pragma unroll
     for (int pass = 0; pass < C_PASSES; ++pass) {
-        Passes::piece_begin(wg);
-        Passes::piece_write(smem, wg, acc, alpha, pass);
-        Passes::piece_store(tmap_c, smem, wg, row0, col0, pass);
+        Passes::pass_begin(wg);
+        Passes::pass_write(smem, wg, acc, alpha, pass);
+        Passes::pass_store(tmap_c, smem, wg, row0, col0, pass);
     }
     // the columns past the last whole box (144 wide: 16) straight from the registers, bounds-checked: a 32-byte
     // sector per row and warp
     if constexpr (T::C_TAIL > 0) store_tile<T, E, BLOCK_N, T::C_BOXES * 8>(C, M, N, row0, col0, acc, alpha);
 }
-
-// EPILOGUE of one tile of the persistent walk, at (row0, col0) of C for this consumer warpgroup: whole, or in two
-// pieces of half the columns each (the fused fp8 epilogue); through the TMA-store staging where the kernel has one and
-// C's rows allow it (`tma_store`), else straight from the registers (then all of it with the first piece).
-template <int STAGES, class T, class E, bool TMA_STORE, int BM, int BLOCK_N, int C_PASSES>
-struct TileEpilogue {
-    const TensorMap& tmap_c;
-    const SmemLayout<STAGES, T, TMA_STORE, BM>& smem;
-    half_bits* C;
-    int M, N, wg;
-    float alpha;
-    bool tma_store;
-    int row0, col0;
-    __device__ __forceinline__ void whole(const float (&acc)[T::WG_M_TILES][T::ACC]) const {
-        if constexpr (TMA_STORE) {
-            if (tma_store) {
-                store_tile_tma<STAGES, T, E, BM, BLOCK_N, C_PASSES>(tmap_c, smem, wg, row0, col0, acc, alpha, C, M,
-                                                                    N);
-                return;
-            }
-        }
-        store_tile<T, E, BLOCK_N>(C, M, N, row0, col0, acc, alpha);
-    }
-    // the fused fp8 epilogue's two pieces (half of the columns each), TMA-store kernels only, in TmaPieces' steps
-    using Halves = TmaPieces<STAGES, T, E, BM, BLOCK_N, C_PASSES, 2>;
-    __device__ __forceinline__ void piece_begin() const { Halves::piece_begin(wg); }
-    __device__ __forceinline__ void piece_write(const float (&acc)[T::WG_M_TILES][T::ACC], int half) const {
-        Halves::piece_write(smem, wg, acc, alpha, half);
-    }
-    __device__ __forceinline__ void piece_store(int half) const {
-        Halves::piece_store(tmap_c, smem, wg, row0, col0, half);
-    }
-};
 
 // ---------------------------------------------------------------------------------------------------------------
 // stream-K's fix-up of a tile shared by several units: partials in a workspace, summed in K order.
@@ -1260,34 +1188,7 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
         RingPosition read;                           // smem_read_stage and its lap's parity
         float acc[T::WG_M_TILES][T::ACC];
         const int num_tiles = tiles_m * tiles_n;
-        if constexpr (fused_epilogue<T, E, BLOCK_N, SCHEDULE>()) {
-            // fp8's 128 x 256 tile: each tile's EPILOGUE under the next tile's first K tile (through the TMA-store
-            // staging; C's rows without a map: stored directly before it), the last tile's after the walk
-            const ClusterTiles<BM, BLOCK_N, CLUSTER> tiles(tiles_m, tiles_n);
-            TileEpilogue<STAGES, T, E, TMA_STORE, BM, BLOCK_N, C_PASSES> pending{tmap_c, smem, C,         M, N, wg,
-                                                                                 alpha,  tma_store, 0, 0};
-            const int step = PERSISTENT ? tiles.step() : tiles.count;
-            for (int tile = tiles.first(); tile < tiles.count; tile += step) {
-                int m0, n0;
-                tiles.origin(tile, m0, n0);
-                if (tile == tiles.first()) {
-                    consumer_mainloop_fused<false, STAGES, T, E, TMA_STORE, BM, CLUSTER>(
-                        acc, smem, read, num_k_tiles, wg_row0, release, pending);
-                } else if (TMA_STORE && tma_store) {
-                    consumer_mainloop_fused<TMA_STORE, STAGES, T, E, TMA_STORE, BM, CLUSTER>(
-                        acc, smem, read, num_k_tiles, wg_row0, release, pending);
-                } else {
-                    pending.whole(acc);
-                    consumer_mainloop_fused<false, STAGES, T, E, TMA_STORE, BM, CLUSTER>(
-                        acc, smem, read, num_k_tiles, wg_row0, release, pending);
-                }
-                pending.row0 = m0 + wg_row0;
-                pending.col0 = n0;
-            }
-            if (tiles.first() < tiles.count) pending.whole(acc);
-            // The staging boxes must stay untouched until the last TMA store has read them; then the block may exit.
-            if (tma_store && threadIdx.x % WG_THREADS == 0) cp_async_bulk_wait_read<0>();
-        } else if constexpr (SCHEDULE == SCHED_TILES) {
+        if constexpr (SCHEDULE == SCHED_TILES) {
             const ClusterTiles<BM, BLOCK_N, CLUSTER> tiles(tiles_m, tiles_n);
             for (int tile = tiles.first(); tile < tiles.count; tile += PERSISTENT ? tiles.step() : tiles.count) {
                 int m0, n0;

@@ -312,8 +312,7 @@ class TmaGemm(NvrtcModule):
         # per tile, a remainder split, the fix-up; a tile wider than its TMA-store boxes (144): an edge tile of 136
         # columns, whose directly stored last 16 are half past C's edge; a 256-row tile: a second tile row, mostly
         # past M; a persistent TMA-store walk over more tiles than the H200's 132 SMs (at least 153: each block that
-        # takes a second tile reuses the C staging, and fp8's 128 x 256 tile stages the first under the second's
-        # first K tile)
+        # takes a second tile reuses the C staging)
         self.sanitize_sizes = (
             ((130, 250, 40), (256, 512, 1024), (13, 264, 1040))
             + (((1100, 4104, 144),) if config.persistent and config.tma_store else ())
