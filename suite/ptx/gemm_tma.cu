@@ -263,8 +263,9 @@ struct E4M3 {  // bf16 out, with the per-tensor scales
 #endif
 // GEMM_TMA_STMATRIX (the TMA-store epilogue's staging): 1, four 8 x 8 matrices of C per stmatrix (16 per thread for
 // a 64 x 256 warpgroup tile); 0 (tools/probe_llm.py epilogue), one 4-byte store per pair of columns (64). On the H200
-// (2026-12-04) at most a point apart: fp8 at 4096^3 1.050 / 1.047 of promoted cuBLAS against 1.034 / 1.049 (top
-// rung, 3 / 4 stages), 1.066 / 1.062 against 1.060 / 1.042 (128 x 128 rung, 5 / 6); the rest within noise.
+// (tools/probe_llm.py epilogue, 2026-12-04) never more than 0.7% slower, up to 1.6% faster on the top rung (fp8
+// 4096^3: 1.050 / 1.047 of promoted cuBLAS against 1.034 / 1.049 at 3 / 4 stages) and on the 128 x 128 fp8 rung at 6
+// stages 0.982 against 0.936 at 8192^3; the 16-bit types within 0.4%.
 #ifndef GEMM_TMA_STMATRIX
 #define GEMM_TMA_STMATRIX 1
 #endif

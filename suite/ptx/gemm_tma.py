@@ -160,7 +160,7 @@ CONFIGS: dict[str, Config] = {
     # + C through TMA; at 4 stages the C staging holds half the tile, stored in two passes. Tile rows in groups of
     # 16: on the H200 (tools/probe_llm.py epilogue, 2026-12-04, two calls) fp8 at 8192^3 and 4 stages went from
     # 0.997 / 1.000 of promoted cuBLAS to 1.007 / 1.007 (B's panels read from HBM half as often, as on the 144 rung);
-    # fp8 at 4096^3 and the 16-bit types moved 0.4% or less either way (32 at a time: 1-2% slower everywhere)
+    # fp8 at 4096^3 and the 16-bit types moved a point or less either way (32 at a time: 1-2% slower everywhere)
     "128x256x64 ws 2wg persistent tma-store": Config(
         256, 2, True, True, (2, 3, 4), dtypes=DTYPES, group_m=16, uniform_warpgroup=True
     ),
