@@ -74,16 +74,6 @@ __device__ __forceinline__ void ldmatrix_x4(unsigned smem_row_addr, unsigned (&f
                  : "r"(smem_row_addr));
 }
 
-// ldmatrix_x4's inverse: four 8x8 16-bit matrices from the warp's registers into shared memory. Lanes 8 i .. 8 i + 7
-// give the addresses of matrix i's 8 rows (16 bytes each); register i of lane l holds matrix i's row l / 4, columns
-// 2 (l % 4) and + 1 (an mma / wgmma accumulator fragment's layout, packed to 16 bits).
-__device__ __forceinline__ void stmatrix_x4(unsigned smem_row_addr, unsigned r0, unsigned r1, unsigned r2,
-                                            unsigned r3) {
-    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_row_addr), "r"(r0),
-                 "r"(r1), "r"(r2), "r"(r3)
-                 : "memory");
-}
-
 // As ldmatrix_x4, each matrix transposed on the way: lane receives row 2*(lane%4) and +1, column lane/4.
 // Used for B stored K-major (row-major K x N), which the mma wants as "col" fragments.
 __device__ __forceinline__ void ldmatrix_x4_trans(unsigned smem_row_addr, unsigned (&frag)[4]) {
@@ -322,6 +312,16 @@ __device__ __forceinline__ unsigned ld_shared_u32(unsigned smem_src) {
     unsigned v;
     asm volatile("ld.shared.u32 %0, [%1];\n" : "=r"(v) : "r"(smem_src) : "memory");
     return v;
+}
+
+// ldmatrix_x4's inverse (sm_90): four 8x8 16-bit matrices from the warp's registers into shared memory. Lanes
+// 8 i .. 8 i + 7 give the addresses of matrix i's 8 rows (16 bytes each); register i of lane l holds matrix i's row
+// l / 4, columns 2 (l % 4) and + 1 (an mma / wgmma accumulator fragment's layout, packed to 16 bits).
+__device__ __forceinline__ void stmatrix_x4(unsigned smem_row_addr, unsigned r0, unsigned r1, unsigned r2,
+                                            unsigned r3) {
+    asm volatile("stmatrix.sync.aligned.m8n8.x4.shared.b16 [%0], {%1, %2, %3, %4};\n" ::"r"(smem_row_addr), "r"(r0),
+                 "r"(r1), "r"(r2), "r"(r3)
+                 : "memory");
 }
 
 #endif  // __CUDA_ARCH__ >= 900
