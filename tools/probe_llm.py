@@ -73,7 +73,7 @@ FLUSH = {"mode": "write"}  # --flush: "write" is do_bench's own loop; "read" is 
 PIPELINED = {"on": False}  # --pipelined: the fp8 probe times the GEMM_TMA_FP8_PIPELINED builds too
 ONLY = {"labels": ()}  # --only: the fp8 probe's configurations whose label holds one of these
 ONCE = {"on": False}  # --once: the fp8 probe calls each configuration once, for ncu (fp8_once)
-FP16_TOO = {"on": True}  # --fp8-only: the uniform probe times its fp8 rows only
+FP16_TOO = {"on": True}  # --fp8-only: the uniform and epilogue probes time their fp8 rows only
 
 
 def median_us(fn, rep_ms: float = 150.0) -> float:
@@ -325,6 +325,16 @@ def ptx_decode(shapes) -> None:
         print(f"  (the shape moves {moved / 1e6:.1f} MB: at 4.26 TB/s {moved / 4.26e6:.1f} us)", flush=True)
 
 
+def fp64_checked_us(launcher, c, ref, checked: bool = True) -> tuple[float, float | None]:
+    """``launcher`` (writing ``c``) called once on a NaN-poisoned C, its largest error against the fp64 ``ref`` as a
+    share of max |C| (None when not ``checked``: a build that writes no C), then its graph replay timed, in µs."""
+    c.fill_(float("nan"))
+    launcher()
+    torch.cuda.synchronize()
+    err = ((c.double() - ref).abs().max() / ref.abs().max()).item() if checked else None
+    return median_us(replayed(launcher)), err
+
+
 def uniform(shapes) -> None:
     """The PTX kernels built from tools/_gemm_tma_head.cu (gemm_tma.cu before its warpgroup index was broadcast
     from lane 0 and its wgmma descriptors advanced by one add per k-step: per-thread descriptors moved to uniform
@@ -371,11 +381,7 @@ def uniform(shapes) -> None:
                     builds.append((f"broadcast {bcast} plus {plus}", module))
             for tag, module in builds:
                 c = gemm.make_output(inputs)
-                call = g.Gemm(inputs, c, config, stages, kernel=module)
-                call()
-                torch.cuda.synchronize()
-                err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
-                us = median_us(replayed(call))
+                us, err = fp64_checked_us(g.Gemm(inputs, c, config, stages, kernel=module), c, ref)
                 print(
                     f"{'x'.join(map(str, size))} fp8 {name.split()[0]} {stages} st {tag}: {us:8.1f} us "
                     f"({base / us:.3f}), max error {err:.1e} of max |C|",
@@ -449,12 +455,7 @@ def epilogue(shapes) -> None:
                 for stages in config.stages[1:]:
                     try:
                         c = gemm.make_output(inputs)
-                        c.fill_(float("nan"))
-                        launcher = g.Gemm(inputs, c, config, stages, kernel=module)
-                        launcher()
-                        torch.cuda.synchronize()
-                        err = ((c.double() - ref).abs().max() / ref.abs().max()).item() if checked else None
-                        us = median_us(replayed(launcher))
+                        us, err = fp64_checked_us(g.Gemm(inputs, c, config, stages, kernel=module), c, ref, checked)
                         what = f"max error {err:.1e} of max |C|" if checked else "C not written"
                         print(f"{where} {tag} {stages} st: {us:8.1f} us ({base / us:.3f}), {what}", flush=True)
                     except Exception as e:  # noqa: BLE001
@@ -954,7 +955,10 @@ def main(argv=None) -> None:
     p.add_argument("--pipelined", action="store_true", help="fp8: time the GEMM_TMA_FP8_PIPELINED builds too")
     p.add_argument("--fp8-only", action="store_true", help="uniform, epilogue: time their fp8 rows only")
     p.add_argument(
-        "--only", nargs="+", default=(), help="fp8, decode: only configurations whose label holds one of these"
+        "--only",
+        nargs="+",
+        default=(),
+        help="fp8, decode, epilogue: only configurations whose label holds one of these",
     )
     p.add_argument(
         "--once", action="store_true", help="fp8, m256: call each configuration once (for ncu), time nothing"

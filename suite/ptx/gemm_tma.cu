@@ -859,27 +859,26 @@ __device__ __forceinline__ void store_partial(float* slice, int M, int N, int ro
 // chunk, land in 8 different 16-byte slots). C_PASSES = 2: the staging holds half of the tile's columns (what lets a
 // fourth 48 KiB stage fit beside it), so the tile goes out in two passes, the second waiting for the first's stores to
 // have read the staging. A tile whose width is not whole boxes (144: two boxes and 16 columns) stores its last columns
-// directly from registers (T::C_TAIL). One pass (TmaPasses) in three steps:
-//   pass_begin: the elected thread waits until the stores issued last have read the staging boxes;
-//   pass_write: every thread stages its accumulators of the pass (16-bit, swizzled);
-//   pass_store: the elected thread stores the pass's boxes with TMA, one bulk group.
+// directly from registers (T::C_TAIL).
 // (Staging the previous tile's C under the next tile's first wgmma groups, tried for fp8's 128 x 256 tile in
 // 569e4c2, GEMM_TMA_FP8_FUSED_EPILOGUE, was correct and slower on the H200: 0.958 / 0.887 of promoted cuBLAS at
 // 8192^3, 3 / 4 stages, against 1.009 / 0.997.)
 template <int STAGES, class T, class E, int BM, int BLOCK_N, int C_PASSES>
-struct TmaPasses {
+__device__ __forceinline__ void store_tile_tma(const TensorMap& tmap_c, const SmemLayout<STAGES, T, true, BM>& smem,
+                                               int wg, int row0, int col0,
+                                               const float (&acc)[T::WG_M_TILES][T::ACC], float alpha, half_bits* C,
+                                               int M, int N) {
     static_assert(C_PASSES == 1 || (C_PASSES == 2 && T::C_BOXES % 2 == 0), "one pass, or two over half the boxes");
-    static constexpr int BOXES = T::C_BOXES / C_PASSES;  // staging boxes per m64 tile (a pass's boxes of the tile)
-
-    __device__ __forceinline__ static void pass_begin(int wg) {
-        // the stores issued last (the previous tile's, or this tile's previous pass) have read the staging boxes...
-        if (threadIdx.x % WG_THREADS == 0) cp_async_bulk_wait_read<0>();
-        named_barrier_sync(1 + wg, WG_THREADS);  // ...which every thread of the warpgroup may now overwrite
-    }
-    __device__ __forceinline__ static void pass_write(const SmemLayout<STAGES, T, true, BM>& smem, int wg,
-                                                       const float (&acc)[T::WG_M_TILES][T::ACC], float alpha,
-                                                       int pass) {
-        const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
+    constexpr int BOXES = T::C_BOXES / C_PASSES;  // staging boxes per m64 tile, per pass
+    const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
+    const bool elected = threadIdx.x % WG_THREADS == 0;  // issues this warpgroup's TMA stores
+    const unsigned wg_barrier = 1 + wg;                 // named barrier of this warpgroup's 128 threads
+#pragma unroll
+    for (int pass = 0; pass < C_PASSES; ++pass) {
+        // the stores issued last (the previous tile's, or this tile's previous pass) have finished reading the
+        // staging boxes...
+        if (elected) cp_async_bulk_wait_read<0>();
+        named_barrier_sync(wg_barrier, WG_THREADS);  // ...which every thread of the warpgroup may now overwrite
         if constexpr (GEMM_TMA_STMATRIX) {
             // per stmatrix_x4, column groups j and j + 1 (8 columns each), rows +0 and +8 of the warp's 16: matrix
             // i = lane / 8 is group j + i / 2, row half i % 2, and this lane gives its row lane % 8 (the swizzle's
@@ -909,7 +908,7 @@ struct TmaPasses {
                 for (int half = 0; half < 2; ++half) {
                     const int r = warp * 16 + lane / 4 + half * 8;  // row inside the m64 tile
 #pragma unroll
-                    for (int j = pass * BOXES * 8; j < (pass + 1) * BOXES * 8; ++j) {  // 8 per box
+                    for (int j = pass * BOXES * 8; j < (pass + 1) * BOXES * 8; ++j) {  // 8 pairs of columns per box
                         const int box = (j / 8) % BOXES, chunk = j % 8;
                         const unsigned dst = smem.template c_box<BOXES>(wg, mt, box) + r * SWIZZLE_BYTES +
                                              ((chunk ^ (r % 8)) << 4) + (lane % 4) * 4;
@@ -922,33 +921,17 @@ struct TmaPasses {
                     }
                 }
         }
-        fence_proxy_async_shared();              // these generic-proxy writes must be visible to the TMA unit...
-        named_barrier_sync(1 + wg, WG_THREADS);  // ...from every thread, before the elected one starts the stores
-    }
-    __device__ __forceinline__ static void pass_store(const TensorMap& tmap_c,
-                                                       const SmemLayout<STAGES, T, true, BM>& smem, int wg, int row0,
-                                                       int col0, int pass) {
-        if (threadIdx.x % WG_THREADS != 0) return;  // the elected thread issues this warpgroup's TMA stores
+        fence_proxy_async_shared();                  // these generic-proxy writes must be visible to the TMA unit...
+        named_barrier_sync(wg_barrier, WG_THREADS);  // ...from every thread, before the elected one starts the stores
+        if (elected) {
 #pragma unroll
-        for (int mt = 0; mt < T::WG_M_TILES; ++mt)
+            for (int mt = 0; mt < T::WG_M_TILES; ++mt)
 #pragma unroll
-            for (int b = pass * BOXES; b < (pass + 1) * BOXES; ++b)
-                tma_store_2d(&tmap_c, smem.template c_box<BOXES>(wg, mt, b % BOXES), col0 + b * C_BOX_COLS,
-                             row0 + mt * 64);
-        cp_async_bulk_commit();
-    }
-};
-template <int STAGES, class T, class E, int BM, int BLOCK_N, int C_PASSES>
-__device__ __forceinline__ void store_tile_tma(const TensorMap& tmap_c, const SmemLayout<STAGES, T, true, BM>& smem,
-                                               int wg, int row0, int col0,
-                                               const float (&acc)[T::WG_M_TILES][T::ACC], float alpha, half_bits* C,
-                                               int M, int N) {
-    using Passes = TmaPasses<STAGES, T, E, BM, BLOCK_N, C_PASSES>;
-#pragma unroll
-    for (int pass = 0; pass < C_PASSES; ++pass) {
-        Passes::pass_begin(wg);
-        Passes::pass_write(smem, wg, acc, alpha, pass);
-        Passes::pass_store(tmap_c, smem, wg, row0, col0, pass);
+                for (int box = 0; box < BOXES; ++box)
+                    tma_store_2d(&tmap_c, smem.template c_box<BOXES>(wg, mt, box),
+                                 col0 + (pass * BOXES + box) * C_BOX_COLS, row0 + mt * 64);
+            cp_async_bulk_commit();
+        }
     }
     // the columns past the last whole box (144 wide: 16) straight from the registers, bounds-checked: a 32-byte
     // sector per row and warp
