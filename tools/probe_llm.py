@@ -39,6 +39,9 @@ the same way in the same process.
   epilogue  the 128 x 256 TMA-store rung in every dtype at the square shapes: as registered, its tile rows in groups
             of 8 and 32, its epilogue skipped (GEMM_TMA_PROBE_NO_EPILOGUE), C stored directly, C staged by 4-byte
             stores instead of stmatrix (also on fp8's pairs rungs) (--fp8-only, --only)
+  skew      the same rung as registered, with its second consumer warpgroup started 1 or 2 K tiles after the
+            first (GEMM_TMA_SKEW), and instrumented (GEMM_TMA_PROBE_CLOCKS: cycles per tile in mainloop and
+            epilogue, SM clock, the warpgroups' lag at the end) (--fp8-only, --only)
   flush     cuBLAS and the best decode rows of each backend with the L2 flushed by a write (do_bench's zero_ of
             256 MB, which leaves up to the L2's size of dirty lines that the kernel's own reads then evict to DRAM),
             by a read (a sum over the same buffer: clean lines), and not at all
@@ -458,6 +461,60 @@ def epilogue(shapes) -> None:
                         us, err = fp64_checked_us(g.Gemm(inputs, c, config, stages, kernel=module), c, ref, checked)
                         what = f"max error {err:.1e} of max |C|" if checked else "C not written"
                         print(f"{where} {tag} {stages} st: {us:8.1f} us ({base / us:.3f}), {what}", flush=True)
+                    except Exception as e:  # noqa: BLE001
+                        print(f"{where} {tag} {stages} st: {type(e).__name__}: {str(e)[:160]}", flush=True)
+
+
+def skew(shapes) -> None:
+    """The 128 x 256 TMA-store rung at the square shapes, every dtype (fp8 against promoted cuBLAS), in one process:
+    as registered, with its second consumer warpgroup started 1 or 2 K tiles after the first (GEMM_TMA_SKEW: one
+    warpgroup's epilogue under the other's wgmma), and instrumented (GEMM_TMA_PROBE_CLOCKS: SM cycles per tile in
+    mainloops and epilogues, the SM clock, the warpgroups' skew at the end), with and without the skew. Each checked
+    against fp64 first."""
+    from suite.problems import PROBLEMS
+    from suite.ptx import gemm_tma as g
+
+    gemm, device = PROBLEMS["gemm"], torch.device("cuda")
+    name = "128x256x64 ws 2wg persistent tma-store"
+    top = g.CONFIGS[name]
+    builds = [("registered", g.KERNELS[name], False)]
+    builds += [(f"skew {k}", g.TmaGemm(top).with_defines(f"GEMM_TMA_SKEW={k}"), False) for k in (1, 2)]
+    builds.append(("clocks", g.TmaGemm(top).with_defines("GEMM_TMA_PROBE_CLOCKS=1"), True))
+    builds.append(("clocks, skew 1", g.TmaGemm(top).with_defines("GEMM_TMA_PROBE_CLOCKS=1", "GEMM_TMA_SKEW=1"), True))
+    dtypes = ("fp8e4m3",) if not FP16_TOO["on"] else ("fp8e4m3", "bf16", "fp16")
+    for size in shapes:
+        for dtype in dtypes:
+            inputs = gemm.make_inputs(size, 1, device, dtype)
+            ref = gemm.reference(inputs)
+            c = gemm.make_output(inputs)
+            call = cublas_fp8(inputs, c, False) if dtype == "fp8e4m3" else lambda: torch.matmul(*inputs[:2], out=c)
+            base = median_us(replayed(call))
+            where = f"{'x'.join(map(str, size))} {dtype}"
+            print(f"{where} cuBLAS {base:8.1f} us", flush=True)
+            for tag, module, clocked in builds:
+                if ONLY["labels"] and not any(w in tag for w in ONLY["labels"]):
+                    continue
+                for stages in (3, 4):
+                    try:
+                        c = gemm.make_output(inputs)
+                        launcher = g.Gemm(inputs, c, top, stages, kernel=module)
+                        if clocked:  # 8 words per (block, consumer warpgroup), in place of the unused workspace
+                            words = torch.zeros(launcher.grid * top.consumers * 8, dtype=torch.int64, device=device)
+                            launcher.workspace = words
+                            launcher.args = launcher.args[:9] + (words.data_ptr(),) + launcher.args[10:]
+                        us, err = fp64_checked_us(launcher, c, ref)
+                        line = f"{where} {tag} {stages} st: {us:8.1f} us ({base / us:.3f}), max error {err:.1e}"
+                        if clocked:  # the last replay's counts
+                            w = words.view(launcher.grid, top.consumers, 8).double().cpu()
+                            tiles = w[:, :, 2].sum()
+                            main, epi = w[:, :, 0].sum() / tiles, w[:, :, 1].sum() / tiles
+                            mhz = ((w[:, :, 6] - w[:, :, 5]) / (w[:, :, 4] - w[:, :, 3])).median().item() * 1e3
+                            lag = (w[:, 1, 6] - w[:, 0, 6]).median().item()
+                            line += (
+                                f"; per tile: mainloop {main:.0f} cycles, epilogue {epi:.0f} ({epi / (main + epi):.1%})"
+                                f"; SM clock {mhz:.0f} MHz; warpgroup 1 ends {lag:.0f} cycles after 0 (median)"
+                            )
+                        print(line, flush=True)
                     except Exception as e:  # noqa: BLE001
                         print(f"{where} {tag} {stages} st: {type(e).__name__}: {str(e)[:160]}", flush=True)
 
@@ -948,17 +1005,18 @@ def main(argv=None) -> None:
             "m256",
             "uniform",
             "epilogue",
+            "skew",
         ),
     )
     p.add_argument("--shape", nargs="+", help="MxNxK shapes instead of the probe's own")
     p.add_argument("--flush", choices=("write", "read"), default="write", help="how the L2 is emptied before a call")
     p.add_argument("--pipelined", action="store_true", help="fp8: time the GEMM_TMA_FP8_PIPELINED builds too")
-    p.add_argument("--fp8-only", action="store_true", help="uniform, epilogue: time their fp8 rows only")
+    p.add_argument("--fp8-only", action="store_true", help="uniform, epilogue, skew: time their fp8 rows only")
     p.add_argument(
         "--only",
         nargs="+",
         default=(),
-        help="fp8, decode, epilogue: only configurations whose label holds one of these",
+        help="fp8, decode, epilogue, skew: only configurations whose label holds one of these",
     )
     p.add_argument(
         "--once", action="store_true", help="fp8, m256: call each configuration once (for ncu), time nothing"
@@ -997,6 +1055,7 @@ def main(argv=None) -> None:
         # the decode shapes of the uniform probe (its square shapes are its own)
         "uniform": ((16, 8192, 8192), (64, 4096, 14336), (16, 6144, 4096)),
         "epilogue": ((8192, 8192, 8192), (4096, 4096, 4096)),
+        "skew": ((8192, 8192, 8192), (4096, 4096, 4096)),
     }[args.probe]
     shapes = [tuple(int(x) for x in s.split("x")) for s in args.shape] if args.shape else own
     probes = {"launch": launch, "split-k": split_k, "decode": decode, "flush": flush, "fp8": fp8}

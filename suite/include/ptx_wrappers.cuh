@@ -302,6 +302,18 @@ __device__ __forceinline__ void named_barrier_sync(unsigned id, unsigned threads
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
 }
 
+// Arrive at barrier `id` without waiting (its bar.sync side waits for all `threads`, arrivals included).
+__device__ __forceinline__ void named_barrier_arrive(unsigned id, unsigned threads) {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
+// The GPU's global nanosecond timer (the same on every SM; for probes that convert SM cycles into time).
+__device__ __forceinline__ unsigned long long global_timer_ns() {
+    unsigned long long t;
+    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
+    return t;
+}
+
 // 4-byte shared-memory store.
 __device__ __forceinline__ void st_shared_u32(unsigned smem_dst, unsigned v) {
     asm volatile("st.shared.u32 [%0], %1;\n" ::"r"(smem_dst), "r"(v) : "memory");

@@ -275,6 +275,20 @@ struct E4M3 {  // bf16 out, with the per-tensor scales
 #ifndef GEMM_TMA_PROBE_NO_EPILOGUE
 #define GEMM_TMA_PROBE_NO_EPILOGUE 0
 #endif
+// GEMM_TMA_SKEW=S (tools/probe_llm.py epilogue only, no registered row): on the persistent tile walk with two
+// consumer warpgroups, the second starts only once the first has done S K tiles of its first tile (named barrier
+// SKEW_BARRIER), so that from then on one warpgroup's epilogue runs while the other still issues wgmma.
+#ifndef GEMM_TMA_SKEW
+#define GEMM_TMA_SKEW 0
+#endif
+constexpr unsigned SKEW_BARRIER = 3;  // after __syncthreads' 0 and the consumer warpgroups' own 1 and 2
+// GEMM_TMA_PROBE_CLOCKS=1 (tools/probe_llm.py epilogue only, no registered row): on the persistent tile walk each
+// consumer warpgroup's first thread counts SM cycles spent in mainloops and in epilogues and the tiles it did, and
+// writes them, the global timer's start and end and its SM clock's, into the workspace (8 64-bit words per warpgroup
+// and block: mainloop cycles, epilogue cycles, tiles, start ns, end ns, start cycle, end cycle).
+#ifndef GEMM_TMA_PROBE_CLOCKS
+#define GEMM_TMA_PROBE_CLOCKS 0
+#endif
 
 template <int BM, int BLOCK_N, int CONSUMERS, class E>
 struct Tile {
@@ -616,7 +630,10 @@ __device__ __forceinline__ float (&acc_part(float (&acc)[ACC], int part))[REGS] 
 template <int STAGES, class T, class E, bool TMA_STORE, int BM, int BLOCK_N, int CLUSTER = 1>
 __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T::ACC],
                                                   const SmemLayout<STAGES, T, TMA_STORE, BM>& smem,
-                                                  RingPosition& read, int num_k_tiles, int wg_row0, bool release) {
+                                                  RingPosition& read, int num_k_tiles, int wg_row0, bool release,
+                                                  bool skew_arrive = false) {
+    // GEMM_TMA_SKEW: the K tile after which the first consumer warpgroup lets the second start
+    const int skew_k_tile = min(GEMM_TMA_SKEW, num_k_tiles) - 1;
 #pragma unroll
     for (int mt = 0; mt < T::WG_M_TILES; ++mt)
 #pragma unroll
@@ -756,6 +773,9 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
                 // every wgmma of this K tile completed
                 if (release) release_stage<CLUSTER>(smem.empty(smem_read_stage));
                 read.advance<STAGES>();
+                if constexpr (GEMM_TMA_SKEW > 0) {
+                    if (skew_arrive && k_tile == skew_k_tile) named_barrier_arrive(SKEW_BARRIER, 2 * WG_THREADS);
+                }
             }
         }
         return;
@@ -797,6 +817,9 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
         if (released_stage >= 0 && release) release_stage<CLUSTER>(smem.empty(released_stage));
         released_stage = smem_read_stage;
         read.advance<STAGES>();
+        if constexpr (GEMM_TMA_SKEW > 0) {
+            if (skew_arrive && k_tile == skew_k_tile) named_barrier_arrive(SKEW_BARRIER, 2 * WG_THREADS);
+        }
     }
     wgmma_wait<0>();  // every wgmma of this tile is done: the accumulators are final, the last stage is free
     fence_accumulators(acc);
@@ -1174,11 +1197,24 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
         const int num_tiles = tiles_m * tiles_n;
         if constexpr (SCHEDULE == SCHED_TILES) {
             const ClusterTiles<BM, BLOCK_N, CLUSTER> tiles(tiles_m, tiles_n);
+            constexpr bool SKEWED = GEMM_TMA_SKEW > 0 && PERSISTENT && T::CONSUMER_WGS == 2;
+            constexpr bool CLOCKED = GEMM_TMA_PROBE_CLOCKS && PERSISTENT;
+            long long mainloop_cycles = 0, epilogue_cycles = 0, tiles_done = 0;
+            const unsigned long long start_ns = CLOCKED ? global_timer_ns() : 0;
+            const long long start_cycle = CLOCKED ? clock64() : 0;
             for (int tile = tiles.first(); tile < tiles.count; tile += PERSISTENT ? tiles.step() : tiles.count) {
                 int m0, n0;
                 tiles.origin(tile, m0, n0);
+                const bool first = tile == tiles.first();
+                // GEMM_TMA_SKEW: the second consumer warpgroup waits for the first's first K tiles
+                if constexpr (SKEWED) {
+                    if (first && wg == 1) named_barrier_sync(SKEW_BARRIER, 2 * WG_THREADS);
+                }
+                const long long t0 = CLOCKED ? clock64() : 0;
                 consumer_mainloop<STAGES, T, E, TMA_STORE, BM, BLOCK_N, CLUSTER>(acc, smem, read, num_k_tiles,
-                                                                                  wg_row0, release);
+                                                                                  wg_row0, release,
+                                                                                  SKEWED && first && wg == 0);
+                const long long t1 = CLOCKED ? clock64() : 0;
                 if constexpr (GEMM_TMA_PROBE_NO_EPILOGUE) {
                     if (M > 0) continue;  // probe only: C left unwritten
                 }
@@ -1187,10 +1223,27 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
                     if (tma_store) {
                         store_tile_tma<STAGES, T, E, BM, BLOCK_N, C_PASSES>(tmap_c, smem, wg, m0 + wg_row0, n0, acc,
                                                                             alpha, C, M, N);
+                        if constexpr (CLOCKED) {
+                            mainloop_cycles += t1 - t0;
+                            epilogue_cycles += clock64() - t1;
+                            ++tiles_done;
+                        }
                         continue;
                     }
                 }
                 store_tile<T, E, BLOCK_N>(C, M, N, m0 + wg_row0, n0, acc, alpha);
+            }
+            if constexpr (CLOCKED) {
+                if (threadIdx.x % WG_THREADS == 0) {
+                    long long* out = reinterpret_cast<long long*>(workspace) + (blockIdx.x * T::CONSUMER_WGS + wg) * 8;
+                    out[0] = mainloop_cycles;
+                    out[1] = epilogue_cycles;
+                    out[2] = tiles_done;
+                    out[3] = (long long)start_ns;
+                    out[4] = (long long)global_timer_ns();
+                    out[5] = start_cycle;
+                    out[6] = clock64();  // the two warpgroups' ends, on one SM's clock: their skew at the end
+                }
             }
             // The staging boxes must stay untouched until the last TMA store has read them; then the block may exit.
             if (tma_store && threadIdx.x % WG_THREADS == 0) cp_async_bulk_wait_read<0>();
