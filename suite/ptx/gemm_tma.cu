@@ -261,6 +261,12 @@ struct E4M3 {  // bf16 out, with the per-tensor scales
 #ifndef GEMM_TMA_FP8_A_REGS
 #define GEMM_TMA_FP8_A_REGS 0
 #endif
+// GEMM_TMA_FP8_EARLY_WAIT (tools/probe_llm.py fp8): the promoted halves' mainloop (the 128 x 256 rung's) with each
+// K tile's full barrier waited on under the K tile before's last group (1), and each stage released only after the
+// next K tile's first group is issued (2): nothing but the adds between a group's wait and the next group's issue.
+#ifndef GEMM_TMA_FP8_EARLY_WAIT
+#define GEMM_TMA_FP8_EARLY_WAIT 0
+#endif
 // GEMM_TMA_STMATRIX (the TMA-store epilogue's staging): 1, four 8 x 8 matrices of C per stmatrix (16 per thread for
 // a 64 x 256 warpgroup tile); 0 (tools/probe_llm.py epilogue), one 4-byte store per pair of columns (64). On the H200
 // (tools/probe_llm.py epilogue, 2026-12-04) never more than 0.7% slower, up to 1.6% faster on the top rung (fp8
@@ -758,6 +764,46 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
             static_assert(!GEMM_TMA_FP8_A_REGS || T::WG_M_TILES == 1, "register A: one m64 tile per warpgroup");
             float part[64];
             unsigned a_frag[T::K_STEPS][4];  // GEMM_TMA_FP8_A_REGS only
+            if constexpr (GEMM_TMA_FP8_EARLY_WAIT > 0) {
+                // Between one half's wait and the next half's issue only the adds, so that the other warpgroup's
+                // group in flight covers them: each K tile's full barrier is waited on under the K tile before's
+                // last group, and (2) each stage released only after the next K tile's first group is issued.
+                constexpr int LAST_MT = T::WG_M_TILES - 1, LAST_H = BLOCK_N / 128 - 1;
+                if (num_k_tiles > 0) consumer_wait(smem.full(read.stage), read);  // the first K tile has landed
+                int released_stage = -1;  // (2) the stage to release after the next issue
+                for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
+                    const int smem_read_stage = read.stage;
+                    if constexpr (GEMM_TMA_FP8_A_REGS) load_a_fragments(a_frag, smem, smem_read_stage, wg_row0);
+#pragma unroll
+                    for (int mt = 0; mt < T::WG_M_TILES; ++mt)
+#pragma unroll
+                        for (int h = 0; h < BLOCK_N / 128; ++h) {
+                            issue_part<STAGES, T, E>(part, a_frag, smem, smem_read_stage, wg_row0, h, mt);
+                            if (GEMM_TMA_FP8_EARLY_WAIT > 1 && mt == 0 && h == 0 && released_stage >= 0) {
+                                if (release) release_stage<CLUSTER>(smem.empty(released_stage));  // read before
+                            }
+                            if (mt == LAST_MT && h == LAST_H && k_tile + 1 < num_k_tiles) {
+                                RingPosition next = read;
+                                next.advance<STAGES>();
+                                consumer_wait(smem.full(next.stage), next);  // the next K tile has landed
+                            }
+                            wgmma_wait<0>();  // the half's partial sum is final: promote it into fp32
+                            promote_half(acc[mt], part, h);
+                        }
+                    // every wgmma of this K tile completed
+                    if constexpr (GEMM_TMA_FP8_EARLY_WAIT > 1) {
+                        released_stage = smem_read_stage;
+                    } else {
+                        if (release) release_stage<CLUSTER>(smem.empty(smem_read_stage));
+                    }
+                    read.advance<STAGES>();
+                    if constexpr (GEMM_TMA_SKEW > 0) {
+                        if (skew_arrive && k_tile == skew_k_tile) named_barrier_arrive(SKEW_BARRIER, 2 * WG_THREADS);
+                    }
+                }
+                if (GEMM_TMA_FP8_EARLY_WAIT > 1 && released_stage >= 0 && release)
+                    release_stage<CLUSTER>(smem.empty(released_stage));
+            } else {
             for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
                 const int smem_read_stage = read.stage;
                 consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
@@ -776,6 +822,7 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
                 if constexpr (GEMM_TMA_SKEW > 0) {
                     if (skew_arrive && k_tile == skew_k_tile) named_barrier_arrive(SKEW_BARRIER, 2 * WG_THREADS);
                 }
+            }
             }
         }
         return;

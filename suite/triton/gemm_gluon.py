@@ -292,12 +292,43 @@ def _fp8_halves(
     lap,
     STAGES: gl.constexpr,
     WG: gl.constexpr,
+    EARLY_WAIT: gl.constexpr = 0,
 ):
     """fp8 MAINLOOP over K tiles [kb, ke) of one tile, on one warpgroup's rows: per K tile two halves of N, each
     summed from zero and promoted into fp32 (left, right) once complete. Returns (left, right, part) and the ring's
-    next position."""
+    next position.
+
+    EARLY_WAIT (GluonGemm's early_wait, unregistered: tools/probe_llm.py fp8): only the adds between one half's wait
+    and the next half's issue, so that the other warpgroup's group in flight covers them: each K tile's ready barrier
+    waited on under the K tile before's second half (1), and (2) each stage released only after the next K tile's
+    first half is issued."""
     WG_M: gl.constexpr = a_ring.type.shape[1] // 2
     HALF: gl.constexpr = b_ring.type.shape[1] // 2  # K-major B: the ring's boxes are BLOCK_N x BLOCK_K
+    if EARLY_WAIT:
+        mbarrier.wait(ready.index(smem_read_stage), lap, pred=kb < ke)  # the first K tile's TMA bytes
+        prev_stage = smem_read_stage  # EARLY_WAIT 2: the stage released after the next issue
+        for i in range(kb, ke):
+            a_rows = a_ring.index(smem_read_stage).slice(WG * WG_M, WG_M)  # this warpgroup's rows of A
+            b_stage = b_ring.index(smem_read_stage)
+            part = warpgroup_mma(a_rows, b_stage.slice(0, HALF).permute((1, 0)), part, use_acc=False, is_async=True)
+            if EARLY_WAIT == 2:  # the K tile before has been read by both its halves: release it now
+                mbarrier.arrive(empty.index(prev_stage), pred=i > kb)
+            part = warpgroup_mma_wait(0, deps=(part,))  # the first half's partial sum is final: promote it
+            left = _kept_here(left + part)
+            part = warpgroup_mma(a_rows, b_stage.slice(HALF, HALF).permute((1, 0)), part, use_acc=False, is_async=True)
+            next_stage, next_lap = _next_stage(smem_read_stage, lap, STAGES)
+            # the next K tile's TMA bytes, waited for while this half runs
+            mbarrier.wait(ready.index(next_stage), next_lap, pred=i + 1 < ke)
+            part = warpgroup_mma_wait(0, deps=(part,))  # the second half's too
+            right = _kept_here(right + part)
+            if EARLY_WAIT == 2:
+                prev_stage = smem_read_stage
+            else:
+                mbarrier.arrive(empty.index(smem_read_stage))  # both halves have read the stage
+            smem_read_stage, lap = next_stage, next_lap
+        if EARLY_WAIT == 2:
+            mbarrier.arrive(empty.index(prev_stage), pred=ke > kb)  # the last K tile's stage
+        return left, right, part, smem_read_stage, lap
     for _ in range(kb, ke):
         # wait for the TMA bytes of this stage (its ready barrier's phase for this lap)
         mbarrier.wait(ready.index(smem_read_stage), lap)
@@ -438,6 +469,7 @@ def _fp8_consumer(
     WG: gl.constexpr,  # 0 or 1: this partition's warpgroup, rows WG x 64 .. + 63 of the tile
     QUARTERS: gl.constexpr,  # promote in quarters of N through two partials in turn (GluonGemm's quarters)
     STREAM_K: gl.constexpr = 0,  # 1: the last wave's K iterations shared (GluonGemm's stream_k); 2: FAULT_SK_NO_WAIT
+    EARLY_WAIT: gl.constexpr = 0,  # the halves' barrier wait and release off the adds' path (_fp8_halves)
 ):
     """fp8: one warpgroup's 64 rows of the 128 x 256 tile, each K tile promoted into fp32 in two halves of N, or
     (QUARTERS, unregistered: tools/probe_llm.py fp8) in four quarters through two partials taken in turn, each
@@ -528,7 +560,20 @@ def _fp8_consumer(
         else:
             # -- MAINLOOP over all of K, then EPILOGUE --
             left, right, part, smem_read_stage, lap = _fp8_halves(
-                a_ring, b_ring, ready, empty, left, right, part, 0, k_tiles, smem_read_stage, lap, STAGES, WG
+                a_ring,
+                b_ring,
+                ready,
+                empty,
+                left,
+                right,
+                part,
+                0,
+                k_tiles,
+                smem_read_stage,
+                lap,
+                STAGES,
+                WG,
+                EARLY_WAIT,
             )
             _fp8_epilogue(c_desc, c_smem, left, right, scale, m0, n0, WG)
     if STREAM_K:
@@ -540,7 +585,7 @@ def _fp8_consumer(
             left = gl.zeros((WG_M, HALF), dtype=gl.float32, layout=half_layout)
             right = gl.zeros((WG_M, HALF), dtype=gl.float32, layout=half_layout)
             left, right, part, smem_read_stage, lap = _fp8_halves(
-                a_ring, b_ring, ready, empty, left, right, part, kb, ke, smem_read_stage, lap, STAGES, WG
+                a_ring, b_ring, ready, empty, left, right, part, kb, ke, smem_read_stage, lap, STAGES, WG, EARLY_WAIT
             )
             if kb > 0:  # a later part of the tile's K: the tile's finisher adds it
                 _fp8_publish(workspace, flags, left, right, WG)
@@ -676,6 +721,7 @@ def gemm_gluon_kernel(
     QUARTERS: gl.constexpr = False,  # fp8: promote in quarters of N (_fp8_consumer; unregistered)
     PAIRS: gl.constexpr = False,  # fp8 on 128 x 128 tiles: K tiles promoted in pairs (_fp8_pairs_consumer)
     STREAM_K: gl.constexpr = 0,  # fp8 halves: 1, the last wave's K iterations shared; 2, its self-test's fault
+    EARLY_WAIT: gl.constexpr = 0,  # fp8 halves: barrier wait and release off the adds' path (unregistered)
 ):
     dtype: gl.constexpr = a_desc.dtype
     INSTR_K: gl.constexpr = 256 // dtype.primitive_bitwidth  # wgmma's K step: k16 for 2-byte operands, k32 for fp8
@@ -734,6 +780,7 @@ def gemm_gluon_kernel(
                         0,
                         QUARTERS,
                         STREAM_K,
+                        EARLY_WAIT,
                     ),
                 ),
                 # a worker partition's arguments: one tuple as written (a concatenated tuple loses its constexprs)
@@ -761,6 +808,7 @@ def gemm_gluon_kernel(
                         1,
                         QUARTERS,
                         STREAM_K,
+                        EARLY_WAIT,
                     ),
                 ),
                 (
@@ -868,8 +916,14 @@ class GluonGemm:
         group_m: int | None = None,
         stream_k: bool = False,
         fault: bool = False,
+        early_wait: int = 0,
     ):
         ops = gemm_operands(inputs, c, ("fp8e4m3",) if pairs else DTYPES)
+        if early_wait not in (0, 1, 2):
+            raise ValueError(f"early_wait must be 0, 1 or 2 (got {early_wait})")
+        if early_wait and (not ops.b_k_major or quarters or pairs):
+            raise ValueError("early_wait: a schedule of the fp8 kernel's halves only (not 16-bit, quarters or pairs)")
+        self.early_wait = early_wait
         if (quarters or pairs) and not ops.b_k_major:
             raise ValueError("quarters, pairs: only fp8 is promoted, so only fp8 has a promotion schedule to choose")
         if quarters and pairs:
@@ -922,6 +976,11 @@ class GluonGemm:
             + (", promoted in quarters of N (unregistered)" if quarters else "")
             + (", K tiles promoted in pairs through two partials" if pairs else "")
             + (
+                f", halves' barrier wait and release off the adds' path ({early_wait}, unregistered)"
+                if early_wait
+                else ""
+            )
+            + (
                 f", stream-K: {self.sk_plan[0]} tiles whole, then {self.sk_plan[1]} K iterations "
                 f"over {self.sk_plan[2]} programs"
                 if stream_k
@@ -947,6 +1006,7 @@ class GluonGemm:
             QUARTERS=self.quarters,
             PAIRS=self.pairs,
             STREAM_K=(2 if self.fault else 1) if self.stream_k else 0,
+            EARLY_WAIT=self.early_wait,
         )
         if self.c_padded is not None:
             self.c.copy_(self.c_padded[:, : self.c.shape[1]])
