@@ -847,24 +847,28 @@ def fp8(shapes) -> None:
                 timed[f"cuBLAS use_fast_accum={fast}"] = (median_us(replayed(call)), err)
             except RuntimeError as e:  # _scaled_mm refuses N or K not a multiple of 16: the kernels still run
                 print(f"{'x'.join(map(str, size))} cuBLAS use_fast_accum={fast}: {str(e)[:100]}", flush=True)
-        for label, make in made:
-            try:
-                c = gemm.make_output(inputs)
-                call = make(inputs, c)
-                call()
-                torch.cuda.synchronize()
-                err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
-                timed[label] = (median_us(replayed(call)), err)
-            except Exception as e:  # noqa: BLE001 - a configuration that fails is listed, the probe goes on
-                print(f"{label}: {type(e).__name__}: {str(e)[:120]}", flush=True)
         base = timed.get("cuBLAS use_fast_accum=False", (None,))[0]
-        for name, (us, err) in timed.items():
+
+        def show(name: str, us: float, err: float) -> None:
             ratio = f"{base / us:.3f} of promoted cuBLAS" if base else "no cuBLAS time"
             print(
                 f"{'x'.join(map(str, size))} {name:62s} {us:8.1f} us {flop / us / 1e6:7.1f} TFLOP/s "
                 f"({ratio}), max error {err:.1e} of max |C|",
                 flush=True,
             )
+
+        for name, (us, err) in timed.items():
+            show(name, us, err)
+        for label, make in made:  # each printed once timed (a configuration that hangs leaves the ones before)
+            try:
+                c = gemm.make_output(inputs)
+                call = make(inputs, c)
+                call()
+                torch.cuda.synchronize()
+                err = ((c.double() - ref).abs().max() / ref.abs().max()).item()
+                show(label, median_us(replayed(call)), err)
+            except Exception as e:  # noqa: BLE001 - a configuration that fails is listed, the probe goes on
+                print(f"{label}: {type(e).__name__}: {str(e)[:120]}", flush=True)
 
 
 def cublas_fp8(inputs, c, fast: bool):
