@@ -443,6 +443,7 @@ def _gluon_spec(dtype: str, stages: int, quarters: bool = False, pairs: bool = F
         "QUARTERS": quarters,
         "PAIRS": pairs,
         "STREAM_K": int(stream_k),
+        "EARLY_WAIT": int(fp8 and not (quarters or pairs)),  # GluonGemm's early_wait: on for fp8's halves
     }
     scale_sig, scale_values = scales(dtype)
     sig = {
