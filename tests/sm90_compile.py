@@ -13,7 +13,8 @@ descriptor with the default NVMMA shared layout for that box. "ones" names integ
 Triton's launcher would (a constexpr unless the kernel marks it do_not_specialize). Returns, per spec: SASS instruction
 classes (suite.sass.INSTRUCTION_CLASSES), shared memory bytes, the wgmma chain (suite.sass.wgmma_chain: the HGMMA /
 QGMMA instructions and how many of them close a group), the pending-group counts of its wgmma waits in program order,
-and the PTX's line count of a few instructions, and the SASS's sha256 (two builds' machine code told apart)."""
+the mbarrier try-waits issued while a wgmma group runs (between the group's closing instruction and its wait), the
+PTX's line count of a few instructions, and the SASS's sha256 (two builds' machine code told apart)."""
 
 from __future__ import annotations
 
@@ -70,7 +71,19 @@ def compile_one(spec):
     return {"classes": instruction_classes(sass), "shared": k.metadata.shared, "wgmma_chain": wgmma_chain(sass),
             "wgmma_waits": re.findall(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x(\d)", sass),
             "ptx": {w: ptx.count(w) for w in ("tensormap.replace", "atom.global", "red.global", "setmaxnreg")},
-            "sass_sha256": hashlib.sha256(sass.encode()).hexdigest()}
+            "sass_sha256": hashlib.sha256(sass.encode()).hexdigest(), "waits_under_wgmma": waits_under_wgmma(sass)}
+
+def waits_under_wgmma(sass):
+    # mbarrier try-waits issued while a wgmma group runs: after a group's closing GMMA (gsb0), before its DEPBAR
+    count, running = 0, False
+    for line in sass.splitlines():
+        if "GMMA" in line and "gsb0" in line and "DEPBAR" not in line:
+            running = True
+        elif "WARPGROUP.DEPBAR" in line:
+            running = False
+        elif running and "SYNCS.PHASECHK" in line:
+            count += 1
+    return count
 
 import traceback
 for line in sys.stdin:

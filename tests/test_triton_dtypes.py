@@ -164,6 +164,20 @@ def test_gluon_quarters_are_refused_for_16_bit_types():
         GluonGemm(inputs, GEMM.make_output(inputs), 3, quarters=True)
 
 
+def test_gluon_early_wait_is_refused_off_the_fp8_halves():
+    """GluonGemm's early_wait is a schedule of fp8's halves: asked for with a 16-bit type, or with another
+    promotion schedule, it is refused before anything is built."""
+    from suite.triton.gemm_gluon import GluonGemm
+
+    bf16 = GEMM.make_inputs((64, 64, 64), 0, torch.device("cpu"), "bf16")
+    with pytest.raises(ValueError, match="early_wait: a schedule of the fp8 kernel's halves only"):
+        GluonGemm(bf16, GEMM.make_output(bf16), 3, early_wait=True)
+    fp8 = GEMM.make_inputs((64, 64, 64), 0, torch.device("cpu"), "fp8e4m3")
+    for schedule in ({"quarters": True}, {"pairs": True}):
+        with pytest.raises(ValueError, match="early_wait: a schedule of the fp8 kernel's halves only"):
+            GluonGemm(fp8, GEMM.make_output(fp8), 4, early_wait=True, **schedule)
+
+
 @pytest.mark.gpu
 def test_gluon_fp8_pairs_on_128x128_tiles_match_fp64():
     """The Gluon fp8 kernel's unregistered promotion in pairs of K tiles on 128 x 128 tiles (GluonGemm(pairs=True),

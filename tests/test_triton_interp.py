@@ -423,8 +423,16 @@ def test_gemm_desc_every_dtype_and_depth_fits_on_sm90():
 # -- the warp-specialized Gluon GEMM (suite/triton/gemm_gluon.py), compiled for sm_90 without a GPU --
 
 
-def _gluon_spec(dtype: str, stages: int, quarters: bool = False, pairs: bool = False, stream_k: int = 0) -> dict:
-    """gemm_gluon_kernel's compile spec; stream_k: the kernel's STREAM_K (1 stream-K, 2 its fault)."""
+def _gluon_spec(
+    dtype: str,
+    stages: int,
+    quarters: bool = False,
+    pairs: bool = False,
+    stream_k: int = 0,
+    early_wait: bool | None = None,
+) -> dict:
+    """gemm_gluon_kernel's compile spec; stream_k: the kernel's STREAM_K (1 stream-K, 2 its fault); early_wait:
+    GluonGemm's (None: its default, on for fp8's halves)."""
     from sm90_compile import OUT_TYPES, TRITON_TYPES, scales
 
     from suite.triton import gemm_gluon as g
@@ -443,7 +451,7 @@ def _gluon_spec(dtype: str, stages: int, quarters: bool = False, pairs: bool = F
         "QUARTERS": quarters,
         "PAIRS": pairs,
         "STREAM_K": int(stream_k),
-        "EARLY_WAIT": int(fp8 and not (quarters or pairs)),  # GluonGemm's early_wait: on for fp8's halves
+        "EARLY_WAIT": int(fp8 and not (quarters or pairs) if early_wait is None else early_wait),
     }
     scale_sig, scale_values = scales(dtype)
     sig = {
@@ -529,6 +537,29 @@ def test_gluon_fp8_stream_k_keeps_the_halves_and_publishes_through_gpu_scoped_at
         assert got["ptx"]["atom.global"] + got["ptx"]["red.global"] >= 8, (stages, got["ptx"])
         assert base["ptx"]["atom.global"] + base["ptx"]["red.global"] == 0, (stages, base["ptx"])
         assert abs(got["shared"] - base["shared"]) < 64, (stages, got["shared"], base["shared"])
+
+
+def test_gluon_fp8_halves_wait_for_the_next_k_tile_under_the_running_half():
+    """The registered fp8 halves (GluonGemm's early_wait, on by default): in each consumer partition the next K
+    tile's ready barrier is polled (SYNCS.PHASECHK) while the K tile's second half runs, between its closing QGMMA and
+    its wait, on the persistent and stream-K schedules at 3 and 4 stages; without it (early_wait=False, the probe's
+    old order) no barrier is polled under a running group. Either way the halves' chain and waits are the same, no
+    spills."""
+    from sm90_compile import compile_sm90
+
+    cases = [(s, k, e) for s in (3, 4) for k in (0, 1) for e in (None, False)]
+    for (stages, stream_k, early), got in zip(
+        cases, compile_sm90([_gluon_spec("fp8e4m3", s, stream_k=k, early_wait=e) for s, k, e in cases])
+    ):
+        where = (stages, stream_k, early)
+        units = 2 if stream_k else 1  # the halves' mainloop: the whole waves', and stream-K's shared units
+        assert got["wgmma_chain"] == [16 * units, 4 * units], (where, got["wgmma_chain"])
+        assert got["wgmma_waits"] == ["0"] * 4 * units, (where, got["wgmma_waits"])
+        assert got["classes"]["local_memory"] == 0, (where, got["classes"])
+        if early is None:
+            assert got["waits_under_wgmma"] >= 2 * units, (where, got["waits_under_wgmma"])
+        else:
+            assert got["waits_under_wgmma"] == 0, (where, got["waits_under_wgmma"])
 
 
 def test_gluon_fp8_pairs_keep_a_group_in_flight_under_the_first_add():

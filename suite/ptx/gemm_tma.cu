@@ -69,7 +69,7 @@
 #define GEMM_TMA_GROUP_M 8
 #endif
 
-constexpr int GROUP_M = GEMM_TMA_GROUP_M;  // tile rows per rasterization group (L2 reuse)
+[[maybe_unused]] constexpr int GROUP_M = GEMM_TMA_GROUP_M;  // tile rows per rasterization group (L2 reuse)
 // split-K's block order: 1 (the registered kernels), block b takes split b / tiles of tile b % tiles, so the blocks
 // that read the same K range of A and B neighbour (as in the Triton split-K); 0, for tools/probe_llm.py: split
 // b % splits of tile b / splits (a tile's splits neighbour). On the H200 at 512 x 512 x 65536 fp16 (one wave of 128
@@ -287,7 +287,7 @@ struct E4M3 {  // bf16 out, with the per-tensor scales
 #ifndef GEMM_TMA_SKEW
 #define GEMM_TMA_SKEW 0
 #endif
-constexpr unsigned SKEW_BARRIER = 3;  // after __syncthreads' 0 and the consumer warpgroups' own 1 and 2
+enum : unsigned { SKEW_BARRIER = 3 };  // after __syncthreads' 0 and the consumer warpgroups' own 1 and 2
 // GEMM_TMA_PROBE_CLOCKS=1 (tools/probe_llm.py epilogue only, no registered row): on the persistent tile walk each
 // consumer warpgroup's first thread counts SM cycles spent in mainloops and in epilogues and the tiles it did, and
 // writes them, the global timer's start and end and its SM clock's, into the workspace (8 64-bit words per warpgroup
@@ -764,65 +764,46 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
             static_assert(!GEMM_TMA_FP8_A_REGS || T::WG_M_TILES == 1, "register A: one m64 tile per warpgroup");
             float part[64];
             unsigned a_frag[T::K_STEPS][4];  // GEMM_TMA_FP8_A_REGS only
-            if constexpr (GEMM_TMA_FP8_EARLY_WAIT > 0) {
-                // Between one half's wait and the next half's issue only the adds, so that the other warpgroup's
-                // group in flight covers them: each K tile's full barrier is waited on under the K tile before's
-                // last group, and (2) each stage released only after the next K tile's first group is issued.
-                constexpr int LAST_MT = T::WG_M_TILES - 1, LAST_H = BLOCK_N / 128 - 1;
+            // GEMM_TMA_FP8_EARLY_WAIT (probe only, slower on the H200): the full barrier of each K tile waited on
+            // under the K tile before's last group, and (2) each stage released after the next K tile's first issue
+            constexpr int EARLY = GEMM_TMA_FP8_EARLY_WAIT, LAST_MT = T::WG_M_TILES - 1, LAST_H = BLOCK_N / 128 - 1;
+            if constexpr (EARLY > 0) {
                 if (num_k_tiles > 0) consumer_wait(smem.full(read.stage), read);  // the first K tile has landed
-                int released_stage = -1;  // (2) the stage to release after the next issue
-                for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
-                    const int smem_read_stage = read.stage;
-                    if constexpr (GEMM_TMA_FP8_A_REGS) load_a_fragments(a_frag, smem, smem_read_stage, wg_row0);
-#pragma unroll
-                    for (int mt = 0; mt < T::WG_M_TILES; ++mt)
-#pragma unroll
-                        for (int h = 0; h < BLOCK_N / 128; ++h) {
-                            issue_part<STAGES, T, E>(part, a_frag, smem, smem_read_stage, wg_row0, h, mt);
-                            if (GEMM_TMA_FP8_EARLY_WAIT > 1 && mt == 0 && h == 0 && released_stage >= 0) {
-                                if (release) release_stage<CLUSTER>(smem.empty(released_stage));  // read before
-                            }
-                            if (mt == LAST_MT && h == LAST_H && k_tile + 1 < num_k_tiles) {
-                                RingPosition next = read;
-                                next.advance<STAGES>();
-                                consumer_wait(smem.full(next.stage), next);  // the next K tile has landed
-                            }
-                            wgmma_wait<0>();  // the half's partial sum is final: promote it into fp32
-                            promote_half(acc[mt], part, h);
-                        }
-                    // every wgmma of this K tile completed
-                    if constexpr (GEMM_TMA_FP8_EARLY_WAIT > 1) {
-                        released_stage = smem_read_stage;
-                    } else {
-                        if (release) release_stage<CLUSTER>(smem.empty(smem_read_stage));
-                    }
-                    read.advance<STAGES>();
-                    if constexpr (GEMM_TMA_SKEW > 0) {
-                        if (skew_arrive && k_tile == skew_k_tile) named_barrier_arrive(SKEW_BARRIER, 2 * WG_THREADS);
-                    }
-                }
-                if (GEMM_TMA_FP8_EARLY_WAIT > 1 && released_stage >= 0 && release)
-                    release_stage<CLUSTER>(smem.empty(released_stage));
-            } else {
+            }
+            int released_stage = -1;  // EARLY > 1: the stage to release after the next issue
             for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
                 const int smem_read_stage = read.stage;
-                consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
+                if constexpr (EARLY == 0) consumer_wait(smem.full(smem_read_stage), read);  // this K tile has landed
                 if constexpr (GEMM_TMA_FP8_A_REGS) load_a_fragments(a_frag, smem, smem_read_stage, wg_row0);
 #pragma unroll
                 for (int mt = 0; mt < T::WG_M_TILES; ++mt)
 #pragma unroll
                     for (int h = 0; h < BLOCK_N / 128; ++h) {
                         issue_part<STAGES, T, E>(part, a_frag, smem, smem_read_stage, wg_row0, h, mt);
+                        if constexpr (EARLY > 1) {
+                            if (mt == 0 && h == 0 && released_stage >= 0 && release)
+                                release_stage<CLUSTER>(smem.empty(released_stage));  // the K tile before is read
+                        }
+                        if constexpr (EARLY > 0) {
+                            if (mt == LAST_MT && h == LAST_H && k_tile + 1 < num_k_tiles) {
+                                RingPosition next = read;
+                                next.advance<STAGES>();
+                                consumer_wait(smem.full(next.stage), next);  // the next K tile has landed
+                            }
+                        }
                         wgmma_wait<0>();  // the half's partial sum is final: promote it into fp32
                         promote_half(acc[mt], part, h);
                     }
                 // every wgmma of this K tile completed
-                if (release) release_stage<CLUSTER>(smem.empty(smem_read_stage));
+                if constexpr (EARLY > 1) released_stage = smem_read_stage;
+                else if (release) release_stage<CLUSTER>(smem.empty(smem_read_stage));
                 read.advance<STAGES>();
                 if constexpr (GEMM_TMA_SKEW > 0) {
                     if (skew_arrive && k_tile == skew_k_tile) named_barrier_arrive(SKEW_BARRIER, 2 * WG_THREADS);
                 }
             }
+            if constexpr (EARLY > 1) {
+                if (released_stage >= 0 && release) release_stage<CLUSTER>(smem.empty(released_stage));
             }
         }
         return;
