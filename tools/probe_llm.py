@@ -700,8 +700,8 @@ def fp8(shapes) -> None:
     )
     # the halves with nothing but the adds between a group's wait and the next group's issue: the next K tile's
     # full barrier waited on under the K tile before's last half (1), and each stage released after the next K tile's
-    # first issue (2) (GEMM_TMA_FP8_EARLY_WAIT); the Gluon kernel's first form is its registered one
-    # (GluonGemm(early_wait=False): without it), on stream-K too
+    # first issue (2) (GEMM_TMA_FP8_EARLY_WAIT); the Gluon kernel has form (1) registered since 3f33301, so here it
+    # runs without it (GluonGemm(early_wait=False)), persistent and on stream-K
     for level in (1, 2):
         early = g.TmaGemm(top).with_defines(f"GEMM_TMA_FP8_EARLY_WAIT={level}")
         built(f"top rung, early wait {level}", top, early)

@@ -261,9 +261,11 @@ struct E4M3 {  // bf16 out, with the per-tensor scales
 #ifndef GEMM_TMA_FP8_A_REGS
 #define GEMM_TMA_FP8_A_REGS 0
 #endif
-// GEMM_TMA_FP8_EARLY_WAIT (tools/probe_llm.py fp8): the promoted halves' mainloop (the 128 x 256 rung's) with each
-// K tile's full barrier waited on under the K tile before's last group (1), and each stage released only after the
-// next K tile's first group is issued (2): nothing but the adds between a group's wait and the next group's issue.
+// GEMM_TMA_FP8_EARLY_WAIT (tools/probe_llm.py fp8 only, no registered row): the promoted halves' mainloop (the
+// 128 x 256 rung's) with each K tile's full barrier waited on under the K tile before's last group (1), and each stage
+// released only after the next K tile's first group is issued (2): nothing but the adds between a group's wait and the
+// next group's issue. On the H200 (2026-12-04) slower: 0.939 (1) and 0.937 (2) of promoted cuBLAS at 8192^3 and 3
+// stages against 1.009, though the Gluon kernel's same change (1) is faster there (gemm_gluon.py's EARLY_WAIT).
 #ifndef GEMM_TMA_FP8_EARLY_WAIT
 #define GEMM_TMA_FP8_EARLY_WAIT 0
 #endif
@@ -277,19 +279,22 @@ struct E4M3 {  // bf16 out, with the per-tensor scales
 #endif
 // GEMM_TMA_PROBE_NO_EPILOGUE=1 (tools/probe_llm.py epilogue only, no registered row; C is left unwritten): the
 // persistent tile walk skips every tile's epilogue (a run-time test the compiler cannot fold, M > 0, keeps the
-// accumulators and promotion's adds live): what the epilogue, which the tensor pipe waits out, costs.
+// accumulators and promotion's adds live): 3-5% faster on the H200, of which the epilogue's own time is only 1.2% of
+// an fp8 tile's cycles at 3 stages (GEMM_TMA_PROBE_CLOCKS).
 #ifndef GEMM_TMA_PROBE_NO_EPILOGUE
 #define GEMM_TMA_PROBE_NO_EPILOGUE 0
 #endif
-// GEMM_TMA_SKEW=S (tools/probe_llm.py epilogue only, no registered row): on the persistent tile walk with two
-// consumer warpgroups, the second starts only once the first has done S K tiles of its first tile (named barrier
-// SKEW_BARRIER), so that from then on one warpgroup's epilogue runs while the other still issues wgmma.
+// GEMM_TMA_SKEW=S (tools/probe_llm.py skew only, no registered row): on the persistent tile walk with two consumer
+// warpgroups, the second starts only once the first has done S K tiles of its first tile (named barrier
+// SKEW_BARRIER), so that one warpgroup's epilogue would run while the other still issues wgmma. On the H200
+// (2026-12-04) the skew did not last at 3 stages and fp8 lost 1.5 points (0.992 against 1.008 at 8192^3).
 #ifndef GEMM_TMA_SKEW
 #define GEMM_TMA_SKEW 0
 #endif
 enum : unsigned { SKEW_BARRIER = 3 };  // after __syncthreads' 0 and the consumer warpgroups' own 1 and 2
-// GEMM_TMA_PROBE_CLOCKS=1 (tools/probe_llm.py epilogue only, no registered row): on the persistent tile walk each
-// consumer warpgroup's first thread counts SM cycles spent in mainloops and in epilogues and the tiles it did, and
+// GEMM_TMA_PROBE_CLOCKS=1 (tools/probe_llm.py skew only, no registered row): on the persistent tile walk each
+// consumer warpgroup's first thread counts SM cycles spent in mainloops and in TMA-store epilogues and the tiles it
+// did (on the H200 the instrumented fp8 build ran 3.7% slower than the registered one, the 16-bit ones within 0.3%), and
 // writes them, the global timer's start and end and its SM clock's, into the workspace (8 64-bit words per warpgroup
 // and block: mainloop cycles, epilogue cycles, tiles, start ns, end ns, start cycle, end cycle).
 #ifndef GEMM_TMA_PROBE_CLOCKS
