@@ -413,6 +413,25 @@ def uniform(shapes) -> None:
                 )
 
 
+def square_cases(shapes):
+    """Per shape and dtype (fp8, and with FP16_TOO bf16 and fp16): a label, the inputs, their fp64 reference and
+    cuBLAS's graph-timed median in µs (fp8: promoted ``_scaled_mm``), printed as it is timed."""
+    from suite.problems import PROBLEMS
+
+    gemm, device = PROBLEMS["gemm"], torch.device("cuda")
+    dtypes = ("fp8e4m3",) if not FP16_TOO["on"] else ("fp8e4m3", "bf16", "fp16")
+    for size in shapes:
+        for dtype in dtypes:
+            inputs = gemm.make_inputs(size, 1, device, dtype)
+            ref = gemm.reference(inputs)
+            c = gemm.make_output(inputs)
+            call = cublas_fp8(inputs, c, False) if dtype == "fp8e4m3" else lambda: torch.matmul(*inputs[:2], out=c)
+            base = median_us(replayed(call))
+            where = f"{'x'.join(map(str, size))} {dtype}"
+            print(f"{where} cuBLAS {base:8.1f} us", flush=True)
+            yield where, dtype, inputs, ref, base
+
+
 def epilogue(shapes) -> None:
     """The 128 x 256 TMA-store rung (the fp8 row of issue 19's 8192^3 bar) at the square shapes, in every dtype,
     in one process, against cuBLAS (fp8: promoted): as registered (tile rows in groups of 16, C staged by stmatrix),
@@ -425,7 +444,7 @@ def epilogue(shapes) -> None:
     from suite.problems import PROBLEMS
     from suite.ptx import gemm_tma as g
 
-    gemm, device = PROBLEMS["gemm"], torch.device("cuda")
+    gemm = PROBLEMS["gemm"]
     top = g.CONFIGS["128x256x64 ws 2wg persistent tma-store"]
     direct = dataclasses.replace(top, tma_store=False)
     builds = [("registered", top, g.KERNELS["128x256x64 ws 2wg persistent tma-store"], True)]
@@ -442,29 +461,20 @@ def epilogue(shapes) -> None:
         config = g.CONFIGS[name]
         builds.append((f"{name.split()[0]} registered", config, g.KERNELS[name], True))
         builds.append((f"{name.split()[0]} 4-byte staging stores", config, g.TmaGemm(config).with_defines(sts), True))
-    dtypes = ("fp8e4m3",) if not FP16_TOO["on"] else ("fp8e4m3", "bf16", "fp16")
-    for size in shapes:
-        for dtype in dtypes:
-            inputs = gemm.make_inputs(size, 1, device, dtype)
-            ref = gemm.reference(inputs)
-            c = gemm.make_output(inputs)
-            call = cublas_fp8(inputs, c, False) if dtype == "fp8e4m3" else lambda: torch.matmul(*inputs[:2], out=c)
-            base = median_us(replayed(call))
-            where = f"{'x'.join(map(str, size))} {dtype}"
-            print(f"{where} cuBLAS {base:8.1f} us", flush=True)
-            for tag, config, module, checked in builds:
-                if ONLY["labels"] and not any(w in tag for w in ONLY["labels"]):
-                    continue
-                if dtype not in config.dtypes:
-                    continue
-                for stages in config.stages[1:]:
-                    try:
-                        c = gemm.make_output(inputs)
-                        us, err = fp64_checked_us(g.Gemm(inputs, c, config, stages, kernel=module), c, ref, checked)
-                        what = f"max error {err:.1e} of max |C|" if checked else "C not written"
-                        print(f"{where} {tag} {stages} st: {us:8.1f} us ({base / us:.3f}), {what}", flush=True)
-                    except Exception as e:  # noqa: BLE001
-                        print(f"{where} {tag} {stages} st: {type(e).__name__}: {str(e)[:160]}", flush=True)
+    for where, dtype, inputs, ref, base in square_cases(shapes):
+        for tag, config, module, checked in builds:
+            if ONLY["labels"] and not any(w in tag for w in ONLY["labels"]):
+                continue
+            if dtype not in config.dtypes:
+                continue
+            for stages in config.stages[1:]:
+                try:
+                    c = gemm.make_output(inputs)
+                    us, err = fp64_checked_us(g.Gemm(inputs, c, config, stages, kernel=module), c, ref, checked)
+                    what = f"max error {err:.1e} of max |C|" if checked else "C not written"
+                    print(f"{where} {tag} {stages} st: {us:8.1f} us ({base / us:.3f}), {what}", flush=True)
+                except Exception as e:  # noqa: BLE001
+                    print(f"{where} {tag} {stages} st: {type(e).__name__}: {str(e)[:160]}", flush=True)
 
 
 def skew(shapes) -> None:
@@ -483,42 +493,33 @@ def skew(shapes) -> None:
     builds += [(f"skew {k}", g.TmaGemm(top).with_defines(f"GEMM_TMA_SKEW={k}"), False) for k in (1, 2)]
     builds.append(("clocks", g.TmaGemm(top).with_defines("GEMM_TMA_PROBE_CLOCKS=1"), True))
     builds.append(("clocks, skew 1", g.TmaGemm(top).with_defines("GEMM_TMA_PROBE_CLOCKS=1", "GEMM_TMA_SKEW=1"), True))
-    dtypes = ("fp8e4m3",) if not FP16_TOO["on"] else ("fp8e4m3", "bf16", "fp16")
-    for size in shapes:
-        for dtype in dtypes:
-            inputs = gemm.make_inputs(size, 1, device, dtype)
-            ref = gemm.reference(inputs)
-            c = gemm.make_output(inputs)
-            call = cublas_fp8(inputs, c, False) if dtype == "fp8e4m3" else lambda: torch.matmul(*inputs[:2], out=c)
-            base = median_us(replayed(call))
-            where = f"{'x'.join(map(str, size))} {dtype}"
-            print(f"{where} cuBLAS {base:8.1f} us", flush=True)
-            for tag, module, clocked in builds:
-                if ONLY["labels"] and not any(w in tag for w in ONLY["labels"]):
-                    continue
-                for stages in (3, 4):
-                    try:
-                        c = gemm.make_output(inputs)
-                        launcher = g.Gemm(inputs, c, top, stages, kernel=module)
-                        if clocked:  # 8 words per (block, consumer warpgroup), in place of the unused workspace
-                            words = torch.zeros(launcher.grid * top.consumers * 8, dtype=torch.int64, device=device)
-                            launcher.workspace = words
-                            launcher.args = launcher.args[:9] + (words.data_ptr(),) + launcher.args[10:]
-                        us, err = fp64_checked_us(launcher, c, ref)
-                        line = f"{where} {tag} {stages} st: {us:8.1f} us ({base / us:.3f}), max error {err:.1e}"
-                        if clocked:  # the last replay's counts
-                            w = words.view(launcher.grid, top.consumers, 8).double().cpu()
-                            tiles = w[:, :, 2].sum()
-                            main, epi = w[:, :, 0].sum() / tiles, w[:, :, 1].sum() / tiles
-                            mhz = ((w[:, :, 6] - w[:, :, 5]) / (w[:, :, 4] - w[:, :, 3])).median().item() * 1e3
-                            lag = (w[:, 1, 6] - w[:, 0, 6]).median().item()
-                            line += (
-                                f"; per tile: mainloop {main:.0f} cycles, epilogue {epi:.0f} ({epi / (main + epi):.1%})"
-                                f"; SM clock {mhz:.0f} MHz; warpgroup 1 ends {lag:.0f} cycles after 0 (median)"
-                            )
-                        print(line, flush=True)
-                    except Exception as e:  # noqa: BLE001
-                        print(f"{where} {tag} {stages} st: {type(e).__name__}: {str(e)[:160]}", flush=True)
+    for where, _, inputs, ref, base in square_cases(shapes):
+        for tag, module, clocked in builds:
+            if ONLY["labels"] and not any(w in tag for w in ONLY["labels"]):
+                continue
+            for stages in (3, 4):
+                try:
+                    c = gemm.make_output(inputs)
+                    launcher = g.Gemm(inputs, c, top, stages, kernel=module)
+                    if clocked:  # 8 words per (block, consumer warpgroup), in place of the unused workspace
+                        words = torch.zeros(launcher.grid * top.consumers * 8, dtype=torch.int64, device=device)
+                        launcher.workspace = words
+                        launcher.args = launcher.args[:9] + (words.data_ptr(),) + launcher.args[10:]
+                    us, err = fp64_checked_us(launcher, c, ref)
+                    line = f"{where} {tag} {stages} st: {us:8.1f} us ({base / us:.3f}), max error {err:.1e}"
+                    if clocked:  # the last replay's counts
+                        w = words.view(launcher.grid, top.consumers, 8).double().cpu()
+                        tiles = w[:, :, 2].sum()
+                        main, epi = w[:, :, 0].sum() / tiles, w[:, :, 1].sum() / tiles
+                        mhz = ((w[:, :, 6] - w[:, :, 5]) / (w[:, :, 4] - w[:, :, 3])).median().item() * 1e3
+                        lag = (w[:, 1, 6] - w[:, 0, 6]).median().item()
+                        line += (
+                            f"; per tile: mainloop {main:.0f} cycles, epilogue {epi:.0f} ({epi / (main + epi):.1%})"
+                            f"; SM clock {mhz:.0f} MHz; warpgroup 1 ends {lag:.0f} cycles after 0 (median)"
+                        )
+                    print(line, flush=True)
+                except Exception as e:  # noqa: BLE001
+                    print(f"{where} {tag} {stages} st: {type(e).__name__}: {str(e)[:160]}", flush=True)
 
 
 def triton_split(shapes) -> None:
