@@ -10,7 +10,7 @@ from __future__ import annotations
 import torch
 
 from suite.kernel import LibraryOp
-from suite.registry import anywhere, gpu_or_interpreter, needs_gpu, needs_sm90a, register_kernel
+from suite.registration import anywhere, gpu_or_interpreter, needs_gpu, needs_sm90a, register_kernel
 
 # ---------------------------------------------------------------------------------------------------------------
 # vector: y = 2 * x

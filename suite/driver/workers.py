@@ -74,6 +74,18 @@ class DeviceFailed(RuntimeError):
         return (DeviceFailed, (str(self), self.rows))
 
 
+class Interrupted(KeyboardInterrupt):
+    """The run was stopped (Ctrl-C): ``rows`` are those finished before, in plan order, as dicts, for the caller to
+    save. A KeyboardInterrupt still, for a caller that does not look for it."""
+
+    def __init__(self, rows: Iterable[dict] = ()):
+        super().__init__("interrupted")
+        self.rows = list(rows)
+
+    def __reduce__(self):
+        return (Interrupted, (self.rows,))
+
+
 @dataclass
 class JobResult:
     """What a worker returns for one job: its rows, seconds per phase, the GPU's state at the end."""
@@ -189,6 +201,18 @@ def gpu_count_hint(text: str, environ=os.environ) -> int:
     spec = text.strip().lower()
     asked = available if spec == "all" else len([p for p in spec.split(",") if p.strip()])
     return min(asked, available)
+
+
+def _exit_status(pool: ProcessPoolExecutor) -> str:
+    """How a broken pool's worker process ended: its exit status (negative: the signal that ended it)."""
+    codes = []
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.join(timeout=5)  # it has ended: its status is known once it is reaped
+        codes.append(process.exitcode)
+    known = [c for c in codes if c is not None]
+    if not known:
+        return "exit status unknown"
+    return ", ".join(f"killed by signal {-c}" if c < 0 else f"exit status {c}" for c in known)
 
 
 def _reason(error: BaseException) -> str:
@@ -347,19 +371,15 @@ def run_jobs(
                     why = f"{device.label} failed during this job: {e}"
                     finish(job, unfinished(job, skeleton, e.rows, device, why))
                     fail(device, str(e))
-                except Exception as e:  # noqa: BLE001 - its process died (BrokenProcessPool), or its job raised
+                except KeyboardInterrupt:
+                    raise
+                except BaseException as e:  # noqa: BLE001 - its process died (BrokenProcessPool), or its job raised
                     if type(e).__name__ == "BrokenProcessPool":
+                        died = f"its worker process died ({_exit_status(pools[device])})"
                         finish(
-                            job,
-                            unfinished(
-                                job,
-                                skeleton,
-                                [],
-                                device,
-                                f"{device.label} failed during this job: its worker process died",
-                            ),
+                            job, unfinished(job, skeleton, [], device, f"{device.label} failed during this job: {died}")
                         )
-                        fail(device, "its worker process died")
+                        fail(device, died)
                     else:  # the job failed, not the GPU: its rows say why, the GPU goes on with the next job
                         finish(
                             job,
@@ -382,6 +402,9 @@ def run_jobs(
                 while queue:
                     job = queue.popleft()
                     finish(job, unfinished(job, skeleton, [], None, f"every device failed ({why})"))
+    except KeyboardInterrupt as e:  # stopped: the rows finished so far go back with it
+        done = [row for index in sorted(results) for row in results[index]]
+        raise Interrupted(done + list(getattr(e, "rows", ()))) from None
     finally:
         for pool in pools.values():
             pool.shutdown(wait=True, cancel_futures=True)
