@@ -136,9 +136,9 @@ EAGER_MIN_CALLS = 5  # at least: where a call's GPU time makes 30 a long load, t
 
 def eager_calls(first_call_ms: float) -> int:
     """How many calls from Python a row gets before its capture (the first, waited for, included): EAGER_CALLS, or as
-    many as fit a burst's GPU time (timing.BURST.batch_ms) at the first call's pace, EAGER_MIN_CALLS at least. 30
-    calls of an fp16 8192^3 GEMM are 45 ms of load right before the row's first burst, longer than any burst the
-    timer allows itself; the host's launch time (host_enqueue_us) only shows where calls are short, and those keep
+    many as fit a burst's GPU time (timing.BURST.batch_ms) at the first call's pace, EAGER_MIN_CALLS at least.
+    Thirty calls of a large GEMM would be more load right before the row's first burst than any burst the timer
+    allows itself; the host's launch time (host_enqueue_us) only shows where calls are short, and those keep
     their 30."""
     if first_call_ms <= 0:
         return EAGER_CALLS
@@ -200,9 +200,9 @@ def capture_graph(fn: Callable[[], None]) -> torch.cuda.CUDAGraph:
 
 
 def _release_rng_from_capture() -> None:
-    """After a capture that failed: torch's default CUDA generator stays marked as capturing (torch 2.11 on the
-    H200: every later torch.randn on the GPU in the process raised "Offset increment outside graph capture encountered
-    unexpectedly"), so its state is replaced by a fresh copy of itself (the same seed and offset, no capture)."""
+    """After a capture that failed: torch's default CUDA generator stays marked as capturing (every later
+    torch.randn on the GPU in the process raises "Offset increment outside graph capture encountered unexpectedly"),
+    so its state is replaced by a fresh copy of itself (the same seed and offset, no capture)."""
     gen = torch.cuda.default_generators[torch.cuda.current_device()]
     gen.graphsafe_set_state(gen.clone_state())
 

@@ -106,8 +106,8 @@ def precompile(
 def _build_and_list(builder: Callable[[str], object], arch: str) -> object:
     """``builder(arch)``, then what the first launch of each of its instantiations reads from the cubin: the SASS
     listing (split per kernel and counted) and the resource usage, both cuobjdump runs kept in the cache. Read here,
-    in the precompile threads, rather than one cuobjdump after another as the rows validate (58 s of a run on a
-    fresh machine, 2026-12-01)."""
+    in the precompile threads, rather than one cuobjdump after another as the rows validate (on a fresh machine,
+    the longest serial step of a run)."""
     module = builder(arch)
     for read in ("instruction_classes", "resources"):  # suite.nvrtc.loader.CompiledModule's; cached per module
         if callable(getattr(module, read, None)):

@@ -98,7 +98,7 @@ def execute(
 
         # No compile here: every worker compiles its own jobs' kernels before it runs them (jobs.job_worker), reading
         # and filling the cubin cache they share, so a compile in this process first would only repeat that serially
-        # while the workers wait (1.5 s of a warm 44 s run on two H200s, 2026-12-01); on a cold cache the workers
+        # while the workers wait; on a cold cache the workers
         # compile side by side.
         setup, setup_args = "suite.driver.jobs:worker_setup", (tuple(plugins),)
         started = workers.start(list(gpus), setup, setup_args, prestarted)

@@ -23,7 +23,7 @@ the parent compiles, and ``run_jobs(..., started=...)`` waits for them. Those se
 start-up and compile instead of following them.
 
 The worker function is injectable (``run_jobs(..., worker=...)``), so the scheduling, merging and failure handling
-are tested on a CPU with fake workers; the real worker is suite.driver.bench.job_worker. Importing this module
+are tested on a CPU with fake workers; the real worker is suite.driver.jobs.job_worker. Importing this module
 imports nothing heavy (no torch): a spawned process imports it before it is pinned.
 """
 
@@ -148,7 +148,7 @@ def _started() -> int:
 def _pin(device: Device, setup: str | None, setup_args: tuple) -> None:
     """A prestarted worker's first task: pin it to ``device`` and run ``setup``, as _init_worker does for a pool
     started pinned. CUDA reads CUDA_VISIBLE_DEVICES when it initializes, which nothing in the process has done yet
-    (checked here, and the worker checks what it sees: suite.driver.bench.job_worker)."""
+    (checked here, and the worker checks what it sees: suite.driver.jobs.job_worker)."""
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
         raise RuntimeError("CUDA was initialized in this worker before it was pinned to a GPU")
