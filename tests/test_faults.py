@@ -185,3 +185,22 @@ def test_an_input_scribbler_is_caught_on_the_gpu(monkeypatch, scratch):
     scratch("after", _recorder(seen))
     rows = _timed_run(monkeypatch, ["scribbler", "after"], device=torch.device("cuda"), fake_sampling=False)
     _check_scribbler(rows, seen)
+
+
+def test_a_cold_run_shows_each_module_compiled_on_a_terminal_only(monkeypatch, capsys):
+    """The compile progress is the run's Progress line: drawn per module on a terminal, nothing in a log."""
+    from suite.driver import jobs
+
+    for tty in (True, False):
+        monkeypatch.setattr(sys.stderr, "isatty", lambda tty=tty: tty)
+        step = jobs._compile_progress(True)(2)
+        step("ptx:cp.async ring fp32 for sm_90")
+        step("ptx:bulk ring fp32 for sm_90")
+        err = capsys.readouterr().err
+        if tty:
+            assert "2/2" in err and "compile ptx:bulk ring fp32 for sm_90" in err and err.endswith("\n")
+        else:
+            assert err == ""
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    jobs._compile_progress(False)(1)("x")  # --no-progress
+    assert capsys.readouterr().err == ""

@@ -60,11 +60,19 @@ def test_without_a_gpu_the_gated_kernels_are_described_in_parallel(monkeypatch):
     monkeypatch.setattr(Variant, "skip_reason", lambda self: "needs a GPU this test pretends is absent")
     opts = bench.Options(problems=("vector",), variants=("ptx:cp.async ring",))
     jobs = planning.build(opts, on_gpu=False).jobs
-    described = bench.precompile(jobs, on_gpu=False)
+    started, done = [], []
+
+    def on_start(total):  # the progress line of a cold run: one step per module as it finishes
+        started.append(total)
+        return done.append
+
+    described = bench.precompile(jobs, on_gpu=False, on_start=on_start)
     assert set(described) == {("ptx:cp.async ring", "fp32")}
+    assert started == [1] and done == ["ptx:cp.async ring fp32 for sm_90"]
     info = described[("ptx:cp.async ring", "fp32")]
     assert set(info) == set(variants_of("vector")["ptx:cp.async ring"].stages)
-    assert bench.precompile(jobs, on_gpu=False, known=described) == {}  # a worker's later jobs reuse them
+    assert bench.precompile(jobs, on_gpu=False, known=described, on_start=on_start) == {}  # reused: no step
+    assert started == [1]
 
 
 def test_the_listings_are_read_up_front_too(fake_sm90, monkeypatch):
