@@ -59,7 +59,7 @@ class KernelModule:
     sanitize_sizes: tuple = ()
     faults: tuple[Fault, ...] = ()  # broken builds the sanitizer must catch
     # Why the driver must time this module's calls as Python makes them, not replayed from a CUDA graph (the default,
-    # suite.driver.bench.Launched): a call whose captured form runs differently; None: a graph is the same work.
+    # suite.driver.measure.Launched): a call whose captured form runs differently; None: a graph is the same work.
     eager_only: str | None = None
     # tool -> why that compute-sanitizer tool cannot judge this kernel (a documented false-positive pattern): the
     # tool does not run it, and the report says so and why, instead of "clean".

@@ -1,6 +1,6 @@
 """Variants defined outside the repository: plugins imported before the registry is read.
 
-A plugin is a Python module that registers variants (suite.registry.register_kernel) when imported,
+A plugin is a Python module that registers variants (``register_kernel``, from suite.registry) when imported,
 usually with its kernel module and ``.cu`` file beside it. Two ways in:
 
 * ``--plugin MODULE`` on ``python -m suite.run`` and ``python -m suite.sanitize`` (repeatable): a dotted module name
@@ -85,9 +85,7 @@ def _origin(module_name: str) -> str | None:
 def load_plugin(spec: str) -> ModuleType:
     """Import one plugin, by dotted module name or by ``.py`` path, after the suite's own variants and the installed
     entry points. A plugin already loaded (under any name) is returned as it is."""
-    import suite.registry
-
-    suite.registry.variants()  # the suite's own registrations, then the entry points: the tables list them first
+    load_builtin()  # the suite's own registrations, then the entry points: the tables list them first
     path = Path(spec)
     if spec.endswith(".py") or path.is_file():
         return _load_file(path, spec)
@@ -101,9 +99,7 @@ def load_plugin(spec: str) -> ModuleType:
 
 def load_plugins(specs) -> list[ModuleType]:
     """The suite's variants, the installed entry points, then each plugin of ``specs`` (each once)."""
-    import suite.registry
-
-    suite.registry.variants()
+    load_builtin()
     return [load_plugin(spec) for spec in specs or ()]
 
 
@@ -130,6 +126,13 @@ def _load_file(path: Path, spec: str) -> ModuleType:
         return module
 
     return _guarded(f"plugin {spec!r}", "--plugin", load)
+
+
+def load_builtin() -> None:
+    """The suite's own registrations (suite.variants), then the installed entry points (each once)."""
+    import suite.variants  # noqa: F401  (the registrations)
+
+    load_entry_points()
 
 
 def load_entry_points() -> None:

@@ -4,10 +4,8 @@ A persistent grid of G programs walks T output tiles in ceil(T / G) rounds. With
 resident blocks), the last round is ragged whenever T is not a multiple of G, and its idle SMs wait for the others.
 The fewest programs that keep the same number of rounds, ceil(T / rounds), do the same tiles in the same rounds and
 leave the spare SMs idle for the whole kernel instead of for its last round: at a fixed clock no slower, and where a
-long kernel runs at the power cap (fp8 at 8192^3 on the H200) the idle SMs' power buys the busy ones' clock. On the
-H200 at fp8 8192^3 (2048 tiles of 128 x 256: 16 rounds either way), 128 programs instead of 132 took the Gluon kernel
-from 0.981 to 0.994 of cuBLAS, and the PTX 128 x 128 rung (4096 tiles) from 0.952 to 0.965 (tools/probe_llm.py fp8,
-2026-12-02).
+long kernel runs at the power cap (a large fp8 GEMM) the idle SMs' power buys the busy ones' clock (docs/results.md
+has the measurement).
 
 The grid is balanced only where it keeps at least BALANCED_MIN_SHARE of the slots busy: just past one wave (T = G + 1)
 balancing would halve the grid, and a round that streams its operands would then run on half the SMs' bandwidth."""

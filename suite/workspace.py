@@ -8,8 +8,8 @@ import torch
 
 # Every private pool made here, kept for the life of the process. A MemPool's destructor frees its blocks, and torch
 # asserts (and terminates the process) if that happens while any thread routes allocations to a pool or captures a
-# graph. On the H200 a pytest worker died so (`~MemPool` -> `captures_underway.empty()` failed), most likely as the
-# garbage collector freed an old fault workspace inside the next one's use_mem_pool block. The pools serve only the
+# graph (`~MemPool` -> `captures_underway.empty()` fails), which the garbage collector can cause by freeing an old
+# fault workspace inside the next one's use_mem_pool block. The pools serve only the
 # fault self-tests' small workspaces (a few MB each).
 _POOLS: list = []
 

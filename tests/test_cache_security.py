@@ -336,7 +336,7 @@ def test_cuobjdump_listings_are_kept_by_content_and_checked_like_cubins(cache_di
     """suite.sass keeps each cuobjdump listing in the private cache, keyed by the cubin's content and the flags: a
     second reading of the same cubin runs no cuobjdump, another cubin or other flags do, and an edited listing is
     not believed (its checksum fails: cuobjdump runs again)."""
-    from suite import sass
+    from suite.nvrtc import sass
 
     runs = []
 

@@ -311,7 +311,7 @@ def test_driver_timing_logic_with_a_fake_clock(monkeypatch):
             return [1.0, 2.0, 3.0, 4.0]
         return [1.0] * 8 if len(calls) % 2 else [2.0] * 8
 
-    monkeypatch.setattr(bench, "_time", fake_time)
+    monkeypatch.setattr(bench.measure, "_time", fake_time)
     monkeypatch.setattr(bench.run_meta, "gpu_state", lambda: {"throttled": True, "sm_clock_mhz": 1500.0})
     opts = bench.Options(
         problems=("vector",),

@@ -1,12 +1,13 @@
-"""Compiling up front: on a GPU, bench.precompile builds exactly the cubins the launches then load (from the cubin
-cache, nothing compiled again), for the streaming kernels (whose launch builds every depth of the configuration in
-one cubin) and for a plain NVRTC module alike. On a CPU the GPU is faked: its arch, and gates that let every variant
-run."""
+"""Compiling up front: on a GPU, suite.driver.precompile builds exactly the cubins the launches then load (from
+the cubin cache, nothing compiled again), for the streaming kernels (whose launch builds every depth of the
+configuration in one cubin) and for a plain NVRTC module alike. On a CPU the GPU is faked: its arch, and gates that
+let every variant run."""
 
 import pytest
 
-from suite.driver import bench
+from suite.driver import bench, jobs
 from suite.driver import plan as planning
+from suite.driver.rows import Row, add_info, settle_sass, variants_of
 from suite.nvrtc import loader
 from suite.registry import Variant
 
@@ -15,7 +16,7 @@ from suite.registry import Variant
 def fake_sm90(monkeypatch):
     """The GPU faked as sm_90, every compile recorded, and the in-memory builds of the two kernels forgotten (an
     earlier test in this process may have built them; the cubin cache on disk still serves them)."""
-    for v in bench._variants_of("vector").values():
+    for v in variants_of("vector").values():
         if v.label in ("ptx:cp.async ring", "cuda:cuda::pipeline ring"):
             v.kernel.__dict__.pop("_builds", None)
             ring_build = getattr(getattr(v.kernel, "module", None), "build", None)
@@ -40,7 +41,7 @@ def test_the_cubins_compiled_up_front_are_those_the_launches_load(fake_sm90):
     jobs = planning.build(opts, on_gpu=True).jobs
     kernels = {
         v.label: v.kernel
-        for v in bench._variants_of("vector").values()
+        for v in variants_of("vector").values()
         if v.label in ("ptx:cp.async ring", "cuda:cuda::pipeline ring")
     }
     assert bench.precompile(jobs, on_gpu=True) == {}  # on a GPU nothing is described
@@ -59,11 +60,19 @@ def test_without_a_gpu_the_gated_kernels_are_described_in_parallel(monkeypatch):
     monkeypatch.setattr(Variant, "skip_reason", lambda self: "needs a GPU this test pretends is absent")
     opts = bench.Options(problems=("vector",), variants=("ptx:cp.async ring",))
     jobs = planning.build(opts, on_gpu=False).jobs
-    described = bench.precompile(jobs, on_gpu=False)
+    started, done = [], []
+
+    def on_start(total):  # the progress line of a cold run: one step per module as it finishes
+        started.append(total)
+        return done.append
+
+    described = bench.precompile(jobs, on_gpu=False, on_start=on_start)
     assert set(described) == {("ptx:cp.async ring", "fp32")}
+    assert started == [1] and done == ["ptx:cp.async ring fp32 for sm_90"]
     info = described[("ptx:cp.async ring", "fp32")]
-    assert set(info) == set(bench._variants_of("vector")["ptx:cp.async ring"].stages)
-    assert bench.precompile(jobs, on_gpu=False, known=described) == {}  # a worker's later jobs reuse them
+    assert set(info) == set(variants_of("vector")["ptx:cp.async ring"].stages)
+    assert bench.precompile(jobs, on_gpu=False, known=described, on_start=on_start) == {}  # reused: no step
+    assert started == [1]
 
 
 def test_the_listings_are_read_up_front_too(fake_sm90, monkeypatch):
@@ -89,19 +98,19 @@ def test_sass_listed_in_the_background_is_filled_in_after_the_rows_validate():
     from suite.sass import PendingClasses
 
     future = Future()
-    row = {}
-    bench._add_info(row, KernelInfo(registers=90, sass=PendingClasses(future)))
-    assert row["registers"] == 90 and "sass" not in row and isinstance(row["_sass"], PendingClasses)
+    row = Row()
+    add_info(row, KernelInfo(registers=90, sass=PendingClasses(future)))
+    assert row.registers == 90 and "sass" not in row.to_dict() and isinstance(row.pending_sass, PendingClasses)
     future.set_result({"wgmma": 4, "tma": 2, "local_memory": 0})
-    bench._add_sass(row, row.pop("_sass"))
-    assert row["sass"] == "HGMMA UTMALDG" and row["sass_counts"] == {"wgmma": 4, "tma": 2, "local_memory": 0}
+    settle_sass(row)
+    assert row.sass == "HGMMA UTMALDG" and row.sass_counts == {"wgmma": 4, "tma": 2, "local_memory": 0}
     failed = Future()
     failed.set_exception(RuntimeError("cuobjdump: not a cubin"))
-    broken = {"valid": True}
-    bench._add_info(broken, KernelInfo(sass=PendingClasses(failed)))  # listed already, and failed: still left
-    assert "_sass" in broken
-    bench._settle_sass(broken)  # the row fails, the job goes on
-    assert broken["valid"] is False and "SASS listing" in broken["note"] and "_sass" not in broken
+    broken = Row(valid=True)
+    add_info(broken, KernelInfo(sass=PendingClasses(failed)))  # listed already, and failed: still left
+    assert broken.pending_sass is not None
+    settle_sass(broken)  # the row fails, the job goes on
+    assert broken.valid is False and "SASS listing" in broken.note and broken.pending_sass is None
     assert KernelInfo(sass=PendingClasses(future)).as_dict()["sass"] == {"wgmma": 4, "tma": 2, "local_memory": 0}
 
 
@@ -109,7 +118,7 @@ def test_background_listings_can_be_waited_for(monkeypatch):
     """suite.sass.wait_for_listings returns once every listing started in the background has been made."""
     import threading
 
-    from suite import sass
+    from suite.nvrtc import sass
 
     release, made = threading.Event(), []
 
@@ -141,17 +150,17 @@ def test_a_lost_gpu_sends_rows_back_without_pending_listings(monkeypatch):
     failed = Future()
     failed.set_exception(RuntimeError("cuobjdump: not a cubin"))
     rows = [
-        {"_final": True, "_sass": PendingClasses(listed), "valid": False},
-        {"_final": True, "_sass": PendingClasses(failed), "valid": True},
-        {"valid": True},  # not finished: not sent
+        Row(final=True, pending_sass=PendingClasses(listed), valid=False),
+        Row(final=True, pending_sass=PendingClasses(failed), valid=True),
+        Row(valid=True),  # not finished: not sent
     ]
 
     def gone(device=None):
         raise RuntimeError("CUDA error: an illegal memory access was encountered")
 
-    monkeypatch.setattr(bench.torch.cuda, "synchronize", gone)
+    monkeypatch.setattr(jobs.torch.cuda, "synchronize", gone)
     with pytest.raises(DeviceFailed) as lost:
-        bench._check_device(types.SimpleNamespace(type="cuda"), rows)
+        jobs._check_device(types.SimpleNamespace(type="cuda"), rows)
     sent = lost.value.rows
     assert len(sent) == 2 and not any("_sass" in r or "_final" in r for r in sent)
     assert sent[0]["sass"] == "UTMALDG" and sent[1]["valid"] is False and "SASS listing" in sent[1]["note"]

@@ -5,7 +5,7 @@ import sys
 import pytest
 import torch
 
-from suite import registry
+from suite import registration, registry
 from suite.kernel import LibraryOp, NvrtcModule
 from suite.problems import PROBLEMS
 
@@ -70,10 +70,10 @@ def test_duplicate_and_unknown_registrations_are_refused():
 
 
 def test_gpu_gate_explains_itself(monkeypatch):
-    monkeypatch.setattr(registry.torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(registration.torch.cuda, "is_available", lambda: False)
     assert registry.needs_gpu((8, 0))() == "needs a CUDA GPU"
-    monkeypatch.setattr(registry.torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(registry.torch.cuda, "get_device_capability", lambda: (7, 5))
+    monkeypatch.setattr(registration.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(registration.torch.cuda, "get_device_capability", lambda: (7, 5))
     assert registry.needs_gpu((8, 0))() == "needs compute capability >= 8.0 (this GPU: 7.5)"
 
 
@@ -81,7 +81,7 @@ def test_gpu_gate_explains_itself(monkeypatch):
 def scratch_registry(monkeypatch):
     """The real registrations, restored after the test (it may add its own)."""
     registry.variants()
-    monkeypatch.setattr(registry, "_REGISTRY", list(registry._REGISTRY))
+    monkeypatch.setattr(registration, "_REGISTRY", list(registration._REGISTRY))
     return registry
 
 

@@ -7,7 +7,7 @@ import pytest
 
 from suite import registry
 from suite.driver import depth_plot, report
-from suite.nvrtc.stream import share_of_sm
+from suite.ptx.stream import share_of_sm
 from suite.streaming import Schedule, bytes_in_flight_per_sm
 
 H200_SMEM_PER_SM, H200_RESERVED = 233472, 1024  # 228 KiB per SM, 1 KiB reserved per block (sm_90)

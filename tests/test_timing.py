@@ -8,9 +8,21 @@ import subprocess
 import pytest
 import torch
 
-from suite.driver import bench, timing
+from suite.driver import bench, measure, timing
+from suite.driver import jobs as running
 from suite.driver import meta as run_meta
 from suite.driver import plan as planning
+from suite.driver.rows import Row, throughput_and_flags
+from suite.problems import PROBLEMS
+
+
+def _flags(problem, size, rows: list[dict], **kw) -> None:
+    """suite.driver.rows.throughput_and_flags on rows given as dicts, written back into them."""
+    typed = [Row.from_dict(r) for r in rows]
+    throughput_and_flags(problem, size, typed, **kw)
+    for r, t in zip(rows, typed):
+        r.clear()
+        r.update(t.to_dict())
 
 
 def test_median_ci_is_the_order_statistics_interval():
@@ -59,15 +71,15 @@ def test_the_adaptive_timer_warms_up_once_and_doubles_its_batches(monkeypatch):
         calls.append((opts.warmup_ms, opts.rep_ms * rep_scale))
         return [1.0 + 0.1 * (len(calls) % 2), 1.2, 0.9, 1.1] * 3  # never precise enough
 
-    monkeypatch.setattr(bench, "_time", fake_time)
+    monkeypatch.setattr(measure, "_time", fake_time)
     monkeypatch.setattr(bench.run_meta, "gpu_state", lambda: {"sm_clock_mhz": 1755.0, "throttled": False})
     phases = timing.Phases()
-    row = bench._measure(lambda: None, bench.Options(timer="adaptive"), phases)
+    row = measure.time_call(lambda: None, bench.Options(timer="adaptive"), phases)
     assert calls == [(25.0, 25.0), (0.0, 50.0), (0.0, 100.0), (0.0, 200.0)]  # 375 ms of samples at most
     assert row["batches"] == 4 and row["precision_met"] is False and row["samples"] == 48
     assert row["sm_clock_mhz"] == 1755.0 and set(phases.seconds) == {"capture", "time", "gpu_state"}
     calls.clear()
-    bench._measure(lambda: None, bench.Options(timer="adaptive", quick=True))
+    measure.time_call(lambda: None, bench.Options(timer="adaptive", quick=True))
     assert calls == [(25.0, 10.0), (0.0, 20.0), (0.0, 40.0)]
 
 
@@ -93,11 +105,11 @@ def test_the_burst_timer_waits_for_the_power_cap_to_clear_before_every_batch(mon
         calls.append((opts.warmup_ms, opts.rep_ms * rep_scale, len(reads)))
         return [1.0 + rng.random() for _ in range(12)]  # never precise enough
 
-    monkeypatch.setattr(bench, "_time", fake_time)
+    monkeypatch.setattr(measure, "_time", fake_time)
     reads = _fake_power_cap(monkeypatch, capped_reads=5)
-    monkeypatch.setattr(bench, "_PACER", timing.BurstPacer())
+    monkeypatch.setattr(measure, "_PACER", timing.BurstPacer())
     phases = timing.Phases()
-    row = bench._measure(lambda: None, bench.Options(), phases)  # the default timer
+    row = measure.time_call(lambda: None, bench.Options(), phases)  # the default timer
     # 8 bursts of 10 ms (their own first call is the warm-up); the first after 5 sleeps of 10 ms (5 capped reads,
     # then clear), each later one after a single read that finds the cap clear; a read after each burst checks it
     # ended clear
@@ -107,7 +119,7 @@ def test_the_burst_timer_waits_for_the_power_cap_to_clear_before_every_batch(mon
     assert row["bursts_retaken"] == 0
     assert phases.seconds["cool_down"] == pytest.approx(0.05) and "time" in phases.seconds
     calls.clear()
-    bench._measure(lambda: None, bench.Options(quick=True))
+    measure.time_call(lambda: None, bench.Options(quick=True))
     assert [c[:2] for c in calls] == [(0.0, 5.0)] * 3
 
 
@@ -149,7 +161,7 @@ def _fake_triton_driver(monkeypatch, flush_name: str):
 
 
 def test_a_burst_times_one_call_first_then_fills_its_budget_at_that_pace(monkeypatch):
-    """bench._burst on a fake Triton driver whose GPU clock advances by the flush and the call: the first call (slow,
+    """measure._burst on a fake Triton driver whose GPU clock advances by the flush and the call: the first call (slow,
     clocks coming up) is not kept and sets the pace; the kept calls fill the budget, 3 at least, each flushed first."""
     clock, log = _fake_triton_driver(monkeypatch, "flush")
     calls = [2.4, 1.4]  # ms: the first call after a rest, then every later one
@@ -158,23 +170,23 @@ def test_a_burst_times_one_call_first_then_fills_its_budget_at_that_pace(monkeyp
         log.append("call")
         clock[0] += calls[0] if len(calls) > 1 and log.count("call") == 1 else calls[-1]
 
-    samples = bench._burst(fn, busy_ms=10.0)
+    samples = measure._burst(fn, busy_ms=10.0)
     assert len(samples) == 4  # 10 ms at the first call's pace (0.1 + 2.4 ms a call: the flush is busy time too)
     assert samples == pytest.approx([1.4] * 4)  # the flush outside the timed region, the slow first call not kept
     assert log == ["flush", "call"] * 5
     log.clear()
     calls[:] = [30.0]
-    assert bench._burst(fn, busy_ms=10.0) == pytest.approx([30.0] * timing.BURST_MIN_SAMPLES)
+    assert measure._burst(fn, busy_ms=10.0) == pytest.approx([30.0] * timing.BURST_MIN_SAMPLES)
 
 
 def test_a_power_cap_that_does_not_clear_is_waited_for_3_s_and_flagged(monkeypatch):
-    monkeypatch.setattr(bench, "_time", lambda fn, opts, rep_scale=1.0: [1.0] * 12)
-    monkeypatch.setattr(bench, "_PACER", timing.BurstPacer())
+    monkeypatch.setattr(measure, "_time", lambda fn, opts, rep_scale=1.0: [1.0] * 12)
+    monkeypatch.setattr(measure, "_PACER", timing.BurstPacer())
     _fake_power_cap(monkeypatch, capped_reads=10**6)
-    row = bench._measure(lambda: None, bench.Options())  # waits 3 s once, then no more for the rest of the run
+    row = measure.time_call(lambda: None, bench.Options())  # waits 3 s once, then no more for the rest of the run
     assert row["below_cap"] is False and row["cooldown_s"] == pytest.approx(timing.COOL_MAX_S, abs=0.02)
     row.update(measured=True, ceiling=False, note="")
-    bench._throughput_and_flags(bench.PROBLEMS["vector"], 4096, [row], ceiling_ms=1.0)
+    _flags(PROBLEMS["vector"], 4096, [row], ceiling_ms=1.0)
     assert "still on after 3 s" in row["note"]
 
 
@@ -182,7 +194,7 @@ def test_bursts_rest_twice_their_length_and_one_that_ends_slowed_is_taken_again(
     now, slept, kept = [10.0], [], []
     monkeypatch.setattr(timing, "now", lambda: now[0])
     monkeypatch.setattr(timing, "sleep", lambda s: slept.append(round(s, 6)) or now.__setitem__(0, now[0] + s))
-    monkeypatch.setattr(bench, "_PACER", timing.BurstPacer())
+    monkeypatch.setattr(measure, "_PACER", timing.BurstPacer())
     ends = iter([0x4, 0x0] + [0x0] * 20)  # the first burst ends under the power cap, every later one clear
     reads = []
 
@@ -197,9 +209,9 @@ def test_bursts_rest_twice_their_length_and_one_that_ends_slowed_is_taken_again(
         kept.append(len(kept))
         return [1.0 + 0.001 * len(kept)] * 12
 
-    monkeypatch.setattr(bench, "_time", fake_time)
+    monkeypatch.setattr(measure, "_time", fake_time)
     monkeypatch.setattr(bench.run_meta, "gpu_state", state)
-    row = bench._measure(lambda: None, bench.Options())
+    row = measure.time_call(lambda: None, bench.Options())
     assert row["bursts_retaken"] == 1 and row["batches"] == 1  # the slowed burst was not kept; the next one was
     assert slept == [0.06]  # the second burst waited 60 ms: twice the first one's 30
     assert row["median_ms"] == pytest.approx(1.002)  # the kept burst's samples only
@@ -212,23 +224,23 @@ def test_without_throttle_reasons_the_burst_timer_does_not_wait(monkeypatch):
 
 
 def test_a_read_flush_empties_the_l2_before_every_call_of_a_burst(monkeypatch):
-    """--flush read: the burst's calls each follow bench._read_flush (a sum over 256 MB: clean lines) instead of
+    """--flush read: the burst's calls each follow measure._read_flush (a sum over 256 MB: clean lines) instead of
     Triton's clear_cache (zeros written: dirty lines); the timers that sample with do_bench refuse it, and the CLI
     refuses it in one line before any work; the flush is in the plan's identity and the run's metadata."""
     from suite.driver import plan as planning
     from suite.run import main
 
     clock, log = _fake_triton_driver(monkeypatch, "write")
-    monkeypatch.setattr(bench, "_read_flush", lambda: log.append("read") or clock.__setitem__(0, clock[0] + 0.1))
+    monkeypatch.setattr(measure, "_read_flush", lambda: log.append("read") or clock.__setitem__(0, clock[0] + 0.1))
 
     def fn():
         log.append("call")
         clock[0] += 1.0
 
-    assert len(bench._burst(fn, busy_ms=5.0, flush="read")) == 4  # 5 ms at 1.1 ms a call
+    assert len(measure._burst(fn, busy_ms=5.0, flush="read")) == 4  # 5 ms at 1.1 ms a call
     assert log == ["read", "call"] * 5
     with pytest.raises(bench.OptionError, match="do_bench, whose L2 flush is a write"):
-        bench._time(fn, bench.Options(timer="adaptive", flush="read"))
+        measure._time(fn, bench.Options(timer="adaptive", flush="read"))
     assert main(["--flush", "read", "--timer", "fixed", "--problem", "vector", "--quick"]) == 2
     write, read = (planning.build(bench.Options(flush=f), on_gpu=True) for f in ("write", "read"))
     assert write.id != read.id and "flush" not in write.options  # the plans of before keep their identity
@@ -263,9 +275,9 @@ def test_each_timer_flushes_its_own_way_unless_told(monkeypatch):
 
 def test_the_fixed_timer_is_the_old_rule(monkeypatch):
     calls = []
-    monkeypatch.setattr(bench, "_time", lambda fn, opts, rep_scale=1.0: calls.append(rep_scale) or [1.0, 2.0] * 5)
+    monkeypatch.setattr(measure, "_time", lambda fn, opts, rep_scale=1.0: calls.append(rep_scale) or [1.0, 2.0] * 5)
     monkeypatch.setattr(bench.run_meta, "gpu_state", dict)
-    row = bench._measure(lambda: None, bench.Options(timer="fixed"))
+    row = measure.time_call(lambda: None, bench.Options(timer="fixed"))
     assert calls == [1.0, 2.0] and row["samples"] == 20 and row["batches"] == 2
 
 
@@ -303,7 +315,7 @@ def _fake_gpu_run(monkeypatch, opts, clock_step=0.0):
         timed.append(fn)
         return [1.0] * 12
 
-    monkeypatch.setattr(bench, "_time", fake_time)
+    monkeypatch.setattr(measure, "_time", fake_time)
     monkeypatch.setattr(bench.run_meta, "gpu_state", lambda: {"throttled": False, "sm_clock_mhz": 1980.0})
     device = torch.device("cuda" if torch.cuda.is_available() else "cpu")
     rows = bench.run(opts, on_gpu=True, progress=False, device=device)
@@ -337,7 +349,7 @@ def test_a_gpu_that_stops_answering_fails_the_rows_left_with_the_reason(monkeypa
     )
     jobs = planning.build(opts, on_gpu=True).jobs
     mul = next(r for r in bench.skeleton(jobs[0]) if r["variant"] == "mul")
-    real_validate = bench._validate
+    real_validate = running._validate
 
     def validate(size, variant, stages, seed, device, dtype=None, seconds=None):
         if variant.name == "mul":
@@ -345,10 +357,11 @@ def test_a_gpu_that_stops_answering_fails_the_rows_left_with_the_reason(monkeypa
         return real_validate(size, variant, stages, seed, device, dtype)
 
     def check_device(device, rows):
-        raise DeviceFailed("CUDA error: an illegal memory access was encountered", [r for r in rows if r.get("_final")])
+        finished = [r.to_dict() for r in rows if r.final]
+        raise DeviceFailed("CUDA error: an illegal memory access was encountered", finished)
 
-    monkeypatch.setattr(bench, "_validate", validate)
-    monkeypatch.setattr(bench, "_check_device", check_device)
+    monkeypatch.setattr(running, "_validate", validate)
+    monkeypatch.setattr(running, "_check_device", check_device)
     rows, _ = _fake_gpu_run(monkeypatch, opts)
     assert [r["plan_row"] for r in rows] == [r.index for j in jobs for r in j.rows]  # every row, once
     first = [r for r in rows if r["job"] == 0]
@@ -368,7 +381,7 @@ def test_a_worker_whose_gpu_stops_answering_tells_its_parent(monkeypatch):
 
     opts = bench.Options(problems=("vector",), sizes={"vector": (4097,)}, backends=("torch", "triton"), stages=(2,))
     job = planning.build(opts, on_gpu=True).jobs[0]
-    real_validate = bench._validate
+    real_validate = running._validate
 
     def validate(size, variant, stages, seed, device, dtype=None, seconds=None):
         if variant.name == "copy_":
@@ -376,10 +389,10 @@ def test_a_worker_whose_gpu_stops_answering_tells_its_parent(monkeypatch):
         return real_validate(size, variant, stages, seed, device, dtype)
 
     def check_device(device, rows):
-        raise DeviceFailed("CUDA error: unspecified launch failure", [r for r in rows if r.get("_final")])
+        raise DeviceFailed("CUDA error: unspecified launch failure", [r.to_dict() for r in rows if r.final])
 
-    monkeypatch.setattr(bench, "_validate", validate)
-    monkeypatch.setattr(bench, "_check_device", check_device)
+    monkeypatch.setattr(running, "_validate", validate)
+    monkeypatch.setattr(running, "_check_device", check_device)
     with pytest.raises(DeviceFailed, match="unspecified launch failure") as lost:
         bench.job_worker(job, Device(None), opts, True)  # the GPU path, on CPU tensors
     # finished: the row that failed (its own reason); torch:mul validated before it but was not timed yet
@@ -448,7 +461,7 @@ def test_a_row_the_host_cannot_feed_is_marked_launch_bound(monkeypatch):
     from suite.problems import PROBLEMS
 
     clock = [0.0]
-    monkeypatch.setattr(bench.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(measure.time, "perf_counter", lambda: clock[0])
 
     def slow_host():
         clock[0] += 90e-6  # 90 us to enqueue
@@ -458,14 +471,14 @@ def test_a_row_the_host_cannot_feed_is_marked_launch_bound(monkeypatch):
             fn()
         return [0.05] * 20  # the GPU runs each call in 50 us
 
-    monkeypatch.setattr(bench, "_time", fake_time)
+    monkeypatch.setattr(measure, "_time", fake_time)
     monkeypatch.setattr(bench.run_meta, "gpu_state", lambda: {"throttled": False})
     eager = bench.Options(timer="adaptive", launch="eager")  # the samples' own calls are the host's
-    row = {**bench._measure(slow_host, eager), "note": "", "ceiling": False}
+    row = {**measure.time_call(slow_host, eager), "note": "", "ceiling": False}
     assert row["host_enqueue_us"] == pytest.approx(90.0)
-    fast = {**bench._measure(lambda: None, eager), "note": "", "ceiling": False}
+    fast = {**measure.time_call(lambda: None, eager), "note": "", "ceiling": False}
     assert fast["host_enqueue_us"] == 0.0
-    bench._throughput_and_flags(PROBLEMS["vector"], 2**20, [row, fast], ceiling_ms=0.05)
+    _flags(PROBLEMS["vector"], 2**20, [row, fast], ceiling_ms=0.05)
     assert row["launch_bound"] is True and "launch-bound: the host takes 90 us" in row["note"]
     assert fast["launch_bound"] is False and "launch-bound" not in fast["note"]
     row.update(unit="GB/s", valid=True)
@@ -475,7 +488,7 @@ def test_a_row_the_host_cannot_feed_is_marked_launch_bound(monkeypatch):
 
 def test_host_timed_reads_the_fast_tenth_of_the_calls():
     """A call that waited behind a full launch queue measures the GPU: the host's time is the fastest tenth."""
-    timed = bench.HostTimed(lambda: None)
+    timed = measure.HostTimed(lambda: None)
     assert timed.enqueue_us() is None
     timed.seconds = [1e-6 * t for t in [500] * 5 + [10] * 5 + [12] * 10]
     assert timed.enqueue_us() == pytest.approx(10.0)
@@ -503,7 +516,7 @@ def test_a_graph_launched_row_says_the_host_is_left_out(monkeypatch):
             ("eager", {"launch_note": "not capturable (x), timed eagerly"}),
         )
     ]
-    bench._throughput_and_flags(PROBLEMS["vector"], 2**20, rows, ceiling_ms=0.05)
+    _flags(PROBLEMS["vector"], 2**20, rows, ceiling_ms=0.05)
     graph, eager, failed = (r["note"] for r in rows)
     assert "launch-bound when called from Python: the host takes 90 us" in graph and "CUDA graph" in graph
     assert "launch-bound: the host takes 90 us" in eager and "CUDA graph" not in eager
@@ -529,24 +542,24 @@ def test_long_calls_get_fewer_eager_calls_before_their_capture(monkeypatch):
     """Before a row's capture, its calls from Python keep the GPU busy a burst's length at most (5 calls at least):
     30 of a 50 us kernel, 6 of an fp16 8192^3 GEMM (1.6 ms), 5 of a 7 ms one. With the burst timer the row's first
     burst then rests after them, as after a burst; the calls (CUDA faked: it is a CPU test) are counted."""
-    assert bench.eager_calls(0.05) == 30 and bench.eager_calls(1.6) == 6 and bench.eager_calls(7.0) == 5
-    assert bench.eager_calls(0.0) == 30
+    assert measure.eager_calls(0.05) == 30 and measure.eager_calls(1.6) == 6 and measure.eager_calls(7.0) == 5
+    assert measure.eager_calls(0.0) == 30
     now, calls = [50.0], []
     monkeypatch.setattr(timing, "now", lambda: now[0])
-    monkeypatch.setattr(bench.torch.cuda, "is_available", lambda: True)
-    monkeypatch.setattr(bench.torch.cuda, "synchronize", lambda: now.__setitem__(0, now[0] + 0.0016))  # 1.6 ms
-    monkeypatch.setattr(bench, "capture_graph", lambda fn: type("G", (), {"replay": staticmethod(fn)})())
-    monkeypatch.setattr(bench, "_PACER", timing.BurstPacer())
-    launched = bench.Launched(lambda: calls.append(1), bench.Options())
+    monkeypatch.setattr(measure.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(measure.torch.cuda, "synchronize", lambda: now.__setitem__(0, now[0] + 0.0016))  # 1.6 ms
+    monkeypatch.setattr(measure, "capture_graph", lambda fn: type("G", (), {"replay": staticmethod(fn)})())
+    monkeypatch.setattr(measure, "_PACER", timing.BurstPacer())
+    launched = measure.Launched(lambda: calls.append(1), bench.Options())
     assert len(calls) == 6 and launched.how == "graph"
     # the first call and its wait took 1.6 ms, the other five 1.6 ms more: the next burst is due twice 3.2 ms later
-    assert bench._PACER.ready_at == pytest.approx(50.0032 + 2 * 0.0032)
+    assert measure._PACER.ready_at == pytest.approx(50.0032 + 2 * 0.0032)
 
 
 @pytest.mark.skipif(torch.cuda.is_available(), reason="the CPU case: no CUDA to capture with")
 def test_without_cuda_the_graph_launch_times_the_call_itself():
     calls = []
-    launched = bench.Launched(lambda: calls.append(1), bench.Options())
+    launched = measure.Launched(lambda: calls.append(1), bench.Options())
     launched.call()
     assert calls == [1] and launched.how == "eager" and "launch_note" not in launched.fields()
 
@@ -555,13 +568,13 @@ def test_without_cuda_the_graph_launch_times_the_call_itself():
 def test_the_graph_replays_the_call_and_a_call_that_syncs_is_timed_eagerly():
     x = torch.randn(3 * 8192 + 5, device="cuda")
     y = torch.full_like(x, float("nan"))
-    launched = bench.Launched(lambda: torch.mul(x, 2.0, out=y), bench.Options())
+    launched = measure.Launched(lambda: torch.mul(x, 2.0, out=y), bench.Options())
     assert launched.how == "graph" and launched.fields()["host_enqueue_us"] > 0
     y.fill_(float("nan"))  # poisoned: only the replay can write it
     launched.call()
     torch.cuda.synchronize()
     torch.testing.assert_close(y, 2 * x)
-    syncs = bench.Launched(lambda: x.sum().item(), bench.Options())
+    syncs = measure.Launched(lambda: x.sum().item(), bench.Options())
     assert syncs.how == "eager" and syncs.fields()["launch_note"].startswith("not capturable in a CUDA graph")
     syncs.call()  # the stream still works after the failed capture
     torch.cuda.synchronize()
@@ -580,7 +593,7 @@ def test_a_module_that_must_run_eagerly_is_timed_eagerly_and_says_why():
     copy_ = next(v for v in variants("vector") if v.label == "torch:copy_")
     assert "memcpy" in copy_.kernel.eager_only
     calls = []
-    launched = bench.Launched(lambda: calls.append(1), bench.Options(), copy_.kernel.eager_only)
+    launched = measure.Launched(lambda: calls.append(1), bench.Options(), copy_.kernel.eager_only)
     launched.call()
     assert calls == [1] and launched.how == "eager"
     assert launched.fields()["launch_note"].startswith(

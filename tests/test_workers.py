@@ -1,6 +1,6 @@
 """--gpus on a CPU: the scheduling, the merging of rows and the failure handling of suite.driver.workers, with fake
 workers in spawned processes (tests/workers_fakes.py) standing in for GPUs; and the real worker
-(suite.driver.bench.job_worker) on two CPU "devices", against the same plan run in one process."""
+(suite.driver.jobs.job_worker) on two CPU "devices", against the same plan run in one process."""
 
 import os
 
@@ -52,10 +52,11 @@ def test_a_gpu_whose_worker_dies_fails_only_its_job_and_the_others_finish():
     assert [r["plan_row"] for r in rows] == _planned(jobs)  # nothing lost, nothing twice
     lost = [r for r in rows if r["job"] == 1]
     assert all(r["valid"] is False and r["gpu_index"] == 1 for r in lost)
-    assert all("GPU 1 (GPU-bbbb) failed during this job: its worker process died" in r["note"] for r in lost)
+    died = "GPU 1 (GPU-bbbb) failed during this job: its worker process died (exit status 3)"
+    assert all(died in r["note"] for r in lost)
     assert all(r["failure"] == "device" for r in lost)
     assert all(r["valid"] and r["gpu_index"] == 0 for r in rows if r["job"] != 1)  # GPU 0 took the rest
-    assert reports[1].failed == "its worker process died" and reports[0].failed is None
+    assert reports[1].failed == "its worker process died (exit status 3)" and reports[0].failed is None
     assert 1 not in reports[1].jobs
 
 
@@ -91,8 +92,8 @@ def test_when_every_gpu_fails_the_jobs_left_are_marked_not_run():
     left = [r for r in rows if r["job"] >= 2]
     assert all(
         r["note"].startswith(
-            "not run: every device failed (GPU 0 (GPU-aaaa): its worker process died; "
-            "GPU 1 (GPU-bbbb): its worker process died)"
+            "not run: every device failed (GPU 0 (GPU-aaaa): its worker process died (exit status 3); "
+            "GPU 1 (GPU-bbbb): its worker process died (exit status 3))"
         )
         for r in left
     )
@@ -231,12 +232,12 @@ def test_device_pins_the_worker():
 
 def test_with_gpus_the_parent_leaves_every_compile_to_the_workers(monkeypatch):
     """--gpus on a GPU: the parent starts the workers and hands them the jobs without compiling anything itself
-    (each worker compiles its own jobs' kernels into the shared cubin cache, bench.job_worker), so no serial compile
+    (each worker compiles its own jobs' kernels into the shared cubin cache, jobs.job_worker), so no serial compile
     stands between the start and the first job."""
-    from suite.driver import bench, sweep, workers
+    from suite.driver import bench, jobs, sweep, workers
 
     compiled, handed = [], []
-    monkeypatch.setattr(bench, "precompile", lambda jobs, on_gpu, **kw: compiled.append(len(jobs)) or {})
+    monkeypatch.setattr(jobs, "precompile", lambda jobs, on_gpu, **kw: compiled.append(len(jobs)) or {})
 
     class Started:
         def shutdown(self):

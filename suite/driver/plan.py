@@ -4,6 +4,10 @@ A job is one (problem, dtype, shape) group: every row of the sweep at that dtype
 ratios are taken against. A job times its own ceiling, interleaved with its rows, so it can run on any GPU, in any
 process, on any host, and each ratio still compares two numbers taken on one GPU in one stretch of time.
 
+What runs: ``Options`` (the CLI's selection and timer) select (problem, variant, stage counts) through the registry
+(``selected``, refused before any work by ``check_options`` when they select nothing meaningful), then
+(problem, dtype, shape) groups (``plan_groups``), then the jobs (``build``).
+
 The plan depends only on the options and the registry (never on the GPU or the host), so ``--shard I/N`` picks the
 same jobs everywhere. Its identity (``Plan.id``) is a hash of the jobs and of the options that change what is
 measured; suite.merge refuses to combine results of different plans.
@@ -19,7 +23,165 @@ import hashlib
 import json
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+
+from suite.driver import timing
+from suite.driver.rows import blank_row  # noqa: F401  (suite.merge reads it here)
+from suite.problems import PROBLEMS, Problem
+from suite.registry import Variant, variants
+
+
+@dataclass
+class Options:
+    problems: tuple[str, ...] = tuple(PROBLEMS)
+    backends: tuple[str, ...] | None = None  # None: all
+    variants: tuple[str, ...] | None = None  # names or backend:name; None: all (ceilings always run)
+    stages: tuple[int, ...] | None = None  # None: each variant's own sweep
+    sizes: dict[str, tuple] = field(default_factory=dict)  # problem -> sizes; missing: the problem's defaults
+    dtypes: tuple[str, ...] | None = None  # dtype names (suite.problems.DType); None: every dtype of each problem
+    shape_sets: tuple[str, ...] | None = None  # --shapes: named sets (Problem.shape_sets) instead of the defaults
+    quick: bool = False
+    seed: int = 0
+    warmup_ms: float = 25.0
+    rep_ms: float = 200.0  # the fixed timer's budget (a quarter with --quick)
+    timer: str = "burst"  # suite.driver.timing.TIMERS: "burst", "adaptive" (sustained) or "fixed" (rep_ms of samples)
+    launch: str = "graph"  # timing.LAUNCHES: the samples time a CUDA graph's replay of one call, or the call itself
+    # timing.FLUSHES: the L2 emptied by a read (the burst timer's default) or a write (do_bench's, the other
+    # timers'); None: the timer's own (timing.default_flush)
+    flush: str | None = None
+
+    def __post_init__(self):
+        if self.flush is None:
+            self.flush = timing.default_flush(self.timer)
+
+
+def variant_names() -> set[str]:
+    """Every name a variant answers to on the command line: its name and backend:name."""
+    return {v.name for v in variants()} | {v.label for v in variants()}
+
+
+def selected(opts: Options) -> list[tuple[Problem, Variant, tuple]]:
+    """(problem, variant, stage counts) for everything the options select. A problem runs when the filters (backend,
+    variant, stages) pick at least one of its variants; its ceiling then always runs too, whatever the filters say,
+    so every row has its % column. A problem none of whose variants the filters pick does not run at all."""
+    out = []
+    for name in opts.problems:
+        picked = []
+        for v in variants(name):
+            if opts.backends and v.backend not in opts.backends:
+                continue
+            if opts.variants and v.name not in opts.variants and v.label not in opts.variants:
+                continue
+            stages = v.stages
+            if opts.stages is not None and stages != (None,):
+                stages = tuple(s for s in stages if s in opts.stages)
+                if not stages:
+                    continue
+            picked.append((v, stages))
+        if picked:
+            chosen = dict(picked)
+            out += [(PROBLEMS[name], v, chosen.get(v, v.stages)) for v in variants(name) if v in chosen or v.ceiling]
+    return out
+
+
+class OptionError(ValueError):
+    """Options that select nothing, or sizes this machine should not attempt; ``option`` names the Options field."""
+
+    def __init__(self, option: str, message: str):
+        super().__init__(message)
+        self.option = option
+
+
+def check_options(opts: Options, on_gpu: bool) -> list[tuple[Problem, Variant, tuple]]:
+    """Refuse, before any work, options that cannot give a meaningful run; return what they select.
+
+    - the filters must pick at least one variant;
+    - every requested stage count must be swept by at least one variant the other filters pick;
+    - without a GPU, every requested size must be within the problem's CPU limit (``Problem.cpu_limit``): the Triton
+      interpreter is tens of thousands of times slower than the GPU.
+    """
+    plan = selected(opts)
+    if not plan:
+        raise OptionError("variants", "no registered variant matches these filters together (see --list)")
+    if opts.stages is not None:
+        unstaged = selected(replace(opts, stages=None))
+        swept = {s for _, v, stages in unstaged for s in stages if s is not None}
+        missing = [s for s in opts.stages if s not in swept]
+        if missing:
+            raise OptionError(
+                "stages",
+                f"no selected variant sweeps {', '.join(map(str, missing))} stage(s); "
+                f"they sweep {', '.join(map(str, sorted(swept))) or 'none'}",
+            )
+    if not on_gpu:
+        for name, sizes in opts.sizes.items():
+            problem = PROBLEMS[name]
+            for size in sizes:
+                if problem.work(size) > problem.cpu_max_work:
+                    raise OptionError(
+                        "sizes",
+                        f"{problem.shape(size)} is too large for a CPU run (the Triton "
+                        f"interpreter): {name} needs {problem.cpu_limit} without a GPU",
+                    )
+    return plan
+
+
+def dtypes_for(problem: Problem, opts: Options) -> tuple[str, ...]:
+    """The problem's dtypes the options select: those --dtype names; without it, every dtype in a default run (each
+    at its own default sizes), and the problem's default dtype alone at named shape sets or explicit sizes (another
+    dtype is one --dtype away)."""
+    if opts.dtypes is None:
+        return (problem.default_dtype,) if opts.shape_sets or problem.name in opts.sizes else tuple(problem.dtypes)
+    return tuple(d for d in problem.dtypes if d in opts.dtypes)
+
+
+def sizes_for(problem: Problem, opts: Options, on_gpu: bool, dtype: str | None = None) -> tuple:
+    """(size, shape set) pairs: explicit sizes (no set: every variant runs them), the named sets asked for, or the
+    default run's sizes for ``dtype``, each tagged with the first set it belongs to."""
+
+    def tagged(sizes):
+        return tuple(
+            (size, next((name for name, members in problem.shape_sets.items() if size in members), None))
+            for size in sizes
+        )
+
+    if problem.name in opts.sizes:
+        return tuple((size, None) for size in opts.sizes[problem.name])
+    if not on_gpu:
+        return tuple((size, None) for size in problem.cpu_sizes)
+    if opts.shape_sets:
+        return tuple(
+            dict.fromkeys(
+                (size, name)
+                for name in opts.shape_sets
+                for size in problem.fits(problem.shape_sets.get(name, ()), dtype)
+            )
+        )
+    return tagged(problem.quick_sizes if opts.quick else problem.default_sizes_for(dtype))
+
+
+def plan_groups(plan: list[tuple[Problem, Variant, tuple]], opts: Options, on_gpu: bool) -> list[tuple]:
+    """The run as independent groups, in order: (problem, dtype, size, [(variant, stages), ...]), one per
+    (problem, dtype, shape), each with its ceiling. A variant runs at a dtype it implements and at a size of a
+    shape set it takes part in (Variant.shape_sets); at a dtype it does not implement it gets one row that says so
+    (stages None), never silently absent."""
+    groups = []
+    for problem in {p.name: p for p, _, _ in plan}.values():
+        chosen = [(v, stages) for p, v, stages in plan if p is problem]
+        for dtype in dtypes_for(problem, opts):
+            for size, shape_set in sizes_for(problem, opts, on_gpu, dtype):
+                jobs = []
+                for v, stages in chosen:
+                    if shape_set is not None and v.shape_sets is not None and shape_set not in v.shape_sets:
+                        continue
+                    if dtype not in v.dtypes:
+                        jobs.append((v, (None,)))
+                        continue
+                    at_dtype = v.stages_for(dtype)
+                    jobs.append((v, tuple(s for s in at_dtype if s in stages) if stages != v.stages else at_dtype))
+                groups.append((problem, dtype, size, [(v, s) for v, ss in jobs for s in ss]))
+    return groups
+
 
 NOTE_ROW_COST = 0.05  # a row that only says its variant has no build for the dtype: no validation, no timing
 CEILING_COST = 1.0
@@ -126,12 +288,9 @@ def assign(jobs: tuple[Job, ...] | list[Job], count: int) -> dict[int, int]:
 
 
 def build(opts, on_gpu: bool) -> Plan:
-    """The plan of ``opts`` (suite.driver.bench.Options): one job per (problem, dtype, shape) group of
-    bench.plan_groups, rows numbered in the order the unsharded run takes them. Raises bench.OptionError as
-    bench.check_options does."""
-    from suite.driver import bench
-
-    groups = bench.plan_groups(bench.check_options(opts, on_gpu), opts, on_gpu)
+    """The plan of ``opts`` (Options): one job per (problem, dtype, shape) group of ``plan_groups``, rows numbered
+    in the order the unsharded run takes them. Raises OptionError as ``check_options`` does."""
+    groups = plan_groups(check_options(opts, on_gpu), opts, on_gpu)
     jobs: list[Job] = []
     row_index = 0
     for problem, dtype, size, group in groups:
@@ -219,34 +378,3 @@ def shard_from_env(environ: Mapping[str, str]) -> tuple[int, int] | None:
             + f": submit the array as --array=0-{n - 1} (or pass --shard I/N)"
         )
     return offset // step + 1, n
-
-
-def blank_row(**fields) -> dict:
-    """A results row with nothing measured: every column a row has, in order, ``fields`` filled in (further columns
-    after them)."""
-    row = {
-        "problem": None,
-        "shape": None,
-        "dtype": None,
-        "backend": None,
-        "variant": None,
-        "group": None,
-        "stages": None,
-        "baseline": False,
-        "ceiling": False,
-        "median_ms": None,
-        "iqr_ms": None,
-        "spread": None,  # iqr / median
-        "samples": 0,
-        "throughput": None,
-        "unit": None,
-        "ratio_to_ceiling": None,
-        "valid": None,
-        "max_abs_error": None,
-        "rel_error": None,
-        "measured": False,
-        "throttled": None,
-        "note": "",
-    }
-    row.update(fields)
-    return row

@@ -1,9 +1,9 @@
 """--profile: why each timed row runs as fast as it does, from one separate launch under Nsight Compute (ncu).
 
-Timing and profiling never mix. bench.run times every row first; then, per (problem, shape), one separate process
-(``python -m suite.driver.profile_worker``) runs under ncu. The worker builds each timed row's variant through the
-registry, calls it twice outside any profiled range (compiling, loading the module, autotuning, creating cuBLAS
-handles), then calls it once more between cudaProfilerStart and cudaProfilerStop, inside an NVTX range named
+Timing and profiling never mix. The run (suite.driver.jobs) times every row first; then, per (problem, shape), one
+separate process (``python -m suite.driver.profile_worker``) runs under ncu. The worker builds each timed row's variant
+through the registry, calls it twice outside any profiled range (compiling, loading the module, autotuning, creating
+cuBLAS handles), then calls it once more between cudaProfilerStart and cudaProfilerStop, inside an NVTX range named
 ``pipesuite#<i>``. ncu runs with
 
 - ``--profile-from-start off``: it profiles only the kernels launched between start and stop, i.e. exactly the
@@ -14,8 +14,8 @@ handles), then calls it once more between cudaProfilerStart and cudaProfilerStop
 - ``--clock-control none``: the suite never changes the GPU's clocks (ncu would lock them to base by default), so
   the profile sees the clocks the timings saw;
 - ``--csv --page raw --metrics METRICS``: a small fixed set (below). ncu replays the kernel once per pass over the
-  metric groups (about 17 passes for this set on an H200), restoring the memory it writes and flushing the caches
-  before each pass (``--cache-control all``, ncu's default), like the timing's flushed L2.
+  metric groups (a pass per group of metrics the hardware counts together), restoring the memory it writes and
+  flushing the caches before each pass (``--cache-control all``, ncu's default), like the timing's flushed L2.
 
 Without a GPU, without ncu, or without permission to read the GPU's performance counters (ERR_NVGPUCTRPERM),
 ``add_profiles`` raises ``Unavailable`` with a one-line reason and leaves the rows as they are.

@@ -6,8 +6,8 @@
 * bandwidth: this run's own ``copy_`` ceiling (the vector problem's torch:copy_ rows, bytes read + written per
   second); when the run has none, ``copy_`` is timed once over 1 GiB after the run, the same way;
 * tensor peak, per dtype: the best large-square cuBLAS throughput of the run (its ceiling rows at M, N, K >= 4096);
-  when the run has none, cuBLAS is timed once at 8192^3 after the run. A register-only MMA loop is not used: on the
-  H200 it issues below cuBLAS's large-square rate (docs/results.md), so cuBLAS is the higher, and the bound.
+  when the run has none, cuBLAS is timed once at 8192^3 after the run. A register-only MMA loop is not used: it issues
+  below cuBLAS's large-square rate (docs/results.md), so cuBLAS is the higher, and the bound.
 
 Each GEMM row gets ``roofline`` (in TFLOP/s) and ``ratio_to_roofline``; the run's metadata gets ``roofline``: the
 bandwidth and peaks used and how each was measured. A memory-bound shape (decode) is then judged against the memory
@@ -20,7 +20,7 @@ from suite.problems import PROBLEMS
 
 PEAK_MIN_DIM = 4096  # a square shape at least this large shows cuBLAS's sustained peak
 PROBE_SIZE = 8192
-PROBE_VECTOR_N = 2**28  # 1 GiB of fp32: 35x the 60 MiB L2 of an H200
+PROBE_VECTOR_N = 2**28  # 1 GiB of fp32: far larger than any GPU's L2, so the copy streams from DRAM
 
 
 def _dtype_name(problem, label: str) -> str:
@@ -47,12 +47,12 @@ PROBE_MS = 200  # GPU time each probe samples
 
 def _time_ms(fn, flush: str = "write") -> float:
     """The median of ~PROBE_MS of calls, the L2 emptied before each as the run's rows were (``flush``: "write",
-    do_bench's zeros; "read", suite.driver.bench's read, so that a read-flushed run's roofline does not carry the
+    do_bench's zeros; "read", suite.driver.measure's read, so that a read-flushed run's roofline does not carry the
     write-back its rows were spared)."""
     if flush == "read":
         import statistics
 
-        from suite.driver.bench import _burst
+        from suite.driver.measure import _burst
 
         return float(statistics.median(_burst(fn, PROBE_MS, flush="read")))
     from triton.testing import do_bench

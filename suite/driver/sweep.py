@@ -1,8 +1,8 @@
 """One run of the plan, or of one shard of it, in this process or on several GPUs: what suite.run calls.
 
 ``execute`` builds the plan (suite.driver.plan), keeps the shard's jobs (``--shard I/N``, or a Slurm job array's
-task), then runs them: in this process (suite.driver.bench.run_jobs), or with ``--gpus`` one worker process per GPU
-(suite.driver.workers.run_jobs, the worker being suite.driver.bench.job_worker). It returns the rows and what the
+task), then runs them: in this process (suite.driver.jobs.run_jobs), or with ``--gpus`` one worker process per GPU
+(suite.driver.workers.run_jobs, the worker being suite.driver.jobs.job_worker). It returns the rows and what the
 results metadata records of the run: the plan's identity, the shard, the timer and its power regime, the GPU(s) each
 row ran on, and the seconds per phase (``phase_seconds``).
 """
@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
 
 from suite.driver import plan as planning
@@ -45,12 +45,16 @@ def execute(
     plugins: tuple[str, ...] = (),
     progress: bool = True,
     phases: Phases | None = None,
+    on_rows: Callable[[list[dict]], None] | None = None,
 ) -> tuple[list[dict], dict]:
     """Run the shard ``shard`` (index, count; None: the whole plan) of ``opts``' plan, on ``gpus`` (a list of
     suite.driver.workers.Device, one worker process each; None: in this process). Returns (rows in plan order,
     metadata: plan, shard, timer, gpus, phase_seconds). ``prestarted``: worker pools started early
-    (suite.driver.workers.prestart), for ``gpus``."""
-    from suite.driver import bench
+    (suite.driver.workers.prestart), for ``gpus``. ``on_rows(rows_so_far)``: called after each job with every row
+    finished so far, in plan order. A Ctrl-C raises suite.driver.workers.Interrupted with those rows."""
+    from suite.driver import jobs as running
+    from suite.driver.measure import describe_launch
+    from suite.driver.rows import current_gpu, skeleton
 
     phases = phases if phases is not None else Phases()
     with phases("plan"):
@@ -67,14 +71,16 @@ def execute(
         "plan": plan.meta(),
         "shard": {"index": index, "count": count, "jobs": [j.index for j in jobs]},
         "timer": timing.describe_timer(opts.timer, opts.quick, opts.flush),
-        "launch": bench.describe_launch(opts.launch),
+        "launch": describe_launch(opts.launch),
     }
     if gpus is None:
         import torch
 
         device = torch.device("cuda" if on_gpu else "cpu")
-        gpu = bench.current_gpu(device)
-        rows = bench.run_jobs(jobs, opts, on_gpu, progress=progress, device=device, phases=phases, gpu=gpu)
+        gpu = current_gpu(device)
+        rows = running.run_jobs(
+            jobs, opts, on_gpu, progress=progress, device=device, phases=phases, gpu=gpu, on_rows=on_rows
+        )
         if on_gpu:
             info["gpus"] = [
                 {
@@ -90,15 +96,20 @@ def execute(
     else:
         from suite.driver import workers
 
-        # No compile here: every worker compiles its own jobs' kernels before it runs them (bench.job_worker), reading
+        # No compile here: every worker compiles its own jobs' kernels before it runs them (jobs.job_worker), reading
         # and filling the cubin cache they share, so a compile in this process first would only repeat that serially
-        # while the workers wait (1.5 s of a warm 44 s run on two H200s, 2026-12-01); on a cold cache the workers
+        # while the workers wait; on a cold cache the workers
         # compile side by side.
-        setup, setup_args = "suite.driver.bench:worker_setup", (tuple(plugins),)
+        setup, setup_args = "suite.driver.jobs:worker_setup", (tuple(plugins),)
         started = workers.start(list(gpus), setup, setup_args, prestarted)
-        bar = bench.Progress(sum(len(j.rows) for j in jobs), progress)
+        bar = running.Progress(sum(len(j.rows) for j in jobs), progress)
+
+        finished: dict[int, list[dict]] = {}
 
         def arrived(job, rows):
+            finished[job.index] = rows
+            if on_rows is not None:
+                on_rows([row for index in sorted(finished) for row in finished[index]])
             for row in rows:
                 bar.step(
                     f"{job.problem} {job.dtype} {job.shape} {row['backend']}:{row['variant']} stages={row['stages']}"
@@ -108,9 +119,9 @@ def execute(
             rows, reports = workers.run_jobs(
                 jobs,
                 list(gpus),
-                bench.job_worker,
+                running.job_worker,
                 (opts, on_gpu),
-                skeleton=bench.skeleton,
+                skeleton=skeleton,
                 cost=lambda job: job.cost,
                 on_result=arrived,
                 started=started,

@@ -1,18 +1,15 @@
 """How long a row is sampled, in which power regime, when its ceiling is timed again, and where a run's time goes.
 
-The burst timer (the default). A GEMM that fills an H200 draws more than its 700 W limit at full clocks: within some
-30-75 ms of back-to-back launches the driver's power cap pulls the SM clock from 1980 MHz to 1400-1600 MHz, and where
-it settles depends on the seconds before (measured with tools/power_regimes.py: the same cuBLAS GEMM sampled for
-25 ms, or for 500 ms after 1 s of warm-up, varied by 15% and by 4% between an idle and a hot history; sampled in
-20 ms bursts that each start with the power cap clear, by 0.3-0.8%). So this timer samples in short bursts. Each
-burst is ``bench._burst``: do_bench's loop (the L2 flushed before every call, a CUDA event pair around each) of one
-call, not kept (the first call after a rest runs 10-90% slower while the clocks come up), then as many calls as fit
-in ``BURST.batch_ms`` (10 ms) of GPU time at that call's pace, ``BURST_MIN_SAMPLES`` at least. do_bench itself is not
-used here: its five-call estimate and its warm-up come on top of the samples, which at 1.5 ms a call made every burst
-about 35 ms long, and bursts that long, rested twice their length, bring NVML's power-cap flag on within a few rows
-and hold it for ~0.45 s each time (a default run spent 130 s waiting for it to clear). Measured on an H200
-(2026-12-01, fp16 8192^3 cuBLAS): 12 bursts of 6 calls (9 ms) rested twice their length never raised the flag and
-their medians agreed within 0.2%; bursts of 12 calls (19 ms) raised it from the 3rd-5th burst on.
+The burst timer (the default). A GEMM that fills the GPU draws more than its power limit at full clocks: within tens
+of milliseconds of back-to-back launches the driver's power cap pulls the SM clock down, and where it settles depends
+on the seconds before, so a long sample measures the load's history as much as the kernel (docs/method.md has the
+measurements, made with tools/power_regimes.py). So this timer samples in short bursts. Each burst is
+``measure._burst``: do_bench's loop (the L2 flushed before every call, a CUDA event pair around each) of one call, not
+kept (the first call after a rest runs slower while the clocks come up), then as many calls as fit in
+``BURST.batch_ms`` of GPU time at that call's pace, ``BURST_MIN_SAMPLES`` at least. do_bench itself is not used here:
+its five-call estimate and its warm-up come on top of the samples and make each burst several times longer, and
+bursts that long bring NVML's power-cap flag on within a few rows, and keep it on; bursts of ``BURST.batch_ms``,
+rested twice their length, do not.
 Before each burst the timer rests twice as long as the burst before took (``BurstPacer``: bursts back to back
 add up to a sustained load) and waits until NVML reports no power-cap, thermal or power-brake slowdown (``cool_down``,
 3 s at most); a burst that ends with a slowdown active is taken again (twice at most), until the adaptive precision
@@ -237,14 +234,15 @@ class CeilingCadence:
 
 
 TIMERS = ("burst", "adaptive", "fixed")
-LAUNCHES = ("graph", "eager")  # what the samples time: a CUDA graph's replay of a call, or the call (bench.Launched)
-FLUSHES = ("write", "read")  # how the L2 is emptied before each sample (bench._burst; do_bench's own is a write)
+# what the samples time: a CUDA graph's replay of a call, or the call (suite.driver.measure.Launched)
+LAUNCHES = ("graph", "eager")
+FLUSHES = ("write", "read")  # how the L2 is emptied before each sample (measure._burst; do_bench's own is a write)
 
 
 def default_flush(timer: str) -> str:
     """The L2 flush a timer uses unless told: a read for the burst timer, which leaves the L2 clean, as a weight that
     streams through a model's layer finds it (a flush by writes leaves it full of dirty lines, whose write-back then
-    lands in the timed kernel: 11-20% of a decode GEMM's time on an H200); do_bench's write for the timers that
+    lands in the timed kernel, a large share of a short decode GEMM's time); do_bench's write for the timers that
     sample with do_bench, which cannot read-flush."""
     return "read" if timer == "burst" else "write"
 
@@ -313,7 +311,7 @@ def describe_timer(timer: str, quick: bool = False, flush: str = "write") -> dic
             "burst: every batch of samples starts with no clock slowdown active and lasts about "
             f"{rule.batch_ms:g} ms, shorter than the power cap takes to engage: the clocks the GPU holds below its "
             "power limit (boost), as nvbench and short bursts see them; a load sustained for seconds at the power cap "
-            "runs heavy GEMMs up to ~15% slower (--timer adaptive)"
+            "runs heavy GEMMs slower (--timer adaptive)"
         )
     return described
 

@@ -23,7 +23,7 @@ the parent compiles, and ``run_jobs(..., started=...)`` waits for them. Those se
 start-up and compile instead of following them.
 
 The worker function is injectable (``run_jobs(..., worker=...)``), so the scheduling, merging and failure handling
-are tested on a CPU with fake workers; the real worker is suite.driver.bench.job_worker. Importing this module
+are tested on a CPU with fake workers; the real worker is suite.driver.jobs.job_worker. Importing this module
 imports nothing heavy (no torch): a spawned process imports it before it is pinned.
 """
 
@@ -72,6 +72,18 @@ class DeviceFailed(RuntimeError):
 
     def __reduce__(self):  # picklable across the process boundary, rows included
         return (DeviceFailed, (str(self), self.rows))
+
+
+class Interrupted(KeyboardInterrupt):
+    """The run was stopped (Ctrl-C): ``rows`` are those finished before, in plan order, as dicts, for the caller to
+    save. A KeyboardInterrupt still, for a caller that does not look for it."""
+
+    def __init__(self, rows: Iterable[dict] = ()):
+        super().__init__("interrupted")
+        self.rows = list(rows)
+
+    def __reduce__(self):
+        return (Interrupted, (self.rows,))
 
 
 @dataclass
@@ -136,7 +148,7 @@ def _started() -> int:
 def _pin(device: Device, setup: str | None, setup_args: tuple) -> None:
     """A prestarted worker's first task: pin it to ``device`` and run ``setup``, as _init_worker does for a pool
     started pinned. CUDA reads CUDA_VISIBLE_DEVICES when it initializes, which nothing in the process has done yet
-    (checked here, and the worker checks what it sees: suite.driver.bench.job_worker)."""
+    (checked here, and the worker checks what it sees: suite.driver.jobs.job_worker)."""
     torch = sys.modules.get("torch")
     if torch is not None and torch.cuda.is_initialized():
         raise RuntimeError("CUDA was initialized in this worker before it was pinned to a GPU")
@@ -189,6 +201,18 @@ def gpu_count_hint(text: str, environ=os.environ) -> int:
     spec = text.strip().lower()
     asked = available if spec == "all" else len([p for p in spec.split(",") if p.strip()])
     return min(asked, available)
+
+
+def _exit_status(pool: ProcessPoolExecutor) -> str:
+    """How a broken pool's worker process ended: its exit status (negative: the signal that ended it)."""
+    codes = []
+    for process in list((getattr(pool, "_processes", None) or {}).values()):
+        process.join(timeout=5)  # it has ended: its status is known once it is reaped
+        codes.append(process.exitcode)
+    known = [c for c in codes if c is not None]
+    if not known:
+        return "exit status unknown"
+    return ", ".join(f"killed by signal {-c}" if c < 0 else f"exit status {c}" for c in known)
 
 
 def _reason(error: BaseException) -> str:
@@ -347,19 +371,15 @@ def run_jobs(
                     why = f"{device.label} failed during this job: {e}"
                     finish(job, unfinished(job, skeleton, e.rows, device, why))
                     fail(device, str(e))
-                except Exception as e:  # noqa: BLE001 - its process died (BrokenProcessPool), or its job raised
+                except KeyboardInterrupt:
+                    raise
+                except BaseException as e:  # noqa: BLE001 - its process died (BrokenProcessPool), or its job raised
                     if type(e).__name__ == "BrokenProcessPool":
+                        died = f"its worker process died ({_exit_status(pools[device])})"
                         finish(
-                            job,
-                            unfinished(
-                                job,
-                                skeleton,
-                                [],
-                                device,
-                                f"{device.label} failed during this job: its worker process died",
-                            ),
+                            job, unfinished(job, skeleton, [], device, f"{device.label} failed during this job: {died}")
                         )
-                        fail(device, "its worker process died")
+                        fail(device, died)
                     else:  # the job failed, not the GPU: its rows say why, the GPU goes on with the next job
                         finish(
                             job,
@@ -382,6 +402,9 @@ def run_jobs(
                 while queue:
                     job = queue.popleft()
                     finish(job, unfinished(job, skeleton, [], None, f"every device failed ({why})"))
+    except KeyboardInterrupt as e:  # stopped: the rows finished so far go back with it
+        done = [row for index in sorted(results) for row in results[index]]
+        raise Interrupted(done + list(getattr(e, "rows", ()))) from None
     finally:
         for pool in pools.values():
             pool.shutdown(wait=True, cancel_futures=True)

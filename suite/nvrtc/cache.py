@@ -42,7 +42,7 @@ _O_NONBLOCK = getattr(os, "O_NONBLOCK", 0)
 _O_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
 
 _warned: set[str] = set()
-_warn_lock = threading.Lock()  # the loader compiles in parallel threads (suite.driver.bench.precompile)
+_warn_lock = threading.Lock()  # the loader compiles in parallel threads (suite.driver.precompile)
 
 
 def _warn(kind: str, message: str) -> None:

@@ -22,9 +22,9 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from suite.info import KernelInfo
 from suite.nvrtc import cache
-from suite.sass import disassemble, instruction_classes, resource_usage, split_functions
+from suite.nvrtc.info import KernelInfo
+from suite.nvrtc.sass import disassemble, instruction_classes, resource_usage, split_functions
 
 INCLUDE_DIR = Path(__file__).resolve().parent.parent / "include"  # headers every backend's kernels share
 STATIC_SMEM_LIMIT = 48 * 1024  # dynamic shared memory above this needs the per-kernel attribute raised

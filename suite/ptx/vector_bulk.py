@@ -11,7 +11,7 @@ import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from suite.nvrtc import stream
+from suite.ptx import stream
 from suite.streaming import Schedule, kib
 
 SOURCE = Path(__file__).with_name("vector_bulk.cu")

@@ -1,0 +1,175 @@
+"""Registering a variant: the Variant record, the gates that say when it can run here, and ``register_kernel``.
+
+This module knows no registration itself: the suite's own are in suite.variants, plugins' in suite.plugins, and
+suite.registry reads them all (``variants``). Everything that registers imports this module, never suite.registry,
+so the catalog sits above what fills it.
+"""
+
+from __future__ import annotations
+
+import importlib
+import os
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from suite.info import KernelInfo
+from suite.problems import PROBLEMS, Inputs
+
+if TYPE_CHECKING:
+    from suite.kernel import KernelModule
+
+Factory = Callable[[Inputs, torch.Tensor, "int | None"], Callable[[], None]]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Gates: each returns None when the variant can run here, else the reason it cannot.
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def anywhere() -> str | None:
+    return None
+
+
+def needs_gpu(min_capability: tuple[int, int] = (8, 0)) -> Callable[[], str | None]:
+    def gate() -> str | None:
+        if not torch.cuda.is_available():
+            return "needs a CUDA GPU"
+        cc = torch.cuda.get_device_capability()
+        if cc < min_capability:
+            return f"needs compute capability >= {min_capability[0]}.{min_capability[1]} (this GPU: {cc[0]}.{cc[1]})"
+        return None
+
+    gate.__doc__ = f"a CUDA GPU of compute capability >= {min_capability[0]}.{min_capability[1]}"
+    return gate
+
+
+def needs_sm90a() -> str | None:
+    """Kernels built for sm_90a (wgmma, setmaxnreg): that code runs on compute capability 9.0 exactly."""
+    if not torch.cuda.is_available():
+        return "needs a CUDA GPU of compute capability 9.0 (sm_90a: wgmma, setmaxnreg)"
+    cc = torch.cuda.get_device_capability()
+    if cc != (9, 0):
+        return f"needs compute capability 9.0 exactly: sm_90a code (wgmma, setmaxnreg) (this GPU: {cc[0]}.{cc[1]})"
+    return None
+
+
+def gpu_or_interpreter() -> str | None:
+    if torch.cuda.is_available() or os.environ.get("TRITON_INTERPRET") == "1":
+        return None
+    return "needs a CUDA GPU or TRITON_INTERPRET=1"
+
+
+gpu_or_interpreter.__doc__ = "a CUDA GPU, or the Triton interpreter (TRITON_INTERPRET=1) on the CPU"
+anywhere.__doc__ = "any device torch runs on"
+
+
+@dataclass(frozen=True)
+class Variant:
+    problem: str
+    backend: str  # "torch", "triton", "ptx", "cuda", or a plugin's own
+    name: str
+    # Its kernel module (suite.kernel.KernelModule), or where to import it from: "package.module:NAME[key]".
+    kernel_ref: Any
+    baseline: bool = False  # the library implementation the kernels are compared with
+    ceiling: bool = False  # the throughput ceiling the ratios are taken against
+    gate: Callable[[], str | None] = anywhere
+    # A reference other than the problem's own (a ceiling such as copy_ computes something else).
+    reference: Callable[[Inputs], torch.Tensor] | None = None
+    description: str = ""
+    # Variants of one group are tabulated together, apart from the problem's other variants (e.g. the depth sweep of
+    # one tile size); "" is the problem's main table.
+    group: str = ""
+    # The named shape sets (Problem.shape_sets, --shapes) it is timed at; None: every set. Explicit --size runs
+    # every variant.
+    shape_sets: tuple[str, ...] | None = None
+
+    @property
+    def label(self) -> str:
+        return f"{self.backend}:{self.name}"
+
+    @property
+    def kernel(self) -> KernelModule:
+        """The kernel module this variant was registered with (imported on first use)."""
+        return resolve_kernel(self.kernel_ref)
+
+    @property
+    def stages(self) -> tuple:
+        """The stage counts it is swept over at the problem's default dtype; (None,) when it has no stage
+        parameter."""
+        return self.stages_for(None)
+
+    def stages_for(self, dtype: str | None) -> tuple:
+        return tuple(self.kernel.stages_for(dtype or PROBLEMS[self.problem].default_dtype))
+
+    @property
+    def dtypes(self) -> tuple[str, ...]:
+        """The problem's dtypes this variant implements."""
+        declared = self.kernel.dtypes
+        return tuple(declared) if declared is not None else (PROBLEMS[self.problem].default_dtype,)
+
+    def dtype_skip_reason(self, dtype: str) -> str | None:
+        """Why this variant has no row at ``dtype`` that runs, or None: a dtype it does not implement (with the
+        module's reason where it gives one), or one this machine cannot run."""
+        if dtype not in self.dtypes:
+            why = self.kernel.dtype_notes.get(dtype) or f"implements {', '.join(self.dtypes)} only"
+            return f"no {dtype} build: {why}"
+        return self.kernel.skip_reason(dtype)
+
+    @property
+    def describe(self) -> Callable[[str], dict[int, KernelInfo]] | None:
+        return self.kernel.describe
+
+    def factory(self, inputs: Inputs, out: torch.Tensor, stages) -> Callable[[], None]:
+        """Check that the inputs are of a dtype the kernel implements (ValueError naming the rule), then build the
+        kernel's launcher for them."""
+        kernel = self.kernel
+        dtype = PROBLEMS[self.problem].input_dtype(inputs)
+        if dtype in PROBLEMS[self.problem].dtypes and dtype not in self.dtypes:  # others: the kernel's own checks
+            raise ValueError(
+                f"{self.label}: dtype {dtype} is not implemented by this kernel (it implements "
+                f"{', '.join(self.dtypes)})"
+            )
+        return kernel.launch(inputs, out, stages)
+
+    def skip_reason(self) -> str | None:
+        return self.gate()
+
+
+_REGISTRY: list[Variant] = []
+_KERNELS: dict[str, KernelModule] = {}
+
+
+def resolve_kernel(ref) -> KernelModule:
+    """A kernel module given as an object, or as "package.module:NAME" or "package.module:NAME[key]" (imported
+    here, once)."""
+    if not isinstance(ref, str):
+        return ref
+    if ref not in _KERNELS:
+        module_name, _, attr = ref.partition(":")
+        if not attr:
+            raise ValueError(f"a kernel reference is 'package.module:NAME' or 'package.module:NAME[key]' (got {ref!r})")
+        attr, _, key = attr.partition("[")
+        kernel = getattr(importlib.import_module(module_name), attr)
+        _KERNELS[ref] = kernel[key.rstrip("]")] if key else kernel  # NAME[key]: one entry of a dict of kernels
+    return _KERNELS[ref]
+
+
+def register_kernel(problem: str, backend: str, name: str, kernel, **kwargs) -> None:
+    """Register the variant that runs ``kernel`` (a suite.kernel.KernelModule, or "package.module:NAME", imported
+    only when first needed, so that registering compiles nothing and a Triton module sees TRITON_INTERPRET as set
+    by whoever runs it). Raises on an unknown problem or a duplicate (problem, backend, name)."""
+    if problem not in PROBLEMS:
+        raise ValueError(f"unknown problem {problem!r}; known: {sorted(PROBLEMS)}")
+    if any((v.problem, v.backend, v.name) == (problem, backend, name) for v in _REGISTRY):
+        raise ValueError(f"variant {backend}:{name} is already registered for {problem}")
+    _REGISTRY.append(Variant(problem, backend, name, kernel, **kwargs))
+
+
+def registered(problem: str | None = None, backend: str | None = None) -> list[Variant]:
+    """The variants registered so far (none loaded here), optionally filtered."""
+    return [
+        v for v in _REGISTRY if (problem is None or v.problem == problem) and (backend is None or v.backend == backend)
+    ]
