@@ -94,9 +94,11 @@ def test_one_panel_per_shape_and_dtype_each_with_its_own_ceiling_in_files_of_bou
 
 def test_styles_colour_per_backend_style_per_variant_and_coinciding_variants_stay_apart():
     rows = _run(["64x4096x4096", "128x4096x4096"], dtypes=(FP16,))
+    rows.append(_row("64x4096x4096", FP16, "ptx", "broken", 3, 1e6, valid=False))  # a failed row is not drawn
     (fig,) = plots.figures(rows, "gemm")
     for ax in fig.axes:
         lines = {ln.get_label(): ln for ln in ax.get_lines() if ln not in _ceiling_lines(ax)}
+        assert set(lines) == {"ptx:a", "ptx:b", "triton:c"}
         a, b, c = lines["ptx:a"], lines["ptx:b"], lines["triton:c"]
         assert to_rgba(a.get_color()) == to_rgba(b.get_color()) != to_rgba(c.get_color())
         assert (a.get_linestyle(), a.get_marker()) != (b.get_linestyle(), b.get_marker())

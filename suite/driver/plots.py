@@ -30,6 +30,7 @@ SPARE_COLORS = ("#ff7f0e", "#8c564b", "#e377c2", "#17becf", "#bcbd22", "#7f7f7f"
 # seven line styles against fifteen markers (coprime): the first 105 variants of a backend all differ in the pair
 LINESTYLES = ("-", "--", "-.", ":", (0, (5, 1)), (0, (3, 1, 1, 1, 1, 1)), (0, (8, 2, 2, 2)))
 MARKERS = "osD^vP*X<>hpd8H"
+SWEEP_LINE = {"markersize": 5, "linewidth": 1.2, "alpha": 0.9}
 OFFSET_SPAN = 0.5  # stages: the variants' offsets spread over at most this much around each stage count
 OFFSET_STEP = 0.06  # stages between two variants' offsets, at most
 ZOOM_ABOVE = 0.8  # a panel whose rows all reach this share of its best row has a y axis that does not start at 0
@@ -63,8 +64,17 @@ def short_dtype(dtype: str | None) -> str:
 
 
 def _measured(rows: list[dict], problem: str) -> list[dict]:
-    # grouped variants (the vector's depth sweep) are drawn against bytes in flight by suite.driver.depth_plot
-    return [r for r in rows if r["problem"] == problem and r.get("measured") and not r.get("group")]
+    """``problem``'s timed rows that did not fail. Grouped variants (the vector's depth sweep) are drawn against bytes
+    in flight by suite.driver.depth_plot instead."""
+    return [
+        r
+        for r in rows
+        if r["problem"] == problem
+        and r.get("measured")
+        and r.get("valid") is not False
+        and r.get("throughput")
+        and not r.get("group")
+    ]
 
 
 def pages(rows: list[dict], problem: str) -> list[list[list[tuple[str, str]]]]:
@@ -132,7 +142,7 @@ def figures(rows: list[dict], problem: str) -> list:
                 handles.append(
                     Line2D([], [], color=color, linestyle=linestyle, marker=None if unstaged else marker, label=text)
                 )
-        title = "dtypes: " + ", ".join(map(short_dtype, page_dtypes)) if several else f"dtype: {page_dtypes[0]}"
+        title = "dtypes: " + ", ".join(map(short_dtype, page_dtypes)) if several else f"dtype: {page_dtypes[0] or '-'}"
         fig.legend(handles=handles, loc="outside right upper", fontsize=7, title=title, title_fontsize=8, frameon=False)
         out.append(fig)
     return out
@@ -151,22 +161,13 @@ def _panel(ax, problem: str, group: list[dict], style: dict, offset: dict) -> li
         color, linestyle, marker = style[label]
         staged = sorted((r for r in rs if r["stages"] is not None), key=lambda r: r["stages"])
         if staged:
-            ax.plot(
-                [r["stages"] + offset[label] for r in staged],
-                [r["throughput"] for r in staged],
-                color=color,
-                linestyle=linestyle,
-                marker=marker,
-                markersize=5,
-                linewidth=1.2,
-                alpha=0.9,
-                label=label,
-            )
+            xs, ys = [r["stages"] + offset[label] for r in staged], [r["throughput"] for r in staged]
+            ax.plot(xs, ys, label=label, color=color, linestyle=linestyle, marker=marker, **SWEEP_LINE)
         for r in rs:
             if r["stages"] is None:
                 ax.axhline(r["throughput"], color=color, linestyle=linestyle, linewidth=1, alpha=0.8, label=label)
     unit = group[0]["unit"]
-    title = f"{problem} {group[0]['shape']}\n{group[0].get('dtype')}"
+    title = f"{problem} {group[0]['shape']}\n{group[0].get('dtype') or '-'}"
     if ceiling:
         ax.axhline(
             ceiling["throughput"],
@@ -202,9 +203,9 @@ def m_of(shape: str) -> int | None:
 
 def ratio_figure(rows: list[dict], problem: str):
     """Ratio to the ceiling against M (log scale) for a multi-shape GEMM run, a panel per dtype: each backend's best
-    row per shape as filled markers, with a solid line through the geometric mean per M; its auto rows, when the run
-    has them, as hollow markers and a dashed line. None when ``problem`` is not a GEMM or no dtype of it was timed at
-    MIN_M values of M."""
+    row per shape as filled markers, with a solid line through each octave of M's geometric means (of its M and of
+    its ratios); its auto rows, when the run has them, as hollow markers and a dashed line. None when ``problem`` is
+    not a GEMM or no dtype of it was timed at MIN_M values of M."""
     if problem not in M_PROBLEMS:
         return None
     points = {k: v for k, v in summary.points(rows).items() if k[0] == problem}
@@ -255,9 +256,13 @@ def ratio_figure(rows: list[dict], problem: str):
                 edgecolors=color,
                 alpha=0.75,
             )
-            ms = sorted({m for m, _ in at})
-            mean = [statistics.geometric_mean([r for m2, r in at if m2 == m]) for m in ms]
-            ax.plot(ms, mean, color=color, linestyle="--" if auto else "-", linewidth=1.3, label=f"{backend} {kind}")
+            octaves: dict[int, list[tuple[float, float]]] = {}  # a sweep's M are all different: a trend per octave
+            for m, ratio in at:
+                octaves.setdefault(math.floor(math.log2(m / shift[(backend, kind)])), []).append((m, ratio))
+            trend = [[statistics.geometric_mean(v) for v in zip(*octaves[k])] for k in sorted(octaves)]
+            ax.plot(
+                *zip(*trend), color=color, linestyle="--" if auto else "-", linewidth=1.3, label=f"{backend} {kind}"
+            )
         ax.axhline(1.0, color=CEILING_COLOR, linestyle="--", linewidth=1, label="the ceiling")
         ax.axhline(summary.THRESHOLD, color="gray", linestyle=":", linewidth=1, label=f"{summary.THRESHOLD:g}")
         ax.set_xscale("log", base=2)
@@ -276,7 +281,7 @@ def ratio_figure(rows: list[dict], problem: str):
         loc="outside right upper",
         fontsize=8,
         frameon=False,
-        title="line: geometric mean per M\nbest: filled; auto: hollow",
+        title="line: geometric mean per octave of M\nbest: filled; auto: hollow",
         title_fontsize=8,
     )
     return fig
