@@ -11,7 +11,7 @@ import pytest
 import torch
 from conftest import HAS_GPU, main_here
 
-from suite.driver import report
+from suite.driver import plots, report
 from suite.run import main
 
 
@@ -102,8 +102,9 @@ def test_writers_and_plot(tmp_path):
 
 
 def test_plot_skips_unmeasured(tmp_path):
-    assert not report.plot([_row(measured=False)], "vector", tmp_path / "x.png")
-    assert not (tmp_path / "x.png").exists()
+    assert plots.figures([_row(measured=False)], "vector") == []
+    assert plots.drawings([_row(measured=False)], {}, "vector") == []
+    assert "vector.png" not in {p.name for p in report.write([_row(measured=False)], {}, tmp_path)}
 
 
 def _gemm_only_stage() -> int:
@@ -472,10 +473,10 @@ def test_terminal_table_fits_160_columns_and_keeps_everything():
 
 def test_plot_ceiling_has_its_own_color_and_the_legend_covers_no_data():
     rows = _rows() + [_row(backend="torch", variant="mul", stages=None, baseline=True, median_ms=0.95)]
-    for i in range(9):  # enough variants of one backend to need many shades
+    for i in range(9):  # enough variants of one backend to need many styles
         rows += [_row(backend="triton", variant=f"v{i}", stages=s, throughput=1.0 + i + s) for s in (1, 2, 3)]
     rows += [dict(r, shape="4096") for r in rows]
-    fig = report.figure(rows, "vector")
+    (fig,) = plots.figures(rows, "vector")
     from matplotlib.colors import to_rgba
 
     fig.canvas.draw()
@@ -485,7 +486,12 @@ def test_plot_ceiling_has_its_own_color_and_the_legend_covers_no_data():
         others = [ln for ln in ax.get_lines() if not ln.get_label().endswith("(ceiling)")]
         assert len(ceiling) == 1 and len(others) == 12
         assert to_rgba(ceiling[0].get_color()) not in {to_rgba(ln.get_color()) for ln in others}
-        assert len({to_rgba(ln.get_color()) for ln in others}) == len(others)  # no two variants share a color
+        # a colour per backend, and no two variants drawn alike
+        for backend in ("ptx", "triton", "torch"):
+            mine = [ln for ln in others if ln.get_label().startswith(backend + ":")]
+            assert len({to_rgba(ln.get_color()) for ln in mine}) == 1, backend
+        drawn = {(to_rgba(ln.get_color()), str(ln.get_linestyle()), ln.get_marker()) for ln in others}
+        assert len(drawn) == len(others)
         assert ax.get_legend() is None  # one legend for the figure
     (legend,) = fig.legends
     box = legend.get_window_extent(renderer)

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from suite.driver import report
+from suite.driver import plots, report
 from suite.nvrtc import cache, loader
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -344,6 +344,7 @@ def test_report_renders_a_committed_run_without_a_gpu(tmp_path, capsys):
     assert main([str(H200_GEMM), "--out", str(tmp_path / "again")]) == 0
     out = capsys.readouterr().out
     assert sorted(p.name for p in (tmp_path / "again").iterdir()) == [
+        "gemm-ratio-vs-m.png",
         "gemm.png",
         "results.csv",
         "results.json",
@@ -356,7 +357,7 @@ def test_report_renders_a_committed_run_without_a_gpu(tmp_path, capsys):
     shutil.copytree(H200_GEMM, copy)
     (copy / "table.md").unlink()
     before = (copy / "results.json").read_bytes()
-    assert main([str(copy)]) == 0
+    assert main([str(copy), "--in-place"]) == 0
     assert (copy / "table.md").exists() and (copy / "results.json").read_bytes() == before
     assert "(results.json as it was)" in capsys.readouterr().out
 
@@ -386,7 +387,7 @@ def test_gemm_png_of_the_committed_h200_run_has_no_legend_over_an_axis():
     import matplotlib.pyplot as plt
     from matplotlib.colors import to_rgb
 
-    fig = report.figure(_h200_rows(), "gemm")
+    (fig,) = plots.figures(_h200_rows(), "gemm")
     fig.canvas.draw()
     renderer = fig.canvas.get_renderer()
     legends = list(fig.legends) + [ax.get_legend() for ax in fig.axes if ax.get_legend() is not None]

@@ -53,14 +53,33 @@ def family(row: dict) -> str:
     return f"{row['backend']}:{_TILE_SUFFIX.sub('', row['variant'])}"
 
 
+MAX_COLS = 4  # panels per row
+FAMILY_SPREAD = 0.12  # log2 units: the kernels' points spread over this much around each bytes-in-flight value
+
+
 def plot(rows: list[dict], meta: dict, problem: str, path: Path) -> bool:
+    """Write ``figure`` as a PNG at ``path``; False (nothing written) when there is nothing to draw."""
+    fig = figure(rows, meta, problem)
+    if fig is None:
+        return False
+    import matplotlib.pyplot as plt
+
+    try:
+        fig.savefig(path, dpi=120, bbox_inches="tight")
+    finally:
+        plt.close(fig)
+    return True
+
+
+def figure(rows: list[dict], meta: dict, problem: str):
     """One panel per shape: measured points (a color per kernel, a marker per tile size; the rows of a registry group,
     i.e. a sweep, joined by a line; ungrouped rows, the headline configurations, as hollow markers), the ceiling, and
-    the Little's-law line. False (nothing written) when no applicable row was measured."""
+    the Little's-law line. Each kernel's points sit at a small offset of its own along the (log) x axis, so that
+    kernels with equal bytes in flight and equal throughput stay visible. None when no applicable row was measured."""
     measured = [r for r in rows if r["problem"] == problem and r.get("measured")]
     points = [r for r in measured if _applies(r)]
     if not points:
-        return False
+        return None
     import matplotlib
 
     matplotlib.use("Agg")
@@ -72,8 +91,14 @@ def plot(rows: list[dict], meta: dict, problem: str, path: Path) -> bool:
     families = list(dict.fromkeys(family(r) for r in points))
     tiles = sorted({r.get("tile_bytes") or 0 for r in points})
     markers = dict(zip(tiles, "os^Dv<>ph*"))
-    fig, axes = plt.subplots(1, len(shapes), figsize=(7 * len(shapes), 5), squeeze=False)
-    for ax, shape in zip(axes[0], shapes):
+    step = FAMILY_SPREAD / max(1, len(families) - 1)
+    shift = {fam: 2 ** ((i - (len(families) - 1) / 2) * step) for i, fam in enumerate(families)}
+    cols = min(len(shapes), MAX_COLS)
+    nrows = -(-len(shapes) // cols)
+    fig, axes = plt.subplots(nrows, cols, figsize=(7 * cols, 5 * nrows), squeeze=False)
+    for ax in axes.flat[len(shapes) :]:
+        ax.remove()
+    for ax, shape in zip(axes.flat, shapes):
         shown = [r for r in points if r["shape"] == shape]
         for i, fam in enumerate(families):
             for tile in tiles:
@@ -86,7 +111,7 @@ def plot(rows: list[dict], meta: dict, problem: str, path: Path) -> bool:
                     if not sel:
                         continue
                     ax.plot(
-                        [r["bytes_in_flight_per_sm"] / 1024 for r in sel],
+                        [r["bytes_in_flight_per_sm"] / 1024 * shift[fam] for r in sel],
                         [r["throughput"] for r in sel],
                         marker=markers.get(tile, "o"),
                         color=f"C{i}",
@@ -146,18 +171,4 @@ def plot(rows: list[dict], meta: dict, problem: str, path: Path) -> bool:
         ax.grid(alpha=0.3, which="both")
         ax.legend(fontsize=6, loc="upper left", bbox_to_anchor=(1.01, 1.0))
     fig.tight_layout()
-    fig.savefig(path, dpi=120, bbox_inches="tight")
-    plt.close(fig)
-    return True
-
-
-def write(rows: list[dict], meta: dict, out_dir: Path) -> list[Path]:
-    """Annotate the rows with their effective latency and draw ``<problem>-depth.png`` for each problem that has
-    applicable measured rows. Returns the files written."""
-    annotate(rows, meta)
-    written = []
-    for problem in dict.fromkeys(r["problem"] for r in rows):
-        path = out_dir / f"{problem}-depth.png"
-        if plot(rows, meta, problem, path):
-            written.append(path)
-    return written
+    return fig

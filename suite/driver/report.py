@@ -12,7 +12,7 @@ from pathlib import Path
 
 from tabulate import tabulate
 
-from suite.driver import depth_plot
+from suite.driver import depth_plot, plots, summary
 
 CSV_FIELDS = (
     "problem",
@@ -143,8 +143,9 @@ def table(rows: list[dict], fmt: str = "github", width: int = MD_WIDTH) -> str:
     """One block per (problem, shape): the stage sweep with each swept variant side by side (split into several
     tables, each repeating the stage column, so that lines fit ``width``; stage counts no variant of a table ran are
     left out), then every other variant (baselines, ceilings, tuned) on a line of its own, then the notes: each row's
-    note, and each configuration too long for a cell."""
-    blocks = []
+    note, and each configuration too long for a cell. A multi-shape run starts with its summary per backend
+    (suite.driver.summary)."""
+    blocks = [text] if (text := summary.table(rows, fmt, width)) else []
     for (problem, (shape, _), group_name), group in _groups(rows).items():
         unit = group[0]["unit"]
         ceiling = _ceiling_of(rows, problem, (shape, group[0].get("dtype")))
@@ -308,8 +309,8 @@ def _clip(text: str, n: int) -> str:
 def terminal_table(rows: list[dict], width: int = 160) -> str:
     """What the CLI prints: per (problem, shape), the stage sweep with one compact cell per variant ('4043 95.8%',
     marks for throttling and spread), split into several tables when the variants do not fit ``width`` columns
-    side by side; the unstaged variants; and the notes that explain a failure or a skip. Resources, SASS and every
-    note are in table.md and results.csv."""
+    side by side; the unstaged variants; the notes that explain a failure or a skip; and, for a multi-shape run,
+    the summary per backend (suite.driver.summary). Resources, SASS and every note are in table.md and results.csv."""
     from suite.driver.bench import LAUNCH_BOUND_SHARE, MAX_SPREAD
 
     blocks, marks = [], set()
@@ -374,6 +375,8 @@ def terminal_table(rows: list[dict], width: int = 160) -> str:
         )
     if any(r.get("profile") for r in rows):
         legend.append(_profile_note())
+    if text := summary.table(rows, width=width, heading=""):
+        blocks.append(text)
     footer = textwrap.fill("; ".join(legend + ["resources, SASS and all notes: table.md"]), width)
     return "\n\n".join(blocks + [footer])
 
@@ -560,103 +563,6 @@ def to_csv(rows: list[dict]) -> str:
     return buf.getvalue()
 
 
-CEILING_COLOR = "black"  # no variant line is ever drawn in it
-# One colour family per backend (shades of it, one per variant), a marker per variant (rung) within the backend.
-BACKEND_COLORMAPS = {"ptx": "Reds", "triton": "Blues", "cuda": "Greens", "torch": "Purples"}
-SPARE_COLORMAPS = ("Oranges", "YlOrBr", "PuRd", "BuGn", "copper")  # other backends (plugins), in the order met
-MARKERS = "osD^vP*X<>hpd8H"
-
-
-def styles(labels: list[str]) -> dict[str, tuple[tuple, str]]:
-    """(colour, marker) per ``backend:variant`` label: each backend's variants in shades of its own colour family,
-    darkest first, and each with its own marker, so that no two share both."""
-    from matplotlib import colormaps
-
-    by_backend: dict[str, list[str]] = {}
-    for label in labels:
-        by_backend.setdefault(label.split(":", 1)[0], []).append(label)
-    spare = iter(SPARE_COLORMAPS)
-    out = {}
-    for backend, members in by_backend.items():
-        cmap = colormaps[BACKEND_COLORMAPS.get(backend) or next(spare, "Greys")]
-        for i, label in enumerate(members):
-            shade = 0.95 - 0.5 * i / max(1, len(members) - 1)  # 0.95 .. 0.45: every shade reads as the family
-            out[label] = (cmap(shade), MARKERS[i % len(MARKERS)])
-    return out
-
-
-def figure(rows: list[dict], problem: str):
-    """The plot of ``problem`` as a matplotlib Figure (None when nothing of it was measured): throughput against
-    stage count, one panel per shape, a line per swept variant, the ceiling as a black dashed line, every other
-    unstaged variant (baselines, tuned) as a dotted line. Each label keeps its style across panels: a colour family
-    per backend, a marker per variant (``styles``). One legend for the figure, to the right of every panel, outside
-    the axes, so it never covers data and is never clipped."""
-    # grouped variants (the vector's depth sweep) are drawn against bytes in flight by suite.driver.depth_plot
-    measured = [r for r in rows if r["problem"] == problem and r.get("measured") and not r.get("group")]
-    if not measured:
-        return None
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    style = styles(list(dict.fromkeys(_label(r) for r in measured if not r["ceiling"])))
-    shapes = list(dict.fromkeys(r["shape"] for r in measured))
-    fig, axes = plt.subplots(1, len(shapes), figsize=(5.5 * len(shapes) + 4, 5.2), squeeze=False, layout="constrained")
-    legend: dict[str, object] = {}
-    for ax, shape in zip(axes[0], shapes):
-        group = [r for r in measured if r["shape"] == shape]
-        lines: dict[str, list[dict]] = {}
-        for r in group:
-            lines.setdefault(_label(r), []).append(r)
-        for label, rs in lines.items():
-            if len({r["stages"] for r in rs}) > 1:
-                rs = sorted(rs, key=lambda r: r["stages"])
-                color, marker = style[label]
-                (handle,) = ax.plot(
-                    [r["stages"] for r in rs],
-                    [r["throughput"] for r in rs],
-                    marker=marker,
-                    label=label,
-                    color=color,
-                    markersize=5,
-                )
-            elif rs[0]["ceiling"]:
-                label = f"{label} (ceiling)"
-                handle = ax.axhline(rs[0]["throughput"], linestyle="--", color=CEILING_COLOR, label=label)
-            else:
-                label += "" if rs[0]["stages"] is None else f", {rs[0]['stages']} stages"
-                handle = ax.axhline(rs[0]["throughput"], linestyle=":", color=style[_label(rs[0])][0], label=label)
-            legend.setdefault(label, handle)
-        ax.set_title(f"{problem} {shape}")
-        ax.set_xlabel("pipeline stages")
-        ax.set_ylabel(group[0]["unit"])
-        ax.set_ylim(bottom=0)
-        ax.xaxis.get_major_locator().set_params(integer=True)
-        ax.grid(alpha=0.3)
-    backends = list(dict.fromkeys(label.split(":", 1)[0] for label in legend))
-    order = sorted(legend, key=lambda label: (not label.endswith("(ceiling)"), backends.index(label.split(":", 1)[0])))
-    fig.legend([legend[k] for k in order], order, loc="outside right upper", fontsize=7, frameon=False)
-    return fig
-
-
-def plot(rows: list[dict], problem: str, path: Path) -> bool:
-    """Write ``figure(rows, problem)`` as a PNG (atomically, honouring the umask). Returns False (and writes
-    nothing) when nothing was measured."""
-    fig = figure(rows, problem)
-    if fig is None:
-        return False
-    import io
-
-    import matplotlib.pyplot as plt
-
-    buf = io.BytesIO()
-    fig.savefig(buf, format="png", dpi=120)
-    plt.close(fig)
-    _atomic_write(path, buf.getvalue())
-    return True
-
-
 def missing_plots(rows: list[dict], on_gpu: bool) -> list[str]:
     """Why a problem of ``rows`` got no plot (plots show measured throughput): one sentence for a run without a GPU,
     else one per problem of which nothing was timed."""
@@ -745,30 +651,15 @@ def write(rows: list[dict], meta: dict, out_dir: Path, record: bool = True) -> l
         except OSError as e:
             failed.append((name, e))
     for problem in dict.fromkeys(r["problem"] for r in rows):
-        for name, draw in (
-            (f"{problem}.png", lambda path, p=problem: plot(rows, p, path)),
-            (f"{problem}-depth.png", lambda path, p=problem: _depth_plot(rows, meta, p, path)),
-        ):
+        for name, fig in plots.drawings(rows, meta, problem):
             try:
-                if draw(out_dir / name):
-                    written.append(out_dir / name)
+                _atomic_write(out_dir / name, plots.png(fig))
+                written.append(out_dir / name)
             except OSError as e:
                 failed.append((name, e))
     if failed:
         raise WriteError(out_dir, written, failed)
     return written
-
-
-def _depth_plot(rows: list[dict], meta: dict, problem: str, path: Path) -> bool:
-    """suite.driver.depth_plot's plot, drawn to a temporary name beside ``path`` and renamed into place."""
-    tmp = path.with_name(f".{path.stem}.{os.getpid()}.{secrets.token_hex(4)}{path.suffix}")
-    try:
-        drawn = depth_plot.plot(rows, meta, problem, tmp)
-        if drawn:
-            os.replace(tmp, path)
-        return drawn
-    finally:
-        tmp.unlink(missing_ok=True)
 
 
 def new_run_dir(base: Path, stamp: str) -> Path:
