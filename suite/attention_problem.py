@@ -200,7 +200,9 @@ def attention_operands(inputs, out, dtypes: tuple[str, ...] = tuple(TORCH_DTYPES
         raise ValueError("q, k, v and out must be on one device (got " + ", ".join(str(t.device) for _, t in names))
     b, hq, sq, d = q.shape
     if k.shape[-1] != d or v.shape[-1] != d:
-        raise ValueError(f"head_dim mismatch: q, k and v must have one head_dim (got {d}, {k.shape[-1]}, {v.shape[-1]})")
+        raise ValueError(
+            f"head_dim mismatch: q, k and v must have one head_dim (got {d}, {k.shape[-1]}, {v.shape[-1]})"
+        )
     if d not in HEAD_DIMS:
         raise ValueError(f"head_dim must be one of {HEAD_DIMS} (got {d})")
     if k.shape != v.shape:
@@ -231,8 +233,12 @@ def _bad_inputs(bad_input_type) -> list:
         bad_input_type(
             (h(*q), h(*kv, dtype=torch.float16), h(*kv), False), h(*q), "same dtype", "k fp16, q and v bf16"
         ),
-        bad_input_type((h(1, 3, 8, 64), h(1, 2, 8, 64), h(1, 2, 8, 64), False), h(1, 3, 8, 64), "multiple of hkv", "GQA 3/2"),
-        bad_input_type((h(1, 2, 8, 32), h(1, 1, 8, 32), h(1, 1, 8, 32), False), h(1, 2, 8, 32), "head_dim must be", "d=32"),
+        bad_input_type(
+            (h(1, 3, 8, 64), h(1, 2, 8, 64), h(1, 2, 8, 64), False), h(1, 3, 8, 64), "multiple of hkv", "GQA 3/2"
+        ),
+        bad_input_type(
+            (h(1, 2, 8, 32), h(1, 1, 8, 32), h(1, 1, 8, 32), False), h(1, 2, 8, 32), "head_dim must be", "d=32"
+        ),
         bad_input_type((h(*q), h(*kv), h(*kv), False), h(1, 2, 9, 64), "out must have shape", "out longer"),
         bad_input_type((h(*q), h(*kv), h(*kv)), h(*q), r"\(q, k, v, causal\)", "no causal flag"),
     ]
