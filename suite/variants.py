@@ -471,3 +471,12 @@ register_kernel(
     description="the tutorial form: 128 query rows per program in registers, 64-key K / V blocks through "
     "tl.range(num_stages=S), online softmax in fp32, diagonal blocks masked and later ones skipped",
 )
+register_kernel(
+    "attention",
+    "ptx",
+    "64x64 mma.sync",
+    "suite.ptx.attention:KERNEL",
+    gate=needs_gpu((8, 0)),
+    description="the Ampere form: 4 warps x 16 query rows, Q held in registers, 64-key K / V tiles through an S-deep "
+    "cp.async ring, ldmatrix (.trans for V) and mma.sync m16n8k16, online softmax in registers with exp2",
+)
