@@ -146,3 +146,20 @@ def test_gpu_kernel_matches_the_reference(variant, dtype, stages, size):
     if size[-1] and sq > skv:
         masked = result.out[:, :, : sq - skv]
         assert torch.equal(masked, torch.zeros_like(masked))
+
+
+def test_faster_of_takes_a_candidate_that_accepts_and_names_every_refusal():
+    from suite.ceilings import faster_of
+
+    def refuse(inputs, out):
+        raise ValueError("not this shape")
+
+    def double(inputs, out):
+        return lambda: out.copy_(inputs[0] * 2)
+
+    x, out = torch.randn(5), torch.full((5,), float("nan"))
+    run = faster_of({"a": refuse, "b": double})((x,), out)
+    run()
+    assert torch.equal(out, x * 2) and run.info.config.startswith("b:") and "a: not this shape" in run.info.config
+    with pytest.raises(ValueError, match="no candidate accepts these inputs .a: not this shape; c: not this shape"):
+        faster_of({"a": refuse, "c": refuse})((x,), out)
