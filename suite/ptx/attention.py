@@ -21,6 +21,7 @@ DTYPES = ("bf16", "fp16")
 MAX_GRID_Y = 65535  # batch x query heads ride the grid's y dimension
 # Indices inside a head are 32-bit: rows and keys up to sq and skv, one tile past them
 MAX_SEQ = 2**31 - 1 - BLOCK_M
+FAULT_SIZE = (1, 2, 1, 64, 512, 64, 0)  # one 64-row query tile per head against 8 key tiles
 
 
 def tile_bytes(d: int) -> int:
@@ -53,19 +54,25 @@ class AttentionMmaSync(NvrtcModule):
     sass_requires = {"async_copy": 1, "ldmatrix": 1, "mma": 2 * 8 * 64 // 16}
     # odd lengths, a causal mask with fully masked rows and GQA, d = 128; a long non-causal row so the ring wraps
     sanitize_sizes = ((1, 4, 1, 130, 45, 128, 1), (1, 2, 1, 70, 600, 64, 0))
+    # each launched where every block walks 8 key tiles, so that every stage is refilled while the ring runs
     faults = (
-        Fault("STAGES = 1: the barrier before the stage is refilled removed", "PIPESUITE_FAULT_NO_REUSE_BARRIER", (1,)),
+        Fault(
+            "STAGES = 1: the barrier before the stage is refilled removed",
+            "PIPESUITE_FAULT_NO_REUSE_BARRIER",
+            (1,),
+            size=FAULT_SIZE,
+        ),
         Fault(
             "STAGES >= 2: the cp.async wait before a stage is read removed (its copies may not have landed)",
             "PIPESUITE_FAULT_NO_WAIT",
             (2,),
-            size=(1, 2, 1, 64, 512, 64, 0),
+            size=FAULT_SIZE,
         ),
         Fault(
             "STAGES >= 2: a stage refilled before the barrier that frees it (warps may still read it)",
             "PIPESUITE_FAULT_EARLY_REFILL",
             (2,),
-            size=(1, 2, 1, 64, 512, 64, 0),
+            size=FAULT_SIZE,
         ),
     )
 
