@@ -249,9 +249,6 @@ __global__ void __launch_bounds__(THREADS)
             cp_async_wait<0>();  // the only group in flight is this tile: wait for all of it
             __syncthreads();     // every thread's part of the tile has landed: any warp may now read any of it
         } else {
-#ifdef PIPESUITE_FAULT_EARLY_REFILL  // fault injection for the sanitizer self-test (suite/sanitize.py) only
-            produce_next_tile();     // refills the stage of tile - 1 while other warps may still read it
-#endif
 #ifndef PIPESUITE_FAULT_NO_WAIT  // fault injection for the sanitizer self-test (suite/sanitize.py) only
             // Committed so far: Q + STAGES - 1 + tile groups; this tile's is followed by STAGES - 2 newer ones: let
             // those fly and wait only for it.
@@ -259,10 +256,10 @@ __global__ void __launch_bounds__(THREADS)
 #endif
             // Every thread's copies of this tile have landed, and every warp has finished reading the previous tile,
             // whose stage the producer refills next: both are needed before either side moves on.
+#ifndef PIPESUITE_FAULT_NO_RING_BARRIER  // fault injection for the sanitizer self-test (suite/sanitize.py) only
             __syncthreads();
-#ifndef PIPESUITE_FAULT_EARLY_REFILL
-            produce_next_tile();  // tile + STAGES - 1 into the stage the previous tile was read from
 #endif
+            produce_next_tile();  // tile + STAGES - 1 into the stage the previous tile was read from
         }
         const int key0 = tile * BLOCK_N;
         const bool masked = key0 + BLOCK_N > skv || (causal && key0 + BLOCK_N - 1 > m0 + diagonal);

@@ -69,8 +69,9 @@ class AttentionMmaSync(NvrtcModule):
             size=FAULT_SIZE,
         ),
         Fault(
-            "STAGES >= 2: a stage refilled before the barrier that frees it (warps may still read it)",
-            "PIPESUITE_FAULT_EARLY_REFILL",
+            "STAGES >= 2: the ring's barrier removed (a stage exposed before every thread's copies landed, and "
+            "refilled while warps may still read it)",
+            "PIPESUITE_FAULT_NO_RING_BARRIER",
             (2,),
             size=FAULT_SIZE,
         ),
