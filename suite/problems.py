@@ -16,6 +16,8 @@ from typing import Any
 
 import torch
 
+from suite.attention_problem import attention_problem
+
 Inputs = tuple[torch.Tensor, ...]
 
 
@@ -80,6 +82,9 @@ class Problem:
     min_bytes: Callable[[Any, str], float] | None = None
     # the dtype name of a tuple of inputs (a name of ``dtypes`` for inputs the problem makes)
     input_dtype: Callable[[Inputs], str] = lambda inputs: str(inputs[0].dtype)
+    # a problem whose sizes are neither n nor (M, N, K): its --size parser and its shape label (parse_size's inverse)
+    size_parser: Callable[[str], Any] | None = None
+    shape_label: Callable[[Any], str] | None = None
 
     @property
     def default_dtype(self) -> str:
@@ -105,6 +110,8 @@ class Problem:
         return tuple(s for s in sizes if not isinstance(s, tuple) or s[2] % k == 0)
 
     def shape(self, size) -> str:
+        if self.shape_label is not None:
+            return self.shape_label(size)
         return "x".join(str(s) for s in size) if isinstance(size, tuple) else str(size)
 
     def check(self, out: torch.Tensor, ref: torch.Tensor, dtype: str | None = None) -> Check:
@@ -123,6 +130,8 @@ class Problem:
     def parse_size(self, text: str):
         """'268435456' or '2^28' for vector; '8192' (a cube) or '4000x3000x1000' for gemm. Every dimension a whole
         number >= 1 (and below 2^63). Raises ValueError naming the rule broken."""
+        if self.size_parser is not None:
+            return self.size_parser(text)
         example = "e.g. 268435456 or 2^28" if self.name == "vector" else "e.g. 8192 for a cube, or 4000x3000x1000"
 
         def num(t: str) -> int:
@@ -353,4 +362,7 @@ GEMM = Problem(
     input_dtype=gemm_dtype_of,
 )
 
-PROBLEMS: dict[str, Problem] = {p.name: p for p in (VECTOR, GEMM)}
+# attention: its own module, built on the types above (suite/attention_problem.py)
+ATTENTION = attention_problem(Problem, DType, BadInput)
+
+PROBLEMS: dict[str, Problem] = {p.name: p for p in (VECTOR, GEMM, ATTENTION)}

@@ -20,10 +20,11 @@ import textwrap
 from pathlib import Path
 
 from suite.driver import timing
+from suite.problems import PROBLEMS  # the CLI's choices are the problems' own
 
-PROBLEM_NAMES = ("vector", "gemm")
-DTYPES = ("fp32", "fp16", "bf16", "fp8e4m3")  # suite.problems: every problem's DType names
-SHAPE_SETS = ("square", "llm", "long-k")  # suite.problems: Problem.shape_sets
+PROBLEM_NAMES = tuple(PROBLEMS)
+DTYPES = tuple(dict.fromkeys(d for p in PROBLEMS.values() for d in p.dtypes))  # every problem's DType names
+SHAPE_SETS = tuple(dict.fromkeys(s for p in PROBLEMS.values() for s in p.shape_sets))  # Problem.shape_sets
 WIDTH = 160  # terminal columns everything printed fits in (table.md and the CSV keep the full detail)
 
 

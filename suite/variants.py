@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from suite.attention_sdpa import needs_cuda_tensors, refuses, sdpa, without_gpu
+from suite.ceilings import faster_of
 from suite.kernel import LibraryOp
 from suite.registration import anywhere, gpu_or_interpreter, needs_gpu, needs_sm90a, register_kernel
 
@@ -412,3 +414,69 @@ GEMM_VARIANTS = (
 )
 for _backend, _name, _kernel, _gate, _shapes, _what in GEMM_VARIANTS:
     register_kernel("gemm", _backend, _name, _kernel, gate=_gate, shape_sets=_shapes, description=_what)
+
+# ---------------------------------------------------------------------------------------------------------------
+# attention: O = softmax(Q K^T * scale [+ causal mask]) V, bf16 (default) or fp16 (suite/attention_problem.py)
+# ---------------------------------------------------------------------------------------------------------------
+
+_SDPA_DTYPES = ("bf16", "fp16")
+register_kernel(
+    "attention",
+    "torch",
+    "SDPA flash",
+    LibraryOp(sdpa("flash"), dtypes=_SDPA_DTYPES, requires=needs_cuda_tensors, refuses=refuses),
+    baseline=True,
+    gate=needs_gpu((8, 0)),
+    description="F.scaled_dot_product_attention under sdpa_kernel(FLASH_ATTENTION), enable_gqa=True",
+)
+register_kernel(
+    "attention",
+    "torch",
+    "SDPA cuDNN",
+    LibraryOp(sdpa("cuDNN"), dtypes=_SDPA_DTYPES, requires=needs_cuda_tensors, refuses=refuses),
+    gate=needs_gpu((8, 0)),
+    description="F.scaled_dot_product_attention under sdpa_kernel(CUDNN_ATTENTION); GQA by enable_gqa where cuDNN "
+    "takes it, else K and V expanded once outside the timed call",
+)
+register_kernel(
+    "attention",
+    "torch",
+    "SDPA faster of flash, cuDNN",
+    LibraryOp(
+        faster_of({"flash": sdpa("flash"), "cuDNN": sdpa("cuDNN")}),
+        dtypes=_SDPA_DTYPES,
+        requires=needs_cuda_tensors,
+        refuses=refuses,
+    ),
+    ceiling=True,
+    gate=needs_gpu((8, 0)),
+    description="the ceiling: whichever of the SDPA flash and cuDNN rows is faster at the shape (timed once as it is "
+    "built; suite.ceilings.faster_of)",
+)
+register_kernel(
+    "attention",
+    "torch",
+    "SDPA math",
+    LibraryOp(sdpa("math"), dtypes=_SDPA_DTYPES, refuses=refuses),
+    gate=without_gpu,
+    description="F.scaled_dot_product_attention under sdpa_kernel(MATH), on a CPU only: the library's check of the "
+    "problem there (on a GPU the fused rows stand for SDPA; the unfused path would hold every score in memory)",
+)
+register_kernel(
+    "attention",
+    "triton",
+    "tutorial 128x64",
+    "suite.triton.attention:KERNEL",
+    gate=gpu_or_interpreter,
+    description="the tutorial form: 128 query rows per program in registers, 64-key K / V blocks through "
+    "tl.range(num_stages=S), online softmax in fp32, diagonal blocks masked and later ones skipped",
+)
+register_kernel(
+    "attention",
+    "ptx",
+    "64x64 mma.sync",
+    "suite.ptx.attention:KERNEL",
+    gate=needs_gpu((8, 0)),
+    description="the Ampere form: 4 warps x 16 query rows, Q held in registers, 64-key K / V tiles through an S-deep "
+    "cp.async ring, ldmatrix (.trans for V) and mma.sync m16n8k16, online softmax in registers with exp2",
+)

@@ -17,7 +17,7 @@ def _label(v) -> str:
 
 
 def test_every_problem_has_a_baseline_a_ceiling_and_both_kernel_backends():
-    for problem in ("vector", "gemm"):
+    for problem in PROBLEMS:
         vs = registry.variants(problem)
         assert sum(v.baseline for v in vs) == 1 and sum(v.ceiling for v in vs) == 1
         assert {"torch", "triton", "ptx"} <= {v.backend for v in vs}

@@ -131,8 +131,8 @@ def test_what_is_sanitized_comes_from_the_registry():
 )
 def test_each_fault_changes_the_code(variant, fault):
     """A fault define that compiles to the same machine code would make the self-test blind: the faulty build's
-    instantiations differ from the healthy ones, and have fewer waits (block barriers, mbarrier try-waits). (NVRTC
-    kernels; a Triton kernel's fault is a constexpr its own module's tests check, and a launcher's fault changes the
+    instantiations differ from the healthy ones, and have fewer waits (block barriers, mbarrier try-waits, cp.async
+    group waits). (NVRTC kernels; a Triton kernel's fault is a constexpr its own module's tests check, and a launcher's fault changes the
     order of launches, not the code: the sanitizer's run shows it caught.)"""
     arch = variant.kernel.archs[-1]
     healthy = variant.kernel.build(arch)
@@ -141,7 +141,7 @@ def test_each_fault_changes_the_code(variant, fault):
         changed = 0
         for expr in variant.kernel.kernel_names(s):
             waits = [
-                len(re.findall(r"BAR\.SYNC|SYNCS\.PHASECHK", split_functions(m.sass())[m.symbols[expr]]))
+                len(re.findall(r"BAR\.SYNC|SYNCS\.PHASECHK|DEPBAR", split_functions(m.sass())[m.symbols[expr]]))
                 for m in (healthy, broken)
             ]
             if waits[0] == 0:  # a kernel with no wait to remove (a second pass beside the ring's kernels)

@@ -166,6 +166,14 @@ __device__ __forceinline__ int ld_acquire_gpu(const int* gmem_flag) {
     return v;
 }
 
+// 2^x on the special-function unit (.approx: ~2^-22 relative error; .ftz: subnormal results flush to zero);
+// ex2(-inf) = +0. The online softmax's exp, with log2(e) folded into the scores' scale.
+__device__ __forceinline__ float ex2_approx(float x) {
+    float y;
+    asm("ex2.approx.ftz.f32 %0, %1;\n" : "=f"(y) : "f"(x));
+    return y;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // Hopper (sm_90): mbarriers, TMA (cp.async.bulk.tensor), and, on sm_90a only, wgmma and setmaxnreg.
 // Compiled only for targets that have them, so the header still builds for sm_80.

@@ -1,0 +1,177 @@
+"""Attention forward (suite.attention_problem) in Triton, the tutorial's form: a program owns BLOCK_M query rows of one
+head, holds them in registers, and walks the keys in BLOCK_N blocks with an online softmax in fp32; the K / V blocks
+are pipelined by ``tl.range(..., num_stages=STAGES)``, the depth this module sweeps.
+
+Causal (bottom-right aligned: row i sees key j when j <= i + skv - sq): the key blocks every row of the program sees
+in full run unmasked, the blocks across the diagonal run masked, and the blocks past the last row's diagonal are
+skipped. GQA: query head h reads key / value head h // (hq / hkv).
+"""
+
+from __future__ import annotations
+
+import torch
+import triton
+import triton.language as tl
+
+from suite.attention_problem import LOG2E, attention_operands
+from suite.checks import check_stages
+from suite.kernel import TritonModule
+from suite.triton._compiled import kernel_info
+from suite.triton._interp_dot import widen_bf16_dot
+
+STAGES = (1, 2, 3, 4)
+BLOCK_M, BLOCK_N = 128, 64
+NUM_WARPS = 8
+
+
+@triton.jit
+def _attend_blocks(
+    acc,
+    l_i,
+    m_i,
+    q,
+    k_ptrs,
+    v_ptrs,
+    rows,
+    keys,
+    lo,
+    hi,
+    SKV,
+    DIAGONAL,  # skv - sq: row i sees key j when j <= i + DIAGONAL
+    qk_scale,
+    BLOCK_N: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
+    MASKED: tl.constexpr,  # mask keys past skv and (CAUSAL) past each row's diagonal
+    CAUSAL: tl.constexpr,
+    STAGES: tl.constexpr,
+):
+    # -- iterate over the key blocks in [lo, hi): num_stages decides how many K / V blocks are in flight --
+    for start in tl.range(lo, hi, BLOCK_N, num_stages=STAGES):
+        in_range = (start + keys) < SKV
+        k = tl.load(k_ptrs + start * HEAD_DIM, mask=in_range[None, :], other=0.0)  # (HEAD_DIM, BLOCK_N)
+        s = tl.dot(q, k) * qk_scale  # scores in log2 units: exp2(s) = exp(q.k * scale)
+        if MASKED:
+            visible = in_range[None, :]
+            if CAUSAL:
+                visible = visible & ((start + keys)[None, :] <= rows[:, None] + DIAGONAL)
+            s = tl.where(visible, s, float("-inf"))
+        # -- online softmax: new running max, rescale what was summed so far --
+        m_new = tl.maximum(m_i, tl.max(s, 1))
+        m_ref = tl.where(m_new == float("-inf"), 0.0, m_new)  # a row with no key yet: exp2 gives 0, never NaN
+        alpha = tl.exp2(m_i - m_ref)
+        p = tl.exp2(s - m_ref[:, None])
+        l_i = l_i * alpha + tl.sum(p, 1)
+        v = tl.load(v_ptrs + start * HEAD_DIM, mask=in_range[:, None], other=0.0)  # (BLOCK_N, HEAD_DIM)
+        acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
+        m_i = m_new
+    return acc, l_i, m_i
+
+
+@triton.jit
+def attention_fwd_kernel(
+    # pointers
+    q_ptr,
+    k_ptr,
+    v_ptr,
+    o_ptr,
+    # sizes
+    HQ,
+    GROUP,  # query heads per key / value head
+    SQ,
+    SKV,
+    # the softmax scale times log2(e)
+    qk_scale,
+    # meta-parameters
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    HEAD_DIM: tl.constexpr,
+    CAUSAL: tl.constexpr,
+    STAGES: tl.constexpr,
+):
+    # -- map the program id to BLOCK_M query rows of one (batch, query head) --
+    pid_m = tl.program_id(0)
+    pid_bh = tl.program_id(1)  # batch * HQ + query head
+    kv_bh = (pid_bh // HQ) * (HQ // GROUP) + (pid_bh % HQ) // GROUP  # its key / value head (GQA)
+    q_base = q_ptr + pid_bh.to(tl.int64) * SQ * HEAD_DIM
+    o_base = o_ptr + pid_bh.to(tl.int64) * SQ * HEAD_DIM
+    kv_off = kv_bh.to(tl.int64) * SKV * HEAD_DIM
+
+    # -- pointers: the Q block (rows x d), K blocks as (d x keys), V blocks as (keys x d) --
+    rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    dims = tl.arange(0, HEAD_DIM)
+    keys = tl.arange(0, BLOCK_N)
+    q = tl.load(q_base + rows[:, None] * HEAD_DIM + dims[None, :], mask=rows[:, None] < SQ, other=0.0)
+    k_ptrs = k_ptr + kv_off + keys[None, :] * HEAD_DIM + dims[:, None]
+    v_ptrs = v_ptr + kv_off + keys[:, None] * HEAD_DIM + dims[None, :]
+
+    m_i = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
+    l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
+    acc = tl.zeros((BLOCK_M, HEAD_DIM), dtype=tl.float32)
+
+    # -- the key blocks: [0, lo) unmasked (every row sees every key), [lo, hi) masked, past hi skipped --
+    diagonal = SKV - SQ
+    if CAUSAL:
+        first_row = pid_m * BLOCK_M
+        seen_by_all = tl.minimum(tl.maximum(first_row + diagonal + 1, 0), SKV)  # keys the block's first row sees
+        lo = (seen_by_all // BLOCK_N) * BLOCK_N
+        hi = tl.minimum(tl.maximum(first_row + BLOCK_M + diagonal, 0), SKV)  # keys the block's last row sees
+    else:
+        lo = (SKV // BLOCK_N) * BLOCK_N
+        hi = SKV
+    acc, l_i, m_i = _attend_blocks(
+        acc, l_i, m_i, q, k_ptrs, v_ptrs, rows, keys, 0, lo, SKV, diagonal, qk_scale, BLOCK_N, HEAD_DIM, False,
+        CAUSAL, STAGES,
+    )  # fmt: skip
+    acc, l_i, m_i = _attend_blocks(
+        acc, l_i, m_i, q, k_ptrs, v_ptrs, rows, keys, lo, hi, SKV, diagonal, qk_scale, BLOCK_N, HEAD_DIM, True,
+        CAUSAL, STAGES,
+    )  # fmt: skip
+
+    # -- write back: O = acc / l; a fully masked row (l = 0) is zero --
+    out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
+    tl.store(o_base + rows[:, None] * HEAD_DIM + dims[None, :], out.to(o_ptr.dtype.element_ty), mask=rows[:, None] < SQ)
+
+
+class Attention:
+    """The tutorial kernel at ``stages``: ``Attention((q, k, v, causal), out, 3)()`` writes out."""
+
+    def __init__(self, inputs, out: torch.Tensor, stages: int):
+        check_stages(stages, STAGES)
+        ops = attention_operands(inputs, out)
+        widen_bf16_dot()  # the interpreter's bf16 tl.dot (interpreter only; nothing otherwise)
+        self.ops, self.stages = ops, stages
+        self.grid = (triton.cdiv(ops.sq, BLOCK_M), ops.b * ops.hq)
+        self.config = f"{BLOCK_M}x{BLOCK_N} blocks, d={ops.d}, num_warps={NUM_WARPS}, tl.range(num_stages={stages})"
+        self.info = kernel_info(None, BLOCK_N * ops.d * 2 * 2, self.config, self.grid[0] * self.grid[1])
+        self._compiled = False
+
+    def __call__(self) -> None:
+        o = self.ops
+        compiled = attention_fwd_kernel[self.grid](
+            o.q, o.k, o.v, o.out, o.hq, o.group, o.sq, o.skv, o.scale * LOG2E,
+            BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, HEAD_DIM=o.d, CAUSAL=o.causal, STAGES=self.stages,
+            num_warps=NUM_WARPS, num_stages=self.stages,
+        )  # fmt: skip
+        if not self._compiled and compiled is not None:
+            self._compiled = True
+            self.info = kernel_info(compiled, self.info.smem_per_stage, self.config, self.grid[0] * self.grid[1])
+
+
+class TutorialAttention(TritonModule):
+    """attention_fwd_kernel, swept over the K / V pipeline depth (tl.range's and the launch's num_stages)."""
+
+    depth_is_num_stages = True
+    stages = STAGES
+    dtypes = ("bf16", "fp16")
+    # compute-sanitizer: odd lengths under a causal mask with GQA (masked loads and stores, fully masked rows), and
+    # enough key blocks for the pipeline to wrap
+    sanitize_sizes = ((1, 4, 1, 130, 45, 128, 1), (1, 4, 2, 200, 700, 64, 1))
+
+    def kernel_names(self, stages: int) -> tuple[str, ...]:
+        return ("attention_fwd_kernel",)
+
+    def launch(self, inputs, out, stages):
+        return Attention(inputs, out, stages)
+
+
+KERNEL = TutorialAttention()

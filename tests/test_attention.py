@@ -1,0 +1,145 @@
+"""The attention problem's own rules and kernels, beyond what the registry-wide tests check for every variant:
+
+* CPU: the size label and parser, the FLOP count against a brute-force count of the kept pairs, the reference against
+  torch's SDPA math path (and its bottom-right mask against torch's own lower-right causal bias), a fully masked row
+  written as zeros, the Triton kernel in the interpreter on those cases, ``suite.ceilings.faster_of``;
+* GPU (marked ``gpu``): every attention kernel at every stage count and dtype on fresh inputs, poisoned outputs, at
+  sizes larger than the edge sizes: odd lengths, GQA, causal with sq > skv (fully masked rows) and sq < skv.
+"""
+
+import pytest
+import torch
+import torch.nn.functional as F
+
+from suite.attention_problem import kept_pairs
+from suite.kernel import LibraryOp
+from suite.problems import PROBLEMS
+from suite.registry import variants
+from suite.validate import validate
+
+ATTENTION = PROBLEMS["attention"]
+CPU = torch.device("cpu")
+
+
+@pytest.mark.parametrize("size", ATTENTION.edge_sizes + ATTENTION.default_sizes)
+def test_shape_label_parses_back(size):
+    assert ATTENTION.parse_size(ATTENTION.shape(size)) == size
+    assert " " not in ATTENTION.shape(size)
+
+
+@pytest.mark.parametrize("text", ["4x32x8x4096x4096", "4x32x8x0x4096x128", "a", "4x32x8x4096x4096x128-full"])
+def test_bad_size_text_is_refused(text):
+    with pytest.raises(ValueError, match="attention size|>= 1"):
+        ATTENTION.parse_size(text)
+
+
+@pytest.mark.parametrize("sq, skv", [(1, 1), (7, 7), (5, 9), (9, 5), (64, 200), (200, 64)])
+def test_work_counts_the_pairs_the_mask_keeps(sq, skv):
+    rows = torch.arange(sq)[:, None]
+    keys = torch.arange(skv)[None, :]
+    assert kept_pairs(sq, skv, True) == int((keys <= rows + skv - sq).sum())
+    assert kept_pairs(sq, skv, False) == sq * skv
+    assert ATTENTION.work((2, 4, 2, sq, skv, 64, 1)) == 4 * 2 * 4 * 64 * kept_pairs(sq, skv, True)
+
+
+def test_causal_work_is_half_plus_the_diagonal_at_square_lengths():
+    s = 4096
+    assert ATTENTION.work((1, 1, 1, s, s, 128, 1)) == 4 * 128 * (s * s / 2 + s / 2)
+
+
+@pytest.mark.parametrize("size", [(2, 4, 2, 37, 37, 64, 1), (1, 6, 3, 20, 51, 128, 0), (1, 2, 2, 33, 70, 64, 1)])
+def test_reference_agrees_with_torch(size):
+    """Non-causal and causal at sq == skv against SDPA's math path; causal at sq < skv against torch's own lower-right
+    causal bias, materialized: the problem's mask is FlashAttention's bottom-right one."""
+    q, k, v, causal = ATTENTION.make_inputs(size, 3, CPU, "bf16")
+    q, k, v = q.double(), k.double(), v.double()
+    group = q.shape[1] // k.shape[1]
+    k, v = k.repeat_interleave(group, 1), v.repeat_interleave(group, 1)
+    sq, skv = q.shape[2], k.shape[2]
+    if causal and sq != skv:
+        from torch.nn.attention.bias import causal_lower_right
+
+        mask = causal_lower_right(sq, skv)._materialize(CPU)
+        expected = F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+    else:
+        expected = F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    torch.testing.assert_close(ATTENTION.reference(ATTENTION.make_inputs(size, 3, CPU, "bf16")), expected)
+
+
+def test_a_fully_masked_row_is_zero_in_the_reference():
+    size = (1, 2, 1, 50, 20, 64, 1)  # rows 0 .. 29 see no key
+    ref = ATTENTION.reference(ATTENTION.make_inputs(size, 0, CPU, "fp16"))
+    assert torch.equal(ref[:, :, :30], torch.zeros_like(ref[:, :, :30]))
+    assert ref[:, :, 30:].abs().amin(-1).gt(0).all()  # every other row has something
+
+
+def _triton():
+    return next(v for v in variants("attention") if v.backend == "triton")
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+@pytest.mark.parametrize("size", [(1, 4, 1, 150, 40, 64, 1), (2, 4, 2, 70, 130, 128, 1), (1, 3, 1, 65, 129, 64, 0)])
+def test_triton_kernel_in_the_interpreter(size, dtype):
+    """Fully masked rows (zeros over a NaN-poisoned output), GQA with 2 and 4 query heads per KV head, odd lengths."""
+    result = validate(_triton(), 2, size, seed=5, device=CPU, dtype=dtype)
+    assert result.check.valid, result.check.message
+    sq, skv = size[3], size[4]
+    if size[-1] and sq > skv:
+        masked = result.out[:, :, : sq - skv]
+        assert torch.equal(masked, torch.zeros_like(masked))
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# GPU: every kernel, every depth and dtype, at sizes past the edge sizes
+# ---------------------------------------------------------------------------------------------------------------
+
+GPU_SIZES = (
+    (2, 32, 8, 1000, 1000, 128, 1),  # Llama-3-8B heads, odd length, causal
+    (1, 8, 8, 513, 2047, 64, 0),  # no GQA, sq < skv, d = 64
+    (1, 8, 2, 700, 300, 128, 1),  # causal sq > skv: rows 0 .. 399 fully masked
+    (3, 4, 1, 257, 1100, 64, 1),  # causal sq < skv, 4 query heads per KV head
+)
+
+
+def _gpu_cases():
+    for v in variants("attention"):
+        if isinstance(v.kernel, LibraryOp) and not v.ceiling and not v.baseline:
+            continue
+        for dtype in v.dtypes:
+            for stages in v.stages_for(dtype):
+                for size in GPU_SIZES:
+                    case = f"{v.label}-{dtype}-s{stages}-{ATTENTION.shape(size)}"
+                    yield pytest.param(v, dtype, stages, size, id=case)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("variant, dtype, stages, size", list(_gpu_cases()))
+def test_gpu_kernel_matches_the_reference(variant, dtype, stages, size):
+    if why := variant.skip_reason():
+        pytest.skip(why)
+    if rule := variant.kernel.refuses(size, dtype):
+        pytest.skip(rule)
+    seed = hash((variant.label, dtype, stages, size)) % 2**31
+    result = validate(variant, stages, size, seed=seed, device=torch.device("cuda"), dtype=dtype)
+    assert result.check.valid, (variant.label, dtype, stages, ATTENTION.shape(size), result.check.message)
+    sq, skv = size[3], size[4]
+    if size[-1] and sq > skv:
+        masked = result.out[:, :, : sq - skv]
+        assert torch.equal(masked, torch.zeros_like(masked))
+
+
+def test_faster_of_takes_a_candidate_that_accepts_and_names_every_refusal():
+    from suite.ceilings import faster_of
+
+    def refuse(inputs, out):
+        raise ValueError("not this shape")
+
+    def double(inputs, out):
+        return lambda: out.copy_(inputs[0] * 2)
+
+    x, out = torch.randn(5), torch.full((5,), float("nan"))
+    run = faster_of({"a": refuse, "b": double})((x,), out)
+    run()
+    assert torch.equal(out, x * 2) and run.info.config.startswith("b:") and "a: not this shape" in run.info.config
+    with pytest.raises(ValueError, match="no candidate accepts these inputs .a: not this shape; c: not this shape"):
+        faster_of({"a": refuse, "c": refuse})((x,), out)
