@@ -15,8 +15,6 @@ Work: 4 * d FLOPs (two multiply-adds, Q K^T and P V) per (query row, key) pair t
 mask that is 4 * b * hq * sq * skv * d, and causal at sq == skv it is half of that plus the diagonal's sq / 2 pairs
 (the kept pairs counted exactly, for any sq and skv). The fewest bytes: Q, K and V read once and O written once.
 
-This module builds on suite.problems's types without importing it (``attention_problem`` is handed them), so the
-problem table imports it with no circle.
 """
 
 from __future__ import annotations
@@ -24,12 +22,10 @@ from __future__ import annotations
 import math
 import re
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import torch
 
-if TYPE_CHECKING:
-    from suite.problems import Problem
+from suite.problem_types import BadInput, DType, Problem
 
 Inputs = tuple  # (q, k, v, causal)
 HEAD_DIMS = (64, 128)
@@ -224,28 +220,22 @@ def attention_operands(inputs, out, dtypes: tuple[str, ...] = tuple(TORCH_DTYPES
     return AttentionOperands(q, k, v, out, causal, b, hq, hkv, sq, skv, d, dtype)
 
 
-def _bad_inputs(bad_input_type) -> list:
+def _bad_inputs() -> list[BadInput]:
     def h(*shape, dtype=torch.bfloat16):
         return torch.randn(*shape).to(dtype)
 
     q, kv = (1, 2, 8, 64), (1, 1, 8, 64)
     unaligned = torch.randn(1 * 2 * 8 * 64 + 1).bfloat16()[1:].view(q)
     return [
-        bad_input_type((h(2, 8, 64), h(*kv), h(*kv), False), h(2, 8, 64), "rank 4", "q 3-D"),
-        bad_input_type((h(*q), h(1, 1, 8, 128), h(1, 1, 8, 128), False), h(*q), "head_dim mismatch", "k d=128"),
-        bad_input_type((h(1, 2, 64, 8).transpose(-1, -2), h(*kv), h(*kv), False), h(*q), "contiguous", "q strided"),
-        bad_input_type((unaligned, h(*kv), h(*kv), True), h(*q), "16-byte boundary", "q misaligned"),
-        bad_input_type(
-            (h(*q), h(*kv, dtype=torch.float16), h(*kv), False), h(*q), "same dtype", "k fp16, q and v bf16"
-        ),
-        bad_input_type(
-            (h(1, 3, 8, 64), h(1, 2, 8, 64), h(1, 2, 8, 64), False), h(1, 3, 8, 64), "multiple of hkv", "GQA 3/2"
-        ),
-        bad_input_type(
-            (h(1, 2, 8, 32), h(1, 1, 8, 32), h(1, 1, 8, 32), False), h(1, 2, 8, 32), "head_dim must be", "d=32"
-        ),
-        bad_input_type((h(*q), h(*kv), h(*kv), False), h(1, 2, 9, 64), "out must have shape", "out longer"),
-        bad_input_type((h(*q), h(*kv), h(*kv)), h(*q), r"\(q, k, v, causal\)", "no causal flag"),
+        BadInput((h(2, 8, 64), h(*kv), h(*kv), False), h(2, 8, 64), "rank 4", "q 3-D"),
+        BadInput((h(*q), h(1, 1, 8, 128), h(1, 1, 8, 128), False), h(*q), "head_dim mismatch", "k d=128"),
+        BadInput((h(1, 2, 64, 8).transpose(-1, -2), h(*kv), h(*kv), False), h(*q), "contiguous", "q strided"),
+        BadInput((unaligned, h(*kv), h(*kv), True), h(*q), "16-byte boundary", "q misaligned"),
+        BadInput((h(*q), h(*kv, dtype=torch.float16), h(*kv), False), h(*q), "same dtype", "k fp16, q and v bf16"),
+        BadInput((h(1, 3, 8, 64), h(1, 2, 8, 64), h(1, 2, 8, 64), False), h(1, 3, 8, 64), "multiple of hkv", "GQA 3/2"),
+        BadInput((h(1, 2, 8, 32), h(1, 1, 8, 32), h(1, 1, 8, 32), False), h(1, 2, 8, 32), "head_dim must be", "d=32"),
+        BadInput((h(*q), h(*kv), h(*kv), False), h(1, 2, 9, 64), "out must have shape", "out longer"),
+        BadInput((h(*q), h(*kv), h(*kv)), h(*q), r"\(q, k, v, causal\)", "no causal flag"),
     ]
 
 
@@ -293,13 +283,13 @@ _BF16_TOL = {"rtol": 1.6e-2, "atol": 1e-2}
 _FP16_TOL = {"rtol": 4e-3, "atol": 2.5e-3}
 
 
-def attention_problem(problem_type, dtype_type, bad_input_type) -> Problem:
-    """The attention Problem, built on suite.problems's Problem, DType and BadInput (handed in: no import circle)."""
+def attention_problem() -> Problem:
+    """The attention Problem."""
     dtypes = {
-        "bf16": dtype_type("bf16", "bf16->fp32acc->bf16", _BF16_TOL, bytes_in=2, bytes_out=2),
-        "fp16": dtype_type("fp16", "fp16->fp32acc->fp16", _FP16_TOL, bytes_in=2, bytes_out=2),
+        "bf16": DType("bf16", "bf16->fp32acc->bf16", _BF16_TOL, bytes_in=2, bytes_out=2),
+        "fp16": DType("fp16", "fp16->fp32acc->fp16", _FP16_TOL, bytes_in=2, bytes_out=2),
     }
-    return problem_type(
+    return Problem(
         name="attention",
         dtypes=dtypes,
         unit="TFLOP/s",
@@ -310,7 +300,7 @@ def attention_problem(problem_type, dtype_type, bad_input_type) -> Problem:
         make_inputs=make_inputs,
         make_output=make_output,
         reference=reference,
-        bad_inputs=lambda: _bad_inputs(bad_input_type),
+        bad_inputs=_bad_inputs,
         work=work,
         scale=1e12,
         cpu_max_work=2**30,
