@@ -423,41 +423,31 @@ def test_gemm_desc_every_dtype_and_depth_fits_on_sm90():
 # -- the warp-specialized Gluon GEMM (suite/triton/gemm_gluon.py), compiled for sm_90 without a GPU --
 
 
-def _gluon_spec(
-    dtype: str,
-    stages: int,
-    quarters: bool = False,
-    pairs: bool = False,
-    stream_k: int = 0,
-    early_wait: bool | None = None,
-) -> dict:
-    """gemm_gluon_kernel's compile spec; stream_k: the kernel's STREAM_K (1 stream-K, 2 its fault); early_wait:
-    GluonGemm's (None: its default, on for fp8's halves)."""
+def _gluon_spec(dtype: str, stages: int, stream_k: int = 0) -> dict:
+    """gemm_gluon_kernel's compile spec as GluonGemm launches it; stream_k: the kernel's STREAM_K (1 stream-K, 2 its
+    fault)."""
     from sm90_compile import OUT_TYPES, TRITON_TYPES, scales
 
     from suite.triton import gemm_gluon as g
 
-    bm, bn, bk = g.PAIRS_TILE if pairs else g.TILES[dtype]
+    bm, bn, bk = g.TILES[dtype]
     fp8 = dtype == "fp8e4m3"
     element = {"fp16": "gl.float16", "bf16": "gl.bfloat16", "fp8e4m3": "gl.float8e4nv"}
     out = "gl.float16" if dtype == "fp16" else "gl.bfloat16"
     meta = {
-        "GROUP_M": g.GROUP_M,
+        "GROUP_M": g.FP8_GROUP_M if fp8 else g.GROUP_M,
         "STAGES": stages,
         "PRODUCER_WARPS": g.PRODUCER_WARPS,
         "PRODUCER_REGS": g.PRODUCER_REGS,
         "B_K_MAJOR": fp8,
         "num_warps": g.FP8_CONSUMER_WARPS if fp8 else g.NUM_WARPS,
-        "QUARTERS": quarters,
-        "PAIRS": pairs,
         "STREAM_K": int(stream_k),
-        "EARLY_WAIT": int(fp8 and not (quarters or pairs) if early_wait is None else early_wait),
     }
     scale_sig, scale_values = scales(dtype)
     sig = {
         "a_desc": {"gluon_desc": [TRITON_TYPES[dtype], [bm, bk], element[dtype]]},
         "b_desc": {"gluon_desc": [TRITON_TYPES[dtype], [bn, bk] if fp8 else [bk, bn], element[dtype]]},
-        "c_desc": {"gluon_desc": [OUT_TYPES[dtype], g.c_box(dtype, stages, pairs), out]},
+        "c_desc": {"gluon_desc": [OUT_TYPES[dtype], g.c_box(dtype, stages), out]},
         **scale_sig,
         "workspace": "*fp32" if stream_k else "constexpr",
         "flags": "*i32" if stream_k else "constexpr",
@@ -506,19 +496,6 @@ def test_gluon_gemm_is_warp_specialized_on_sm90():
         assert total and closing * 4 == total, (dtype, stages, got["wgmma_chain"])
 
 
-def test_gluon_fp8_quarters_keep_a_group_in_flight_under_the_adds():
-    """The unregistered promotion in quarters (GluonGemm(quarters=True)): per consumer partition, four groups of 4
-    fp8 wgmma per K tile, and every wait but the K tile's last leaves one group running (DEPBAR.LE 1) while the
-    partial before it is added; no spills, at 3 and 4 stages."""
-    from sm90_compile import compile_sm90
-
-    for stages, got in zip((3, 4), compile_sm90([_gluon_spec("fp8e4m3", s, quarters=True) for s in (3, 4)])):
-        total, closing = got["wgmma_chain"]
-        assert (total, closing) == (32, 8), (stages, got["wgmma_chain"])  # 2 partitions x 4 quarters x 4 k-steps
-        assert got["wgmma_waits"] == ["1", "1", "1", "0"] * 2, (stages, got["wgmma_waits"])
-        assert got["classes"]["local_memory"] == 0 and got["classes"]["wgmma_fp8"] == 32, (stages, got["classes"])
-
-
 def test_gluon_fp8_stream_k_keeps_the_halves_and_publishes_through_gpu_scoped_atomics():
     """Stream-K (GluonGemm(stream_k=True), gluon ws stream-k): the halves' mainloop twice per consumer partition (the
     whole waves', then the shared K iterations'), each half one group of 4 fp8 wgmma waited for alone, as in the
@@ -537,48 +514,6 @@ def test_gluon_fp8_stream_k_keeps_the_halves_and_publishes_through_gpu_scoped_at
         assert got["ptx"]["atom.global"] + got["ptx"]["red.global"] >= 8, (stages, got["ptx"])
         assert base["ptx"]["atom.global"] + base["ptx"]["red.global"] == 0, (stages, base["ptx"])
         assert abs(got["shared"] - base["shared"]) < 64, (stages, got["shared"], base["shared"])
-
-
-def test_gluon_fp8_halves_wait_for_the_next_k_tile_under_the_running_half():
-    """The registered fp8 halves (GluonGemm's early_wait, on by default): in each consumer partition the next K
-    tile's ready barrier is polled (SYNCS.PHASECHK) while the K tile's second half runs, between its closing QGMMA and
-    its wait, on the persistent and stream-K schedules at 3 and 4 stages; without it (early_wait=False, the probe's
-    old order) no barrier is polled under a running group. Either way the halves' chain and waits are the same, no
-    spills."""
-    from sm90_compile import compile_sm90
-
-    cases = [(s, k, e) for s in (3, 4) for k in (0, 1) for e in (None, False)]
-    for (stages, stream_k, early), got in zip(
-        cases, compile_sm90([_gluon_spec("fp8e4m3", s, stream_k=k, early_wait=e) for s, k, e in cases])
-    ):
-        where = (stages, stream_k, early)
-        units = 2 if stream_k else 1  # the halves' mainloop: the whole waves', and stream-K's shared units
-        assert got["wgmma_chain"] == [16 * units, 4 * units], (where, got["wgmma_chain"])
-        assert got["wgmma_waits"] == ["0"] * 4 * units, (where, got["wgmma_waits"])
-        assert got["classes"]["local_memory"] == 0, (where, got["classes"])
-        if early is None:
-            assert got["waits_under_wgmma"] >= 2 * units, (where, got["waits_under_wgmma"])
-        else:
-            assert got["waits_under_wgmma"] == 0, (where, got["waits_under_wgmma"])
-
-
-def test_gluon_fp8_pairs_keep_a_group_in_flight_under_the_first_add():
-    """fp8 on 128 x 128 tiles, K tiles promoted in pairs (GluonGemm(pairs=True)): per consumer partition, a pair's
-    two groups of 4 fp8 wgmma issued before the first wait, which leaves the second running (DEPBAR.LE 1) while the
-    first K tile's partial is added; then the odd K tile alone. No spills, the ring and two 64 x 128 C slabs in shared
-    memory, at every depth."""
-    from sm90_compile import compile_sm90
-
-    from suite.triton import gemm_gluon as g
-
-    stages = g.PAIRS_STAGES
-    for s, got in zip(stages, compile_sm90([_gluon_spec("fp8e4m3", s, pairs=True) for s in stages])):
-        assert got["wgmma_waits"] == ["1", "0", "0"] * 2, (s, got["wgmma_waits"])
-        total, closing = got["wgmma_chain"]
-        assert (total, closing) == (24, 6), (s, got["wgmma_chain"])  # 2 partitions x 3 groups x 4 k-steps
-        assert got["classes"]["local_memory"] == 0 and got["classes"]["wgmma_fp8"] == 24, (s, got["classes"])
-        c_slabs = 2 * 64 * 128 * 2
-        assert 0 <= got["shared"] - s * g.stage_bytes("fp8e4m3", g.PAIRS_TILE) - c_slabs < 1024, (s, got["shared"])
 
 
 def test_the_tuned_persistent_configs_stride_by_the_grid_they_launch(monkeypatch):

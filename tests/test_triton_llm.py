@@ -116,7 +116,7 @@ def test_split_k_takes_narrow_tiles_where_they_fill_one_wave(dtype):
     bk = gemm_splitk.TILES[dtype][2]
     size = (130, 64 * gemm_splitk.num_sms(DEVICE), 3 * bk + 16)
     inputs, out, launcher = _run(gemm_splitk.SplitKGemm, size, dtype, zlib.crc32(f"narrow {dtype}".encode()))
-    assert launcher.tile == (128, 128, bk) and launcher.warps == 4, launcher.config
+    assert launcher.tile == (128, 128, bk) and launcher.warps == (8 if dtype == "fp8e4m3" else 4), launcher.config
     assert launcher.splits == 1 and launcher.workspace is None, launcher.config
     _assert_valid(inputs, out, dtype, f"split-K {size} {dtype} on 128 x 128 tiles")
 
@@ -172,7 +172,7 @@ def test_split_k_plan_at_llm_shapes():
     narrow, wide = (128, 128, 64, 4), (128, 256, 64, 8)
     assert plan("fp16", 256, 8192, 8192, H200_SMS) == (narrow, 1)  # 64 wide tiles, 128 narrow: no workspace
     assert plan("fp16", 256, 6144, 4096, H200_SMS) == (narrow, 1)  # Llama-3 8B QKV: 48 wide, 96 narrow
-    assert plan("fp8e4m3", 256, 8192, 8192, H200_SMS) == ((128, 128, 128, 4), 1)
+    assert plan("fp8e4m3", 256, 8192, 8192, H200_SMS) == ((128, 128, 128, 8), 1)  # promoted: two warpgroups
     assert plan("fp16", 256, 10240, 8192, H200_SMS) == (wide, 3)  # 160 narrow tiles: more than one wave
     assert plan("fp16", 256, 4096, 4096, H200_SMS) == (wide, 4)  # 64 narrow tiles: under half the SMs
     assert plan("fp16", 512, 512, 65536, H200_SMS) == (wide, 16)  # long K: 16 narrow tiles; the wide ones split
@@ -193,7 +193,8 @@ def test_split_k_plan_rule_holds_for_any_shape(seed):
             assert splits == gemm_splitk.split_count(wide, -(-k // bk), sms)
         else:  # the narrow tile: one wave at least half full, never split
             narrow = -(-m // bm) * -(-n // bn)
-            assert bm == 128 and bn == base[1] // 2 and warps == 4 and splits == 1, (dtype, m, n)
+            assert bm == 128 and bn == base[1] // 2 and splits == 1, (dtype, m, n)
+            assert warps == (8 if dtype == "fp8e4m3" else 4), (dtype, warps)
             assert wide < sms and sms / 2 <= narrow <= sms, (dtype, m, n, sms)
 
 
@@ -268,10 +269,16 @@ def test_stream_k_schedule_partitions_the_iterations(seed):
                 owner[i] = p
         assert None not in owner and all(s.program_of(i) == owner[i] for i in range(s.sk_iters))
         table = s.fixup_table()
+        assert len(table) == 3 * s.sk_tiles
         for t in range(s.sk_tiles):
             covering = sorted({owner[i] for i in range(t * k_tiles, (t + 1) * k_tiles)})
-            assert covering == list(range(table[2 * t], table[2 * t + 1] + 1))
-        assert table[2 * s.sk_tiles :] == [s.first_iter(p) // k_tiles for p in range(s.sk_programs)]
+            p_first, p_last, first_slot = table[3 * t : 3 * t + 3]
+            assert covering == list(range(p_first, p_last + 1))
+            # the kernel's slot of a part: 2 p, + 1 where the tile is not the first of p's range; every later
+            # program's part of the tile is in its slot 0 (the fix-up reads them at a stride of two slots)
+            first_tiles = [s.first_iter(p) // k_tiles for p in covering]
+            assert first_slot == 2 * p_first + (first_tiles[0] != t)
+            assert all(f == t for f in first_tiles[1:])
 
 
 def test_sanitizer_sizes_exercise_the_fix_up():
@@ -458,6 +465,11 @@ def _descs(dtype, rows_a, rows_b, bk):
     return {"a_desc": desc(dtype, [rows_a, bk]), "b_desc": desc(dtype, [rows_b, bk] if fp8 else [bk, rows_b])}
 
 
+def _b_rows(dtype: str, block_n: int) -> int:
+    """B's box along N in gemm_parts.mac_loop: fp8 loads B in two halves of the tile's N (TwoPassGemm._mac_box)."""
+    return block_n // 2 if dtype == "fp8e4m3" else block_n
+
+
 def _main_pass_signature(dtype, rows_a, rows_b, bk, *ints):
     """The signature every main pass shares (split-K, stream-K, decode: one launch convention): A's and B's
     descriptors, C, the fp32 workspace, M, N, K, then its own integer arguments ``ints``."""
@@ -505,7 +517,7 @@ def test_split_k_on_sm90():
     specs = []
     for dtype, m, stages, split in cases:
         (bm, bn, bk, warps), _ = gemm_splitk.split_k_plan(dtype, m, 8192, 8192, H200_SMS)
-        sig = _main_pass_signature(dtype, bm, bn, bk, "splits", "stride_cm")
+        sig = _main_pass_signature(dtype, bm, _b_rows(dtype, bn), bk, "splits", "stride_cm")
         meta = {
             "BLOCK_M": bm,
             "BLOCK_N": bn,
@@ -553,7 +565,7 @@ def test_stream_k_on_sm90():
     for dtype, m, stages, shared in cases:
         bm, bn, bk, warps = gemm_splitk.tile_for(dtype, m)
         sig = _main_pass_signature(
-            dtype, bm, bn, bk, "stride_cm", "num_programs", "dp_tiles", "sk_programs", "sk_iters"
+            dtype, bm, _b_rows(dtype, bn), bk, "stride_cm", "num_programs", "dp_tiles", "sk_programs", "sk_iters"
         )
         meta = {
             "BLOCK_M": bm,
@@ -590,7 +602,6 @@ def test_stream_k_on_sm90():
                 "N": "i32",
                 "stride_cm": "i32",
                 "dp_tiles": "i32",
-                "sk_tiles": "i32",
             },
             fixup_meta,
             None,

@@ -43,6 +43,7 @@ import triton.language as tl
 
 from suite.triton._compiled import kernel_info
 from suite.triton.gemm_desc import ELEMENT_BYTES, count, dtype_config, num_sms, rings_that_fit
+from suite.triton.gemm_parts import split_range, store_tile
 from suite.triton.gemm_splitk import (
     FAULT_REDUCE_FIRST,
     TwoPassGemm,
@@ -153,9 +154,7 @@ def decode_kernel(
     split = pid // tiles
     t0 = (pid % tiles % tiles_t) * BLOCK_T
     w0 = (pid % tiles // tiles_t) * BLOCK_W
-    k_tiles = tl.cdiv(K, BLOCK_K)
-    k_first = split * k_tiles // splits  # balanced: the remainder spreads over the splits
-    k_last = (split + 1) * k_tiles // splits
+    k_first, k_last = split_range(split, splits, tl.cdiv(K, BLOCK_K))
 
     # -- MAINLOOP: num_stages boxes of weight in flight (TMA into the pipeliner's ring); wgmma with the weight as
     #    the M side, the tokens as the N side: acc is C^T's tile, [BLOCK_W, BLOCK_T] --
@@ -163,10 +162,13 @@ def decode_kernel(
     for kt in range(k_first, k_last):
         tokens = tokens_desc.load([t0, kt * BLOCK_K])  # [BLOCK_T, BLOCK_K], zero past T
         if B_K_MAJOR:
+            # fp8: each K tile's sum promoted into fp32 (max_num_imprecise_acc=BLOCK_K), as gemm_parts.mac_loop does
+            # and promoted cuBLAS; the [BLOCK_W, BLOCK_T] accumulator leaves room for the second one it needs
             weight = weight_desc.load([w0, kt * BLOCK_K])  # [BLOCK_W, BLOCK_K]
+            acc = tl.dot(weight, tokens.T, acc, max_num_imprecise_acc=BLOCK_K)
         else:
             weight = weight_desc.load([kt * BLOCK_K, w0]).T  # [BLOCK_K, BLOCK_W] read transposed
-        acc = tl.dot(weight, tokens.T, acc)
+            acc = tl.dot(weight, tokens.T, acc)
 
     # -- EPILOGUE: C[t, w] = acc[w, t], masked to T x W --
     ws = w0 + tl.arange(0, BLOCK_W)
@@ -177,9 +179,9 @@ def decode_kernel(
         slice_ = workspace + split.to(tl.int64) * T * W
         tl.store(slice_ + ts[None, :].to(tl.int64) * W + ws[:, None], acc, mask=inside)
     else:
-        if SCALED:
-            acc = acc * (tl.load(scale_a) * tl.load(scale_b))
-        tl.store(c + ts[None, :].to(tl.int64) * stride_cm + ws[:, None], acc.to(OUT_DTYPE), mask=inside)
+        store_tile(
+            c + ts[None, :].to(tl.int64) * stride_cm + ws[:, None], acc, inside, scale_a, scale_b, OUT_DTYPE, SCALED
+        )
 
 
 class DecodeGemm(TwoPassGemm):

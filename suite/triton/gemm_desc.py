@@ -34,6 +34,7 @@ from suite.checks import check_stages, gemm_operands
 from suite.kernel import TritonModule
 from suite.triton._compiled import kernel_info
 from suite.triton._interp_dot import fp8_dot_unsupported, widen_bf16_dot
+from suite.triton.gemm_parts import mac_loop, scaled, tile_coords
 from suite.waves import grid_note, persistent_grid
 
 DTYPES = ("fp16", "bf16", "fp8e4m3")
@@ -72,17 +73,6 @@ STAGES = rings_that_fit(stage_bytes("fp16"), C_TILE_BYTES, (2, 3, 4))
 STAGES_PERSISTENT = rings_that_fit(stage_bytes("fp16"), C_TILE_BYTES // 2, (2, 3, 4, 5))
 assert STAGES == (2, 3) and STAGES_PERSISTENT == (2, 3, 4)
 assert len({stage_bytes(d) for d in DTYPES}) == 1  # one stage list serves every dtype
-
-
-@triton.jit
-def tile_origin(tile, tiles_m, tiles_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
-    """Tile index -> first row and column of C, GROUP_M tile rows at a time (programs in flight share L2)."""
-    group_size = GROUP_M * tiles_n
-    first_m = (tile // group_size) * GROUP_M
-    group_rows = min(tiles_m - first_m, GROUP_M)
-    tile_m = first_m + (tile % group_size) % group_rows
-    tile_n = (tile % group_size) // group_rows
-    return tile_m * BLOCK_M, tile_n * BLOCK_N
 
 
 @triton.jit
@@ -147,29 +137,11 @@ def gemm_desc_kernel(
     # -- iterate over this program's tiles and, inside, over K: flatten=True lets the pipeliner (num_stages) run
     #    the loads of the next tile while the current one finishes --
     for tile in tl.range(tl.program_id(0), num_tiles, step, flatten=True):
-        m0, n0 = tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
-        if B_K_MAJOR:
-            # fp8: wgmma sums fp8 products in an accumulator of fewer mantissa bits than fp32, so each K tile's sum
-            # is promoted into fp32 registers (max_num_imprecise_acc=BLOCK_K), as cuBLAS and the PTX kernel do. For
-            # the whole 128 x 256 tile that needs a second accumulator of 128 registers a thread and spills; in two
-            # halves of N, 64
-            left = tl.zeros((BLOCK_M, BLOCK_N // 2), dtype=tl.float32)
-            right = tl.zeros((BLOCK_M, BLOCK_N // 2), dtype=tl.float32)
-            for kt in range(k_tiles):
-                a_tile = a_desc.load([m0, kt * BLOCK_K])
-                b_left = b_desc.load([n0, kt * BLOCK_K])
-                b_right = b_desc.load([n0 + BLOCK_N // 2, kt * BLOCK_K])
-                left = tl.dot(a_tile, b_left.T, left, max_num_imprecise_acc=BLOCK_K)
-                right = tl.dot(a_tile, b_right.T, right, max_num_imprecise_acc=BLOCK_K)
-            acc = tl.reshape(tl.permute(tl.join(left, right), (0, 2, 1)), (BLOCK_M, BLOCK_N))
-        else:
-            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-            for kt in range(k_tiles):
-                acc = tl.dot(a_desc.load([m0, kt * BLOCK_K]), b_desc.load([kt * BLOCK_K, n0]), acc)
+        m0, n0 = tile_coords(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
+        acc = mac_loop(a_desc, b_desc, m0, n0, 0, k_tiles, BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR)
 
         # -- write back: the scales (fp8) on the fp32 accumulator, then the cast to C's type --
-        if SCALED:
-            acc = acc * (tl.load(scale_a) * tl.load(scale_b))
+        acc = scaled(acc, scale_a, scale_b, SCALED)
         if C_DESC and EPILOGUE_SUBTILE:
             if HOST_DESC:
                 c_desc = c
