@@ -51,7 +51,16 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 from suite.checks import check_stages, gemm_operands
 from suite.kernel import Fault, TritonModule
 from suite.triton._compiled import kernel_info
-from suite.triton.gemm_desc import DTYPES, TILES, Operands, dtype_config, num_sms, stage_bytes
+from suite.triton.gemm_desc import (
+    DTYPES,
+    FP8_ACCUMULATION,
+    HOPPER_SASS,
+    TILES,
+    Operands,
+    dtype_config,
+    num_sms,
+    stage_bytes,
+)
 from suite.triton.gemm_gluon_fp8 import FP8_CONSUMER_REGS, FP8_CONSUMER_WARPS, fp8_consumer
 from suite.triton.gemm_gluon_ring import next_stage, producer, tile_counts, tma_store
 from suite.triton.gemm_parts import tile_coords
@@ -365,8 +374,8 @@ class GluonGemm:
             f"producer warp ({PRODUCER_REGS} regs), {stages}-stage TMA ring, persistent, GROUP_M={self.group_m}"
             + dtype_config(ops.dtype, mma="warpgroup_mma on B's box read transposed (.permute)")
             + (
-                ", each K tile's sum promoted into fp32 in two halves of N, its ready barrier waited on under the K "
-                "tile before's second half"
+                ", promoted in two halves of N, each K tile's ready barrier waited on under the K tile before's "
+                "second half"
                 if fp8
                 else ""
             )
@@ -402,7 +411,7 @@ class GluonGemm:
             self.info = kernel_info(compiled, self.info.smem_per_stage, self.config, self.grid)
 
 
-# On the H200 (triton 3.6), racecheck reports hazards in this kernel only between Triton's own warp-specialization
+# racecheck reports hazards in this kernel only between Triton's own warp-specialization
 # dispatch accesses: the consumer warps' stores of the partition state word at the region's entry and exit, and the
 # worker warps' loads of it in their dispatch loop (SASS STS / LDS of one shared word, attributed to the kernel's
 # first line); none at the ring, its mbarriers or C's staging tile. An empty warp_specialize kernel shows none
@@ -419,6 +428,8 @@ class WarpSpecialized(TritonModule):
 
     stages = FP8_STAGES
     dtypes = DTYPES
+    fp8_accumulation = FP8_ACCUMULATION
+    sass_requires = HOPPER_SASS
     # compute-sanitizer: edge tiles with N % 8 != 0 (C through its padded buffer) and a K tile cut short; a ring that
     # wraps many times within a tile; more tiles (144) than SMs (132), so programs walk two tiles and reuse C's
     # staging buffer behind a TMA store

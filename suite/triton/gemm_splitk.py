@@ -19,14 +19,14 @@ MAX_SPLITS; the row's config says how many. K ranges are balanced (split s cover
 (s + 1) k_tiles / splits)), so a remainder spreads over the splits; more splits than K tiles (which the rule never
 picks, but a caller may ask for) leaves some splits empty.
 
-The workspace is sized from the shape by each launcher and belongs to it alone. The tile (``tile_for``): 256 columns
-by 64 rows (one warpgroup, 4 warps) when M <= 64, where a 128-row tile would be mostly padding, else 128 rows (two
+The workspace is sized from the shape by each launcher and belongs to it alone. The tile (``tile_for``): 256 columns by
+64 rows (one warpgroup, 4 warps) when M <= 64, where a 128-row tile would be mostly padding, else 128 rows (two
 warpgroups, 8 warps); K steps of 64 for fp16 / bf16 and 128 for fp8 (gemm_desc.TILES): 40 or 48 KiB stages. Split-K
-takes 128 x 128 tiles (one warpgroup, 32 KiB stages) instead where 128 x 256 tiles are too few for the SMs but the
-narrower ones fill one wave at least half (``split_k_plan``): one split, no workspace, as the PTX split-K's 128 x 128
-tiles at M = 256. fp8 takes B as N x K and computes ``tl.dot(a, b.T)``, its scales applied once, to the sum (in the
-reduction pass, or in the partial pass when there is one split). A and B rows not 16-byte pitched go through
-gemm_desc.Operands' padded copies."""
+takes 128 x 128 tiles (one warpgroup, fp8 two; 32 KiB stages) instead where 128 x 256 tiles are too few for the SMs but
+the narrower ones fill one wave at least half (``split_k_plan``): one split, no workspace, as the PTX split-K's 128 x
+128 tiles at M = 256. fp8 takes B as N x K and computes ``tl.dot(a, b.T)`` in two halves of N, each K tile's sum
+promoted into fp32 (gemm_parts.mac_loop), its scales applied once, to the sum (in the reduction pass, or in the partial
+pass when there is one split). A and B rows not 16-byte pitched go through gemm_desc.Operands' padded copies."""
 
 from __future__ import annotations
 
@@ -41,7 +41,9 @@ from suite.triton._compiled import kernel_info
 from suite.triton._interp_dot import fp8_dot_unsupported, widen_bf16_dot
 from suite.triton.gemm_desc import (
     DTYPES,
+    FP8_ACCUMULATION,
     GROUP_M,
+    HOPPER_SASS,
     OUT_DTYPES,
     TILES,
     Operands,
@@ -124,7 +126,7 @@ def splitk_partial_kernel(
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
     SPLIT: tl.constexpr,  # splits > 1: store the fp32 partial into the workspace (else C, scaled and cast)
-    B_K_MAJOR: tl.constexpr,  # B given N x K (fp8): boxes of [BLOCK_N, BLOCK_K], multiplied transposed
+    B_K_MAJOR: tl.constexpr,  # B given N x K (fp8): boxes of [BLOCK_N // 2, BLOCK_K], promoted (mac_loop)
     OUT_DTYPE: tl.constexpr,
     SCALED: tl.constexpr,
 ):
@@ -343,6 +345,8 @@ class TwoPassModule(TritonModule):
 
     depth_is_num_stages = True  # the launch's num_stages (suite.kernel.TritonModule)
     dtypes = DTYPES
+    fp8_accumulation = FP8_ACCUMULATION
+    sass_requires = HOPPER_SASS  # the main pass's; the fix-up pass is plain loads and stores
 
     def __init__(self, launcher: type[TwoPassGemm], sanitize_sizes: tuple):
         self.launcher, self.stages, self.sanitize_sizes = launcher, launcher.depths, sanitize_sizes

@@ -18,9 +18,11 @@ data-parallel + stream-K hybrid:
 
 Tiles (``gemm_splitk.tile_for``): 64 or 128 rows (M <= 64 or not) by 256 columns, K steps of 64 (fp16 / bf16) or 128
 (fp8), loads through host-built tensor descriptors (TMA), ``num_stages`` deep; fp8 takes B as N x K and computes
-``tl.dot(a, b.T)``, its scales applied once per tile, to the sum. The workspace [programs, 2, BLOCK_M, BLOCK_N] fp32
-is sized from the shape by each launcher and belongs to it alone. ``tl.dot`` expresses all of it (the partial tiles
-are plain stores, their ordering the stream's), so no Gluon."""
+``tl.dot(a, b.T)`` in two halves of N, each K tile's sum promoted into fp32 (gemm_parts.mac_loop), its scales applied
+once per tile, to the sum. Each program walks its data-parallel tiles and its stream-K units through one main loop: a
+second instance of fp8's promoted loop does not fit in registers beside the first. The workspace [programs, 2, BLOCK_M,
+BLOCK_N] fp32 is sized from the shape by each launcher and belongs to it alone. ``tl.dot`` expresses all of it (the
+partial tiles are plain stores, their ordering the stream's), so no Gluon."""
 
 from __future__ import annotations
 
@@ -132,7 +134,7 @@ def streamk_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
-    B_K_MAJOR: tl.constexpr,  # B given N x K (fp8): boxes of [BLOCK_N, BLOCK_K], multiplied transposed
+    B_K_MAJOR: tl.constexpr,  # B given N x K (fp8): boxes of [BLOCK_N // 2, BLOCK_K], promoted (mac_loop)
     OUT_DTYPE: tl.constexpr,
     SCALED: tl.constexpr,
     SHARED: tl.constexpr,  # some tile is shared by several programs: parts go to the workspace (else it is None)
