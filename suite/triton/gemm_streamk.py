@@ -153,11 +153,10 @@ def streamk_kernel(
     first_tile = it // k_tiles
     unit = 0
     while (unit < dp_units) | (it < end):
-        if unit < dp_units:  # a data-parallel tile
-            tile = pid + unit * num_programs
-            k_first = 0
-            k_last = k_tiles
-        else:  # a stream-K unit
+        tile = pid + unit * num_programs  # a data-parallel tile, whole
+        k_first = k_tiles * 0
+        k_last = k_tiles
+        if unit >= dp_units:  # a stream-K unit
             t, k_first, k_last = stream_k_unit(it, end, k_tiles)
             tile = dp_tiles + t
             it += k_last - k_first
