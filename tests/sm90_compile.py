@@ -147,3 +147,19 @@ def scales(dtype: str) -> tuple[dict, dict]:
     if dtype == "fp8e4m3":
         return {"scale_a": "*fp32", "scale_b": "*fp32"}, {}
     return {"scale_a": "constexpr", "scale_b": "constexpr"}, {"scale_a": None, "scale_b": None}
+
+
+SMEM_LIMIT = 227 * 1024  # the most shared memory one block may have on sm_90
+
+
+def assert_fits_sm90(got: dict, required: dict[str, int], where) -> None:
+    """The rules every sm_90 build answers to, whatever its design: no local memory (spills), wgmma not serialized by
+    ptxas (a serialized chain closes a group at every wgmma: C7510 / C7514), shared memory within what a block may
+    have, and at least the SASS classes its module declares (``KernelModule.sass_minimums``)."""
+    classes = got["classes"]
+    assert classes["local_memory"] == 0, (where, "local memory", classes)
+    total, closing = got["wgmma_chain"]
+    assert not total or closing < total, (where, "serialized wgmma", got["wgmma_chain"])
+    assert got["shared"] <= SMEM_LIMIT, (where, got["shared"])
+    short = {cls: classes[cls] for cls, least in required.items() if classes[cls] < least}
+    assert not short, (where, "SASS short of the module's sass_requires", short, required)

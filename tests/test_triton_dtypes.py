@@ -135,94 +135,6 @@ def test_fp8_rows_skip_where_the_interpreter_cannot_multiply_fp8(monkeypatch):
         _interp_dot.fp8_dot_unsupported.cache_clear()
 
 
-@pytest.mark.gpu
-def test_gluon_fp8_promoted_in_quarters_matches_fp64():
-    """The Gluon fp8 kernel's unregistered promotion in quarters of N (tools/probe_llm.py fp8), at both depths (3: the
-    C slab whole; 4: in two passes), on poisoned outputs: M = 1 and 67, edge tiles of N (300: C through its padded
-    pitch; 264), a partial K tile and one below a tile, more tiles than SMs (the persistent loop wraps)."""
-    from suite.triton.gemm_gluon import GluonGemm
-
-    if torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("the Gluon GEMM is built for sm_90")
-    for stages in (3, 4):
-        for size in ((1, 300, 1040), (67, 264, 48), (129, 520, 4112), (2048, 4352, 512)):
-            inputs = GEMM.make_inputs(size, sum(size) + stages, DEVICE, "fp8e4m3")
-            out = GEMM.make_output(inputs).fill_(float("nan"))
-            launch = GluonGemm(inputs, out, stages, quarters=True)
-            assert "promoted in quarters" in launch.config
-            launch()
-            torch.cuda.synchronize()
-            check = GEMM.check(out, GEMM.reference(inputs), "fp8e4m3")
-            assert check.valid, (stages, size, check.message)
-
-
-def test_gluon_quarters_are_refused_for_16_bit_types():
-    from suite.triton.gemm_gluon import GluonGemm
-
-    inputs = GEMM.make_inputs((64, 64, 64), 0, torch.device("cpu"), "bf16")
-    with pytest.raises(ValueError, match="only fp8 is promoted"):
-        GluonGemm(inputs, GEMM.make_output(inputs), 3, quarters=True)
-
-
-def test_gluon_early_wait_is_refused_off_the_fp8_halves():
-    """GluonGemm's early_wait is a schedule of fp8's halves: asked for with a 16-bit type, or with another
-    promotion schedule, it is refused before anything is built."""
-    from suite.triton.gemm_gluon import GluonGemm
-
-    bf16 = GEMM.make_inputs((64, 64, 64), 0, torch.device("cpu"), "bf16")
-    with pytest.raises(ValueError, match="early_wait: a schedule of the fp8 kernel's halves only"):
-        GluonGemm(bf16, GEMM.make_output(bf16), 3, early_wait=True)
-    fp8 = GEMM.make_inputs((64, 64, 64), 0, torch.device("cpu"), "fp8e4m3")
-    for schedule in ({"quarters": True}, {"pairs": True}):
-        with pytest.raises(ValueError, match="early_wait: a schedule of the fp8 kernel's halves only"):
-            GluonGemm(fp8, GEMM.make_output(fp8), 4, early_wait=True, **schedule)
-
-
-@pytest.mark.gpu
-def test_gluon_fp8_pairs_on_128x128_tiles_match_fp64():
-    """The Gluon fp8 kernel's unregistered promotion in pairs of K tiles on 128 x 128 tiles (GluonGemm(pairs=True),
-    tools/probe_llm.py fp8), at its shallowest and deepest ring, on poisoned outputs: M = 1 and 67, edge tiles of N
-    (300: C through its padded pitch; 264), K = 48 (one K tile, alone), 1040 and 4112 (odd counts: the lone last K
-    tile), more tiles than SMs (the persistent loop wraps), with tile rows grouped 8 and 16; twice, bit for bit."""
-    from suite.triton.gemm_gluon import PAIRS_STAGES, GluonGemm
-
-    if torch.cuda.get_device_capability() != (9, 0):
-        pytest.skip("the Gluon GEMM is built for sm_90")
-    for stages in (PAIRS_STAGES[0], PAIRS_STAGES[-1]):
-        for size in ((1, 300, 1040), (67, 264, 48), (129, 520, 4112), (2048, 4352, 512)):
-            for group_m in (8, 16):
-                inputs = GEMM.make_inputs(size, sum(size) + stages, DEVICE, "fp8e4m3")
-                out = GEMM.make_output(inputs).fill_(float("nan"))
-                launch = GluonGemm(inputs, out, stages, pairs=True, group_m=group_m)
-                assert "promoted in pairs" in launch.config and f"GROUP_M={group_m}" in launch.config
-                launch()
-                torch.cuda.synchronize()
-                check = GEMM.check(out, GEMM.reference(inputs), "fp8e4m3")
-                assert check.valid, (stages, size, group_m, check.message)
-                first = out.clone()
-                out.fill_(float("nan"))
-                launch()
-                torch.cuda.synchronize()
-                assert torch.equal(out, first), (stages, size, group_m, "not bit-reproducible")
-
-
-def test_gluon_pairs_and_tile_grouping_refuse_what_they_cannot_run():
-    """Pairs are an fp8 promotion schedule on 128 x 128 tiles: 16-bit inputs, a schedule chosen twice, a depth off
-    its sweep (32 KiB stages: 4-6) and a group of no tile rows are refused before anything is built."""
-    from suite.triton.gemm_gluon import GluonGemm
-
-    bf16 = GEMM.make_inputs((64, 64, 64), 0, torch.device("cpu"), "bf16")
-    with pytest.raises(ValueError, match="bf16 is not implemented by this kernel"):
-        GluonGemm(bf16, GEMM.make_output(bf16), 5, pairs=True)
-    fp8 = GEMM.make_inputs((64, 64, 64), 0, torch.device("cpu"), "fp8e4m3")
-    with pytest.raises(ValueError, match="choose one"):
-        GluonGemm(fp8, GEMM.make_output(fp8), 5, quarters=True, pairs=True)
-    with pytest.raises(ValueError, match=r"stages must be one of \(4, 5, 6\)"):
-        GluonGemm(fp8, GEMM.make_output(fp8), 3, pairs=True)
-    with pytest.raises(ValueError, match="group_m"):
-        GluonGemm(fp8, GEMM.make_output(fp8), 3, group_m=0)
-
-
 def _stream_k_units(tiles: int, k_tiles: int, programs: int):
     """The units the Gluon stream-K kernel walks (its producer and consumers alike), from stream_k_plan: per program
     its whole tiles, then (tile, first K tile, end) per tile its share of the last wave's K iterations touches."""
@@ -325,12 +237,8 @@ def test_gluon_stream_k_is_refused_off_the_fp8_halves():
     from suite.triton.gemm_gluon import GluonGemm
 
     bf16 = GEMM.make_inputs((64, 64, 64), 0, torch.device("cpu"), "bf16")
-    with pytest.raises(ValueError, match="stream_k: built on the fp8 kernel's halves only"):
+    with pytest.raises(ValueError, match="stream_k: built on the fp8 kernel's promoted halves only"):
         GluonGemm(bf16, GEMM.make_output(bf16), 3, stream_k=True)
-    fp8 = GEMM.make_inputs((64, 64, 64), 0, torch.device("cpu"), "fp8e4m3")
-    for schedule in ({"quarters": True}, {"pairs": True}):
-        with pytest.raises(ValueError, match="stream_k: built on the fp8 kernel's halves only"):
-            GluonGemm(fp8, GEMM.make_output(fp8), 5 if "pairs" in schedule else 3, stream_k=True, **schedule)
 
 
 def test_gluon_stream_k_is_registered_for_fp8_with_a_fault_whose_finisher_reads_first():

@@ -290,9 +290,9 @@ def test_gemm_planted_defect_is_caught(tmp_path, name):
 
 @pytest.mark.skipif(HAS_GPU, reason="the interpreter runs only where there is no GPU (with one, the kernels compile)")
 def test_interpreter_loop_bounds_under_strict_numpy():
-    """NumPy >= 2.5 refuses int() of a one-element 1-D array, which is how triton 3.6's interpreter read a loop bound
-    (on the H200 machine every Triton vector row failed in CPU mode). NumPy's deprecation warning, made an error
-    here, stands in for that refusal: the persistent loop must still run, bit-exact."""
+    """NumPy >= 2.5 refuses int() of a one-element 1-D array, which is how triton 3.6's interpreter read a loop bound.
+    NumPy's deprecation warning, made an error here, stands in for that refusal: the persistent loop must still run,
+    bit-exact."""
     import warnings
 
     x = torch.randn(9 * 512 + 3, generator=torch.Generator().manual_seed(5))
@@ -380,30 +380,28 @@ def _gemm_desc_spec(dtype: str, host: bool, stages: int, persistent: bool = True
 
 
 def test_gemm_desc_host_descriptors_build_nothing_on_the_device():
-    """Compiled for sm_90 without a GPU, the persistent descriptor GEMM at 3 stages is the Hopper path either way
-    (HGMMA fed by TMA on mbarriers, no spills, three 48 KiB stages plus C's 32 KiB half), and only the in-kernel form
-    writes tensor maps on the device: the difference the host-built row measures."""
-    from sm90_compile import compile_sm90
+    """Compiled for sm_90 without a GPU, the persistent descriptor GEMM at 3 stages fits either way (the module's
+    SASS, no spills, three 48 KiB stages plus C's 32 KiB half), and only the in-kernel form writes tensor maps on the
+    device: the difference the host-built row measures."""
+    from sm90_compile import assert_fits_sm90, compile_sm90
 
     from suite.triton import gemm_desc
 
     in_kernel, host = compile_sm90([_gemm_desc_spec("fp16", False, 3), _gemm_desc_spec("fp16", True, 3)])
-    stage = (gemm_desc.BLOCK_M * gemm_desc.BLOCK_K + gemm_desc.BLOCK_K * gemm_desc.BLOCK_N) * 2
-    c_half = gemm_desc.BLOCK_M * gemm_desc.BLOCK_N // 2 * 2
+    stage = gemm_desc.stage_bytes("fp16")
+    c_half = gemm_desc.C_TILE_BYTES // 2
     for got in (in_kernel, host):
-        classes = got["classes"]
-        assert classes["wgmma"] > 0 and classes["tma"] > 0 and classes["mbarrier"] > 0, classes
-        assert classes["local_memory"] == 0, classes
+        assert_fits_sm90(got, gemm_desc.KERNELS["persistent"].sass_minimums(), "persistent fp16, 3 stages")
         assert (got["shared"] - c_half) // stage == 3, got["shared"]
     assert in_kernel["ptx"]["tensormap.replace"] > 0
     assert host["ptx"]["tensormap.replace"] == 0
 
 
 def test_gemm_desc_every_dtype_and_depth_fits_on_sm90():
-    """bf16 and fp8 (128x256x128, B K-major) at every depth the modules sweep, host-built descriptors: wgmma (QGMMA
-    for fp8, HGMMA otherwise) fed by TMA, no spills, and the shared memory the stage lists were derived from (48 KiB
-    stages plus C's staging tile, whole or in halves) within the 227 KiB a block may have."""
-    from sm90_compile import compile_sm90
+    """bf16 and fp8 (128x256x128, B K-major, promoted) at every depth the modules sweep, host-built descriptors: the
+    module's SASS (QGMMA for fp8, HGMMA otherwise), no spills, wgmma not serialized, and the shared memory the stage
+    lists were derived from (48 KiB stages plus C's staging tile, whole or in halves)."""
+    from sm90_compile import assert_fits_sm90, compile_sm90
 
     from suite.triton import gemm_desc as g
 
@@ -412,52 +410,41 @@ def test_gemm_desc_every_dtype_and_depth_fits_on_sm90():
     ]
     results = compile_sm90([_gemm_desc_spec(d, True, s, p) for d, s, p in cases])
     for (dtype, stages, persistent), got in zip(cases, results):
-        classes, shared = got["classes"], got["shared"]
-        assert classes["wgmma"] > 0 and classes["tma"] > 0 and classes["local_memory"] == 0, (dtype, stages, classes)
-        assert (classes["wgmma_fp8"] > 0) == (dtype == "fp8e4m3"), (dtype, classes)
-        c_tile = g.BLOCK_M * g.BLOCK_N * 2 // (2 if persistent else 1)
-        assert 0 <= shared - stages * g.stage_bytes(dtype) - c_tile < 1024, (dtype, stages, persistent, shared)
-        assert shared <= g.SMEM_LIMIT
+        kernel = g.KERNELS["persistent" if persistent else "tile"]
+        assert_fits_sm90(got, kernel.sass_minimums(), (dtype, stages, persistent))
+        assert (got["classes"]["wgmma_fp8"] > 0) == (dtype == "fp8e4m3"), (dtype, got["classes"])
+        c_tile = g.C_TILE_BYTES // (2 if persistent else 1)
+        assert 0 <= got["shared"] - stages * g.stage_bytes(dtype) - c_tile < 1024, (dtype, stages, persistent)
 
 
 # -- the warp-specialized Gluon GEMM (suite/triton/gemm_gluon.py), compiled for sm_90 without a GPU --
 
 
-def _gluon_spec(
-    dtype: str,
-    stages: int,
-    quarters: bool = False,
-    pairs: bool = False,
-    stream_k: int = 0,
-    early_wait: bool | None = None,
-) -> dict:
-    """gemm_gluon_kernel's compile spec; stream_k: the kernel's STREAM_K (1 stream-K, 2 its fault); early_wait:
-    GluonGemm's (None: its default, on for fp8's halves)."""
+def _gluon_spec(dtype: str, stages: int, stream_k: int = 0) -> dict:
+    """gemm_gluon_kernel's compile spec as GluonGemm launches it; stream_k: the kernel's STREAM_K (1 stream-K, 2 its
+    fault)."""
     from sm90_compile import OUT_TYPES, TRITON_TYPES, scales
 
     from suite.triton import gemm_gluon as g
 
-    bm, bn, bk = g.PAIRS_TILE if pairs else g.TILES[dtype]
+    bm, bn, bk = g.TILES[dtype]
     fp8 = dtype == "fp8e4m3"
     element = {"fp16": "gl.float16", "bf16": "gl.bfloat16", "fp8e4m3": "gl.float8e4nv"}
     out = "gl.float16" if dtype == "fp16" else "gl.bfloat16"
     meta = {
-        "GROUP_M": g.GROUP_M,
+        "GROUP_M": g.FP8_GROUP_M if fp8 else g.GROUP_M,
         "STAGES": stages,
         "PRODUCER_WARPS": g.PRODUCER_WARPS,
         "PRODUCER_REGS": g.PRODUCER_REGS,
         "B_K_MAJOR": fp8,
         "num_warps": g.FP8_CONSUMER_WARPS if fp8 else g.NUM_WARPS,
-        "QUARTERS": quarters,
-        "PAIRS": pairs,
         "STREAM_K": int(stream_k),
-        "EARLY_WAIT": int(fp8 and not (quarters or pairs) if early_wait is None else early_wait),
     }
     scale_sig, scale_values = scales(dtype)
     sig = {
         "a_desc": {"gluon_desc": [TRITON_TYPES[dtype], [bm, bk], element[dtype]]},
         "b_desc": {"gluon_desc": [TRITON_TYPES[dtype], [bn, bk] if fp8 else [bk, bn], element[dtype]]},
-        "c_desc": {"gluon_desc": [OUT_TYPES[dtype], g.c_box(dtype, stages, pairs), out]},
+        "c_desc": {"gluon_desc": [OUT_TYPES[dtype], g.c_box(dtype, stages), out]},
         **scale_sig,
         "workspace": "*fp32" if stream_k else "constexpr",
         "flags": "*i32" if stream_k else "constexpr",
@@ -481,112 +468,52 @@ def _gluon_spec(
 
 
 def test_gluon_gemm_is_warp_specialized_on_sm90():
-    """Compiled for sm_90 without a GPU, at every dtype and depth: wgmma (QGMMA for fp8) fed by TMA loads on
-    mbarriers and drained by a TMA store, no spills, the ring plus C's staging tile (fp8 at 4 stages: half of it) in
-    shared memory, and setmaxnreg giving the producer warp its few registers and the consumer warpgroups the rest
-    (the warp specialization the row is about)."""
-    from sm90_compile import compile_sm90
+    """Compiled for sm_90 without a GPU, at every dtype and depth: the module's SASS (QGMMA for fp8), no spills,
+    wgmma not serialized, the ring plus C's staging tile (fp8 at 4 stages: half of it) in shared memory, and
+    setmaxnreg giving the producer warp its few registers and the consumer warpgroups the rest (the warp
+    specialization the row is about)."""
+    from sm90_compile import assert_fits_sm90, compile_sm90
 
     from suite.triton import gemm_gluon as g
 
     cases = [(d, s) for d in g.DTYPES for s in g.KERNEL.stages_for(d)]
     for (dtype, stages), got in zip(cases, compile_sm90([_gluon_spec(d, s) for d, s in cases])):
-        classes = got["classes"]
-        assert classes["wgmma"] > 0 and classes["tma"] > 0 and classes["mbarrier"] > 0, (dtype, stages, classes)
-        assert (classes["wgmma_fp8"] > 0) == (dtype == "fp8e4m3"), (dtype, classes)
-        assert classes["local_memory"] == 0, (dtype, stages, classes)
+        assert_fits_sm90(got, g.KERNEL.sass_minimums(), (dtype, stages))
+        assert (got["classes"]["wgmma_fp8"] > 0) == (dtype == "fp8e4m3"), (dtype, got["classes"])
         box = g.c_box(dtype, stages)  # fp8: one per consumer warpgroup
         c_tile = box[0] * box[1] * 2 * (2 if dtype == "fp8e4m3" else 1)
         assert c_tile == (g.BLOCK_M * g.BLOCK_N * 2) // (2 if stages == 4 else 1), (dtype, stages, box)
         assert 0 <= got["shared"] - stages * g.stage_bytes(dtype) - c_tile < 1024, (stages, got["shared"])
         assert got["ptx"]["setmaxnreg"] >= 2, got["ptx"]
-        # each warpgroup's wgmma of a K tile (fp8: of each half) chained in one group: not serialized by ptxas (an
-        # add that reads the accumulators before their wait, as Triton's max_num_imprecise_acc emits, does that)
-        total, closing = got["wgmma_chain"]
-        assert total and closing * 4 == total, (dtype, stages, got["wgmma_chain"])
 
 
-def test_gluon_fp8_quarters_keep_a_group_in_flight_under_the_adds():
-    """The unregistered promotion in quarters (GluonGemm(quarters=True)): per consumer partition, four groups of 4
-    fp8 wgmma per K tile, and every wait but the K tile's last leaves one group running (DEPBAR.LE 1) while the
-    partial before it is added; no spills, at 3 and 4 stages."""
-    from sm90_compile import compile_sm90
-
-    for stages, got in zip((3, 4), compile_sm90([_gluon_spec("fp8e4m3", s, quarters=True) for s in (3, 4)])):
-        total, closing = got["wgmma_chain"]
-        assert (total, closing) == (32, 8), (stages, got["wgmma_chain"])  # 2 partitions x 4 quarters x 4 k-steps
-        assert got["wgmma_waits"] == ["1", "1", "1", "0"] * 2, (stages, got["wgmma_waits"])
-        assert got["classes"]["local_memory"] == 0 and got["classes"]["wgmma_fp8"] == 32, (stages, got["classes"])
-
-
-def test_gluon_fp8_stream_k_keeps_the_halves_and_publishes_through_gpu_scoped_atomics():
-    """Stream-K (GluonGemm(stream_k=True), gluon ws stream-k): the halves' mainloop twice per consumer partition (the
-    whole waves', then the shared K iterations'), each half one group of 4 fp8 wgmma waited for alone, as in the
-    persistent kernel; the fix-up's release and acquire atomics on the flags; no spills; the same shared memory as
-    the persistent kernel (its ring and C slabs, the barriers), at 3 and 4 stages. Its sanitizer fault (STREAM_K=2:
-    no fix-up wait) compiles without the acquire polls."""
-    from sm90_compile import compile_sm90
-
-    registered = compile_sm90([_gluon_spec("fp8e4m3", s) for s in (3, 4)])
-    fault, *stream_k = compile_sm90([_gluon_spec("fp8e4m3", s, stream_k=k) for s, k in ((3, 2), (3, 1), (4, 1))])
-    assert fault["ptx"]["atom.global"] < stream_k[0]["ptx"]["atom.global"], (fault["ptx"], stream_k[0]["ptx"])
-    for stages, got, base in zip((3, 4), stream_k, registered):
-        assert got["wgmma_chain"] == [2 * n for n in base["wgmma_chain"]] == [32, 8], (stages, got["wgmma_chain"])
-        assert got["wgmma_waits"] == ["0"] * 8, (stages, got["wgmma_waits"])
-        assert got["classes"]["local_memory"] == 0 and got["classes"]["wgmma_fp8"] == 32, (stages, got["classes"])
-        assert got["ptx"]["atom.global"] + got["ptx"]["red.global"] >= 8, (stages, got["ptx"])
-        assert base["ptx"]["atom.global"] + base["ptx"]["red.global"] == 0, (stages, base["ptx"])
-        assert abs(got["shared"] - base["shared"]) < 64, (stages, got["shared"], base["shared"])
-
-
-def test_gluon_fp8_halves_wait_for_the_next_k_tile_under_the_running_half():
-    """The registered fp8 halves (GluonGemm's early_wait, on by default): in each consumer partition the next K
-    tile's ready barrier is polled (SYNCS.PHASECHK) while the K tile's second half runs, between its closing QGMMA and
-    its wait, on the persistent and stream-K schedules at 3 and 4 stages; without it (early_wait=False, the probe's
-    old order) no barrier is polled under a running group. Either way the halves' chain and waits are the same, no
-    spills."""
-    from sm90_compile import compile_sm90
-
-    cases = [(s, k, e) for s in (3, 4) for k in (0, 1) for e in (None, False)]
-    for (stages, stream_k, early), got in zip(
-        cases, compile_sm90([_gluon_spec("fp8e4m3", s, stream_k=k, early_wait=e) for s, k, e in cases])
-    ):
-        where = (stages, stream_k, early)
-        units = 2 if stream_k else 1  # the halves' mainloop: the whole waves', and stream-K's shared units
-        assert got["wgmma_chain"] == [16 * units, 4 * units], (where, got["wgmma_chain"])
-        assert got["wgmma_waits"] == ["0"] * 4 * units, (where, got["wgmma_waits"])
-        assert got["classes"]["local_memory"] == 0, (where, got["classes"])
-        if early is None:
-            assert got["waits_under_wgmma"] >= 2 * units, (where, got["waits_under_wgmma"])
-        else:
-            assert got["waits_under_wgmma"] == 0, (where, got["waits_under_wgmma"])
-
-
-def test_gluon_fp8_pairs_keep_a_group_in_flight_under_the_first_add():
-    """fp8 on 128 x 128 tiles, K tiles promoted in pairs (GluonGemm(pairs=True)): per consumer partition, a pair's
-    two groups of 4 fp8 wgmma issued before the first wait, which leaves the second running (DEPBAR.LE 1) while the
-    first K tile's partial is added; then the odd K tile alone. No spills, the ring and two 64 x 128 C slabs in shared
-    memory, at every depth."""
-    from sm90_compile import compile_sm90
+def test_gluon_fp8_stream_k_fits_and_publishes_through_gpu_scoped_atomics():
+    """Stream-K (GluonGemm(stream_k=True), gluon ws stream-k) at every depth: the module's SASS, no spills, wgmma not
+    serialized, the fix-up's atomics on the flags (none in the persistent kernel), the same shared memory as the
+    persistent kernel. Its sanitizer fault (STREAM_K=2: no fix-up wait) compiles without the acquire polls."""
+    from sm90_compile import assert_fits_sm90, compile_sm90
 
     from suite.triton import gemm_gluon as g
 
-    stages = g.PAIRS_STAGES
-    for s, got in zip(stages, compile_sm90([_gluon_spec("fp8e4m3", s, pairs=True) for s in stages])):
-        assert got["wgmma_waits"] == ["1", "0", "0"] * 2, (s, got["wgmma_waits"])
-        total, closing = got["wgmma_chain"]
-        assert (total, closing) == (24, 6), (s, got["wgmma_chain"])  # 2 partitions x 3 groups x 4 k-steps
-        assert got["classes"]["local_memory"] == 0 and got["classes"]["wgmma_fp8"] == 24, (s, got["classes"])
-        c_slabs = 2 * 64 * 128 * 2
-        assert 0 <= got["shared"] - s * g.stage_bytes("fp8e4m3", g.PAIRS_TILE) - c_slabs < 1024, (s, got["shared"])
+    stages = g.STREAM_K.stages_for("fp8e4m3")
+    registered = compile_sm90([_gluon_spec("fp8e4m3", s) for s in stages])
+    fault, *stream_k = compile_sm90(
+        [_gluon_spec("fp8e4m3", stages[0], stream_k=2)] + [_gluon_spec("fp8e4m3", s, stream_k=1) for s in stages]
+    )
+    assert fault["ptx"]["atom.global"] < stream_k[0]["ptx"]["atom.global"], (fault["ptx"], stream_k[0]["ptx"])
+    for s, got, base in zip(stages, stream_k, registered):
+        assert_fits_sm90(got, g.STREAM_K.sass_minimums(), ("stream-K", s))
+        assert got["ptx"]["atom.global"] + got["ptx"]["red.global"] > 0, (s, got["ptx"])
+        assert base["ptx"]["atom.global"] + base["ptx"]["red.global"] == 0, (s, base["ptx"])
+        assert abs(got["shared"] - base["shared"]) < 64, (s, got["shared"], base["shared"])
 
 
 def test_the_tuned_persistent_configs_stride_by_the_grid_they_launch(monkeypatch):
     """At 4000 x 3000 on 132 SMs a persistent grid of 128 x 256 tiles is 128 programs (384 tiles in 3 whole rounds,
-    suite.waves). The tuned row passed the SM count as the kernel's tile stride (NUM_PROGRAMS), so 128 programs
-    striding by 132 never computed tiles 128-131 and 260-263 (seen on the H200: INVALID, NaN left in the poisoned
-    C). Now every persistent configuration strides by the grid it launches, and the others launch a program per
-    tile. (The launch is recorded, not run: the interpreter's 4 SMs never make the persistent grid smaller.)"""
+    suite.waves). With the SM count as the kernel's tile stride (NUM_PROGRAMS), 128 programs striding by 132 would never
+    compute tiles 128-131 and 260-263 (NaN left in the poisoned C). Every persistent configuration strides by the grid
+    it launches, and the others launch a program per tile. (The launch is recorded, not run: the interpreter's 4 SMs
+    never make the persistent grid smaller.)"""
     from suite.triton import gemm_desc as gd
 
     monkeypatch.setattr(gd, "num_sms", lambda device: 132)

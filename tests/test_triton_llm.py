@@ -22,9 +22,8 @@ from conftest import HAS_GPU
 
 from suite import waves
 from suite.problems import GEMM
-from suite.triton import gemm_decode, gemm_splitk, gemm_streamk
+from suite.triton import gemm_decode, gemm_desc, gemm_splitk, gemm_streamk
 from suite.triton._interp_dot import fp8_dot_unsupported
-from suite.triton.gemm_desc import SMEM_LIMIT
 
 DEVICE = torch.device("cuda" if HAS_GPU else "cpu")
 DTYPES = ("fp16", "bf16", "fp8e4m3")
@@ -116,7 +115,7 @@ def test_split_k_takes_narrow_tiles_where_they_fill_one_wave(dtype):
     bk = gemm_splitk.TILES[dtype][2]
     size = (130, 64 * gemm_splitk.num_sms(DEVICE), 3 * bk + 16)
     inputs, out, launcher = _run(gemm_splitk.SplitKGemm, size, dtype, zlib.crc32(f"narrow {dtype}".encode()))
-    assert launcher.tile == (128, 128, bk) and launcher.warps == 4, launcher.config
+    assert launcher.tile == (128, 128, bk) and launcher.warps == (8 if dtype == "fp8e4m3" else 4), launcher.config
     assert launcher.splits == 1 and launcher.workspace is None, launcher.config
     _assert_valid(inputs, out, dtype, f"split-K {size} {dtype} on 128 x 128 tiles")
 
@@ -172,7 +171,7 @@ def test_split_k_plan_at_llm_shapes():
     narrow, wide = (128, 128, 64, 4), (128, 256, 64, 8)
     assert plan("fp16", 256, 8192, 8192, H200_SMS) == (narrow, 1)  # 64 wide tiles, 128 narrow: no workspace
     assert plan("fp16", 256, 6144, 4096, H200_SMS) == (narrow, 1)  # Llama-3 8B QKV: 48 wide, 96 narrow
-    assert plan("fp8e4m3", 256, 8192, 8192, H200_SMS) == ((128, 128, 128, 4), 1)
+    assert plan("fp8e4m3", 256, 8192, 8192, H200_SMS) == ((128, 128, 128, 8), 1)  # promoted: two warpgroups
     assert plan("fp16", 256, 10240, 8192, H200_SMS) == (wide, 3)  # 160 narrow tiles: more than one wave
     assert plan("fp16", 256, 4096, 4096, H200_SMS) == (wide, 4)  # 64 narrow tiles: under half the SMs
     assert plan("fp16", 512, 512, 65536, H200_SMS) == (wide, 16)  # long K: 16 narrow tiles; the wide ones split
@@ -193,7 +192,8 @@ def test_split_k_plan_rule_holds_for_any_shape(seed):
             assert splits == gemm_splitk.split_count(wide, -(-k // bk), sms)
         else:  # the narrow tile: one wave at least half full, never split
             narrow = -(-m // bm) * -(-n // bn)
-            assert bm == 128 and bn == base[1] // 2 and warps == 4 and splits == 1, (dtype, m, n)
+            assert bm == 128 and bn == base[1] // 2 and splits == 1, (dtype, m, n)
+            assert warps == (8 if dtype == "fp8e4m3" else 4), (dtype, warps)
             assert wide < sms and sms / 2 <= narrow <= sms, (dtype, m, n, sms)
 
 
@@ -251,7 +251,8 @@ def test_decode_plan_rule_holds_for_any_shape(seed):
 @pytest.mark.parametrize("seed", range(3))
 def test_stream_k_schedule_partitions_the_iterations(seed):
     """Every stream-K iteration belongs to exactly one program's contiguous range; the fix-up's table (who covered
-    each tile, each program's first tile) agrees with walking the ranges; data-parallel tiles leave 1-2 waves."""
+    each tile, where the first of them left its part) agrees with walking the ranges; data-parallel tiles leave 1-2
+    waves."""
     rng = random.Random(200 + seed)
     for _ in range(60):
         tiles, k_tiles, sms = rng.randint(1, 700), rng.randint(1, 40), rng.choice((3, 7, 132))
@@ -268,10 +269,16 @@ def test_stream_k_schedule_partitions_the_iterations(seed):
                 owner[i] = p
         assert None not in owner and all(s.program_of(i) == owner[i] for i in range(s.sk_iters))
         table = s.fixup_table()
+        assert len(table) == 3 * s.sk_tiles
         for t in range(s.sk_tiles):
             covering = sorted({owner[i] for i in range(t * k_tiles, (t + 1) * k_tiles)})
-            assert covering == list(range(table[2 * t], table[2 * t + 1] + 1))
-        assert table[2 * s.sk_tiles :] == [s.first_iter(p) // k_tiles for p in range(s.sk_programs)]
+            p_first, p_last, first_slot = table[3 * t : 3 * t + 3]
+            assert covering == list(range(p_first, p_last + 1))
+            # the kernel's slot of a part: 2 p, + 1 where the tile is not the first of p's range; every later
+            # program's part of the tile is in its slot 0 (the fix-up reads them at a stride of two slots)
+            first_tiles = [s.first_iter(p) // k_tiles for p in covering]
+            assert first_slot == 2 * p_first + (first_tiles[0] != t)
+            assert all(f == t for f in first_tiles[1:])
 
 
 def test_sanitizer_sizes_exercise_the_fix_up():
@@ -427,6 +434,99 @@ def test_fault_runs_the_fix_up_before_the_partials(kind, module):
         assert GEMM.check(out, GEMM.reference(inputs), "fp16").valid == valid, faults
 
 
+# ---------------------------------------------------------------------------------------------------------------
+# fp8 at its edges: every Triton fp8 kernel promotes each K tile's sum, as promoted cuBLAS does
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def _fp8_edge_inputs(m, n, k, seed, nan=True):
+    """fp8 operands at the edges (issue 52): rows of A at +-448 (e4m3's largest), a saturated column of B (a row of
+    its N x K form), a zero row of A, a NaN (``nan``), and scales of 0.5 and 3.0; the rest fresh N(0, 1)."""
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randn(m, k, generator=g)
+    b = torch.randn(n, k, generator=g)
+    a[1] = 448 * torch.randn(k, generator=g).sign()
+    a[2] = 0
+    b[3] = 448
+    if nan:
+        a[4, 5] = float("nan")
+    fp8 = torch.float8_e4m3fn
+    return tuple(t.to(DEVICE) for t in (a.to(fp8), b.to(fp8), torch.tensor(0.5), torch.tensor(3.0)))
+
+
+def _fp8_error(out, inputs):
+    """(where C is NaN, its worst error over the finite elements) against the fp64 product of the operands."""
+    a, b, sa, sb = (t.double().cpu() for t in inputs)
+    ref = a @ b.T * (sa * sb)
+    got = out.double().cpu()
+    assert torch.equal(got.isnan(), ref.isnan()), "NaN where the product has none, or none where it has one"
+    finite = ~ref.isnan()
+    bound = (a.abs().nan_to_num() @ b.abs().T) * (sa * sb)  # what rounding errors scale with
+    return (got - ref).abs()[finite], bound[finite]
+
+
+FP8_KINDS = {
+    **{kind: launcher for kind, (launcher, _) in KINDS.items()},
+    "desc": lambda inputs, out, stages: gemm_desc.DescGemm(inputs, out, stages, persistent=True, host_desc=True),
+}
+
+
+@pytest.mark.parametrize("kind", FP8_KINDS)
+def test_fp8_edge_values_match_fp64(kind):
+    """Each Triton fp8 kernel (split-K with a remainder, stream-K with shared tiles, decode split, the descriptor
+    kernel) on the edge inputs: NaN exactly where the product has it, and elsewhere within bf16's rounding of C
+    (2^-8 of the sum of |products|, twice over) of fp64. Promotion itself is the GPU's (test below). The NaN only on
+    a GPU: the interpreter widens e4m3's NaN pattern to a number."""
+    _needs("fp8e4m3")
+    size = (13, 300, 5 * 128 + 16)
+    inputs = _fp8_edge_inputs(*size, seed=52, nan=HAS_GPU)
+    out = GEMM.make_output(inputs).fill_(float("nan"))
+    launcher = FP8_KINDS[kind](inputs, out, 3)
+    assert "accumulation promoted" in launcher.config, launcher.config
+    launcher()
+    error, bound = _fp8_error(out, inputs)
+    assert bool((error <= 2.0**-7 * bound + 1e-6).all()), (kind, float(error.max()), launcher.config)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("kind", [*FP8_KINDS, "gluon", "gluon stream-k"])
+@pytest.mark.parametrize("size", [(48, 4096, 14336), (3000, 6144, 4096), (256, 256, 131072)])
+def test_fp8_edge_values_within_twice_promoted_cublas(kind, size):
+    """On the GPU, where wgmma's fp8 accumulator is narrower than fp32: on the edge inputs each Triton fp8 kernel's
+    worst error against fp64 is at most twice promoted cuBLAS's (torch._scaled_mm, use_fast_accum=False) on the same
+    inputs; a kernel that kept the products in wgmma's accumulator across K misses that by orders of magnitude."""
+    from suite.triton.gemm_gluon import GluonGemm
+
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the fp8 kernels are built for sm_90")
+    launchers = {
+        **FP8_KINDS,
+        "gluon": lambda i, o, s: GluonGemm(i, o, s),
+        "gluon stream-k": lambda i, o, s: GluonGemm(i, o, s, stream_k=True),
+    }
+    inputs = _fp8_edge_inputs(*size, seed=52)
+    a, b, sa, sb = inputs
+    cublas = torch._scaled_mm(a, b.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, use_fast_accum=False)
+    ceiling, _ = _fp8_error(cublas, inputs)
+    out = GEMM.make_output(inputs).fill_(float("nan"))
+    launcher = launchers[kind](inputs, out, 3)
+    launcher()
+    torch.cuda.synchronize()
+    error, _ = _fp8_error(out, inputs)
+    assert float(error.max()) <= 2 * float(ceiling.max()), (kind, size, float(error.max()), float(ceiling.max()))
+
+
+def test_every_triton_fp8_module_states_its_accumulation():
+    """Every registered Triton GEMM with an fp8 build says how it accumulates (a plain attribute the driver can
+    show), and it is promoted: the same as the cuBLAS ceiling it is compared with."""
+    from suite.registry import variants
+
+    fp8 = [v for v in variants("gemm", "triton") if "fp8e4m3" in (v.dtypes or ())]
+    assert fp8
+    for v in fp8:
+        assert getattr(v.kernel, "fp8_accumulation", None) == "promoted", v.label
+
+
 def test_registered_for_the_llm_and_long_k_sets():
     from suite.registry import variants
 
@@ -458,6 +558,11 @@ def _descs(dtype, rows_a, rows_b, bk):
     return {"a_desc": desc(dtype, [rows_a, bk]), "b_desc": desc(dtype, [rows_b, bk] if fp8 else [bk, rows_b])}
 
 
+def _b_rows(dtype: str, block_n: int) -> int:
+    """B's box along N in gemm_parts.mac_loop: fp8 loads B in two halves of the tile's N (TwoPassGemm._mac_box)."""
+    return block_n // 2 if dtype == "fp8e4m3" else block_n
+
+
 def _main_pass_signature(dtype, rows_a, rows_b, bk, *ints):
     """The signature every main pass shares (split-K, stream-K, decode: one launch convention): A's and B's
     descriptors, C, the fp32 workspace, M, N, K, then its own integer arguments ``ints``."""
@@ -482,11 +587,13 @@ def _spec(fn, dtype, sig, meta, stages, warps, aligned):
 
 
 def _assert_pipelined(got, dtype, stages, stage_bytes, what):
-    classes = got["classes"]
-    assert classes["wgmma"] > 0 and classes["tma"] > 0 and classes["mbarrier"] > 0, (what, classes)
-    assert (classes["wgmma_fp8"] > 0) == (dtype == "fp8e4m3"), (what, classes)
-    assert classes["local_memory"] == 0, (what, "spills", classes)
-    assert stages * stage_bytes <= got["shared"] <= SMEM_LIMIT, (what, got["shared"])
+    """The module's SASS and the generic rules (sm90_compile.assert_fits_sm90), its ring in shared memory, fp8 as
+    QGMMA, and no atomics: the fix-up is a second pass in stream order."""
+    from sm90_compile import assert_fits_sm90
+
+    assert_fits_sm90(got, gemm_splitk.KERNEL.sass_minimums(), what)  # one declaration for the three main passes
+    assert (got["classes"]["wgmma_fp8"] > 0) == (dtype == "fp8e4m3"), (what, got["classes"])
+    assert stages * stage_bytes <= got["shared"], (what, got["shared"])
     assert got["ptx"]["atom.global"] == 0 and got["ptx"]["red.global"] == 0, (what, "atomics", got["ptx"])
 
 
@@ -505,7 +612,7 @@ def test_split_k_on_sm90():
     specs = []
     for dtype, m, stages, split in cases:
         (bm, bn, bk, warps), _ = gemm_splitk.split_k_plan(dtype, m, 8192, 8192, H200_SMS)
-        sig = _main_pass_signature(dtype, bm, bn, bk, "splits", "stride_cm")
+        sig = _main_pass_signature(dtype, bm, _b_rows(dtype, bn), bk, "splits", "stride_cm")
         meta = {
             "BLOCK_M": bm,
             "BLOCK_N": bn,
@@ -553,7 +660,7 @@ def test_stream_k_on_sm90():
     for dtype, m, stages, shared in cases:
         bm, bn, bk, warps = gemm_splitk.tile_for(dtype, m)
         sig = _main_pass_signature(
-            dtype, bm, bn, bk, "stride_cm", "num_programs", "dp_tiles", "sk_programs", "sk_iters"
+            dtype, bm, _b_rows(dtype, bn), bk, "stride_cm", "num_programs", "dp_tiles", "sk_programs", "sk_iters"
         )
         meta = {
             "BLOCK_M": bm,
@@ -590,7 +697,6 @@ def test_stream_k_on_sm90():
                 "N": "i32",
                 "stride_cm": "i32",
                 "dp_tiles": "i32",
-                "sk_tiles": "i32",
             },
             fixup_meta,
             None,
@@ -621,7 +727,7 @@ def test_decode_on_sm90():
     specs = []
     for dtype, block_w, block_t in cases:
         bk = gemm_decode.block_k_for(dtype, block_w, block_t)
-        sig = _main_pass_signature(dtype, block_t, block_w, bk, "splits", "stride_cm")
+        sig = _main_pass_signature(dtype, block_t, 64 if dtype == "fp8e4m3" else block_w, bk, "splits", "stride_cm")
         sig = {DECODE_NAMES.get(name, name): ty for name, ty in sig.items()}  # the convention in decode's terms
         meta = {
             "BLOCK_W": block_w,

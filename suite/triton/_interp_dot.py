@@ -1,7 +1,7 @@
 """The Triton interpreter's ``tl.dot`` on bf16 and fp8 operands (TRITON_INTERPRET=1 only).
 
-NumPy has no bf16, so the interpreter holds a bf16 tensor as its uint16 bit patterns, and its dot (triton 3.9,
-measured here: errors of 1e10 on N(0, 1) inputs) multiplies those integers. ``widen_bf16_dot`` makes the dot widen
+NumPy has no bf16, so the interpreter holds a bf16 tensor as its uint16 bit patterns, and its dot multiplies those
+integers. ``widen_bf16_dot`` makes the dot widen
 bf16 operands to fp32 first, exactly (a bf16 is the upper half of an fp32), which is what the tensor cores multiply.
 fp16 and fp8 operands it leaves to the interpreter (it multiplies them right). Where a future interpreter handles bf16
 itself, the widened operands are plain fp32 and the result is the same.
@@ -50,7 +50,7 @@ def widen_bf16_dot() -> bool:
 
 
 @triton.jit
-def _fp8_probe_kernel(a, b, c):
+def _fp8_dot_kernel(a, b, c):
     r = tl.arange(0, 16)
     x = tl.load(a + r[:, None] * 16 + r[None, :])
     y = tl.load(b + r[:, None] * 16 + r[None, :])
@@ -70,7 +70,7 @@ def fp8_dot_unsupported() -> str | None:
     b = torch.randn(16, 16, generator=g).to(torch.float8_e4m3fn)
     c = torch.full((16, 16), float("nan"))
     try:
-        _fp8_probe_kernel[(1,)](a, b, c)
+        _fp8_dot_kernel[(1,)](a, b, c)
     except Exception as e:  # noqa: BLE001 (whatever the interpreter raises is the reason)
         return f"this Triton's interpreter cannot run an fp8 tl.dot ({type(e).__name__}: {str(e)[:200]})"
     if not torch.allclose(c, a.float() @ b.float().t(), rtol=1e-5, atol=1e-4):

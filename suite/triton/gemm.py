@@ -12,6 +12,7 @@ import triton.language as tl
 from suite.checks import check_gemm_operands, check_stages
 from suite.kernel import TritonModule
 from suite.triton._compiled import kernel_info
+from suite.triton.gemm_parts import tile_coords
 
 STAGES = (1, 2, 3, 4, 5)
 BLOCK_M, BLOCK_N, BLOCK_K = 128, 256, 32
@@ -51,18 +52,11 @@ def gemm_kernel(
         stride_cm = tl.multiple_of(stride_cm, 8)
         K = tl.multiple_of(K, 8)
     # -- map the program id to a C tile, GROUP_M tile rows at a time so concurrent programs share L2 --
-    pid = tl.program_id(0)
-    tiles_m = tl.cdiv(M, BLOCK_M)
-    tiles_n = tl.cdiv(N, BLOCK_N)
-    group_size = GROUP_M * tiles_n
-    first_m = (pid // group_size) * GROUP_M
-    group_rows = min(tiles_m - first_m, GROUP_M)
-    tile_m = first_m + (pid % group_size) % group_rows
-    tile_n = (pid % group_size) // group_rows
+    m0, n0 = tile_coords(tl.program_id(0), tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), BLOCK_M, BLOCK_N, GROUP_M)
 
     # -- pointers to the first K tile; rows / columns past M / N wrap (their results are masked at the store) --
-    rows = (tile_m * BLOCK_M + tl.arange(0, BLOCK_M)) % M
-    cols = (tile_n * BLOCK_N + tl.arange(0, BLOCK_N)) % N
+    rows = (m0 + tl.arange(0, BLOCK_M)) % M
+    cols = (n0 + tl.arange(0, BLOCK_N)) % N
     ks = tl.arange(0, BLOCK_K)
     a_ptrs = a_ptr + rows[:, None].to(tl.int64) * stride_am + ks[None, :] * stride_ak
     b_ptrs = b_ptr + ks[:, None].to(tl.int64) * stride_bk + cols[None, :] * stride_bn
@@ -77,8 +71,8 @@ def gemm_kernel(
         b_ptrs += BLOCK_K * stride_bk
 
     # -- write back, fp32 -> fp16, masked to the matrix --
-    out_rows = tile_m * BLOCK_M + tl.arange(0, BLOCK_M)
-    out_cols = tile_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    out_rows = m0 + tl.arange(0, BLOCK_M)
+    out_cols = n0 + tl.arange(0, BLOCK_N)
     c_ptrs = c_ptr + out_rows[:, None].to(tl.int64) * stride_cm + out_cols[None, :] * stride_cn
     tl.store(c_ptrs, acc.to(tl.float16), mask=(out_rows[:, None] < M) & (out_cols[None, :] < N))
 

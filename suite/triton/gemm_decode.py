@@ -24,15 +24,15 @@ The rule (``plan``), from the shape only:
   read the same weight tile at the same time (neighbouring programs), so it streams from DRAM about once;
 * BLOCK_K = the largest power of two (at most 256, TMA's box limit) whose stage, (BLOCK_W + BLOCK_T) x BLOCK_K
   elements, stays within 48 KiB: rings of 2..4 stages (STAGES) always fit 227 KiB. A wide tile's stage stays
-  deep in K (128 weight rows x 64 tokens: BLOCK_K 128, not 64): on the H200 at 128 x 8192 x 8192 fp16 its 4-deep
-  ring of 48 KiB stages ran at 0.96 of cuBLAS where the 40 KiB limit's 24 KiB stages reached 0.87 at 5 deep;
+  deep in K (128 weight rows x 64 tokens: BLOCK_K 128, not 64): fewer, larger TMA boxes keep more bytes in flight
+  per stage than a deeper ring of shallow ones (docs/tuning.md);
 * BLOCK_W in {64, 128} and the split count (gemm_splitk.split_count: at most two waves, >= 4 K tiles per split) are
   chosen together: the pair with the best wave efficiency over the SMs, ties to fewer splits (one split: no
   workspace, no second pass), then to the wider tile. E.g. N = 8192 -> 128 programs of 64 weight rows, no split;
   N = 4096 -> 64 x 2 splits; N = 28672 -> 224 programs of 128 rows.
 
-fp16, bf16 and fp8 (B given N x K, its scales applied once, to the sum). A and B rows not 16-byte pitched go through
-gemm_desc.Operands' padded copies."""
+fp16, bf16 and fp8 (B given N x K, each K tile's sum promoted into fp32, its scales applied once, to the sum). A and B
+rows not 16-byte pitched go through gemm_desc.Operands' padded copies."""
 
 from __future__ import annotations
 
@@ -43,6 +43,7 @@ import triton.language as tl
 
 from suite.triton._compiled import kernel_info
 from suite.triton.gemm_desc import ELEMENT_BYTES, count, dtype_config, num_sms, rings_that_fit
+from suite.triton.gemm_parts import split_range, store_tile
 from suite.triton.gemm_splitk import (
     FAULT_REDUCE_FIRST,
     TwoPassGemm,
@@ -140,7 +141,7 @@ def decode_kernel(
     BLOCK_T: tl.constexpr,  # token rows (M) per program: the wgmma's N
     BLOCK_K: tl.constexpr,
     SPLIT: tl.constexpr,  # splits > 1: store the fp32 partial into the workspace (else C, scaled and cast)
-    B_K_MAJOR: tl.constexpr,  # B given N x K (fp8): its box is already the weight as [BLOCK_W, BLOCK_K]
+    B_K_MAJOR: tl.constexpr,  # B given N x K (fp8): its box is a 64-row slice of the weight, [64, BLOCK_K]
     OUT_DTYPE: tl.constexpr,
     SCALED: tl.constexpr,
 ):
@@ -153,20 +154,33 @@ def decode_kernel(
     split = pid // tiles
     t0 = (pid % tiles % tiles_t) * BLOCK_T
     w0 = (pid % tiles // tiles_t) * BLOCK_W
-    k_tiles = tl.cdiv(K, BLOCK_K)
-    k_first = split * k_tiles // splits  # balanced: the remainder spreads over the splits
-    k_last = (split + 1) * k_tiles // splits
+    k_first, k_last = split_range(split, splits, tl.cdiv(K, BLOCK_K))
 
     # -- MAINLOOP: num_stages boxes of weight in flight (TMA into the pipeliner's ring); wgmma with the weight as
     #    the M side, the tokens as the N side: acc is C^T's tile, [BLOCK_W, BLOCK_T] --
-    acc = tl.zeros((BLOCK_W, BLOCK_T), dtype=tl.float32)
-    for kt in range(k_first, k_last):
-        tokens = tokens_desc.load([t0, kt * BLOCK_K])  # [BLOCK_T, BLOCK_K], zero past T
-        if B_K_MAJOR:
-            weight = weight_desc.load([w0, kt * BLOCK_K])  # [BLOCK_W, BLOCK_K]
+    if B_K_MAJOR:
+        # fp8: each K tile's sum promoted into fp32 (max_num_imprecise_acc=BLOCK_K), as gemm_parts.mac_loop and
+        # promoted cuBLAS do; in 64-row slices of the weight (wgmma's M per warpgroup), the weight's box being one
+        # slice: the promotion of a two-instruction accumulator makes ptxas serialize every wgmma
+        SLICES: tl.constexpr = BLOCK_W // 64
+        top = tl.zeros((64, BLOCK_T), dtype=tl.float32)
+        bottom = tl.zeros((64, BLOCK_T), dtype=tl.float32)
+        for kt in range(k_first, k_last):
+            tokens = tokens_desc.load([t0, kt * BLOCK_K]).T  # [BLOCK_K, BLOCK_T], zero past T
+            top = tl.dot(weight_desc.load([w0, kt * BLOCK_K]), tokens, top, max_num_imprecise_acc=BLOCK_K)
+            if SLICES == 2:
+                weight = weight_desc.load([w0 + 64, kt * BLOCK_K])  # [64, BLOCK_K]
+                bottom = tl.dot(weight, tokens, bottom, max_num_imprecise_acc=BLOCK_K)
+        if SLICES == 2:
+            acc = tl.reshape(tl.permute(tl.join(top, bottom), (2, 0, 1)), (BLOCK_W, BLOCK_T))
         else:
+            acc = top
+    else:
+        acc = tl.zeros((BLOCK_W, BLOCK_T), dtype=tl.float32)
+        for kt in range(k_first, k_last):
+            tokens = tokens_desc.load([t0, kt * BLOCK_K])  # [BLOCK_T, BLOCK_K], zero past T
             weight = weight_desc.load([kt * BLOCK_K, w0]).T  # [BLOCK_K, BLOCK_W] read transposed
-        acc = tl.dot(weight, tokens.T, acc)
+            acc = tl.dot(weight, tokens.T, acc)
 
     # -- EPILOGUE: C[t, w] = acc[w, t], masked to T x W --
     ws = w0 + tl.arange(0, BLOCK_W)
@@ -177,9 +191,9 @@ def decode_kernel(
         slice_ = workspace + split.to(tl.int64) * T * W
         tl.store(slice_ + ts[None, :].to(tl.int64) * W + ws[:, None], acc, mask=inside)
     else:
-        if SCALED:
-            acc = acc * (tl.load(scale_a) * tl.load(scale_b))
-        tl.store(c + ts[None, :].to(tl.int64) * stride_cm + ws[:, None], acc.to(OUT_DTYPE), mask=inside)
+        store_tile(
+            c + ts[None, :].to(tl.int64) * stride_cm + ws[:, None], acc, inside, scale_a, scale_b, OUT_DTYPE, SCALED
+        )
 
 
 class DecodeGemm(TwoPassGemm):
@@ -221,7 +235,8 @@ class DecodeGemm(TwoPassGemm):
 
     def _main(self):
         p = self.plan
-        box = (p.block_t, p.block_w, p.block_k)
+        # fp8's weight box is one 64-row slice (decode_kernel's promoted main loop)
+        box = (p.block_t, 64 if self.ops.b_k_major else p.block_w, p.block_k)
         meta = {"BLOCK_W": p.block_w, "BLOCK_T": p.block_t, "BLOCK_K": p.block_k, "SPLIT": p.splits > 1}
         return self._launch_main(decode_kernel, p.programs, box, p.splits, self.ops.c.stride(0), **meta)
 

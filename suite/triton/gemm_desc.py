@@ -10,13 +10,13 @@ Three input types (suite.problems.GEMM_DTYPES), each on its own tile, every stag
   128-byte rows). The per-tensor scales multiply the fp32 accumulator in the epilogue, before the bf16 store, as
   ``torch._scaled_mm`` does. wgmma sums fp8 products with fewer mantissa bits than fp32 (and Triton's default on sm_90
   keeps them there across all of K, which at K = 8192 falls outside the tolerance), so each K tile's sum is promoted
-  into fp32 registers (``max_num_imprecise_acc=BLOCK_K``), as cuBLAS and the PTX kernel do: in two halves of N, whose
-  second accumulators need 64 registers a thread (the whole tile's would need 128, and spills).
+  into fp32 registers (``max_num_imprecise_acc=BLOCK_K``), as promoted cuBLAS and the PTX kernel do: in two halves of N,
+  whose second accumulators need 64 registers a thread (the whole tile's would need 128, and spills).
 
 The descriptors are built either in the kernel (``tl.make_tensor_descriptor``: each program writes its tensor maps to
 global scratch and fences them before its first load) or on the host (``triton.tools.tensor_descriptor``, passed as
 kernel parameters: nothing to build or fence on the device). The table keeps both, so it shows what that buys
-(the host-descriptor probe: docs/tuning.md).
+(docs/tuning.md).
 
 Tensor descriptors need every row pitch to be a multiple of 16 bytes. Where a row of A or B is not (K or N not a
 multiple of 8 for 2-byte types, K not a multiple of 16 for fp8), the launcher copies it into a buffer with a padded
@@ -34,6 +34,7 @@ from suite.checks import check_stages, gemm_operands
 from suite.kernel import TritonModule
 from suite.triton._compiled import kernel_info
 from suite.triton._interp_dot import fp8_dot_unsupported, widen_bf16_dot
+from suite.triton.gemm_parts import mac_loop, scaled, tile_coords
 from suite.waves import grid_note, persistent_grid
 
 DTYPES = ("fp16", "bf16", "fp8e4m3")
@@ -49,7 +50,10 @@ OUT_DTYPES = {"fp16": tl.float16, "bf16": tl.bfloat16, "fp8e4m3": tl.bfloat16}
 # triton.autotune writes to its on-disk cache as JSON (a tl.dtype is not JSON)
 OUT_TYPES = {"fp16": "fp16", "bf16": "bf16", "fp8e4m3": "bf16"}
 ELEMENT_BYTES = {"fp16": 2, "bf16": 2, "fp8e4m3": 1}
-SMEM_LIMIT = 227 * 1024  # the most shared memory one block may have on the H200 (sm_90)
+SMEM_LIMIT = 227 * 1024  # the most shared memory one block may have on sm_90
+# What every descriptor kernel's sm_90 build contains (suite.kernel's sass_requires): wgmma fed by TMA loads on
+# mbarriers (the split-K / stream-K / decode modules: their main pass)
+HOPPER_SASS = {"wgmma": 1, "tma": 1, "mbarrier": 1}
 
 
 def stage_bytes(dtype: str, tile: tuple[int, int, int] | None = None) -> int:
@@ -72,17 +76,6 @@ STAGES = rings_that_fit(stage_bytes("fp16"), C_TILE_BYTES, (2, 3, 4))
 STAGES_PERSISTENT = rings_that_fit(stage_bytes("fp16"), C_TILE_BYTES // 2, (2, 3, 4, 5))
 assert STAGES == (2, 3) and STAGES_PERSISTENT == (2, 3, 4)
 assert len({stage_bytes(d) for d in DTYPES}) == 1  # one stage list serves every dtype
-
-
-@triton.jit
-def tile_origin(tile, tiles_m, tiles_n, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, GROUP_M: tl.constexpr):
-    """Tile index -> first row and column of C, GROUP_M tile rows at a time (programs in flight share L2)."""
-    group_size = GROUP_M * tiles_n
-    first_m = (tile // group_size) * GROUP_M
-    group_rows = min(tiles_m - first_m, GROUP_M)
-    tile_m = first_m + (tile % group_size) % group_rows
-    tile_n = (tile % group_size) // group_rows
-    return tile_m * BLOCK_M, tile_n * BLOCK_N
 
 
 @triton.jit
@@ -147,29 +140,11 @@ def gemm_desc_kernel(
     # -- iterate over this program's tiles and, inside, over K: flatten=True lets the pipeliner (num_stages) run
     #    the loads of the next tile while the current one finishes --
     for tile in tl.range(tl.program_id(0), num_tiles, step, flatten=True):
-        m0, n0 = tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
-        if B_K_MAJOR:
-            # fp8: wgmma sums fp8 products in an accumulator of fewer mantissa bits than fp32, so each K tile's sum
-            # is promoted into fp32 registers (max_num_imprecise_acc=BLOCK_K), as cuBLAS and the PTX kernel do. For
-            # the whole 128 x 256 tile that needs a second accumulator of 128 registers a thread and spills; in two
-            # halves of N, 64
-            left = tl.zeros((BLOCK_M, BLOCK_N // 2), dtype=tl.float32)
-            right = tl.zeros((BLOCK_M, BLOCK_N // 2), dtype=tl.float32)
-            for kt in range(k_tiles):
-                a_tile = a_desc.load([m0, kt * BLOCK_K])
-                b_left = b_desc.load([n0, kt * BLOCK_K])
-                b_right = b_desc.load([n0 + BLOCK_N // 2, kt * BLOCK_K])
-                left = tl.dot(a_tile, b_left.T, left, max_num_imprecise_acc=BLOCK_K)
-                right = tl.dot(a_tile, b_right.T, right, max_num_imprecise_acc=BLOCK_K)
-            acc = tl.reshape(tl.permute(tl.join(left, right), (0, 2, 1)), (BLOCK_M, BLOCK_N))
-        else:
-            acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-            for kt in range(k_tiles):
-                acc = tl.dot(a_desc.load([m0, kt * BLOCK_K]), b_desc.load([kt * BLOCK_K, n0]), acc)
+        m0, n0 = tile_coords(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
+        acc = mac_loop(a_desc, b_desc, m0, n0, 0, k_tiles, BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR)
 
         # -- write back: the scales (fp8) on the fp32 accumulator, then the cast to C's type --
-        if SCALED:
-            acc = acc * (tl.load(scale_a) * tl.load(scale_b))
+        acc = scaled(acc, scale_a, scale_b, SCALED)
         if C_DESC and EPILOGUE_SUBTILE:
             if HOST_DESC:
                 c_desc = c
@@ -203,8 +178,8 @@ def _alloc_scratch(size: int, alignment: int, stream):
     """Global scratch Triton asks for, at every launch, when a kernel builds tensor descriptors on the device: one
     buffer per (device, stream, size), zeroed when made and reused by every later launch on that stream (stream order
     keeps two launches from building in it at once; each program writes its 128-byte tensor maps before it reads
-    them). With a fresh torch.empty per launch, compute-sanitizer's initcheck counted 14,716 errors on the H200
-    (2026-12-01), the 50 it displayed all reads at the make_tensor_descriptor lines. The maps are written through
+    them). With a fresh torch.empty per launch, compute-sanitizer's initcheck reports reads of it at the
+    make_tensor_descriptor lines (docs/sanitizer.md). The maps are written through
     tensormap.cp_fenceproxy, which initcheck probably does not follow (the rows validate, so the maps are whole);
     zeroed memory leaves nothing unwritten either way, and a memset per launch would sit in the timed region. Under
     CUDA graph capture the graph gets its own (torch.empty from the graph's pool: nothing enqueued into the graph)."""
@@ -323,18 +298,21 @@ def count(n: int, thing: str) -> str:
     return f"{n} {thing}" + ("" if n == 1 else "s")
 
 
+# How every Triton GEMM's fp8 rows accumulate (the kernel modules' ``fp8_accumulation``): "promoted", each K tile's
+# wgmma sum added into fp32 registers, as torch._scaled_mm(..., use_fast_accum=False) and the PTX kernels do; "fast"
+# would be wgmma's own accumulator across all of K (use_fast_accum=True). A row is compared with the cuBLAS ceiling
+# that accumulates the same way.
+FP8_ACCUMULATION = "promoted"
+
+
 def dtype_config(dtype: str, mma: str = "tl.dot(a, b.T)") -> str:
     """What the row must say about the operands of ``dtype``; ``mma``: how the kernel multiplies fp8's K-major B."""
     if dtype == "fp8e4m3":
         return (
             f", fp8e4m3->bf16: B given N x K (K-major), {mma}, scale_a x scale_b on the fp32 "
-            "accumulator before the bf16 store"
+            f"accumulator before the bf16 store, accumulation {FP8_ACCUMULATION} (each K tile's sum added in fp32)"
         )
     return ""
-
-
-# What gemm_desc_kernel's rows say of fp8's accumulation (its mainloop)
-PROMOTED = {"fp8e4m3": ", each K tile's sum promoted into fp32 (two halves of N, max_num_imprecise_acc=BLOCK_K)"}
 
 
 class DescGemm:
@@ -359,7 +337,6 @@ class DescGemm:
             + (", persistent, C stored in two halves" if persistent else "")
             + (grid_note(tiles, num_sms(ops.a.device), self.grid) if persistent else "")
             + dtype_config(ops.dtype)
-            + PROMOTED.get(ops.dtype, "")
             + self.operands.note
         )
         self.info = kernel_info(None, stage_bytes(ops.dtype), self.config, self.grid)
@@ -394,8 +371,8 @@ def tuning_configs(dtype: str = "fp16") -> list[triton.Config]:
     """The space the ``tuned`` variant searches at ``dtype``, all on that dtype's tile (TILES) with 8 warps and C
     stored in two halves: depth, one program per tile or persistent, and GROUP_M. One tile keeps one set of
     host-built descriptors valid for every configuration (their boxes are part of the kernel's signature), so no
-    per-configuration hook is needed and the choice can be cached on disk. Other tiles never won at the suite's fp16
-    shapes on the H200, and for fp8 128x256x128 at 3 stages led 128x128x128 (docs/tuning.md).
+    per-configuration hook is needed and the choice can be cached on disk. The tiles come from the tuning runs of
+    tools/tune_gemm_triton.py (docs/tuning.md).
     The configurations are the same for every dtype; only the tile's BLOCK_K differs (64, or 128 for fp8)."""
     bm, bn, bk = TILES[dtype]
     return [
@@ -406,8 +383,7 @@ def tuning_configs(dtype: str = "fp16") -> list[triton.Config]:
         )
         for s, p, g in (
             (3, True, GROUP_M),
-            # GROUP_M 4 and 16: within noise of 8 at 4096^3 on the H200 (probe rounds 95.7-101.4%); the autotuner
-            # decides per shape
+            # GROUP_M 4 and 16: no better than 8 in general (docs/tuning.md); the autotuner decides per shape
             (3, True, 4),
             (3, True, 16),
             (4, True, GROUP_M),  # 224 KiB: four 48 KiB stages and C's 32 KiB half
@@ -420,7 +396,7 @@ def tuning_configs(dtype: str = "fp16") -> list[triton.Config]:
 # One autotuner per dtype (fp8's configurations have another BLOCK_K). cache_results: the choice is kept in Triton's
 # on-disk cache (keyed by Triton, the GPU, the kernel's source, the configurations and the key: M, N, K, C_DESC and
 # the output type, which tells fp16 from bf16), so the --profile worker, a separate process, profiles the
-# configuration that was timed instead of tuning again (on the H200 it once picked another). Later runs with the same
+# configuration that was timed instead of tuning again (tuning afresh may pick another). Later runs with the same
 # code reuse it too: the row's config says which was used; clearing TRITON_CACHE_DIR tunes afresh. Building an
 # autotuner compiles nothing.
 TUNED_KERNELS = {
@@ -480,7 +456,6 @@ class TunedGemm:
                 + (", C stored in two halves" if cfg.kwargs["EPILOGUE_SUBTILE"] else "")
                 + f", GROUP_M={cfg.kwargs['GROUP_M']} (autotuned)"
                 + dtype_config(self.ops.dtype)
-                + PROMOTED.get(self.ops.dtype, "")
                 + self.operands.note,
                 self.num_programs(cfg.kwargs),
             )
@@ -492,6 +467,8 @@ class Descriptors(TritonModule):
 
     depth_is_num_stages = True  # the launch's num_stages (suite.kernel.TritonModule)
     dtypes = DTYPES
+    fp8_accumulation = FP8_ACCUMULATION
+    sass_requires = HOPPER_SASS
 
     # compute-sanitizer: edge tiles with N % 8 != 0 (B and C through padded buffers) and a K tile cut short; a ring that
     # wraps many times within a tile; more tiles (144) than SMs (132), so a persistent program walks two tiles
@@ -519,6 +496,8 @@ class Tuned(TritonModule):
 
     stages = (None,)
     dtypes = DTYPES
+    fp8_accumulation = FP8_ACCUMULATION
+    sass_requires = HOPPER_SASS
 
     def launch(self, inputs, out, stages):
         return TunedGemm(inputs, out)

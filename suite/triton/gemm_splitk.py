@@ -19,14 +19,14 @@ MAX_SPLITS; the row's config says how many. K ranges are balanced (split s cover
 (s + 1) k_tiles / splits)), so a remainder spreads over the splits; more splits than K tiles (which the rule never
 picks, but a caller may ask for) leaves some splits empty.
 
-The workspace is sized from the shape by each launcher and belongs to it alone. The tile (``tile_for``): 256 columns
-by 64 rows (one warpgroup, 4 warps) when M <= 64, where a 128-row tile would be mostly padding, else 128 rows (two
+The workspace is sized from the shape by each launcher and belongs to it alone. The tile (``tile_for``): 256 columns by
+64 rows (one warpgroup, 4 warps) when M <= 64, where a 128-row tile would be mostly padding, else 128 rows (two
 warpgroups, 8 warps); K steps of 64 for fp16 / bf16 and 128 for fp8 (gemm_desc.TILES): 40 or 48 KiB stages. Split-K
-takes 128 x 128 tiles (one warpgroup, 32 KiB stages) instead where 128 x 256 tiles are too few for the SMs but the
-narrower ones fill one wave at least half (``split_k_plan``): one split, no workspace, as the PTX split-K's 128 x 128
-tiles at M = 256. fp8 takes B as N x K and computes ``tl.dot(a, b.T)``, its scales applied once, to the sum (in the
-reduction pass, or in the partial pass when there is one split). A and B rows not 16-byte pitched go through
-gemm_desc.Operands' padded copies."""
+takes 128 x 128 tiles (one warpgroup, fp8 two; 32 KiB stages) instead where 128 x 256 tiles are too few for the SMs but
+the narrower ones fill one wave at least half (``split_k_plan``): one split, no workspace, as the PTX split-K's 128 x
+128 tiles at M = 256. fp8 takes B as N x K and computes ``tl.dot(a, b.T)`` in two halves of N, each K tile's sum
+promoted into fp32 (gemm_parts.mac_loop), its scales applied once, to the sum (in the reduction pass, or in the partial
+pass when there is one split). A and B rows not 16-byte pitched go through gemm_desc.Operands' padded copies."""
 
 from __future__ import annotations
 
@@ -41,7 +41,9 @@ from suite.triton._compiled import kernel_info
 from suite.triton._interp_dot import fp8_dot_unsupported, widen_bf16_dot
 from suite.triton.gemm_desc import (
     DTYPES,
+    FP8_ACCUMULATION,
     GROUP_M,
+    HOPPER_SASS,
     OUT_DTYPES,
     TILES,
     Operands,
@@ -50,8 +52,8 @@ from suite.triton.gemm_desc import (
     num_sms,
     rings_that_fit,
     stage_bytes,
-    tile_origin,
 )
+from suite.triton.gemm_parts import add_in_order, mac_loop, split_range, store_tile, tile_coords
 from suite.waves import wave_split_count
 
 MIN_K_TILES_PER_SPLIT = 4  # fewer and each split's prologue, epilogue and partial tile cost more than its mainloop
@@ -82,7 +84,9 @@ def split_k_plan(dtype: str, m: int, n: int, k: int, sms: int) -> tuple[tuple[in
     rows, k_tiles = -(-m // bm), -(-k // bk)
     wide, narrow = rows * -(-n // bn), rows * -(-n // (bn // 2))
     if bm == 128 and wide < sms and sms <= 2 * narrow <= 2 * sms:
-        return (bm, bn // 2, bk, 4), 1
+        # one warpgroup holds the 128 x 128 accumulator; fp8's promotion keeps a second one beside it, which fits
+        # only in two warpgroups' registers (64 rows each)
+        return (bm, bn // 2, bk, 8 if dtype == "fp8e4m3" else 4), 1
     return (bm, bn, bk, warps), split_count(wide, k_tiles, sms)
 
 
@@ -97,31 +101,6 @@ def split_count(tiles: int, k_tiles: int, sms: int) -> int:
     split at least MIN_K_TILES_PER_SPLIT K tiles and at most MAX_SPLITS, the fewest whose wave efficiency is within
     WAVE_SLACK (relative) of the best. Tiles already filling two waves get one split (no workspace)."""
     return wave_split_count(tiles, k_tiles, sms, MIN_K_TILES_PER_SPLIT, MAX_SPLITS, WAVE_SLACK)
-
-
-@triton.jit
-def mac_loop(
-    a_desc,
-    b_desc,
-    m0,
-    n0,
-    k_first,
-    k_last,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    BLOCK_K: tl.constexpr,
-    B_K_MAJOR: tl.constexpr,
-):
-    """The MAINLOOP of split-K and stream-K: K tiles [k_first, k_last) of the tile at (m0, n0), num_stages in flight
-    (TMA into the pipeliner's ring), wgmma on the oldest; zero-filled past K. Returns the fp32 accumulator."""
-    acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
-    for kt in range(k_first, k_last):
-        a_tile = a_desc.load([m0, kt * BLOCK_K])
-        if B_K_MAJOR:
-            acc = tl.dot(a_tile, b_desc.load([n0, kt * BLOCK_K]).T, acc)
-        else:
-            acc = tl.dot(a_tile, b_desc.load([kt * BLOCK_K, n0]), acc)
-    return acc
 
 
 @triton.jit
@@ -147,7 +126,7 @@ def splitk_partial_kernel(
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
     SPLIT: tl.constexpr,  # splits > 1: store the fp32 partial into the workspace (else C, scaled and cast)
-    B_K_MAJOR: tl.constexpr,  # B given N x K (fp8): boxes of [BLOCK_N, BLOCK_K], multiplied transposed
+    B_K_MAJOR: tl.constexpr,  # B given N x K (fp8): boxes of [BLOCK_N // 2, BLOCK_K], promoted (mac_loop)
     OUT_DTYPE: tl.constexpr,
     SCALED: tl.constexpr,
 ):
@@ -157,10 +136,8 @@ def splitk_partial_kernel(
     tiles_n = tl.cdiv(N, BLOCK_N)
     tiles = tiles_m * tiles_n
     split = tl.program_id(0) // tiles
-    m0, n0 = tile_origin(tl.program_id(0) % tiles, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
-    k_tiles = tl.cdiv(K, BLOCK_K)
-    k_first = split * k_tiles // splits  # balanced: the remainder spreads over the splits
-    k_last = (split + 1) * k_tiles // splits
+    m0, n0 = tile_coords(tl.program_id(0) % tiles, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
+    k_first, k_last = split_range(split, splits, tl.cdiv(K, BLOCK_K))
 
     # -- MAINLOOP --
     acc = mac_loop(a_desc, b_desc, m0, n0, k_first, k_last, BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR)
@@ -175,9 +152,8 @@ def splitk_partial_kernel(
         slice_ = workspace + split.to(tl.int64) * M * N
         tl.store(slice_ + rows[:, None].to(tl.int64) * N + cols[None, :], acc, mask=inside)
     else:
-        if SCALED:
-            acc = acc * (tl.load(scale_a) * tl.load(scale_b))
-        tl.store(c + rows[:, None].to(tl.int64) * stride_cm + cols[None, :], acc.to(OUT_DTYPE), mask=inside)
+        c_ptrs = c + rows[:, None].to(tl.int64) * stride_cm + cols[None, :]
+        store_tile(c_ptrs, acc, inside, scale_a, scale_b, OUT_DTYPE, SCALED)
 
 
 @triton.jit
@@ -197,16 +173,12 @@ def splitk_reduce_kernel(
     SCALED: tl.constexpr,
 ):
     # -- the second pass: runs after the partial pass on the same stream (stream order is the only wait it needs);
-    #    all SPLITS loads are issued at once (static_range unrolls), then added in split order: one fixed order of
-    #    fp32 additions per element, so the result is the same bits every run --
+    #    all SPLITS loads issued at once, then added in split order (gemm_parts.add_in_order) --
     offs = tl.program_id(0).to(tl.int64) * BLOCK + tl.arange(0, BLOCK)
     inside = offs < MN
     total = tl.load(workspace + offs, mask=inside, other=0.0)
-    for s in tl.static_range(1, SPLITS):
-        total += tl.load(workspace + s * MN + offs, mask=inside, other=0.0)
-    if SCALED:
-        total = total * (tl.load(scale_a) * tl.load(scale_b))
-    tl.store(c + offs, total.to(OUT_DTYPE), mask=inside)
+    total = add_in_order(total, workspace + MN + offs, MN, SPLITS - 1, inside, SPLITS - 1)
+    store_tile(c + offs, total, inside, scale_a, scale_b, OUT_DTYPE, SCALED)
 
 
 def epilogue_kwargs(ops) -> dict:
@@ -284,6 +256,11 @@ class TwoPassGemm:
         self.tile = bm, bn, bk
         return triton.cdiv(ops.m, bm) * triton.cdiv(ops.n, bn), triton.cdiv(ops.k, bk)
 
+    def _mac_box(self) -> tuple[int, int, int]:
+        """A's and B's boxes of gemm_parts.mac_loop at this tile: fp8 loads B in two halves of N."""
+        bm, bn, bk = self.tile
+        return bm, bn // 2 if self.ops.b_k_major else bn, bk
+
     def _main(self):
         """Launch the main pass; what Triton compiled (None in the interpreter)."""
         raise NotImplementedError
@@ -352,7 +329,9 @@ class SplitKGemm(TwoPassGemm):
     def _main(self):
         bm, bn, bk = self.tile
         meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": GROUP_M, "SPLIT": self.splits > 1}
-        return self._launch_main(splitk_partial_kernel, self.grid, self.tile, self.splits, self.ops.c.stride(0), **meta)
+        return self._launch_main(
+            splitk_partial_kernel, self.grid, self._mac_box(), self.splits, self.ops.c.stride(0), **meta
+        )
 
     def _fixup(self) -> None:
         reduce_splits(self.workspace, self.ops.c, self.ops, self.splits)
@@ -366,6 +345,8 @@ class TwoPassModule(TritonModule):
 
     depth_is_num_stages = True  # the launch's num_stages (suite.kernel.TritonModule)
     dtypes = DTYPES
+    fp8_accumulation = FP8_ACCUMULATION
+    sass_requires = HOPPER_SASS  # the main pass's; the fix-up pass is plain loads and stores
 
     def __init__(self, launcher: type[TwoPassGemm], sanitize_sizes: tuple):
         self.launcher, self.stages, self.sanitize_sizes = launcher, launcher.depths, sanitize_sizes

@@ -18,9 +18,11 @@ data-parallel + stream-K hybrid:
 
 Tiles (``gemm_splitk.tile_for``): 64 or 128 rows (M <= 64 or not) by 256 columns, K steps of 64 (fp16 / bf16) or 128
 (fp8), loads through host-built tensor descriptors (TMA), ``num_stages`` deep; fp8 takes B as N x K and computes
-``tl.dot(a, b.T)``, its scales applied once per tile, to the sum. The workspace [programs, 2, BLOCK_M, BLOCK_N] fp32
-is sized from the shape by each launcher and belongs to it alone. ``tl.dot`` expresses all of it (the partial tiles
-are plain stores, their ordering the stream's), so no Gluon."""
+``tl.dot(a, b.T)`` in two halves of N, each K tile's sum promoted into fp32 (gemm_parts.mac_loop), its scales applied
+once per tile, to the sum. Each program walks its data-parallel tiles and its stream-K units through one main loop: a
+second instance of fp8's promoted loop does not fit in registers beside the first. The workspace [programs, 2, BLOCK_M,
+BLOCK_N] fp32 is sized from the shape by each launcher and belongs to it alone. ``tl.dot`` expresses all of it (the
+partial tiles are plain stores, their ordering the stream's), so no Gluon."""
 
 from __future__ import annotations
 
@@ -31,8 +33,9 @@ import triton
 import triton.language as tl
 
 from suite.triton._compiled import kernel_info
-from suite.triton.gemm_desc import GROUP_M, count, dtype_config, num_sms, stage_bytes, tile_origin
-from suite.triton.gemm_splitk import STAGES, TwoPassGemm, TwoPassModule, epilogue_kwargs, mac_loop
+from suite.triton.gemm_desc import GROUP_M, count, dtype_config, num_sms, stage_bytes
+from suite.triton.gemm_parts import add_in_order, mac_loop, store_tile, stream_k_range, stream_k_unit, tile_coords
+from suite.triton.gemm_splitk import STAGES, TwoPassGemm, TwoPassModule, epilogue_kwargs
 
 FIXUP_ROWS = 2  # rows of a tile per fix-up program: 2 x 256 fp32 over 4 warps, one 16-byte load per thread and partial
 FIXUP_UNROLL = 8  # partials loaded at once (in flight together) before they are added in order
@@ -74,11 +77,13 @@ class Schedule:
         return max((b - a + 1 for a, b in map(self.covering, range(self.sk_tiles))), default=1)
 
     def fixup_table(self) -> list[int]:
-        """What the fix-up pass reads instead of dividing: (p_first, p_last) of each stream-K tile, then the first
-        tile of each program's range."""
-        return [p for t in range(self.sk_tiles) for p in self.covering(t)] + [
-            self.first_iter(p) // self.k_tiles for p in range(self.sk_programs)
-        ]
+        """What the fix-up pass reads instead of dividing, three per stream-K tile: p_first and p_last, and the
+        workspace slot of p_first's part (its slot 1 when the tile ends its range after others, else slot 0)."""
+        table = []
+        for t in range(self.sk_tiles):
+            p_first, p_last = self.covering(t)
+            table += [p_first, p_last, 2 * p_first + int(self.first_iter(p_first) // self.k_tiles != t)]
+        return table
 
 
 def schedule(tiles: int, k_tiles: int, sms: int) -> Schedule:
@@ -93,31 +98,14 @@ def schedule(tiles: int, k_tiles: int, sms: int) -> Schedule:
 
 
 @triton.jit
-def _store_c(
-    c,
-    acc,
-    m0,
-    n0,
-    M,
-    N,
-    stride_cm,
-    scale_a,
-    scale_b,
-    BLOCK_M: tl.constexpr,
-    BLOCK_N: tl.constexpr,
-    OUT_DTYPE: tl.constexpr,
-    SCALED: tl.constexpr,
-):
-    """A finished tile to C: the scales (fp8) on the fp32 sum, the cast, a store masked to M x N."""
-    if SCALED:
-        acc = acc * (tl.load(scale_a) * tl.load(scale_b))
-    rows = m0 + tl.arange(0, BLOCK_M)
+def _c_tile(c, m0, n0, M, N, stride_cm, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, ROWS: tl.constexpr = 0, row0=0):
+    """Pointers to C's tile at (m0, n0) (or ROWS of its rows from ``row0``) and the mask that keeps them in M x N."""
+    if ROWS:
+        rows = m0 + row0 + tl.arange(0, ROWS)
+    else:
+        rows = m0 + tl.arange(0, BLOCK_M)
     cols = n0 + tl.arange(0, BLOCK_N)
-    tl.store(
-        c + rows[:, None].to(tl.int64) * stride_cm + cols[None, :],
-        acc.to(OUT_DTYPE),
-        mask=(rows[:, None] < M) & (cols[None, :] < N),
-    )
+    return c + rows[:, None].to(tl.int64) * stride_cm + cols[None, :], (rows[:, None] < M) & (cols[None, :] < N)
 
 
 @triton.jit
@@ -146,7 +134,7 @@ def streamk_kernel(
     BLOCK_N: tl.constexpr,
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
-    B_K_MAJOR: tl.constexpr,  # B given N x K (fp8): boxes of [BLOCK_N, BLOCK_K], multiplied transposed
+    B_K_MAJOR: tl.constexpr,  # B given N x K (fp8): boxes of [BLOCK_N // 2, BLOCK_K], promoted (mac_loop)
     OUT_DTYPE: tl.constexpr,
     SCALED: tl.constexpr,
     SHARED: tl.constexpr,  # some tile is shared by several programs: parts go to the workspace (else it is None)
@@ -156,30 +144,34 @@ def streamk_kernel(
     tiles_n = tl.cdiv(N, BLOCK_N)
     k_tiles = tl.cdiv(K, BLOCK_K)
 
-    # -- data-parallel phase: whole tiles, round robin, straight to C --
-    for tile in range(pid, dp_tiles, num_programs):
-        m0, n0 = tile_origin(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
-        acc = mac_loop(a_desc, b_desc, m0, n0, 0, k_tiles, BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR)
-        _store_c(c, acc, m0, n0, M, N, stride_cm, scale_a, scale_b, BLOCK_M, BLOCK_N, OUT_DTYPE, SCALED)
-
-    # -- stream-K phase: this program's contiguous range of iterations, tile by tile --
-    if pid < sk_programs:
-        first = pid.to(tl.int64) * sk_iters // sk_programs
-        last = (pid + 1).to(tl.int64) * sk_iters // sk_programs
-        first_tile = (first // k_tiles).to(tl.int32)
-        for t in range(first_tile, tl.cdiv(last, k_tiles).to(tl.int32)):
-            k_first = (tl.maximum(first, t * k_tiles) - t * k_tiles).to(tl.int32)
-            k_last = (tl.minimum(last, (t + 1) * k_tiles) - t * k_tiles).to(tl.int32)
-            m0, n0 = tile_origin(dp_tiles + t, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
-            acc = mac_loop(a_desc, b_desc, m0, n0, k_first, k_last, BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR)
-            if (k_first == 0) & (k_last == k_tiles):  # the whole tile: no one else touches it
-                _store_c(c, acc, m0, n0, M, N, stride_cm, scale_a, scale_b, BLOCK_M, BLOCK_N, OUT_DTYPE, SCALED)
-            elif SHARED:  # (never taken when no tile is shared: then there is no workspace to compile this against)
-                # a part: into this program's slot (0 for its range's first tile, 1 for its last), whole tile, for
-                # the fix-up pass
-                slot = (pid * 2 + (t != first_tile).to(tl.int32)).to(tl.int64) * (BLOCK_M * BLOCK_N)
-                offs = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
-                tl.store(workspace + slot + offs, acc)
+    # -- this program's units, one main loop for all (a second instance of fp8's promoted main loop does not fit
+    #    in registers beside the first): its data-parallel tiles, whole and round robin, then its contiguous range
+    #    of stream-K iterations (empty past sk_programs), one unit per tile it touches --
+    dp_units = tl.cdiv(tl.maximum(dp_tiles - pid, 0), num_programs)
+    it, end = stream_k_range(pid.to(tl.int64), sk_iters, sk_programs)
+    it, end = it.to(tl.int32), end.to(tl.int32)
+    first_tile = it // k_tiles
+    unit = 0
+    while (unit < dp_units) | (it < end):
+        tile = pid + unit * num_programs  # a data-parallel tile, whole
+        k_first = k_tiles * 0
+        k_last = k_tiles
+        if unit >= dp_units:  # a stream-K unit
+            t, k_first, k_last = stream_k_unit(it, end, k_tiles)
+            tile = dp_tiles + t
+            it += k_last - k_first
+        unit += 1
+        m0, n0 = tile_coords(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
+        acc = mac_loop(a_desc, b_desc, m0, n0, k_first, k_last, BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR)
+        if (k_first == 0) & (k_last == k_tiles):  # the whole tile: no one else touches it
+            c_ptrs, inside = _c_tile(c, m0, n0, M, N, stride_cm, BLOCK_M, BLOCK_N)
+            store_tile(c_ptrs, acc, inside, scale_a, scale_b, OUT_DTYPE, SCALED)
+        elif SHARED:  # (never taken when no tile is shared: then there is no workspace to compile this against)
+            # a part: into this program's slot (0 for its range's first tile, 1 for its last), whole tile, for
+            # the fix-up pass
+            slot = (pid * 2 + (tile - dp_tiles != first_tile).to(tl.int32)).to(tl.int64) * (BLOCK_M * BLOCK_N)
+            offs = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
+            tl.store(workspace + slot + offs, acc)
 
 
 @triton.jit
@@ -198,7 +190,6 @@ def streamk_fixup_kernel(
     stride_cm,
     # the schedule
     dp_tiles,
-    sk_tiles,
     # meta-parameters
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
@@ -210,36 +201,23 @@ def streamk_fixup_kernel(
 ):
     # -- the second pass: runs after streamk_kernel on the same stream (stream order is the only wait it needs) --
     t = tl.program_id(0)  # a stream-K tile
-    # the programs whose ranges hold the tile's first and last iterations (Schedule.covering)
-    p_first = tl.load(table + 2 * t)
-    p_last = tl.load(table + 2 * t + 1)
+    # the programs whose ranges hold the tile's first and last iterations (Schedule.covering), and the slot of the
+    # first one's part (the later ones' parts are in their slot 0: the tile is the first of their ranges)
+    p_first = tl.load(table + 3 * t)
+    p_last = tl.load(table + 3 * t + 1)
     if p_first < p_last:  # else one program covered the tile whole and stored it
         rows = tl.program_id(1) * ROWS + tl.arange(0, ROWS)
         cols = tl.arange(0, BLOCK_N)
         offs = rows[:, None] * BLOCK_N + cols[None, :]
-        # UNROLL partials loaded at once (static_range unrolls), then added in program order p_first, p_first + 1,
-        # ...: one fixed order of fp32 additions per element; a program past p_last adds an exact 0
-        total = tl.zeros((ROWS, BLOCK_N), dtype=tl.float32)
-        for p0 in range(p_first, p_last + 1, UNROLL):
-            for j in tl.static_range(UNROLL):
-                p = p0 + j
-                # slot 0 when this tile is the first of p's range, else slot 1 (the last)
-                first_tile = tl.load(table + 2 * sk_tiles + p, mask=p <= p_last, other=t)
-                slot = (p * 2 + (first_tile != t).to(tl.int32)).to(tl.int64)
-                in_use = offs < tl.where(p <= p_last, BLOCK_M * BLOCK_N, 0)  # the scalar condition, as offs' mask
-                total += tl.load(workspace + slot * (BLOCK_M * BLOCK_N) + offs, mask=in_use, other=0.0)
-        tiles_m = tl.cdiv(M, BLOCK_M)
-        tiles_n = tl.cdiv(N, BLOCK_N)
-        m0, n0 = tile_origin(dp_tiles + t, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
-        if SCALED:
-            total = total * (tl.load(scale_a) * tl.load(scale_b))
-        c_rows = m0 + rows
-        c_cols = n0 + cols
-        tl.store(
-            c + c_rows[:, None].to(tl.int64) * stride_cm + c_cols[None, :],
-            total.to(OUT_DTYPE),
-            mask=(c_rows[:, None] < M) & (c_cols[None, :] < N),
-        )
+        inside = offs < BLOCK_M * BLOCK_N
+        first_slot = tl.load(table + 3 * t + 2).to(tl.int64)
+        total = tl.load(workspace + first_slot * (BLOCK_M * BLOCK_N) + offs)
+        # the later parts, slot 0 of programs p_first + 1 .. p_last, added in program order
+        later = workspace + (p_first + 1).to(tl.int64) * (2 * BLOCK_M * BLOCK_N) + offs
+        total = add_in_order(total, later, 2 * BLOCK_M * BLOCK_N, p_last - p_first, inside, UNROLL)
+        m0, n0 = tile_coords(dp_tiles + t, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), BLOCK_M, BLOCK_N, GROUP_M)
+        c_ptrs, inside = _c_tile(c, m0, n0, M, N, stride_cm, BLOCK_M, BLOCK_N, ROWS, tl.program_id(1) * ROWS)
+        store_tile(c_ptrs, total, inside, scale_a, scale_b, OUT_DTYPE, SCALED)
 
 
 class StreamKGemm(TwoPassGemm):
@@ -276,7 +254,7 @@ class StreamKGemm(TwoPassGemm):
         ops, s = self.ops, self.schedule
         streamk_fixup_kernel[(s.sk_tiles, bm // FIXUP_ROWS)](
             *(self.workspace, ops.c, self.table, ops.scale_a, ops.scale_b, ops.m, ops.n, ops.c.stride(0)),
-            *(s.dp_tiles, s.sk_tiles),
+            s.dp_tiles,
             BLOCK_M=bm,
             BLOCK_N=bn,
             GROUP_M=GROUP_M,
@@ -291,7 +269,7 @@ class StreamKGemm(TwoPassGemm):
         s = self.schedule
         sched = (s.programs, s.dp_tiles, s.sk_programs, s.sk_iters)
         meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": GROUP_M, "SHARED": self.fixups > 0}
-        return self._launch_main(streamk_kernel, s.programs, self.tile, self.ops.c.stride(0), *sched, **meta)
+        return self._launch_main(streamk_kernel, s.programs, self._mac_box(), self.ops.c.stride(0), *sched, **meta)
 
 
 # streamk_kernel + streamk_fixup_kernel for the registry. compute-sanitizer: tiles shared by several programs, ranges

@@ -2,8 +2,8 @@
 
 The interpreter holds every scalar as a one-element 1-D NumPy array, and triton 3.6 turns one into a Python int
 (a loop bound: ``tl.range(0, my_tiles)``) with ``int(array)``, which NumPy deprecated in 1.25 and refuses since 2.5
-("only 0-dimensional arrays can be converted to Python scalars"). Measured on the H200 machine (triton 3.6, NumPy
-2.5.2): every Triton vector kernel failed in the interpreter. triton 3.9 squeezes the array first; ``install`` makes
+("only 0-dimensional arrays can be converted to Python scalars"), so every kernel with such a bound fails in the
+interpreter. triton 3.9 squeezes the array first; ``install`` makes
 any interpreter that patches ``tl.tensor`` do the same. It changes nothing where that is already so.
 
 Called explicitly (never at import) by whoever turns the interpreter on: ``python -m suite.run`` on a machine
