@@ -20,10 +20,8 @@ wgmma's N of 8:
   units keep IN_FLIGHT_TARGET bytes of weight in flight, units x (S - 1) x the weight's stage bytes (Little's law:
   the bytes HBM needs outstanding to stream at its pace); where none does, the wave rule's
   (suite.waves.wave_split_count). Then the pair with the fewest splits (a split adds a workspace written and read
-  again and the fix-up's wait), then the best wave efficiency, then the wider tile. On the H200 (tools/probe_llm.py
-  ptx-decode, 2026-12-02) the wave rule alone split 16 x 4096 x 4096 in two (15.8 us at 4 stages) where one split
-  of 64 units, 6 MiB in flight, took 14.8 us, and 1 x 6144 x 4096 in five (19.2 us) where 96 unsplit units took
-  17.3; at 64 x 4096 x 4096 (16 KiB weight stages, 3 MiB in flight unsplit) two splits won, 17.2 against 19.0 us.
+  again and the fix-up's wait), then the best wave efficiency, then the wider tile. The wave rule alone splits
+  shapes whose unsplit units already keep enough weight in flight, which is slower (docs/results.md).
 * The grid is persistent (suite.waves.persistent_grid): one block per SM at most walks units b, b + grid, ..., the
   ring running on across units.
 
@@ -204,7 +202,7 @@ class Decode(gemm_tma.SplitLaunch):
         fresh = NO_FIXUP_WAIT.define in kernel.extra_defines
         self.workspace = new_workspace((p.splits * m * n if p.splits > 1 else 1,), c.device, fresh=fresh)
         self.counters = torch.zeros(p.tiles_w * p.tiles_t * p.consumers, dtype=torch.int32, device=c.device)
-        self.threads, self.cluster = p.threads, 1
+        self.threads = p.threads
         self.args = (
             self.tmap_tokens,
             self.tmap_weight,

@@ -70,39 +70,22 @@
 #endif
 
 [[maybe_unused]] constexpr int GROUP_M = GEMM_TMA_GROUP_M;  // tile rows per rasterization group (L2 reuse)
-// split-K's block order: 1 (the registered kernels), block b takes split b / tiles of tile b % tiles, so the blocks
-// that read the same K range of A and B neighbour (as in the Triton split-K); 0, for tools/probe_llm.py: split
-// b % splits of tile b / splits (a tile's splits neighbour). On the H200 at 512 x 512 x 65536 fp16 (one wave of 128
-// blocks either way) the 128x128 split-K took 57 us in split order against 78 us in tile order (probe_llm.py split-k).
-#ifndef GEMM_TMA_SPLIT_MAJOR
-#define GEMM_TMA_SPLIT_MAJOR 1
-#endif
 constexpr int WG_THREADS = 128;            // a warpgroup: 4 consecutive warps
 constexpr int SWIZZLE_BYTES = 128;         // one swizzled row: the K extent of a tile, and of a TMA box row
 constexpr int ATOM_BYTES = 8 * SWIZZLE_BYTES;  // 8 rows: the swizzle pattern's period
 constexpr int C_BOX_COLS = SWIZZLE_BYTES / 2;  // 16-bit C columns per TMA-store box
 // setmaxnreg: the producer warpgroup needs few registers, so the consumers can hold their accumulators. The block's
-// 64 K registers are shared out: one or two consumer warpgroups take 232 each (the producer 40); three take 160 (the
-// producer 24, setmaxnreg's least), enough for a 64 x 128 fp8 tile's 64 accumulators and one 64-register partial.
-template <int CONSUMERS>
-__host__ __device__ constexpr int producer_regs() {
-    return CONSUMERS == 3 ? 24 : 40;
-}
-template <int CONSUMERS>
-__host__ __device__ constexpr int consumer_regs() {
-    return CONSUMERS == 3 ? 160 : 232;
-}
+// 64 K registers are shared out: one or two consumer warpgroups take 232 each, the producer 40.
+constexpr int PRODUCER_REGS = 40;
+constexpr int CONSUMER_REGS = 232;
 
 enum Schedule { SCHED_TILES, SCHED_SPLIT_K, SCHED_STREAM_K };
 
-// GEMM_TMA_WG_BROADCAST=1 (Config.uniform_warpgroup: the 128 x 256 TMA-store rung): this thread's warpgroup
-// broadcast from lane 0, so that the compiler knows it is the same across the warp and keeps what derives from it
-// (the warpgroup's rows of A, its wgmma descriptors) in uniform registers, instead of per-thread registers moved over
-// (R2UR) before every wgmma. On the H200 (tools/probe_llm.py uniform, 2026-12-04, with GEMM_TMA_DESC_PLUS) the rung's
-// promoted fp8 went from 0.952 / 0.987 of cuBLAS at 8192^3 / 4096^3 to 0.990 / 1.029 (its four wgmma of a group each
-// read their own uniform registers), fp16 from 1.022 / 1.002 to 1.029 / 1.007; the pairs rungs lost 5-10% with it
-// (their wgmma all read the same four uniform registers, rewritten between them), and so did every rung with the
-// broadcast alone: 0 elsewhere.
+// GEMM_TMA_WG_BROADCAST=1 (Config.uniform_warpgroup, a per-module policy): this thread's warpgroup broadcast from
+// lane 0, so that the compiler knows it is the same across the warp and keeps what derives from it (the warpgroup's
+// rows of A, its wgmma descriptors) in uniform registers, instead of per-thread registers moved over (R2UR) before
+// every wgmma. It pays where each wgmma of a group reads its own uniform registers (the 128 x 256 tile's four
+// k-steps); where all of a group's wgmma read the same ones, rewritten between them, it costs: 0 there.
 #ifndef GEMM_TMA_WG_BROADCAST
 #define GEMM_TMA_WG_BROADCAST 0
 #endif
@@ -123,20 +106,13 @@ __device__ __forceinline__ unsigned long long smem_descriptor(unsigned addr, uns
            ((unsigned long long)(sbo >> 4) << 32) | DESC_SWIZZLE_128B;
 }
 
-// GEMM_TMA_DESC_PLUS (1, the registered builds; 0: tools/probe_llm.py uniform only): smem_descriptor_at builds the
-// descriptor of `addr` once and moves only its start address field by `offset` (a multiple of 16 inside the same
-// buffer), one add per k-step, instead of the whole descriptor of addr + offset again (shared-memory offsets stay
-// below 256 KiB, so the field never carries into the leading byte offset). Alone, on the H200: fp8's three promoted
-// rungs 0.0-1.3% faster (the same probe).
-#ifndef GEMM_TMA_DESC_PLUS
-#define GEMM_TMA_DESC_PLUS 1
-#endif
+// The descriptor of `addr` + `offset` (a multiple of 16 inside the same buffer): built once for `addr`, then only its
+// start address field moved, one add per k-step. Shared-memory offsets stay below 256 KiB, so the field never carries
+// into the leading byte offset.
 __device__ __forceinline__ unsigned long long smem_descriptor_at(unsigned addr, unsigned offset, unsigned lbo,
                                                                  unsigned sbo) {
-    if constexpr (GEMM_TMA_DESC_PLUS) return smem_descriptor(addr, lbo, sbo) + (offset >> 4);
-    else return smem_descriptor(addr + offset, lbo, sbo);
+    return smem_descriptor(addr, lbo, sbo) + (offset >> 4);
 }
-
 // ---------------------------------------------------------------------------------------------------------------
 // Element types: what differs between fp16, bf16 and fp8 is the K extent of an instruction, B's major-ness, the
 // wgmma form and how the accumulators are packed for C.
@@ -171,149 +147,39 @@ struct Half16 {
 };
 using F16 = Half16<false>;
 using BF16 = Half16<true>;
-// fp8: Hopper's fp8 wgmma accumulates with fewer mantissa bits than fp32 and the error grows with K (measured on the
-// H200: 2.6e-3 relative at K = 8192 against cuBLAS's 1.7e-3, 7.2e-3 at K = 65536, where bf16 rounding alone gives
-// 1.7e-3). So each K tile (128 deep: 4 wgmma) is accumulated on its own, from zero, and then added to the fp32
-// accumulators in registers ("promotion", as cuBLAS does by default and DeepSeek-V3 describes), in two halves of N
-// so that the partial sum needs only 64 more registers per thread.
-// GEMM_TMA_FP8_FAST_ACCUM=1 (tools/probe_llm.py fp8 only, no registered row): no promotion, wgmma's accumulator
-// across all of K, as cuBLAS's use_fast_accum=True: what the promotion costs.
-#ifndef GEMM_TMA_FP8_FAST_ACCUM
-#define GEMM_TMA_FP8_FAST_ACCUM 0
-#endif
-// GEMM_TMA_FP8_PROBE_HALVES (tools/probe_llm.py fp8 only, no registered row; fast accumulation, so outside the
-// tolerance at long K): the top rung's fp8 tile as the promoted form issues it, n128 halves, but into the fp32
-// accumulators directly: 1 = each half its own group, waited for (the promoted form's waits without its adds);
-// 2 = both halves in one group, the previous K tile's waited for (fast accumulation in n128 instructions). Together
-// with GEMM_TMA_FP8_FAST_ACCUM they split promotion's cost into instruction width, waits and adds.
-#ifndef GEMM_TMA_FP8_PROBE_HALVES
-#define GEMM_TMA_FP8_PROBE_HALVES 0
-#endif
+// fp8: Hopper's fp8 wgmma accumulates with fewer mantissa bits than fp32 and the error grows with K (beyond the
+// tolerance of bf16 output at long K). So each K tile (128 deep: 4 wgmma) is accumulated on its own, from zero, and
+// then added to the fp32 accumulators in registers ("promotion", as cuBLAS does by default and DeepSeek-V3
+// describes), in halves of N so that the partial sum needs only 64 more registers per thread, or, where a consumer
+// warpgroup's tile is at most 144 wide, in pairs of K tiles (consumer_mainloop).
 struct E4M3 {  // bf16 out, with the per-tensor scales
     static constexpr int BYTES = 1, K_STEP = 32;
-    static constexpr bool B_K_MAJOR = true, SCALED = true;
-    static constexpr bool PROMOTE = !GEMM_TMA_FP8_FAST_ACCUM && !GEMM_TMA_FP8_PROBE_HALVES;
+    static constexpr bool B_K_MAJOR = true, SCALED = true, PROMOTE = true;
     __device__ __forceinline__ static half2_bits pack(float lo, float hi) { return pack_bf16x2(lo, hi); }
-    template <int N>  // the fast-accumulation form: D += A * B over the whole tile width
-    __device__ __forceinline__ static void mma(float (&d)[N / 2], unsigned long long da, unsigned long long db) {
-        if constexpr (N == 256) wgmma_m64n256k32_f32_e4m3(d, da, db);
-        else wgmma_m64n128k32_f32_e4m3(d, da, db);
-    }
-    // one HALF_N-wide half of N (64, 96 or 128; the promoted forms; 144: a whole m64 x 144 warpgroup tile): D = A * B
-    // on the first k-step of a K tile, D += A * B on the others
+    // one HALF_N-wide part of N (128: a half of a 256-wide tile, or a whole 128-wide one; 144: a whole m64 x 144
+    // warpgroup tile): D = A * B on the first k-step of a K tile, D += A * B on the others
     template <int HALF_N>
     __device__ __forceinline__ static void mma_half(float (&d)[HALF_N / 2], unsigned long long da,
                                                     unsigned long long db, bool first) {
+        static_assert(HALF_N == 128 || HALF_N == 144, "fp8 parts are 128 or 144 wide");
         if constexpr (HALF_N == 128) {
             if (first) wgmma_m64n128k32_f32_e4m3_first(d, da, db);
             else wgmma_m64n128k32_f32_e4m3(d, da, db);
-        } else if constexpr (HALF_N == 144) {  // the 128 x 144 rung's whole warpgroup tile (promoted in pairs)
+        } else {  // the 128 x 144 rung's whole warpgroup tile (promoted in pairs)
             wgmma_m64n144k32_f32_e4m3(d, da, db, first);
-        } else if constexpr (HALF_N == 96) {
-            wgmma_m64n96k32_f32_e4m3(d, da, db, first);
-        } else {
-            static_assert(HALF_N == 64, "fp8 halves are 64, 96 or 128 wide");
-            wgmma_m64n64k32_f32_e4m3(d, da, db, first);
         }
     }
-    // the same with A from registers (GEMM_TMA_FP8_A_REGS), 64 or 128 wide
-    template <int HALF_N>
-    __device__ __forceinline__ static void mma_half_rs(float (&d)[HALF_N / 2], const unsigned (&a)[4],
-                                                       unsigned long long db, bool first) {
-        wgmma_m64nNk32_f32_e4m3_rs<HALF_N>(d, a, db, first);
-    }
 };
-// GEMM_TMA_FP8_PIPELINED=1 (tools/probe_llm.py fp8 only, no registered row): where a consumer warpgroup owns one m64
-// tile at most 192 wide, each K tile's two halves of N get a partial sum each, and the first half is promoted while
-// the second's wgmma run (consumer_mainloop), instead of every group waited for before its adds.
-// GEMM_TMA_SK_FIXED_FINISHER=1 (tools/probe_llm.py only, no registered row): stream-K's fix-up with a fixed finisher
-// instead of the last unit to arrive (fix_up_fixed, below).
-#ifndef GEMM_TMA_SK_FIXED_FINISHER
-#define GEMM_TMA_SK_FIXED_FINISHER 0
-#endif
-#ifndef GEMM_TMA_SK_FIXED_CHUNK
-#define GEMM_TMA_SK_FIXED_CHUNK 6  // fix_up_fixed's 16-byte loads in flight per thread and contributor, at most
-#endif
-#ifndef GEMM_TMA_FP8_PIPELINED
-#define GEMM_TMA_FP8_PIPELINED 0
-#endif
-// GEMM_TMA_FP8_OVERLAP (1, the registered builds): where a consumer warpgroup owns one m64 tile at most 128 wide, or
-// 144 (the 128 x 128 and 128 x 144 rungs, the split-K tiles), K tiles go in pairs into two partials, the first added
-// while the second runs (consumer_mainloop): this warpgroup's tensor work drains for its adds once per two K tiles,
-// not per K tile.
-// On the H200 the 128 x 128 rung went from 0.88 / 0.95 of promoted cuBLAS at 8192^3 / 4096^3 to 0.95 / 1.02-1.03 (5
-// stages; tools/probe_llm.py fp8, 2026-12-01). 0 (tools/probe_llm.py fp8 only): one partial, each K tile waited for.
-#ifndef GEMM_TMA_FP8_OVERLAP
-#define GEMM_TMA_FP8_OVERLAP 1
-#endif
-// GEMM_TMA_FP8_QUARTERS=1 (tools/probe_llm.py fp8 only, no registered row): the top rung's 64 x 256 warpgroup tile
-// promoted in quarters of N (n64) through two 32-register partials taken in turn, so that three of a K tile's four
-// promotions run while the next quarter's group is on the tensor pipe: one wait with the pipe idle per K tile, not
-// two, on the 128 x 256 tile (whose registers hold no second n128 partial). On the H200 slower than the halves:
-// 0.88 / 0.95 of promoted cuBLAS at 8192^3 / 4096^3 against 0.94 / 0.98 (tools/probe_llm.py fp8, 2026-12-01).
-#ifndef GEMM_TMA_FP8_QUARTERS
-#define GEMM_TMA_FP8_QUARTERS 0
-#endif
-// GEMM_TMA_FP8_A_REGS=1 (tools/probe_llm.py fp8 only, no registered row): the promoted fp8 mainloops (halves or
-// quarters) read A from registers, loaded once per K tile with ldmatrix, instead of from shared memory by every wgmma:
-// each wgmma then reads only its slice of B, and a warpgroup reads its 64 rows of A once per K tile, not once per half
-// or quarter (16 more registers per thread). On the H200 slower too: 0.88 / 0.93 in halves (the same probe).
-#ifndef GEMM_TMA_FP8_A_REGS
-#define GEMM_TMA_FP8_A_REGS 0
-#endif
-// GEMM_TMA_FP8_EARLY_WAIT (tools/probe_llm.py fp8 only, no registered row): the promoted halves' mainloop (the
-// 128 x 256 rung's) with each K tile's full barrier waited on under the K tile before's last group (1), and each stage
-// released only after the next K tile's first group is issued (2): nothing but the adds between a group's wait and the
-// next group's issue. On the H200 (2026-12-04) slower: 0.939 (1) and 0.937 (2) of promoted cuBLAS at 8192^3 and 3
-// stages against 1.009, though the Gluon kernel's same change (1) is faster there (gemm_gluon.py's EARLY_WAIT).
-#ifndef GEMM_TMA_FP8_EARLY_WAIT
-#define GEMM_TMA_FP8_EARLY_WAIT 0
-#endif
-// GEMM_TMA_STMATRIX (the TMA-store epilogue's staging): 1, four 8 x 8 matrices of C per stmatrix (16 per thread for
-// a 64 x 256 warpgroup tile); 0 (tools/probe_llm.py epilogue), one 4-byte store per pair of columns (64). On the H200
-// (tools/probe_llm.py epilogue, 2026-12-04) never more than 0.7% slower, up to 1.6% faster on the top rung (fp8
-// 4096^3: 1.050 / 1.047 of promoted cuBLAS against 1.034 / 1.049 at 3 / 4 stages) and on the 128 x 128 fp8 rung at 6
-// stages 0.982 against 0.936 at 8192^3; the 16-bit types within 0.4%.
-#ifndef GEMM_TMA_STMATRIX
-#define GEMM_TMA_STMATRIX 1
-#endif
-// GEMM_TMA_PROBE_NO_EPILOGUE=1 (tools/probe_llm.py epilogue only, no registered row; C is left unwritten): the
-// persistent tile walk skips every tile's epilogue (a run-time test the compiler cannot fold, M > 0, keeps the
-// accumulators and promotion's adds live): 3-5% faster on the H200, of which the epilogue's own time is only 1.2% of
-// an fp8 tile's cycles at 3 stages (GEMM_TMA_PROBE_CLOCKS).
-#ifndef GEMM_TMA_PROBE_NO_EPILOGUE
-#define GEMM_TMA_PROBE_NO_EPILOGUE 0
-#endif
-// GEMM_TMA_SKEW=S (tools/probe_llm.py skew only, no registered row): on the persistent tile walk with two consumer
-// warpgroups, the second starts only once the first has done S K tiles of its first tile (named barrier
-// SKEW_BARRIER), so that one warpgroup's epilogue would run while the other still issues wgmma. On the H200
-// (2026-12-04) the skew did not last at 3 stages and fp8 lost 1.5 points (0.992 against 1.008 at 8192^3).
-#ifndef GEMM_TMA_SKEW
-#define GEMM_TMA_SKEW 0
-#endif
-enum : unsigned { SKEW_BARRIER = 3 };  // after __syncthreads' 0 and the consumer warpgroups' own 1 and 2
-// GEMM_TMA_PROBE_CLOCKS=1 (tools/probe_llm.py skew only, no registered row): on the persistent tile walk each
-// consumer warpgroup's first thread counts SM cycles spent in mainloops and in TMA-store epilogues and the tiles it
-// did (on the H200 the instrumented fp8 build ran 3.7% slower than the registered one, the 16-bit ones within 0.3%), and
-// writes them, the global timer's start and end and its SM clock's, into the workspace (8 64-bit words per warpgroup
-// and block: mainloop cycles, epilogue cycles, tiles, start ns, end ns, start cycle, end cycle).
-#ifndef GEMM_TMA_PROBE_CLOCKS
-#define GEMM_TMA_PROBE_CLOCKS 0
-#endif
 
 template <int BM, int BLOCK_N, int CONSUMERS, class E>
 struct Tile {
-    static_assert(BM == 64 || BM == 128 || (BM == 256 && CONSUMERS == 2) || (BM == 192 && CONSUMERS == 3),
-                  "BM must be 64, 128, 256 on two consumer warpgroups (128 rows, two m64 tiles, each), or 192 on "
-                  "three (one m64 tile each)");
+    static_assert(BM == 64 || BM == 128 || (BM == 256 && CONSUMERS == 2),
+                  "BM must be 64, 128, or 256 on two consumer warpgroups (128 rows, two m64 tiles, each)");
     static_assert(BLOCK_N == 128 || BLOCK_N == 192 || BLOCK_N == 256 || (BLOCK_N == 144 && E::B_K_MAJOR),
                   "BLOCK_N must be 128, 192 (fp8: promoted in n96 halves; 16-bit: three B boxes) or 256, or, for "
                   "fp8, 144 (in pairs)");
-    static_assert(CONSUMERS == 1 || CONSUMERS == 2 || (CONSUMERS == 3 && E::PROMOTE && BLOCK_N == 128),
-                  "one or two consumer warpgroups; three for promoted fp8 on 128-wide tiles (their 160 registers "
-                  "hold 64 accumulators and one partial)");
-    static_assert(128 * producer_regs<CONSUMERS>() + CONSUMERS * 128 * consumer_regs<CONSUMERS>() <= 65536,
-                  "the warpgroups' registers fit the SM's 64 K");
+    static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups");
+    static_assert(128 * PRODUCER_REGS + CONSUMERS * 128 * CONSUMER_REGS <= 65536, "the warpgroups' registers fit 64 K");
     static_assert(BM / CONSUMERS >= 64, "each consumer warpgroup owns at least one m64 tile");
     static constexpr int BLOCK_K = SWIZZLE_BYTES / E::BYTES;   // 64 (16-bit) or 128 (fp8) elements
     static constexpr int K_STEPS = BLOCK_K / E::K_STEP;       // wgmma instructions per K tile: 4
@@ -369,23 +235,16 @@ __device__ __forceinline__ void tile_origin(int tile, int tiles_m, int tiles_n, 
     grouped_tile_origin<GROUP_M, BM, BLOCK_N>(tile, tiles_m, tiles_n, m0, n0);
 }
 
-// SCHED_TILES's walk over the output tiles. CLUSTER == 1: block b takes tiles b, b + grid, ... (PERSISTENT) or tile
-// b. CLUSTER > 1 (persistent only): the cluster's CTAs take CLUSTER vertically adjacent tiles at once, one each (by
-// rank), so that they share B's columns; cluster c takes cluster tiles c, c + clusters, ..., each CLUSTER x BM rows
-// (its last rows may lie past M: that CTA's A loads zero-fill and its stores are clipped, and it still loads and
-// multicasts its share of B).
-template <int BM, int BLOCK_N, int CLUSTER>
-struct ClusterTiles {
-    int tiles_m, tiles_n, count;  // count: cluster tiles of CLUSTER x BM rows (tiles when CLUSTER == 1)
-    int rank;                     // this CTA's rank in its cluster
-    __device__ __forceinline__ ClusterTiles(int tiles_m_, int tiles_n_)
-        : tiles_m((tiles_m_ + CLUSTER - 1) / CLUSTER), tiles_n(tiles_n_), count(tiles_m * tiles_n),
-          rank(CLUSTER > 1 ? (int)cluster_ctarank() : 0) {}
-    __device__ __forceinline__ int first() const { return blockIdx.x / CLUSTER; }
-    __device__ __forceinline__ int step() const { return gridDim.x / CLUSTER; }
+// SCHED_TILES's walk over the output tiles: block b takes tiles b, b + grid, ... (PERSISTENT) or tile b.
+template <int BM, int BLOCK_N>
+struct TileWalk {
+    int tiles_m, tiles_n, count;
+    __device__ __forceinline__ TileWalk(int tiles_m_, int tiles_n_)
+        : tiles_m(tiles_m_), tiles_n(tiles_n_), count(tiles_m * tiles_n) {}
+    __device__ __forceinline__ int first() const { return blockIdx.x; }
+    __device__ __forceinline__ int step() const { return gridDim.x; }
     __device__ __forceinline__ void origin(int tile, int& m0, int& n0) const {
-        tile_origin<BM * CLUSTER, BLOCK_N>(tile, tiles_m, tiles_n, m0, n0);
-        m0 += rank * BM;
+        tile_origin<BM, BLOCK_N>(tile, tiles_m, tiles_n, m0, n0);
     }
 };
 
@@ -404,14 +263,15 @@ struct WorkUnit {
     __device__ __forceinline__ int slot(int j) const { return slot_base + slot_step * j + (j == 0 ? first_adjust : 0); }
 };
 
-// split-K: `splits` blocks per tile (grid = tiles x splits), block b takes split b / tiles of tile b % tiles (in
-// GEMM_TMA_SPLIT_MAJOR's order), an equal share of the K tiles (the first num_k_tiles % splits shares one more). Its partial goes to workspace slice
-// `index` (the split), which split_k_reduce sums.
+// split-K: `splits` blocks per tile (grid = tiles x splits), block b takes split b / tiles of tile b % tiles (split
+// major: the blocks that read the same K range of A and B neighbour, as in the Triton split-K), an equal share of the
+// K tiles (the first num_k_tiles % splits shares one more). Its partial goes to workspace slice `index` (the split),
+// which split_k_reduce sums.
 struct SplitK {
     int tiles, num_k_tiles, splits;
     __device__ __forceinline__ WorkUnit unit() const {
-        const int tile = GEMM_TMA_SPLIT_MAJOR ? blockIdx.x % tiles : blockIdx.x / splits;
-        const int split = GEMM_TMA_SPLIT_MAJOR ? blockIdx.x / tiles : blockIdx.x % splits;
+        const int tile = blockIdx.x % tiles;
+        const int split = blockIdx.x / tiles;
         const int base = num_k_tiles / splits, extra = num_k_tiles % splits;
         const int k_begin = split * base + min(split, extra);
         return {tile, k_begin, base + (split < extra ? 1 : 0), splits, split, tile * splits, 1, 0};
@@ -461,14 +321,11 @@ struct StreamK {
 // ---------------------------------------------------------------------------------------------------------------
 
 // Load K tile `k_tile` of output tile (m0, n0) into the stage at `write`.
-// CLUSTER > 1: this CTA loads its own A and 1 / CLUSTER of B (rows of fp8's K-major B, boxes of 16-bit B), which it
-// multicasts into the same stage of every CTA of the cluster (they share the tile's columns); the stage's full
-// barrier in each CTA counts all of B's bytes, whichever CTA loaded them.
-template <int STAGES, class T, class E, bool TMA_STORE, int BM, int CLUSTER = 1>
+template <int STAGES, class T, class E, bool TMA_STORE, int BM>
 __device__ __forceinline__ void produce_k_tile(const TensorMap& tmap_a, const TensorMap& tmap_b,
                                                const SmemLayout<STAGES, T, TMA_STORE, BM>& smem,
                                                const RingPosition& write, int k_tile, int m0, int n0,
-                                               unsigned stage_bytes, int rank = 0) {
+                                               unsigned stage_bytes) {
     // Wait until every consumer warp released this stage (its wgmma finished reading it). On the first lap the
     // parity names the phase before the barrier's first, which counts as complete: no wait.
 #ifndef PIPESUITE_FAULT_SKIP_EMPTY_WAIT  // fault injection for the sanitizer self-test (suite/sanitize.py) only
@@ -478,27 +335,16 @@ __device__ __forceinline__ void produce_k_tile(const TensorMap& tmap_a, const Te
     producer_commit(full, stage_bytes);  // the phase completes when all these bytes land
     const int k0 = k_tile * T::BLOCK_K;
     tma_load_2d(smem.a(write.stage), &tmap_a, full, k0, m0);
-    constexpr unsigned short ALL_CTAS = (1u << CLUSTER) - 1;
-    if constexpr (E::B_K_MAJOR && CLUSTER > 1) {
-        constexpr int ROWS = T::N / CLUSTER;  // this CTA's rows of B (the map's box)
-        tma_load_2d_multicast(smem.b(write.stage) + rank * ROWS * SWIZZLE_BYTES, &tmap_b, full, k0, n0 + rank * ROWS,
-                              ALL_CTAS);
-    } else if constexpr (E::B_K_MAJOR) {
+    if constexpr (E::B_K_MAJOR) {
         tma_load_2d(smem.b(write.stage), &tmap_b, full, k0, n0);
     } else {
-        static_assert(T::B_BOXES % CLUSTER == 0, "the cluster's CTAs share B's boxes evenly");
 #pragma unroll
-        for (int box = 0; box < T::B_BOXES; ++box) {
-            const unsigned dst = smem.b(write.stage) + box * T::B_BOX_BYTES;
-            if constexpr (CLUSTER == 1) tma_load_2d(dst, &tmap_b, full, n0 + box * T::BOX_N, k0);
-            else if (box % CLUSTER == rank)
-                tma_load_2d_multicast(dst, &tmap_b, full, n0 + box * T::BOX_N, k0, ALL_CTAS);
-        }
+        for (int box = 0; box < T::B_BOXES; ++box)
+            tma_load_2d(smem.b(write.stage) + box * T::B_BOX_BYTES, &tmap_b, full, n0 + box * T::BOX_N, k0);
     }
 }
 
-template <int STAGES, int BLOCK_N, int CONSUMERS, bool PERSISTENT, bool TMA_STORE, class E, int BM, int SCHEDULE,
-          int CLUSTER = 1>
+template <int STAGES, int BLOCK_N, int CONSUMERS, bool PERSISTENT, bool TMA_STORE, class E, int BM, int SCHEDULE>
 __device__ __forceinline__ void producer(const TensorMap& tmap_a, const TensorMap& tmap_b,
                                          const SmemLayout<STAGES, Tile<BM, BLOCK_N, CONSUMERS, E>, TMA_STORE, BM>& smem,
                                          int tiles_m, int tiles_n, int num_k_tiles, int splits,
@@ -507,13 +353,12 @@ __device__ __forceinline__ void producer(const TensorMap& tmap_a, const TensorMa
     RingPosition write;  // smem_write_stage and its lap's parity
     const int num_tiles = tiles_m * tiles_n;
     if constexpr (SCHEDULE == SCHED_TILES) {
-        const ClusterTiles<BM, BLOCK_N, CLUSTER> tiles(tiles_m, tiles_n);
+        const TileWalk<BM, BLOCK_N> tiles(tiles_m, tiles_n);
         for (int tile = tiles.first(); tile < tiles.count; tile += PERSISTENT ? tiles.step() : tiles.count) {
             int m0, n0;
             tiles.origin(tile, m0, n0);
             for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
-                produce_k_tile<STAGES, T, E, TMA_STORE, BM, CLUSTER>(tmap_a, tmap_b, smem, write, k_tile, m0, n0,
-                                                                     stage_bytes, tiles.rank);
+                produce_k_tile<STAGES, T, E>(tmap_a, tmap_b, smem, write, k_tile, m0, n0, stage_bytes);
                 write.advance<STAGES>();
             }
         }
@@ -569,47 +414,6 @@ __device__ __forceinline__ void issue_half(float (&part)[REGS], const SmemLayout
     wgmma_commit_group();
 }
 
-// load_a_fragments: this warpgroup's 64 rows of A in the K tile in `stage`, as the register operand of fp8 wgmma: per
-// k-step (32 bytes of K) one ldmatrix_x4, whose four 8 x 16-byte matrices are rows 0-7 / 8-15 of the warp's 16 rows
-// at bytes 0-15 / 16-31 of the k-step. Lane l gives the address of row l % 8 (+ 8 for l / 8 odd) of matrix l / 8, its
-// 16-byte chunk moved by the 128-byte swizzle TMA wrote it with (chunk ^ row % 8; the stage is 1024-byte aligned).
-template <int STAGES, class T, bool TMA_STORE, int BM>
-__device__ __forceinline__ void load_a_fragments(unsigned (&a)[T::K_STEPS][4],
-                                                 const SmemLayout<STAGES, T, TMA_STORE, BM>& smem, int stage,
-                                                 int wg_row0) {
-    const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
-    const int row = wg_row0 + warp * 16 + lane % 8 + 8 * ((lane / 8) % 2);
-#pragma unroll
-    for (int kk = 0; kk < T::K_STEPS; ++kk) {
-        const int chunk = kk * 2 + lane / 16;
-        ldmatrix_x4(smem.a(stage) + row * SWIZZLE_BYTES + ((chunk ^ (row % 8)) << 4), a[kk]);
-    }
-}
-
-// issue_half_rs: as issue_half, with A from the registers load_a_fragments filled.
-template <int STAGES, class T, class E, bool TMA_STORE, int BM, int REGS>
-__device__ __forceinline__ void issue_half_rs(float (&part)[REGS], const unsigned (&a)[T::K_STEPS][4],
-                                              const SmemLayout<STAGES, T, TMA_STORE, BM>& smem, int stage, int half) {
-    constexpr int HALF_N = 2 * REGS;
-#pragma unroll
-    for (int i = 0; i < REGS; ++i) fence_operand(part[i]);
-    wgmma_fence();  // the partial's last reads (its adds) and A's ldmatrix are ordered before these wgmma
-    const unsigned b = smem.b(stage) + half * HALF_N * SWIZZLE_BYTES;
-#pragma unroll
-    for (int kk = 0; kk < T::K_STEPS; ++kk)
-        E::template mma_half_rs<HALF_N>(part, a[kk], smem_descriptor_at(b, kk * 32, 16, ATOM_BYTES), kk == 0);
-    wgmma_commit_group();
-}
-
-// issue_part: issue_half_rs with GEMM_TMA_FP8_A_REGS, else issue_half (`a` unread).
-template <int STAGES, class T, class E, bool TMA_STORE, int BM, int REGS>
-__device__ __forceinline__ void issue_part(float (&part)[REGS], const unsigned (&a)[T::K_STEPS][4],
-                                           const SmemLayout<STAGES, T, TMA_STORE, BM>& smem, int stage, int wg_row0,
-                                           int half, int mt) {
-    if constexpr (GEMM_TMA_FP8_A_REGS) issue_half_rs<STAGES, T, E>(part, a, smem, stage, half);
-    else issue_half<STAGES, T, E>(part, smem, stage, wg_row0, half, mt);
-}
-
 // promote_half: `part`, whose group has completed, added to half `half` of one m64 tile's accumulators.
 template <int ACC, int REGS>
 __device__ __forceinline__ void promote_half(float (&acc)[ACC], float (&part)[REGS], int half) {
@@ -619,114 +423,19 @@ __device__ __forceinline__ void promote_half(float (&acc)[ACC], float (&part)[RE
         acc[half * REGS + i] += part[i];
     }
 }
-// release_stage: this consumer warp has finished reading the stage whose empty barrier is at `empty_bar`. In a cluster
-// of CLUSTER > 1 CTAs every CTA's producer multicasts B into this stage, so the warp arrives on that stage's empty
-// barrier in every CTA of the cluster: each producer then refills only what no consumer anywhere still reads.
-template <int CLUSTER>
-__device__ __forceinline__ void release_stage(unsigned empty_bar) {
-    if constexpr (CLUSTER == 1) {
-        consumer_release(empty_bar);
-    } else {
-#pragma unroll
-        for (int r = 0; r < CLUSTER; ++r) mbarrier_arrive_cluster(mapa_shared(empty_bar, r));
-    }
-}
 
-// acc_part: registers [part * REGS, (part + 1) * REGS) of an accumulator array, as an array of their own (constant
-// indices once unrolled: they stay in registers)
-template <int REGS, int ACC>
-__device__ __forceinline__ float (&acc_part(float (&acc)[ACC], int part))[REGS] {
-    return *reinterpret_cast<float(*)[REGS]>(&acc[part * REGS]);
-}
-template <int STAGES, class T, class E, bool TMA_STORE, int BM, int BLOCK_N, int CLUSTER = 1>
+template <int STAGES, class T, class E, bool TMA_STORE, int BM, int BLOCK_N>
 __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T::ACC],
                                                   const SmemLayout<STAGES, T, TMA_STORE, BM>& smem,
-                                                  RingPosition& read, int num_k_tiles, int wg_row0, bool release,
-                                                  bool skew_arrive = false) {
-    // GEMM_TMA_SKEW: the K tile after which the first consumer warpgroup lets the second start
-    const int skew_k_tile = min(GEMM_TMA_SKEW, num_k_tiles) - 1;
+                                                  RingPosition& read, int num_k_tiles, int wg_row0, bool release) {
 #pragma unroll
     for (int mt = 0; mt < T::WG_M_TILES; ++mt)
 #pragma unroll
         for (int i = 0; i < T::ACC; ++i) acc[mt][i] = 0.f;  // (wgmma's scale-d = 0 on the first step would do too)
 
-    if constexpr (GEMM_TMA_FP8_PROBE_HALVES == 1 && E::BYTES == 1) {
-        // probe only: the promoted form's n128 halves and waits, accumulating in place (no partials, no adds)
-        for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
-            const int smem_read_stage = read.stage;
-            consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
-#pragma unroll
-            for (int mt = 0; mt < T::WG_M_TILES; ++mt)
-#pragma unroll
-                for (int h = 0; h < BLOCK_N / 128; ++h) {
-                    float(&d)[64] = acc_part<64>(acc[mt], h);
-#pragma unroll
-                    for (int i = 0; i < 64; ++i) fence_operand(d[i]);
-                    wgmma_fence();  // earlier writes of these accumulators are ordered before these wgmma
-#pragma unroll
-                    for (int kk = 0; kk < T::K_STEPS; ++kk)
-                        E::template mma_half<128>(
-                            d,
-                            smem_descriptor(smem.a(smem_read_stage) + (wg_row0 + mt * 64) * SWIZZLE_BYTES + kk * 32,
-                                            16, ATOM_BYTES),
-                            smem_descriptor(smem.b(smem_read_stage) + h * 128 * SWIZZLE_BYTES + kk * 32, 16,
-                                            ATOM_BYTES),
-                            false);
-                    wgmma_commit_group();
-                    wgmma_wait<0>();  // the half is done (as the promoted form waits before its adds)
-#pragma unroll
-                    for (int i = 0; i < 64; ++i) fence_operand(d[i]);
-                }
-            if (release) release_stage<CLUSTER>(smem.empty(smem_read_stage));  // every wgmma of this K tile completed
-            read.advance<STAGES>();
-        }
-        return;
-    }
     if constexpr (E::PROMOTE) {
-        // fp8: each K tile's sum is promoted into the fp32 accumulators (issue_half, promote_half below).
-        if constexpr (GEMM_TMA_FP8_QUARTERS && T::WG_M_TILES == 1 && BLOCK_N == 256) {
-            // Quarters q0..q3 of N in two partials, a (q0, q2) and b (q1, q3): each quarter is issued as soon as the
-            // partial it overwrites has been added, so a group is in flight during every add but the last.
-            float part_a[32], part_b[32];
-            unsigned a_frag[T::K_STEPS][4];  // GEMM_TMA_FP8_A_REGS only
-            for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
-                const int smem_read_stage = read.stage;
-                consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
-                if constexpr (GEMM_TMA_FP8_A_REGS) load_a_fragments(a_frag, smem, smem_read_stage, wg_row0);
-                issue_part<STAGES, T, E>(part_a, a_frag, smem, smem_read_stage, wg_row0, 0, 0);
-                issue_part<STAGES, T, E>(part_b, a_frag, smem, smem_read_stage, wg_row0, 1, 0);
-                wgmma_wait<1>();  // q0 has completed (q1 runs): promote it, then reuse its partial for q2
-                promote_half(acc[0], part_a, 0);
-                issue_part<STAGES, T, E>(part_a, a_frag, smem, smem_read_stage, wg_row0, 2, 0);
-                wgmma_wait<1>();  // q1 has completed (q2 runs): promote it, then reuse its partial for q3
-                promote_half(acc[0], part_b, 1);
-                issue_part<STAGES, T, E>(part_b, a_frag, smem, smem_read_stage, wg_row0, 3, 0);
-                wgmma_wait<1>();  // q2 has completed (q3 runs)
-                promote_half(acc[0], part_a, 2);
-                wgmma_wait<0>();  // q3 has completed too: the stage is read
-                promote_half(acc[0], part_b, 3);
-                if (release) release_stage<CLUSTER>(smem.empty(smem_read_stage));
-                read.advance<STAGES>();
-            }
-        } else if constexpr (GEMM_TMA_FP8_PIPELINED && T::WG_M_TILES == 1 && BLOCK_N <= 192) {
-            // Both halves issued at once into partials of their own, the first promoted while the second's group
-            // runs: one wait with the tensor pipe idle per K tile instead of two. (Promoting the second half under
-            // the next K tile's first group, across the loop's back edge, makes ptxas serialize every wgmma: C7514.)
-            float part_lo[BLOCK_N / 4], part_hi[BLOCK_N / 4];
-            for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
-                const int smem_read_stage = read.stage;
-                consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
-                issue_half<STAGES, T, E>(part_lo, smem, smem_read_stage, wg_row0, 0, 0);
-                issue_half<STAGES, T, E>(part_hi, smem, smem_read_stage, wg_row0, 1, 0);
-                wgmma_wait<1>();  // the first half has completed: promote it while the second half's group runs
-                promote_half(acc[0], part_lo, 0);
-                wgmma_wait<0>();  // the second half has completed too: the stage is read
-                promote_half(acc[0], part_hi, 1);
-                if (release) release_stage<CLUSTER>(smem.empty(smem_read_stage));
-                read.advance<STAGES>();
-            }
-        } else if constexpr (GEMM_TMA_FP8_OVERLAP && T::WG_M_TILES == 1 && T::CONSUMER_WGS < 3 &&
-                             (BLOCK_N <= 128 || BLOCK_N == 144)) {
+        // fp8: each K tile's sum is promoted into the fp32 accumulators (issue_half, promote_half).
+        if constexpr (T::WG_M_TILES == 1 && (BLOCK_N <= 128 || BLOCK_N == 144)) {
             // Two partials, each one whole K tile of this warpgroup's m64 tile (acc + two partials: 3 x BLOCK_N / 2
             // registers): K tiles in pairs, both issued, the first added while the second runs, so the tensor pipe
             // waits for this warpgroup's adds once per two K tiles. (One partial in flight across the loop's back
@@ -743,10 +452,10 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
                 issue_half<STAGES, T, E>(part_b, smem, second_stage, wg_row0, 0, 0);
                 read.advance<STAGES>();
                 wgmma_wait<1>();  // the first K tile has completed (the second runs): its stage is read, promote it
-                if (release) release_stage<CLUSTER>(smem.empty(first_stage));
+                if (release) consumer_release(smem.empty(first_stage));
                 promote_half(acc[0], part_a, 0);
                 wgmma_wait<0>();  // the second has completed too
-                if (release) release_stage<CLUSTER>(smem.empty(second_stage));
+                if (release) consumer_release(smem.empty(second_stage));
                 promote_half(acc[0], part_b, 0);
             }
             if (k_tile < num_k_tiles) {  // an odd count: the last K tile alone
@@ -754,109 +463,63 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
                 consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
                 issue_half<STAGES, T, E>(part_a, smem, smem_read_stage, wg_row0, 0, 0);
                 wgmma_wait<0>();  // it has completed: its stage is read
-                if (release) release_stage<CLUSTER>(smem.empty(smem_read_stage));
+                if (release) consumer_release(smem.empty(smem_read_stage));
                 promote_half(acc[0], part_a, 0);
                 read.advance<STAGES>();
             }
         } else {
-            // (Also the three-warpgroup 192 x 128 tile's: its 160 registers hold one partial, and two other
-            // warpgroups' groups keep the tensor pipe busy while one adds.)
             // One 128-wide half of one m64 tile at a time, each group waited for before its adds (64 registers of
             // partial beside up to 128 accumulators), so each stage is released as soon as its K tile is done. The
-            // two consumer warpgroups run at their own pace: made to take turns (0 issues a half, then 1, then 0,
-            // through two named barriers) they were slower on the H200, 0.92 / 0.96 of promoted cuBLAS at 8192^3 /
-            // 4096^3 against 0.94 / 0.98 (tools/probe_llm.py fp8, 2026-12-01).
-            static_assert(!GEMM_TMA_FP8_A_REGS || T::WG_M_TILES == 1, "register A: one m64 tile per warpgroup");
+            // two consumer warpgroups run at their own pace: one's adds run under the other's wgmma.
             float part[64];
-            unsigned a_frag[T::K_STEPS][4];  // GEMM_TMA_FP8_A_REGS only
-            // GEMM_TMA_FP8_EARLY_WAIT (probe only, slower on the H200): the full barrier of each K tile waited on
-            // under the K tile before's last group, and (2) each stage released after the next K tile's first issue
-            constexpr int EARLY = GEMM_TMA_FP8_EARLY_WAIT, LAST_MT = T::WG_M_TILES - 1, LAST_H = BLOCK_N / 128 - 1;
-            if constexpr (EARLY > 0) {
-                if (num_k_tiles > 0) consumer_wait(smem.full(read.stage), read);  // the first K tile has landed
-            }
-            int released_stage = -1;  // EARLY > 1: the stage to release after the next issue
             for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
                 const int smem_read_stage = read.stage;
-                if constexpr (EARLY == 0) consumer_wait(smem.full(smem_read_stage), read);  // this K tile has landed
-                if constexpr (GEMM_TMA_FP8_A_REGS) load_a_fragments(a_frag, smem, smem_read_stage, wg_row0);
+                consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
 #pragma unroll
                 for (int mt = 0; mt < T::WG_M_TILES; ++mt)
 #pragma unroll
                     for (int h = 0; h < BLOCK_N / 128; ++h) {
-                        issue_part<STAGES, T, E>(part, a_frag, smem, smem_read_stage, wg_row0, h, mt);
-                        if constexpr (EARLY > 1) {
-                            if (mt == 0 && h == 0 && released_stage >= 0 && release)
-                                release_stage<CLUSTER>(smem.empty(released_stage));  // the K tile before is read
-                        }
-                        if constexpr (EARLY > 0) {
-                            if (mt == LAST_MT && h == LAST_H && k_tile + 1 < num_k_tiles) {
-                                RingPosition next = read;
-                                next.advance<STAGES>();
-                                consumer_wait(smem.full(next.stage), next);  // the next K tile has landed
-                            }
-                        }
+                        issue_half<STAGES, T, E>(part, smem, smem_read_stage, wg_row0, h, mt);
                         wgmma_wait<0>();  // the half's partial sum is final: promote it into fp32
                         promote_half(acc[mt], part, h);
                     }
-                // every wgmma of this K tile completed
-                if constexpr (EARLY > 1) released_stage = smem_read_stage;
-                else if (release) release_stage<CLUSTER>(smem.empty(smem_read_stage));
+                // every wgmma of this K tile completed: the producer may refill its stage
+                if (release) consumer_release(smem.empty(smem_read_stage));
                 read.advance<STAGES>();
-                if constexpr (GEMM_TMA_SKEW > 0) {
-                    if (skew_arrive && k_tile == skew_k_tile) named_barrier_arrive(SKEW_BARRIER, 2 * WG_THREADS);
-                }
-            }
-            if constexpr (EARLY > 1) {
-                if (released_stage >= 0 && release) release_stage<CLUSTER>(smem.empty(released_stage));
             }
         }
-        return;
-    }
-
-    int released_stage = -1;  // the stage whose wgmma group may still run (released after the next group's wait)
-    for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
-        const int smem_read_stage = read.stage;
-        consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
-        fence_accumulators(acc);
-        wgmma_fence();  // the accumulators' last writes (zeroing, earlier wgmma) are ordered before these wgmma
-        // per k-step: K-major A (and fp8's B) 32 bytes further along each row; N-major B 16 rows (of K) further
-        const unsigned a0 = smem.a(smem_read_stage) + wg_row0 * SWIZZLE_BYTES, b0 = smem.b(smem_read_stage);
+    } else {
+        int released_stage = -1;  // the stage whose wgmma group may still run (released after the next group's wait)
+        for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
+            const int smem_read_stage = read.stage;
+            consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
+            fence_accumulators(acc);
+            wgmma_fence();  // the accumulators' last writes (zeroing, earlier wgmma) are ordered before these wgmma
+            // per k-step: K-major A 32 bytes further along each row; N-major B 16 rows (of K) further
+            const unsigned a0 = smem.a(smem_read_stage) + wg_row0 * SWIZZLE_BYTES, b0 = smem.b(smem_read_stage);
 #pragma unroll
-        for (int kk = 0; kk < T::K_STEPS; ++kk) {
-            const unsigned long long desc_b =
-                E::B_K_MAJOR ? smem_descriptor_at(b0, kk * 32, 16, ATOM_BYTES)
-                             : smem_descriptor_at(b0, kk * 16 * SWIZZLE_BYTES, T::B_BOX_BYTES, ATOM_BYTES);
+            for (int kk = 0; kk < T::K_STEPS; ++kk) {
+                const unsigned long long desc_b =
+                    smem_descriptor_at(b0, kk * 16 * SWIZZLE_BYTES, T::B_BOX_BYTES, ATOM_BYTES);
 #pragma unroll
-            for (int mt = 0; mt < T::WG_M_TILES; ++mt) {
-                const unsigned long long desc_a =
-                    smem_descriptor_at(a0, mt * 64 * SWIZZLE_BYTES + kk * 32, 16, ATOM_BYTES);
-                if constexpr (GEMM_TMA_FP8_PROBE_HALVES == 2 && E::BYTES == 1 && BLOCK_N == 256) {
-                    // probe only: the tile in two n128 instructions per k-step, one group per K tile
-                    E::template mma_half<128>(acc_part<64>(acc[mt], 0), desc_a, desc_b, false);
-                    const unsigned long long desc_b_hi =
-                        smem_descriptor(smem.b(smem_read_stage) + 128 * SWIZZLE_BYTES + kk * 32, 16, ATOM_BYTES);
-                    E::template mma_half<128>(acc_part<64>(acc[mt], 1), desc_a, desc_b_hi, false);
-                } else if constexpr (!E::PROMOTE) {
-                    E::template mma<BLOCK_N>(acc[mt], desc_a, desc_b);
-                }
+                for (int mt = 0; mt < T::WG_M_TILES; ++mt)
+                    E::template mma<BLOCK_N>(acc[mt],
+                                             smem_descriptor_at(a0, mt * 64 * SWIZZLE_BYTES + kk * 32, 16, ATOM_BYTES),
+                                             desc_b);
             }
+            wgmma_commit_group();
+            // Let this K tile's group run on; wait until the previous one is done, so its stage may be refilled.
+            wgmma_wait<1>();
+            fence_accumulators(acc);
+            // the producer may refill it
+            if (released_stage >= 0 && release) consumer_release(smem.empty(released_stage));
+            released_stage = smem_read_stage;
+            read.advance<STAGES>();
         }
-        wgmma_commit_group();
-        // Let this K tile's group run on; wait until the previous one is done, so its stage may be refilled.
-        wgmma_wait<1>();
+        wgmma_wait<0>();  // every wgmma of this tile is done: the accumulators are final, the last stage is free
         fence_accumulators(acc);
-        // the producer may refill it
-        if (released_stage >= 0 && release) release_stage<CLUSTER>(smem.empty(released_stage));
-        released_stage = smem_read_stage;
-        read.advance<STAGES>();
-        if constexpr (GEMM_TMA_SKEW > 0) {
-            if (skew_arrive && k_tile == skew_k_tile) named_barrier_arrive(SKEW_BARRIER, 2 * WG_THREADS);
-        }
+        if (released_stage >= 0 && release) consumer_release(smem.empty(released_stage));
     }
-    wgmma_wait<0>();  // every wgmma of this tile is done: the accumulators are final, the last stage is free
-    fence_accumulators(acc);
-    if (released_stage >= 0 && release) release_stage<CLUSTER>(smem.empty(released_stage));
 }
 
 // The accumulators as (row, col, value at col, value at col + 1) pairs of C: in an m64nN wgmma tile, thread (warp w,
@@ -911,14 +574,10 @@ __device__ __forceinline__ void store_partial(float* slice, int M, int N, int ro
 
 // Epilogue through shared memory: accumulators -> 16-bit -> this warpgroup's swizzled staging boxes -> TMA store.
 // The staging boxes use the 128-byte swizzle of the C tensor map, which also keeps the stores into them free of bank
-// conflicts (the 8 rows of each 8 x 8 matrix of a stmatrix, or the 8 rows a warp's 4-byte stores write per column
-// chunk, land in 8 different 16-byte slots). C_PASSES = 2: the staging holds half of the tile's columns (what lets a
+// conflicts (the 8 rows of each 8 x 8 matrix of a stmatrix land in 8 different 16-byte slots). C_PASSES = 2: the staging holds half of the tile's columns (what lets a
 // fourth 48 KiB stage fit beside it), so the tile goes out in two passes, the second waiting for the first's stores to
 // have read the staging. A tile whose width is not whole boxes (144: two boxes and 16 columns) stores its last columns
 // directly from registers (T::C_TAIL).
-// (Staging the previous tile's C under the next tile's first wgmma groups, tried for fp8's 128 x 256 tile in
-// 569e4c2, GEMM_TMA_FP8_FUSED_EPILOGUE, was correct and slower on the H200: 0.958 / 0.887 of promoted cuBLAS at
-// 8192^3, 3 / 4 stages, against 1.009 / 0.997.)
 template <int STAGES, class T, class E, int BM, int BLOCK_N, int C_PASSES>
 __device__ __forceinline__ void store_tile_tma(const TensorMap& tmap_c, const SmemLayout<STAGES, T, true, BM>& smem,
                                                int wg, int row0, int col0,
@@ -935,48 +594,27 @@ __device__ __forceinline__ void store_tile_tma(const TensorMap& tmap_c, const Sm
         // staging boxes...
         if (elected) cp_async_bulk_wait_read<0>();
         named_barrier_sync(wg_barrier, WG_THREADS);  // ...which every thread of the warpgroup may now overwrite
-        if constexpr (GEMM_TMA_STMATRIX) {
-            // per stmatrix_x4, column groups j and j + 1 (8 columns each), rows +0 and +8 of the warp's 16: matrix
-            // i = lane / 8 is group j + i / 2, row half i % 2, and this lane gives its row lane % 8 (the swizzle's
-            // row phase too, as the warp's rows start at a multiple of 8)
-            const int i = lane / 8, rr = lane % 8;
-            const int r = warp * 16 + (i % 2) * 8 + rr;  // the row inside the m64 tile whose address this lane gives
+        // per stmatrix_x4, column groups j and j + 1 (8 columns each), rows +0 and +8 of the warp's 16: matrix
+        // i = lane / 8 is group j + i / 2, row half i % 2, and this lane gives its row lane % 8 (the swizzle's
+        // row phase too, as the warp's rows start at a multiple of 8)
+        const int i = lane / 8, rr = lane % 8;
+        const int r = warp * 16 + (i % 2) * 8 + rr;  // the row inside the m64 tile whose address this lane gives
 #pragma unroll
-            for (int mt = 0; mt < T::WG_M_TILES; ++mt)
+        for (int mt = 0; mt < T::WG_M_TILES; ++mt)
 #pragma unroll
-                for (int j = pass * BOXES * 8; j < (pass + 1) * BOXES * 8; j += 2) {
-                    const int box = (j / 8) % BOXES, chunk = j % 8 + i / 2;
-                    const unsigned dst =
-                        smem.template c_box<BOXES>(wg, mt, box) + r * SWIZZLE_BYTES + ((chunk ^ rr) << 4);
-                    float v[8];
+            for (int j = pass * BOXES * 8; j < (pass + 1) * BOXES * 8; j += 2) {
+                const int box = (j / 8) % BOXES, chunk = j % 8 + i / 2;
+                const unsigned dst =
+                    smem.template c_box<BOXES>(wg, mt, box) + r * SWIZZLE_BYTES + ((chunk ^ rr) << 4);
+                float v[8];
 #pragma unroll
-                    for (int e = 0; e < 8; ++e) {
-                        v[e] = acc[mt][4 * j + e];
-                        if constexpr (E::SCALED) v[e] *= alpha;
-                    }
-                    stmatrix_x4(dst, E::pack(v[0], v[1]), E::pack(v[2], v[3]), E::pack(v[4], v[5]),
-                                E::pack(v[6], v[7]));
+                for (int e = 0; e < 8; ++e) {
+                    v[e] = acc[mt][4 * j + e];
+                    if constexpr (E::SCALED) v[e] *= alpha;
                 }
-        } else {
-#pragma unroll
-            for (int mt = 0; mt < T::WG_M_TILES; ++mt)
-#pragma unroll
-                for (int half = 0; half < 2; ++half) {
-                    const int r = warp * 16 + lane / 4 + half * 8;  // row inside the m64 tile
-#pragma unroll
-                    for (int j = pass * BOXES * 8; j < (pass + 1) * BOXES * 8; ++j) {  // 8 pairs of columns per box
-                        const int box = (j / 8) % BOXES, chunk = j % 8;
-                        const unsigned dst = smem.template c_box<BOXES>(wg, mt, box) + r * SWIZZLE_BYTES +
-                                             ((chunk ^ (r % 8)) << 4) + (lane % 4) * 4;
-                        float lo = acc[mt][4 * j + 2 * half], hi = acc[mt][4 * j + 2 * half + 1];
-                        if constexpr (E::SCALED) {
-                            lo *= alpha;
-                            hi *= alpha;
-                        }
-                        st_shared_u32(dst, E::pack(lo, hi));
-                    }
-                }
-        }
+                stmatrix_x4(dst, E::pack(v[0], v[1]), E::pack(v[2], v[3]), E::pack(v[4], v[5]),
+                            E::pack(v[6], v[7]));
+            }
         fence_proxy_async_shared();                  // these generic-proxy writes must be visible to the TMA unit...
         named_barrier_sync(wg_barrier, WG_THREADS);  // ...from every thread, before the elected one starts the stores
         if (elected) {
@@ -1018,12 +656,11 @@ __device__ __forceinline__ bool rows_in_range(int M, int row0, int mt) {
 // that is at most FIXUP_CHUNK (18: the 144-wide tile's 18 groups at once, 72 registers beside its 72 accumulators;
 // 16 for the 128- and 256-wide tiles)
 constexpr int FIXUP_CHUNK = 18;
-__host__ __device__ constexpr int fixup_chunk_at_most(int groups, int most) {
-    int chunk = groups < most ? groups : most;
+__host__ __device__ constexpr int fixup_chunk(int groups) {
+    int chunk = groups < FIXUP_CHUNK ? groups : FIXUP_CHUNK;
     while (groups % chunk) --chunk;
     return chunk;
 }
-__host__ __device__ constexpr int fixup_chunk(int groups) { return fixup_chunk_at_most(groups, FIXUP_CHUNK); }
 
 // A unit's partial into its slot (rows past M skipped), and CHUNK of a slot's float4 groups of m64 tile `mt` from
 // group q0 on, all issued before any is used: the fix-ups' two halves of the workspace round trip.
@@ -1086,62 +723,8 @@ __device__ __forceinline__ bool fix_up(float (&acc)[T::WG_M_TILES][T::ACC], cons
     return true;
 }
 
-// GEMM_TMA_SK_FIXED_FINISHER's fix-up: the tile's first contributor (index 0, the unit with its first K tile: its
-// block's range ends in this tile, so this is the block's last unit) is the finisher; every later contributor
-// (index j >= 1, its block's first unit: it starts inside the tile) stores its partial to its slot and raises the
-// slot's flag, and the finisher adds them to its own accumulators, in K order, each once its flag is up. So the
-// finisher's partial never goes through L2, the others' are read once, and no unit waits but a block's last, on
-// units that are other blocks' first: no cycle of waits (every block is resident: one per SM at most). Flags: one per
-// slot and consumer warpgroup, zero between launches (the finisher lowers each it saw). A flag not up after
-// 2^22 polls (seconds) is given up on, so that a broken schedule fails validation instead of hanging the GPU.
-template <class T>
-__device__ __forceinline__ bool fix_up_fixed(float (&acc)[T::WG_M_TILES][T::ACC], const WorkUnit& u,
-                                             float* workspace, int* flags, int wg, int M, int row0) {
-    constexpr int CONSUMERS = T::THREADS / WG_THREADS - 1;
-    const int tid = threadIdx.x % WG_THREADS;
-    const unsigned wg_barrier = 1 + wg;  // named barrier of this warpgroup's 128 threads
-    if (u.index > 0) {
-        store_slot<T>(acc, slot_of<T>(workspace, u.slot(u.index), wg), M, row0, tid);
-        named_barrier_sync(wg_barrier, WG_THREADS);  // every thread of the warpgroup has issued its part...
-        if (tid == 0) st_release_gpu(flags + u.slot(u.index) * CONSUMERS + wg, 1);  // ...which this publishes
-        return false;  // the finisher stores C
-    }
-    // fewer loads in flight per contributor than fix_up's: the finisher's accumulators stay live beside them (fix_up's
-    // sum starts from the first slot). Built for sm_90a, the 128 x 128 fp8 build keeps 24 bytes of stack at 6 and 40
-    // at fix_up's 16; the 144-wide and 64 x 128 fp8 builds keep 200 / 128 bytes at any count (addresses saved once per
-    // unit), the 16-bit builds none
-    constexpr int CHUNK = fixup_chunk_at_most(T::ACC / 4, GEMM_TMA_SK_FIXED_CHUNK);
-    constexpr long long POLL_LIMIT = 1ll << 22;
-    for (int j = 1; j < u.contributors; ++j) {  // K order
-        int* flag = flags + u.slot(j) * CONSUMERS + wg;
-        if (tid == 0) {
-            // wait until contributor j's warpgroup has published its partial (or the poll limit is reached)
-            for (long long polls = 0; ld_acquire_gpu(flag) == 0 && polls < POLL_LIMIT; ++polls) {
-            }
-            *flag = 0;  // seen: zero again for the next launch (its slot is written once per launch)
-        }
-        named_barrier_sync(wg_barrier, WG_THREADS);  // the acquire, passed on to every thread of the warpgroup
-        const float* slot = slot_of<T>(workspace, u.slot(j), wg);
-#pragma unroll
-        for (int mt = 0; mt < T::WG_M_TILES; ++mt) {
-            if (!rows_in_range(M, row0, mt)) continue;
-#pragma unroll
-            for (int q0 = 0; q0 < T::ACC / 4; q0 += CHUNK) {
-                float v[CHUNK][4];
-                load_slot_chunk<T, CHUNK>(slot, mt, q0, tid, v);
-#pragma unroll
-                for (int q = 0; q < CHUNK; ++q)
-#pragma unroll
-                    for (int i = 0; i < 4; ++i) acc[mt][4 * (q0 + q) + i] += v[q][i];
-            }
-        }
-    }
-    return true;
-}
-
 // One unit of the stream-K schedule on a consumer warpgroup: MAINLOOP over its K tiles, then EPILOGUE: C when the
-// unit covers all of K, else the fix-up, whose last arriving unit (GEMM_TMA_SK_FIXED_FINISHER: the tile's first unit)
-// stores C. C goes out through the TMA-store epilogue where the kernel has one and C's rows allow it (`tma_store`),
+// unit covers all of K, else the fix-up, whose last arriving unit stores C. C goes out through the TMA-store epilogue where the kernel has one and C's rows allow it (`tma_store`),
 // else directly.
 template <int STAGES, class T, class E, bool TMA_STORE, int BM, int BLOCK_N, int C_PASSES>
 __device__ __forceinline__ void consume_unit(float (&acc)[T::WG_M_TILES][T::ACC],
@@ -1153,11 +736,7 @@ __device__ __forceinline__ void consume_unit(float (&acc)[T::WG_M_TILES][T::ACC]
     tile_origin<BM, BLOCK_N>(u.tile, tiles_m, tiles_n, m0, n0);
     const int row0 = m0 + wg * T::WG_ROWS;
     consumer_mainloop<STAGES, T, E, TMA_STORE, BM, BLOCK_N>(acc, smem, read, u.k_tiles, wg * T::WG_ROWS, release);
-    if constexpr (GEMM_TMA_SK_FIXED_FINISHER) {
-        if (u.contributors > 1 && !fix_up_fixed<T>(acc, u, workspace, counters, wg, M, row0)) return;
-    } else {
-        if (u.contributors > 1 && !fix_up<T>(acc, u, workspace, counters, smem.flag(wg), wg, M, row0)) return;
-    }
+    if (u.contributors > 1 && !fix_up<T>(acc, u, workspace, counters, smem.flag(wg), wg, M, row0)) return;
     if constexpr (TMA_STORE) {
         if (tma_store) {
             store_tile_tma<STAGES, T, E, BM, BLOCK_N, C_PASSES>(tmap_c, smem, wg, row0, n0, acc, alpha, C, M, N);
@@ -1168,7 +747,7 @@ __device__ __forceinline__ void consume_unit(float (&acc)[T::WG_M_TILES][T::ACC]
 }
 
 template <int STAGES, int BLOCK_N, int CONSUMERS, bool PERSISTENT, bool TMA_STORE, class E = F16, int BM = 128,
-          int SCHEDULE = SCHED_TILES, int C_PASSES = 1, int CLUSTER = 1>
+          int SCHEDULE = SCHED_TILES, int C_PASSES = 1>
 __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
     gemm_tma_wgmma(const __grid_constant__ TensorMap tmap_a, const __grid_constant__ TensorMap tmap_b,
                    const __grid_constant__ TensorMap tmap_c, half_bits* __restrict__ C, int M, int N, int K,
@@ -1178,8 +757,6 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
     static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be in 2..8");
     static_assert(SCHEDULE != SCHED_SPLIT_K || !TMA_STORE, "split-K stores C (or its partials) directly");
     static_assert(C_PASSES == 1 || TMA_STORE, "C in passes is the TMA-store epilogue's");
-    static_assert(CLUSTER == 1 || CLUSTER == 2, "clusters of 1 or 2 CTAs");
-    static_assert(CLUSTER == 1 || (PERSISTENT && SCHEDULE == SCHED_TILES), "a cluster walks whole tiles, persistent");
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     const SmemLayout<STAGES, T, TMA_STORE, BM> smem{(smem_u32(smem_raw) + 1023u) & ~1023u};
     const bool tma_store = TMA_STORE && N % 8 == 0;  // C's rows at a 16-byte pitch: the map in tmap_c is valid
@@ -1191,7 +768,7 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
     if (threadIdx.x == 0) {
         for (int s = 0; s < STAGES; ++s) {
             mbarrier_init(smem.full(s), 1);              // the producer's one arrive (plus the TMA bytes)
-            mbarrier_init(smem.empty(s), CONSUMERS * 4 * CLUSTER);  // one arrive per consumer warp of the cluster
+            mbarrier_init(smem.empty(s), CONSUMERS * 4);  // one arrive per consumer warp
         }
         fence_mbarrier_init();
         tma_prefetch_descriptor(&tmap_a);
@@ -1208,18 +785,16 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
         fence_proxy_async_shared();  // these generic-proxy zeros are visible to the wgmma (async proxy) that read them
     }
     __syncthreads();  // the barriers are initialized (and padding rows zeroed) before any thread waits or arrives
-    // a cluster's CTAs arrive on each other's barriers and multicast into each other's stages: all initialized first
-    if constexpr (CLUSTER > 1) cluster_sync();
 
     if (warpgroup == 0) {
         // PRODUCER warpgroup: give registers away; one thread issues every copy, the other 127 are done.
-        setmaxnreg_dec<producer_regs<CONSUMERS>()>();
+        setmaxnreg_dec<PRODUCER_REGS>();
         if (threadIdx.x == 0)
-            producer<STAGES, BLOCK_N, CONSUMERS, PERSISTENT, TMA_STORE, E, BM, SCHEDULE, CLUSTER>(
+            producer<STAGES, BLOCK_N, CONSUMERS, PERSISTENT, TMA_STORE, E, BM, SCHEDULE>(
                 tmap_a, tmap_b, smem, tiles_m, tiles_n, num_k_tiles, splits, a_rows * SWIZZLE_BYTES + T::B_BYTES);
     } else {
         // CONSUMER warpgroups: take the registers; per unit, MAINLOOP then EPILOGUE.
-        setmaxnreg_inc<consumer_regs<CONSUMERS>()>();
+        setmaxnreg_inc<CONSUMER_REGS>();
         const int wg = warpgroup - 1;
         const int wg_row0 = wg * T::WG_ROWS;
         const bool release = threadIdx.x % 32 == 0;  // one arrive per warp on empty[]
@@ -1229,54 +804,21 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
         float acc[T::WG_M_TILES][T::ACC];
         const int num_tiles = tiles_m * tiles_n;
         if constexpr (SCHEDULE == SCHED_TILES) {
-            const ClusterTiles<BM, BLOCK_N, CLUSTER> tiles(tiles_m, tiles_n);
-            constexpr bool SKEWED = GEMM_TMA_SKEW > 0 && PERSISTENT && T::CONSUMER_WGS == 2;
-            constexpr bool CLOCKED = GEMM_TMA_PROBE_CLOCKS && PERSISTENT;
-            long long mainloop_cycles = 0, epilogue_cycles = 0, tiles_done = 0;
-            const unsigned long long start_ns = CLOCKED ? global_timer_ns() : 0;
-            const long long start_cycle = CLOCKED ? clock64() : 0;
+            const TileWalk<BM, BLOCK_N> tiles(tiles_m, tiles_n);
             for (int tile = tiles.first(); tile < tiles.count; tile += PERSISTENT ? tiles.step() : tiles.count) {
                 int m0, n0;
                 tiles.origin(tile, m0, n0);
-                const bool first = tile == tiles.first();
-                // GEMM_TMA_SKEW: the second consumer warpgroup waits for the first's first K tiles
-                if constexpr (SKEWED) {
-                    if (first && wg == 1) named_barrier_sync(SKEW_BARRIER, 2 * WG_THREADS);
-                }
-                const long long t0 = CLOCKED ? clock64() : 0;
-                consumer_mainloop<STAGES, T, E, TMA_STORE, BM, BLOCK_N, CLUSTER>(acc, smem, read, num_k_tiles,
-                                                                                  wg_row0, release,
-                                                                                  SKEWED && first && wg == 0);
-                const long long t1 = CLOCKED ? clock64() : 0;
-                if constexpr (GEMM_TMA_PROBE_NO_EPILOGUE) {
-                    if (M > 0) continue;  // probe only: C left unwritten
-                }
+                consumer_mainloop<STAGES, T, E, TMA_STORE, BM, BLOCK_N>(acc, smem, read, num_k_tiles, wg_row0,
+                                                                         release);
                 // EPILOGUE
                 if constexpr (TMA_STORE) {
                     if (tma_store) {
                         store_tile_tma<STAGES, T, E, BM, BLOCK_N, C_PASSES>(tmap_c, smem, wg, m0 + wg_row0, n0, acc,
                                                                             alpha, C, M, N);
-                        if constexpr (CLOCKED) {
-                            mainloop_cycles += t1 - t0;
-                            epilogue_cycles += clock64() - t1;
-                            ++tiles_done;
-                        }
                         continue;
                     }
                 }
                 store_tile<T, E, BLOCK_N>(C, M, N, m0 + wg_row0, n0, acc, alpha);
-            }
-            if constexpr (CLOCKED) {
-                if (threadIdx.x % WG_THREADS == 0) {
-                    long long* out = reinterpret_cast<long long*>(workspace) + (blockIdx.x * T::CONSUMER_WGS + wg) * 8;
-                    out[0] = mainloop_cycles;
-                    out[1] = epilogue_cycles;
-                    out[2] = tiles_done;
-                    out[3] = (long long)start_ns;
-                    out[4] = (long long)global_timer_ns();
-                    out[5] = start_cycle;
-                    out[6] = clock64();  // the two warpgroups' ends, on one SM's clock: their skew at the end
-                }
             }
             // The staging boxes must stay untouched until the last TMA store has read them; then the block may exit.
             if (tma_store && threadIdx.x % WG_THREADS == 0) cp_async_bulk_wait_read<0>();
@@ -1306,9 +848,6 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
             if (tma_store && threadIdx.x % WG_THREADS == 0) cp_async_bulk_wait_read<0>();
         }
     }
-    // Neither CTA of a cluster exits while the other may still arrive on its empty barriers (its consumers' last
-    // releases); every thread of both, the producer warpgroup's idle ones too, meets here.
-    if constexpr (CLUSTER > 1) cluster_sync();
 }
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -1335,7 +874,7 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
 //           arrives on the (tile, warpgroup) counter; the last to arrive sums every slice, its own too, in split
 //           order from zero and stores C, then zeroes the counter for the next launch. The order of the additions
 //           is the same whoever arrives last (bit-reproducible), and only the counter is atomic (an integer). No
-//           second kernel: at 16 x 4096 x 14336 its launch and pass were ~2 us of 35.
+//           second kernel: at decode sizes its launch and pass would be a visible share of the call.
 // 16-bit types only (B N-major): fp8's B is K-major, and its promotion is not built here.
 template <int BLOCK_T, int CONSUMERS, int K_ATOMS, class E>
 struct DecodeTile {
