@@ -194,8 +194,8 @@ def test_the_128x192_rung_builds_n192_wgmma_without_spills():
 
 
 def _stream_k_walk(tiles: int, k_tiles: int, grid: int):
-    """gemm_tma.cu's StreamK as it deals units, per block: (tile, k_begin, k_tiles, contributors, index, slot(index),
-    slot(j) for every j) for the stream-K part (the data-parallel tiles are whole: no fix-up)."""
+    """sm90_tile_scheduler.cuh's StreamK as it deals units, per block: (tile, k_begin, k_tiles, contributors, index,
+    slot(index), slot(j) for every j) for the stream-K part (the data-parallel tiles are whole: no fix-up)."""
     dp = (tiles // grid - 1) * grid if tiles >= 2 * grid else 0
     iters = (tiles - dp) * k_tiles
 

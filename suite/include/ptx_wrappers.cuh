@@ -487,7 +487,7 @@ __device__ __forceinline__ void wgmma_m64n144k32_f32_e4m3(float (&d)[72], unsign
                      : "l"(desc_a), "l"(desc_b));
 }
 
-// The decode kernel's swapped 16-bit form (gemm_tma.cu's gemm_tma_decode): D(64 x N, fp32) += A(64 x 16, M-major,
+// The decode kernel's swapped 16-bit form (gemm_decode.cu's gemm_tma_decode): D(64 x N, fp32) += A(64 x 16, M-major,
 // shared, read transposed) * B(16 x N, K-major, shared), N = 8, 16, 32 or 64 (N / 2 registers per thread). A is the
 // weight (B of C = A B, K x N row-major: its N runs along wgmma's M), B the tokens (A of C = A B, row-major: K-major).
 // Immediates: scale-d 1 (accumulate), scale-a/b 1, A transposed (1), B K-major (0).

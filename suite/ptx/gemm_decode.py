@@ -1,5 +1,5 @@
 """Decode GEMM in hand PTX: C = A @ B for a few token rows (M = 1..256) against a wide weight B (K x N), computed
-swapped, C^T = B^T A^T, by ``gemm_tma.cu``'s ``gemm_tma_decode`` (TMA into an mbarrier ring, wgmma, a producer warp
+swapped, C^T = B^T A^T, by ``gemm_decode.cu``'s ``gemm_tma_decode`` (TMA into an mbarrier ring, wgmma, a producer warp
 and one or two consumer warpgroups; sm_90a only; fp16 and bf16).
 
 The tile rungs and the 64 x 128 split-K put the tokens on wgmma's M side, 64 rows per warpgroup at least: at M = 16
@@ -36,6 +36,7 @@ exists at every shape of the llm and long-k sets; past a few hundred tokens the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -52,13 +53,13 @@ from suite.ptx.gemm_tma import (
     DEFINES,
     ELEMENT,
     FLAG_BYTES,
-    SOURCE,
     SWIZZLE_BYTES,
     WG_THREADS,
 )
 from suite.waves import persistent_grid, wave_efficiency, wave_split_count
 from suite.workspace import new_workspace
 
+SOURCE = Path(__file__).with_name("gemm_decode.cu")
 DTYPES = ("fp16", "bf16")
 ELEMENT_BYTES = 2
 ATOM_K = SWIZZLE_BYTES // ELEMENT_BYTES  # K per 128-byte swizzled row: a token box's width, a K atom
