@@ -182,7 +182,33 @@ struct SmemLayout {
     __device__ __forceinline__ unsigned full(int stage) const { return base + STAGES * T::STAGE_BYTES + stage * 8; }
     __device__ __forceinline__ unsigned empty(int stage) const { return full(STAGES) + stage * 8; }
     __device__ __forceinline__ unsigned flag(int wg) const { return empty(STAGES) + wg * 4; }
+    // bytes from the aligned base to the end of the C staging of C_PASSES passes (TMA_STORE), or of the flags
+    template <int C_PASSES>
+    __host__ __device__ static constexpr int bytes() {
+        return TMA_STORE ? C_OFFSET + T::CONSUMER_WGS * T::WG_M_TILES * (T::C_BOXES / C_PASSES) * C_BOX_BYTES
+                         : STAGES * T::STAGE_BYTES + BARRIER_BYTES;
+    }
 };
+
+// The launcher's figure of a kernel's dynamic shared memory: the host (gemm_tma.py, gemm_decode.py) passes the bytes it
+// will launch each instantiation with as PIPESUITE_SMEM_FIGURES, a list of {{key}, bytes} (the key: the template
+// parameters the layout depends on), and each kernel static_asserts that its own layout plus SMEM_ALIGN_SLACK takes
+// exactly that: the two computations cannot drift apart. -1: no figure passed for this key.
+constexpr int SMEM_ALIGN_SLACK = 1024;  // the dynamic base is rounded up to the 1024-byte swizzle atom
+struct SmemFigure {
+    int key[4];
+    int bytes;
+};
+#ifdef PIPESUITE_SMEM_FIGURES
+constexpr SmemFigure SMEM_FIGURES[] = PIPESUITE_SMEM_FIGURES;
+#endif
+__host__ __device__ constexpr int launcher_smem_bytes(int k0, int k1, int k2, int k3) {
+#ifdef PIPESUITE_SMEM_FIGURES
+    for (const SmemFigure& f : SMEM_FIGURES)
+        if (f.key[0] == k0 && f.key[1] == k1 && f.key[2] == k2 && f.key[3] == k3) return f.bytes;
+#endif
+    return -1;
+}
 
 // A 128-byte tensor map (CUtensorMap), built on the host, passed by value as a __grid_constant__ parameter.
 struct alignas(64) TensorMap {

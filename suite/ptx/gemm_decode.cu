@@ -66,6 +66,9 @@ struct DecodeSmem {
     __device__ __forceinline__ unsigned full(int s) const { return base + STAGES * T::STAGE_BYTES + s * 8; }
     __device__ __forceinline__ unsigned empty(int s) const { return full(STAGES) + s * 8; }
     __device__ __forceinline__ unsigned flag(int wg) const { return empty(STAGES) + wg * 4; }
+    static constexpr int FLAG_BYTES = 16;  // the verdicts' room: 4 bytes per consumer warpgroup, up to 4
+    static_assert(T::THREADS / WG_THREADS - 1 <= FLAG_BYTES / 4, "a verdict per consumer warpgroup");
+    static constexpr int BYTES = STAGES * T::STAGE_BYTES + 2 * STAGES * 8 + FLAG_BYTES;  // from the aligned base
 };
 
 // The thread's accumulators as C's elements: thread (warp w, lane l) holds weight columns n = 16 w + l / 4 (+ 8) of its
@@ -99,7 +102,10 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
     using T = DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>;
     static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be in 2..8");
     extern __shared__ __align__(1024) unsigned char smem_raw[];
-    const DecodeSmem<STAGES, T> smem{(smem_u32(smem_raw) + 1023u) & ~1023u};
+    using Smem = DecodeSmem<STAGES, T>;
+    static_assert(Smem::BYTES + SMEM_ALIGN_SLACK == launcher_smem_bytes(STAGES, BLOCK_T, CONSUMERS, K_ATOMS),
+                  "the launcher's shared-memory figure (gemm_decode.py's Plan.smem_bytes) is this layout's size");
+    const Smem smem{(smem_u32(smem_raw) + 1023u) & ~1023u};
     const int tiles_t = (M + BLOCK_T - 1) / BLOCK_T;
     const int tiles = tiles_t * ((N + T::BW - 1) / T::BW);
     const int k_stages = (K + T::BK - 1) / T::BK;

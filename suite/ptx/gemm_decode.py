@@ -285,7 +285,11 @@ class DecodeModule(NvrtcModule):
         self.faults = faults
 
     def defines(self) -> tuple[str, ...]:
-        return DEFINES + super().defines()
+        figures = []
+        for t, c, k_atoms in every_plan_shape():
+            plan = Plan(t, c, k_atoms, 1, 1, 1)
+            figures += [((s, t, c, k_atoms), plan.smem_bytes(s)) for s in self.stages]
+        return DEFINES + (gemm_tma.smem_define(figures),) + super().defines()
 
     def build(self, arch: str | None = None):
         """Always sm_90a: asked for sm_90 (the GPU's own arch, or the driver's CPU arch), build its 'a' target."""

@@ -86,8 +86,11 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
     static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be in 2..8");
     static_assert(SCHEDULE != SCHED_SPLIT_K || !TMA_STORE, "split-K stores C (or its partials) directly");
     static_assert(C_PASSES == 1 || TMA_STORE, "C in passes is the TMA-store epilogue's");
+    using Smem = SmemLayout<STAGES, T, TMA_STORE, BM>;
+    static_assert(Smem::template bytes<C_PASSES>() + SMEM_ALIGN_SLACK == launcher_smem_bytes(STAGES, BM, BLOCK_N, TMA_STORE),
+                  "the launcher's shared-memory figure (gemm_tma.py's Config.smem_bytes) is this layout's size");
     extern __shared__ __align__(1024) unsigned char smem_raw[];
-    const SmemLayout<STAGES, T, TMA_STORE, BM> smem{(smem_u32(smem_raw) + 1023u) & ~1023u};
+    const Smem smem{(smem_u32(smem_raw) + 1023u) & ~1023u};
     const bool tma_store = TMA_STORE && N % 8 == 0;  // C's rows at a 16-byte pitch: the map in tmap_c is valid
 
     const int warpgroup = warpgroup_index();

@@ -97,13 +97,20 @@ class Config:
         return 1 if self._smem_bytes(stages, 1) <= SMEM_PER_BLOCK else 2
 
     def _smem_bytes(self, stages: int, c_passes: int) -> int:
+        """The ring, the barriers and flags, and the C staging (whole 64-column boxes of the tile: 144's last 16 columns
+        are stored directly). The kernel static_asserts its own layout against these figures (smem_figures)."""
         barriers = stages * 2 * BARRIER_BYTES + FLAG_BYTES
         if self.tma_store:  # the staging after the barriers, at the next swizzle atom
-            barriers = -(-barriers // ATOM_BYTES) * ATOM_BYTES + self.block_m * self.block_n * 2 // c_passes
+            boxed = self.block_n // 64 * 64
+            barriers = -(-barriers // ATOM_BYTES) * ATOM_BYTES + self.block_m * boxed * 2 // c_passes
         return stages * self.stage_bytes + barriers + ALIGN_SLACK
 
     def smem_bytes(self, stages: int) -> int:
         return self._smem_bytes(stages, self.c_passes(stages))
+
+    def smem_figures(self) -> tuple[tuple[tuple[int, int, int, int], int], ...]:
+        """((STAGES, BM, BLOCK_N, TMA_STORE), bytes) per depth: the key gemm_tma.cu's static_assert looks up."""
+        return tuple(((s, self.block_m, self.block_n, int(self.tma_store)), self.smem_bytes(s)) for s in self.stages)
 
     def name_expression(self, stages: int, dtype: str = "fp16") -> str:
         flag = lambda b: "true" if b else "false"  # noqa: E731
@@ -201,10 +208,18 @@ def reduce_expression(dtype: str) -> str:
     return f"split_k_reduce<{ELEMENT[dtype]}>"
 
 
+def smem_define(figures) -> str:
+    """PIPESUITE_SMEM_FIGURES (sm90_gemm.cuh): the launcher's shared-memory bytes per instantiation key, which the
+    kernels static_assert their own layouts against."""
+    entries = ",".join("{{" + ",".join(map(str, key)) + "}," + str(n) + "}" for key, n in dict(figures).items())
+    return f"PIPESUITE_SMEM_FIGURES={{{entries}}}"
+
+
 @functools.cache
 def build(arch: str = ARCH) -> loader.CompiledModule:
     """Every fp16 instantiation of the ladder, for ``arch`` (sm_90a; no GPU needed)."""
-    return loader.compile_cu(SOURCE, fp16_ladder(), arch=arch, defines=DEFINES)
+    figures = [f for c in CONFIGS.values() if c.schedule == "tiles" and "fp16" in c.dtypes for f in c.smem_figures()]
+    return loader.compile_cu(SOURCE, fp16_ladder(), arch=arch, defines=(*DEFINES, smem_define(figures)))
 
 
 def fp16_ladder() -> tuple[str, ...]:
@@ -305,7 +320,7 @@ class TmaGemm(NvrtcModule):
     def defines(self) -> tuple[str, ...]:
         group = (f"GEMM_TMA_GROUP_M={self.gemm_config.group_m}",) if self.gemm_config.group_m != GROUP_M else ()
         uniform = ("GEMM_TMA_WG_BROADCAST=1",) if self.gemm_config.uniform_warpgroup else ()
-        return DEFINES + group + uniform + super().defines()
+        return DEFINES + group + uniform + (smem_define(self.gemm_config.smem_figures()),) + super().defines()
 
     def build(self, arch: str | None = None):
         """Always sm_90a: asked for sm_90 (the GPU's own arch, or the driver's CPU arch), build its 'a' target."""
