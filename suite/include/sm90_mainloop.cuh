@@ -39,43 +39,13 @@ __device__ __forceinline__ void producer(const TensorMap& tmap_a, const TensorMa
                                          unsigned stage_bytes) {
     using T = Tile<BM, BLOCK_N, CONSUMERS, E>;
     RingPosition write;  // smem_write_stage and its lap's parity
-    const int num_tiles = tiles_m * tiles_n;
-    if constexpr (SCHEDULE == SCHED_TILES) {
-        const TileWalk<BM, BLOCK_N> tiles(tiles_m, tiles_n);
-        for (int tile = tiles.first(); tile < tiles.count; tile += PERSISTENT ? tiles.step() : tiles.count) {
-            int m0, n0;
-            tiles.origin(tile, m0, n0);
-            for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
-                produce_k_tile<STAGES, T, E>(tmap_a, tmap_b, smem, write, k_tile, m0, n0, stage_bytes);
-                write.advance<STAGES>();
-            }
-        }
-    } else if constexpr (SCHEDULE == SCHED_SPLIT_K) {
-        const WorkUnit u = SplitK{num_tiles, num_k_tiles, splits}.unit();
-        int m0, n0;
-        tile_origin<BM, BLOCK_N>(u.tile, tiles_m, tiles_n, m0, n0);
+    const TileScheduler<SCHEDULE, PERSISTENT, BM, BLOCK_N> sched{tiles_m, tiles_n, num_k_tiles, splits};
+    sched.for_each_unit([&](const WorkUnit& u, int m0, int n0) {
         for (int k_tile = u.k_begin; k_tile < u.k_begin + u.k_tiles; ++k_tile) {
             produce_k_tile<STAGES, T, E>(tmap_a, tmap_b, smem, write, k_tile, m0, n0, stage_bytes);
             write.advance<STAGES>();
         }
-    } else {
-        const StreamK sched(num_tiles, num_k_tiles);
-        auto produce_unit = [&](const WorkUnit& u) {
-            int m0, n0;
-            tile_origin<BM, BLOCK_N>(u.tile, tiles_m, tiles_n, m0, n0);
-            for (int k_tile = u.k_begin; k_tile < u.k_begin + u.k_tiles; ++k_tile) {
-                produce_k_tile<STAGES, T, E>(tmap_a, tmap_b, smem, write, k_tile, m0, n0, stage_bytes);
-                write.advance<STAGES>();
-            }
-        };
-        for (int i = 0; i < sched.dp_units(); ++i) produce_unit(sched.dp_unit(i));
-        const long long end = sched.start(blockIdx.x + 1);
-        for (long long it = sched.start(blockIdx.x); it < end;) {
-            const WorkUnit u = sched.unit_at(it, end);
-            produce_unit(u);
-            it += u.k_tiles;
-        }
-    }
+    });
 }
 
 // ---------------------------------------------------------------------------------------------------------------

@@ -87,3 +87,44 @@ struct StreamK {
                 2 * first, 2, start(first) < tile_start ? 1 : 0};
     }
 };
+
+// The one walk over a block's work units, in the order both sides of the ring take them (the producer's loads and
+// the consumers' mainloops must meet stage for stage): for_each_unit(f) calls f(unit, m0, n0) for each unit of this
+// block, with the unit's output tile origin. SCHED_TILES: one unit per tile, all of K (PERSISTENT: tiles b, b + grid,
+// ...; else tile b); SCHED_SPLIT_K: this block's one split; SCHED_STREAM_K: the data-parallel tiles, then the units of
+// this block's stream-K range.
+template <int SCHEDULE, bool PERSISTENT, int BM, int BLOCK_N>
+struct TileScheduler {
+    int tiles_m, tiles_n, num_k_tiles, splits;
+    template <class F>
+    __device__ __forceinline__ void for_each_unit(F f) const {
+        const int num_tiles = tiles_m * tiles_n;
+        if constexpr (SCHEDULE == SCHED_TILES) {
+            const TileWalk<BM, BLOCK_N> tiles(tiles_m, tiles_n);
+            for (int tile = tiles.first(); tile < tiles.count; tile += PERSISTENT ? tiles.step() : tiles.count) {
+                int m0, n0;
+                tiles.origin(tile, m0, n0);
+                f(WorkUnit{tile, 0, num_k_tiles, 1, 0, 0, 0, 0}, m0, n0);
+            }
+        } else if constexpr (SCHEDULE == SCHED_SPLIT_K) {
+            const WorkUnit u = SplitK{num_tiles, num_k_tiles, splits}.unit();
+            int m0, n0;
+            tile_origin<BM, BLOCK_N>(u.tile, tiles_m, tiles_n, m0, n0);
+            f(u, m0, n0);
+        } else {
+            const StreamK sched(num_tiles, num_k_tiles);
+            auto visit = [&](const WorkUnit& u) {
+                int m0, n0;
+                tile_origin<BM, BLOCK_N>(u.tile, tiles_m, tiles_n, m0, n0);
+                f(u, m0, n0);
+            };
+            for (int i = 0; i < sched.dp_units(); ++i) visit(sched.dp_unit(i));
+            const long long end = sched.start(blockIdx.x + 1);
+            for (long long it = sched.start(blockIdx.x); it < end;) {
+                const WorkUnit u = sched.unit_at(it, end);
+                visit(u);
+                it += u.k_tiles;
+            }
+        }
+    }
+};
