@@ -210,6 +210,17 @@ __host__ __device__ constexpr int launcher_smem_bytes(int k0, int k1, int k2, in
     return -1;
 }
 
+// The ring's barriers, set up by one thread before any thread waits or arrives: full[s] completes on the producer's
+// one arrive (plus the TMA bytes it announces), empty[s] on one arrive per consumer warp.
+template <int STAGES, class Smem>
+__device__ __forceinline__ void init_ring_barriers(const Smem& smem, unsigned consumer_warps) {
+    for (int s = 0; s < STAGES; ++s) {
+        mbarrier_init(smem.full(s), 1);
+        mbarrier_init(smem.empty(s), consumer_warps);
+    }
+    fence_mbarrier_init();  // the initialization is visible to the copy engine and to the other threads
+}
+
 // A 128-byte tensor map (CUtensorMap), built on the host, passed by value as a __grid_constant__ parameter.
 struct alignas(64) TensorMap {
     unsigned long long opaque[16];

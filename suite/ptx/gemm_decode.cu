@@ -112,11 +112,7 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
     const int units = tiles * splits;
 
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            mbarrier_init(smem.full(s), 1);               // the producer's one arrive (plus the TMA bytes)
-            mbarrier_init(smem.empty(s), CONSUMERS * 4);  // one arrive per consumer warp
-        }
-        fence_mbarrier_init();
+        init_ring_barriers<STAGES>(smem, CONSUMERS * 4);  // one arrive per consumer warp on empty[]
         tma_prefetch_descriptor(&tmap_tokens);
         tma_prefetch_descriptor(&tmap_weight);
     }

@@ -98,11 +98,7 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
     const int num_k_tiles = (K + T::BLOCK_K - 1) / T::BLOCK_K;
 
     if (threadIdx.x == 0) {
-        for (int s = 0; s < STAGES; ++s) {
-            mbarrier_init(smem.full(s), 1);              // the producer's one arrive (plus the TMA bytes)
-            mbarrier_init(smem.empty(s), CONSUMERS * 4);  // one arrive per consumer warp
-        }
-        fence_mbarrier_init();
+        init_ring_barriers<STAGES>(smem, CONSUMERS * 4);  // one arrive per consumer warp on empty[]
         tma_prefetch_descriptor(&tmap_a);
         tma_prefetch_descriptor(&tmap_b);
         if (tma_store) tma_prefetch_descriptor(&tmap_c);
