@@ -18,6 +18,15 @@ struct TileWalk {
     __device__ __forceinline__ void origin(int tile, int& m0, int& n0) const {
         tile_origin<BM, BLOCK_N>(tile, tiles_m, tiles_n, m0, n0);
     }
+    // f(tile, m0, n0) for each of this block's tiles, in order
+    template <bool PERSISTENT, class F>
+    __device__ __forceinline__ void for_each(F f) const {
+        for (int tile = first(); tile < count; tile += PERSISTENT ? step() : count) {
+            int m0, n0;
+            origin(tile, m0, n0);
+            f(tile, m0, n0);
+        }
+    }
 };
 
 // ---------------------------------------------------------------------------------------------------------------
@@ -100,12 +109,9 @@ struct TileScheduler {
     __device__ __forceinline__ void for_each_unit(F f) const {
         const int num_tiles = tiles_m * tiles_n;
         if constexpr (SCHEDULE == SCHED_TILES) {
-            const TileWalk<BM, BLOCK_N> tiles(tiles_m, tiles_n);
-            for (int tile = tiles.first(); tile < tiles.count; tile += PERSISTENT ? tiles.step() : tiles.count) {
-                int m0, n0;
-                tiles.origin(tile, m0, n0);
+            TileWalk<BM, BLOCK_N>(tiles_m, tiles_n).template for_each<PERSISTENT>([&](int tile, int m0, int n0) {
                 f(WorkUnit{tile, 0, num_k_tiles, 1, 0, 0, 0, 0}, m0, n0);
-            }
+            });
         } else if constexpr (SCHEDULE == SCHED_SPLIT_K) {
             const WorkUnit u = SplitK{num_tiles, num_k_tiles, splits}.unit();
             int m0, n0;

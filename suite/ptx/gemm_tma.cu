@@ -132,10 +132,8 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
         float acc[T::WG_M_TILES][T::ACC];
         const int num_tiles = tiles_m * tiles_n;
         if constexpr (SCHEDULE == SCHED_TILES) {
-            const TileWalk<BM, BLOCK_N> tiles(tiles_m, tiles_n);
-            for (int tile = tiles.first(); tile < tiles.count; tile += PERSISTENT ? tiles.step() : tiles.count) {
-                int m0, n0;
-                tiles.origin(tile, m0, n0);
+            // the producer's walk (TileScheduler's SCHED_TILES case), tile for tile
+            TileWalk<BM, BLOCK_N>(tiles_m, tiles_n).template for_each<PERSISTENT>([&](int, int m0, int n0) {
                 consumer_mainloop<STAGES, T, E, TMA_STORE, BM, BLOCK_N>(acc, smem, read, num_k_tiles, wg_row0,
                                                                          release);
                 // EPILOGUE
@@ -143,11 +141,11 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
                     if (tma_store) {
                         store_tile_tma<STAGES, T, E, BM, BLOCK_N, C_PASSES>(tmap_c, smem, wg, m0 + wg_row0, n0, acc,
                                                                             alpha, C, M, N);
-                        continue;
+                        return;
                     }
                 }
                 store_tile<T, E, BLOCK_N>(C, M, N, m0 + wg_row0, n0, acc, alpha);
-            }
+            });
             // The staging boxes must stay untouched until the last TMA store has read them; then the block may exit.
             if (tma_store && threadIdx.x % WG_THREADS == 0) cp_async_bulk_wait_read<0>();
         } else if constexpr (SCHEDULE == SCHED_SPLIT_K) {
