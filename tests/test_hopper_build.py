@@ -81,6 +81,33 @@ def test_sm90_without_a_is_refused_by_ptxas():
         )
 
 
+@pytest.mark.parametrize("off_by", [-16, 1024])
+def test_a_launcher_smem_figure_that_drifts_from_the_kernels_layout_fails_the_build(off_by):
+    """The shared-memory layout is declared once: the kernel static_asserts the launcher's figure (Config.smem_bytes,
+    passed as PIPESUITE_SMEM_FIGURES) against its own, so a figure off by a few bytes, or by an atom, does not build."""
+    from suite.nvrtc import loader
+
+    config = gemm_tma.CONFIGS["128x256x64 ws 2wg persistent tma-store"]
+    stages = config.stages[-1]  # C staged in two passes
+    figures = [(key, n + off_by) for key, n in config.smem_figures() if key[0] == stages]
+    with pytest.raises(loader.KernelCompileError, match="shared-memory figure"):
+        loader.compile_cu(
+            gemm_tma.SOURCE,
+            (config.name_expression(stages),),
+            arch="sm_90a",
+            defines=(*gemm_tma.DEFINES, gemm_tma.smem_define(figures)),
+            use_cache=False,
+        )
+
+
+def test_every_hopper_module_passes_its_smem_figures():
+    """Every Hopper GEMM module (and the fp16 ladder build) hands the kernel its shared-memory figures to check."""
+    from suite.ptx import gemm_decode
+
+    modules = [*gemm_tma.KERNELS.values(), gemm_decode.KERNEL]
+    assert all(any(d.startswith("PIPESUITE_SMEM_FIGURES=") for d in m.defines()) for m in modules)
+
+
 def test_the_ring_fault_runs_where_the_producer_can_lap_the_consumer():
     """The skip-empty-wait fault only shows when the producer refills a stage: the sanitizer launches it at a size
     whose K loop is several times longer than the ring (the first sanitize size has one K tile)."""

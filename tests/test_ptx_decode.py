@@ -1,5 +1,5 @@
-"""The PTX decode GEMM (gemm_tma.cu's gemm_tma_decode, suite.ptx.gemm_decode): the rule that picks its tile, stage and
-split count; its machine code on CPU (the swapped wgmma, TMA, mbarriers, no spills); and on a GPU its results at the
+"""The PTX decode GEMM (gemm_decode.cu's gemm_tma_decode, suite.ptx.gemm_decode): the rule that picks its tile, stage
+and split count; its machine code on CPU (the swapped wgmma, TMA, mbarriers, no spills); and on a GPU its results at the
 edges of the schedule, bit for bit the same run after run."""
 
 import re

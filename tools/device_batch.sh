@@ -22,21 +22,7 @@
 #   suite     python -m suite.run $SUITE_ARGS (timed: alone on the GPU), the results folder as suite-<stamp>.tgz
 #   probe     the Triton tuning probes: tools/tune_vector.py --triton-desc --quick, tools/tune_gemm_triton.py --extra
 #             at 4096^3 and 4000x3000x1000 (timed: alone on the GPU)
-#   probe-llm tools/probe_llm.py split-k (both block orders) and decode (timed: alone on the GPU)
-#   probe-sk  the stream-K builds (first run 2026-12-02 11:27): the GPU tests of the Gluon fp8 stream-K and the
-#             PTX fixed-finisher fix-up first, then tools/probe_llm.py fp8 --only stream-k (8192^3, 4096^3) beside the
-#             registered rows (one call: ~9 minutes at most)
-#   probe-sk-decode  tools/probe_llm.py decode --only stream-k: the PTX 64 x 128 decode tile on stream-K, both fix-ups,
-#             beside the registered split-K at 1 and 2 splits
-#   probe-ptx-decode  the PTX swapped decode kernel's GPU tests, then tools/probe_llm.py ptx-decode --flush read: it
-#             beside the 64 x 128 split-K and the Triton decode at Llama-3 8B / 70B decode shapes, its choices forced
-#   probe-rotate  tools/probe_llm.py rotate: the decode rows with distinct operand sets back to back in one graph
-#             (no flush, no event pair per call) against the roofline (issue 18's small weights), timed: alone on the GPU
-#   probe-flush tools/probe_llm.py flush: decode rows with the L2 flushed by a write, by a read, not at all
-#   probe-fp8 tools/probe_llm.py fp8 --flush read (promotion's cost; the promotion schedules not registered: quarters,
-#             A from registers, Gluon's quarters), timed: alone on the GPU
-#   probe-decode-8b  tools/probe_llm.py decode at Llama-3 8B's down projection (M = 16, 64): the Triton decode tiles
-#             and the PTX 64 x 128 split-K at 1-4 splits (its rule gives 2: 64 blocks), timed: alone on the GPU
+#   ptx-decode  the PTX swapped decode kernel's GPU tests
 #   pair      python -m suite.run $SUITE_ARGS twice back to back (issue 20's evidence: on a fresh machine the first
 #             is the fresh-cache run), then tools/agreement.py back-to-back and ceilings; both folders in pair-<stamp>.tgz
 set -u
@@ -84,47 +70,11 @@ for step in "$@"; do
       PYTHONPATH=. timeout 200 python3 tools/tune_gemm_triton.py --extra --shape 4096x4096x4096 4000x3000x1000 \
         > "$OUT/probe-gemm-extra.txt" 2> "$OUT/probe-gemm-extra.err"
       echo "gemm probe rc=$?"; cat "$OUT/probe-gemm-extra.txt" ;;
-    probe-llm)
-      for p in split-k decode; do
-        PYTHONPATH=. timeout 270 python3 tools/probe_llm.py $p > "$OUT/probe-llm-$p.txt" 2>&1
-        echo "probe-llm $p rc=$?"; tail -5 "$OUT/probe-llm-$p.txt"
-      done ;;
-    probe-fp8)
-      PYTHONPATH=. timeout 300 python3 tools/probe_llm.py fp8 --flush read > "$OUT/probe-fp8.txt" 2>&1
-      echo "probe fp8 rc=$?"; cat "$OUT/probe-fp8.txt" ;;
-    probe-decode-8b)
-      PYTHONPATH=. timeout 300 python3 tools/probe_llm.py decode --shape 16x4096x14336 64x4096x14336 --flush read \
-        > "$OUT/probe-decode-8b.txt" 2>&1
-      echo "probe decode-8b rc=$?"; cat "$OUT/probe-decode-8b.txt" ;;
-    probe-sk)
-      # the stream-K builds: their GPU tests first (a broken schedule fails there, bounded by
-      # the kernels' poll limits and this timeout), then the fp8 probe beside the registered fp8 rows
-      timeout 240 python3 -m pytest -q -n 4 -p no:cacheprovider tests/test_triton_dtypes.py tests/test_ptx_llm.py \
-        -k "stream_k or fixed_finisher" > "$OUT/probe-sk-test.log" 2>&1
-      echo "stream-K GPU test rc=$?"; tail -3 "$OUT/probe-sk-test.log"
-      PYTHONPATH=. timeout 320 python3 tools/probe_llm.py fp8 --flush read --shape 8192x8192x8192 4096x4096x4096 \
-        --only stream-k "gluon ws persistent 3 st" "128x144x128 ws 2wg persistent tma-store tma+wgmma 5 st" \
-        > "$OUT/probe-sk-fp8.txt" 2>&1
-      echo "probe fp8 stream-k rc=$?"; grep -E "^[0-9]+x" "$OUT/probe-sk-fp8.txt" ;;
-    probe-sk-decode)
-      PYTHONPATH=. timeout 300 python3 tools/probe_llm.py decode --flush read \
-        --shape 16x4096x14336 64x4096x14336 16x8192x8192 64x8192x8192 \
-        --only stream-k "8 st, 2 split(s), short A box, L2_128B" "8 st, 1 split(s), short A box, L2_128B" \
-        > "$OUT/probe-sk-decode.txt" 2>&1
-      echo "probe decode stream-k rc=$?"; cat "$OUT/probe-sk-decode.txt" ;;
-    probe-ptx-decode)
+    ptx-decode)
       timeout 200 python3 -m pytest -q -n 4 -rfE -p no:cacheprovider tests/test_ptx_decode.py \
-        > "$OUT/probe-ptx-decode-test.log" 2>&1
-      echo "ptx decode GPU test rc=$?"; grep -E "(FAILED|ERROR) |Error" "$OUT/probe-ptx-decode-test.log" | head -20
-      tail -3 "$OUT/probe-ptx-decode-test.log"
-      PYTHONPATH=. timeout 330 python3 tools/probe_llm.py ptx-decode --flush read > "$OUT/probe-ptx-decode.txt" 2>&1
-      echo "probe ptx-decode rc=$?"; cat "$OUT/probe-ptx-decode.txt" ;;
-    probe-rotate)
-      PYTHONPATH=. timeout 240 python3 tools/probe_llm.py rotate > "$OUT/probe-rotate.txt" 2>&1
-      echo "probe rotate rc=$?"; cat "$OUT/probe-rotate.txt" ;;
-    probe-flush)
-      PYTHONPATH=. timeout 120 python3 tools/probe_llm.py flush > "$OUT/probe-flush.txt" 2>&1
-      echo "probe-flush rc=$?"; cat "$OUT/probe-flush.txt" ;;
+        > "$OUT/ptx-decode-test.log" 2>&1
+      echo "ptx decode GPU test rc=$?"; grep -E "(FAILED|ERROR) |Error" "$OUT/ptx-decode-test.log" | head -20
+      tail -3 "$OUT/ptx-decode-test.log" ;;
     pair)
       for i in 1 2; do
         eval "timeout ${SUITE_LIMIT:-330} python3 -m suite.run --no-progress --out /tmp/$stamp-run$i $SUITE_ARGS" \

@@ -152,20 +152,6 @@ __device__ __forceinline__ int atom_add_acq_rel_gpu(int* gmem_counter, int value
     return old;
 }
 
-// A flag's 4-byte store at GPU scope with release semantics: with a barrier of the cooperating threads before it, it
-// publishes their earlier stores to whoever acquires the flag (ld_acquire_gpu).
-__device__ __forceinline__ void st_release_gpu(int* gmem_flag, int value) {
-    asm volatile("st.release.gpu.global.s32 [%0], %1;\n" ::"l"(gmem_flag), "r"(value) : "memory");
-}
-
-// A flag's 4-byte load at GPU scope with acquire semantics: once it reads what a st_release_gpu stored, the stores
-// that release published are visible to this thread's later loads, and, through a barrier after it, to the others'.
-__device__ __forceinline__ int ld_acquire_gpu(const int* gmem_flag) {
-    int v;
-    asm volatile("ld.acquire.gpu.global.s32 %0, [%1];\n" : "=r"(v) : "l"(gmem_flag) : "memory");
-    return v;
-}
-
 // 2^x on the special-function unit (.approx: ~2^-22 relative error; .ftz: subnormal results flush to zero);
 // ex2(-inf) = +0. The online softmax's exp, with log2(e) folded into the scores' scale.
 __device__ __forceinline__ float ex2_approx(float x) {
@@ -227,44 +213,6 @@ __device__ __forceinline__ void tma_load_2d(unsigned dst, const void* tmap, unsi
         : "memory");
 }
 
-// TMA multicast: as tma_load_2d, but the box lands at the same shared-memory offset `dst` in every CTA of the cluster
-// whose bit is set in `cta_mask`, and each of them has the bytes reported to its own mbarrier at offset `bar`.
-__device__ __forceinline__ void tma_load_2d_multicast(unsigned dst, const void* tmap, unsigned bar, int c0, int c1,
-                                                      unsigned short cta_mask) {
-    asm volatile(
-        "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes.multicast::cluster"
-        " [%0], [%1, {%3, %4}], [%2], %5;\n"
-        ::"r"(dst), "l"(tmap), "r"(bar), "r"(c0), "r"(c1), "h"(cta_mask)
-        : "memory");
-}
-
-// This CTA's rank in its cluster (0 .. cluster size - 1).
-__device__ __forceinline__ unsigned cluster_ctarank() {
-    unsigned rank;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(rank));
-    return rank;
-}
-
-// The shared::cluster address of the variable at shared::cta offset `addr` in the CTA of rank `rank` of the cluster.
-__device__ __forceinline__ unsigned mapa_shared(unsigned addr, unsigned rank) {
-    unsigned remote;
-    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;\n" : "=r"(remote) : "r"(addr), "r"(rank));
-    return remote;
-}
-
-// Arrive once on an mbarrier anywhere in the cluster (`remote`: a shared::cluster address, mapa_shared). Release at
-// CTA scope (the default): enough for a consumer saying "done reading" (its reads were wgmma's, completed by a wait);
-// .release.cluster would put a GPU-wide memory barrier before every arrive.
-__device__ __forceinline__ void mbarrier_arrive_cluster(unsigned remote) {
-    asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];\n" ::"r"(remote) : "memory");
-}
-
-// Every thread of the cluster that has not exited meets here: arrive (releasing this thread's earlier memory
-// accesses at cluster scope), then wait for the others (acquiring theirs). Not .aligned: a warp may arrive diverged.
-__device__ __forceinline__ void cluster_sync() {
-    asm volatile("barrier.cluster.arrive.release;\nbarrier.cluster.wait.acquire;\n" ::: "memory");
-}
-
 // Copy `bytes` (a multiple of 16; both addresses 16-byte aligned) from global to shared memory with the copy engine,
 // one instruction for the whole block of bytes; on completion the bytes count against `bar`'s transaction count.
 __device__ __forceinline__ void cp_async_bulk_global_to_shared(unsigned smem_dst, const void* gmem_src, unsigned bytes,
@@ -308,18 +256,6 @@ __device__ __forceinline__ void fence_proxy_async_shared() {
 // Barrier `id` (1..15; 0 is __syncthreads) over the first `threads` threads that reach it (a multiple of 32).
 __device__ __forceinline__ void named_barrier_sync(unsigned id, unsigned threads) {
     asm volatile("bar.sync %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
-// Arrive at barrier `id` without waiting (its bar.sync side waits for all `threads`, arrivals included).
-__device__ __forceinline__ void named_barrier_arrive(unsigned id, unsigned threads) {
-    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
-}
-
-// The GPU's global nanosecond timer (the same on every SM; for probes that convert SM cycles into time).
-__device__ __forceinline__ unsigned long long global_timer_ns() {
-    unsigned long long t;
-    asm volatile("mov.u64 %0, %%globaltimer;\n" : "=l"(t));
-    return t;
 }
 
 // 4-byte shared-memory store.
@@ -537,45 +473,12 @@ __device__ __forceinline__ void wgmma_m64n128k32_f32_e4m3(float (&d)[64], unsign
                  : WGMMA_D64_OPERANDS(d)
                  : "l"(desc_a), "l"(desc_b));
 }
-// D(64 x 256, fp32, 128 registers per thread) += A(64 x 32, K-major, shared) * B(32 x 256, K-major, shared), fp8
-// e4m3: fp8 accumulated in wgmma's own accumulator across all of K (no promotion; tools/probe_llm.py fp8 only).
-__device__ __forceinline__ void wgmma_m64n256k32_f32_e4m3(float (&d)[128], unsigned long long desc_a,
-                                                     unsigned long long desc_b) {
-    asm volatile(WGMMA_K32_E4M3(256, WGMMA_D128_REGS, "%128, %129", 1)
-                 : WGMMA_D128_OPERANDS(d)
-                 : "l"(desc_a), "l"(desc_b));
-}
 // As above, D = A * B: the first k-step of a fresh partial sum (D's old values are ignored).
 __device__ __forceinline__ void wgmma_m64n128k32_f32_e4m3_first(float (&d)[64], unsigned long long desc_a,
                                                            unsigned long long desc_b) {
     asm volatile(WGMMA_K32_E4M3(128, WGMMA_D64_REGS, "%64, %65", 0)
                  : WGMMA_D64_OPERANDS(d)
                  : "l"(desc_a), "l"(desc_b));
-}
-
-// fp8 e4m3 halves of a promoted K tile, for GEMM_TMA_FP8_PIPELINED: D(64 x N) (+)= A(64 x 32) * B(32 x N), N = 64 or
-// 96, both K-major; SCALE_D 0 starts a fresh partial sum (D's old values ignored), 1 accumulates.
-__device__ __forceinline__ void wgmma_m64n64k32_f32_e4m3(float (&d)[32], unsigned long long desc_a,
-                                                    unsigned long long desc_b, bool first) {
-    if (first)
-        asm volatile(WGMMA_K32_E4M3(64, WGMMA_D32_REGS, "%32, %33", 0)
-                     : WGMMA_D32_OPERANDS(d)
-                     : "l"(desc_a), "l"(desc_b));
-    else
-        asm volatile(WGMMA_K32_E4M3(64, WGMMA_D32_REGS, "%32, %33", 1)
-                     : WGMMA_D32_OPERANDS(d)
-                     : "l"(desc_a), "l"(desc_b));
-}
-__device__ __forceinline__ void wgmma_m64n96k32_f32_e4m3(float (&d)[48], unsigned long long desc_a,
-                                                    unsigned long long desc_b, bool first) {
-    if (first)
-        asm volatile(WGMMA_K32_E4M3(96, WGMMA_D48_REGS, "%48, %49", 0)
-                     : WGMMA_D48_OPERANDS(d)
-                     : "l"(desc_a), "l"(desc_b));
-    else
-        asm volatile(WGMMA_K32_E4M3(96, WGMMA_D48_REGS, "%48, %49", 1)
-                     : WGMMA_D48_OPERANDS(d)
-                     : "l"(desc_a), "l"(desc_b));
 }
 
 // fp8 e4m3, one warpgroup's m64 x 144 tile (the 128 x 144 rung's K tile, promoted in pairs): D(64 x 144) (+)= A(64 x
@@ -592,7 +495,7 @@ __device__ __forceinline__ void wgmma_m64n144k32_f32_e4m3(float (&d)[72], unsign
                      : "l"(desc_a), "l"(desc_b));
 }
 
-// The decode kernel's swapped 16-bit form (gemm_tma.cu's gemm_tma_decode): D(64 x N, fp32) += A(64 x 16, M-major,
+// The decode kernel's swapped 16-bit form (gemm_decode.cu's gemm_tma_decode): D(64 x N, fp32) += A(64 x 16, M-major,
 // shared, read transposed) * B(16 x N, K-major, shared), N = 8, 16, 32 or 64 (N / 2 registers per thread). A is the
 // weight (B of C = A B, K x N row-major: its N runs along wgmma's M), B the tokens (A of C = A B, row-major: K-major).
 // Immediates: scale-d 1 (accumulate), scale-a/b 1, A transposed (1), B K-major (0).
@@ -633,31 +536,6 @@ __device__ __forceinline__ void wgmma_m64nNk16_f32_mmajor_a(float (&d)[N / 2], u
     else
         asm volatile(WGMMA_K16_MMAJOR_A(64, "f16", WGMMA_D32_REGS, "%32, %33")
                      : WGMMA_D32_OPERANDS(d) : "l"(desc_a), "l"(desc_b));
-}
-
-// fp8 e4m3 with A from registers (GEMM_TMA_FP8_A_REGS): D(64 x N) (+)= A(64 x 32, this warpgroup's registers) *
-// B(32 x N, K-major, shared), N = 64 or 128. `a` is the thread's fragment of A, laid out as ldmatrix_x4 leaves it
-// (wgmma's k32 8-bit A fragment is byte for byte the k16 16-bit one: warp w holds rows 16 w .. 16 w + 15; register
-// r of lane l holds row l / 4 (+ 8 for r = 1, 3), bytes 4 (l % 4) .. + 3 (+ 16 for r = 2, 3)). The registers must
-// stay unchanged until the group that reads them has completed.
-// scale-d as a predicate set from `accumulate` (0: D = A * B, 1: D += A * B); `first` is a constant after unrolling,
-// so ptxas folds it into the instruction.
-#define WGMMA_K32_E4M3_RS(N, REGS, AREGS, DESC, ACCUMULATE) \
-    "{\n.reg .pred p;\nsetp.ne.b32 p, " ACCUMULATE ", 0;\n" \
-    "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3 " REGS ", " AREGS ", " DESC ", p, 1, 1;\n}\n"
-template <int N>
-__device__ __forceinline__ void wgmma_m64nNk32_f32_e4m3_rs(float (&d)[N / 2], const unsigned (&a)[4],
-                                                      unsigned long long desc_b, bool first) {
-    static_assert(N == 64 || N == 128, "register-A fp8 wgmma: n64 or n128");
-    const unsigned accumulate = first ? 0u : 1u;
-    if constexpr (N == 64)
-        asm volatile(WGMMA_K32_E4M3_RS(64, WGMMA_D32_REGS, "{%32, %33, %34, %35}", "%36", "%37")
-                     : WGMMA_D32_OPERANDS(d)
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
-    else
-        asm volatile(WGMMA_K32_E4M3_RS(128, WGMMA_D64_REGS, "{%64, %65, %66, %67}", "%68", "%69")
-                     : WGMMA_D64_OPERANDS(d)
-                     : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b), "r"(accumulate));
 }
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL

@@ -1,5 +1,5 @@
 """Decode GEMM in hand PTX: C = A @ B for a few token rows (M = 1..256) against a wide weight B (K x N), computed
-swapped, C^T = B^T A^T, by ``gemm_tma.cu``'s ``gemm_tma_decode`` (TMA into an mbarrier ring, wgmma, a producer warp
+swapped, C^T = B^T A^T, by ``gemm_decode.cu``'s ``gemm_tma_decode`` (TMA into an mbarrier ring, wgmma, a producer warp
 and one or two consumer warpgroups; sm_90a only; fp16 and bf16).
 
 The tile rungs and the 64 x 128 split-K put the tokens on wgmma's M side, 64 rows per warpgroup at least: at M = 16
@@ -20,10 +20,8 @@ wgmma's N of 8:
   units keep IN_FLIGHT_TARGET bytes of weight in flight, units x (S - 1) x the weight's stage bytes (Little's law:
   the bytes HBM needs outstanding to stream at its pace); where none does, the wave rule's
   (suite.waves.wave_split_count). Then the pair with the fewest splits (a split adds a workspace written and read
-  again and the fix-up's wait), then the best wave efficiency, then the wider tile. On the H200 (tools/probe_llm.py
-  ptx-decode, 2026-12-02) the wave rule alone split 16 x 4096 x 4096 in two (15.8 us at 4 stages) where one split
-  of 64 units, 6 MiB in flight, took 14.8 us, and 1 x 6144 x 4096 in five (19.2 us) where 96 unsplit units took
-  17.3; at 64 x 4096 x 4096 (16 KiB weight stages, 3 MiB in flight unsplit) two splits won, 17.2 against 19.0 us.
+  again and the fix-up's wait), then the best wave efficiency, then the wider tile. The wave rule alone splits
+  shapes whose unsplit units already keep enough weight in flight, which is slower (docs/results.md).
 * The grid is persistent (suite.waves.persistent_grid): one block per SM at most walks units b, b + grid, ..., the
   ring running on across units.
 
@@ -38,6 +36,7 @@ exists at every shape of the llm and long-k sets; past a few hundred tokens the 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from pathlib import Path
 
 import numpy as np
 import torch
@@ -54,13 +53,13 @@ from suite.ptx.gemm_tma import (
     DEFINES,
     ELEMENT,
     FLAG_BYTES,
-    SOURCE,
     SWIZZLE_BYTES,
     WG_THREADS,
 )
 from suite.waves import persistent_grid, wave_efficiency, wave_split_count
 from suite.workspace import new_workspace
 
+SOURCE = Path(__file__).with_name("gemm_decode.cu")
 DTYPES = ("fp16", "bf16")
 ELEMENT_BYTES = 2
 ATOM_K = SWIZZLE_BYTES // ELEMENT_BYTES  # K per 128-byte swizzled row: a token box's width, a K atom
@@ -204,7 +203,7 @@ class Decode(gemm_tma.SplitLaunch):
         fresh = NO_FIXUP_WAIT.define in kernel.extra_defines
         self.workspace = new_workspace((p.splits * m * n if p.splits > 1 else 1,), c.device, fresh=fresh)
         self.counters = torch.zeros(p.tiles_w * p.tiles_t * p.consumers, dtype=torch.int32, device=c.device)
-        self.threads, self.cluster = p.threads, 1
+        self.threads = p.threads
         self.args = (
             self.tmap_tokens,
             self.tmap_weight,
@@ -286,7 +285,11 @@ class DecodeModule(NvrtcModule):
         self.faults = faults
 
     def defines(self) -> tuple[str, ...]:
-        return DEFINES + super().defines()
+        figures = []
+        for t, c, k_atoms in every_plan_shape():
+            plan = Plan(t, c, k_atoms, 1, 1, 1)
+            figures += [((s, t, c, k_atoms), plan.smem_bytes(s)) for s in self.stages]
+        return DEFINES + (gemm_tma.smem_define(figures),) + super().defines()
 
     def build(self, arch: str | None = None):
         """Always sm_90a: asked for sm_90 (the GPU's own arch, or the driver's CPU arch), build its 'a' target."""

@@ -36,13 +36,8 @@ ALIGN_SLACK = 1024  # the kernel rounds its shared-memory base up to the 1024-by
 ATOM_BYTES = 1024  # the 128-byte swizzle's period: the C staging starts at a multiple of it, after the barriers
 SMEM_PER_BLOCK = 227 * 1024  # what one block may opt in to on an H100 / H200
 MAX_DIM = 2**31 - 1 - 256  # a tile origin (up to M or N plus a tile) must stay a positive 32-bit int
-# M below one tile: A's TMA box holds M rounded up to 8 rows, not the tile's (False: the whole tile, the rows past M
-# zero-filled by the copy engine; tools/probe_llm.py decode compares the two)
-SHORT_A_BOX = True
 # The copy engine's L2 promotion of every TMA load: each L2 miss fetches this much. 128 bytes, Triton's choice, not
-# 256: on the H200 (tools/probe_llm.py decode and fp8, 2026-12-02) the 64 x 128 split-K streamed Llama-3 8B's down
-# projection (16 x 4096 x 14336, 8 stages, 2 splits) in 34.8 us against 37.2 (64 rows: 35.2 against 38.1), and the
-# fp8 128 x 144 rung ran at 0.982 of cuBLAS at 8192^3 against 0.974; the 4096^3 rows did not move
+# 256: the streaming decode tiles and the fp8 rungs were faster with it (docs/results.md)
 L2_PROMOTION = "L2_128B"
 DTYPES = ("fp16", "bf16", "fp8e4m3")
 ELEMENT = {"fp16": "F16", "bf16": "BF16", "fp8e4m3": "E4M3"}  # gemm_tma.cu's element types
@@ -51,13 +46,12 @@ SCHEDULES = {"tiles": "SCHED_TILES", "split-k": "SCHED_SPLIT_K", "stream-k": "SC
 GROUP_M = 8  # gemm_tma.cu's GEMM_TMA_GROUP_M default: tile rows per rasterization group (a Config may set its own)
 # split-K: each split streams at least this many K tiles (fewer and the prologue and the fix-up dominate)
 MIN_K_TILES_PER_SPLIT = 4
-# The ridge point, FLOPs per byte moved, below which a shape is memory-bound: H200, ~990 TFLOP/s of dense fp16 / bf16
-# (1980 fp8) over ~4.8 TB/s of HBM3e, about 200 (400 fp8). A decode GEMM (M = 1..128 against an 8192-wide weight)
-# sits at 1-124, 256 x 8192 x 8192 (241), 512 x 512 x 65536 (255) and the square shapes above it.
+# The ridge point, FLOPs per byte moved, below which a shape is memory-bound: an H100 / H200's dense fp16 / bf16 peak
+# (twice that for fp8) over its HBM bandwidth, about 200 (400 fp8). A decode GEMM (M = 1..128 against an 8192-wide
+# weight) sits far below it; the square shapes far above.
 RIDGE_FLOP_PER_BYTE = {"fp16": 200, "bf16": 200, "fp8e4m3": 400}
-# A memory-bound shape's split-K stops once its blocks occupy this share of the SMs. On the H200 at 16 and 64 x 8192 x
-# 8192 fp16, 64 blocks of 64x128 tiles (48% of the 132 SMs, one split, 8 stages) streamed the weight at 2.8-3.0 TB/s
-# and ran at 0.98-1.01 of cuBLAS; the same tiles split in two over 128 blocks ran at 0.88-0.95, in four at 0.74-0.83
+# A memory-bound shape's split-K stops once its blocks occupy this share of the SMs: about half of the SMs already
+# stream the weight at close to the HBM's pace; more splits only add workspace traffic and the fix-up
 STREAMING_SM_SHARE = 0.45
 
 
@@ -75,17 +69,12 @@ class Config:
     block_m: int = 128
     schedule: str = "tiles"  # "tiles", "split-k" or "stream-k" (gemm_tma.cu's SCHEDULE)
     dtypes: tuple[str, ...] = ("fp16",)
-    cluster: int = 1  # CTAs per cluster (2: vertically adjacent tiles, B loaded once and multicast; persistent tiles)
     group_m: int = GROUP_M  # tile rows per rasterization group (gemm_tma.cu's GEMM_TMA_GROUP_M)
     # the warpgroup index broadcast from lane 0, its wgmma descriptors in uniform registers (GEMM_TMA_WG_BROADCAST:
-    # faster on the 128 x 256 rung, slower on the others, gemm_tma.cu says by how much)
+    # faster on the 128 x 256 rung, slower on the others, gemm_tma.cu says why)
     uniform_warpgroup: bool = False
 
     def __post_init__(self):
-        if self.cluster not in (1, 2):
-            raise ValueError(f"cluster must be 1 or 2 CTAs (got {self.cluster})")
-        if self.cluster > 1 and not (self.persistent and self.schedule == "tiles"):
-            raise ValueError("a cluster needs the persistent tile schedule (its CTAs walk their tiles in step)")
         if self.group_m < 1:
             raise ValueError(f"group_m must be at least 1 tile row (got {self.group_m})")
 
@@ -108,13 +97,20 @@ class Config:
         return 1 if self._smem_bytes(stages, 1) <= SMEM_PER_BLOCK else 2
 
     def _smem_bytes(self, stages: int, c_passes: int) -> int:
+        """The ring, the barriers and flags, and the C staging (whole 64-column boxes of the tile: 144's last 16 columns
+        are stored directly). The kernel static_asserts its own layout against these figures (smem_figures)."""
         barriers = stages * 2 * BARRIER_BYTES + FLAG_BYTES
         if self.tma_store:  # the staging after the barriers, at the next swizzle atom
-            barriers = -(-barriers // ATOM_BYTES) * ATOM_BYTES + self.block_m * self.block_n * 2 // c_passes
+            boxed = self.block_n // 64 * 64
+            barriers = -(-barriers // ATOM_BYTES) * ATOM_BYTES + self.block_m * boxed * 2 // c_passes
         return stages * self.stage_bytes + barriers + ALIGN_SLACK
 
     def smem_bytes(self, stages: int) -> int:
         return self._smem_bytes(stages, self.c_passes(stages))
+
+    def smem_figures(self) -> tuple[tuple[tuple[int, int, int, int], int], ...]:
+        """((STAGES, BM, BLOCK_N, TMA_STORE), bytes) per depth: the key gemm_tma.cu's static_assert looks up."""
+        return tuple(((s, self.block_m, self.block_n, int(self.tma_store)), self.smem_bytes(s)) for s in self.stages)
 
     def name_expression(self, stages: int, dtype: str = "fp16") -> str:
         flag = lambda b: "true" if b else "false"  # noqa: E731
@@ -123,17 +119,15 @@ class Config:
             f"{flag(self.tma_store)}"
         )
         passes = self.c_passes(stages)
-        if dtype == "fp16" and self.block_m == 128 and self.schedule == "tiles" and passes == 1 and self.cluster == 1:
+        if dtype == "fp16" and self.block_m == 128 and self.schedule == "tiles" and passes == 1:
             return head + ">"  # the template's defaults
-        tail = f", {passes}" if passes != 1 or self.cluster != 1 else ""
-        tail += f", {self.cluster}" if self.cluster != 1 else ""
+        tail = f", {passes}" if passes != 1 else ""
         return head + f", {ELEMENT[dtype]}, {self.block_m}, {SCHEDULES[self.schedule]}{tail}>"
 
     def describe(self, dtype: str = "fp16") -> str:
         what = {
             "tiles": (", persistent" if self.persistent else "")
             + (", TMA-store epilogue" if self.tma_store else "")
-            + (f", clusters of {self.cluster} CTAs sharing B (TMA multicast)" if self.cluster > 1 else "")
             + (f", GROUP_M={self.group_m}" if self.group_m != GROUP_M else ""),
             "split-k": ", split-K (partials summed in K order by a second kernel)",
             "stream-k": ", stream-K over one block per SM (fix-up in K order by the last unit)",
@@ -151,34 +145,28 @@ _TWO_WG = dict(block_n=256, consumers=2)
 # the schedules that fill the chip when output tiles are few: stream-K on the top rung's tile (without its
 # TMA-store epilogue: a tile's last unit stores C), split-K on 128x128 tiles (two consumer warpgroups), and split-K
 # on 64x128 tiles for decode (M <= 64: a 128-row tile would be mostly padding), with rings as deep as fit (the
-# weight streams through once). On the H200 these beat the other combinations tried (split-K on 128x256 and 64x256,
-# stream-K on 128x128) at every LLM and long-K shape (docs/results.md).
+# weight streams through once). These beat the other combinations tried (split-K on 128x256 and 64x256, stream-K on
+# 128x128) at every LLM and long-K shape (docs/results.md).
 CONFIGS: dict[str, Config] = {
     "128x128x64 ws": Config(128, 1, False, False, (2, 3, 4, 5, 6, 7)),  # TMA + mbarrier ring + wgmma, warp-specialized
     "128x256x64 ws 2wg": Config(256, 2, False, False, (2, 3, 4)),  # two consumer warpgroups, twice the tile
     "128x256x64 ws 2wg persistent": Config(256, 2, True, False, (2, 3, 4)),  # one block per SM, ring across tiles
     # + C through TMA; at 4 stages the C staging holds half the tile, stored in two passes. Tile rows in groups of
-    # 16: on the H200 (tools/probe_llm.py epilogue, 2026-12-04, two calls) fp8 at 8192^3 and 4 stages went from
-    # 0.997 / 1.000 of promoted cuBLAS to 1.007 / 1.007 (B's panels read from HBM half as often, as on the 144 rung);
-    # fp8 at 4096^3 and the 16-bit types moved a point or less either way (32 at a time: 1-2% slower everywhere)
+    # 16: B's panels read from HBM half as often, which pays for fp8 at large squares (32 at a time was slower)
     "128x256x64 ws 2wg persistent tma-store": Config(
         256, 2, True, True, (2, 3, 4), dtypes=DTYPES, group_m=16, uniform_warpgroup=True
     ),
     # fp8 only: one m64 x 128 tile per consumer warpgroup leaves registers for two partials, so promotion's adds run
-    # under the next K tile's wgmma (gemm_tma.cu's GEMM_TMA_FP8_OVERLAP); 32 KiB stages, 4-6 deep
+    # under the next K tile's wgmma (gemm_tma.cu's consumer_mainloop, K tiles in pairs); 32 KiB stages, 4-6 deep
     "128x128x128 ws 2wg persistent tma-store": Config(128, 2, True, True, (4, 5, 6), dtypes=("fp8e4m3",)),
     # fp8 only: the same on cuBLAS's promoted tile width, 144 (72 accumulators and two partials of 72 still fit):
     # 12.5% more MACs per byte loaded, 16 columns past the TMA-store boxes stored directly; tile rows in groups of
-    # 16 (B's panels read from HBM half as often). On the H200 at 8192^3: 0.963-0.972 of promoted cuBLAS against the
-    # 128 x 128 rung's 0.940 (G8: 669 MB of HBM reads, G16 472 MB; tools/probe_llm.py fp8, 2026-12-01); at 4096^3
-    # its 928 tiles are 7.03 waves of 132 SMs (0.93)
+    # 16 (B's panels read from HBM half as often)
     "128x144x128 ws 2wg persistent tma-store": Config(144, 2, True, True, (4, 5, 6), dtypes=("fp8e4m3",), group_m=16),
     # 16-bit, for the LLM shapes whose 128x256 tiles leave SMs idle: 128x192 (64x192 per consumer warpgroup, wgmma
     # n192, B in three 64-column boxes), persistent, TMA-store epilogue, each tile over all of K (no fix-up). At
-    # 256 x 10240 x 8192 (70B's QKV at M = 256) that is 108 tiles on 108 SMs against 128x256's 80; on the H200 at 4
-    # stages 0.909 of cuBLAS there and 0.993 at 70B's gate/up, against the best other PTX rows' 0.739 and 0.937 the
-    # run before (docs/results.md, gemm-llm-long-k-192). 5 stages would need the C staging in two passes
-    # (Config.c_passes: not with three boxes)
+    # 256 x 10240 x 8192 (70B's QKV at M = 256) that is 108 tiles on 108 SMs against 128x256's 80. 5 stages would
+    # need the C staging in two passes (Config.c_passes: not with three boxes)
     "128x192x64 ws 2wg persistent tma-store": Config(192, 2, True, True, (3, 4), dtypes=("fp16", "bf16")),
     "128x256 stream-k": Config(
         **_TWO_WG, persistent=True, tma_store=False, stages=(3, 4), schedule="stream-k", dtypes=DTYPES
@@ -220,10 +208,18 @@ def reduce_expression(dtype: str) -> str:
     return f"split_k_reduce<{ELEMENT[dtype]}>"
 
 
+def smem_define(figures) -> str:
+    """PIPESUITE_SMEM_FIGURES (sm90_gemm.cuh): the launcher's shared-memory bytes per instantiation key, which the
+    kernels static_assert their own layouts against."""
+    entries = ",".join("{{" + ",".join(map(str, key)) + "}," + str(n) + "}" for key, n in dict(figures).items())
+    return f"PIPESUITE_SMEM_FIGURES={{{entries}}}"
+
+
 @functools.cache
 def build(arch: str = ARCH) -> loader.CompiledModule:
     """Every fp16 instantiation of the ladder, for ``arch`` (sm_90a; no GPU needed)."""
-    return loader.compile_cu(SOURCE, fp16_ladder(), arch=arch, defines=DEFINES)
+    figures = [f for c in CONFIGS.values() if c.schedule == "tiles" and "fp16" in c.dtypes for f in c.smem_figures()]
+    return loader.compile_cu(SOURCE, fp16_ladder(), arch=arch, defines=(*DEFINES, smem_define(figures)))
 
 
 def fp16_ladder() -> tuple[str, ...]:
@@ -324,7 +320,7 @@ class TmaGemm(NvrtcModule):
     def defines(self) -> tuple[str, ...]:
         group = (f"GEMM_TMA_GROUP_M={self.gemm_config.group_m}",) if self.gemm_config.group_m != GROUP_M else ()
         uniform = ("GEMM_TMA_WG_BROADCAST=1",) if self.gemm_config.uniform_warpgroup else ()
-        return DEFINES + group + uniform + super().defines()
+        return DEFINES + group + uniform + (smem_define(self.gemm_config.smem_figures()),) + super().defines()
 
     def build(self, arch: str | None = None):
         """Always sm_90a: asked for sm_90 (the GPU's own arch, or the driver's CPU arch), build its 'a' target."""
@@ -402,7 +398,7 @@ def _tensor_map(t: torch.Tensor, box: tuple[int, int]):
 class SplitLaunch:
     """A call of a gemm_tma.cu kernel and, where it split K, of split_k_reduce after it on the same stream (both
     launchers' ``__call__``): B refreshed into its padded copy first where it has one. Set by the launcher: kernel,
-    grid, threads, smem_bytes, args, cluster, b and b_padded, reduce (None: one split), reduce_grid, reduce_args and
+    grid, threads, smem_bytes, args, b and b_padded, reduce (None: one split), reduce_grid, reduce_args and
     reduce_first (the sanitizer's fault: the sum launched before the splits it sums)."""
 
     def _launch_reduce(self) -> None:
@@ -413,7 +409,7 @@ class SplitLaunch:
             self.b_padded[:, : self.b.shape[1]].copy_(self.b)
         if self.reduce_first:  # the sanitizer's fault: the sum before the splits it sums
             self._launch_reduce()
-        loader.launch(self.kernel, self.grid, self.threads, self.smem_bytes, *self.args, cluster=self.cluster)
+        loader.launch(self.kernel, self.grid, self.threads, self.smem_bytes, *self.args)
         if self.reduce is not None and not self.reduce_first:
             self._launch_reduce()  # after the splits: stream order
 
@@ -459,10 +455,9 @@ class Gemm(SplitLaunch):
         # fp8, as N x K in one box of BLOCK_N x BLOCK_K: every box row is 128 bytes, the swizzle's width
         # A's box: a whole tile of rows, or M rounded up to 8 when M is below one tile (the kernel zeroes the rest of
         # each A stage once; the copy engine then fills no padding rows)
-        self.a_rows = bm if m >= bm or not SHORT_A_BOX else -(-m // 8) * 8
+        self.a_rows = bm if m >= bm else -(-m // 8) * 8
         self.tmap_a = _tensor_map(ops.a, (self.a_rows, bk))
-        # in a cluster each CTA loads 1 / cluster of B's rows (fp8) or boxes (16-bit) and multicasts them
-        self.tmap_b = _tensor_map(b, (bn // config.cluster, bk)) if dtype == "fp8e4m3" else _tensor_map(b, (bk, 64))
+        self.tmap_b = _tensor_map(b, (bn, bk)) if dtype == "fp8e4m3" else _tensor_map(b, (bk, 64))
         # C's map exists only where its rows have a 16-byte pitch; elsewhere the kernel stores directly and never
         # reads the map it is given.
         self.tmap_c = _tensor_map(c, (64, 64)) if config.tma_store and n % 8 == 0 else self.tmap_a
@@ -486,11 +481,6 @@ class Gemm(SplitLaunch):
         else:
             # persistent: the wave rule (suite.waves: the fewest programs that take as many rounds as every slot)
             self.grid = persistent_grid(tiles, sms * blocks_per_sm) if config.persistent else tiles
-            if config.cluster > 1:  # whole clusters, each on a cluster tile of cluster x BM rows, all resident at once
-                tile_rows = -(-m // bm)
-                cluster_tiles = -(-tile_rows // config.cluster) * -(-n // bn)
-                resident = loader.max_active_clusters(self.kernel, config.threads, self.smem_bytes, config.cluster)
-                self.grid = config.cluster * persistent_grid(cluster_tiles, resident)
             slots = 0
         # This launcher's own workspace, from this shape (never another's). split-K: one fp32 M x N slice per split,
         # summed by the second pass (split_k_reduce, REDUCE_FIRST: launched first under the sanitizer's fault).
@@ -505,12 +495,11 @@ class Gemm(SplitLaunch):
             self.reduce_grid = -(-m * n // (4 * REDUCE_THREADS))
         else:
             self.workspace = torch.empty(max(1, slots * bm * bn), dtype=torch.float32, device=c.device)
-        # only stream-K's fix-up counts: a counter per tile and consumer warpgroup, or (GEMM_TMA_SK_FIXED_FINISHER) a
-        # flag per workspace slot and consumer warpgroup
-        counters = max(tiles, slots) * config.consumers if config.schedule == "stream-k" else 1
+        # only stream-K's fix-up counts: a counter per tile and consumer warpgroup
+        counters = tiles * config.consumers if config.schedule == "stream-k" else 1
         self.counters = torch.zeros(counters, dtype=torch.int32, device=c.device)
         self.scales = (ops.scale_a, ops.scale_b) if dtype == "fp8e4m3" else (self.workspace, self.workspace)
-        self.threads, self.cluster = config.threads, config.cluster
+        self.threads = config.threads
         self.args = (
             self.tmap_a,
             self.tmap_b,
@@ -538,9 +527,7 @@ class Gemm(SplitLaunch):
             note += f", {self.splits} split{'s' if self.splits > 1 else ''} of {k_tiles} K tiles"
         if config.schedule == "stream-k":
             note += f", {tiles * k_tiles} MAC iterations over {self.grid} blocks"
-        if config.cluster > 1:
-            note += f", {self.grid // config.cluster} clusters of {config.cluster}"
-        elif config.persistent and config.schedule == "tiles":
+        if config.persistent and config.schedule == "tiles":
             note += grid_note(tiles, sms * blocks_per_sm, self.grid)
         if config.tma_store and n % 8 == 0 and config.c_passes(stages) > 1:
             note += f", C staged 1/{config.c_passes(stages)} of a tile at a time (one TMA-store pass each)"

@@ -1,0 +1,232 @@
+// gemm_decode.cu: C = A * B for a few token rows (M = 1..256) against a wide weight, on Hopper (sm_90a), fp16 or bf16
+// in, fp32 accumulate: gemm_tma.cu's ring, descriptors and element types (sm90_gemm.cuh), the operands swapped.
+
+#include "sm90_gemm.cuh"
+
+// The tiles above put C's M on wgmma's M side, at least 64 rows per warpgroup: at M = 16 three quarters of every
+// wgmma and of every A stage are padding. Swapped, the weight's N runs along wgmma's M (64 weight columns per
+// consumer warpgroup, read transposed from B's N-major box) and the tokens along wgmma's N (BLOCK_T = 8..64: wgmma's N
+// may be any multiple of 8): every row of every wgmma is real weight, and the ring holds weight, BK deep in K.
+//
+//   units:  (weight tile of BW = 64 x CONSUMERS columns, token tile of BLOCK_T rows, split), split-major, then weight
+//           tile, then token tile (the token tiles of one weight tile are neighbours: they read the same weight boxes
+//           at about the same time, so it comes from DRAM about once). One block per SM at most walks units b, b +
+//           grid, ... (persistent: the ring runs on across units, so the producer streams the next unit's weight
+//           while the consumers store this one). Split s of K takes an equal share of the K stages (the first
+//           k_stages % splits one more).
+//   stage:  CONSUMERS weight boxes of BK rows (K) x 64 columns (N), 128-byte swizzled (B's N-major box, BK deep),
+//           then K_ATOMS token boxes of BLOCK_T rows x 64 K (A's K-major box), one per 128-byte swizzle row of K.
+//   wgmma:  per k-step kk (16 of K): A = the weight, M-major: start = box + kk x 16 rows x 128 B, SBO = 1024 B between
+//           8-row (K) groups (the box is one 64-column block wide: LBO unused); B = the tokens, K-major: start = token
+//           box kk / 4 + (kk % 4) x 32 B, SBO = 1024 B between 8-row (token) groups.
+//   epilogue: the 64 x BLOCK_T accumulator is C^T's tile: stored transposed into C; with splits > 1, a serialized
+//           fix-up in the kernel: each split stores its fp32 partial into its M x N slice of the workspace and
+//           arrives on the (tile, warpgroup) counter; the last to arrive sums every slice, its own too, in split
+//           order from zero and stores C, then zeroes the counter for the next launch. The order of the additions
+//           is the same whoever arrives last (bit-reproducible), and only the counter is atomic (an integer). No
+//           second kernel: at decode sizes its launch and pass would be a visible share of the call.
+// 16-bit types only (B N-major): fp8's B is K-major, and its promotion is not built here.
+template <int BLOCK_T, int CONSUMERS, int K_ATOMS, class E>
+struct DecodeTile {
+    static_assert(BLOCK_T == 8 || BLOCK_T == 16 || BLOCK_T == 32 || BLOCK_T == 64, "BLOCK_T: 8, 16, 32 or 64 tokens");
+    static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups (64 weight columns each)");
+    static_assert(K_ATOMS == 1 || K_ATOMS == 2 || K_ATOMS == 4, "BK = 64, 128 or 256 (a TMA box has <= 256 rows)");
+    static_assert(!E::B_K_MAJOR, "16-bit types only: the weight is B's N-major box, read transposed");
+    static constexpr int BW = 64 * CONSUMERS;                   // weight columns (C's N) per unit: wgmma's M
+    static constexpr int ATOM_K = SWIZZLE_BYTES / E::BYTES;     // K per 128-byte swizzled row: 64
+    static constexpr int BK = K_ATOMS * ATOM_K;                 // K per stage
+    static constexpr int K_STEPS = BK / E::K_STEP;              // wgmma per stage and consumer
+    static constexpr int THREADS = (1 + CONSUMERS) * WG_THREADS;
+    static constexpr int W_BOX_BYTES = BK * SWIZZLE_BYTES;      // BK rows (K) x 64 weight columns
+    static constexpr int T_BOX_BYTES = BLOCK_T * SWIZZLE_BYTES;  // BLOCK_T token rows x 64 of K
+    static constexpr int T_OFFSET = CONSUMERS * W_BOX_BYTES;    // the token boxes, after the weight's
+    static constexpr int STAGE_BYTES = T_OFFSET + K_ATOMS * T_BOX_BYTES;  // every box a multiple of 1024 B
+    static constexpr int ACC = BLOCK_T / 2;                     // fp32 accumulators per thread
+};
+
+// A decode unit: its weight and token tile origins and its split's K stages.
+struct DecodeUnit {
+    int w0, t0, split, k_begin, k_stages;
+};
+
+template <class T>
+__device__ __forceinline__ DecodeUnit decode_unit(int u, int tiles_t, int tiles, int k_stages, int splits) {
+    const int split = u / tiles, tile = u % tiles;
+    const int base = k_stages / splits, extra = k_stages % splits;
+    return {(tile / tiles_t) * T::BW, (tile % tiles_t) * (2 * T::ACC), split, split * base + min(split, extra),
+            base + (split < extra ? 1 : 0)};
+}
+
+// Dynamic shared memory: [stage 0 .. STAGES-1][full[STAGES]][empty[STAGES]][fix-up verdict per consumer warpgroup],
+// based at a 1024-byte boundary.
+template <int STAGES, class T>
+struct DecodeSmem {
+    unsigned base;
+    __device__ __forceinline__ unsigned stage(int s) const { return base + s * T::STAGE_BYTES; }
+    __device__ __forceinline__ unsigned full(int s) const { return base + STAGES * T::STAGE_BYTES + s * 8; }
+    __device__ __forceinline__ unsigned empty(int s) const { return full(STAGES) + s * 8; }
+    __device__ __forceinline__ unsigned flag(int wg) const { return empty(STAGES) + wg * 4; }
+    static constexpr int FLAG_BYTES = 16;  // the verdicts' room: 4 bytes per consumer warpgroup, up to 4
+    static_assert(T::THREADS / WG_THREADS - 1 <= FLAG_BYTES / 4, "a verdict per consumer warpgroup");
+    static constexpr int BYTES = STAGES * T::STAGE_BYTES + 2 * STAGES * 8 + FLAG_BYTES;  // from the aligned base
+};
+
+// The thread's accumulators as C's elements: thread (warp w, lane l) holds weight columns n = 16 w + l / 4 (+ 8) of its
+// warpgroup's 64 and token rows t = 8 j + 2 (l % 4) (+ 1): value 4 j + 2 h + e is C[t0 + 8 j + 2 (l % 4) + e][n + 8 h].
+// `put(index, offset)` gets each one inside M x N with its offset t x N + n in C (and in a workspace slice).
+template <class T, class Put>
+__device__ __forceinline__ void for_each_decode_output(int M, int N, int n0, int t0, Put put) {
+    const int lane = threadIdx.x % 32, warp = (threadIdx.x / 32) % 4;
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int n = n0 + warp * 16 + lane / 4 + 8 * h;
+        if (n >= N) continue;
+#pragma unroll
+        for (int j = 0; j < 2 * T::ACC / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int t = t0 + 8 * j + 2 * (lane % 4) + e;
+                if (t < M) put(4 * j + 2 * h + e, (long long)t * N + n);
+            }
+    }
+}
+
+// PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT (the sanitizer's self-test only): the fix-up without its wait: split 0 sums
+// the slices as soon as its mainloop ends, before any split (itself included) has written its partial.
+
+template <int STAGES, int BLOCK_T, int CONSUMERS, int K_ATOMS, class E = F16>
+__global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::THREADS, 1)
+    gemm_tma_decode(const __grid_constant__ TensorMap tmap_tokens, const __grid_constant__ TensorMap tmap_weight,
+                    half_bits* __restrict__ C, int M, int N, int K, float* __restrict__ workspace,
+                    int* __restrict__ counters, int splits) {
+    using T = DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>;
+    static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be in 2..8");
+    extern __shared__ __align__(1024) unsigned char smem_raw[];
+    using Smem = DecodeSmem<STAGES, T>;
+    static_assert(Smem::BYTES + SMEM_ALIGN_SLACK == launcher_smem_bytes(STAGES, BLOCK_T, CONSUMERS, K_ATOMS),
+                  "the launcher's shared-memory figure (gemm_decode.py's Plan.smem_bytes) is this layout's size");
+    const Smem smem{(smem_u32(smem_raw) + 1023u) & ~1023u};
+    const int tiles_t = (M + BLOCK_T - 1) / BLOCK_T;
+    const int tiles = tiles_t * ((N + T::BW - 1) / T::BW);
+    const int k_stages = (K + T::BK - 1) / T::BK;
+    const int units = tiles * splits;
+
+    if (threadIdx.x == 0) {
+        init_ring_barriers<STAGES>(smem, CONSUMERS * 4);  // one arrive per consumer warp on empty[]
+        tma_prefetch_descriptor(&tmap_tokens);
+        tma_prefetch_descriptor(&tmap_weight);
+    }
+    __syncthreads();  // the barriers are initialized before any thread waits or arrives
+
+    const int warpgroup = warpgroup_index();
+    if (warpgroup == 0) {
+        // PRODUCER: one thread streams every unit's weight and token boxes through the ring.
+        if (threadIdx.x != 0) return;
+        RingPosition write;  // smem_write_stage and its lap's parity
+        for (int u = blockIdx.x; u < units; u += gridDim.x) {
+            const DecodeUnit unit = decode_unit<T>(u, tiles_t, tiles, k_stages, splits);
+            for (int ks = unit.k_begin; ks < unit.k_begin + unit.k_stages; ++ks) {
+                // wait until every consumer warp released this stage (its wgmma finished reading it)
+#ifndef PIPESUITE_FAULT_SKIP_EMPTY_WAIT  // fault injection for the sanitizer self-test (suite/sanitize.py) only
+                producer_acquire(smem.empty(write.stage), write);
+#endif
+                const unsigned full = smem.full(write.stage), dst = smem.stage(write.stage);
+                producer_commit(full, T::STAGE_BYTES);  // boxes past an edge are zero-filled and still counted
+#pragma unroll
+                for (int c = 0; c < CONSUMERS; ++c)
+                    tma_load_2d(dst + c * T::W_BOX_BYTES, &tmap_weight, full, unit.w0 + c * 64, ks * T::BK);
+#pragma unroll
+                for (int a = 0; a < K_ATOMS; ++a)
+                    tma_load_2d(dst + T::T_OFFSET + a * T::T_BOX_BYTES, &tmap_tokens, full,
+                                ks * T::BK + a * T::ATOM_K, unit.t0);
+                write.advance<STAGES>();
+            }
+        }
+        return;
+    }
+
+    // CONSUMER warpgroup wg: weight columns wg x 64 .. + 63 of each unit; per unit, MAINLOOP then EPILOGUE.
+    const int wg = warpgroup - 1;
+    const bool release = threadIdx.x % 32 == 0;  // one arrive per warp on empty[]
+    RingPosition read;  // smem_read_stage and its lap's parity
+    float acc[T::ACC];
+    for (int u = blockIdx.x; u < units; u += gridDim.x) {
+        const DecodeUnit unit = decode_unit<T>(u, tiles_t, tiles, k_stages, splits);
+#pragma unroll
+        for (int i = 0; i < T::ACC; ++i) acc[i] = 0.f;
+        int released_stage = -1;  // the stage whose wgmma group may still run (released after the next group's wait)
+        for (int ks = 0; ks < unit.k_stages; ++ks) {
+            const int smem_read_stage = read.stage;
+            consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this stage have all landed
+#pragma unroll
+            for (int i = 0; i < T::ACC; ++i) fence_operand(acc[i]);
+            wgmma_fence();  // the accumulators' last writes (zeroing, earlier wgmma) are ordered before these wgmma
+            const unsigned stage = smem.stage(smem_read_stage);
+            // per k-step: the weight 16 rows (of K) further, the tokens 32 bytes along a box's rows (a box per 64 of K)
+            const unsigned w = stage + wg * T::W_BOX_BYTES, t = stage + T::T_OFFSET;
+#pragma unroll
+            for (int kk = 0; kk < T::K_STEPS; ++kk)
+                E::template mma_swapped<BLOCK_T>(
+                    acc, smem_descriptor_at(w, kk * 16 * SWIZZLE_BYTES, T::W_BOX_BYTES, ATOM_BYTES),
+                    smem_descriptor_at(t, (kk / 4) * T::T_BOX_BYTES + (kk % 4) * 32, 16, ATOM_BYTES));
+            wgmma_commit_group();
+            // Let this stage's group run on; wait until the previous one is done, so its stage may be refilled.
+            wgmma_wait<1>();
+#pragma unroll
+            for (int i = 0; i < T::ACC; ++i) fence_operand(acc[i]);
+            if (released_stage >= 0 && release) consumer_release(smem.empty(released_stage));  // may be refilled
+            released_stage = smem_read_stage;
+            read.advance<STAGES>();
+        }
+        wgmma_wait<0>();  // every wgmma of this unit is done: the accumulators are final, the last stage is free
+#pragma unroll
+        for (int i = 0; i < T::ACC; ++i) fence_operand(acc[i]);
+        if (released_stage >= 0 && release) consumer_release(smem.empty(released_stage));
+
+        // EPILOGUE: all of K here: C; else the split's partial, and the fix-up
+        const int n0 = unit.w0 + wg * 64;
+        if (splits == 1) {
+            for_each_decode_output<T>(M, N, n0, unit.t0, [&](int i, long long at) {
+                C[at] = (half_bits)(E::pack(acc[i], 0.f) & 0xffffu);
+            });
+            continue;
+        }
+        const long long slice = (long long)M * N;
+#ifdef PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT
+        if (unit.split != 0) {  // the fault: the other splits store; split 0 sums at once (its own slice unwritten)
+#endif
+        for_each_decode_output<T>(M, N, n0, unit.t0, [&](int i, long long at) {
+            st_global_cg_f32(workspace + unit.split * slice + at, acc[i]);  // this split's share, to L2
+        });
+#ifdef PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT
+            continue;
+        }
+#endif
+        const int tid = threadIdx.x % WG_THREADS;
+        const unsigned wg_barrier = 1 + wg;  // named barrier of this warpgroup's 128 threads
+        int* counter = counters + (u % tiles) * CONSUMERS + wg;
+#ifndef PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT
+        named_barrier_sync(wg_barrier, WG_THREADS);  // every thread of the warpgroup has issued its partial...
+        // ...which the elected thread's release publishes with its arrival; its acquire sees every earlier split's
+        if (tid == 0) st_shared_u32(smem.flag(wg), atom_add_acq_rel_gpu(counter, 1) == splits - 1 ? 1u : 0u);
+        named_barrier_sync(wg_barrier, WG_THREADS);  // the verdict (and the acquire behind it) reaches every thread
+        if (!ld_shared_u32(smem.flag(wg))) continue;  // a later split sums
+#endif
+        // the last split: every slice in split order from zero (its own read back too): bit-reproducible. A slice's
+        // loads all issue before their adds (one L2 round trip per slice, not one per element)
+        for_each_decode_output<T>(M, N, n0, unit.t0, [&](int i, long long at) {
+            acc[i] = ld_global_cg_f32(workspace + at);
+        });
+        for (int s = 1; s < splits; ++s) {
+            float part[T::ACC];
+            for_each_decode_output<T>(M, N, n0, unit.t0, [&](int i, long long at) {
+                part[i] = ld_global_cg_f32(workspace + s * slice + at);
+            });
+            for_each_decode_output<T>(M, N, n0, unit.t0, [&](int i, long long) { acc[i] += part[i]; });
+        }
+        for_each_decode_output<T>(M, N, n0, unit.t0, [&](int i, long long at) {
+            C[at] = (half_bits)(E::pack(acc[i], 0.f) & 0xffffu);
+        });
+        if (tid == 0) *counter = 0;  // the tile is done: the counter is ready for the next launch
+    }
+}
