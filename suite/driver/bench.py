@@ -662,9 +662,11 @@ def run_jobs(
     phases: timing.Phases | None = None,
     gpu: dict | None = None,
     described: dict | None = None,
+    on_rows=None,
 ) -> list[dict]:
     """``jobs`` (suite.driver.plan.Job) in order, in this process: their kernels compiled up front, then each job
     validated and timed. When the GPU stops answering, the rows left are marked failed with the reason.
+    ``on_rows``: called with the rows so far after each job (a caller saving them as the run goes).
     ``described``: descriptions already made in this process (kept across calls by a worker), added to."""
     from suite.driver.workers import DeviceFailed, unfinished
 
@@ -686,6 +688,8 @@ def run_jobs(
         except DeviceFailed as e:
             lost = f"the GPU failed earlier in this run: {e}"
             rows += [dict(r, **gpu) for r in unfinished(job, skeleton, e.rows, None, f"the GPU failed: {e}")]
+        if on_rows is not None:
+            on_rows(list(rows))
     return rows
 
 

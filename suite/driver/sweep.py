@@ -45,9 +45,11 @@ def execute(
     plugins: tuple[str, ...] = (),
     progress: bool = True,
     phases: Phases | None = None,
+    on_rows=None,
 ) -> tuple[list[dict], dict]:
     """Run the shard ``shard`` (index, count; None: the whole plan) of ``opts``' plan, on ``gpus`` (a list of
-    suite.driver.workers.Device, one worker process each; None: in this process). Returns (rows in plan order,
+    suite.driver.workers.Device, one worker process each; None: in this process). ``on_rows``: called with the rows
+    so far after each job (None: not called). Returns (rows in plan order,
     metadata: plan, shard, timer, gpus, phase_seconds). ``prestarted``: worker pools started early
     (suite.driver.workers.prestart), for ``gpus``."""
     from suite.driver import bench
@@ -74,7 +76,9 @@ def execute(
 
         device = torch.device("cuda" if on_gpu else "cpu")
         gpu = bench.current_gpu(device)
-        rows = bench.run_jobs(jobs, opts, on_gpu, progress=progress, device=device, phases=phases, gpu=gpu)
+        rows = bench.run_jobs(
+            jobs, opts, on_gpu, progress=progress, device=device, phases=phases, gpu=gpu, on_rows=on_rows
+        )
         if on_gpu:
             info["gpus"] = [
                 {
@@ -98,7 +102,12 @@ def execute(
         started = workers.start(list(gpus), setup, setup_args, prestarted)
         bar = bench.Progress(sum(len(j.rows) for j in jobs), progress)
 
+        arrived_rows: list[dict] = []
+
         def arrived(job, rows):
+            if on_rows is not None:
+                arrived_rows.extend(rows)
+                on_rows(list(arrived_rows))
             for row in rows:
                 bar.step(
                     f"{job.problem} {job.dtype} {job.shape} {row['backend']}:{row['variant']} stages={row['stages']}"
