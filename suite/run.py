@@ -511,8 +511,9 @@ def _run(args, argv, prestarted, opts, on_gpu, shard, gpus, out: Path) -> int:
         try:
             fallback = results_io.fallback_dir("results")
             report.write(rows, meta, fallback)
+            fallback = f"the results were written to {fallback}/ instead"
         except OSError as e:
-            fallback = f"nowhere: the fallback failed too ({getattr(e, 'strerror', None) or e})"
+            fallback = f"the fallback under {fallback or 'the temp dir'} failed too: {e}"
     if args.json:
         print(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
     else:
@@ -522,7 +523,7 @@ def _run(args, argv, prestarted, opts, on_gpu, shard, gpus, out: Path) -> int:
     for why in report.missing_plots(rows, on_gpu):
         _say(why)
     if unwritten is not None:
-        print(f"\nerror: {unwritten}; the results were written to {fallback}", file=sys.stderr)
+        print(f"\nerror: {unwritten}\n{fallback}", file=sys.stderr)
     closing = report.failure_summary(rows)  # build failures, invalid rows... each counted apart
     if closing:
         print(f"\n{closing}", file=sys.stderr)
