@@ -675,7 +675,9 @@ def _text(value) -> str:
 
 
 def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "unknown"
+    """``text`` as one path component: letters, digits, '.', '_' and '-' only, no leading or trailing '.' or '-' (so
+    never '.' or '..'), 'unknown' when nothing is left."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "unknown"
 
 
 class WriteError(OSError):
