@@ -252,6 +252,9 @@ def main(argv=None) -> int:
     except KeyboardInterrupt:
         print("\ninterrupted", file=sys.stderr)
         return 130
+    except SystemExit as e:  # past parse_args only a kernel or plugin exits: never a success, whatever its code
+        print(f"internal error: something the run called raised SystemExit({e.code!r})", file=sys.stderr)
+        return 3
     except Exception as e:  # a defect, not bad input: one line, the traceback with --debug
         if args.debug:
             raise
