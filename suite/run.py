@@ -220,8 +220,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="how the L2 is emptied before each sample: read (the burst timer's default: a sum over a 256 MB buffer, "
         "nothing of the kernel's data and nothing dirty left, as a weight streaming through a model's layer finds "
         "the L2; burst timer only) or write (the other timers' default and do_bench's: zeros over 256 MB, which "
-        "leaves the L2 full of dirty lines that a memory-bound kernel's reads then evict to DRAM, 11-20%% of a "
-        "decode GEMM's time on an H200)",
+        "leaves the L2 full of dirty lines that a memory-bound kernel's reads then evict to DRAM, a large part of a "
+        "decode GEMM's time)",
     )
     p.add_argument(
         "--launch",

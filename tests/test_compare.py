@@ -347,9 +347,9 @@ def test_a_deeply_nested_file_is_bad_input(tmp_path, capsys):
 
 
 def test_matching_is_linear():
-    """16k rows (every variant at one stage count each side, the path that was quadratic: 98 s) in well under a
+    """16k rows (every variant at one stage count each side, the path that was once quadratic) in well under a
     second; 8x the rows take about 8x the time, not 64x. Timed in this process's CPU time, which another test
-    process on the same cores does not inflate (wall time did: 8.4x for 4x the rows once, on CI's two cores)."""
+    process on the same cores does not inflate (wall time does, on a shared CI machine)."""
     import gc
     import time
 
