@@ -126,6 +126,9 @@ def check_rows(part: Part, file: Path) -> None:
     """Refuse (MergeError) a part whose rows are not its jobs' rows as the plan counts them: a shard with rows removed
     (or added, or of another job) is not the shard it says it is."""
     try:
+        listed = part.plan.get("job_list")
+        if not isinstance(listed, list) or part.plan.get("jobs") != len(listed):
+            raise ValueError(f"its plan counts {part.plan.get('jobs')!r} jobs and lists {len(listed or [])}")
         jobs = [int(j) for j in part.jobs]
         expected = {j: plan_rows(part, j) for j in jobs}
     except (TypeError, ValueError, IndexError, KeyError) as e:

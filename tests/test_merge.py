@@ -481,3 +481,12 @@ def test_merge_help_documents_the_exit_codes():
     assert proc.returncode == 0
     for code in ("0  merged", "1  a merged row failed", "2  a refusal or bad input", "3  an internal error"):
         assert code in proc.stdout
+
+
+def test_a_plan_claiming_absurdly_many_jobs_is_refused_at_once(gemm_plan, tmp_path):
+    part = _part(tmp_path / "s", gemm_plan)
+    data = json.loads((part / "results.json").read_text())
+    data["meta"]["plan"]["jobs"] = 10**18  # its missing jobs would be counted one by one
+    (part / "results.json").write_text(json.dumps(data))
+    code, _, err = _merge(part, "--allow-partial", "--out", tmp_path / "m")
+    assert code == 2 and "its plan counts 1000000000000000000 jobs and lists" in err, err
