@@ -445,16 +445,9 @@ def parse_args(argv=None) -> argparse.Namespace:
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    try:
-        return _main(args, argv)
-    except KeyboardInterrupt:
-        print("\ninterrupted: nothing merged", file=sys.stderr)
-        return 130
-    except Exception as e:  # a defect, not bad input: one line, the traceback with --debug
-        if args.debug:
-            raise
-        print(f"internal error: {type(e).__name__}: {e} (--debug shows where)", file=sys.stderr)
-        return 3
+    from suite.cli_exits import guarded
+
+    return guarded(lambda: _main(args, argv), args.debug, "interrupted: nothing merged")
 
 
 def _main(args: argparse.Namespace, argv) -> int:

@@ -247,19 +247,9 @@ WORKER_PRELOAD = ("suite.driver.bench", "suite.variants")
 
 def main(argv=None) -> int:
     args = parse_args(argv)
-    try:
-        return _with_workers(args, argv)
-    except KeyboardInterrupt:
-        print("\ninterrupted", file=sys.stderr)
-        return 130
-    except SystemExit as e:  # past parse_args only a kernel or plugin exits: never a success, whatever its code
-        print(f"internal error: something the run called raised SystemExit({e.code!r})", file=sys.stderr)
-        return 3
-    except Exception as e:  # a defect, not bad input: one line, the traceback with --debug
-        if args.debug:
-            raise
-        print(f"internal error: {type(e).__name__}: {e} (--debug shows where)", file=sys.stderr)
-        return 3
+    from suite.cli_exits import guarded
+
+    return guarded(lambda: _with_workers(args, argv), args.debug, "interrupted")
 
 
 def _with_workers(args: argparse.Namespace, argv) -> int:

@@ -150,16 +150,10 @@ def test_a_kernel_that_exits_at_launch_fails_its_row_and_the_run_goes_on(tmp_pat
     plugin = tmp_path / "exiting_plugin.py"
     plugin.write_text(EXITING_PLUGIN)
     out = tmp_path / "out"
-    proc = subprocess.run(
-        [sys.executable, "-m", "suite.run", "--plugin", str(plugin), "--problem", "vector", "--size", "4096"]
-        + ["--backend", "torch", "--out", str(out), "--no-progress"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
-        cwd=ROOT,
-        timeout=120,
-        check=False,
-    )
+    argv = ["--plugin", str(plugin), "--problem", "vector", "--size", "4096", "--backend", "torch", "--out", str(out)]
+    hidden = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}  # the CPU path, on any machine
+    cmd = [sys.executable, "-m", "suite.run", *argv, "--no-progress"]
+    proc = subprocess.run(cmd, capture_output=True, text=True, env=hidden, cwd=ROOT, timeout=120, check=False)
     assert proc.returncode == 1 and "Traceback" not in proc.stderr, proc.stderr
     rows = json.loads((out / "results.json").read_text())["rows"]
     (exited,) = [r for r in rows if r["variant"] == "exits at launch"]

@@ -172,15 +172,7 @@ def test_a_dangling_symlink_out_is_refused_at_once(tmp_path):
     out = tmp_path / "out"
     out.symlink_to(tmp_path / "gone" / "deeper")
     t0 = time.monotonic()
-    proc = subprocess.run(
-        [sys.executable, "-m", "suite.run", *QUICK, "--out", str(out)],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
-        cwd=ROOT,
-        timeout=60,
-        check=False,
-    )
+    proc = _cli(*QUICK, "--out", str(out))
     assert time.monotonic() - t0 < 5
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert (
@@ -352,15 +344,7 @@ def test_internal_errors_are_one_line_exit_3(tmp_path, monkeypatch, capsys):
 
 
 def test_absurd_shard_counts_are_usage_errors():
-    proc = subprocess.run(
-        [sys.executable, "-m", "suite.run", *QUICK, "--shard", "1/100000000000"],
-        capture_output=True,
-        text=True,
-        env={**os.environ, "CUDA_VISIBLE_DEVICES": ""},
-        cwd=ROOT,
-        timeout=60,
-        check=False,
-    )
+    proc = _cli(*QUICK, "--shard", "1/100000000000")
     assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.strip() == (
         "error: --shard: 100000000000 shards: at most 10000 (a shard per job is the most that helps)"
