@@ -480,3 +480,11 @@ def test_hostile_files_are_refused_quickly_from_the_shell(tmp_path, make, why):
     assert time.monotonic() - t0 < 5
     assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr, proc.stderr
     assert proc.stderr.count("\n") == 1 and str(bad) in proc.stderr and why in proc.stderr, proc.stderr
+
+
+def test_an_incomplete_run_is_said(tmp_path, capsys):
+    old = _write(tmp_path / "old.json", [_row(variant="a"), _row(variant="b")])
+    cut = _write(tmp_path / "cut.json", [_row(variant="a")], {**H200, "complete": False})
+    assert main(["--compare", str(old), str(cut)]) == 1
+    out = capsys.readouterr().out
+    assert out.startswith(f"note: {cut} is an incomplete run (meta.complete false)") and "| MISSING" in out

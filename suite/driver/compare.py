@@ -203,6 +203,9 @@ def comparable(
         notes.insert(0, f"compared although they differ (--allow-different): {'; '.join(refusals)}")
     if minor:
         notes.append(f"software differs: {', '.join(minor)}")
+    for name, meta in ((old, old_meta), (new, new_meta)):
+        if meta.get("complete") is False:  # written after each job: a run that crashed or was interrupted
+            notes.append(f"{name} is an incomplete run (meta.complete false): the rows it did not reach are MISSING")
     return [f"note: {n}" for n in notes]
 
 
