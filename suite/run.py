@@ -21,6 +21,7 @@ Exit status:
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -399,8 +400,12 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
     from suite.driver import results_io
 
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    # what this run creates, innermost first: removed again if the run ends before writing anything in it
+    made = [p for p in (args.out, default_out) if p is not None and not p.exists()]
     try:  # a directory of this run's own (another run of the same second gets another), held until the run ends
         out = args.out or report.new_run_dir(default_out, stamp)
+        if args.out is None:
+            made.insert(0, out)
         lock = results_io.lock_out(out)
     except results_io.Busy as e:
         return _usage_error("--out", f"{e} (wait for it, or choose another --out)")
@@ -414,6 +419,9 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
         return _run(args, argv, prestarted, opts, on_gpu, shard, gpus, out)
     finally:
         os.close(lock)
+        for path in made:  # a run that ended before writing anything leaves no empty directory behind
+            with contextlib.suppress(OSError):
+                path.rmdir()
 
 
 def _holds_results(out: Path) -> bool:
@@ -440,14 +448,11 @@ def _run(args, argv, prestarted, opts, on_gpu, shard, gpus, out: Path) -> int:
         meta = run_meta.collect(on_gpu)
         meta["gpu_state_before"] = run_meta.gpu_state() if on_gpu else {}
     so_far: list[dict] = []
-    unsaved: list[OSError] = []
 
     def on_rows(rows: list[dict]) -> None:  # after each job: what a crash or Ctrl-C would otherwise lose
         so_far[:] = rows
-        try:
+        with contextlib.suppress(OSError):  # the final write tries again, and falls back
             results_io.write_record(out, rows, {**meta, "command": command}, complete=False)
-        except OSError as e:  # the final write tries again, and falls back
-            unsaved.append(e)
 
     try:
         rows, run_info = sweep.execute(

@@ -357,3 +357,18 @@ def test_help_documents_the_exit_codes():
     for line in ("0    every row valid", "1    a row failed", "2    a usage or input error", "3    an internal error"):
         assert line in doc
     assert "130  interrupted" in doc
+
+
+def test_a_run_that_ends_before_writing_leaves_no_empty_directory(tmp_path, monkeypatch, capsys):
+    from suite.driver import sweep
+
+    def broken(*a, **kw):
+        raise ZeroDivisionError("before any job")
+
+    monkeypatch.setattr(sweep, "execute", broken)
+    assert _main_here(*QUICK, cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)[0] == 3
+    assert not (tmp_path / "results").exists()  # neither results/cpu/<stamp> nor results/ itself
+    kept = tmp_path / "mine"
+    kept.mkdir()  # the user's own (empty) directory stays
+    assert _main_here(*QUICK, "--out", str(kept), cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)[0] == 3
+    assert kept.is_dir()
