@@ -401,7 +401,7 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
 
     stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     # what this run creates, innermost first: removed again if the run ends before writing anything in it
-    made = [p for p in (args.out, default_out) if p is not None and not p.exists()]
+    made = _missing(args.out or default_out)
     try:  # a directory of this run's own (another run of the same second gets another), held until the run ends
         out = args.out or report.new_run_dir(default_out, stamp)
         if args.out is None:
@@ -422,6 +422,15 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
         for path in made:  # a run that ended before writing anything leaves no empty directory behind
             with contextlib.suppress(OSError):
                 path.rmdir()
+
+
+def _missing(path: Path) -> list[Path]:
+    """``path`` and those of its parents that do not exist yet, innermost first."""
+    missing = []
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    return missing
 
 
 def _holds_results(out: Path) -> bool:
