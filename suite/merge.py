@@ -5,11 +5,13 @@ a whole run, or an earlier merge. The output is what suite.run writes (table.md,
 through suite.driver.report.write), rows in plan order, with metadata saying which parts it was merged from.
 
 It refuses, with exit 2 and one line naming the rule:
-- results of different plans (the plan's id: another selection, sizes, seed, timer, launch or --quick);
+- results of different plans (the plan's id: another selection, sizes, seed, timer, launch, --quick, or another
+  version of a plugin's code);
 - results of different GPU models (``--by gpu`` puts them side by side instead);
 - results of different software (Python, torch, Triton, cuda-core / cuda-bindings, NVRTC, the driver, the CUDA
   runtime, or the suite's own source);
 - overlapping shards (two parts that both ran a job of the plan);
+- a part whose rows are not the plan's rows for its jobs (rows removed, added or moved to another job);
 - missing shards (jobs of the plan that no part ran), unless ``--allow-partial``: then each missing (problem, dtype,
   shape) gets a row that marks the hole, and the metadata lists what is missing.
 
@@ -20,7 +22,17 @@ the parts agree and listed per part where they differ: each row keeps its own pa
 the models side by side (throughput, % of ceiling, and each model's throughput relative to the first), for
 comparing GPU generations; all groups must be of one plan.
 
-Exit status: 0, or 1 when a merged row failed (as suite.run), 2 on a refusal.
+The output directory is checked before anything is read (symlinks resolved; it must be writable), held by this
+merge while it writes, and refused when it holds results already unless ``--overwrite`` (their stale plots are then
+removed). Each group of ``--by gpu`` is written to a directory named by the GPU model made path-safe, always inside
+--out.
+
+Exit status:
+  0  merged
+  1  a merged row failed (as suite.run), or the output could not be written (said in one line)
+  2  a refusal or bad input (a file that is not a regular, readable results.json: FIFOs and devices are refused
+     without opening them; numbers out of range; JSON nested too deeply)
+  3  an internal error: one line (--debug shows the traceback)
 """
 
 from __future__ import annotations
@@ -29,9 +41,13 @@ import argparse
 import csv
 import io
 import json
+import os
 import sys
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+
+from suite.driver.results_io import InputError, read_json
 
 SOFTWARE = (
     "python",
@@ -88,14 +104,12 @@ def load(path: str | Path) -> Part:
     path = Path(path)
     file = path / "results.json" if path.is_dir() else path
     where = path if path.is_dir() else path.parent
+    if path.is_dir() and not os.path.lexists(file):
+        raise MergeError(f"{path}: no results.json there")
     try:
-        data = json.loads(file.read_text())
-    except FileNotFoundError:
-        raise MergeError(f"{path}: no results.json there") from None
-    except (OSError, UnicodeDecodeError) as e:
-        raise MergeError(f"{file}: cannot read it ({e})") from None
-    except ValueError:
-        raise MergeError(f"{file}: not JSON") from None
+        data = read_json(file)
+    except InputError as e:
+        raise MergeError(str(e)) from None
     if not isinstance(data, dict) or not isinstance(data.get("meta"), dict) or not isinstance(data.get("rows"), list):
         raise MergeError(f"{file}: not a pipesuite results.json (no meta and rows)")
     meta = data["meta"]
@@ -103,7 +117,44 @@ def load(path: str | Path) -> Part:
     rows = [r for r in data["rows"] if not (isinstance(r, dict) and r.get("placeholder"))]  # an earlier hole
     if not isinstance(plan, dict) or "id" not in plan or not isinstance(shard, dict) or "jobs" not in shard:
         raise MergeError(f"{file}: its metadata records no plan and shard (written before suite.merge existed?)")
-    return Part(where, meta, rows)
+    part = Part(where, meta, rows)
+    check_rows(part, file)
+    return part
+
+
+def check_rows(part: Part, file: Path) -> None:
+    """Refuse (MergeError) a part whose rows are not its jobs' rows as the plan counts them: a shard with rows removed
+    (or added, or of another job) is not the shard it says it is."""
+    try:
+        listed = part.plan.get("job_list")
+        if not isinstance(listed, list) or part.plan.get("jobs") != len(listed):
+            raise ValueError(f"its plan counts {part.plan.get('jobs')!r} jobs and lists {len(listed or [])}")
+        jobs = [int(j) for j in part.jobs]
+        expected = {j: plan_rows(part, j) for j in jobs}
+    except (TypeError, ValueError, IndexError, KeyError) as e:
+        raise MergeError(f"{file}: its plan and shard do not describe its jobs ({e})") from None
+    if any(not isinstance(r, dict) for r in part.rows):
+        raise MergeError(f"{file}: not a pipesuite results.json (a row is not an object)")
+    have = Counter(r.get("job") for r in part.rows)
+    for job in jobs:
+        if have.get(job, 0) != expected[job]:
+            raise MergeError(
+                f"{file}: {have.get(job, 0)} row(s) of {_describe(part, job)}, where the plan has {expected[job]} "
+                "(rows removed or added since the run)"
+            )
+    stray = sorted(str(j) for j in set(have) - set(jobs))
+    if stray:
+        raise MergeError(f"{file}: rows of job(s) {', '.join(stray)}, which its shard did not run")
+
+
+def plan_rows(part: Part, job: int) -> int:
+    """How many rows the plan gives ``job`` (from its description in the plan's job list)."""
+    from suite.driver.plan import parse_description
+
+    names = part.plan.get("job_list")
+    if not isinstance(names, list) or not 0 <= job < len(names):
+        raise IndexError(f"job {job} is not in the plan's job list")
+    return parse_description(str(names[job]))["rows"]
 
 
 def _describe(part: Part, job: int) -> str:
@@ -301,17 +352,18 @@ def write_by_gpu(groups: dict[str, tuple[list[dict], dict]], out: Path, command:
     results.json with the models side by side (every row with its ``gpu``)."""
     from suite.driver import report
 
+    dirs = group_dirs(list(groups), out)
     out.mkdir(parents=True, exist_ok=True)
     written = []
     for name, (rows, meta) in groups.items():
-        written += report.write(rows, meta, out / report.slug(name))
+        written += report.write(rows, meta, dirs[name])
     runs = {name: rows for name, (rows, _) in groups.items()}
     meta = {
         "by": "gpu",
         "gpus": list(groups),
         "plan": next(iter(groups.values()))[1]["plan"],
         "command": command,
-        "runs": {name: str(out / report.slug(name)) for name in groups},
+        "runs": {name: str(dirs[name]) for name in groups},
     }
     md = (
         "# pipesuite results by GPU\n\n"
@@ -337,6 +389,25 @@ def write_by_gpu(groups: dict[str, tuple[list[dict], dict]], out: Path, command:
     return written
 
 
+def group_dirs(names: list[str], out: Path) -> dict[str, Path]:
+    """Each GPU model's directory: OUT/<its name made path-safe (suite.driver.report.slug)>, which must be a new name
+    directly inside OUT (a model named '..' or '.' neither escapes OUT nor overwrites its files) and differ from every
+    other model's. MergeError otherwise."""
+    from suite.driver import report, results_io
+
+    root = out.resolve()
+    dirs: dict[str, Path] = {}
+    for name in names:
+        safe = report.slug(name)
+        path = out / safe
+        if safe in results_io.RESULT_FILES or path.resolve().parent != root or safe in (".", ".."):
+            raise MergeError(f"GPU model {name!r}: no directory of that name can be made inside {out}")
+        if (clash := next((n for n, d in dirs.items() if d == path), None)) is not None:
+            raise MergeError(f"GPU models {clash!r} and {name!r} would share the directory {path}")
+        dirs[name] = path
+    return dirs
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # The command
 # ---------------------------------------------------------------------------------------------------------------
@@ -351,7 +422,8 @@ def parse_args(argv=None) -> argparse.Namespace:
     p = _Parser(
         prog="python -m suite.merge",
         description=__doc__.split("\n\n")[0],
-        epilog="Example: python -m suite.merge results/shard-*/ --out results/merged",
+        epilog="Example: python -m suite.merge results/shard-*/ --out results/merged\n\n"
+        + __doc__[__doc__.index("Exit status:") :],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="results directories (or their results.json)")
@@ -362,11 +434,24 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="merge even when shards are missing: each missing shape gets a row that marks the hole",
     )
     p.add_argument("--by", choices=("gpu",), help="gpu: runs of different GPU models side by side in one table")
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="let --out be a directory that holds results already: they and their plots are removed first",
+    )
+    p.add_argument("--debug", action="store_true", help="an internal error shows its traceback (exit 3 either way)")
     return p.parse_args(argv)
 
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    from suite.cli_exits import guarded
+
+    return guarded(lambda: _main(args, argv), args.debug, "interrupted: nothing merged")
+
+
+def _main(args: argparse.Namespace, argv) -> int:
+    from suite.driver import results_io
     from suite.run import check_out
 
     if why := check_out(args.out):
@@ -379,6 +464,8 @@ def main(argv=None) -> int:
         inside = next((p.dir for p in parts if p.dir.resolve() == out), None)
         if inside is not None:
             raise MergeError(f"--out {args.out} is one of the results being merged")
+        if not args.overwrite and results_io.holds_results(args.out):
+            raise MergeError(f"--out {args.out} holds results already (--overwrite replaces them)")
         if args.by == "gpu":
             same_plan(parts)  # one plan across the models; each model's parts merged (and checked) on their own
             groups = {}
@@ -386,6 +473,7 @@ def main(argv=None) -> int:
                 rows, meta = combine([p for p in parts if p.gpu == name], allow_partial=args.allow_partial)
                 meta["command"] = command
                 groups[name] = (rows, meta)
+            group_dirs(list(groups), args.out)
         else:
             rows, meta = combine(parts, allow_partial=args.allow_partial)
             meta["command"] = command
@@ -393,14 +481,38 @@ def main(argv=None) -> int:
         print(f"error: {e}", file=sys.stderr)
         return 2
 
-    from suite.driver import report
+    try:
+        lock = results_io.lock_out(args.out)
+    except results_io.Busy as e:
+        print(f"error: --out: {e}", file=sys.stderr)
+        return 2
+    except OSError as e:
+        print(f"error: --out: cannot create {args.out} ({e.strerror or e})", file=sys.stderr)
+        return 1
+    try:
+        return _write(args, parts, groups if args.by == "gpu" else None, (rows, meta) if args.by != "gpu" else None)
+    finally:
+        os.close(lock)
 
-    if args.by == "gpu":
-        written = write_by_gpu(groups, args.out, command)
+
+def _write(args, parts: list[Part], groups, merged) -> int:
+    from suite.driver import report, results_io
+
+    if results_io.holds_results(args.out):
+        results_io.clear_results(args.out)  # --overwrite (checked above): no stale plot stays beside the new ones
+    try:
+        if groups is not None:
+            written = write_by_gpu(groups, args.out, groups[next(iter(groups))][1]["command"])
+        else:
+            written = report.write(merged[0], merged[1], args.out)
+    except OSError as e:  # report.WriteError included: one line, no traceback
+        print(f"error: {e}", file=sys.stderr)
+        return 1
+    if groups is not None:
         print(side_by_side({name: rows for name, (rows, _) in groups.items()}))
         all_rows = [r for rows, _ in groups.values() for r in rows]
     else:
-        written = report.write(rows, meta, args.out)
+        rows, meta = merged
         print(report.terminal_table(rows, WIDTH))
         all_rows = rows
         if meta["merge"]["partial"]:

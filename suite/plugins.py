@@ -4,8 +4,10 @@ A plugin is a Python module that registers variants (``register_kernel``, from s
 usually with its kernel module and ``.cu`` file beside it. Two ways in:
 
 * ``--plugin MODULE`` on ``python -m suite.run`` and ``python -m suite.sanitize`` (repeatable): a dotted module name
-  importable from here, or the path of a ``.py`` file (its directory is put on sys.path first, as ``python FILE``
-  would, so that it can import its siblings);
+  importable from here, or the path of a ``.py`` file (its directory is put on sys.path while it imports, as
+  ``python FILE`` would, so that it can import its siblings, and taken off after: a file planted there later, such as
+  a ``secrets.py``, never shadows a module the run imports). A plugin file or directory that others can write (group
+  or others) is loaded with a warning: its code runs with the runner's rights.
 * an installed distribution's entry point in the group ``pipesuite.variants`` (``[project.entry-points."pipesuite.
   variants"] mine = "my_package.variants"``), loaded the first time the registry is read, before any ``--plugin``.
 
@@ -20,6 +22,8 @@ from __future__ import annotations
 
 import importlib
 import importlib.util
+import os
+import stat
 import sys
 from pathlib import Path
 from types import ModuleType
@@ -111,18 +115,25 @@ def _load_file(path: Path, spec: str) -> ModuleType:
     if loaded is not None:
         return loaded
     name = f"pipesuite_plugin_{path.stem}"
-    if str(path.parent) not in sys.path:
-        sys.path.insert(0, str(path.parent))
+    for what, where in (("plugin file", path), ("plugin directory", path.parent)):
+        if why := _writable_by_others(where):
+            print(f"warning: {what} {where} is writable by {why}: its code runs with your rights", file=sys.stderr)
     module_spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[name] = module
 
     def load():
+        added = str(path.parent) not in sys.path
+        if added:  # only while it imports: its siblings, not a file planted beside it later, are found through it
+            sys.path.insert(0, str(path.parent))
         try:
             module_spec.loader.exec_module(module)
         except BaseException:
             del sys.modules[name]
             raise
+        finally:
+            if added and str(path.parent) in sys.path:
+                sys.path.remove(str(path.parent))
         return module
 
     return _guarded(f"plugin {spec!r}", "--plugin", load)
@@ -133,6 +144,16 @@ def load_builtin() -> None:
     import suite.variants  # noqa: F401  (the registrations)
 
     load_entry_points()
+
+
+def _writable_by_others(path: Path) -> str | None:
+    """'group', 'others' or 'group and others' when they can write ``path`` (as suite.nvrtc.cache checks its own)."""
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return None
+    writers = [who for who, bit in (("group", stat.S_IWGRP), ("others", stat.S_IWOTH)) if mode & bit]
+    return f"{' and '.join(writers)} (mode {stat.S_IMODE(mode):o})" if writers else None
 
 
 def load_entry_points() -> None:

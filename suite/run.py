@@ -7,11 +7,21 @@ Examples:
   python -m suite.run --list                            # the registered variants and their gates
   python -m suite.run --problem gemm --size 4096 --profile   # and why: one more launch per row under ncu
   python -m suite.run --compare OLD NEW                 # two runs (directories or results.json): a gate
+
+Exit status:
+  0    every row valid (and, with --compare, no row failed the gate)
+  1    a row failed (validation, build or launch), a regression (--compare), or the results could not be written
+       where asked (they are then written to a directory under the system temp dir, which is named)
+  2    a usage or input error, found before any work: a bad flag or value, an --out that cannot be written (or that
+       another run holds, or that holds a run without --overwrite), a file that is not a readable results.json
+  3    an internal error: one line (--debug shows the traceback)
+  130  interrupted (Ctrl-C): the rows measured so far are in results.json, with meta.complete false
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import datetime as dt
 import json
 import os
@@ -20,11 +30,37 @@ import textwrap
 from pathlib import Path
 
 from suite.driver import timing
-from suite.problems import PROBLEMS  # the CLI's choices are the problems' own
 
-PROBLEM_NAMES = tuple(PROBLEMS)
-DTYPES = tuple(dict.fromkeys(d for p in PROBLEMS.values() for d in p.dtypes))  # every problem's DType names
-SHAPE_SETS = tuple(dict.fromkeys(s for p in PROBLEMS.values() for s in p.shape_sets))  # Problem.shape_sets
+
+class _ProblemChoices:
+    """The CLI's choices for an option, the problems' own (suite.problems.PROBLEMS), read on first use: suite.problems
+    imports torch, which --compare and a merge of files never need, so a command that gives no such option starts
+    without it."""
+
+    def __init__(self, names):
+        self._names, self._values = names, None
+
+    def _read(self) -> tuple[str, ...]:
+        if self._values is None:
+            from suite.problems import PROBLEMS
+
+            self._values = tuple(dict.fromkeys(self._names(PROBLEMS)))
+        return self._values
+
+    def __contains__(self, value) -> bool:
+        return value in self._read()
+
+    def __iter__(self):
+        return iter(self._read())
+
+    def __len__(self) -> int:
+        return len(self._read())
+
+
+PROBLEM_NAMES = _ProblemChoices(lambda problems: problems)
+DTYPES = _ProblemChoices(lambda problems: (d for p in problems.values() for d in p.dtypes))  # DType names
+SHAPE_SETS = _ProblemChoices(lambda problems: (s for p in problems.values() for s in p.shape_sets))
+MAX_SHARDS = 10_000  # more shards than this is no plan anyone runs (and assigning jobs to them is not free)
 WIDTH = 160  # terminal columns everything printed fits in (table.md and the CSV keep the full detail)
 
 
@@ -63,9 +99,9 @@ def _say(text: str) -> None:
 
 
 def check_out(out: Path) -> str | None:
-    """Why the results cannot be written to ``out``, or None (suite.driver.report.check_out: a file is created and
-    removed there, not guessed from mode bits)."""
-    from suite.driver.report import check_out as check
+    """Why the results cannot be written to ``out``, or None (suite.driver.results_io.check_out: symlinks resolved, a
+    file is created and removed there, not guessed from mode bits)."""
+    from suite.driver.results_io import check_out as check
 
     return check(out)
 
@@ -77,7 +113,13 @@ def parse_args(argv=None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1],
     )
-    p.add_argument("--problem", nargs="+", choices=PROBLEM_NAMES, help="problems to run (default: all)")
+    p.add_argument(
+        "--problem",
+        nargs="+",
+        choices=PROBLEM_NAMES,
+        metavar="PROBLEM",
+        help="problems to run (default: all; see --list)",
+    )
     p.add_argument("--backend", nargs="+", help="backends to run, e.g. torch triton ptx (default: all; see --list)")
     p.add_argument(
         "--stages",
@@ -122,6 +164,11 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="where to write table.md, results.csv, results.json and plots "
         "(default: results/<gpu>/<timestamp>/; results/cpu/<timestamp>/ without a GPU)",
     )
+    p.add_argument(
+        "--overwrite",
+        action="store_true",
+        help="let --out be a directory that holds an earlier run: its results and plots are removed first",
+    )
     p.add_argument("--quick", action="store_true", help="a short smoke run: smaller sizes, fewer repetitions")
     p.add_argument("--seed", type=int, default=0, help="base seed; every validation draws a fresh one from it")
     p.add_argument("--list", action="store_true", help="print the registered variants with their gates and exit")
@@ -138,9 +185,15 @@ def parse_args(argv=None) -> argparse.Namespace:
         metavar=("OLD", "NEW"),
         type=Path,
         help="compare two runs (their directories or results.json files) row by row (SAME / FASTER / "
-        "SLOWER / NOISY / MISSING / INVALID / NEW) and exit: 0 when nothing is SLOWER, NOISY, MISSING "
-        "or INVALID, 1 when something is, 2 on bad input or on runs of different GPU models or major "
-        "software versions",
+        "SLOWER / NOISY / MISSING / INVALID / STILL INVALID / NOT RUN / NEW) and exit: 0 when no row fails the gate, "
+        "1 when one is SLOWER, MISSING, INVALID or NOISY with a slower median, 2 on bad input, on a file without "
+        "its metadata (GPU, plan, software versions) or on runs of different GPU models or major software versions",
+    )
+    p.add_argument(
+        "--force",
+        action="store_true",
+        help="with --compare: compare files that do not record their GPU, plan or software versions (said above the "
+        "verdicts)",
     )
     p.add_argument(
         "--allow-different",
@@ -157,6 +210,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         "cell per row",
     )
     p.add_argument("--json", action="store_true", help="print the results as JSON on stdout instead of tables")
+    p.add_argument("--debug", action="store_true", help="an internal error shows its traceback (exit 3 either way)")
     p.add_argument(
         "--no-progress", action="store_true", help="no progress line on stderr (it is drawn only on a terminal)"
     )
@@ -199,8 +253,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         help="how the L2 is emptied before each sample: read (the burst timer's default: a sum over a 256 MB buffer, "
         "nothing of the kernel's data and nothing dirty left, as a weight streaming through a model's layer finds "
         "the L2; burst timer only) or write (the other timers' default and do_bench's: zeros over 256 MB, which "
-        "leaves the L2 full of dirty lines that a memory-bound kernel's reads then evict to DRAM, 11-20%% of a "
-        "decode GEMM's time on an H200)",
+        "leaves the L2 full of dirty lines that a memory-bound kernel's reads then evict to DRAM, a large part of a "
+        "decode GEMM's time)",
     )
     p.add_argument(
         "--launch",
@@ -214,6 +268,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         p.error("--size needs exactly one --problem (sizes mean different things per problem)")
     if args.allow_different and not args.compare:
         p.error("--allow-different goes with --compare")
+    if args.force and not args.compare:
+        p.error("--force goes with --compare")
     return args
 
 
@@ -224,6 +280,12 @@ WORKER_PRELOAD = ("suite.driver.bench", "suite.variants")
 
 def main(argv=None) -> int:
     args = parse_args(argv)
+    from suite.cli_exits import guarded
+
+    return guarded(lambda: _with_workers(args, argv), args.debug, "interrupted")
+
+
+def _with_workers(args: argparse.Namespace, argv) -> int:
     prestarted = []
     if args.gpus and not (args.list or args.compare):
         # the workers' interpreters and imports start now, beside this process's own (seconds of each --gpus run)
@@ -238,6 +300,21 @@ def main(argv=None) -> int:
 
 
 def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
+    if args.compare:  # no torch, no plugins: the files alone
+        from suite.driver.compare import CompareError, compare, exit_code, summary
+
+        try:
+            table, results = compare(*args.compare, allow_different=args.allow_different, force=args.force)
+        except CompareError as e:
+            return _usage_error("--compare", str(e))
+        print(table)
+        print(summary(results))
+        return exit_code(results)
+    if args.out is not None and not args.list:  # before any work: a bad --out is known at once
+        if why := check_out(args.out):
+            return _usage_error("--out", why)
+        if not args.overwrite and _holds_results(args.out):
+            return _usage_error("--out", f"{args.out} holds an earlier run's results (--overwrite replaces them)")
     import torch
 
     on_gpu = torch.cuda.is_available()
@@ -248,30 +325,17 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
         from suite.triton import interpreter_compat
 
         interpreter_compat.install()  # older interpreters under NumPy >= 2.5 (see that module)
-    if not args.compare:  # installed entry points, then --plugin, each once; a failing one is one line, exit 2
-        from suite.plugins import PluginError, load_plugins
+    from suite.plugins import PluginError, load_plugins
 
-        try:
-            load_plugins(args.plugin)
-        except PluginError as e:
-            return _usage_error(e.source, str(e))
+    try:  # installed entry points, then --plugin, each once; a failing one is one line, exit 2
+        load_plugins(args.plugin)
+    except PluginError as e:
+        return _usage_error(e.source, str(e))
     if args.list:
         from suite.driver.report import variant_table
 
         print(variant_table())
         return 0
-    if args.compare:
-        from suite.driver.compare import CompareError, compare, exit_code, summary
-
-        try:
-            table, results = compare(*args.compare, allow_different=args.allow_different)
-        except CompareError as e:
-            return _usage_error("--compare", str(e))
-        print(table)
-        print(summary(results))
-        return exit_code(results)
-    if args.out is not None and (why := check_out(args.out)):
-        return _usage_error("--out", why)
     default_out = None  # results/<gpu>/ (a directory per run is made in it at the end): checked now, not after the run
     if args.out is None:
         from suite.driver.report import slug
@@ -280,12 +344,11 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
         if why := check_out(default_out):
             return _usage_error("results/ (the default output; --out DIR writes elsewhere)", why)
 
-    from suite.driver import meta as run_meta
     from suite.driver import report
     from suite.driver.bench import OptionError, Options, check_options
     from suite.problems import PROBLEMS
 
-    problems = tuple(args.problem or PROBLEM_NAMES)
+    problems = tuple(args.problem or PROBLEMS)
     if args.dtype:
         problems = tuple(p for p in problems if set(args.dtype) & set(PROBLEMS[p].dtypes))
         if not problems:
@@ -356,6 +419,9 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
         shard = sweep.resolve_shard(args.shard, os.environ)
     except ValueError as e:
         return _usage_error("SLURM_ARRAY_TASK_*", str(e))
+    if shard is not None and shard[1] > MAX_SHARDS:
+        where = "--shard" if args.shard else "SLURM_ARRAY_TASK_COUNT"
+        return _usage_error(where, f"{shard[1]} shards: at most {MAX_SHARDS} (a shard per job is the most that helps)")
     gpus = None
     if args.gpus:
         try:
@@ -363,25 +429,95 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
         except ValueError as e:
             return _usage_error(f"--gpus {args.gpus}", str(e))
 
+    from suite.driver import results_io
+
+    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
+    # what this run creates, innermost first: removed again if the run ends before writing anything in it
+    made = _missing(args.out or default_out)
+    try:  # a directory of this run's own (another run of the same second gets another), held until the run ends
+        out = args.out or report.new_run_dir(default_out, stamp)
+        if args.out is None:
+            made.insert(0, out)
+        lock = results_io.lock_out(out)
+    except results_io.Busy as e:
+        return _usage_error("--out", f"{e} (wait for it, or choose another --out)")
+    except OSError as e:
+        return _usage_error("--out", f"cannot create {args.out or default_out} ({getattr(e, 'strerror', None) or e})")
+    try:
+        if _holds_results(out):  # checked again under the lock: another run may have finished there since
+            if not args.overwrite:
+                return _usage_error("--out", f"{out} holds an earlier run's results (--overwrite replaces them)")
+            results_io.clear_results(out)
+        return _run(args, argv, prestarted, opts, on_gpu, shard, gpus, out)
+    finally:
+        os.close(lock)
+        for path in made:  # a run that ended before writing anything leaves no empty directory behind
+            with contextlib.suppress(OSError):
+                path.rmdir()
+
+
+def _missing(path: Path) -> list[Path]:
+    """``path`` and those of its parents that do not exist yet, innermost first."""
+    missing = []
+    while not path.exists() and path != path.parent:
+        missing.append(path)
+        path = path.parent
+    return missing
+
+
+def _holds_results(out: Path) -> bool:
+    from suite.driver.results_io import holds_results
+
+    return holds_results(out)
+
+
+def _run(args, argv, prestarted, opts, on_gpu, shard, gpus, out: Path) -> int:
+    """The run itself into ``out`` (checked and held): results.json written after each job (meta.complete false)
+    and whole at the end; on Ctrl-C what was measured is kept (exit 130); when the final write fails, the results go
+    to a directory under the system temp dir, named (exit 1)."""
+    from suite.driver import meta as run_meta
+    from suite.driver import report, results_io, sweep
+
     if not on_gpu:
         _say(
             "No CUDA GPU here: Triton kernels run in the Triton interpreter at small sizes and are validated "
             "against torch; PTX kernels are compiled for sm_90 and their SASS reported, not run. Nothing is timed."
         )
+    command = "python -m suite.run " + " ".join(argv if argv is not None else sys.argv[1:])
     phases = sweep.Phases(since_start=True)
     with phases("meta"):
         meta = run_meta.collect(on_gpu)
         meta["gpu_state_before"] = run_meta.gpu_state() if on_gpu else {}
-    rows, run_info = sweep.execute(
-        opts,
-        on_gpu,
-        gpus=gpus,
-        prestarted=prestarted,
-        shard=shard,
-        plugins=tuple(args.plugin or ()),
-        progress=not args.no_progress,
-        phases=phases,
-    )
+    so_far: list[dict] = []
+
+    def on_rows(rows: list[dict]) -> None:  # after each job: what a crash or Ctrl-C would otherwise lose
+        so_far[:] = rows
+        with contextlib.suppress(OSError):  # the final write tries again, and falls back
+            results_io.write_record(out, rows, {**meta, "command": command}, complete=False)
+
+    try:
+        rows, run_info = sweep.execute(
+            opts,
+            on_gpu,
+            gpus=gpus,
+            prestarted=prestarted,
+            shard=shard,
+            plugins=tuple(args.plugin or ()),
+            progress=not args.no_progress,
+            phases=phases,
+            on_rows=on_rows,
+        )
+    except KeyboardInterrupt as e:
+        rows = list(getattr(e, "rows", None) or so_far)  # the driver's own rows when it attaches them
+        meta["command"] = command
+        try:
+            where = results_io.write_record(out, rows, meta, complete=False)
+        except OSError:
+            where = results_io.write_record(results_io.fallback_dir("interrupted"), rows, meta, complete=False)
+        print(
+            f"\ninterrupted: {len(rows)} row(s) measured so far saved in {where} (meta.complete false)", file=sys.stderr
+        )
+        return 130
     meta.update(run_info)
     meta["gpu_state_after"] = run_meta.gpu_state() if on_gpu else {}
     from suite.driver import roofline
@@ -396,20 +532,27 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
         except profile.Unavailable as e:
             meta["profile"] = f"not taken: {e}"
             print(profile.notice(e, WIDTH), file=sys.stderr)
-    meta["command"] = "python -m suite.run " + " ".join(argv if argv is not None else sys.argv[1:])
+    meta["command"] = command
+    meta["complete"] = True
 
-    stamp = dt.datetime.now().strftime("%Y%m%d-%H%M%S")
     with phases("reports"):
-        try:  # a directory of this run's own (another run of the same second gets another); files whole or absent
-            out = args.out or report.new_run_dir(default_out, stamp)
+        try:  # files whole or absent
             written, unwritten = report.write(rows, meta, out), None
         except report.WriteError as e:
-            out, written, unwritten = e.out_dir, e.written, e
+            written, unwritten = e.written, e
     if unwritten is None:
         try:
             sweep.record_phases(out, meta, phases)
         except OSError as e:
             unwritten = report.WriteError(out, written, [("results.json's phase_seconds", e)])
+    fallback = None
+    if unwritten is not None:  # the results go somewhere rather than nowhere
+        try:
+            fallback = results_io.fallback_dir("results")
+            report.write(rows, meta, fallback)
+            fallback = f"the results were written to {fallback}/ instead"
+        except OSError as e:
+            fallback = f"the fallback under {fallback or 'the temp dir'} failed too: {e}"
     if args.json:
         print(json.dumps({"meta": meta, "rows": rows}, indent=1, default=str))
     else:
@@ -419,7 +562,7 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
     for why in report.missing_plots(rows, on_gpu):
         _say(why)
     if unwritten is not None:
-        print(f"\nerror: {unwritten}", file=sys.stderr)
+        print(f"\nerror: {unwritten}\n{fallback}", file=sys.stderr)
     closing = report.failure_summary(rows)  # build failures, invalid rows... each counted apart
     if closing:
         print(f"\n{closing}", file=sys.stderr)

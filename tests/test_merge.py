@@ -7,6 +7,7 @@ import json
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -325,3 +326,167 @@ def test_cli_merges_real_cpu_shards_into_the_unsharded_run(tmp_path):
     assert set(steps) == {f"validate.{s}" for s in ("inputs", "reference", "build", "run", "check")}
     assert sum(steps.values()) <= phases["validate"] + 0.05  # (each rounded to 0.01 s)
     assert s2["meta"]["timer"]["name"] == "burst" and "power limit" in s2["meta"]["timer"]["power_regime"]
+
+
+# ---------------------------------------------------------------------------------------------------------------
+# Issue 53: group names stay inside --out, shards are checked against the plan, hostile inputs, the write path
+# ---------------------------------------------------------------------------------------------------------------
+
+
+def test_by_gpu_with_a_gpu_named_dotdot_writes_nothing_outside_out(gemm_plan, tmp_path):
+    """From the shell: a shard whose meta.gpu is '..' (or '.') gets a directory of its own inside --out; a
+    neighbouring run's results.json is untouched and nothing appears beside --out."""
+    base = tmp_path / "base"
+    base.mkdir()
+    h200 = _part(base / "h200", gemm_plan, measured=True)
+    evil = _part(base / "evil", gemm_plan, gpu="..", measured=True)
+    neighbour = base / "results.json"
+    neighbour.write_text('{"a neighbour": true}')
+    before = sorted(p.relative_to(base) for p in base.rglob("*"))
+    out = base / "by"
+    proc = subprocess.run(
+        [sys.executable, "-m", "suite.merge", str(h200), str(evil), "--by", "gpu", "--out", str(out)],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=300,
+        check=False,
+    )
+    assert proc.returncode == 0 and "Traceback" not in proc.stderr, proc.stderr
+    after = sorted(p.relative_to(base) for p in base.rglob("*") if not p.is_relative_to(out))
+    assert after == before and neighbour.read_text() == '{"a neighbour": true}'
+    assert sorted(p.name for p in out.iterdir() if p.is_dir()) == ["NVIDIA-H200", "unknown"]
+    assert json.loads((out / "unknown" / "results.json").read_text())["meta"]["gpu"] == ".."
+    # '.' and '..' would share a directory: refused, nothing written
+    dot = _part(base / "dot", gemm_plan, gpu=".", measured=True)
+    code, _, err = _merge(evil, dot, "--by", "gpu", "--out", base / "by2")
+    assert code == 2 and "would share the directory" in err and not (base / "by2").exists()
+
+
+@pytest.mark.parametrize("name", ["..", ".", "../x", "/etc", "table.md", "a/../../b"])
+def test_group_directories_are_always_inside_out(tmp_path, name):
+    try:
+        dirs = merge.group_dirs([name], tmp_path / "out")
+    except merge.MergeError:
+        return
+    (path,) = dirs.values()
+    assert path.parent == tmp_path / "out" and path.name not in ("", ".", "..", "table.md")
+
+
+def test_a_shard_with_rows_removed_is_refused(gemm_plan, tmp_path):
+    one, two = _part(tmp_path / "s1", gemm_plan, 1, 2), _part(tmp_path / "s2", gemm_plan, 2, 2)
+    data = json.loads((two / "results.json").read_text())
+    job = data["rows"][-1]["job"]
+    data["rows"] = data["rows"][:-1]  # one row of its last job gone: the shard still lists the job as run
+    (two / "results.json").write_text(json.dumps(data))
+    code, out, err = _merge(one, two, "--out", tmp_path / "merged")
+    assert code == 2 and out == "" and len(err.strip().splitlines()) == 1, err
+    assert f"row(s) of {gemm_plan.jobs[job].describe()}, where the plan has {len(gemm_plan.jobs[job].rows)}" in err
+    assert not (tmp_path / "merged").exists()
+    data["rows"] += [dict(data["rows"][0], job=next(j for j in range(99) if j not in data["meta"]["shard"]["jobs"]))]
+    (two / "results.json").write_text(json.dumps(data))
+    assert _merge(one, two, "--out", tmp_path / "merged")[0] == 2
+
+
+def test_the_plan_id_covers_the_plugins_code(tmp_path):
+    """Two plans of the same selection differ when a plugin's source differs, so that shards run with different
+    plugin code are refused as mixed plans; the suite's own variants leave the id as it was."""
+    import types
+
+    def variant_from(source_text):
+        module_file = tmp_path / f"plugin_{len(list(tmp_path.iterdir()))}.py"
+        module_file.write_text(source_text)
+        module = types.ModuleType(module_file.stem)
+        module.__file__ = str(module_file)
+        sys.modules[module.__name__] = module
+        kernel_type = type("Kernel", (), {"__module__": module.__name__})
+        return types.SimpleNamespace(kernel=kernel_type())
+
+    from suite.registry import variants
+
+    assert planning.plugin_source(variants()) is None  # the suite's own
+    a, b = variant_from("X = 1\n"), variant_from("X = 2\n")
+    renamed = variant_from("X = 1\n")
+    assert planning.plugin_source([a]) != planning.plugin_source([b])
+    assert planning.plugin_source([renamed]) != planning.plugin_source([a])  # its file name is part of its code
+    assert planning.plugin_source([a, b]) == planning.plugin_source([b, a])  # not the variants' order
+    suite_plan = planning.build(bench.Options(problems=("vector",)), on_gpu=True)
+    assert "plugin_source" not in suite_plan.options
+
+
+@pytest.mark.parametrize(
+    "make, says",
+    [
+        (lambda d: os.mkfifo(d), "not a regular file (a FIFO)"),
+        (lambda d: None, "not a regular file (a character device)"),
+        (lambda d: d.write_text("[" * 100_000 + "]" * 100_000), "nested too deeply"),
+        (lambda d: d.write_text('{"meta": {}, "rows": [{"median_ms": 1e400}]}'), "out of range"),
+    ],
+    ids=["fifo", "dev-zero", "nested", "1e400"],
+)
+def test_hostile_inputs_are_refused_quickly_from_the_shell(tmp_path, make, says):
+    import time
+
+    bad = Path("/dev/zero") if says.endswith("device)") else tmp_path / "bad.json"
+    make(bad)
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [sys.executable, "-m", "suite.merge", str(bad), "--out", str(tmp_path / "m")],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+        timeout=60,
+        check=False,
+    )
+    assert time.monotonic() - t0 < 5
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr and says in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1 and not (tmp_path / "m").exists()
+
+
+def test_an_unwritable_output_is_one_line_not_a_traceback(gemm_plan, tmp_path, monkeypatch):
+    part = _part(tmp_path / "s", gemm_plan)
+
+    def full(rows, meta, out_dir, record=True):
+        raise report.WriteError(out_dir, [], [("results.json", OSError(28, "No space left on device"))])
+
+    monkeypatch.setattr(report, "write", full)
+    code, _, err = _merge(part, "--out", tmp_path / "merged")
+    assert code == 1 and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    assert "could not write results.json" in err and "No space left on device" in err
+
+
+def test_internal_errors_exit_3_in_one_line(gemm_plan, tmp_path, monkeypatch):
+    part = _part(tmp_path / "s", gemm_plan)
+    monkeypatch.setattr(merge, "combine", lambda *a, **k: 1 / 0)
+    code, _, err = _merge(part, "--out", tmp_path / "merged")
+    assert code == 3 and err.strip() == "internal error: ZeroDivisionError: division by zero (--debug shows where)"
+    with pytest.raises(ZeroDivisionError):
+        merge.main([str(part), "--out", str(tmp_path / "m2"), "--debug"])
+
+
+def test_an_out_holding_results_is_refused_unless_overwrite(gemm_plan, tmp_path):
+    one, two = _part(tmp_path / "s1", gemm_plan, 1, 2), _part(tmp_path / "s2", gemm_plan, 2, 2)
+    out = tmp_path / "merged"
+    assert _merge(one, two, "--out", out)[0] == 0
+    (out / "vector.png").write_bytes(b"stale")
+    code, _, err = _merge(one, two, "--out", out)
+    assert code == 2 and "holds results already (--overwrite replaces them)" in err
+    assert _merge(one, two, "--out", out, "--overwrite")[0] == 0 and not (out / "vector.png").exists()
+
+
+def test_merge_help_documents_the_exit_codes():
+    proc = subprocess.run(
+        [sys.executable, "-m", "suite.merge", "--help"], capture_output=True, text=True, cwd=ROOT, check=False
+    )
+    assert proc.returncode == 0
+    for code in ("0  merged", "1  a merged row failed", "2  a refusal or bad input", "3  an internal error"):
+        assert code in proc.stdout
+
+
+def test_a_plan_claiming_absurdly_many_jobs_is_refused_at_once(gemm_plan, tmp_path):
+    part = _part(tmp_path / "s", gemm_plan)
+    data = json.loads((part / "results.json").read_text())
+    data["meta"]["plan"]["jobs"] = 10**18  # its missing jobs would be counted one by one
+    (part / "results.json").write_text(json.dumps(data))
+    code, _, err = _merge(part, "--allow-partial", "--out", tmp_path / "m")
+    assert code == 2 and "its plan counts 1000000000000000000 jobs and lists" in err, err

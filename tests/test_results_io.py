@@ -125,6 +125,7 @@ def test_a_full_disk_names_the_files_not_written_and_leaves_none_half_written(tm
     (error,) = [line for line in proc.stderr.splitlines() if line.startswith("error: ")]
     assert error.startswith(f"error: could not write results.json, table.md in {out}/ (")
     assert "File too large" in error and error.endswith("; written: results.csv")
+    assert "the fallback under" in proc.stderr and "failed too" in proc.stderr  # the limit holds there too
     assert sorted(p.name for p in out.iterdir()) == ["results.csv"]  # no temporary file, nothing half-written
     assert (out / "results.csv").read_text().count("\n") == 2  # whole: the header and the row
 
@@ -159,3 +160,215 @@ def test_write_error_says_which_files(tmp_path, monkeypatch):
     assert [name for name, _ in info.value.failed] == ["table.md"]
     assert sorted(p.name for p in info.value.written) == ["results.csv", "results.json"]
     assert "could not write table.md" in str(info.value) and "No space left on device" in str(info.value)
+
+
+# -- issue 53, item 3: the write path ------------------------------------------------------------------------------
+
+
+def test_a_dangling_symlink_out_is_refused_at_once(tmp_path):
+    """From the shell: exit 2 in under 5 s, before anything runs, nothing created at the link's target."""
+    import time
+
+    out = tmp_path / "out"
+    out.symlink_to(tmp_path / "gone" / "deeper")
+    t0 = time.monotonic()
+    proc = _cli(*QUICK, "--out", str(out))
+    assert time.monotonic() - t0 < 5
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert (
+        proc.stderr.strip()
+        == f"error: --out: {out} is a symlink to {tmp_path / 'gone' / 'deeper'}, which does not exist"
+    )
+    assert not (tmp_path / "gone").exists()
+
+
+def test_a_symlink_to_a_directory_is_followed(tmp_path, monkeypatch, capsys):
+    (tmp_path / "real").mkdir()
+    (tmp_path / "link").symlink_to(tmp_path / "real")
+    code, _, err = _main_here(
+        *QUICK, "--out", str(tmp_path / "link"), cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys
+    )
+    assert code == 0, err
+    assert json.loads((tmp_path / "real" / "results.json").read_text())["meta"]["complete"] is True
+
+
+def test_an_out_holding_a_run_is_refused_unless_overwrite(tmp_path, monkeypatch, capsys):
+    """Two runs never silently share one --out: the second is refused before it runs; --overwrite replaces the
+    first's files, its stale plots included."""
+    out = tmp_path / "out"
+    assert _main_here(*QUICK, "--out", str(out), cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)[0] == 0
+    before = (out / "results.json").read_text()
+    code, stdout, err = _main_here(*QUICK, "--out", str(out), cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)
+    assert code == 2 and stdout == "" and "holds an earlier run's results (--overwrite replaces them)" in err
+    assert (out / "results.json").read_text() == before
+    (out / "gemm.png").write_bytes(b"\x89PNG stale")  # a plot of a problem the next run does not draw
+    (out / "notes.txt").write_text("the user's own")
+    args = (*QUICK, "--seed", "7", "--out", str(out), "--overwrite")
+    assert _main_here(*args, cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)[0] == 0
+    assert not (out / "gemm.png").exists() and (out / "notes.txt").exists()
+    assert "--seed 7" in json.loads((out / "results.json").read_text())["meta"]["command"]
+
+
+def test_an_out_another_run_holds_is_refused(tmp_path, monkeypatch, capsys):
+    from suite.driver import results_io
+
+    out = tmp_path / "out"
+    held = results_io.lock_out(out)  # another run, writing there now
+    try:
+        code, _, err = _main_here(*QUICK, "--out", str(out), cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)
+        assert code == 2 and f"another run is writing to {out}" in err, err
+        assert not list(out.iterdir())
+    finally:
+        os.close(held)
+    assert _main_here(*QUICK, "--out", str(out), cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)[0] == 0
+
+
+def _fake_execute(rows_per_job, then):
+    """sweep.execute that reports each job's rows to on_rows, then ends as ``then`` says."""
+
+    def execute(opts, on_gpu, *, on_rows=None, **kw):
+        done = []
+        for rows in rows_per_job:
+            done += rows
+            on_rows(list(done))
+        if isinstance(then, BaseException):
+            raise then
+        return done, {"plan": {"id": "fake"}, "shard": {"index": 1, "count": 1, "jobs": [0, 1]}}
+
+    return execute
+
+
+def _fake_row(variant):
+    return {
+        "problem": "vector",
+        "shape": "8",
+        "dtype": "fp32",
+        "backend": "torch",
+        "variant": variant,
+        "stages": None,
+        "unit": "GB/s",
+        "ceiling": False,
+        "valid": True,
+        "measured": False,
+        "note": "",
+    }
+
+
+def test_results_are_written_after_each_job_and_complete_at_the_end(tmp_path, monkeypatch, capsys):
+    from suite.driver import results_io, sweep
+
+    out = tmp_path / "out"
+    seen = []
+    real = results_io.write_record
+
+    def spy(out_dir, rows, meta, complete):
+        path = real(out_dir, rows, meta, complete)
+        data = json.loads(path.read_text())
+        seen.append((len(data["rows"]), data["meta"]["complete"]))
+        return path
+
+    monkeypatch.setattr(results_io, "write_record", spy)
+    monkeypatch.setattr(sweep, "execute", _fake_execute([[_fake_row("a")], [_fake_row("b")]], None))
+    code, _, err = _main_here(*QUICK, "--out", str(out), cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)
+    assert code == 0, err
+    assert seen == [(1, False), (2, False)]  # after each job, atomically (no temporary file left)
+    final = json.loads((out / "results.json").read_text())
+    assert final["meta"]["complete"] is True and len(final["rows"]) == 2
+    assert not [p for p in out.iterdir() if p.name.endswith(".tmp")]
+
+
+def test_ctrl_c_keeps_what_was_measured(tmp_path, monkeypatch, capsys):
+    from suite.driver import sweep
+
+    out = tmp_path / "out"
+    monkeypatch.setattr(sweep, "execute", _fake_execute([[_fake_row("a")]], KeyboardInterrupt()))
+    code, _, err = _main_here(*QUICK, "--out", str(out), cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)
+    assert code == 130 and "interrupted: 1 row(s) measured so far saved in" in err and "Traceback" not in err
+    data = json.loads((out / "results.json").read_text())
+    assert data["meta"]["complete"] is False and [r["variant"] for r in data["rows"]] == ["a"]
+    # the rows a driver attaches to the interrupt (all it measured, the job cut short included) win
+    interrupt = KeyboardInterrupt()
+    interrupt.rows = [_fake_row("a"), _fake_row("b, cut short")]
+    monkeypatch.setattr(sweep, "execute", _fake_execute([[_fake_row("a")]], interrupt))
+    code, _, err = _main_here(
+        *QUICK, "--out", str(out), "--overwrite", cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys
+    )
+    assert code == 130 and len(json.loads((out / "results.json").read_text())["rows"]) == 2
+
+
+def test_a_failed_final_write_falls_back_to_the_temp_dir(tmp_path, monkeypatch, capsys):
+    from suite.driver import report, sweep
+
+    out = tmp_path / "out"
+    real = report.write
+
+    def full_disk_in_out(rows, meta, out_dir, record=True):
+        if Path(out_dir) == out:
+            raise report.WriteError(out_dir, [], [("results.json", OSError(28, "No space left on device"))])
+        return real(rows, meta, out_dir, record)
+
+    monkeypatch.setattr(report, "write", full_disk_in_out)
+    monkeypatch.setattr(sweep, "execute", _fake_execute([[_fake_row("a")]], None))
+    monkeypatch.setenv("TMPDIR", str(tmp_path / "tmp"))
+    (tmp_path / "tmp").mkdir()
+    import tempfile
+
+    monkeypatch.setattr(tempfile, "tempdir", None)  # TMPDIR read again
+    code, _, err = _main_here(*QUICK, "--out", str(out), cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)
+    assert code == 1 and "No space left on device" in err, err
+    (fallback,) = (tmp_path / "tmp").iterdir()
+    assert f"the results were written to {fallback}/ instead" in err
+    data = json.loads((fallback / "results.json").read_text())
+    assert data["meta"]["complete"] is True and data["rows"][0]["variant"] == "a"
+
+
+def test_internal_errors_are_one_line_exit_3(tmp_path, monkeypatch, capsys):
+    from suite.driver import sweep
+
+    def broken(*a, **kw):
+        raise ZeroDivisionError("a defect")
+
+    monkeypatch.setattr(sweep, "execute", broken)
+    code, _, err = _main_here(
+        *QUICK, "--out", str(tmp_path / "o"), cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys
+    )
+    assert (
+        code == 3
+        and err.strip().splitlines()[-1] == "internal error: ZeroDivisionError: a defect (--debug shows where)"
+    )
+    assert "Traceback" not in err
+    with pytest.raises(ZeroDivisionError):
+        from suite.run import main
+
+        main([*QUICK, "--out", str(tmp_path / "p"), "--debug"])
+
+
+def test_absurd_shard_counts_are_usage_errors():
+    proc = _cli(*QUICK, "--shard", "1/100000000000")
+    assert proc.returncode == 2 and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.strip() == (
+        "error: --shard: 100000000000 shards: at most 10000 (a shard per job is the most that helps)"
+    )
+
+
+def test_help_documents_the_exit_codes():
+    from suite.run import __doc__ as doc
+
+    for line in ("0    every row valid", "1    a row failed", "2    a usage or input error", "3    an internal error"):
+        assert line in doc
+    assert "130  interrupted" in doc
+
+
+def test_a_run_that_ends_before_writing_leaves_no_empty_directory(tmp_path, monkeypatch, capsys):
+    from suite.driver import sweep
+
+    def broken(*a, **kw):
+        raise ZeroDivisionError("before any job")
+
+    monkeypatch.setattr(sweep, "execute", broken)
+    assert _main_here(*QUICK, cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)[0] == 3
+    assert not (tmp_path / "results").exists()  # neither results/cpu/<stamp> nor results/ itself
+    kept = tmp_path / "mine"
+    kept.mkdir()  # the user's own (empty) directory stays
+    assert _main_here(*QUICK, "--out", str(kept), cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)[0] == 3
+    assert kept.is_dir()

@@ -262,13 +262,16 @@ def test_each_timer_flushes_its_own_way_unless_told(monkeypatch):
     assert planning.build(bench.Options(), on_gpu=True).options["flush"] == "read"
     seen = {}
 
+    class Stop(BaseException):  # not SystemExit: the CLI takes one from inside a run for an internal error (exit 3)
+        pass
+
     def fake_execute(opts, on_gpu, **kw):
         seen["flush"] = opts.flush
-        raise SystemExit(0)
+        raise Stop
 
     monkeypatch.setattr(sweep, "execute", fake_execute)
     for argv, flush in ((["--timer", "fixed"], "write"), ([], "read"), (["--flush", "write"], "write")):
-        with pytest.raises(SystemExit):
+        with pytest.raises(Stop):
             cli.main([*argv, "--problem", "vector", "--quick", "--no-progress"])
         assert seen.pop("flush") == flush
 

@@ -432,3 +432,23 @@ def test_each_dependency_is_declared_once():
         again = set(names(specs)) & set(base)
         assert not again, f"[{extra}] declares {sorted(again)} again"
         assert len(names(specs)) == len(set(names(specs))), extra
+
+
+# -- issue 53: the gate from the shell -----------------------------------------------------------------------------
+
+
+def test_compare_of_a_committed_run_without_its_metadata_exits_2(tmp_path):
+    """A committed run compared with a copy whose meta was deleted: exit 2 in one line naming the copy and --force,
+    no traceback; with --force it compares, says so, and passes (the same rows)."""
+    run = ROOT / "results" / "NVIDIA-H200" / "default-read-run2"
+    data = json.loads((run / "results.json").read_text())
+    del data["meta"]
+    bare = tmp_path / "results.json"
+    bare.write_text(json.dumps(data))
+    proc = _run("-m", "suite.run", "--compare", str(run), str(bare))
+    assert proc.returncode == 2 and proc.stdout == "" and "Traceback" not in proc.stderr, proc.stderr
+    assert proc.stderr.count("\n") == 1 and str(bare) in proc.stderr and "no metadata" in proc.stderr
+    assert "--force" in proc.stderr
+    forced = _run("-m", "suite.run", "--compare", str(run), str(bare), "--force")
+    assert forced.returncode == 0, forced.stdout[-2000:]
+    assert forced.stdout.startswith("note: compared without knowing whether they are comparable (--force)")

@@ -10,31 +10,41 @@ Verdicts, one per row of OLD and per row of NEW (a matched pair is one line):
   SAME / FASTER / SLOWER  matched, both timed and valid: each side's interval is median +- max(IQR / 2,
                           NOISE_FLOOR * median); SLOWER when the new interval lies wholly above the old one (more
                           time), FASTER when wholly below, SAME when they overlap. The floor stands for the run-to-run
-                          noise one run's IQR cannot see (clocks, another process): 2%.
+                          noise one run's IQR cannot see (clocks, another process).
   NOISY                   timed, but its samples spread (IQR / median) above NOISY_SPREAD (5 x the floor) in NEW, or
                           in the OLD row it is held against: an interval that wide overlaps anything, so it is never
-                          passed as SAME; time it again
-  INVALID                 in NEW but failed validation or was not timed there (matched or not)
+                          passed as SAME. It fails the gate when NEW's median lies above OLD's by more than the floor
+                          on each side (as SLOWER would with no spread recorded): time it again. Otherwise (the same
+                          median, a faster one, or nothing timed to hold it against) it is said and does not fail.
+  INVALID                 failed validation in NEW where it did not fail in OLD (or is in NEW only), or timed and
+                          valid in OLD but not timed in NEW
+  STILL INVALID           failed validation in both runs: no regression, said but not failing
+  NOT RUN                 not timed in NEW for a stated reason (no build for the dtype, refused, a CPU run...) and
+                          not timed in OLD either, or in NEW only: the reason is the note
   MISSING                 in OLD only
   NEW                     in NEW only, timed and valid; or matched with an OLD row that was not timed or not valid
                           (nothing to hold it against)
 
-The runs must be comparable: the same GPU model, the same major version of Python, torch, Triton, cuda-core,
-cuda-bindings, NVRTC, the CUDA runtime and the driver, and the same way of timing where both runs record it (the
-timer, the L2 flush before each sample, graph or eager launch, from the plan's options: a read-flushed decode row runs
-11-20% faster than a write-flushed one on an H200, which is not a change of the kernel). Otherwise the comparison is
-refused (exit 2), unless ``allow_different`` (--allow-different), which says so above the verdicts; any other
-difference of those versions is said there too.
+A file whose rows carry a ``gpu`` field of several values (suite.merge --by gpu) is compared per GPU: the GPU is part
+of the match key.
 
-Exit codes (``exit_code``): 0 when nothing is SLOWER, NOISY, MISSING or INVALID; 1 when something is; the CLI exits 2
-on bad input (``CompareError``): a file that cannot be read, is not JSON (or is nested too deeply to be a results
-file) or is not a pipesuite results.json, an OLD with no timed row, two files with no row in common, or runs that are
-not comparable. Every such error is one line naming the file.
+The runs must be comparable: both record their metadata (``meta`` with the GPU model, the plan and the software
+versions below; a file without them is refused, exit 2, unless ``force`` (--force), which says so above the verdicts);
+the same GPU model, the same major version of Python, torch, Triton, cuda-core, cuda-bindings, NVRTC, the CUDA runtime
+and the driver, and the same way of timing where both runs record it (the timer, the L2 flush before each sample, graph
+or eager launch, from the plan's options: the flush changes a memory-bound row's time, which is not a change of the
+kernel). Otherwise the comparison is refused (exit 2), unless ``allow_different`` (--allow-different), which says so
+above the verdicts; any other difference of those versions is said there too.
+
+Exit codes (``exit_code``): 0 when no row fails (SLOWER, MISSING, INVALID, or a NOISY row whose median got slower);
+1 when one does; the CLI exits 2 on bad input (``CompareError``): a file that cannot be read, is not a regular file (a
+FIFO or a device is refused without opening it), is not JSON (or is nested too deeply to be a results file) or is not
+a pipesuite results.json, missing metadata, an OLD with no timed row, two files with no row in common, or runs that
+are not comparable. Every such error is one line naming the file.
 """
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import Counter, defaultdict, deque
@@ -42,13 +52,16 @@ from pathlib import Path
 
 from tabulate import tabulate
 
+from suite.driver.results_io import InputError, read_json
+
 NOISE_FLOOR = 0.02
 NOISY_SPREAD = 5 * NOISE_FLOOR  # IQR / median above this: the row's interval says nothing (NOISY)
-VERDICTS = ("SAME", "FASTER", "SLOWER", "NOISY", "MISSING", "INVALID", "NEW")
-FAILING = ("SLOWER", "NOISY", "MISSING", "INVALID")  # any of these makes the comparison exit 1
+VERDICTS = ("SAME", "FASTER", "SLOWER", "NOISY", "MISSING", "INVALID", "STILL INVALID", "NOT RUN", "NEW")
+FAILING = ("SLOWER", "MISSING", "INVALID")  # any of these makes the comparison exit 1 (and a NOISY row that slowed)
 # Metadata that must agree (GPU model) or agree in major version (software) for two runs' times to be compared.
 GPU_FIELD = "gpu"
 SOFTWARE = ("python", "torch", "triton", "cuda_core", "cuda_bindings", "nvrtc", "cuda_runtime", "driver")
+REQUIRED_META = (GPU_FIELD, "plan", *SOFTWARE)  # without these two runs cannot be said to be comparable
 _KEY_FIELDS = ("problem", "shape", "dtype", "backend", "variant")
 
 
@@ -100,19 +113,9 @@ def load(path: str | Path) -> tuple[dict, list[dict]]:
         raise CompareError(f"{path}: a directory with no results.json (not a run directory)")
     path = results_file(path)
     try:
-        text = path.read_text()
-    except OSError as e:
-        raise CompareError(f"{path}: cannot read it ({e.strerror or e})") from None
-    except UnicodeDecodeError:
-        raise CompareError(f"{path}: not JSON (not UTF-8 text)") from None
-    if not text.strip():
-        raise CompareError(f"{path}: not JSON (the file is empty)")
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as e:
-        raise CompareError(f"{path}: not JSON ({e.msg} at line {e.lineno}, column {e.colno})") from None
-    except RecursionError:
-        raise CompareError(f"{path}: not a pipesuite results.json (JSON nested too deeply)") from None
+        data = read_json(path)
+    except InputError as e:
+        raise CompareError(str(e)) from None
     what = f"{path}: not a pipesuite results.json"
     if not isinstance(data, dict) or "rows" not in data:
         raise CompareError(f"{what} (no top-level 'rows')")
@@ -144,12 +147,32 @@ def _method(meta: dict, what: str) -> str | None:
     return str(options.get(what, "write" if what == "flush" else "")) or None
 
 
+def unrecorded(meta: dict) -> list[str]:
+    """The fields of REQUIRED_META that ``meta`` does not record (all of them when there is no metadata)."""
+    return [k for k in REQUIRED_META if meta.get(k) in (None, "", {}, [])]
+
+
 def comparable(
-    old_meta: dict, new_meta: dict, old: str = "OLD", new: str = "NEW", *, allow_different: bool = False
+    old_meta: dict,
+    new_meta: dict,
+    old: str = "OLD",
+    new: str = "NEW",
+    *,
+    allow_different: bool = False,
+    force: bool = False,
 ) -> list[str]:
-    """Refuse (CompareError) runs of different GPU models or of different major software versions, unless
-    ``allow_different``; return the notes to print above the verdicts (what differs, and that it was allowed)."""
+    """Refuse (CompareError) runs that do not record what makes them comparable (REQUIRED_META) unless ``force``, and
+    runs of different GPU models or of different major software versions unless ``allow_different``; return the notes
+    to print above the verdicts (what differs or is unknown, and that it was allowed)."""
     refusals, notes = [], []
+    for name, meta in ((old, old_meta), (new, new_meta)):
+        if lacks := unrecorded(meta):
+            what = "no metadata" if not meta else "no " + ", ".join(lacks) + " in its metadata"
+            if not force:
+                raise CompareError(
+                    f"{name}: {what}: cannot tell whether the runs are comparable (--force compares them anyway)"
+                )
+            notes.append(f"compared without knowing whether they are comparable (--force): {name} has {what}")
     old_gpu, new_gpu = old_meta.get(GPU_FIELD), new_meta.get(GPU_FIELD)
     if old_gpu and new_gpu and old_gpu != new_gpu:
         refusals.append(f"GPU models {old_gpu} ({old}) and {new_gpu} ({new})")
@@ -180,11 +203,14 @@ def comparable(
         notes.insert(0, f"compared although they differ (--allow-different): {'; '.join(refusals)}")
     if minor:
         notes.append(f"software differs: {', '.join(minor)}")
+    for name, meta in ((old, old_meta), (new, new_meta)):
+        if meta.get("complete") is False:  # written after each job: a run that crashed or was interrupted
+            notes.append(f"{name} is an incomplete run (meta.complete false): the rows it did not reach are MISSING")
     return [f"note: {n}" for n in notes]
 
 
 def _key(r: dict, with_stages: bool = True) -> tuple:
-    base = tuple(r[k] for k in _KEY_FIELDS)
+    base = (str(r.get("gpu") or ""), *(r[k] for k in _KEY_FIELDS))  # a --by gpu file's rows: per GPU
     return base + (r["stages"],) if with_stages else base
 
 
@@ -238,22 +264,38 @@ def _spread(r: dict) -> float:
     return (r.get("iqr_ms") or 0.0) / r["median_ms"]
 
 
-def classify(old: dict | None, new: dict | None) -> tuple[str, str]:
-    """(verdict, note) of one matched line."""
+def _reason(r: dict) -> str:
+    return str(r.get("note") or "no reason recorded")
+
+
+def classify(old: dict | None, new: dict | None) -> tuple[str, str, bool]:
+    """(verdict, note, whether it fails the gate) of one matched line."""
     if new is None:
-        return "MISSING", "not in NEW"
+        return "MISSING", "not in NEW", True
     if not _timed(new):
-        return "INVALID", "failed validation in NEW" if new["valid"] is False else "not timed in NEW"
+        if new["valid"] is False:
+            if old is not None and old["valid"] is False:
+                return "STILL INVALID", f"failed in OLD too: {_reason(new)}", False
+            return "INVALID", f"failed validation in NEW: {_reason(new)}", True
+        if old is not None and _timed(old):
+            return "INVALID", f"timed in OLD, not in NEW: {_reason(new)}", True
+        if old is not None and _reason(old) != _reason(new):
+            return "NOT RUN", f"{_reason(new)} (OLD: {_reason(old)})", False
+        return "NOT RUN", _reason(new), False
     for side, r in (("NEW", new), ("OLD", old)):
         if r is not None and _timed(r) and _spread(r) > NOISY_SPREAD:
-            return "NOISY", (
-                f"{side} samples spread {100 * _spread(r):.0f}% > {100 * NOISY_SPREAD:g}% (IQR / median): time it again"
-            )
+            spread = f"{side} samples spread {100 * _spread(r):.0f}% > {100 * NOISY_SPREAD:g}% (IQR / median)"
+            if old is None or not _timed(old):
+                return "NOISY", f"{spread}; nothing to hold it against", False
+            if verdict(dict(old, iqr_ms=0), dict(new, iqr_ms=0)) == "SLOWER":
+                return "NOISY", f"{spread} and a slower median: time it again", True
+            return "NOISY", f"{spread}; the median is not slower", False
     if old is None:
-        return "NEW", "not in OLD"
+        return "NEW", "not in OLD", False
     if not _timed(old):
-        return "NEW", "OLD has no valid timing"
-    return verdict(old, new), ""
+        return "NEW", "OLD has no valid timing", False
+    v = verdict(old, new)
+    return v, "", v in FAILING
 
 
 def compare_rows(old_rows: list[dict], new_rows: list[dict]) -> list[dict]:
@@ -261,7 +303,7 @@ def compare_rows(old_rows: list[dict], new_rows: list[dict]) -> list[dict]:
     'matched' (a row of each file)."""
     results = []
     for old, new in match(old_rows, new_rows):
-        v, note = classify(old, new)
+        v, note, fails = classify(old, new)
         either = new or old
         if old is not None and new is not None and old["stages"] != new["stages"]:
             stages = f"{_stages(old['stages'])} -> {_stages(new['stages'])}"
@@ -281,6 +323,7 @@ def compare_rows(old_rows: list[dict], new_rows: list[dict]) -> list[dict]:
                 "verdict": v,
                 "note": note,
                 "matched": old is not None and new is not None,
+                "fails": fails,
             }
         )
     return results
@@ -291,25 +334,32 @@ def _stages(s) -> str:
 
 
 def exit_code(results: list[dict]) -> int:
-    """0 when nothing is SLOWER, NOISY, MISSING or INVALID, else 1."""
-    return 1 if any(r["verdict"] in FAILING for r in results) else 0
+    """0 when no row fails the gate (see ``classify``), else 1."""
+    return 1 if any(r["fails"] for r in results) else 0
 
 
 def summary(results: list[dict]) -> str:
     counts = {v: sum(r["verdict"] == v for r in results) for v in VERDICTS}
     text = f"{len(results)} rows: " + ", ".join(f"{n} {v}" for v, n in counts.items() if n)
-    bad = [v for v in FAILING if counts[v]]
+    bad = list(dict.fromkeys(r["verdict"] for r in results if r["fails"]))
     return text + (f"; exit 1 ({', '.join(bad)})" if bad else "; exit 0")
 
 
-def compare(old_path: str | Path, new_path: str | Path, allow_different: bool = False) -> tuple[str, list[dict]]:
+def compare(
+    old_path: str | Path, new_path: str | Path, allow_different: bool = False, force: bool = False
+) -> tuple[str, list[dict]]:
     """The comparison as a table (the notes of ``comparable`` above it) and as results (see compare_rows). Raises
     CompareError when a file is not a results.json, the runs are not comparable, OLD holds no timed row, or the files
     share no row."""
     old_meta, old_rows = load(old_path)
     new_meta, new_rows = load(new_path)
     notes = comparable(
-        old_meta, new_meta, str(results_file(old_path)), str(results_file(new_path)), allow_different=allow_different
+        old_meta,
+        new_meta,
+        str(results_file(old_path)),
+        str(results_file(new_path)),
+        allow_different=allow_different,
+        force=force,
     )
     if not any(_timed(r) for r in old_rows):
         raise CompareError(f"{old_path}: no timed, valid row (a CPU run?): nothing to hold NEW against")

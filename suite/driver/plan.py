@@ -292,8 +292,10 @@ def build(opts, on_gpu: bool) -> Plan:
     in the order the unsharded run takes them. Raises OptionError as ``check_options`` does."""
     groups = plan_groups(check_options(opts, on_gpu), opts, on_gpu)
     jobs: list[Job] = []
+    groups_seen = []
     row_index = 0
     for problem, dtype, size, group in groups:
+        groups_seen.append(group)
         timing_seed = 10_000 + opts.seed + row_index
         ceiling = next((v.label for v, _ in group if v.ceiling and dtype in v.dtypes), None)
         rows = tuple(RowSpec(row_index + i, v.label, stages, dtype in v.dtypes) for i, (v, stages) in enumerate(group))
@@ -311,7 +313,32 @@ def build(opts, on_gpu: bool) -> Plan:
                 timing_seed,
             )
         )
-    return Plan(tuple(jobs), plan_options(opts, on_gpu))
+    options = plan_options(opts, on_gpu)
+    if outside := plugin_source(v for job_group in groups_seen for v, _ in job_group):
+        options["plugin_source"] = outside  # shards run with different plugin code are different plans
+    return Plan(tuple(jobs), options)
+
+
+def plugin_source(variants) -> str | None:
+    """A hash of the code of the variants defined outside the suite (plugins): each one's kernel module file and the
+    kernel source it compiles, by file name and content (not path: shards run on other hosts); None when every
+    variant is the suite's own (the plan ids of such runs are unchanged)."""
+    import sys
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[1]
+    files = set()
+    for v in variants:
+        module = sys.modules.get(type(v.kernel).__module__)
+        for f in (getattr(module, "__file__", None), getattr(v.kernel, "source", None)):
+            if isinstance(f, (str, Path)) and Path(f).is_file() and not Path(f).resolve().is_relative_to(root):
+                files.add(Path(f).resolve())
+    if not files:
+        return None
+    h = hashlib.sha256()
+    for f in sorted(files, key=lambda f: (f.name, str(f))):
+        h.update(f.name.encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
 
 
 def plan_options(opts, on_gpu: bool) -> dict:

@@ -4,15 +4,13 @@ from __future__ import annotations
 
 import csv
 import json
-import os
 import re
-import secrets
 import textwrap
 from pathlib import Path
 
 from tabulate import tabulate
 
-from suite.driver import depth_plot, plots, summary
+from suite.driver import depth_plot, plots, results_io, summary
 
 CSV_FIELDS = (
     "problem",
@@ -527,26 +525,8 @@ def variant_table(width: int = 160) -> str:
     return _github(headers, rows) + "\n\n" + "\n".join(about)
 
 
-def _temp_beside(path: Path) -> tuple[int, Path]:
-    """A new, empty file next to ``path`` to write before renaming it into place, created with mode 0666 less the
-    umask like any file the user creates (tempfile.mkstemp would make it 0600)."""
-    while True:
-        tmp = path.with_name(f".{path.name}.{os.getpid()}.{secrets.token_hex(4)}.tmp")
-        try:
-            return os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o666), tmp
-        except FileExistsError:
-            continue
-
-
-def _atomic_write(path: Path, data: str | bytes) -> None:
-    fd, tmp = _temp_beside(path)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(data.encode() if isinstance(data, str) else data)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+# The writing path (temporary names renamed into place, the --out checks) is suite.driver.results_io's.
+_temp_beside, _atomic_write = results_io.temp_beside, results_io.atomic_write
 
 
 def to_csv(rows: list[dict]) -> str:
@@ -599,7 +579,9 @@ def _text(value) -> str:
 
 
 def slug(text: str) -> str:
-    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-") or "unknown"
+    """``text`` as one path component: letters, digits, '.', '_' and '-' only, no leading or trailing '.' or '-' (so
+    never '.' or '..'), 'unknown' when nothing is left."""
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", text).strip("-.") or "unknown"
 
 
 class WriteError(OSError):
@@ -679,24 +661,5 @@ def new_run_dir(base: Path, stamp: str) -> Path:
 
 
 def check_out(out: Path) -> str | None:
-    """Why results cannot be written to ``out``, or None: it must be a directory, or creatable as one, and a file
-    must be creatable in it (or in the nearest directory above it that exists): tried, not guessed from mode bits
-    (root passes any mode check, a read-only mount passes them all). Creates nothing that stays."""
-    out = Path(out)
-    if out.exists() and not out.is_dir():
-        return f"{out} exists and is not a directory"
-    probe = out.absolute()
-    while not probe.exists():
-        probe = probe.parent
-    if not probe.is_dir():
-        return f"cannot create {out}: {probe} is not a directory"
-    try:
-        fd, tmp = _temp_beside(probe / "write-probe")
-        os.close(fd)
-        Path(tmp).unlink()
-    except OSError as e:
-        return (
-            f"cannot {'write in' if probe == out.absolute() else 'create'} {out}: cannot write in {probe} "
-            f"({e.strerror or e})"
-        )
-    return None
+    """Why results cannot be written to ``out``, or None (suite.driver.results_io.check_out)."""
+    return results_io.check_out(out)

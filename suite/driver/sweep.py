@@ -48,7 +48,8 @@ def execute(
     on_rows: Callable[[list[dict]], None] | None = None,
 ) -> tuple[list[dict], dict]:
     """Run the shard ``shard`` (index, count; None: the whole plan) of ``opts``' plan, on ``gpus`` (a list of
-    suite.driver.workers.Device, one worker process each; None: in this process). Returns (rows in plan order,
+    suite.driver.workers.Device, one worker process each; None: in this process). ``on_rows``: called with the rows
+    so far after each job (None: not called). Returns (rows in plan order,
     metadata: plan, shard, timer, gpus, phase_seconds). ``prestarted``: worker pools started early
     (suite.driver.workers.prestart), for ``gpus``. ``on_rows(rows_so_far)``: called after each job with every row
     finished so far, in plan order. A Ctrl-C raises suite.driver.workers.Interrupted with those rows."""
@@ -98,8 +99,7 @@ def execute(
 
         # No compile here: every worker compiles its own jobs' kernels before it runs them (jobs.job_worker), reading
         # and filling the cubin cache they share, so a compile in this process first would only repeat that serially
-        # while the workers wait; on a cold cache the workers
-        # compile side by side.
+        # while the workers wait; on a cold cache the workers compile side by side.
         setup, setup_args = "suite.driver.jobs:worker_setup", (tuple(plugins),)
         started = workers.start(list(gpus), setup, setup_args, prestarted)
         bar = running.Progress(sum(len(j.rows) for j in jobs), progress)
