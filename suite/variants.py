@@ -480,3 +480,13 @@ register_kernel(
     description="the Ampere form: 4 warps x 16 query rows, Q held in registers, 64-key K / V tiles through an S-deep "
     "cp.async ring, ldmatrix (.trans for V) and mma.sync m16n8k16, online softmax in registers with exp2",
 )
+register_kernel(
+    "attention",
+    "ptx",
+    "128x128 wgmma ws",
+    "suite.ptx.attention_sm90:KERNEL",
+    gate=needs_gpu((9, 0)),
+    description="the Hopper form: TMA loads of Q once and of 128-key K / V tiles into an S-deep mbarrier ring, a "
+    "producer warp and two consumer warpgroups of 64 query rows (setmaxnreg), S = Q K^T and O += P V on wgmma (P from "
+    "registers, V read transposed), online softmax in registers with exp2; no ping-pong yet",
+)
