@@ -16,41 +16,54 @@ from suite.ptx import attention_sm90 as mod
 from suite.sass import instruction_classes, split_functions, wgmma_chain
 
 ATTENTION = PROBLEMS["attention"]
-EXPRS = [mod.name_expression(s, d, t) for s in mod.STAGES for d in mod.HEAD_DIMS for t in mod.DTYPES]
+KERNELS = {"serial": mod.KERNEL, "ping-pong": mod.KERNEL_PINGPONG}
+EXPRS = [
+    (form, mod.name_expression(s, d, t, kernel.pingpong))
+    for form, kernel in KERNELS.items()
+    for s in kernel.stages
+    for d in mod.HEAD_DIMS
+    for t in mod.DTYPES
+]
 
 
-def _module():
-    return mod.KERNEL.build("sm_90a")  # cached per kernel module
+def _module(form: str):
+    return KERNELS[form].build("sm_90a")  # cached per kernel module
 
 
-def test_build_log_has_no_serialization_warning():
-    log = _module().log
+@pytest.mark.parametrize("form", KERNELS)
+def test_build_log_has_no_serialization_warning(form):
+    log = _module(form).log
     assert "C751" not in log and "serializ" not in log.lower(), log
 
 
-@pytest.mark.parametrize("expr", EXPRS)
-def test_every_instantiation_is_the_hopper_pipeline(expr):
-    module = _module()
+@pytest.mark.parametrize("form, expr", EXPRS, ids=[e for _, e in EXPRS])
+def test_every_instantiation_is_the_hopper_pipeline(form, expr):
+    module = _module(form)
     sass = split_functions(module.sass())[module.symbols[expr]]
     classes = instruction_classes(sass)
     resources = module.resources()[expr]
     assert classes["local_memory"] == 0 and resources["local"] == 0 and resources["stack"] == 0, (expr, resources)
-    for cls, least in mod.KERNEL.sass_minimums().items():
+    for cls, least in KERNELS[form].sass_minimums().items():
         assert classes[cls] >= least, (expr, cls, classes[cls], least)
     d = int(expr.split(",")[1])
-    # S = Q K^T: d / 16 k-steps; O += P V: BLOCK_N / 16 k-steps; K and V: one box per 64 columns, Q once
-    assert classes["wgmma"] == d // 16 + mod.BLOCK_N // 16, (expr, classes)
+    # S = Q K^T: d / 16 k-steps; O += P V: BLOCK_N / 16 k-steps (ping-pong: each also in its prologue or after the
+    # mainloop); K and V: one box per 64 columns, Q once
+    copies = 2 if form == "ping-pong" else 1
+    assert classes["wgmma"] == copies * (d // 16 + mod.BLOCK_N // 16), (expr, classes)
     assert classes["tma"] == 3 * d // 64, (expr, classes)
     total, closing = wgmma_chain(sass)
     assert total and closing < total, f"{expr}: every HGMMA closes its own group: ptxas serialized the wgmma"
 
 
-@pytest.mark.parametrize("fault", mod.KERNEL.faults, ids=lambda f: f.define)
-def test_each_fault_builds_to_different_code(fault):
-    healthy = _module()
-    broken = mod.KERNEL.with_defines(fault.define, stages=fault.stages).build("sm_90a")
+FAULTS = [(form, f) for form, kernel in KERNELS.items() for f in kernel.faults]
+
+
+@pytest.mark.parametrize("form, fault", FAULTS, ids=[f"{form}:{f.define}" for form, f in FAULTS])
+def test_each_fault_builds_to_different_code(form, fault):
+    healthy = _module(form)
+    broken = KERNELS[form].with_defines(fault.define, stages=fault.stages).build("sm_90a")
     for stages in fault.stages:
-        for expr in mod.KERNEL.name_expressions(stages):
+        for expr in KERNELS[form].name_expressions(stages):
             ours = split_functions(healthy.sass())[healthy.symbols[expr]]
             theirs = split_functions(broken.sass())[broken.symbols[expr]]
             assert ours != theirs, (fault.define, expr)
@@ -63,16 +76,22 @@ def test_every_ring_depth_fits_a_block(d):
     assert not mod.fits(max(mod.STAGES) + 1, 128)  # the sweep stops where the d = 128 ring stops fitting
 
 
-def test_bad_inputs_are_refused_before_launch():
-    for bad in ATTENTION.bad_inputs() + mod.KERNEL.bad_inputs():
+@pytest.mark.parametrize("form", KERNELS)
+def test_bad_inputs_are_refused_before_launch(form):
+    kernel = KERNELS[form]
+    for bad in ATTENTION.bad_inputs() + kernel.bad_inputs():
         with pytest.raises(ValueError, match=bad.rule):
-            mod.KERNEL.launch(bad.inputs, bad.out, mod.STAGES[0])
+            kernel.launch(bad.inputs, bad.out, kernel.stages[0])
     q = torch.randn(1, 2, 8, 64).bfloat16()
     kv = torch.randn(1, 1, 8, 64).bfloat16()
-    with pytest.raises(ValueError, match="stages"):
-        mod.KERNEL.launch((q, kv, kv, False), torch.empty_like(q), 4)
+    for stages in (0, 4):
+        with pytest.raises(ValueError, match="stages"):
+            kernel.launch((q, kv, kv, False), torch.empty_like(q), stages)
     with pytest.raises(ValueError, match="CUDA|cuda"):
-        mod.KERNEL.launch((q, kv, kv, False), torch.empty_like(q), 2)
+        kernel.launch((q, kv, kv, False), torch.empty_like(q), 2)
+    if kernel.pingpong:  # its ring holds one tile's stage while it reads the next
+        with pytest.raises(ValueError, match="stages"):
+            kernel.launch((q, kv, kv, False), torch.empty_like(q), 1)
 
 
 # (b, hq, hkv, sq, skv, d, causal): odd lengths, GQA, causal with fully masked rows (sq > skv) and sq < skv, several
@@ -88,22 +107,23 @@ GPU_SIZES = (
     (2, 8, 8, 513, 513, 64, 1),
 )
 GPU_CASES = [
-    pytest.param(stages, dtype, size, id=f"s{stages}-{dtype}-{ATTENTION.shape(size)}")
-    for stages in mod.STAGES
+    pytest.param(form, stages, dtype, size, id=f"{form}-s{stages}-{dtype}-{ATTENTION.shape(size)}")
+    for form, kernel in KERNELS.items()
+    for stages in kernel.stages
     for dtype in mod.DTYPES
     for size in GPU_SIZES
 ]
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("stages, dtype, size", GPU_CASES)
-def test_gpu_matches_the_reference(stages, dtype, size):
+@pytest.mark.parametrize("form, stages, dtype, size", GPU_CASES)
+def test_gpu_matches_the_reference(form, stages, dtype, size):
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("needs a Hopper GPU (sm_90a)")
-    seed = hash((stages, dtype, size)) % 2**31
+    seed = hash((form, stages, dtype, size)) % 2**31
     inputs = ATTENTION.make_inputs(size, seed, torch.device("cuda"), dtype)
     out = torch.full_like(inputs[0], float("nan"))  # poisoned: every element must be written
-    mod.KERNEL.launch(inputs, out, stages)()
+    KERNELS[form].launch(inputs, out, stages)()
     torch.cuda.synchronize()
     expected = ATTENTION.reference(inputs)
     tol = ATTENTION.dtypes[dtype].tolerance
@@ -115,15 +135,16 @@ def test_gpu_matches_the_reference(stages, dtype, size):
 
 
 @pytest.mark.gpu
-def test_gpu_runs_are_repeatable_and_leave_the_inputs():
+@pytest.mark.parametrize("form", KERNELS)
+def test_gpu_runs_are_repeatable_and_leave_the_inputs(form):
     if not torch.cuda.is_available() or torch.cuda.get_device_capability() < (9, 0):
         pytest.skip("needs a Hopper GPU (sm_90a)")
     size = (2, 8, 2, 1000, 1000, 128, 1)
     inputs = ATTENTION.make_inputs(size, 11, torch.device("cuda"), "bf16")
     copies = [t.clone() for t in inputs[:3]]
     first, second = torch.empty_like(inputs[0]), torch.full_like(inputs[0], float("nan"))
-    mod.KERNEL.launch(inputs, first, 2)()
-    mod.KERNEL.launch(inputs, second, 2)()
+    KERNELS[form].launch(inputs, first, 2)()
+    KERNELS[form].launch(inputs, second, 2)()
     torch.cuda.synchronize()
     assert torch.equal(first, second)
     assert all(torch.equal(a, b) for a, b in zip(copies, inputs[:3]))

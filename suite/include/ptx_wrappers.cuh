@@ -290,6 +290,12 @@ __device__ __forceinline__ void tma_load_3d(unsigned dst, const void* tmap, unsi
         : "memory");
 }
 
+// Arrive on barrier `id` (1..15) without waiting: counts toward the `threads` that complete it (a bar.sync on the same
+// id by the threads that wait, and this arrive by the threads that signal them).
+__device__ __forceinline__ void named_barrier_arrive(unsigned id, unsigned threads) {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 #endif  // __CUDA_ARCH__ >= 900
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)  // sm_90a: the architecture-specific Hopper features

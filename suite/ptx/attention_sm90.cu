@@ -18,9 +18,10 @@
 // engine completes the phase when they land) and an empty barrier (one arrive per consumer warp once both wgmma that
 // read the stage, S = Q K^T and O += P V, have completed). Q has a barrier of its own, completed once.
 //
-// The two consumer warpgroups run independently here (no ping-pong): each waits for its own wgmma before its softmax,
-// so the tensor pipe is fed by whichever warpgroup is not in its softmax, as the warp scheduler interleaves them,
-// not by a named-barrier schedule.
+// PINGPONG (the consumer's two mainloops): false, each warpgroup runs S, wait, softmax, P V, wait on its own, and the
+// two interleave only as the warp schedulers pick them; true, FlashAttention-3's ping-pong: the warpgroups take turns
+// at the tensor pipe on two named barriers, each turn issuing one warpgroup's O += P V of its previous tile and
+// S = Q K^T of its next, while the other warpgroup runs its softmax (mainloop_pingpong; a ring of 2 stages at least).
 //
 // Causal mask, bottom-right aligned: row i sees key j when j <= i + skv - sq. A block walks only the key tiles its
 // last row sees (the tiles past the diagonal are never loaded); the tiles that straddle skv or the diagonal are
@@ -146,122 +147,215 @@ __device__ __forceinline__ void issue_pv(float (&o)[D / 2], unsigned (&p)[BLOCK_
     wgmma_commit_group();
 }
 
-template <int STAGES, int D, bool IS_BF16>
-__device__ __forceinline__ void consumer(const AttnSmem<D, STAGES>& smem, half_bits* __restrict__ O, int wg, int bh,
-                                         int m0, int sq, int skv, int num_tiles, float scale_log2, bool causal) {
-    constexpr int S_REGS = BLOCK_N / 2, O_REGS = D / 2;
+// What one consumer thread holds for its two rows (row0 and row0 + 8) across the key tiles.
+template <int D>
+struct RowState {
+    float s[BLOCK_N / 2];           // S, then P, of a tile: s[4j + 2h + e] is row row0 + 8h, column 8j + col + e
+    float o[D / 2];                 // O, laid out as S over d
+    unsigned p[BLOCK_N / 16][4];    // P in 16 bits: k-step t (keys 16t .. 16t + 15) as wgmma's register-A fragment
+    float m[2];                     // per row: the running max, in log2 units
+    float l[2];                     // per row: this thread's part of the running sum
+    int row0, col, wg_row0;         // this thread's first row and column, its warpgroup's first row
+};
+
+// S of key tile `tile` (completed) -> P: scale into log2 units and mask (keys past skv and, causal, past each row's
+// diagonal, become -inf); per row the tile's max (this thread's values, then its quad of 4 lanes, which together hold
+// the row); O and the sum rescaled by 2^(old max - new max); P = 2^(s - max), rounded to 16 bits in registers.
+template <int D, bool IS_BF16>
+__device__ __forceinline__ void online_softmax(RowState<D>& st, int tile, int sq, int skv, float scale_log2,
+                                               bool causal) {
     const float NEG_INF = -__int_as_float(0x7f800000);
-    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32 % 4;
-    const int wg_row0 = m0 + wg * WG_ROWS;
-    const int row0 = wg_row0 + warp * 16 + lane / 4;  // this thread's two rows: row0 and row0 + 8
-    const int col = 2 * (lane % 4);                   // and its columns in each 8-column block: col, col + 1
-    const int diagonal = skv - sq;
-    const bool release = lane == 0;  // one arrive per warp on empty[]
-
-    float s[S_REGS];  // S, then P, of the current tile: s[4j + 2h + e] is row row0 + 8h, column 8j + col + e
-    float o[O_REGS];  // O, laid out as S over d
-    float m[2] = {NEG_INF, NEG_INF}, l[2] = {0.f, 0.f};  // per row: running max (log2 units), this thread's sum
+    const int key0 = tile * BLOCK_N, diagonal = skv - sq;
+    const bool masked = key0 + BLOCK_N > skv || (causal && key0 + BLOCK_N - 1 > st.wg_row0 + diagonal);
 #pragma unroll
-    for (int i = 0; i < S_REGS; ++i) s[i] = 0.f;
+    for (int i = 0; i < BLOCK_N / 2; ++i) {
+        float x = st.s[i] * scale_log2;
+        if (masked) {
+            const int key = key0 + i / 4 * 8 + st.col + i % 2;
+            const int row = st.row0 + i % 4 / 2 * 8;
+            if (key >= skv || (causal && key > row + diagonal)) x = NEG_INF;
+        }
+        st.s[i] = x;
+    }
 #pragma unroll
-    for (int i = 0; i < O_REGS; ++i) o[i] = 0.f;
+    for (int h = 0; h < 2; ++h) {
+        float mx = st.m[h];
+#pragma unroll
+        for (int j = 0; j < BLOCK_N / 8; ++j) mx = fmaxf(mx, fmaxf(st.s[4 * j + 2 * h], st.s[4 * j + 2 * h + 1]));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
+        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        const float ref = mx == NEG_INF ? 0.f : mx;  // no key yet: every 2^(-inf) is 0, not NaN
+        const float alpha = ex2_approx(st.m[h] - ref);
+        st.m[h] = mx;
+        float sum = 0.f;
+#pragma unroll
+        for (int j = 0; j < BLOCK_N / 8; ++j)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                st.s[4 * j + 2 * h + e] = ex2_approx(st.s[4 * j + 2 * h + e] - ref);
+                sum += st.s[4 * j + 2 * h + e];
+            }
+        st.l[h] = st.l[h] * alpha + sum;  // this thread's part; the quad's parts are added in the epilogue
+#pragma unroll
+        for (int j = 0; j < D / 8; ++j) {
+            st.o[4 * j + 2 * h] *= alpha;
+            st.o[4 * j + 2 * h + 1] *= alpha;
+        }
+    }
+    // k-step t of P V is S's 8-column blocks 2t and 2t + 1: registers (row0, block 2t), (row0 + 8, block 2t),
+    // (row0, block 2t + 1), (row0 + 8, block 2t + 1), i.e. s[8t + 2r], s[8t + 2r + 1] for r = 0 .. 3
+#pragma unroll
+    for (int t = 0; t < BLOCK_N / 16; ++t)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) st.p[t][r] = Half16<IS_BF16>::pack(st.s[8 * t + 2 * r], st.s[8 * t + 2 * r + 1]);
+}
 
-    mbarrier_wait(smem.q_full(), 0);  // the Q tile's bytes have landed (its barrier's first and only phase)
+// After the wait that completed O += P V: O final for that tile, P's registers no longer read.
+template <int D>
+__device__ __forceinline__ void fence_pv(RowState<D>& st) {
+    fence_array(st.o);
+#pragma unroll
+    for (int t = 0; t < BLOCK_N / 16; ++t)
+#pragma unroll
+        for (int r = 0; r < 4; ++r) fence_operand_u32(st.p[t][r]);  // P's registers live until the wgmma read them
+}
 
-    // MAINLOOP: one K / V tile per iteration
+// The stage's release: one arrive per consumer warp, once every wgmma that read the stage has completed.
+template <int STAGES, int D>
+__device__ __forceinline__ void release_stage(const AttnSmem<D, STAGES>& smem, int stage) {
+    if (threadIdx.x % 32 == 0) consumer_release(smem.empty(stage));
+}
+
+// The consumer's MAINLOOP, serial form: per tile, S = Q K^T, wait, softmax, O += P V, wait, release the stage. The two
+// consumer warpgroups interleave only as the warp schedulers pick them.
+template <int STAGES, int D, bool IS_BF16>
+__device__ __forceinline__ void mainloop_serial(RowState<D>& st, const AttnSmem<D, STAGES>& smem, int wg, int sq,
+                                                int skv, int num_tiles, float scale_log2, bool causal) {
     RingPosition read;  // smem_read_stage and its lap's parity
     for (int tile = 0; tile < num_tiles; ++tile) {
         const int stage = read.stage;
 #ifndef PIPESUITE_FAULT_NO_FULL_WAIT  // fault injection for the sanitizer self-test (suite/sanitize.py) only
         consumer_wait(smem.full(stage), read);  // the TMA bytes of this K / V tile have all landed
 #endif
-        issue_scores<STAGES, D, IS_BF16>(s, smem, stage, wg);
+        issue_scores<STAGES, D, IS_BF16>(st.s, smem, stage, wg);
         wgmma_wait<0>();  // S is final: the softmax reads it
-        fence_array(s);
-
-        // Scale into log2 units and mask: keys past skv, and (causal) past each row's diagonal, become -inf.
-        const int key0 = tile * BLOCK_N;
-        const bool masked = key0 + BLOCK_N > skv || (causal && key0 + BLOCK_N - 1 > wg_row0 + diagonal);
-#pragma unroll
-        for (int i = 0; i < S_REGS; ++i) {
-            float x = s[i] * scale_log2;
-            if (masked) {
-                const int key = key0 + i / 4 * 8 + col + i % 2;
-                const int row = row0 + i % 4 / 2 * 8;
-                if (key >= skv || (causal && key > row + diagonal)) x = NEG_INF;
-            }
-            s[i] = x;
-        }
-
-        // Online softmax per row: the tile's max (this thread's 32 values, then its quad of 4 lanes, which together
-        // hold the row), O and the sum rescaled by 2^(old max - new max), P = 2^(s - max).
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            float mx = m[h];
-#pragma unroll
-            for (int j = 0; j < BLOCK_N / 8; ++j) mx = fmaxf(mx, fmaxf(s[4 * j + 2 * h], s[4 * j + 2 * h + 1]));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-            mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-            const float ref = mx == NEG_INF ? 0.f : mx;  // no key yet: every 2^(-inf) is 0, not NaN
-            const float alpha = ex2_approx(m[h] - ref);
-            m[h] = mx;
-            float sum = 0.f;
-#pragma unroll
-            for (int j = 0; j < BLOCK_N / 8; ++j)
-#pragma unroll
-                for (int e = 0; e < 2; ++e) {
-                    s[4 * j + 2 * h + e] = ex2_approx(s[4 * j + 2 * h + e] - ref);
-                    sum += s[4 * j + 2 * h + e];
-                }
-            l[h] = l[h] * alpha + sum;  // this thread's part; the quad's parts are added in the epilogue
-#pragma unroll
-            for (int j = 0; j < D / 8; ++j) {
-                o[4 * j + 2 * h] *= alpha;
-                o[4 * j + 2 * h + 1] *= alpha;
-            }
-        }
-
-        // P to 16 bits: k-step t (keys 16t .. 16t + 15) is S's 8-column blocks 2t and 2t + 1, rows row0 and + 8.
-        unsigned p[BLOCK_N / 16][4];
-#pragma unroll
-        for (int t = 0; t < BLOCK_N / 16; ++t)
-#pragma unroll
-            for (int r = 0; r < 4; ++r) p[t][r] = Half16<IS_BF16>::pack(s[8 * t + 2 * r], s[8 * t + 2 * r + 1]);
-
-        issue_pv<STAGES, D, IS_BF16>(o, p, smem, stage);
+        fence_array(st.s);
+        online_softmax<D, IS_BF16>(st, tile, sq, skv, scale_log2, causal);
+        issue_pv<STAGES, D, IS_BF16>(st.o, st.p, smem, stage);
 #ifdef PIPESUITE_FAULT_EARLY_RELEASE  // fault injection for the sanitizer self-test (suite/sanitize.py) only
-        if (release) consumer_release(smem.empty(stage));  // released while O += P V may still read V
+        release_stage(smem, stage);  // released while O += P V may still read V
 #endif
-        wgmma_wait<0>();  // O += P V has completed: O is final for this tile, and P and the stage are no longer read
-        fence_array(o);
-#pragma unroll
-        for (int t = 0; t < BLOCK_N / 16; ++t)
-#pragma unroll
-            for (int r = 0; r < 4; ++r) fence_operand_u32(p[t][r]);  // P's registers live until the wgmma read them
+        wgmma_wait<0>();  // O += P V has completed: P and the stage are no longer read
+        fence_pv(st);
 #ifndef PIPESUITE_FAULT_EARLY_RELEASE
-        if (release) consumer_release(smem.empty(stage));  // both wgmma that read the stage completed: refill it
+        release_stage(smem, stage);  // both wgmma that read the stage completed: the producer may refill it
 #endif
         read.advance<STAGES>();  // wraps back to the start of the ring, flipping the parity
     }
+}
+
+// Ping-pong (FlashAttention-3): the two consumer warpgroups take turns at the tensor pipe. Each turn issues one
+// warpgroup's O += P V of the previous tile and S = Q K^T of the next, back to back; the other warpgroup runs its
+// softmax meanwhile. Turns are handed over on two named barriers of 256 threads (both consumer warpgroups): a
+// warpgroup waits on its own (bar.sync: its 128 threads and the other's 128 arrivals), issues, then arrives on the
+// other's. Warpgroup 0 has the first turn. Every sync meets exactly one arrive, so no barrier is left half-arrived.
+constexpr unsigned SCHED_BARRIER = 1;  // named barriers SCHED_BARRIER + wg (0 is __syncthreads)
+constexpr unsigned SCHED_THREADS = CONSUMERS * WG_THREADS;
+
+__device__ __forceinline__ void take_turn(int wg) { named_barrier_sync(SCHED_BARRIER + wg, SCHED_THREADS); }
+__device__ __forceinline__ void hand_over(int wg) { named_barrier_arrive(SCHED_BARRIER + (1 - wg), SCHED_THREADS); }
+
+// O += P V of a tile holds its stage (K and V in one) while S = Q K^T of the next reads the next stage: the ring
+// needs two stages at least.
+template <int STAGES, int D, bool IS_BF16>
+__device__ __forceinline__ void mainloop_pingpong(RowState<D>& st, const AttnSmem<D, STAGES>& smem, int wg, int sq,
+                                                  int skv, int num_tiles, float scale_log2, bool causal) {
+    static_assert(STAGES >= 2, "ping-pong keeps one tile's stage while it reads the next: STAGES >= 2");
+    if (num_tiles == 0) return;
+    if (wg == 1) hand_over(wg);  // warpgroup 0 takes the first turn
+    RingPosition read;           // smem_read_stage and its lap's parity
+    // PROLOGUE: S of the first tile, then its softmax
+    consumer_wait(smem.full(read.stage), read);  // the TMA bytes of the first K / V tile have all landed
+    take_turn(wg);                               // the other warpgroup has issued its GEMMs of this turn
+    issue_scores<STAGES, D, IS_BF16>(st.s, smem, read.stage, wg);
+    hand_over(wg);
+    wgmma_wait<0>();  // S is final: the softmax reads it
+    fence_array(st.s);
+    online_softmax<D, IS_BF16>(st, 0, sq, skv, scale_log2, causal);
+    int pv_stage = read.stage;  // the stage whose V the pending O += P V reads
+    read.advance<STAGES>();
+    // MAINLOOP: O += P V of tile - 1 and S of tile in one turn, then the softmax of tile under the other's turn
+    for (int tile = 1; tile < num_tiles; ++tile) {
+#ifndef PIPESUITE_FAULT_NO_FULL_WAIT  // fault injection for the sanitizer self-test (suite/sanitize.py) only
+        consumer_wait(smem.full(read.stage), read);  // the TMA bytes of this K / V tile have all landed
+#endif
+        take_turn(wg);  // the other warpgroup has issued its GEMMs: the tensor pipe is ours
+        issue_pv<STAGES, D, IS_BF16>(st.o, st.p, smem, pv_stage);
+        issue_scores<STAGES, D, IS_BF16>(st.s, smem, read.stage, wg);
+        hand_over(wg);
+#ifdef PIPESUITE_FAULT_EARLY_RELEASE  // fault injection for the sanitizer self-test (suite/sanitize.py) only
+        release_stage(smem, pv_stage);  // released while O += P V may still read V
+#endif
+        wgmma_wait<1>();  // O += P V (the older group) has completed: O is final for tile - 1, its stage is read
+        fence_pv(st);
+#ifndef PIPESUITE_FAULT_EARLY_RELEASE
+        release_stage(smem, pv_stage);  // both wgmma that read tile - 1's stage completed: the producer may refill it
+#endif
+        wgmma_wait<0>();  // S of this tile is final: the softmax reads it
+        fence_array(st.s);
+        online_softmax<D, IS_BF16>(st, tile, sq, skv, scale_log2, causal);
+        pv_stage = read.stage;
+        read.advance<STAGES>();  // wraps back to the start of the ring, flipping the parity
+    }
+    // the last tile's O += P V, in a last turn; warpgroup 1's is the last of all, handed to no one
+    take_turn(wg);
+    issue_pv<STAGES, D, IS_BF16>(st.o, st.p, smem, pv_stage);
+    if (wg == 0) hand_over(wg);
+    wgmma_wait<0>();  // O += P V has completed: O is final, the last stage is read
+    fence_pv(st);
+    release_stage(smem, pv_stage);
+}
+
+template <int STAGES, int D, bool IS_BF16, bool PINGPONG>
+__device__ __forceinline__ void consumer(const AttnSmem<D, STAGES>& smem, half_bits* __restrict__ O, int wg, int bh,
+                                         int m0, int sq, int skv, int num_tiles, float scale_log2, bool causal) {
+    RowState<D> st;
+    const int lane = threadIdx.x % 32, warp = threadIdx.x / 32 % 4;
+    st.wg_row0 = m0 + wg * WG_ROWS;
+    st.row0 = st.wg_row0 + warp * 16 + lane / 4;  // the m64nNk16 accumulator: each warp 16 rows, lane / 4 and + 8
+    st.col = 2 * (lane % 4);                      // and in each 8-column block columns 2 (lane % 4) and + 1
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        st.m[h] = -__int_as_float(0x7f800000);
+        st.l[h] = 0.f;
+    }
+#pragma unroll
+    for (int i = 0; i < BLOCK_N / 2; ++i) st.s[i] = 0.f;
+#pragma unroll
+    for (int i = 0; i < D / 2; ++i) st.o[i] = 0.f;
+
+    mbarrier_wait(smem.q_full(), 0);  // the Q tile's bytes have landed (its barrier's first and only phase)
+    if constexpr (PINGPONG) mainloop_pingpong<STAGES, D, IS_BF16>(st, smem, wg, sq, skv, num_tiles, scale_log2, causal);
+    else mainloop_serial<STAGES, D, IS_BF16>(st, smem, wg, sq, skv, num_tiles, scale_log2, causal);
 
     // EPILOGUE: the quad's partial sums added, O / l rounded to 16 bits; a row that saw no key (l = 0) is zero.
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-        float sum = l[h];
+        float sum = st.l[h];
         sum += __shfl_xor_sync(0xffffffffu, sum, 1);
         sum += __shfl_xor_sync(0xffffffffu, sum, 2);
         const float inv = sum > 0.f ? 1.f / sum : 0.f;
-        const int row = row0 + 8 * h;
+        const int row = st.row0 + 8 * h;
         if (row >= sq) continue;
-        half_bits* dst = O + ((long long)bh * sq + row) * D + col;
+        half_bits* dst = O + ((long long)bh * sq + row) * D + st.col;
 #pragma unroll
         for (int j = 0; j < D / 8; ++j)
             *reinterpret_cast<half2_bits*>(dst + 8 * j) =
-                Half16<IS_BF16>::pack(o[4 * j + 2 * h] * inv, o[4 * j + 2 * h + 1] * inv);
+                Half16<IS_BF16>::pack(st.o[4 * j + 2 * h] * inv, st.o[4 * j + 2 * h + 1] * inv);
     }
 }
 
-template <int STAGES, int D, bool IS_BF16>
+template <int STAGES, int D, bool IS_BF16, bool PINGPONG>
 __global__ void __launch_bounds__(THREADS, 1)
     attention_sm90(const __grid_constant__ TensorMap tmap_q, const __grid_constant__ TensorMap tmap_k,
                    const __grid_constant__ TensorMap tmap_v, half_bits* __restrict__ O, int hq, int group, int sq,
@@ -297,6 +391,6 @@ __global__ void __launch_bounds__(THREADS, 1)
     } else {
         // CONSUMER warpgroups: take the registers; MAINLOOP then EPILOGUE over this block's query rows.
         setmaxnreg_inc<CONSUMER_REGS>();
-        consumer<STAGES, D, IS_BF16>(smem, O, warpgroup - 1, bh, m0, sq, skv, num_tiles, scale_log2, causal != 0);
+        consumer<STAGES, D, IS_BF16, PINGPONG>(smem, O, warpgroup - 1, bh, m0, sq, skv, num_tiles, scale_log2, causal != 0);
     }
 }

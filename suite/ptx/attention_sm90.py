@@ -17,7 +17,10 @@ from suite.problems import BadInput
 from suite.ptx.gemm_tma import ALIGN_SLACK, ARCH, DEFINES, SMEM_PER_BLOCK, SWIZZLE_BYTES, _tensor_map, smem_define
 
 SOURCE = Path(__file__).with_name("attention_sm90.cu")
-STAGES = (1, 2, 3)  # at d = 128 a stage is 64 KiB: three and the Q tile fill the 227 KiB a block may take
+# At d = 128 a stage is 64 KiB: three and the Q tile fill the 227 KiB a block may take. Ping-pong holds one tile's
+# stage while it reads the next, so its ring starts at two.
+STAGES = (1, 2, 3)
+PINGPONG_STAGES = (2, 3)
 BLOCK_M, BLOCK_N, CONSUMERS = 128, 128, 2
 THREADS = (1 + CONSUMERS) * 128  # a producer warpgroup and two consumer warpgroups
 HEAD_DIMS = (64, 128)
@@ -45,8 +48,9 @@ def smem_bytes(stages: int, d: int) -> int:
     return tile_bytes(BLOCK_M, d) + stages * stage_bytes(d) + (2 * stages + 1) * BARRIER_BYTES + ALIGN_SLACK
 
 
-def name_expression(stages: int, d: int, dtype: str) -> str:
-    return f"attention_sm90<{stages}, {d}, {'true' if dtype == 'bf16' else 'false'}>"
+def name_expression(stages: int, d: int, dtype: str, pingpong: bool = False) -> str:
+    flag = lambda b: "true" if b else "false"  # noqa: E731
+    return f"attention_sm90<{stages}, {d}, {flag(dtype == 'bf16')}, {flag(pingpong)}>"
 
 
 def fits(stages: int, d: int) -> bool:
@@ -54,7 +58,8 @@ def fits(stages: int, d: int) -> bool:
 
 
 class AttentionWgmma(NvrtcModule):
-    """attention_sm90.cu compiled for each stage count, head_dim and dtype (sm_90a)."""
+    """attention_sm90.cu compiled for each stage count, head_dim and dtype (sm_90a), in one of its two consumer
+    mainloops: serial (``pingpong`` False) or FlashAttention-3's ping-pong of the two consumer warpgroups."""
 
     source = SOURCE
     archs = (ARCH,)
@@ -82,11 +87,15 @@ class AttentionWgmma(NvrtcModule):
         ),
     )
 
+    def __init__(self, pingpong: bool = False):
+        self.pingpong = pingpong
+        self.stages = PINGPONG_STAGES if pingpong else STAGES
+
     def constants(self) -> dict[str, int]:
         return {"ATTN_BLOCK_M": BLOCK_M, "ATTN_BLOCK_N": BLOCK_N, "ATTN_THREADS": THREADS}
 
     def defines(self) -> tuple[str, ...]:
-        figures = [((s, d, 0, 0), smem_bytes(s, d)) for s in self.stages for d in HEAD_DIMS]
+        figures = [((s, d, 0, 0), smem_bytes(s, d)) for s in STAGES for d in HEAD_DIMS]
         return DEFINES + (smem_define(figures),) + super().defines()
 
     def build(self, arch: str | None = None):
@@ -94,19 +103,19 @@ class AttentionWgmma(NvrtcModule):
         return super().build(ARCH if arch in (None, "sm_90") else arch)
 
     def name_expressions(self, stages: int) -> tuple[str, ...]:
-        return tuple(name_expression(stages, d, dtype) for d in (128, 64) for dtype in self.dtypes)
+        return tuple(name_expression(stages, d, dtype, self.pingpong) for d in (128, 64) for dtype in self.dtypes)
 
     def config(self, d: int = 128) -> str:
         return (
             f"{BLOCK_M} query rows x {BLOCK_N}-key tiles, d={d}, 1 producer warp (TMA) + 2 consumer warpgroups of 64 "
-            "rows (wgmma, P from registers), no ping-pong"
+            "rows (wgmma, P from registers)" + (", ping-pong" if self.pingpong else ", no ping-pong")
         )
 
     def describe(self, arch: str, dtype: str = "bf16") -> dict:
         built = self.build(arch)
         return {
             s: built.kernel_info(
-                name_expression(s, 128, dtype),
+                name_expression(s, 128, dtype, self.pingpong),
                 stage_bytes(128),
                 s,
                 dynamic_smem=smem_bytes(s, 128),
@@ -130,7 +139,7 @@ class AttentionWgmma(NvrtcModule):
             raise ValueError(f"b * hq must be <= {MAX_GRID_Y} (the grid's y dimension; got {ops.b * ops.hq})")
         check_cuda(("q", ops.q), ("k", ops.k), ("v", ops.v), ("out", out))
         module = self.build()
-        expr = name_expression(stages, ops.d, ops.dtype)
+        expr = name_expression(stages, ops.d, ops.dtype, self.pingpong)
         kernel = module.kernel(expr)
         smem = smem_bytes(stages, ops.d)
         loader.prepare(kernel, smem)  # refuses a ring this GPU cannot hold
@@ -167,3 +176,4 @@ class AttentionWgmma(NvrtcModule):
 
 
 KERNEL = AttentionWgmma()
+KERNEL_PINGPONG = AttentionWgmma(pingpong=True)
