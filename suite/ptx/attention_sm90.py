@@ -80,7 +80,8 @@ class AttentionWgmma(NvrtcModule):
             size=FAULT_SIZE,
         ),
         Fault(
-            "a stage released early: the empty barrier arrived before the wgmma reading V (O += P V) completed",
+            "a stage released early: the wait for O += P V removed, so the empty barrier is arrived on while that "
+            "wgmma may still read V",
             "PIPESUITE_FAULT_EARLY_RELEASE",
             (2,),
             size=FAULT_SIZE,
