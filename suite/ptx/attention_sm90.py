@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
 import torch
 
-from suite.attention_problem import LOG2E, attention_operands
-from suite.checks import check_cuda, check_stages
+from suite.attention_problem import MAX_GRID_Y, cuda_launch_operands
+from suite.checks import check_stages
 from suite.kernel import Fault, NvrtcModule
 from suite.nvrtc import loader
 from suite.problems import BadInput
@@ -27,8 +26,6 @@ HEAD_DIMS = (64, 128)
 DTYPES = ("bf16", "fp16")
 BOX_COLS = SWIZZLE_BYTES // 2  # 16-bit columns per TMA box row
 BARRIER_BYTES = 8
-MAX_GRID_Y = 65535  # batch x query heads ride the grid's y dimension (and the maps' outermost coordinate)
-MAX_SEQ = 2**31 - 1 - BLOCK_M  # rows and keys are 32-bit TMA coordinates, one tile past them at most
 # one 128-row query tile per head against 8 key tiles: every stage of a 1- or 2-deep ring refilled several times
 FAULT_SIZE = (1, 2, 1, 128, 1024, 64, 0)
 
@@ -133,12 +130,8 @@ class AttentionWgmma(NvrtcModule):
 
     def launch(self, inputs, out, stages):
         check_stages(stages, self.stages)
-        ops = attention_operands(inputs, out, self.dtypes)
-        if max(ops.sq, ops.skv) > MAX_SEQ:
-            raise ValueError(f"sq and skv must be <= 2^31 - 1 - {BLOCK_M} (32-bit TMA row coordinates)")
-        if ops.b * ops.hq > MAX_GRID_Y:
-            raise ValueError(f"b * hq must be <= {MAX_GRID_Y} (the grid's y dimension; got {ops.b * ops.hq})")
-        check_cuda(("q", ops.q), ("k", ops.k), ("v", ops.v), ("out", out))
+        # the problem's rules, 32-bit TMA row coordinates, b * hq within the grid's y (and the maps' outermost) extent
+        ops = cuda_launch_operands(inputs, out, self.dtypes, BLOCK_M)
         module = self.build()
         expr = name_expression(stages, ops.d, ops.dtype, self.pingpong)
         kernel = module.kernel(expr)
@@ -154,11 +147,7 @@ class AttentionWgmma(NvrtcModule):
         tmap_k = _tensor_map(ops.k.view(ops.b * ops.hkv, ops.skv, d), (1, BLOCK_N, BOX_COLS))
         tmap_v = _tensor_map(ops.v.view(ops.b * ops.hkv, ops.skv, d), (1, BLOCK_N, BOX_COLS))
         grid = (-(-ops.sq // BLOCK_M), ops.b * ops.hq)
-        args = (
-            tmap_q, tmap_k, tmap_v, out.data_ptr(),
-            np.int32(ops.hq), np.int32(ops.group), np.int32(ops.sq), np.int32(ops.skv),
-            np.float32(ops.scale * LOG2E), np.int32(ops.causal),
-        )  # fmt: skip
+        args = (tmap_q, tmap_k, tmap_v, out.data_ptr(), *ops.kernel_scalars())
 
         def run():
             loader.launch(kernel, grid, THREADS, smem, *args)
