@@ -171,6 +171,17 @@ class AttentionOperands:
     def scale(self) -> float:
         return 1.0 / math.sqrt(self.d)
 
+    def kernel_scalars(self) -> tuple:
+        """What the CUDA attention kernels take after their operands: hq, group, sq, skv, the scale times log2(e)
+        (their softmax is in exp2) and the causal flag, as the kernels' C types."""
+        import numpy as np
+
+        return (
+            *(np.int32(x) for x in (self.hq, self.group, self.sq, self.skv)),
+            np.float32(self.scale * LOG2E),
+            np.int32(self.causal),
+        )
+
 
 def attention_operands(inputs, out, dtypes: tuple[str, ...] = tuple(TORCH_DTYPES)) -> AttentionOperands:
     """Check (q, k, v, causal) and the output: rank 4, one dtype of ``dtypes`` for all four tensors, contiguous,
@@ -218,6 +229,24 @@ def attention_operands(inputs, out, dtypes: tuple[str, ...] = tuple(TORCH_DTYPES
     if tuple(out.shape) != tuple(q.shape):
         raise ValueError(f"out must have shape {tuple(q.shape)} (got {tuple(out.shape)})")
     return AttentionOperands(q, k, v, out, causal, b, hq, hkv, sq, skv, d, dtype)
+
+
+MAX_GRID_Y = 65535  # a CUDA grid's y dimension, where the attention kernels put batch x query heads
+
+
+def cuda_launch_operands(inputs, out, dtypes: tuple[str, ...], tile_rows: int) -> AttentionOperands:
+    """attention_operands, then what a CUDA kernel launching one block per (tile_rows query rows, batch x query
+    head) needs: 32-bit row and key indices up to one tile past sq and skv, b * hq within the grid's y dimension, and
+    every tensor on a CUDA device. ValueError naming the rule, before any launch."""
+    from suite.checks import check_cuda
+
+    ops = attention_operands(inputs, out, dtypes)
+    if max(ops.sq, ops.skv) > 2**31 - 1 - tile_rows:
+        raise ValueError(f"sq and skv must be <= 2^31 - 1 - {tile_rows} (32-bit row and key indices)")
+    if ops.b * ops.hq > MAX_GRID_Y:
+        raise ValueError(f"b * hq must be <= {MAX_GRID_Y} (the grid's y dimension; got {ops.b * ops.hq})")
+    check_cuda(("q", ops.q), ("k", ops.k), ("v", ops.v), ("out", out))
+    return ops
 
 
 def _bad_inputs() -> list[BadInput]:

@@ -280,6 +280,22 @@ __device__ __forceinline__ void stmatrix_x4(unsigned smem_row_addr, unsigned r0,
                  : "memory");
 }
 
+// TMA: copy the 3-D box at coordinates (c0 = innermost, c1, c2) of the tensor map `tmap` into shared memory at `dst`,
+// as tma_load_2d does; the outermost coordinate picks a matrix of a batch (an attention head), so that rows past that
+// matrix's own edge are zero-filled instead of read from the next one.
+__device__ __forceinline__ void tma_load_3d(unsigned dst, const void* tmap, unsigned bar, int c0, int c1, int c2) {
+    asm volatile(
+        "cp.async.bulk.tensor.3d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%3, %4, %5}], "
+        "[%2];\n" ::"r"(dst), "l"(tmap), "r"(bar), "r"(c0), "r"(c1), "r"(c2)
+        : "memory");
+}
+
+// Arrive on barrier `id` (1..15) without waiting: counts toward the `threads` that complete it (a bar.sync on the same
+// id by the threads that wait, and this arrive by the threads that signal them).
+__device__ __forceinline__ void named_barrier_arrive(unsigned id, unsigned threads) {
+    asm volatile("bar.arrive %0, %1;\n" ::"r"(id), "r"(threads) : "memory");
+}
+
 #endif  // __CUDA_ARCH__ >= 900
 
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)  // sm_90a: the architecture-specific Hopper features
@@ -536,6 +552,59 @@ __device__ __forceinline__ void wgmma_m64nNk16_f32_mmajor_a(float (&d)[N / 2], u
     else
         asm volatile(WGMMA_K16_MMAJOR_A(64, "f16", WGMMA_D32_REGS, "%32, %33")
                      : WGMMA_D32_OPERANDS(d) : "l"(desc_a), "l"(desc_b));
+}
+
+// Keep the compiler from reusing the register `r` before this point: wgmma's register-A form reads its A fragments
+// asynchronously, so they must stay live until the wait that completes the group reading them.
+__device__ __forceinline__ void fence_operand_u32(unsigned& r) { asm volatile("" : "+r"(r)::"memory"); }
+
+// D(64 x N, fp32) (+)= A(64 x 16, K-major, shared) * B(16 x N, K-major, shared: stored N x K, each row's 16 values of
+// K contiguous), A and B fp16 or bf16 (TYPE), one warpgroup. scale-d from a predicate set from SCALE_D (0: D = A * B,
+// the first k-step of a fresh product; 1: accumulate). Immediates: scale-a/b 1, A K-major (0), B K-major (0).
+#define WGMMA_K16_KMAJOR_B(N, TYPE, REGS, DESCS, SCALE_D) \
+    "{\n" \
+    ".reg .pred p;\n" \
+    "setp.ne.b32 p, " SCALE_D ", 0;\n" \
+    "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " " REGS ", " DESCS ", p, 1, 1, 0, 0;\n" \
+    "}\n"
+// D(64 x 128, fp32, 64 registers per thread) (+)= A(64 x 16, K-major, shared) * B(16 x 128, K-major, shared): the
+// attention scores S = Q K^T, K stored (key, d) row-major.
+template <bool IS_BF16>
+__device__ __forceinline__ void wgmma_m64n128k16_f32_kmajor_b(float (&d)[64], unsigned long long desc_a,
+                                                              unsigned long long desc_b, bool accumulate) {
+    if constexpr (IS_BF16)
+        asm volatile(WGMMA_K16_KMAJOR_B(128, "bf16", WGMMA_D64_REGS, "%64, %65", "%66")
+                     : WGMMA_D64_OPERANDS(d) : "l"(desc_a), "l"(desc_b), "r"((unsigned)accumulate));
+    else
+        asm volatile(WGMMA_K16_KMAJOR_B(128, "f16", WGMMA_D64_REGS, "%64, %65", "%66")
+                     : WGMMA_D64_OPERANDS(d) : "l"(desc_a), "l"(desc_b), "r"((unsigned)accumulate));
+}
+
+// D(64 x N, fp32) += A(64 x 16, registers) * B(16 x N, N-major, shared, read transposed), fp16 or bf16: wgmma's
+// register-A form. Each warp of the warpgroup holds 16 rows of A as mma.sync m16n8k16 holds its A: lane l's a[0] is
+// row l / 4, columns 2 (l % 4) and + 1; a[1] the same columns of row + 8; a[2] and a[3] those rows at columns + 8
+// (the m64nNk16 accumulator layout of two adjacent 8-column blocks, packed to 16 bits). Immediates: scale-d 1
+// (accumulate), scale-a/b 1, B transposed (1).
+#define WGMMA_K16_REG_A(N, TYPE, REGS, AREGS, DESC) \
+    "{\n" \
+    "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " " REGS ", " AREGS ", " DESC ", 1, 1, 1, 1;\n" \
+    "}\n"
+template <int N, bool IS_BF16>
+__device__ __forceinline__ void wgmma_m64nNk16_f32_reg_a(float (&d)[N / 2], const unsigned (&a)[4],
+                                                         unsigned long long desc_b) {
+    static_assert(N == 64 || N == 128, "the register-A form here: n64 or n128 (attention's P V at d = 64 or 128)");
+    if constexpr (N == 64 && IS_BF16)
+        asm volatile(WGMMA_K16_REG_A(64, "bf16", WGMMA_D32_REGS, "{%32, %33, %34, %35}", "%36")
+                     : WGMMA_D32_OPERANDS(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+    else if constexpr (N == 64)
+        asm volatile(WGMMA_K16_REG_A(64, "f16", WGMMA_D32_REGS, "{%32, %33, %34, %35}", "%36")
+                     : WGMMA_D32_OPERANDS(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+    else if constexpr (IS_BF16)
+        asm volatile(WGMMA_K16_REG_A(128, "bf16", WGMMA_D64_REGS, "{%64, %65, %66, %67}", "%68")
+                     : WGMMA_D64_OPERANDS(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+    else
+        asm volatile(WGMMA_K16_REG_A(128, "f16", WGMMA_D64_REGS, "{%64, %65, %66, %67}", "%68")
+                     : WGMMA_D64_OPERANDS(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
 }
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL

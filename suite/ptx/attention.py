@@ -6,10 +6,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import numpy as np
-
-from suite.attention_problem import LOG2E, attention_operands
-from suite.checks import check_cuda, check_stages
+from suite.attention_problem import cuda_launch_operands
+from suite.checks import check_stages
 from suite.kernel import Fault, NvrtcModule
 from suite.nvrtc import loader
 
@@ -18,9 +16,6 @@ STAGES = (1, 2, 3, 4)
 BLOCK_M, BLOCK_N, THREADS = 64, 64, 128
 HEAD_DIMS = (64, 128)
 DTYPES = ("bf16", "fp16")
-MAX_GRID_Y = 65535  # batch x query heads ride the grid's y dimension
-# Indices inside a head are 32-bit: rows and keys up to sq and skv, one tile past them
-MAX_SEQ = 2**31 - 1 - BLOCK_M
 FAULT_SIZE = (1, 2, 1, 64, 512, 64, 0)  # one 64-row query tile per head against 8 key tiles
 
 
@@ -102,12 +97,7 @@ class AttentionMmaSync(NvrtcModule):
 
     def launch(self, inputs, out, stages):
         check_stages(stages, self.stages)
-        ops = attention_operands(inputs, out, self.dtypes)
-        if max(ops.sq, ops.skv) > MAX_SEQ:
-            raise ValueError(f"sq and skv must be <= 2^31 - 1 - {BLOCK_M} (32-bit row and key indices)")
-        if ops.b * ops.hq > MAX_GRID_Y:
-            raise ValueError(f"b * hq must be <= {MAX_GRID_Y} (the grid's y dimension; got {ops.b * ops.hq})")
-        check_cuda(("q", ops.q), ("k", ops.k), ("v", ops.v), ("out", out))
+        ops = cuda_launch_operands(inputs, out, self.dtypes, BLOCK_M)
         module = self.build()
         expr = name_expression(stages, ops.d, ops.dtype)
         kernel = module.kernel(expr)
@@ -116,11 +106,7 @@ class AttentionMmaSync(NvrtcModule):
         if occupancy < 1:
             raise ValueError(f"stages={stages}: a block ({smem} B of shared memory) does not fit on an SM")
         grid = (-(-ops.sq // BLOCK_M), ops.b * ops.hq)
-        args = (
-            ops.q.data_ptr(), ops.k.data_ptr(), ops.v.data_ptr(), out.data_ptr(),
-            np.int32(ops.hq), np.int32(ops.group), np.int32(ops.sq), np.int32(ops.skv),
-            np.float32(ops.scale * LOG2E), np.int32(ops.causal),
-        )  # fmt: skip
+        args = (ops.q.data_ptr(), ops.k.data_ptr(), ops.v.data_ptr(), out.data_ptr(), *ops.kernel_scalars())
 
         def run():
             loader.launch(kernel, grid, THREADS, smem, *args)

@@ -1,0 +1,173 @@
+"""Attention forward (suite.attention_problem) in the Hopper form of ``attention_sm90.cu``: TMA loads of Q once and of
+128-key K / V tiles into a STAGES-deep mbarrier ring, a producer warp and two consumer warpgroups of 64 query rows
+each, S = Q K^T and O += P V on wgmma (P from registers), the online softmax in registers (sm_90a only)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import torch
+
+from suite.attention_problem import MAX_GRID_Y, cuda_launch_operands
+from suite.checks import check_stages
+from suite.kernel import Fault, NvrtcModule
+from suite.nvrtc import loader
+from suite.problems import BadInput
+from suite.ptx.gemm_tma import ALIGN_SLACK, ARCH, DEFINES, SMEM_PER_BLOCK, SWIZZLE_BYTES, _tensor_map, smem_define
+
+SOURCE = Path(__file__).with_name("attention_sm90.cu")
+# At d = 128 a stage is 64 KiB: three and the Q tile fill the 227 KiB a block may take. Ping-pong holds one tile's
+# stage while it reads the next, so its ring starts at two.
+STAGES = (1, 2, 3)
+PINGPONG_STAGES = (2, 3)
+BLOCK_M, BLOCK_N, CONSUMERS = 128, 128, 2
+THREADS = (1 + CONSUMERS) * 128  # a producer warpgroup and two consumer warpgroups
+HEAD_DIMS = (64, 128)
+DTYPES = ("bf16", "fp16")
+BOX_COLS = SWIZZLE_BYTES // 2  # 16-bit columns per TMA box row
+BARRIER_BYTES = 8
+# one 128-row query tile per head against 32 key tiles: every stage of a 2-deep ring refilled many times
+FAULT_SIZE = (1, 2, 1, 128, 4096, 64, 0)
+
+
+def tile_bytes(rows: int, d: int) -> int:
+    return rows * d * 2
+
+
+def stage_bytes(d: int) -> int:
+    """One ring stage: a K tile and a V tile of BLOCK_N rows."""
+    return 2 * tile_bytes(BLOCK_N, d)
+
+
+def smem_bytes(stages: int, d: int) -> int:
+    """The Q tile, the ring, its barriers (full and empty per stage, and Q's), and the slack the kernel rounds its base
+    up by (to the 1024-byte swizzle atom). The kernel static_asserts its own layout against this figure."""
+    return tile_bytes(BLOCK_M, d) + stages * stage_bytes(d) + (2 * stages + 1) * BARRIER_BYTES + ALIGN_SLACK
+
+
+def name_expression(stages: int, d: int, dtype: str, pingpong: bool = False) -> str:
+    flag = lambda b: "true" if b else "false"  # noqa: E731
+    return f"attention_sm90<{stages}, {d}, {flag(dtype == 'bf16')}, {flag(pingpong)}>"
+
+
+def fits(stages: int, d: int) -> bool:
+    return smem_bytes(stages, d) <= SMEM_PER_BLOCK
+
+
+class AttentionWgmma(NvrtcModule):
+    """attention_sm90.cu compiled for each stage count, head_dim and dtype (sm_90a), in one of its two consumer
+    mainloops: serial (``pingpong`` False) or FlashAttention-3's ping-pong of the two consumer warpgroups."""
+
+    source = SOURCE
+    archs = (ARCH,)
+    threads = THREADS
+    stages = STAGES
+    stage_bytes = stage_bytes(128)  # the d = 128 build's (the one ``describe`` reports)
+    dtypes = DTYPES
+    # per instantiation: TMA loads (Q once, K and V per tile, a box per 64 columns), wgmma (S: D / 16 k-steps; P V:
+    # 8 k-steps of 16 keys), mbarrier waits and arrives
+    sass_requires = {"tma": 3, "wgmma": 64 // 16 + BLOCK_N // 16, "mbarrier": 1}
+    # odd lengths, a causal mask with fully masked rows and GQA, d = 128; a long non-causal row so the ring wraps
+    sanitize_sizes = ((1, 4, 1, 130, 45, 128, 1), (1, 2, 1, 70, 1100, 64, 0))
+    faults = (
+        # The consumers then run ahead of the copies and release stages whose bytes have not landed: the producer
+        # re-arms a full barrier whose phase is not done and the copy engine writes a stage being read, as with the
+        # GEMM's SKIP_EMPTY_WAIT, which memcheck reports
+        Fault(
+            "the consumers' wait on the full barrier removed (a stage read before its TMA bytes landed)",
+            "PIPESUITE_FAULT_NO_FULL_WAIT",
+            (2,),
+            tool="memcheck",
+            size=FAULT_SIZE,
+        ),
+        Fault(
+            "a stage released early: the wait for O += P V removed, so the empty barrier is arrived on while that "
+            "wgmma may still read V",
+            "PIPESUITE_FAULT_EARLY_RELEASE",
+            (2,),
+            size=FAULT_SIZE,
+        ),
+    )
+
+    def __init__(self, pingpong: bool = False):
+        self.pingpong = pingpong
+        self.stages = PINGPONG_STAGES if pingpong else STAGES
+
+    def constants(self) -> dict[str, int]:
+        return {"ATTN_BLOCK_M": BLOCK_M, "ATTN_BLOCK_N": BLOCK_N, "ATTN_THREADS": THREADS}
+
+    def defines(self) -> tuple[str, ...]:
+        figures = [((s, d, 0, 0), smem_bytes(s, d)) for s in STAGES for d in HEAD_DIMS]
+        return DEFINES + (smem_define(figures),) + super().defines()
+
+    def build(self, arch: str | None = None):
+        """Always sm_90a: asked for sm_90 (the GPU's own arch, or the driver's CPU arch), build its 'a' target."""
+        return super().build(ARCH if arch in (None, "sm_90") else arch)
+
+    def name_expressions(self, stages: int) -> tuple[str, ...]:
+        return tuple(name_expression(stages, d, dtype, self.pingpong) for d in (128, 64) for dtype in self.dtypes)
+
+    def config(self, d: int = 128) -> str:
+        return (
+            f"{BLOCK_M} query rows x {BLOCK_N}-key tiles, d={d}, 1 producer warp (TMA) + 2 consumer warpgroups of 64 "
+            "rows (wgmma, P from registers)" + (", ping-pong" if self.pingpong else ", no ping-pong")
+        )
+
+    def describe(self, arch: str, dtype: str = "bf16") -> dict:
+        built = self.build(arch)
+        return {
+            s: built.kernel_info(
+                name_expression(s, 128, dtype, self.pingpong),
+                stage_bytes(128),
+                s,
+                dynamic_smem=smem_bytes(s, 128),
+                threads=THREADS,
+                config=f"{ARCH} cubin; {self.config()}",
+            )
+            for s in self.stages
+        }
+
+    def bad_inputs(self) -> list[BadInput]:
+        meta = lambda *shape: torch.empty(*shape, dtype=torch.bfloat16, device="meta")  # noqa: E731 (no memory)
+        q, kv = (1, MAX_GRID_Y + 1, 8, 64), (1, 1, 8, 64)
+        return [BadInput((meta(*q), meta(*kv), meta(*kv), False), meta(*q), "b \\* hq must be", "b x hq past 65535")]
+
+    def launch(self, inputs, out, stages):
+        check_stages(stages, self.stages)
+        # the problem's rules, 32-bit TMA row coordinates, b * hq within the grid's y (and the maps' outermost) extent
+        ops = cuda_launch_operands(inputs, out, self.dtypes, BLOCK_M)
+        module = self.build()
+        expr = name_expression(stages, ops.d, ops.dtype, self.pingpong)
+        kernel = module.kernel(expr)
+        smem = smem_bytes(stages, ops.d)
+        loader.prepare(kernel, smem)  # refuses a ring this GPU cannot hold
+        occupancy = loader.occupancy(kernel, THREADS, smem)
+        if occupancy < 1:
+            raise ValueError(f"stages={stages}: a block ({smem} B of shared memory) does not fit on an SM")
+        # 3-D maps (head, row, column): the TMA unit zero-fills rows past a head's own sq or skv; boxes of 64 columns
+        # (one 128-byte swizzled row each), BLOCK_M or BLOCK_N rows of one head
+        d = ops.d
+        tmap_q = _tensor_map(ops.q.view(ops.b * ops.hq, ops.sq, d), (1, BLOCK_M, BOX_COLS))
+        tmap_k = _tensor_map(ops.k.view(ops.b * ops.hkv, ops.skv, d), (1, BLOCK_N, BOX_COLS))
+        tmap_v = _tensor_map(ops.v.view(ops.b * ops.hkv, ops.skv, d), (1, BLOCK_N, BOX_COLS))
+        grid = (-(-ops.sq // BLOCK_M), ops.b * ops.hq)
+        args = (tmap_q, tmap_k, tmap_v, out.data_ptr(), *ops.kernel_scalars())
+
+        def run():
+            loader.launch(kernel, grid, THREADS, smem, *args)
+
+        run.info = module.kernel_info(
+            expr,
+            stage_bytes(d),
+            stages,
+            dynamic_smem=smem,
+            occupancy=occupancy,
+            threads=THREADS,
+            grid=grid[0] * grid[1],
+            config=self.config(d) + f", {ops.dtype}",
+        )
+        return run
+
+
+KERNEL = AttentionWgmma()
+KERNEL_PINGPONG = AttentionWgmma(pingpong=True)
