@@ -32,34 +32,27 @@ from pathlib import Path
 from suite.driver import timing
 
 
-class _ProblemChoices:
-    """The CLI's choices for an option, the problems' own (suite.problems.PROBLEMS), read on first use: suite.problems
-    imports torch, which --compare and a merge of files never need, so a command that gives no such option starts
-    without it."""
+def _problem_choices() -> dict[str, tuple[str, ...]]:
+    """The values --problem, --dtype and --shapes take: the problems' own (suite.problems.PROBLEMS). Read after the
+    cheap checks (suite.problems imports torch), so that --compare, a bad --out or a bad shard count answer at once."""
+    from suite.problems import PROBLEMS
 
-    def __init__(self, names):
-        self._names, self._values = names, None
-
-    def _read(self) -> tuple[str, ...]:
-        if self._values is None:
-            from suite.problems import PROBLEMS
-
-            self._values = tuple(dict.fromkeys(self._names(PROBLEMS)))
-        return self._values
-
-    def __contains__(self, value) -> bool:
-        return value in self._read()
-
-    def __iter__(self):
-        return iter(self._read())
-
-    def __len__(self) -> int:
-        return len(self._read())
+    return {
+        "--problem": tuple(PROBLEMS),
+        "--dtype": tuple(dict.fromkeys(d for p in PROBLEMS.values() for d in p.dtypes)),
+        "--shapes": tuple(dict.fromkeys(s for p in PROBLEMS.values() for s in p.shape_sets)),
+    }
 
 
-PROBLEM_NAMES = _ProblemChoices(lambda problems: problems)
-DTYPES = _ProblemChoices(lambda problems: (d for p in problems.values() for d in p.dtypes))  # DType names
-SHAPE_SETS = _ProblemChoices(lambda problems: (s for p in problems.values() for s in p.shape_sets))
+def _unknown_choice(args: argparse.Namespace) -> tuple[str, str] | None:
+    """(option, message) for the first value of --problem, --dtype or --shapes that no problem has, or None."""
+    for flag, known in _problem_choices().items():
+        for value in getattr(args, flag[2:]) or ():
+            if value not in known:
+                return flag, f"invalid choice: {value!r} (choose from {', '.join(map(repr, known))})"
+    return None
+
+
 MAX_SHARDS = 10_000  # more shards than this is no plan anyone runs (and assigning jobs to them is not free)
 WIDTH = 160  # terminal columns everything printed fits in (table.md and the CSV keep the full detail)
 
@@ -116,7 +109,6 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument(
         "--problem",
         nargs="+",
-        choices=PROBLEM_NAMES,
         metavar="PROBLEM",
         help="problems to run (default: all; see --list)",
     )
@@ -146,7 +138,6 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--shapes",
         nargs="+",
         metavar="NAME",
-        choices=SHAPE_SETS,
         help="named shape sets instead of the default sizes (gemm: square, llm: Llama-3 8B/70B "
         "projections at decode and prefill M, long-k: fewer output tiles than SMs)",
     )
@@ -154,7 +145,6 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--dtype",
         nargs="+",
         metavar="DTYPE",
-        choices=DTYPES,
         help="only these input types (vector: fp32; gemm: fp16, bf16, fp8e4m3; default: all)",
     )
     p.add_argument(
@@ -315,6 +305,8 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
             return _usage_error("--out", why)
         if not args.overwrite and _holds_results(args.out):
             return _usage_error("--out", f"{args.out} holds an earlier run's results (--overwrite replaces them)")
+    if unknown := _unknown_choice(args):
+        return _usage_error(*unknown)
     import torch
 
     on_gpu = torch.cuda.is_available()

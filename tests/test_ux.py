@@ -440,7 +440,7 @@ def test_each_dependency_is_declared_once():
 def test_compare_of_a_committed_run_without_its_metadata_exits_2(tmp_path):
     """A committed run compared with a copy whose meta was deleted: exit 2 in one line naming the copy and --force,
     no traceback; with --force it compares, says so, and passes (the same rows)."""
-    run = ROOT / "results" / "NVIDIA-H200" / "default-read-run2"
+    run = ROOT / "results" / "NVIDIA-H200" / "default"
     data = json.loads((run / "results.json").read_text())
     del data["meta"]
     bare = tmp_path / "results.json"
