@@ -85,10 +85,7 @@ GL_DTYPES = {"fp16": gl.float16, "bf16": gl.bfloat16, "fp8e4m3": gl.float8e4nv}
 @gluon.jit
 def _consumer(
     c_desc,
-    a_ring,
-    b_ring,
-    ready,
-    empty,
+    ring,
     c_smem,
     M,
     N,
@@ -99,6 +96,7 @@ def _consumer(
     num_warps: gl.constexpr,
 ):
     """fp16 and bf16: the tile's 128 rows on the partition's two warpgroups, one wgmma group in flight."""
+    a_ring, b_ring, ready, empty = ring
     BLOCK_M: gl.constexpr = c_desc.block_type.shape[0]
     BLOCK_N: gl.constexpr = c_desc.block_type.shape[1]
     BLOCK_K: gl.constexpr = a_ring.type.shape[2]
@@ -178,82 +176,21 @@ def gemm_gluon_kernel(
     for s in gl.static_range(STAGES):
         mbarrier.init(ready.index(s), count=1)  # completed by the producer's expect and the TMA bytes
         mbarrier.init(empty.index(s), count=CONSUMERS)  # completed by each consumer partition's arrival
+    # Named tuples of the partitions' arguments hold only shared memory, descriptors, pointers and None: an assignment
+    # (or a concatenation) turns a constexpr into a tensor, and the meta-parameters are constexprs, as are a size or a
+    # stream-K count that is 1 (Triton's launcher specializes it), so those are written into each partition's tuple
+    ring = (a_ring, b_ring, ready, empty)
     if B_K_MAJOR:
-        # fp8: two consumer partitions of one warpgroup each, a C slab each (c_desc's box is one warpgroup's rows).
-        # A worker partition's arguments: one tuple as written (a concatenated tuple loses its constexprs)
+        # fp8: two consumer partitions of one warpgroup each, a C slab each (c_desc's box is one warpgroup's rows)
         c_smem = gl.allocate_shared_memory(c_desc.dtype, [2] + c_desc.block_type.shape, c_desc.layout)
+        memory = (c_desc, ring, c_smem, scale_a, scale_b, workspace, flags)
         gl.warp_specialize(
             [
-                (
-                    fp8_consumer,
-                    (
-                        c_desc,
-                        a_ring,
-                        b_ring,
-                        ready,
-                        empty,
-                        c_smem,
-                        scale_a,
-                        scale_b,
-                        workspace,
-                        flags,
-                        sk_dp,
-                        sk_iters,
-                        sk_programs,
-                        M,
-                        N,
-                        K,
-                        GROUP_M,
-                        STAGES,
-                        0,
-                        STREAM_K,
-                    ),
-                ),
-                (
-                    fp8_consumer,
-                    (
-                        c_desc,
-                        a_ring,
-                        b_ring,
-                        ready,
-                        empty,
-                        c_smem,
-                        scale_a,
-                        scale_b,
-                        workspace,
-                        flags,
-                        sk_dp,
-                        sk_iters,
-                        sk_programs,
-                        M,
-                        N,
-                        K,
-                        GROUP_M,
-                        STAGES,
-                        1,
-                        STREAM_K,
-                    ),
-                ),
+                (fp8_consumer, (memory, sk_dp, sk_iters, sk_programs, M, N, K, GROUP_M, STAGES, 0, STREAM_K)),
+                (fp8_consumer, (memory, sk_dp, sk_iters, sk_programs, M, N, K, GROUP_M, STAGES, 1, STREAM_K)),
                 (
                     producer,
-                    (
-                        a_desc,
-                        b_desc,
-                        a_ring,
-                        b_ring,
-                        ready,
-                        empty,
-                        M,
-                        N,
-                        K,
-                        GROUP_M,
-                        STAGES,
-                        B_K_MAJOR,
-                        sk_dp,
-                        sk_iters,
-                        sk_programs,
-                        STREAM_K,
-                    ),
+                    (a_desc, b_desc, ring, M, N, K, GROUP_M, STAGES, B_K_MAJOR, sk_dp, sk_iters, sk_programs, STREAM_K),
                 ),
             ],
             [_FP8_WARPS, PRODUCER_WARPS],
@@ -263,11 +200,8 @@ def gemm_gluon_kernel(
         c_smem = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
         gl.warp_specialize(
             [
-                (
-                    _consumer,
-                    (c_desc, a_ring, b_ring, ready, empty, c_smem, M, N, K) + (GROUP_M, STAGES, INSTR_K, num_warps),
-                ),
-                (producer, (a_desc, b_desc, a_ring, b_ring, ready, empty, M, N, K, GROUP_M, STAGES, B_K_MAJOR)),
+                (_consumer, (c_desc, ring, c_smem, M, N, K, GROUP_M, STAGES, INSTR_K, num_warps)),
+                (producer, (a_desc, b_desc, ring, M, N, K, GROUP_M, STAGES, B_K_MAJOR)),
             ],
             [PRODUCER_WARPS],
             [PRODUCER_REGS],

@@ -39,27 +39,14 @@ def _kept_here(x):
 
 
 @gluon.jit
-def _fp8_halves(
-    a_ring,
-    b_ring,
-    ready,
-    empty,
-    left,
-    right,
-    part,
-    kb,
-    ke,
-    smem_read_stage,
-    lap,
-    STAGES: gl.constexpr,
-    WG: gl.constexpr,
-):
+def _fp8_halves(ring, left, right, part, kb, ke, smem_read_stage, lap, STAGES: gl.constexpr, WG: gl.constexpr):
     """fp8 MAINLOOP over K tiles [kb, ke) of one tile, on one warpgroup's rows: per K tile two halves of N, each
     summed from zero and promoted into fp32 (left, right) once complete. Returns (left, right, part) and the ring's
     next position.
 
     Each K tile's ready barrier is waited on under the K tile before's second half, so that between one half's wait
     and the next half's issue there are only the adds, which the other warpgroup's group in flight covers."""
+    a_ring, b_ring, ready, empty = ring
     WG_M: gl.constexpr = a_ring.type.shape[1] // 2
     HALF: gl.constexpr = b_ring.type.shape[1] // 2  # K-major B: the ring's boxes are BLOCK_N x BLOCK_K
     mbarrier.wait(ready.index(smem_read_stage), lap, pred=kb < ke)  # the first K tile's TMA bytes
@@ -177,16 +164,7 @@ def _fp8_fix_up(workspace, flags, left, right, tile_end, sk_iters, sk_programs, 
 
 @gluon.jit
 def fp8_consumer(
-    c_desc,
-    a_ring,
-    b_ring,
-    ready,
-    empty,
-    c_smem,
-    scale_a,
-    scale_b,
-    workspace,  # STREAM_K: the partials' slots, one per program and warpgroup (fp32); else None
-    flags,  # STREAM_K: a flag per slot (int32, zero between launches); else None
+    memory,
     sk_dp,  # STREAM_K: stream_k_plan's dp_tiles, sk_iters, sk_programs; else None
     sk_iters,
     sk_programs,
@@ -202,7 +180,14 @@ def fp8_consumer(
 
     STREAM_K: the whole waves' tiles as above, then this program's share of the last wave's K iterations, one unit
     per tile it touches. A unit that starts inside its tile publishes its partial sums (_fp8_publish); the unit that
-    holds the tile's first K tile adds the later units' partials in K order (_fp8_fix_up) and stores C."""
+    holds the tile's first K tile adds the later units' partials in K order (_fp8_fix_up) and stores C.
+
+    ``memory``: (c_desc, ring, c_smem, scale_a, scale_b, workspace, flags), gemm_gluon_kernel's tuple of what both
+    consumer partitions address: C's descriptor, the ring, the C slabs, the scales' pointers, and with STREAM_K the
+    partials' slots (one per program and warpgroup, fp32) and a flag per slot (int32, zero between launches), else
+    None."""
+    c_desc, ring, c_smem, scale_a, scale_b, workspace, flags = memory
+    a_ring, b_ring = ring[0], ring[1]  # their shapes give the tile's
     WG_M: gl.constexpr = c_desc.block_type.shape[0]
     BLOCK_N: gl.constexpr = b_ring.type.shape[1]  # K-major B: the ring's boxes are BLOCK_N x BLOCK_K
     BLOCK_M: gl.constexpr = a_ring.type.shape[1]
@@ -224,7 +209,7 @@ def fp8_consumer(
         right = gl.zeros((WG_M, HALF), dtype=gl.float32, layout=half_layout)
         # -- MAINLOOP over all of K, then EPILOGUE --
         left, right, part, smem_read_stage, lap = _fp8_halves(
-            a_ring, b_ring, ready, empty, left, right, part, 0, k_tiles, smem_read_stage, lap, STAGES, WG
+            ring, left, right, part, 0, k_tiles, smem_read_stage, lap, STAGES, WG
         )
         _fp8_epilogue(c_desc, c_smem, left, right, scale, m0, n0, WG)
     if STREAM_K:
@@ -236,7 +221,7 @@ def fp8_consumer(
             left = gl.zeros((WG_M, HALF), dtype=gl.float32, layout=half_layout)
             right = gl.zeros((WG_M, HALF), dtype=gl.float32, layout=half_layout)
             left, right, part, smem_read_stage, lap = _fp8_halves(
-                a_ring, b_ring, ready, empty, left, right, part, kb, ke, smem_read_stage, lap, STAGES, WG
+                ring, left, right, part, kb, ke, smem_read_stage, lap, STAGES, WG
             )
             if kb > 0:  # a later part of the tile's K: the tile's finisher adds it
                 _fp8_publish(workspace, flags, left, right, WG)

@@ -5,7 +5,8 @@ The ring is STAGES deep, each stage guarded by a *ready* mbarrier (completed by 
 bytes) and an *empty* one (completed by each consumer partition's arrival once the wgmma that read the stage has
 completed). The producer runs ahead across tiles, bounded only by the ring; producer and consumers walk the same
 units (whole tiles, then with stream-K this program's share of the last wave's K iterations: gemm_parts'
-``stream_k_range`` / ``stream_k_unit``), so the ring's stages meet in order."""
+``stream_k_range`` / ``stream_k_unit``), so the ring's stages meet in order. The partitions and their steps take the
+ring as one tuple, ``ring = (a_ring, b_ring, ready, empty)``."""
 
 from __future__ import annotations
 
@@ -48,22 +49,11 @@ def stream_k_split(tiles, sk_dp_tiles, sk_iters, sk_programs, STREAM_K: gl.const
 
 @gluon.jit
 def _load_k_tile(
-    a_desc,
-    b_desc,
-    a_ring,
-    b_ring,
-    ready,
-    empty,
-    m0,
-    n0,
-    kt,
-    smem_write_stage,
-    lap,
-    STAGES: gl.constexpr,
-    B_K_MAJOR: gl.constexpr,
+    a_desc, b_desc, ring, m0, n0, kt, smem_write_stage, lap, STAGES: gl.constexpr, B_K_MAJOR: gl.constexpr
 ):
     """The producer's step: K tile ``kt`` of the tile at (m0, n0) into the ring's next stage; returns the ring's next
     position (smem_write_stage, lap)."""
+    a_ring, b_ring, ready, empty = ring
     BLOCK_K: gl.constexpr = a_desc.block_type.shape[1]
     # wait until the consumers released this stage (its previous lap's wgmma completed); on the first lap the parity
     # of the phase before the barrier's first one passes at once
@@ -84,10 +74,7 @@ def _load_k_tile(
 def producer(
     a_desc,
     b_desc,
-    a_ring,
-    b_ring,
-    ready,
-    empty,
+    ring,
     M,
     N,
     K,
@@ -111,7 +98,7 @@ def producer(
         m0, n0 = tile_coords(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
         for kt in range(k_tiles):
             smem_write_stage, lap = _load_k_tile(
-                a_desc, b_desc, a_ring, b_ring, ready, empty, m0, n0, kt, smem_write_stage, lap, STAGES, B_K_MAJOR
+                a_desc, b_desc, ring, m0, n0, kt, smem_write_stage, lap, STAGES, B_K_MAJOR
             )
     if STREAM_K:
         # this program's range of the last wave's K iterations, one unit per tile it touches (the consumers walk
@@ -122,6 +109,6 @@ def producer(
             m0, n0 = tile_coords(dp_tiles + t, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
             for kt in range(kb, ke):
                 smem_write_stage, lap = _load_k_tile(
-                    a_desc, b_desc, a_ring, b_ring, ready, empty, m0, n0, kt, smem_write_stage, lap, STAGES, B_K_MAJOR
+                    a_desc, b_desc, ring, m0, n0, kt, smem_write_stage, lap, STAGES, B_K_MAJOR
                 )
             it += ke - kb
