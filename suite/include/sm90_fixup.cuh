@@ -1,5 +1,7 @@
-// sm90_fixup.cuh: the deterministic fix-up of an output tile that several units share (stream-K): each unit's fp32
-// partial through a workspace slot, summed in K order by the last unit to arrive.
+// sm90_fixup.cuh: the deterministic fix-up of an output tile that several units share: each unit's fp32 partial
+// through the workspace, summed in K order by the last unit to arrive. The arrival protocol (fixup_publish,
+// fixup_elect, fixup_done) serves stream-K's fix_up below and the decode kernel's splits alike; the slots' layout and
+// the sum are each kernel's (stream-K: per-unit slots in register order; decode: per-split slices of M x N).
 #pragma once
 
 #include "sm90_tile_scheduler.cuh"

@@ -1,5 +1,8 @@
 // sm90_mainloop.cuh: the two sides of a Hopper GEMM's TMA ring (ring.cuh's verbs): the producer thread's loads of
-// each unit's K tiles, and a consumer warpgroup's mainloop over them (wgmma from shared memory; fp8 with promotion).
+// each unit's K tiles, and a consumer warpgroup's mainloop over them. Every K tile is one wgmma_group (fence, issue,
+// commit); per operand form: fp16/bf16 (and the decode kernel's swapped form) through overlapped_mainloop (wait<1>,
+// the previous stage released one K tile behind), fp8 with promotion through issue_half / promote_half (wait, add
+// into fp32, release).
 #pragma once
 
 #include "sm90_tile_scheduler.cuh"

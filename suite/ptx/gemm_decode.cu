@@ -1,5 +1,6 @@
 // gemm_decode.cu: C = A * B for a few token rows (M = 1..256) against a wide weight, on Hopper (sm_90a), fp16 or bf16
-// in, fp32 accumulate: gemm_tma.cu's ring, descriptors and element types (sm90_gemm.cuh), the operands swapped.
+// in, fp32 accumulate: gemm_tma.cu's ring, descriptors and element types (sm90_gemm.cuh), main loop
+// (sm90_mainloop.cuh's overlapped_mainloop) and fix-up arrival (sm90_fixup.cuh), the operands swapped.
 
 #include "sm90_fixup.cuh"
 #include "sm90_mainloop.cuh"
