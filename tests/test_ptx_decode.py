@@ -63,7 +63,7 @@ def test_plan_keeps_enough_weight_in_flight_with_few_splits_and_fits_its_stages(
                     if p.splits > 1:  # split only where one split fewer keeps too little in flight
                         fewer = p.units // p.splits * (p.splits - 1) * (stages - 1) * weight_stage
                         assert fewer < gemm_decode.IN_FLIGHT_TARGET or p.units > 132, (m, n, k, stages, p)
-    assert gemm_decode.plan(16, 4096, 4096, 132, 3, splits=5, consumers=2).splits == 5  # forced (tests, probes)
+    assert gemm_decode.plan(16, 4096, 4096, 132, 3, splits=5, consumers=2).splits == 5  # forced (tests)
 
 
 def test_decode_refuses_unpitched_k_and_unbuilt_depths_before_launch():

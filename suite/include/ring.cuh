@@ -79,6 +79,11 @@ __device__ __forceinline__ void fence_accumulators(float (&acc)[ROWS][COLS]) {
 #pragma unroll
         for (int c = 0; c < COLS; ++c) fence_operand(acc[r][c]);
 }
+template <int REGS>
+__device__ __forceinline__ void fence_accumulators(float (&acc)[REGS]) {
+#pragma unroll
+    for (int i = 0; i < REGS; ++i) fence_operand(acc[i]);
+}
 #endif
 
 // ---------------------------------------------------------------------------------------------------------------

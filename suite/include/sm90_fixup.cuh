@@ -1,5 +1,7 @@
-// sm90_fixup.cuh: the deterministic fix-up of an output tile that several units share (stream-K): each unit's fp32
-// partial through a workspace slot, summed in K order by the last unit to arrive.
+// sm90_fixup.cuh: the deterministic fix-up of an output tile that several units share: each unit's fp32 partial
+// through the workspace, summed in K order by the last unit to arrive. The arrival protocol (fixup_publish,
+// fixup_elect, fixup_done) serves stream-K's fix_up below and the decode kernel's splits alike; the slots' layout and
+// the sum are each kernel's (stream-K: per-unit slots in register order; decode: per-split slices of M x N).
 #pragma once
 
 #include "sm90_tile_scheduler.cuh"
@@ -51,6 +53,31 @@ __device__ __forceinline__ void load_slot_chunk(const float* slot, int mt, int q
         ld_global_cg_v4(slot + ((mt * T::ACC / 4 + q0 + q) * WG_THREADS + tid) * 4, v[q][0], v[q][1], v[q][2], v[q][3]);
 }
 
+// The fix-up's arrival, the one protocol of every kernel that combines partial sums (stream-K's fix_up below, the
+// decode kernel's splits), in two steps: fixup_publish once this warpgroup's threads have each issued their partial
+// (st.global.cg), then fixup_elect: thread `tid` 0 arrives on `counter` with acq_rel at gpu scope: its release
+// publishes the warpgroup's partial (ordered by the named barrier before it), its acquire sees every earlier arrival's.
+// The verdict, through the shared-memory word `flag`, reaches every thread: true on the last of `contributors`
+// arrivals, which then sums every partial in K order and calls fixup_done. No float is added atomically: the sum's
+// order is fixed whoever arrives last. fixup_arrive is the two at once.
+__device__ __forceinline__ void fixup_publish(int wg) {
+    named_barrier_sync(1 + wg, WG_THREADS);  // (named barrier 1 + wg: this warpgroup's 128 threads)
+}
+__device__ __forceinline__ bool fixup_elect(int* counter, int contributors, unsigned flag, int wg, int tid) {
+    if (tid == 0) st_shared_u32(flag, atom_add_acq_rel_gpu(counter, 1) == contributors - 1 ? 1u : 0u);
+    named_barrier_sync(1 + wg, WG_THREADS);  // the verdict (and the acquire behind it) reaches every thread
+    return ld_shared_u32(flag);
+}
+__device__ __forceinline__ bool fixup_arrive(int* counter, int contributors, unsigned flag, int wg, int tid) {
+    fixup_publish(wg);
+    return fixup_elect(counter, contributors, flag, wg, tid);
+}
+
+// The last arrival's sum is done: the counter is zero again, ready for the next launch.
+__device__ __forceinline__ void fixup_done(int* counter, int tid) {
+    if (tid == 0) *counter = 0;
+}
+
 // This unit's partial for the tile: store it to its slot and arrive on the tile's counter. The last unit to arrive
 // sums every contributor's slot (its own included, read back from L2) in K order into `acc`, whoever it is, so the
 // result is bit-reproducible, and returns true: it then stores C.
@@ -58,14 +85,10 @@ template <class T>
 __device__ __forceinline__ bool fix_up(float (&acc)[T::WG_M_TILES][T::ACC], const WorkUnit& u, float* workspace,
                                        int* counters, unsigned flag, int wg, int M, int row0) {
     const int tid = threadIdx.x % WG_THREADS;
-    const unsigned wg_barrier = 1 + wg;  // named barrier of this warpgroup's 128 threads
     store_slot<T>(acc, slot_of<T>(workspace, u.slot(u.index), wg), M, row0, tid);
-    named_barrier_sync(wg_barrier, WG_THREADS);  // every thread of the warpgroup has issued its part...
+    fixup_publish(wg);
     int* counter = counters + u.tile * (T::THREADS / WG_THREADS - 1) + wg;
-    // ...which the elected thread's release publishes with its arrival; its acquire sees every earlier arrival's
-    if (tid == 0) st_shared_u32(flag, atom_add_acq_rel_gpu(counter, 1) == u.contributors - 1 ? 1u : 0u);
-    named_barrier_sync(wg_barrier, WG_THREADS);  // the verdict (and the acquire behind it) reaches every thread
-    if (!ld_shared_u32(flag)) return false;      // another unit of this tile arrives later and sums
+    if (!fixup_elect(counter, u.contributors, flag, wg, tid)) return false;  // a later unit of this tile sums
     // The sum reads (contributors x the tile) from L2 on this one block, so it is latency-bound unless many loads are
     // in flight: per contributor, CHUNK 16-byte loads per thread are issued before the first of their adds (64-72
     // registers beside the accumulators), one L2 round trip per contributor and chunk instead of one per load.
@@ -87,6 +110,6 @@ __device__ __forceinline__ bool fix_up(float (&acc)[T::WG_M_TILES][T::ACC], cons
             }
         }
     }
-    if (tid == 0) *counter = 0;  // the tile is done: the counter is ready for the next launch
+    fixup_done(counter, tid);
     return true;
 }

@@ -1,5 +1,8 @@
 // sm90_mainloop.cuh: the two sides of a Hopper GEMM's TMA ring (ring.cuh's verbs): the producer thread's loads of
-// each unit's K tiles, and a consumer warpgroup's mainloop over them (wgmma from shared memory; fp8 with promotion).
+// each unit's K tiles, and a consumer warpgroup's mainloop over them. Every K tile is one wgmma_group (fence, issue,
+// commit); per operand form: fp16/bf16 (and the decode kernel's swapped form) through overlapped_mainloop (wait<1>,
+// the previous stage released one K tile behind), fp8 with promotion through issue_half / promote_half (wait, add
+// into fp32, release).
 #pragma once
 
 #include "sm90_tile_scheduler.cuh"
@@ -52,24 +55,56 @@ __device__ __forceinline__ void producer(const TensorMap& tmap_a, const TensorMa
 // consumer: one warpgroup's mainloop over the K tiles of one unit.
 // ---------------------------------------------------------------------------------------------------------------
 
+// One wgmma group over the accumulators `acc` (a 1- or 2-dimensional float array): fence every accumulator register
+// and wgmma_fence (their last reads and writes, by earlier wgmma or plain code, are ordered before these wgmma), then
+// `issue()`'s wgmma, committed as one group. Every main loop issues its K tiles through this.
+template <class Acc, class Issue>
+__device__ __forceinline__ void wgmma_group(Acc& acc, Issue issue) {
+    fence_accumulators(acc);
+    wgmma_fence();
+    issue();
+    wgmma_commit_group();
+}
+
+// The main loop of the operand forms whose accumulators stay in wgmma (fp16 and bf16, and the decode kernel's swapped
+// form): per K tile, consumer_wait on its stage, one wgmma group over it (`issue(stage)`), then wait<1>: the group
+// runs on while the previous one is awaited, whose stage is then released (the group in flight still reads its own).
+// After the last K tile, wait<0> and release the last stage. `release`: this thread arrives for its warp on empty[].
+template <int STAGES, class Smem, class Acc, class Issue>
+__device__ __forceinline__ void overlapped_mainloop(Acc& acc, const Smem& smem, RingPosition& read, int k_tiles,
+                                                    bool release, Issue issue) {
+    int released_stage = -1;  // the stage whose wgmma group may still run (released after the next group's wait)
+    for (int k_tile = 0; k_tile < k_tiles; ++k_tile) {
+        const int smem_read_stage = read.stage;
+        consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
+        wgmma_group(acc, [&] { issue(smem_read_stage); });
+        // Let this K tile's group run on; wait until the previous one is done, so its stage may be refilled.
+        wgmma_wait<1>();
+        fence_accumulators(acc);
+        if (released_stage >= 0 && release) consumer_release(smem.empty(released_stage));  // may be refilled
+        released_stage = smem_read_stage;
+        read.advance<STAGES>();
+    }
+    wgmma_wait<0>();  // every wgmma of this unit is done: the accumulators are final, the last stage is free
+    fence_accumulators(acc);
+    if (released_stage >= 0 && release) consumer_release(smem.empty(released_stage));
+}
+
 // fp8's promotion, one half of N at a time. issue_half: half `half` of m64 tile `mt` of the K tile in `stage`,
 // summed from zero into `part` (4 wgmma, one group; the half is as wide as `part` holds: 2 x its REGS registers).
-// (Functions, not lambdas: NVRTC 13.0 takes an unannotated lambda in device code for a host function.)
 template <int STAGES, class T, class E, bool TMA_STORE, int BM, int REGS>
 __device__ __forceinline__ void issue_half(float (&part)[REGS], const SmemLayout<STAGES, T, TMA_STORE, BM>& smem,
                                            int stage, int wg_row0, int half, int mt) {
     constexpr int HALF_N = 2 * REGS;
+    wgmma_group(part, [&] {  // its fence: the partial's last reads (its adds) come before these wgmma overwrite it
+        // K-major B: HALF_N rows of N per half; each k-step 32 bytes further along both operands' rows
+        const unsigned b = smem.b(stage) + half * HALF_N * SWIZZLE_BYTES;
+        const unsigned a = smem.a(stage) + (wg_row0 + mt * 64) * SWIZZLE_BYTES;
 #pragma unroll
-    for (int i = 0; i < REGS; ++i) fence_operand(part[i]);
-    wgmma_fence();  // the partial's last reads (its adds) are ordered before these wgmma overwrite it
-    // K-major B: HALF_N rows of N per half; each k-step 32 bytes further along both operands' rows
-    const unsigned b = smem.b(stage) + half * HALF_N * SWIZZLE_BYTES;
-    const unsigned a = smem.a(stage) + (wg_row0 + mt * 64) * SWIZZLE_BYTES;
-#pragma unroll
-    for (int kk = 0; kk < T::K_STEPS; ++kk)
-        E::template mma_half<HALF_N>(part, smem_descriptor_at(a, kk * 32, 16, ATOM_BYTES),
-                                     smem_descriptor_at(b, kk * 32, 16, ATOM_BYTES), kk == 0);
-    wgmma_commit_group();
+        for (int kk = 0; kk < T::K_STEPS; ++kk)
+            E::template mma_half<HALF_N>(part, smem_descriptor_at(a, kk * 32, 16, ATOM_BYTES),
+                                         smem_descriptor_at(b, kk * 32, 16, ATOM_BYTES), kk == 0);
+    });
 }
 
 // promote_half: `part`, whose group has completed, added to half `half` of one m64 tile's accumulators.
@@ -147,14 +182,9 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
             }
         }
     } else {
-        int released_stage = -1;  // the stage whose wgmma group may still run (released after the next group's wait)
-        for (int k_tile = 0; k_tile < num_k_tiles; ++k_tile) {
-            const int smem_read_stage = read.stage;
-            consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K tile have all landed
-            fence_accumulators(acc);
-            wgmma_fence();  // the accumulators' last writes (zeroing, earlier wgmma) are ordered before these wgmma
+        overlapped_mainloop<STAGES>(acc, smem, read, num_k_tiles, release, [&](int stage) {
             // per k-step: K-major A 32 bytes further along each row; N-major B 16 rows (of K) further
-            const unsigned a0 = smem.a(smem_read_stage) + wg_row0 * SWIZZLE_BYTES, b0 = smem.b(smem_read_stage);
+            const unsigned a0 = smem.a(stage) + wg_row0 * SWIZZLE_BYTES, b0 = smem.b(stage);
 #pragma unroll
             for (int kk = 0; kk < T::K_STEPS; ++kk) {
                 const unsigned long long desc_b =
@@ -165,17 +195,6 @@ __device__ __forceinline__ void consumer_mainloop(float (&acc)[T::WG_M_TILES][T:
                                              smem_descriptor_at(a0, mt * 64 * SWIZZLE_BYTES + kk * 32, 16, ATOM_BYTES),
                                              desc_b);
             }
-            wgmma_commit_group();
-            // Let this K tile's group run on; wait until the previous one is done, so its stage may be refilled.
-            wgmma_wait<1>();
-            fence_accumulators(acc);
-            // the producer may refill it
-            if (released_stage >= 0 && release) consumer_release(smem.empty(released_stage));
-            released_stage = smem_read_stage;
-            read.advance<STAGES>();
-        }
-        wgmma_wait<0>();  // every wgmma of this tile is done: the accumulators are final, the last stage is free
-        fence_accumulators(acc);
-        if (released_stage >= 0 && release) consumer_release(smem.empty(released_stage));
+        });
     }
 }

@@ -1,7 +1,9 @@
 // gemm_decode.cu: C = A * B for a few token rows (M = 1..256) against a wide weight, on Hopper (sm_90a), fp16 or bf16
-// in, fp32 accumulate: gemm_tma.cu's ring, descriptors and element types (sm90_gemm.cuh), the operands swapped.
+// in, fp32 accumulate: gemm_tma.cu's ring, descriptors and element types (sm90_gemm.cuh), main loop
+// (sm90_mainloop.cuh's overlapped_mainloop) and fix-up arrival (sm90_fixup.cuh), the operands swapped.
 
-#include "sm90_gemm.cuh"
+#include "sm90_fixup.cuh"
+#include "sm90_mainloop.cuh"
 
 // The tiles above put C's M on wgmma's M side, at least 64 rows per warpgroup: at M = 16 three quarters of every
 // wgmma and of every A stage are padding. Swapped, the weight's N runs along wgmma's M (64 weight columns per
@@ -154,34 +156,15 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
         const DecodeUnit unit = decode_unit<T>(u, tiles_t, tiles, k_stages, splits);
 #pragma unroll
         for (int i = 0; i < T::ACC; ++i) acc[i] = 0.f;
-        int released_stage = -1;  // the stage whose wgmma group may still run (released after the next group's wait)
-        for (int ks = 0; ks < unit.k_stages; ++ks) {
-            const int smem_read_stage = read.stage;
-            consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this stage have all landed
-#pragma unroll
-            for (int i = 0; i < T::ACC; ++i) fence_operand(acc[i]);
-            wgmma_fence();  // the accumulators' last writes (zeroing, earlier wgmma) are ordered before these wgmma
-            const unsigned stage = smem.stage(smem_read_stage);
+        overlapped_mainloop<STAGES>(acc, smem, read, unit.k_stages, release, [&](int s) {
             // per k-step: the weight 16 rows (of K) further, the tokens 32 bytes along a box's rows (a box per 64 of K)
-            const unsigned w = stage + wg * T::W_BOX_BYTES, t = stage + T::T_OFFSET;
+            const unsigned w = smem.stage(s) + wg * T::W_BOX_BYTES, t = smem.stage(s) + T::T_OFFSET;
 #pragma unroll
             for (int kk = 0; kk < T::K_STEPS; ++kk)
                 E::template mma_swapped<BLOCK_T>(
                     acc, smem_descriptor_at(w, kk * 16 * SWIZZLE_BYTES, T::W_BOX_BYTES, ATOM_BYTES),
                     smem_descriptor_at(t, (kk / 4) * T::T_BOX_BYTES + (kk % 4) * 32, 16, ATOM_BYTES));
-            wgmma_commit_group();
-            // Let this stage's group run on; wait until the previous one is done, so its stage may be refilled.
-            wgmma_wait<1>();
-#pragma unroll
-            for (int i = 0; i < T::ACC; ++i) fence_operand(acc[i]);
-            if (released_stage >= 0 && release) consumer_release(smem.empty(released_stage));  // may be refilled
-            released_stage = smem_read_stage;
-            read.advance<STAGES>();
-        }
-        wgmma_wait<0>();  // every wgmma of this unit is done: the accumulators are final, the last stage is free
-#pragma unroll
-        for (int i = 0; i < T::ACC; ++i) fence_operand(acc[i]);
-        if (released_stage >= 0 && release) consumer_release(smem.empty(released_stage));
+        });
 
         // EPILOGUE: all of K here: C; else the split's partial, and the fix-up
         const int n0 = unit.w0 + wg * 64;
@@ -203,14 +186,9 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
         }
 #endif
         const int tid = threadIdx.x % WG_THREADS;
-        const unsigned wg_barrier = 1 + wg;  // named barrier of this warpgroup's 128 threads
         int* counter = counters + (u % tiles) * CONSUMERS + wg;
 #ifndef PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT
-        named_barrier_sync(wg_barrier, WG_THREADS);  // every thread of the warpgroup has issued its partial...
-        // ...which the elected thread's release publishes with its arrival; its acquire sees every earlier split's
-        if (tid == 0) st_shared_u32(smem.flag(wg), atom_add_acq_rel_gpu(counter, 1) == splits - 1 ? 1u : 0u);
-        named_barrier_sync(wg_barrier, WG_THREADS);  // the verdict (and the acquire behind it) reaches every thread
-        if (!ld_shared_u32(smem.flag(wg))) continue;  // a later split sums
+        if (!fixup_arrive(counter, splits, smem.flag(wg), wg, tid)) continue;  // a later split sums
 #endif
         // the last split: every slice in split order from zero (its own read back too): bit-reproducible. A slice's
         // loads all issue before their adds (one L2 round trip per slice, not one per element)
@@ -227,6 +205,6 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
         for_each_decode_output<T>(M, N, n0, unit.t0, [&](int i, long long at) {
             C[at] = (half_bits)(E::pack(acc[i], 0.f) & 0xffffu);
         });
-        if (tid == 0) *counter = 0;  // the tile is done: the counter is ready for the next launch
+        fixup_done(counter, tid);
     }
 }

@@ -127,7 +127,7 @@ def plan(
     m: int, n: int, k: int, sms: int, stages: int, splits: int | None = None, consumers: int | None = None
 ) -> Plan:
     """The decode rule (the module's docstring) for a ring ``stages`` deep. ``splits`` and ``consumers`` force a
-    choice (tests, probes)."""
+    choice (tests)."""
     block_t = block_t_for(m)
     tiles_t = -(-m // block_t)
     best = None
@@ -163,7 +163,7 @@ def refusal(size, dtype: str) -> str | None:
 
 class Decode(gemm_tma.SplitLaunch):
     """A launcher bound to (inputs, c, stages): ``Decode((a, b), c, 3)()`` writes c = a @ b. ``splits`` and
-    ``consumers`` force the plan's choices (tests, probes). The workspace (splits > 1) is this launcher's own, sized
+    ``consumers`` force the plan's choices (tests). The workspace (splits > 1) is this launcher's own, sized
     from this shape."""
 
     def __init__(self, inputs, c: torch.Tensor, stages: int, kernel: DecodeModule | None = None, **forced):

@@ -130,7 +130,6 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
         if constexpr (E::SCALED) alpha = *scale_a * *scale_b;
         RingPosition read;                           // smem_read_stage and its lap's parity
         float acc[T::WG_M_TILES][T::ACC];
-        const int num_tiles = tiles_m * tiles_n;
         if constexpr (SCHEDULE == SCHED_TILES) {
             // the producer's walk (TileScheduler's SCHED_TILES case), tile for tile
             TileWalk<BM, BLOCK_N>(tiles_m, tiles_n).template for_each<PERSISTENT>([&](int, int m0, int n0) {
@@ -149,15 +148,18 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
             // The staging boxes must stay untouched until the last TMA store has read them; then the block may exit.
             if (tma_store && threadIdx.x % WG_THREADS == 0) cp_async_bulk_wait_read<0>();
         } else if constexpr (SCHEDULE == SCHED_SPLIT_K) {
-            const WorkUnit u = SplitK{num_tiles, num_k_tiles, splits}.unit();
-            int m0, n0;
-            tile_origin<BM, BLOCK_N>(u.tile, tiles_m, tiles_n, m0, n0);
-            consumer_mainloop<STAGES, T, E, false, BM, BLOCK_N>(acc, smem, read, u.k_tiles, wg_row0, release);
-            // EPILOGUE: all of K here: C; else this split's partial into its slice, for split_k_reduce
-            if (u.contributors == 1) store_tile<T, E, BLOCK_N>(C, M, N, m0 + wg_row0, n0, acc, alpha);
-            else store_partial<T, BLOCK_N>(workspace + (long long)u.index * M * N, M, N, m0 + wg_row0, n0, acc);
+            // the producer's walk (TileScheduler::for_each_unit): this block's one split
+            const TileScheduler<SCHEDULE, PERSISTENT, BM, BLOCK_N> sched{tiles_m, tiles_n, num_k_tiles, splits};
+            sched.for_each_unit([&](const WorkUnit& u, int m0, int n0) {
+                consumer_mainloop<STAGES, T, E, false, BM, BLOCK_N>(acc, smem, read, u.k_tiles, wg_row0, release);
+                // EPILOGUE: all of K here: C; else this split's partial into its slice, for split_k_reduce
+                if (u.contributors == 1) store_tile<T, E, BLOCK_N>(C, M, N, m0 + wg_row0, n0, acc, alpha);
+                else store_partial<T, BLOCK_N>(workspace + (long long)u.index * M * N, M, N, m0 + wg_row0, n0, acc);
+            });
         } else {
-            const StreamK sched(num_tiles, num_k_tiles);
+            // The producer's walk, written out (TileScheduler::for_each_unit's SCHED_STREAM_K case): through the
+            // shared visitor ptxas schedules this consumer's fix-up and prologue differently, so it keeps its loop.
+            const StreamK sched(tiles_m * tiles_n, num_k_tiles);
             for (int i = 0; i < sched.dp_units(); ++i)
                 consume_unit<STAGES, T, E, TMA_STORE, BM, BLOCK_N, C_PASSES>(
                     acc, smem, read, sched.dp_unit(i), tmap_c, tma_store, C, M, N, tiles_m, tiles_n, wg, release,
