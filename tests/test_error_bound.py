@@ -14,9 +14,10 @@ import math
 
 import pytest
 import torch
+from fake_gpu import fake_sampling
 
 from suite import registration
-from suite.driver import bench, jobs, measure, report, timing
+from suite.driver import bench, jobs, measure, report
 from suite.kernel import LibraryOp, accumulation_refusal
 from suite.problems import GEMM
 
@@ -31,19 +32,6 @@ def scratch(monkeypatch):
     variants()
     monkeypatch.setattr(registration, "_REGISTRY", list(registration._REGISTRY))
     return lambda name, op, **kw: registration.register_kernel("gemm", "test", name, LibraryOp(op, **kw))
-
-
-def _fake_sampling(monkeypatch):
-    """Each batch of samples calls the timed callable three times (real calls) and reads 1 ms."""
-
-    def fake_time(fn, opts, rep_scale=1.0):
-        for _ in range(3):
-            fn()
-        return [1.0] * 12
-
-    monkeypatch.setattr(measure, "_time", fake_time)
-    monkeypatch.setattr(bench.run_meta, "gpu_state", lambda: {"throttled": False, "sm_clock_mhz": 1980.0})
-    monkeypatch.setattr(timing, "now", lambda: 0.0)
 
 
 def _run(names, dtype, on_gpu):
@@ -77,7 +65,7 @@ def test_a_row_beyond_twice_the_ceilings_error_fails_validation_and_says_so(monk
     """bf16, its tolerance loosened so that only the bound can fail a row: the kernel that computes what cuBLAS does
     is valid, with cuBLAS's own error recorded beside its own; the one 0.2 off at one element is INVALID, its note
     naming the bound, and is not timed."""
-    _fake_sampling(monkeypatch)
+    fake_sampling(monkeypatch)
     loose = dataclasses.replace(GEMM.dtypes["bf16"], tolerance={"rtol": 0.1, "atol": 1e-2})
     monkeypatch.setitem(GEMM.dtypes, "bf16", loose)
     scratch("same", _matmul, dtypes=("bf16",))
@@ -154,7 +142,7 @@ def test_every_registered_fp8_row_promotes_as_the_ceiling():
 def test_each_gemm_row_gets_the_jobs_floor(monkeypatch, scratch):
     """The floor is timed once per job by the rows' timer (faked: 1 ms), and each timed row's ratio is floor /
     median; without a GPU nothing is timed and the floor is None."""
-    _fake_sampling(monkeypatch)
+    fake_sampling(monkeypatch)
     floors = []
     real = measure.time_floor
     monkeypatch.setattr(jobs, "time_floor", lambda *a, **k: floors.append(a[0]) or real(*a, **k))
