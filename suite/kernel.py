@@ -65,6 +65,11 @@ class KernelModule:
     # tool does not run it, and the report says so and why, instead of "clean".
     sanitizer_blind_spots: dict[str, str] = {}
     describe: Callable[[str], dict[int, KernelInfo]] | None = None  # without a GPU: arch -> {stages: KernelInfo}
+    # How its fp8 builds accumulate: "promoted" (each K tile's wgmma sum added into fp32 registers, as
+    # torch._scaled_mm(..., use_fast_accum=False)) or "fast" (wgmma's own narrower accumulator across all of K); None
+    # for a module without an fp8 build. Rows at a dtype that states its accumulation (DType.accumulation) show it,
+    # and run only where it is the ceiling's (``accumulation_refusal``).
+    fp8_accumulation: str | None = None
 
     def launch(self, inputs: Inputs, out: torch.Tensor, stages: int) -> Callable[[], None]:
         """Check the inputs (ValueError naming the rule), set everything up, return the zero-argument callable that
@@ -98,6 +103,24 @@ class KernelModule:
         return dict(req) if isinstance(req, dict) else {cls: 1 for cls in req}
 
 
+def accumulation_refusal(kernel, required: str | None) -> str | None:
+    """Why a row of ``kernel`` cannot run at a dtype whose rows must accumulate as ``required`` (DType.accumulation,
+    the ceiling's), or None: it states the same (its ``fp8_accumulation``), or the dtype asks nothing. A row that
+    accumulates otherwise would be compared with a ceiling that does other work; the suite times no second ceiling
+    (e.g. a fast-accumulation cuBLAS), so such a row is refused, saying so."""
+    if required is None:
+        return None
+    stated = getattr(kernel, "fp8_accumulation", None)
+    if stated == required:
+        return None
+    if stated is None:
+        return f"its kernel module does not state its accumulation (fp8_accumulation); the ceiling's is {required!r}"
+    return (
+        f"it accumulates {stated!r} and the ceiling {required!r}: a row is compared only with a ceiling that "
+        "accumulates as it does, and the suite times none for this one"
+    )
+
+
 class LibraryOp(KernelModule):
     """A library call (torch): the baselines and ceilings the kernels are compared with. ``op(inputs, out)`` returns
     the zero-argument callable; it has no stages, no SASS the suite asserts, nothing to sanitize."""
@@ -111,9 +134,10 @@ class LibraryOp(KernelModule):
         requires: Callable[[str], str | None] | None = None,
         refuses: Callable[[object, str], str | None] | None = None,
         eager_only: str | None = None,
+        fp8_accumulation: str | None = None,
     ):
         self.op, self.dtypes, self._requires, self._refuses = op, dtypes, requires, refuses
-        self.eager_only = eager_only
+        self.eager_only, self.fp8_accumulation = eager_only, fp8_accumulation
 
     def launch(self, inputs: Inputs, out: torch.Tensor, stages) -> Callable[[], None]:
         return self.op(inputs, out)

@@ -49,6 +49,21 @@ class DType:
     # GEMM sizes whose K is not a multiple of this are left out of the default run and the named shape sets at this
     # dtype (fp8: 16, torch._scaled_mm's and TMA's rule for 1-byte rows); --size still takes any, and kernels refuse
     k_multiple: int = 1
+    # Validation also bounds each row's worst error by this multiple of the job's ceiling's own worst error on the same
+    # inputs (against the same reference), the ceiling's error taken as at least the tolerance's atol (a ceiling exact
+    # on small inputs would otherwise bound the row at 0); None: the tolerance alone judges
+    error_vs_ceiling: float | None = None
+    # How the ceiling accumulates at this dtype, and so how every row must (a kernel module's ``fp8_accumulation``):
+    # each row states it, and a row that accumulates otherwise is not run (its ceiling would do other work); None: the
+    # dtype's rows do not state it
+    accumulation: str | None = None
+
+    def error_bound(self, ceiling_error: float) -> float | None:
+        """The largest max abs error a row may have where the ceiling's own, on the same inputs, is
+        ``ceiling_error``: ``error_vs_ceiling`` x max(that, atol); None: no such bound at this dtype."""
+        if self.error_vs_ceiling is None:
+            return None
+        return self.error_vs_ceiling * max(ceiling_error, self.tolerance.get("atol", 0.0))
 
 
 @dataclass(frozen=True)

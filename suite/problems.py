@@ -176,9 +176,23 @@ _FP16_TOL = {"rtol": 2e-3, "atol": 1e-3}
 # relative per addition, published measurements), ~sqrt(K) x 2^-13 / sqrt(K) = 2^-13 on an N(0, 1) result. rtol of
 # 4 half-ulps (1.6e-2) and atol 1e-2 bound all of it with margin and still catch a wrong element, row or scale.
 _BF16_TOL = {"rtol": 1.6e-2, "atol": 1e-2}
+# The bound against the ceiling's own error on the same inputs (DType.error_vs_ceiling). bf16: a kernel and cuBLAS both
+# sum in fp32 and round once to bf16, so each worst error is about half an ulp of the largest |C|; 2x leaves room for a
+# ceiling that rounded its largest elements luckily, and a row beyond it is off by more than its rounding. fp8: 2x
+# promoted cuBLAS (issue 52): a row that kept the products in wgmma's narrow accumulator across K misses it by orders
+# of magnitude.
+_VS_CEILING = 2.0
 GEMM_DTYPES = {
     "fp16": DType("fp16", "fp16->fp32acc->fp16", _FP16_TOL, bytes_in=2, bytes_out=2),
-    "bf16": DType("bf16", "bf16->fp32acc->bf16", _BF16_TOL, bytes_in=2, bytes_out=2, default_sizes=SQUARE_SHAPES),
+    "bf16": DType(
+        "bf16",
+        "bf16->fp32acc->bf16",
+        _BF16_TOL,
+        bytes_in=2,
+        bytes_out=2,
+        default_sizes=SQUARE_SHAPES,
+        error_vs_ceiling=_VS_CEILING,
+    ),
     # K a multiple of 16: TMA and wgmma's k32 fp8 steps need 16-byte rows; M, N odd
     "fp8e4m3": DType(
         "fp8e4m3",
@@ -190,6 +204,10 @@ GEMM_DTYPES = {
         default_sizes=SQUARE_SHAPES,
         layout="B given as N x K (K-major), per-tensor scales applied in the epilogue, bf16 out",
         k_multiple=16,
+        error_vs_ceiling=_VS_CEILING,
+        # every fp8 row promotes each K tile's wgmma sum into fp32, as the ceiling (torch._scaled_mm,
+        # use_fast_accum=False); the driver times no fast-accumulation ceiling, so a "fast" row is not run
+        accumulation="promoted",
     ),
 }
 

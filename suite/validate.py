@@ -26,6 +26,7 @@ class Validation:
     fn: Callable[[], None]  # the variant's callable: its ``info`` (suite.info.KernelInfo) feeds the tables
     inputs: Inputs
     out: torch.Tensor
+    ref: torch.Tensor | None = None  # the reference it was checked against (a ceiling's error is taken against it too)
 
 
 def _bits(t: torch.Tensor) -> torch.Tensor:
@@ -99,4 +100,4 @@ def validate(
             message=f"the kernel wrote to its input {which}: inputs are read-only"
             + (f"; and {check.message}" if check.message else ""),
         )
-    return Validation(check, fn, inputs, out)
+    return Validation(check, fn, inputs, out, ref)

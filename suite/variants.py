@@ -167,7 +167,13 @@ register_kernel(
     "gemm",
     "torch",
     "cuBLAS",
-    LibraryOp(_cublas, dtypes=("fp16", "bf16", "fp8e4m3"), requires=_fp8_capable, refuses=_cublas_refuses),
+    LibraryOp(
+        _cublas,
+        dtypes=("fp16", "bf16", "fp8e4m3"),
+        requires=_fp8_capable,
+        refuses=_cublas_refuses,
+        fp8_accumulation="promoted",  # torch._scaled_mm's default, use_fast_accum=False
+    ),
     baseline=True,
     ceiling=True,
     gate=anywhere,

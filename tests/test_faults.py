@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import sys
 
+import fake_gpu
 import pytest
 import torch
 
 from suite import registration
-from suite.driver import bench, measure, timing
+from suite.driver import bench
 from suite.driver.workers import Interrupted
 from suite.kernel import LibraryOp
 
@@ -35,15 +36,7 @@ def _timed_run(monkeypatch, names, sizes=(SIZE,), device=None, on_rows=None, fak
     """bench.run on the GPU path with the test's variants and the ceiling; each batch of samples calls the timed
     callable three times (real calls) when ``fake_sampling``."""
     if fake_sampling:
-
-        def fake_time(fn, opts, rep_scale=1.0):
-            for _ in range(3):
-                fn()
-            return [1.0] * 12
-
-        monkeypatch.setattr(measure, "_time", fake_time)
-        monkeypatch.setattr(bench.run_meta, "gpu_state", lambda: {"throttled": False, "sm_clock_mhz": 1980.0})
-        monkeypatch.setattr(timing, "now", lambda: 0.0)
+        fake_gpu.fake_sampling(monkeypatch)
     opts = bench.Options(
         problems=("vector",),
         sizes={"vector": tuple(sizes)},

@@ -354,10 +354,10 @@ def test_a_gpu_that_stops_answering_fails_the_rows_left_with_the_reason(monkeypa
     mul = next(r for r in bench.skeleton(jobs[0]) if r["variant"] == "mul")
     real_validate = running._validate
 
-    def validate(size, variant, stages, seed, device, dtype=None, seconds=None):
+    def validate(size, variant, stages, seed, device, dtype=None, seconds=None, **kw):
         if variant.name == "mul":
             raise RuntimeError("CUDA error: an illegal memory access was encountered")
-        return real_validate(size, variant, stages, seed, device, dtype)
+        return real_validate(size, variant, stages, seed, device, dtype, **kw)
 
     def check_device(device, rows):
         finished = [r.to_dict() for r in rows if r.final]
@@ -386,10 +386,10 @@ def test_a_worker_whose_gpu_stops_answering_tells_its_parent(monkeypatch):
     job = planning.build(opts, on_gpu=True).jobs[0]
     real_validate = running._validate
 
-    def validate(size, variant, stages, seed, device, dtype=None, seconds=None):
+    def validate(size, variant, stages, seed, device, dtype=None, seconds=None, **kw):
         if variant.name == "copy_":
             raise RuntimeError("CUDA error: unspecified launch failure")
-        return real_validate(size, variant, stages, seed, device, dtype)
+        return real_validate(size, variant, stages, seed, device, dtype, **kw)
 
     def check_device(device, rows):
         raise DeviceFailed("CUDA error: unspecified launch failure", [r.to_dict() for r in rows if r.final])

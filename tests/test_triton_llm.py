@@ -19,6 +19,7 @@ import zlib
 import pytest
 import torch
 from conftest import HAS_GPU
+from fp8_edges import cublas_promoted, fp8_edge_inputs, fp8_error
 
 from suite import waves
 from suite.problems import GEMM
@@ -439,32 +440,6 @@ def test_fault_runs_the_fix_up_before_the_partials(kind, module):
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _fp8_edge_inputs(m, n, k, seed, nan=True):
-    """fp8 operands at the edges (issue 52): rows of A at +-448 (e4m3's largest), a saturated column of B (a row of
-    its N x K form), a zero row of A, a NaN (``nan``), and scales of 0.5 and 3.0; the rest fresh N(0, 1)."""
-    g = torch.Generator().manual_seed(seed)
-    a = torch.randn(m, k, generator=g)
-    b = torch.randn(n, k, generator=g)
-    a[1] = 448 * torch.randn(k, generator=g).sign()
-    a[2] = 0
-    b[3] = 448
-    if nan:
-        a[4, 5] = float("nan")
-    fp8 = torch.float8_e4m3fn
-    return tuple(t.to(DEVICE) for t in (a.to(fp8), b.to(fp8), torch.tensor(0.5), torch.tensor(3.0)))
-
-
-def _fp8_error(out, inputs):
-    """(where C is NaN, its worst error over the finite elements) against the fp64 product of the operands."""
-    a, b, sa, sb = (t.double().cpu() for t in inputs)
-    ref = a @ b.T * (sa * sb)
-    got = out.double().cpu()
-    assert torch.equal(got.isnan(), ref.isnan()), "NaN where the product has none, or none where it has one"
-    finite = ~ref.isnan()
-    bound = (a.abs().nan_to_num() @ b.abs().T) * (sa * sb)  # what rounding errors scale with
-    return (got - ref).abs()[finite], bound[finite]
-
-
 FP8_KINDS = {
     **{kind: launcher for kind, (launcher, _) in KINDS.items()},
     "desc": lambda inputs, out, stages: gemm_desc.DescGemm(inputs, out, stages, persistent=True, host_desc=True),
@@ -479,12 +454,12 @@ def test_fp8_edge_values_match_fp64(kind):
     a GPU: the interpreter widens e4m3's NaN pattern to a number."""
     _needs("fp8e4m3")
     size = (13, 300, 5 * 128 + 16)
-    inputs = _fp8_edge_inputs(*size, seed=52, nan=HAS_GPU)
+    inputs = fp8_edge_inputs(*size, seed=52, device=DEVICE, nan=HAS_GPU)
     out = GEMM.make_output(inputs).fill_(float("nan"))
     launcher = FP8_KINDS[kind](inputs, out, 3)
     assert "accumulation promoted" in launcher.config, launcher.config
     launcher()
-    error, bound = _fp8_error(out, inputs)
+    error, bound = fp8_error(out, inputs)
     assert bool((error <= 2.0**-7 * bound + 1e-6).all()), (kind, float(error.max()), launcher.config)
 
 
@@ -504,15 +479,13 @@ def test_fp8_edge_values_within_twice_promoted_cublas(kind, size):
         "gluon": lambda i, o, s: GluonGemm(i, o, s),
         "gluon stream-k": lambda i, o, s: GluonGemm(i, o, s, stream_k=True),
     }
-    inputs = _fp8_edge_inputs(*size, seed=52)
-    a, b, sa, sb = inputs
-    cublas = torch._scaled_mm(a, b.T, scale_a=sa, scale_b=sb, out_dtype=torch.bfloat16, use_fast_accum=False)
-    ceiling, _ = _fp8_error(cublas, inputs)
+    inputs = fp8_edge_inputs(*size, seed=52, device=DEVICE)
+    ceiling, _ = fp8_error(cublas_promoted(inputs), inputs)
     out = GEMM.make_output(inputs).fill_(float("nan"))
     launcher = launchers[kind](inputs, out, 3)
     launcher()
     torch.cuda.synchronize()
-    error, _ = _fp8_error(out, inputs)
+    error, _ = fp8_error(out, inputs)
     assert float(error.max()) <= 2 * float(ceiling.max()), (kind, size, float(error.max()), float(ceiling.max()))
 
 

@@ -6,11 +6,16 @@ validated, then every valid row timed (suite.driver.measure) with the ceiling in
 Validation: fresh random inputs for every variant and stage count (the seed from the row's place in the plan, so
 any shard or GPU draws the same), the output poisoned with NaN, every element compared with the problem's reference
 (torch, in higher precision where it matters). Only a variant that validates is timed. A Triton kernel compiles on
-its first call, which is this one.
+its first call, which is this one. At a dtype with an error bound against the ceiling (DType.error_vs_ceiling), the
+job's ceiling also runs on each row's validation inputs, and a row whose worst error exceeds that multiple of the
+ceiling's is INVALID. At a dtype whose rows state their accumulation (DType.accumulation), a row that accumulates
+otherwise than the ceiling is refused before anything is built.
 
 Timing: the ceiling's samples are pooled and every ratio of the job is taken against their median: numbers from one
-GPU, taken in one stretch. Every timed row shares the job's timing inputs with the ceiling; their checksums are
-checked after each row, and a row whose kernel wrote them is INVALID, the rows after it getting fresh inputs.
+GPU, taken in one stretch. A problem with a memory floor (Problem.min_bytes) times it once per job, after the
+ceiling's first timing: a copy_ of the row's minimum bytes (suite.driver.measure.time_floor). Every timed row
+shares the job's timing inputs with the ceiling; their checksums are checked after each row, and a row whose kernel
+wrote them is INVALID, the rows after it getting fresh inputs.
 
 Faults: anything a kernel raises at launch, while timed or in its reference, a SystemExit included, fails its row
 and the run goes on. A KeyboardInterrupt stops the run: ``Interrupted`` carries the rows finished so far. After a
@@ -23,6 +28,7 @@ sm_90 and described (registers, shared memory, SASS); timings are marked as not 
 
 from __future__ import annotations
 
+import math
 import os
 import sys
 import time
@@ -32,7 +38,7 @@ import torch
 
 from suite.driver import meta as run_meta
 from suite.driver import timing
-from suite.driver.measure import Ceiling, eager_only, stop_rule, time_call
+from suite.driver.measure import Ceiling, eager_only, stop_rule, time_call, time_floor
 from suite.driver.plan import Options
 from suite.driver.precompile import CPU_ARCH, describe, precompile
 from suite.driver.rows import (
@@ -47,7 +53,7 @@ from suite.driver.rows import (
     variants_of,
 )
 from suite.driver.workers import DeviceFailed, Interrupted, JobResult, unfinished
-from suite.kernel import LibraryOp
+from suite.kernel import LibraryOp, accumulation_refusal
 from suite.problems import PROBLEMS, Problem
 from suite.registry import Variant
 from suite.validate import changed_inputs, validate
@@ -224,9 +230,11 @@ def _run_job(job, rows: list[Row], opts, on_gpu, device, described, phases, bar,
         settle_sass(row)
     to_time = [entry for entry in to_time if entry[2].valid]
 
-    ceiling_ms = _time_job(job, problem, to_time, rows, opts, device, phases, bar, by_label) if on_gpu else None
+    ceiling_ms, floor_ms = (
+        _time_job(job, problem, to_time, rows, opts, device, phases, bar, by_label) if on_gpu else (None, None)
+    )
     precision = None if opts.timer == "fixed" else stop_rule(opts).precision
-    throughput_and_flags(problem, size, rows, ceiling_ms, precision)
+    throughput_and_flags(problem, size, rows, ceiling_ms, precision, floor_ms)
 
 
 def _validate_row(
@@ -246,6 +254,9 @@ def _validate_row(
     dtype = job.dtype
     if dtype_reason := variant.dtype_skip_reason(dtype):
         row.note = dtype_reason  # said in its row, never silently absent
+        return False
+    if why := accumulation_refusal(variant.kernel, problem.dtype_of(dtype).accumulation):
+        row.update(valid=False, note=f"refused: {why}")  # before anything is built or launched
         return False
     reason = variant.skip_reason()
     if reason:
@@ -269,8 +280,11 @@ def _validate_row(
         # library, said in its row, not a failure of the run; the kernels of the shape run without that ceiling
         row.note = f"not run: {rule}"
         return False
+    ceiling = _bounding_ceiling(job, variant, problem) if on_gpu else None
     try:
-        check, fn = _validate(job.size, variant, spec.stages, opts.seed + 1 + spec.index, device, dtype, steps)
+        check, fn = _validate(
+            job.size, variant, spec.stages, opts.seed + 1 + spec.index, device, dtype, steps, ceiling=ceiling
+        )
     except ValueError as e:  # a configuration the kernel refuses (e.g. a ring too deep for the GPU)
         row.update(valid=False, note=f"refused: {e}")
         return False
@@ -285,18 +299,79 @@ def _validate_row(
 
 
 def _validate(
-    size, variant: Variant, stages, seed: int, device, dtype: str | None = None, seconds: dict | None = None
+    size,
+    variant: Variant,
+    stages,
+    seed: int,
+    device,
+    dtype: str | None = None,
+    seconds: dict | None = None,
+    ceiling: Variant | None = None,
 ) -> tuple[dict, object]:
     """suite.validate on fresh inputs: the check fields of the row, and the callable (for its KernelInfo);
-    ``seconds``: validate's seconds per step, added to."""
+    ``seconds``: validate's seconds per step, added to. ``ceiling``: the job's ceiling, whose error on the same
+    inputs bounds the row's (``_error_vs_ceiling``)."""
     result = validate(variant, stages, size, seed=seed, device=device, dtype=dtype, seconds=seconds)
     check = result.check
-    return {
+    fields = {
         "valid": check.valid,
         "max_abs_error": check.max_abs_error,
         "rel_error": check.rel_error,
         "note": "" if check.valid else f"INVALID: {check.message}",
-    }, result.fn
+    }
+    if ceiling is not None and check.valid:
+        started = time.perf_counter()
+        fields.update(_error_vs_ceiling(result, ceiling, PROBLEMS[variant.problem], dtype))
+        if seconds is not None:
+            seconds["ceiling"] = seconds.get("ceiling", 0.0) + time.perf_counter() - started
+    return fields, result.fn
+
+
+def _bounding_ceiling(job, variant: Variant, problem: Problem) -> Variant | None:
+    """The job's ceiling, where its error bounds this row's (DType.error_vs_ceiling) and it runs here on the job's
+    shape; None otherwise (the ceiling row itself, a dtype without the bound, a ceiling skipped here: its row says
+    why). Only on a GPU (the caller's rule): Triton's interpreter rounds fp32 to bf16 toward zero, a whole ulp where
+    the GPU and cuBLAS round to nearest, so without a GPU the bound would judge the interpreter, not the kernel."""
+    if problem.dtype_of(job.dtype).error_vs_ceiling is None or not job.ceiling or variant.label == job.ceiling:
+        return None
+    ceiling = variants_of(job.problem).get(job.ceiling)
+    if ceiling is None or ceiling.skip_reason() or ceiling.dtype_skip_reason(job.dtype):
+        return None
+    if isinstance(ceiling.kernel, LibraryOp) and ceiling.kernel.refuses(job.size, job.dtype):
+        return None
+    return ceiling
+
+
+def _error_vs_ceiling(result, ceiling: Variant, problem: Problem, dtype: str | None) -> dict:
+    """The ceiling run once on the row's own validation inputs, its max abs error taken against the same reference
+    (``ceiling_error``); a row whose max abs error exceeds the dtype's bound on it (DType.error_bound) is INVALID,
+    its note saying by how much. A ceiling that fails on these inputs bounds nothing, and the row's note says so."""
+    out = problem.make_output(result.inputs)
+    out.fill_(float("nan"))
+    try:
+        ceiling.factory(result.inputs, out, None)()
+        if out.device.type == "cuda":
+            torch.cuda.synchronize(out.device)
+    except KeyboardInterrupt:
+        raise
+    except Exception as e:  # noqa: BLE001 - the ceiling's own row reports its failure; this row is not bounded
+        return {"note": f"error not bounded by {ceiling.label}'s: it failed on these inputs ({type(e).__name__})"}
+    error = problem.check(out, result.ref, dtype).max_abs_error
+    if not math.isfinite(error):
+        return {"note": f"error not bounded by {ceiling.label}'s: its own error on these inputs is {error}"}
+    the_dtype = problem.dtype_of(dtype)
+    bound = the_dtype.error_bound(error)
+    if result.check.max_abs_error <= bound:
+        return {"ceiling_error": error}
+    return {
+        "ceiling_error": error,
+        "valid": False,
+        "note": (
+            f"INVALID: max abs error {result.check.max_abs_error:.3g} exceeds {the_dtype.error_vs_ceiling:g} x "
+            f"{ceiling.label}'s on the same inputs ({error:.3g}, taken as at least the tolerance's atol "
+            f"{the_dtype.tolerance.get('atol', 0.0):g}): {bound:.3g}"
+        ),
+    }
 
 
 class _SharedInputs:
@@ -340,10 +415,10 @@ def _time_job(
     phases: timing.Phases,
     bar: Progress,
     by_label: dict[str, Variant],
-) -> float | None:
+) -> tuple[float | None, float | None]:
     """Time the job's valid rows with its ceiling interleaved; returns the ceiling's pooled median (None: no
-    ceiling here). The ceiling row, when the job has it, gets the pooled samples. The shared inputs are checked after
-    every timing (``_SharedInputs``)."""
+    ceiling here) and the job's memory floor (``_floor``; None: none). The ceiling row, when the job has it, gets the
+    pooled samples. The shared inputs are checked after every timing (``_SharedInputs``)."""
     ceiling_variant = by_label.get(job.ceiling) if job.ceiling else None
     ceiling_row = next((r for r in rows if r.ceiling and f"{r.backend}:{r.variant}" == job.ceiling), None)
     with phases("inputs"):
@@ -351,6 +426,7 @@ def _time_job(
     ceiling = _ceiling(ceiling_variant, ceiling_row, shared, problem, opts, phases, device, rows)
     if to_time:
         ceiling.time()
+    floor_ms = _floor(job, problem, opts, device, phases) if to_time else None
     for spec, variant, row in to_time:
         bar.step(f"time {problem.name} {job.dtype} {problem.shape(job.size)} {variant.label} stages={spec.stages}")
         if variant is ceiling_variant:
@@ -375,11 +451,24 @@ def _time_job(
     if to_time:
         ceiling.finish()
     if not ceiling.samples:
-        return None
+        return None, floor_ms
     median = _pool_ceiling(ceiling, ceiling_row)
     if ceiling_row is not None:
         ceiling_row.final = True
-    return median
+    return median, floor_ms
+
+
+def _floor(job, problem: Problem, opts: Options, device: torch.device, phases: timing.Phases) -> float | None:
+    """The job's memory floor (suite.driver.measure.time_floor over Problem.min_bytes), timed once, as the rows are;
+    None for a problem without min_bytes, or when the copy fails (its rows then have no floor, the run goes on)."""
+    if problem.min_bytes is None:
+        return None
+    try:
+        return time_floor(problem.min_bytes(job.size, job.dtype), device, opts, phases)
+    except KeyboardInterrupt:
+        raise
+    except Exception:  # noqa: BLE001 - no floor for this job (e.g. out of memory); the rows are still timed (a GPU
+        return None  # that stopped answering fails the next row, which checks the device)
 
 
 class _GuardedCeiling:

@@ -12,6 +12,7 @@ Python whose host time the row records; eagerly where a call cannot be captured,
 
 from __future__ import annotations
 
+import math
 import statistics
 import time
 from collections.abc import Callable
@@ -312,6 +313,22 @@ def eager_only(variant: object | None) -> str | None:
     """Why ``variant``'s calls must be timed eagerly (KernelModule.eager_only; a plugin's module that does not
     subclass KernelModule has no such reason)."""
     return getattr(variant.kernel, "eager_only", None) if variant is not None else None
+
+
+# Why the floor's copy_ is timed eagerly: as torch's copy_ ceiling (suite.variants), a device-to-device memcpy that a
+# CUDA graph would run as a memcpy node, another way
+FLOOR_EAGER = "a device-to-device memcpy, which a CUDA graph runs another way (slower: pytorch#191284)"
+
+
+def time_floor(min_bytes: float, device: torch.device, opts: Options, phases: timing.Phases | None = None) -> float:
+    """The memory floor of a shape (docs/method.md, floor_ms): the median time of ``copy_`` between two buffers of
+    ``min_bytes / 2`` bytes, which reads half of ``min_bytes`` and writes the other half. That is the count the
+    roofline uses on both sides: Problem.min_bytes (A and B read, C written, once each) over a bandwidth measured as
+    copy_'s bytes read + written. Timed as the rows are (the options' timer and flush), eagerly as torch's copy_ is."""
+    n = max(1, math.ceil(min_bytes / 2))
+    src = torch.empty(n, dtype=torch.uint8, device=device)
+    dst = torch.empty_like(src)
+    return time_call(lambda: dst.copy_(src), opts, phases, FLOOR_EAGER)["median_ms"]
 
 
 class Ceiling:

@@ -29,9 +29,13 @@ CSV_FIELDS = (
     "roofline",
     "ratio_to_roofline",
     "bound",
+    "floor_ms",
+    "ratio_to_floor",
+    "accumulation",
     "valid",
     "max_abs_error",
     "rel_error",
+    "ceiling_error",
     "smem_per_stage",
     "smem_total",
     "registers",
@@ -85,12 +89,17 @@ def _perf(row: dict) -> str:
 
 
 def _pct(row: dict) -> str:
-    """% of the ceiling, and of the roofline where the row has one (suite.driver.roofline): '62.3% (rl 41%)'."""
+    """% of the ceiling, and of the roofline (suite.driver.roofline) and the memory floor (floor_ms) where the row
+    has them: '62.3% (rl 41% fl 91%)'."""
     r = row.get("ratio_to_ceiling")
     if r is None:
         return "-"
-    rl = row.get("ratio_to_roofline")
-    return f"{100 * r:.1f}%" + ("" if rl is None else f" (rl {100 * rl:.0f}%)")
+    extra = [
+        f"{name} {100 * v:.0f}%"
+        for name, v in (("rl", row.get("ratio_to_roofline")), ("fl", row.get("ratio_to_floor")))
+        if v is not None
+    ]
+    return f"{100 * r:.1f}%" + (f" ({' '.join(extra)})" if extra else "")
 
 
 def _resources(row: dict) -> str:
@@ -156,8 +165,13 @@ def table(rows: list[dict], fmt: str = "github", width: int = MD_WIDTH) -> str:
         why = _profiled(group)  # with --profile: a "why" column per variant
 
         where = f"{problem} {shape} ({group[0]['dtype']})" + (f", {group_name}" if group_name else "")
-        title = f"### {where}: {unit}, % of {ceiling_name}" + (
-            " (rl: % of the roofline)" if any(r.get("ratio_to_roofline") is not None for r in group) else ""
+        of = [
+            what
+            for key, what in (("ratio_to_roofline", "rl: % of the roofline"), ("ratio_to_floor", "fl: % of the floor"))
+            if any(r.get(key) is not None for r in group)
+        ]
+        title = (
+            f"### {where}: {unit}, % of {ceiling_name}" + (f" ({'; '.join(of)})" if of else "") + _accumulation(group)
         )
         headers = ["stages"]
         for k in swept:  # a variant's columns: its name heads the first (and the wide "why" cell), the others follow
@@ -217,6 +231,17 @@ def table(rows: list[dict], fmt: str = "github", width: int = MD_WIDTH) -> str:
             )
         blocks.append("\n\n".join(parts))
     return "\n\n".join(blocks)
+
+
+def _accumulation(group: list[dict]) -> str:
+    """For rows that state their accumulation (fp8): '; accumulation: promoted', each kind with its count where the
+    group's rows differ; '' for rows that do not state it."""
+    kinds = [r["accumulation"] for r in group if r.get("accumulation")]
+    if not kinds:
+        return ""
+    counts = {k: kinds.count(k) for k in dict.fromkeys(kinds)}
+    text = next(iter(counts)) if len(counts) == 1 else ", ".join(f"{k} ({n} rows)" for k, n in counts.items())
+    return f"; accumulation: {text}"
 
 
 def _profiled(group: list[dict]) -> bool:

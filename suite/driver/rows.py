@@ -105,6 +105,12 @@ class Row:
     ceiling_timings: int = UNSET  # the ceiling row's: how often it was timed in its job, and the drift between
     ceiling_drift: float | None = UNSET
     ceiling_ms: float = UNSET
+    # the time of a copy_ that moves the row's minimum bytes (Problem.min_bytes), timed once per job as the rows are,
+    # and floor_ms / median_ms; None where nothing was timed (no GPU)
+    floor_ms: float | None = UNSET
+    ratio_to_floor: float | None = UNSET
+    accumulation: str | None = UNSET  # at a dtype whose rows state it (DType.accumulation): "promoted" or "fast"
+    ceiling_error: float | None = UNSET  # the ceiling's max abs error on this row's validation inputs (the bound's)
     launch_bound: bool = UNSET
     roofline: Any = UNSET  # added after the run (suite.driver.roofline, suite.driver.profile)
     ratio_to_roofline: float | None = UNSET
@@ -169,7 +175,7 @@ def blank_row(**fields) -> dict:
 
 
 def make_row(problem: Problem, size, variant: Variant, stages, dtype: str | None = None) -> Row:
-    return Row(
+    row = Row(
         problem=problem.name,
         shape=problem.shape(size),
         dtype=problem.dtype_of(dtype).label,
@@ -181,6 +187,10 @@ def make_row(problem: Problem, size, variant: Variant, stages, dtype: str | None
         ceiling=variant.ceiling,
         unit=problem.unit,
     )
+    the_dtype = problem.dtype_of(dtype)
+    if the_dtype.accumulation is not None and the_dtype.name in variant.dtypes:
+        row.accumulation = getattr(variant.kernel, "fp8_accumulation", None)
+    return row
 
 
 def variants_of(problem: str) -> dict[str, Variant]:
@@ -264,14 +274,23 @@ def fail(row: Row, what: str, error: BaseException) -> None:
 
 
 def throughput_and_flags(
-    problem: Problem, size, group_rows: list[Row], ceiling_ms: float | None = None, precision: float | None = None
+    problem: Problem,
+    size,
+    group_rows: list[Row],
+    ceiling_ms: float | None = None,
+    precision: float | None = None,
+    floor_ms: float | None = None,
 ) -> None:
     """Throughput and ratio to the ceiling of one job's measured rows (the ceiling's median: ``ceiling_ms``, else
-    the ceiling row's among them); notes for noisy, imprecise or throttled ones."""
+    the ceiling row's among them); notes for noisy, imprecise or throttled ones. A problem with a memory floor
+    (Problem.min_bytes) gives every row ``floor_ms`` (the job's, None when not timed) and ``ratio_to_floor``."""
     work = problem.work(size)
     if ceiling_ms is None:
         ceiling_ms = next((r.median_ms for r in group_rows if r.ceiling and r.measured), None)
     for row in group_rows:
+        if problem.min_bytes is not None:
+            row.floor_ms = floor_ms
+            row.ratio_to_floor = floor_ms / row.median_ms if floor_ms and row.measured and row.median_ms else None
         if not row.measured:
             continue
         row.throughput = work / (row.median_ms * 1e-3) / problem.scale

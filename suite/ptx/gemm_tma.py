@@ -295,6 +295,9 @@ class TmaGemm(NvrtcModule):
                 for d in DTYPES
             }
         self.threads, self.stage_bytes, self.dtypes = config.threads, config.stage_bytes, config.dtypes
+        # fp8: promoted in every schedule: the E4M3 element type sets PROMOTE (sm90_gemm.cuh), and every schedule's
+        # consumer runs consumer_mainloop (sm90_mainloop.cuh), which adds each K tile's wgmma sum into fp32 registers
+        self.fp8_accumulation = "promoted" if "fp8e4m3" in config.dtypes else None
         # TMA instructions per instantiation: A's box, B's (boxes of 64 columns for 16-bit B, one for fp8's K-major
         # B; a module built for fp8 too is held to the fewer), and the epilogue's store boxes
         b_loads = 1 if "fp8e4m3" in config.dtypes else config.block_n // 64
