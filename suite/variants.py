@@ -480,3 +480,13 @@ register_kernel(
     description="the Ampere form: 4 warps x 16 query rows, Q held in registers, 64-key K / V tiles through an S-deep "
     "cp.async ring, ldmatrix (.trans for V) and mma.sync m16n8k16, online softmax in registers with exp2",
 )
+register_kernel(
+    "attention",
+    "triton",
+    "desc 128x64",
+    "suite.triton.attention_desc:KERNEL",
+    gate=gpu_or_interpreter,
+    description="the tutorial form through tensor descriptors built on the host (TMA on Hopper): Q, K, V and O as "
+    "(batch x heads, seq, d) boxed [1, rows, d], zero-filled past a head's rows; K / V blocks pipelined by "
+    "num_stages=S",
+)
