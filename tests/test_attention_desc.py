@@ -4,7 +4,8 @@ tests/test_attention.py's GPU sweep (which takes every registered attention kern
 * CPU: the kernel in the interpreter at small sizes, at every depth: odd lengths, GQA, causal (bottom-right) with
   sq > skv (fully masked rows written as zeros over a NaN-poisoned output) and sq < skv, non-causal;
 * sm_90, compiled without a GPU: wgmma fed by TMA on mbarriers (the module's sass_requires), no local memory, wgmma not
-  serialized, within a block's shared memory, at both head dims, causal and not, every depth.
+  serialized, within a block's shared memory, at both head dims, causal and not, every depth; and the kernel without
+  descriptors (the tutorial row, which shares it) within the same generic rules.
 """
 
 import pytest
@@ -13,7 +14,7 @@ from conftest import HAS_GPU
 
 from suite.problems import PROBLEMS
 from suite.registry import variants
-from suite.triton import attention_desc
+from suite.triton import attention, attention_desc
 from suite.validate import validate
 
 ATTENTION = PROBLEMS["attention"]
@@ -50,21 +51,21 @@ def test_bad_depth_is_refused():
         attention_desc.DescAttention((q, q.clone(), q.clone(), False), torch.empty_like(q), 9)
 
 
-def _spec(dtype: str, d: int, causal: bool, stages: int) -> dict:
-    bm, bn = attention_desc.BLOCK_M, attention_desc.BLOCK_N
-    box = {"q_desc": bm, "k_desc": bn, "v_desc": bn, "o_desc": bm}
-    meta = {"BLOCK_M": bm, "BLOCK_N": bn, "HEAD_DIM": d, "CAUSAL": causal, "STAGES": stages}
+def _spec(dtype: str, d: int, causal: bool, stages: int, desc: bool = True) -> dict:
+    bm, bn = attention.BLOCK_M, attention.BLOCK_N
+    box = {"q_ptr": bm, "k_ptr": bn, "v_ptr": bn, "o_ptr": bm}
+    meta = {"BLOCK_M": bm, "BLOCK_N": bn, "HEAD_DIM": d, "CAUSAL": causal, "STAGES": stages, "DESC": desc}
     return {
-        "fn": "suite.triton.attention_desc:attention_desc_kernel",
+        "fn": "suite.triton.attention:attention_fwd_kernel",
         "signature": {
-            **{name: f"tensordesc<{dtype}[1,{rows},{d}]>" for name, rows in box.items()},
+            **{name: f"tensordesc<{dtype}[1,{rows},{d}]>" if desc else f"*{dtype}" for name, rows in box.items()},
             **{name: "i32" for name in ("HQ", "GROUP", "SQ", "SKV")},
             "qk_scale": "fp32",
             **{name: "constexpr" for name in meta},
         },
         "constexprs": meta,
-        "aligned": [],
-        "options": {"num_warps": attention_desc.NUM_WARPS, "num_stages": stages},
+        "aligned": [] if desc else list(box),
+        "options": {"num_warps": attention.NUM_WARPS, "num_stages": stages},
     }
 
 
@@ -72,8 +73,12 @@ def _spec(dtype: str, d: int, causal: bool, stages: int) -> dict:
 def test_compiles_for_sm90():
     from sm90_compile import assert_fits_sm90, compile_sm90
 
-    cases = [("bf16", 128, True, s) for s in attention_desc.STAGES]
-    cases += [("fp16", 64, False, max(attention_desc.STAGES)), ("bf16", 128, False, 2)]
+    cases = [("bf16", 128, True, s) for s in attention.STAGES]
+    cases += [("fp16", 64, False, max(attention.STAGES)), ("bf16", 128, False, 2)]
     got = compile_sm90([_spec(*case) for case in cases])
     for case, g in zip(cases, got):
         assert_fits_sm90(g, attention_desc.KERNEL.sass_minimums(), case)
+    # the same kernel without DESC (the tutorial row) still builds within the generic rules
+    (plain,) = compile_sm90([_spec("bf16", 128, True, 3, desc=False)])
+    assert_fits_sm90(plain, attention.KERNEL.sass_minimums(), "tutorial")
+    assert plain["sass_sha256"] not in {g["sass_sha256"] for g in got}
