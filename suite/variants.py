@@ -506,3 +506,13 @@ register_kernel(
     "tensor pipe on named barriers, each turn issuing one warpgroup's O += P V of its last tile and S = Q K^T of its "
     "next while the other runs its softmax; S-deep ring, S = 2-3",
 )
+register_kernel(
+    "attention",
+    "triton",
+    "desc 128x64",
+    "suite.triton.attention_desc:KERNEL",
+    gate=gpu_or_interpreter,
+    description="the tutorial form through tensor descriptors built on the host (TMA on Hopper): Q, K, V and O as "
+    "(batch x heads, seq, d) boxed [1, rows, d], zero-filled past a head's rows; K / V blocks pipelined by "
+    "num_stages=S",
+)

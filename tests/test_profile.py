@@ -502,3 +502,20 @@ def test_group_timeout_from_the_environment(monkeypatch):
         monkeypatch.setenv("PIPESUITE_PROFILE_TIMEOUT", bad)
         with pytest.raises(profile.Unavailable, match="PIPESUITE_PROFILE_TIMEOUT must be"):
             profile.group_timeout()
+
+
+def test_every_problems_rows_get_the_same_columns():
+    """Tensor-pipe busy, stall reasons and shared-memory figures come out for a row of any problem (attention's
+    included): what leads the cell follows the problem's unit, never its name."""
+    from suite.problems import PROBLEMS
+
+    measured = profile.profile_of(_kernels()[TMA_STORE])
+    for problem in PROBLEMS.values():
+        size = problem.edge_sizes_for(problem.default_dtype)[0]
+        row = _row(problem=problem.name, profile=dict(measured))
+        row.update(shape=problem.shape(size), unit=problem.unit)
+        lead = "tensor 80%" if problem.unit == "TFLOP/s" else "dram"
+        assert profile.why(row).startswith(lead) and "long_sb 30%" in profile.why(row), problem.name
+        columns = profile.flat(row)
+        assert columns["profile_tensor_pipe_pct"] and columns["profile_stall_1"] == "long_scoreboard", problem.name
+        assert columns["profile_smem_st_wavefronts_per_request"], problem.name

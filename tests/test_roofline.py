@@ -1,5 +1,5 @@
-"""suite.driver.roofline on a CPU: each GEMM row's bound from the run's own ceilings, and the probes a run without
-them takes (faked here), flushed as the run's rows were."""
+"""suite.driver.roofline on a CPU: each row's bound (every problem with FLOPs and min_bytes) from the run's own
+ceilings, and the probes a run without them takes (faked here), flushed as the run's rows were."""
 
 import pytest
 
@@ -42,10 +42,10 @@ def test_every_timed_gemm_row_gets_the_lower_of_its_two_bounds():
     assert "copy_ rows" in meta["bandwidth_from"]
 
 
-def test_a_peak_comes_only_from_large_square_ceilings_and_per_dtype():
+def test_a_peak_comes_only_from_compute_bound_ceilings_and_per_dtype():
     rows = [
         _row("vector", "268435456", 4000.0, ceiling=True, dtype="fp32"),
-        _row("gemm", "2048x8192x8192", 900.0, ceiling=True),  # not >= 4096 in every dimension: no peak
+        _row("gemm", "1024x8192x8192", 900.0, ceiling=True),  # 819 FLOP per byte, below a 4096^3's: no peak
         _row("gemm", "4096x4096x4096", 600.0, ceiling=True),
         _row("gemm", "8192x8192x8192", 1400.0, ceiling=True, dtype=FP8),
     ]
@@ -68,13 +68,35 @@ def test_a_run_without_its_own_ceilings_probes_them_flushed_as_its_rows(monkeypa
     )
 
 
-def test_no_timed_gemm_row_no_roofline():
-    assert roofline.annotate([_row("vector", "1024", 10.0, ceiling=True, dtype="fp32")], on_gpu=False) == {
-        "note": "no GEMM row was timed: no roofline"
-    }
+def test_no_timed_row_of_a_flop_problem_no_roofline():
+    meta = roofline.annotate([_row("vector", "1024", 10.0, ceiling=True, dtype="fp32")], on_gpu=False)
+    assert set(meta) == {"note"} and "no roofline" in meta["note"]
 
 
 def test_without_a_gpu_the_rows_are_left_without_a_bound():
     row = _row("gemm", "128x8192x8192", 200.0)
     meta = roofline.annotate([row], on_gpu=False)
     assert "roofline" not in row and meta["bandwidth_gbs"] is None
+
+
+def test_every_problem_with_min_bytes_gets_a_roofline_from_the_same_peak():
+    """Rows of any problem that states its FLOPs and its fewest bytes (here attention) are bound by the run's
+    bandwidth and the same per-dtype peak as the GEMM's: nothing in the driver names a problem."""
+    flop_problems = [p for p in PROBLEMS.values() if p.min_bytes is not None]
+    assert len(flop_problems) >= 2
+    copy_ = _row("vector", "268435456", 4000.0, ceiling=True, dtype="fp32")
+    for problem in flop_problems:
+        dtype = next(iter(problem.dtypes))
+        label = problem.dtypes[dtype].label
+        size = max(problem.default_sizes_for(dtype), key=lambda s: problem.work(s) / problem.min_bytes(s, dtype))
+        small = min(problem.edge_sizes_for(dtype), key=lambda s: problem.work(s) / problem.min_bytes(s, dtype))
+        peak = _row(problem.name, problem.shape(size), 800.0, ceiling=True, dtype=label)
+        fast = _row(problem.name, problem.shape(size), 600.0, dtype=label)
+        tiny = _row(problem.name, problem.shape(small), 0.5, dtype=label)
+        meta = roofline.annotate([copy_, peak, fast, tiny], on_gpu=False)
+        assert meta["peak_tflops"] == {dtype: 800.0}, problem.name
+        assert fast["roofline"] == 800.0 and fast["bound"] == "tensor", problem.name
+        assert fast["ratio_to_roofline"] == pytest.approx(0.75)
+        intensity = problem.work(small) / problem.min_bytes(small, dtype)
+        assert tiny["roofline"] == pytest.approx(min(800.0, 4000.0e9 * intensity / 1e12)), problem.name
+        assert tiny["bound"] == "memory", problem.name

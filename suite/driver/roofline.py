@@ -1,25 +1,32 @@
-"""The roofline of every GEMM row: the fastest its shape can run on this GPU, from this run's own ceilings.
+"""The roofline of every row of a problem that counts FLOPs: the fastest its shape can run on this GPU, from this
+run's own ceilings.
 
     roofline = min(tensor peak, bandwidth x arithmetic intensity),   arithmetic intensity = FLOP / bytes moved
 
-* bytes moved: the fewest a GEMM must move through memory, A, B and C once each (Problem.min_bytes);
-* bandwidth: this run's own ``copy_`` ceiling (the vector problem's torch:copy_ rows, bytes read + written per
-  second); when the run has none, ``copy_`` is timed once over 1 GiB after the run, the same way;
-* tensor peak, per dtype: the best large-square cuBLAS throughput of the run (its ceiling rows at M, N, K >= 4096);
-  when the run has none, cuBLAS is timed once at 8192^3 after the run. A register-only MMA loop is not used: it issues
-  below cuBLAS's large-square rate (docs/results.md), so cuBLAS is the higher, and the bound.
+* FLOP and bytes moved: what the row's problem says (``Problem.work``, ``Problem.min_bytes``: the fewest bytes a
+  solution must move through memory, each operand and the output once); a problem without ``min_bytes`` gets no
+  roofline;
+* bandwidth: this run's own ceiling rows of a problem that is its own memory bound (no ``min_bytes``, throughput in
+  GB/s: the vector's torch copy_, bytes read + written per second); when the run has none, ``copy_`` is timed once
+  over 1 GiB after the run, the same way;
+* tensor peak, per dtype: the best throughput of this run's ceiling rows at shapes far past the ridge point
+  (arithmetic intensity >= PEAK_MIN_INTENSITY: the library's sustained rate, not a bound of its own), whatever their
+  problem (cuBLAS's large GEMMs set it in practice); when the run has none, each FLOP problem's ceiling is timed once
+  after the run at its most compute-bound default size, and the best is taken. A register-only MMA loop is not used:
+  it issues below cuBLAS's large-square rate (docs/results.md), so cuBLAS is the higher, and the bound.
 
-Each GEMM row gets ``roofline`` (in TFLOP/s) and ``ratio_to_roofline``; the run's metadata gets ``roofline``: the
+Each such row gets ``roofline`` (in TFLOP/s) and ``ratio_to_roofline``; the run's metadata gets ``roofline``: the
 bandwidth and peaks used and how each was measured. A memory-bound shape (decode) is then judged against the memory
-system, not only against cuBLAS.
+system, not only against the library.
 """
 
 from __future__ import annotations
 
 from suite.problems import PROBLEMS
 
-PEAK_MIN_DIM = 4096  # a square shape at least this large shows cuBLAS's sustained peak
-PROBE_SIZE = 8192
+# FLOP per byte a ceiling's shape must reach to count as a tensor peak: a 4096^3 GEMM's in 2-byte types (4096 / 3),
+# some 6x the H200's ridge point
+PEAK_MIN_INTENSITY = 1365
 PROBE_VECTOR_N = 2**28  # 1 GiB of fp32: far larger than any GPU's L2, so the copy streams from DRAM
 
 
@@ -27,18 +34,32 @@ def _dtype_name(problem, label: str) -> str:
     return next((name for name, d in problem.dtypes.items() if d.label == label), problem.default_dtype)
 
 
+def _has_roofline(problem) -> bool:
+    return problem.min_bytes is not None
+
+
+def _is_memory_bound_problem(problem) -> bool:
+    """A problem that is its own memory bound: no min_bytes, its throughput already bytes per second."""
+    return problem.min_bytes is None and problem.unit == "GB/s"
+
+
+def _intensity(problem, size, dtype: str) -> float:
+    return problem.work(size) / problem.min_bytes(size, dtype)  # FLOP per byte
+
+
 def _from_rows(rows: list[dict]) -> tuple[float | None, dict[str, float]]:
-    """(copy_ bandwidth in GB/s, {dtype: cuBLAS peak TFLOP/s}) from this run's measured ceiling rows."""
-    gemm = PROBLEMS["gemm"]
-    copies = [r["throughput"] for r in rows if r["problem"] == "vector" and r["ceiling"] and r.get("measured")]
-    peaks: dict[str, float] = {}
+    """(copy_ bandwidth in GB/s, {dtype: peak TFLOP/s}) from this run's measured ceiling rows."""
+    copies, peaks = [], {}
     for r in rows:
-        if r["problem"] != "gemm" or not r["ceiling"] or not r.get("measured"):
+        problem = PROBLEMS.get(r["problem"])
+        if problem is None or not r["ceiling"] or not r.get("measured"):
             continue
-        m, n, k = gemm.parse_size(r["shape"])
-        if min(m, n, k) >= PEAK_MIN_DIM:
-            d = _dtype_name(gemm, r["dtype"])
-            peaks[d] = max(peaks.get(d, 0.0), r["throughput"])
+        if _is_memory_bound_problem(problem):
+            copies.append(r["throughput"])
+        elif _has_roofline(problem):
+            d = _dtype_name(problem, r["dtype"])
+            if _intensity(problem, problem.parse_size(r["shape"]), d) >= PEAK_MIN_INTENSITY:
+                peaks[d] = max(peaks.get(d, 0.0), r["throughput"])
     return (max(copies) if copies else None), peaks
 
 
@@ -74,47 +95,57 @@ def probe_bandwidth(flush: str = "write") -> float:
 
 
 def probe_peak(dtype: str, flush: str = "write") -> float:
-    """cuBLAS (the GEMM problem's ceiling) at 8192^3 in ``dtype``, TFLOP/s."""
+    """The best of every FLOP problem's ceiling in ``dtype``, each at its most compute-bound default size, TFLOP/s."""
     import torch
 
     from suite.registry import variants
 
-    gemm = PROBLEMS["gemm"]
-    size = (PROBE_SIZE,) * 3
-    inputs = gemm.make_inputs(size, 0, torch.device("cuda"), dtype)
-    ceiling = next(v for v in variants("gemm") if v.ceiling)
-    fn = ceiling.factory(inputs, gemm.make_output(inputs), None)
-    return gemm.work(size) / (_time_ms(fn, flush) * 1e-3) / 1e12
+    best = 0.0
+    for problem in PROBLEMS.values():
+        ceiling = next((v for v in variants(problem.name) if v.ceiling), None)
+        if not _has_roofline(problem) or dtype not in problem.dtypes or ceiling is None or ceiling.skip_reason():
+            continue
+        size = max(problem.default_sizes_for(dtype), key=lambda s: _intensity(problem, s, dtype))
+        inputs = problem.make_inputs(size, 0, torch.device("cuda"), dtype)
+        fn = ceiling.factory(inputs, problem.make_output(inputs), None)
+        best = max(best, problem.work(size) / (_time_ms(fn, flush) * 1e-3) / 1e12)
+    return best
 
 
 def annotate(rows: list[dict], on_gpu: bool, flush: str = "write") -> dict:
-    """Add ``roofline`` and ``ratio_to_roofline`` to every measured GEMM row; return what the metadata records.
-    Probes (GPU only) whatever this run's rows do not already give, the L2 flushed as the run's (``flush``)."""
-    gemm = PROBLEMS["gemm"]
-    timed = [r for r in rows if r["problem"] == "gemm" and r.get("measured")]
+    """Add ``roofline`` and ``ratio_to_roofline`` to every measured row of a problem with ``min_bytes``; return what
+    the metadata records. Probes (GPU only) whatever this run's rows do not already give, the L2 flushed as the run's
+    (``flush``)."""
+    timed = [
+        (r, PROBLEMS[r["problem"]])
+        for r in rows
+        if r.get("measured") and r["problem"] in PROBLEMS and _has_roofline(PROBLEMS[r["problem"]])
+    ]
     if not timed:
-        return {"note": "no GEMM row was timed: no roofline"}
+        return {"note": "no row of a problem with a roofline (FLOPs and min_bytes) was timed: no roofline"}
     bandwidth, peaks = _from_rows(rows)
     meta = {
         "bandwidth_gbs": bandwidth,
-        "bandwidth_from": "this run's torch:copy_ rows (vector problem)",
+        "bandwidth_from": "this run's ceiling rows of a memory-bound problem (the torch copy_ rows)",
         "peak_tflops": dict(peaks),
-        "peak_from": {d: f"this run's cuBLAS rows at M, N, K >= {PEAK_MIN_DIM}" for d in peaks},
+        "peak_from": {d: f"this run's ceiling rows at >= {PEAK_MIN_INTENSITY} FLOP per byte" for d in peaks},
     }
     if bandwidth is None and on_gpu:
         meta["bandwidth_gbs"] = bandwidth = probe_bandwidth(flush)
         meta["bandwidth_from"] = f"torch copy_ over 1 GiB, timed after the run ({_how(flush)})"
-    for d in {_dtype_name(gemm, r["dtype"]) for r in timed} - set(peaks):
+    for d in sorted({_dtype_name(p, r["dtype"]) for r, p in timed} - set(peaks)):
         if on_gpu:
             peaks[d] = meta["peak_tflops"][d] = probe_peak(d, flush)
-            meta["peak_from"][d] = f"cuBLAS at {PROBE_SIZE}^3, timed after the run ({_how(flush)})"
-    for r in timed:
-        d = _dtype_name(gemm, r["dtype"])
+            meta["peak_from"][d] = (
+                "each FLOP problem's ceiling at its most compute-bound default size, timed after the run"
+                f" ({_how(flush)})"
+            )
+    for r, problem in timed:
+        d = _dtype_name(problem, r["dtype"])
         if bandwidth is None or d not in peaks:
             continue
-        size = gemm.parse_size(r["shape"])
-        intensity = gemm.work(size) / gemm.min_bytes(size, d)  # FLOP per byte
-        r["roofline"] = min(peaks[d], bandwidth * 1e9 * intensity / 1e12)
+        memory_bound = bandwidth * 1e9 * _intensity(problem, problem.parse_size(r["shape"]), d) / 1e12
+        r["roofline"] = min(peaks[d], memory_bound)
         r["ratio_to_roofline"] = r["throughput"] / r["roofline"]
-        r["bound"] = "memory" if bandwidth * 1e9 * intensity / 1e12 < peaks[d] else "tensor"
+        r["bound"] = "memory" if memory_bound < peaks[d] else "tensor"
     return meta

@@ -5,6 +5,9 @@ are pipelined by ``tl.range(..., num_stages=STAGES)``, the depth this module swe
 Causal (bottom-right aligned: row i sees key j when j <= i + skv - sq): the key blocks every row of the program sees
 in full run unmasked, the blocks across the diagonal run masked, and the blocks past the last row's diagonal are
 skipped. GQA: query head h reads key / value head h // (hq / hkv).
+
+With DESC, the same kernel reads Q, K, V and writes O through tensor descriptors instead of pointers
+(suite.triton.attention_desc launches it so).
 """
 
 from __future__ import annotations
@@ -30,8 +33,9 @@ def _attend_blocks(
     l_i,
     m_i,
     q,
-    k_ptrs,
-    v_ptrs,
+    k_src,  # K's pointers as (d x keys), or with DESC its descriptor
+    v_src,  # V's pointers as (keys x d), or with DESC its descriptor
+    kv_bh,  # the key / value head (DESC's first coordinate)
     rows,
     keys,
     lo,
@@ -44,11 +48,15 @@ def _attend_blocks(
     MASKED: tl.constexpr,  # mask keys past skv and (CAUSAL) past each row's diagonal
     CAUSAL: tl.constexpr,
     STAGES: tl.constexpr,
+    DESC: tl.constexpr,
 ):
     # -- iterate over the key blocks in [lo, hi): num_stages decides how many K / V blocks are in flight --
     for start in tl.range(lo, hi, BLOCK_N, num_stages=STAGES):
         in_range = (start + keys) < SKV
-        k = tl.load(k_ptrs + start * HEAD_DIM, mask=in_range[None, :], other=0.0)  # (HEAD_DIM, BLOCK_N)
+        if DESC:  # a box past the head's last key is zero-filled
+            k = k_src.load([kv_bh, start, 0]).reshape(BLOCK_N, HEAD_DIM).T
+        else:
+            k = tl.load(k_src + start * HEAD_DIM, mask=in_range[None, :], other=0.0)  # (HEAD_DIM, BLOCK_N)
         s = tl.dot(q, k) * qk_scale  # scores in log2 units: exp2(s) = exp(q.k * scale)
         if MASKED:
             visible = in_range[None, :]
@@ -61,7 +69,10 @@ def _attend_blocks(
         alpha = tl.exp2(m_i - m_ref)
         p = tl.exp2(s - m_ref[:, None])
         l_i = l_i * alpha + tl.sum(p, 1)
-        v = tl.load(v_ptrs + start * HEAD_DIM, mask=in_range[:, None], other=0.0)  # (BLOCK_N, HEAD_DIM)
+        if DESC:
+            v = v_src.load([kv_bh, start, 0]).reshape(BLOCK_N, HEAD_DIM)
+        else:
+            v = tl.load(v_src + start * HEAD_DIM, mask=in_range[:, None], other=0.0)  # (BLOCK_N, HEAD_DIM)
         acc = tl.dot(p.to(v.dtype), v, acc * alpha[:, None])
         m_i = m_new
     return acc, l_i, m_i
@@ -69,7 +80,7 @@ def _attend_blocks(
 
 @triton.jit
 def attention_fwd_kernel(
-    # pointers
+    # pointers, or with DESC descriptors over (b * heads, seq, d) boxed [1, BLOCK_M or BLOCK_N, d]
     q_ptr,
     k_ptr,
     v_ptr,
@@ -87,22 +98,26 @@ def attention_fwd_kernel(
     HEAD_DIM: tl.constexpr,
     CAUSAL: tl.constexpr,
     STAGES: tl.constexpr,
+    DESC: tl.constexpr = False,
 ):
     # -- map the program id to BLOCK_M query rows of one (batch, query head) --
     pid_m = tl.program_id(0)
     pid_bh = tl.program_id(1)  # batch * HQ + query head
     kv_bh = (pid_bh // HQ) * (HQ // GROUP) + (pid_bh % HQ) // GROUP  # its key / value head (GQA)
-    q_base = q_ptr + pid_bh.to(tl.int64) * SQ * HEAD_DIM
-    o_base = o_ptr + pid_bh.to(tl.int64) * SQ * HEAD_DIM
-    kv_off = kv_bh.to(tl.int64) * SKV * HEAD_DIM
-
-    # -- pointers: the Q block (rows x d), K blocks as (d x keys), V blocks as (keys x d) --
+    # -- pointers: the Q block (rows x d), K blocks as (d x keys), V blocks as (keys x d); or descriptors --
     rows = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
     dims = tl.arange(0, HEAD_DIM)
     keys = tl.arange(0, BLOCK_N)
-    q = tl.load(q_base + rows[:, None] * HEAD_DIM + dims[None, :], mask=rows[:, None] < SQ, other=0.0)
-    k_ptrs = k_ptr + kv_off + keys[None, :] * HEAD_DIM + dims[:, None]
-    v_ptrs = v_ptr + kv_off + keys[:, None] * HEAD_DIM + dims[None, :]
+    if DESC:
+        q = q_ptr.load([pid_bh, pid_m * BLOCK_M, 0]).reshape(BLOCK_M, HEAD_DIM)
+        k_src = k_ptr
+        v_src = v_ptr
+    else:
+        q_base = q_ptr + pid_bh.to(tl.int64) * SQ * HEAD_DIM
+        kv_off = kv_bh.to(tl.int64) * SKV * HEAD_DIM
+        q = tl.load(q_base + rows[:, None] * HEAD_DIM + dims[None, :], mask=rows[:, None] < SQ, other=0.0)
+        k_src = k_ptr + kv_off + keys[None, :] * HEAD_DIM + dims[:, None]
+        v_src = v_ptr + kv_off + keys[:, None] * HEAD_DIM + dims[None, :]
 
     m_i = tl.full((BLOCK_M,), float("-inf"), dtype=tl.float32)
     l_i = tl.zeros((BLOCK_M,), dtype=tl.float32)
@@ -119,21 +134,31 @@ def attention_fwd_kernel(
         lo = (SKV // BLOCK_N) * BLOCK_N
         hi = SKV
     acc, l_i, m_i = _attend_blocks(
-        acc, l_i, m_i, q, k_ptrs, v_ptrs, rows, keys, 0, lo, SKV, diagonal, qk_scale, BLOCK_N, HEAD_DIM, False,
-        CAUSAL, STAGES,
+        acc, l_i, m_i, q, k_src, v_src, kv_bh, rows, keys, 0, lo, SKV, diagonal, qk_scale, BLOCK_N, HEAD_DIM, False,
+        CAUSAL, STAGES, DESC,
     )  # fmt: skip
     acc, l_i, m_i = _attend_blocks(
-        acc, l_i, m_i, q, k_ptrs, v_ptrs, rows, keys, lo, hi, SKV, diagonal, qk_scale, BLOCK_N, HEAD_DIM, True,
-        CAUSAL, STAGES,
+        acc, l_i, m_i, q, k_src, v_src, kv_bh, rows, keys, lo, hi, SKV, diagonal, qk_scale, BLOCK_N, HEAD_DIM, True,
+        CAUSAL, STAGES, DESC,
     )  # fmt: skip
 
     # -- write back: O = acc / l; a fully masked row (l = 0) is zero --
     out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
-    tl.store(o_base + rows[:, None] * HEAD_DIM + dims[None, :], out.to(o_ptr.dtype.element_ty), mask=rows[:, None] < SQ)
+    if DESC:  # rows past sq are clipped by the store
+        o_ptr.store([pid_bh, pid_m * BLOCK_M, 0], out.to(o_ptr.dtype).reshape(1, BLOCK_M, HEAD_DIM))
+    else:
+        o_base = o_ptr + pid_bh.to(tl.int64) * SQ * HEAD_DIM
+        tl.store(
+            o_base + rows[:, None] * HEAD_DIM + dims[None, :], out.to(o_ptr.dtype.element_ty), mask=rows[:, None] < SQ
+        )
 
 
 class Attention:
-    """The tutorial kernel at ``stages``: ``Attention((q, k, v, causal), out, 3)()`` writes out."""
+    """The tutorial kernel at ``stages``: ``Attention((q, k, v, causal), out, 3)()`` writes out. A subclass with
+    ``desc`` set hands the kernel descriptors (``operands``) instead of the tensors."""
+
+    desc = False
+    how = ""  # what the row's config adds
 
     def __init__(self, inputs, out: torch.Tensor, stages: int):
         check_stages(stages, STAGES)
@@ -141,20 +166,26 @@ class Attention:
         widen_bf16_dot()  # the interpreter's bf16 tl.dot (interpreter only; nothing otherwise)
         self.ops, self.stages = ops, stages
         self.grid = (triton.cdiv(ops.sq, BLOCK_M), ops.b * ops.hq)
-        self.config = f"{BLOCK_M}x{BLOCK_N} blocks, d={ops.d}, num_warps={NUM_WARPS}, tl.range(num_stages={stages})"
+        self.config = (
+            f"{BLOCK_M}x{BLOCK_N} blocks, d={ops.d}, num_warps={NUM_WARPS}, tl.range(num_stages={stages})" + self.how
+        )
         self.info = kernel_info(None, BLOCK_N * ops.d * 2 * 2, self.config, self.grid[0] * self.grid[1])
         self._compiled = False
 
     def __call__(self) -> None:
         o = self.ops
         compiled = attention_fwd_kernel[self.grid](
-            o.q, o.k, o.v, o.out, o.hq, o.group, o.sq, o.skv, o.scale * LOG2E,
-            BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, HEAD_DIM=o.d, CAUSAL=o.causal, STAGES=self.stages,
+            *self.operands(), o.hq, o.group, o.sq, o.skv, o.scale * LOG2E,
+            BLOCK_M=BLOCK_M, BLOCK_N=BLOCK_N, HEAD_DIM=o.d, CAUSAL=o.causal, STAGES=self.stages, DESC=self.desc,
             num_warps=NUM_WARPS, num_stages=self.stages,
         )  # fmt: skip
         if not self._compiled and compiled is not None:
             self._compiled = True
             self.info = kernel_info(compiled, self.info.smem_per_stage, self.config, self.grid[0] * self.grid[1])
+
+    def operands(self) -> tuple:
+        """What the kernel takes for Q, K, V and O."""
+        return (self.ops.q, self.ops.k, self.ops.v, self.ops.out)
 
 
 class TutorialAttention(TritonModule):
