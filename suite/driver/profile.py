@@ -72,8 +72,8 @@ OCCUPANCY = "sm__warps_active.avg.pct_of_peak_sustained_active"
 WARPS_ACTIVE = "smsp__warps_active.avg.per_cycle_active"
 WARPS_ELIGIBLE = "smsp__warps_eligible.avg.per_cycle_active"
 # Cycles the tensor pipe was busy with HMMA (mma.sync), HFMA2.MMA, HGMMA (wgmma) or QGMMA: on gh100 the one pipe
-# metric that counts both mma.sync and wgmma (the committed sample: 62% for the mma.sync GEMM, 80% for the TMA +
-# wgmma one). There is no separate wgmma cycles metric; the row's SASS classes (HMMA / HGMMA) tell which it was.
+# metric that counts both mma.sync and wgmma (the committed sample, tests/data, has it for both kinds of GEMM).
+# There is no separate wgmma cycles metric; the row's SASS classes (HMMA / HGMMA) tell which it was.
 TENSOR_PIPE = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
 DURATION = "gpu__time_duration.sum"  # only to pick the longest kernel of a multi-kernel call; never reported
 SMEM = {  # shared memory, loads (LDS, and ldmatrix's wavefronts) and stores (STS)

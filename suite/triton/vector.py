@@ -82,7 +82,7 @@ class Config:
         )
 
 
-# The best layout tools/tune_vector.py --triton found on the H200 for 1 GiB (docs/tuning.md): 2 tiles of 64 KiB per
+# The best layout tools/tune_vector.py --triton found on an H200 for 1 GiB (docs/tuning.md): 2 tiles of 64 KiB per
 # program, 4 warps; streaming cache hints (evict_first loads, .cs stores) lost everywhere and were dropped.
 BANDWIDTH = Config(tile_bytes=64 * 1024, num_warps=4, schedule=Schedule(tiles_per_block=2))
 DEPTH_NUM_WARPS = 4  # 128 threads, as the PTX ring's depth blocks
