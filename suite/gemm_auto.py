@@ -78,7 +78,7 @@ class AutoGemm(KernelModule):
         reasons = [c.skip_reason(dtype) for c in self.candidates.values() if dtype in (c.dtypes or ("fp16",))]
         return None if any(r is None for r in reasons) else (reasons[0] if reasons else f"no {dtype} build")
 
-    def launch(self, inputs: Inputs, out: torch.Tensor, stages) -> object:
+    def launch(self, inputs: Inputs, out: torch.Tensor, stages):
         if len(inputs) not in (2, 4):
             raise ValueError("a GEMM takes (a, b) or, for fp8, (a, b, scale_a, scale_b)")
         a, b = inputs[0], inputs[1]
@@ -88,15 +88,8 @@ class AutoGemm(KernelModule):
         size = (a.shape[0], b.shape[0] if len(inputs) == 4 else b.shape[1], a.shape[1])
         if dtype not in self.dtypes:
             raise ValueError(f"{self.backend}:auto: dtype {dtype} is not one of {', '.join(self.dtypes)}")
-        try:
-            _, kernel, depth = self.pick(size, dtype)
-        except ValueError:
-            # no candidate takes the shape: the first one's own checks name the rule (on the inputs, before a launch)
-            first = next(c for c in self.candidates.values() if dtype in (c.dtypes or ("fp16",)))
-            first.launch(inputs, out, first.stages_for(dtype)[0])
-            raise
-        fn = kernel.launch(inputs, out, depth)
-        return fn
+        _, kernel, depth = self.pick(size, dtype)  # ValueError naming the rule where no candidate takes the shape
+        return kernel.launch(inputs, out, depth)
 
     def bad_inputs(self) -> list[BadInput]:
         """The rules every candidate adds (each refuses them all: whichever the rule picks, the input is refused)."""
