@@ -23,11 +23,15 @@ from dataclasses import dataclass
 
 H200_SMS = 132  # the rule's SM count where no GPU says otherwise (the committed runs' GPU)
 FILL = 0.8  # tiles >= FILL x SMs: the output tiles alone keep the GPU busy
+PTX_NARROW_M = 256  # up to here 64x128 split-K tiles, while they fit one wave, beat 128x128 ones
+PTX_FEW_WAVES = 4  # 128x256 waves up to which a fuller last wave of 128x192 tiles pays for their narrower tile
 PTX_DECODE_M = 16  # up to here the swapped decode kernel (16-bit types) streams the weight best
-PTX_NARROW_M = 128  # up to here a 64-row split-K tile wastes less than a 128-row one
+TRITON_TINY_M = 16  # below: the Triton decode kernel streams any weight best
 TRITON_DECODE_M = 128  # the Triton decode kernel's token tiles hold up to 64 rows, two of them here
-TRITON_WIDE_N = 28672  # the Triton decode kernel's weight tiles would be too many: split-K instead
-TRITON_SPLIT_M = 512  # up to here Triton's split-K beats a persistent grid of too few tiles
+TRITON_DECODE_N = 8192  # wider weights (from M = TRITON_TINY_M): split-K's 128x256 tiles fill the SMs better
+TRITON_DECODE_K = 8192  # above M = TRITON_DECODE_M / 2, a longer K is split better by split-K
+TRITON_NARROW_M, TRITON_NARROW_N = 256, 4096  # a narrow weight keeps the decode kernel ahead up to this M
+TRITON_SPLIT_M = 512  # up to here split-K while 128x256 tiles are fewer than the SMs; above, only below FILL x SMs
 
 PTX = "ptx"
 TRITON = "triton"
@@ -81,12 +85,14 @@ def choose(backend: str, m: int, n: int, k: int, dtype: str = "fp16", sms: int =
 def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
     t256, t192 = _tiles(m, n, 128, 256), _tiles(m, n, 128, 192)
     few = f"128x256 tiles {math.ceil(m / 128)}x{math.ceil(n / 256)}={t256} < {FILL}x{sms} SMs"
-    narrow = Choice("64x128 split-k tma+wgmma", 8, f"M={m} <= {PTX_NARROW_M} and {few}: 64-row tiles, K split")
-    square = Choice("128x128 split-k tma+wgmma", 7, f"M={m} > {PTX_NARROW_M} and {few}: 128x128 tiles, K split")
-    if m <= PTX_NARROW_M:
-        split = (narrow, square)
-    else:
-        split = (square, narrow)
+    t64 = _tiles(m, n, 64, 128)
+    narrow = Choice(
+        "64x128 split-k tma+wgmma", 8, f"{few}; M={m} <= {PTX_NARROW_M}, 64x128 tiles {t64} <= {sms} SMs: K split"
+    )
+    square = Choice(
+        "128x128 split-k tma+wgmma", 7, f"{few}; M={m} > {PTX_NARROW_M} or 64x128 tiles {t64} > {sms} SMs: K split"
+    )
+    split = (narrow, square) if t64 <= sms and m <= PTX_NARROW_M else (square, narrow)
     if m <= PTX_DECODE_M and dtype != "fp8e4m3":
         decode = Choice(
             "decode swap-ab tma+wgmma",
@@ -107,7 +113,7 @@ def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
     mid = "128x192x64 ws 2wg persistent tma-store tma+wgmma"
     s256, s192 = wave_share(t256, sms), wave_share(t192, sms)
     stages = 4 if dtype == "fp8e4m3" or m * n < 4096 * 4096 else 3
-    if dtype != "fp8e4m3" and s192 > s256:
+    if dtype != "fp8e4m3" and t256 <= PTX_FEW_WAVES * sms and s192 > s256:
         pick = Choice(
             mid, 4, f"128x192 tiles fill {s192:.2f} of the last wave, 128x256 {s256:.2f}: persistent tma-store"
         )
@@ -119,27 +125,32 @@ def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
 
 
 def _triton(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) -> tuple[Choice, ...]:
-    split = Choice("split-k desc", 4, f"M={m} <= {TRITON_SPLIT_M}: 128x256 tiles too few for {sms} SMs, K split")
+    t256 = _tiles(m, n, 128, 256)
     host = Choice(
-        "128x256x64 desc persistent host", 3, f"M={m} > {TRITON_SPLIT_M}: persistent 128x256 tiles, host descriptors"
+        "128x256x64 desc persistent host", 3, f"{t256} 128x256 tiles >= {sms} SMs: persistent, host descriptors"
     )
-    if m <= TRITON_DECODE_M:
-        decode = Choice(
-            "decode swap-ab desc", 4, f"M={m} <= {TRITON_DECODE_M}: the weight on the MMA's M side, streamed once"
-        )
-        if n >= TRITON_WIDE_N:
-            wide = Choice(
-                split.kernel, 4, f"M={m} <= {TRITON_DECODE_M} but N={n} >= {TRITON_WIDE_N}: K split over 128x256 tiles"
-            )
-            return (wide, decode, host)
-        return (decode, split, host)
-    if m <= TRITON_SPLIT_M:
-        return (split, host)
-    if hopper and dtype in ("bf16", "fp8e4m3"):
+    decode = Choice(
+        "decode swap-ab desc",
+        4,
+        f"M={m} < {TRITON_TINY_M}, or N={n} <= {TRITON_DECODE_N} with M <= {TRITON_DECODE_M} and K={k} <= "
+        f"{TRITON_DECODE_K} (or M <= {TRITON_NARROW_M} and N <= {TRITON_NARROW_N}): the weight on the MMA's M side, "
+        "streamed once",
+    )
+    fallback = Choice("split-k desc", 4, "fallback: K split")
+    if (
+        m < TRITON_TINY_M
+        or (m <= TRITON_DECODE_M and n <= TRITON_DECODE_N and (m <= TRITON_DECODE_M // 2 or k <= TRITON_DECODE_K))
+        or (m <= TRITON_NARROW_M and n <= TRITON_NARROW_N)
+    ):
+        return (decode, fallback, host)
+    if m <= TRITON_DECODE_M or (m <= TRITON_SPLIT_M and t256 < sms) or t256 < FILL * sms:
+        split = Choice("split-k desc", 4, f"M={m}, {t256} 128x256 tiles: too few for {sms} SMs alone, K split")
+        return (split, host) if m > TRITON_DECODE_M else (split, decode, host)
+    if hopper and dtype in ("bf16", "fp8e4m3") and m > TRITON_SPLIT_M:
         gluon = Choice(
             "128x256x64 gluon ws persistent",
             3,
-            f"M={m} > {TRITON_SPLIT_M}, {dtype} on sm_90a: Gluon warp-specialized persistent 128x256",
+            f"M={m} > {TRITON_SPLIT_M}, {t256} 128x256 tiles, {dtype} on sm_90a: Gluon warp-specialized persistent",
         )
         return (gluon, host)
-    return (host,)
+    return (host, fallback)
