@@ -15,6 +15,8 @@ def gemm(a, b, backend: str = "ptx", out=None, scales=None):
 
     if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
         raise ValueError("a and b must be torch tensors")
+    if backend == "ptx" and not (a.is_cuda and b.is_cuda):
+        raise ValueError("backend 'ptx' needs CUDA tensors (the Triton backend also runs in its interpreter)")
     fp8 = a.dtype == torch.float8_e4m3fn
     if fp8 != (scales is not None):
         raise ValueError("scales=(scale_a, scale_b) are given with fp8 e4m3 inputs, and only with them")
