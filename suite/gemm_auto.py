@@ -35,6 +35,13 @@ class AutoGemm(KernelModule):
             d for d in ("fp16", "bf16", "fp8e4m3") if any(d in (c.dtypes or ()) for c in candidates.values())
         )
 
+    @property
+    def fp8_accumulation(self) -> str | None:
+        """How its fp8 rows accumulate: what every fp8 candidate says (each may be chosen), None where they differ
+        or do not say."""
+        said = {getattr(c, "fp8_accumulation", None) for c in self.candidates.values() if "fp8e4m3" in (c.dtypes or ())}
+        return said.pop() if len(said) == 1 else None
+
     def stages_for(self, dtype: str) -> tuple:
         return (None,)
 

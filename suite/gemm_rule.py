@@ -7,13 +7,13 @@ preference; the first a kernel takes is run (suite/ptx/gemm_auto.py, suite/trito
 fallbacks when a kernel refuses the shape. Split counts are not chosen here: the split-K, stream-K and decode kernels
 set theirs from the shape by their own rules.
 
-The regimes, each a reason a tile choice wins:
-- decode (M <= 16 in PTX, M <= 128 in Triton): the weight is nearly all the bytes; a swapped kernel puts the weight on
-  the MMA's wide side and streams it once;
+The regimes, each a reason a tile choice wins (the thresholds are the constants below, fitted on committed runs):
+- decode (PTX: M <= 16 at 16-bit types; Triton: M < 16, or up to M = 128 against weights up to 8192 wide): the weight
+  is nearly all the bytes; a swapped kernel puts the weight on the MMA's wide side and streams it once;
 - few output tiles (fewer 128x256 tiles than ``FILL`` x SMs): a wide tile leaves SMs idle, so K is split over blocks
-  of smaller tiles (64x128 while one 64-row tile holds M's rows, else 128x128);
-- many tiles: a persistent, warp-specialized kernel whose epilogue overlaps the next tile's mainloop, on the tile
-  width (256 or 192) whose last wave is fuller.
+  of smaller tiles (PTX: 64x128 while M <= 256 and those tiles fit one wave, else 128x128);
+- many tiles: a persistent, warp-specialized kernel whose epilogue overlaps the next tile's mainloop, on 128x256
+  tiles, or 128x192 ones where their last wave is fuller and there are at most ``PTX_FEW_WAVES`` waves.
 """
 
 from __future__ import annotations
@@ -95,18 +95,14 @@ def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
     split = (narrow, square) if t64 <= sms and m <= PTX_NARROW_M else (square, narrow)
     if m <= PTX_DECODE_M and dtype != "fp8e4m3":
         decode = Choice(
-            "decode swap-ab tma+wgmma",
-            4 if k >= 4096 else 3,
-            f"M={m} <= {PTX_DECODE_M}: the weight on wgmma's M side, streamed once",
+            "decode swap-ab tma+wgmma", 4, f"M={m} <= {PTX_DECODE_M}: the weight on wgmma's M side, streamed once"
         )
         return (decode, *split)
-    if m <= PTX_DECODE_M:
+    if m <= PTX_DECODE_M:  # fp8 has no decode build: the 64-row split-K tile wastes the fewest rows
         first = Choice(
-            split[0].kernel,
-            split[0].stages,
-            f"fp8 M={m} <= {PTX_DECODE_M} (no fp8 decode build): 64-row tiles, K split",
+            narrow.kernel, narrow.stages, f"fp8, M={m} <= {PTX_DECODE_M} (no fp8 decode build): 64x128 tiles, K split"
         )
-        return (first, *split[1:])
+        return (first, square)
     if t256 < FILL * sms and t192 < FILL * sms:
         return split
     wide = "128x256x64 ws 2wg persistent tma-store tma+wgmma"
