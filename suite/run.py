@@ -397,11 +397,11 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
     for flag, value in (("--sweep-seed", args.sweep_seed), ("--sweep-count", args.sweep_count)):
         if value is not None and "sweep" not in (args.shapes or ()):
             return _usage_error(flag, "is only valid with --shapes sweep")
-    sweep = {"sweep_seed": 0 if args.sweep_seed is None else args.sweep_seed}
-    sweep["sweep_count"] = 48 if args.sweep_count is None else args.sweep_count
-    if "sweep" in (args.shapes or ()):
-        from suite.model_shapes import sweep_shapes
+    from suite.model_shapes import DEFAULT_COUNT, DEFAULT_SEED, sweep_shapes
 
+    sweep = {"sweep_seed": DEFAULT_SEED if args.sweep_seed is None else args.sweep_seed}
+    sweep["sweep_count"] = DEFAULT_COUNT if args.sweep_count is None else args.sweep_count
+    if "sweep" in (args.shapes or ()):
         try:
             sweep_shapes(sweep["sweep_seed"], sweep["sweep_count"])
         except ValueError as e:

@@ -25,6 +25,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from suite import model_shapes
 from suite.driver import timing
 from suite.driver.rows import blank_row  # noqa: F401  (suite.merge reads it here)
 from suite.problems import PROBLEMS, Problem
@@ -41,8 +42,8 @@ class Options:
     dtypes: tuple[str, ...] | None = None  # dtype names (suite.problems.DType); None: every dtype of each problem
     shape_sets: tuple[str, ...] | None = None  # --shapes: named sets (Problem.shape_sets) instead of the defaults
     # a shape set drawn when the plan is made (a Problem.shape_sets function: the GEMM's sweep) takes these
-    sweep_seed: int = 0
-    sweep_count: int = 48
+    sweep_seed: int = model_shapes.DEFAULT_SEED
+    sweep_count: int = model_shapes.DEFAULT_COUNT
     quick: bool = False
     seed: int = 0
     warmup_ms: float = 25.0
@@ -346,9 +347,7 @@ def build(opts, on_gpu: bool) -> Plan:
         options["plugin_source"] = outside  # shards run with different plugin code are different plans
     sweep = {}
     if drawn_sets(opts):
-        from suite.model_shapes import DISTRIBUTION
-
-        sweep = {"seed": opts.sweep_seed, "count": opts.sweep_count, "distribution": DISTRIBUTION}
+        sweep = {"seed": opts.sweep_seed, "count": opts.sweep_count, "distribution": model_shapes.DISTRIBUTION}
     return Plan(tuple(jobs), options, sweep)
 
 
