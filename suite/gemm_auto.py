@@ -11,7 +11,8 @@ from __future__ import annotations
 import torch
 
 from suite import gemm_rule
-from suite.kernel import KernelModule
+from suite.info import KernelInfo
+from suite.kernel import KernelModule, NvrtcModule
 from suite.problems import BadInput, Inputs, gemm_dtype_of
 
 
@@ -31,9 +32,17 @@ class AutoGemm(KernelModule):
 
     def __init__(self, backend: str, candidates: dict[str, KernelModule]):
         self.backend, self.candidates = backend, candidates
+        if any(isinstance(c, NvrtcModule) for c in candidates.values()):
+            self.describe = self._describe  # without a GPU its row is built and described, like its candidates'
         self.dtypes = tuple(
             d for d in ("fp16", "bf16", "fp8e4m3") if any(d in (c.dtypes or ()) for c in candidates.values())
         )
+
+    def _describe(self, arch: str, dtype: str | None = None) -> dict[None, KernelInfo]:
+        """Without a GPU: every candidate NVRTC builds, compiled for ``arch`` (the shape picks which one a launch
+        runs; the row's note says which), as one description of its one row."""
+        built = [name for name, c in self.candidates.items() if isinstance(c, NvrtcModule) and c.build(arch)]
+        return {None: KernelInfo(config=f"{arch} cubins of every candidate: {', '.join(built)}")}
 
     @property
     def fp8_accumulation(self) -> str | None:
