@@ -97,6 +97,11 @@ class KernelModule:
         """The kernel instantiations a launch at ``stages`` may run, as the sanitizer's reports name them."""
         return ()
 
+    def choice(self, size, dtype: str) -> str | None:
+        """One line saying what a module that picks among kernels by the shape runs at ``size`` and ``dtype``, and
+        why (the driver puts it in the row's note); None for a module that is one kernel."""
+        return None
+
     def sass_minimums(self) -> dict[str, int]:
         """``sass_requires`` as class -> minimum count per instantiation."""
         req = self.sass_requires

@@ -3,7 +3,8 @@ an output against it, and how much work one solution does (for the throughput co
 
 A size is an int for ``vector`` (n) and an (M, N, K) tuple for ``gemm``. A problem has one or more data types
 (``DType``): the vector is fp32; the GEMM is fp16 (the default), bf16 or fp8 e4m3, each with its own inputs, output
-type, tolerance and ceiling. Named shape sets (``Problem.shape_sets``) are what ``--shapes NAME`` picks.
+type, tolerance and ceiling. Named shape sets (``Problem.shape_sets``) are what ``--shapes NAME`` picks; a set
+given as a function of (seed, count) is drawn when the plan is made (the GEMM's ``sweep``, suite.model_shapes).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import math
 import torch
 
 from suite.attention_problem import attention_problem
+from suite.model_shapes import sweep_shapes
 from suite.problem_types import BadInput, Check, DType, Inputs, Problem
 
 __all__ = ["BadInput", "Check", "DType", "Inputs", "Problem", "PROBLEMS"]
@@ -236,7 +238,8 @@ GEMM = Problem(
     scale=1e12,
     cpu_max_work=2 * 2**28,  # M*N*K <= 2^28: a few seconds per stage count in the interpreter
     cpu_limit="M*N*K <= 2^28 (e.g. 512x512x1024)",
-    shape_sets={"square": SQUARE_SHAPES, "llm": LLM_SHAPES, "long-k": LONG_K_SHAPES},
+    # sweep: drawn from public model dimensions by --sweep-seed and --sweep-count when the plan is made
+    shape_sets={"square": SQUARE_SHAPES, "llm": LLM_SHAPES, "long-k": LONG_K_SHAPES, "sweep": sweep_shapes},
     min_bytes=_gemm_min_bytes,
     input_dtype=gemm_dtype_of,
 )

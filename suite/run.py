@@ -139,7 +139,23 @@ def parse_args(argv=None) -> argparse.Namespace:
         nargs="+",
         metavar="NAME",
         help="named shape sets instead of the default sizes (gemm: square, llm: Llama-3 8B/70B "
-        "projections at decode and prefill M, long-k: fewer output tiles than SMs)",
+        "projections at decode and prefill M, long-k: fewer output tiles than SMs, sweep: --sweep-count shapes drawn "
+        "with --sweep-seed from public model dimensions)",
+    )
+    p.add_argument(
+        "--sweep-seed",
+        type=int,
+        default=None,
+        metavar="S",
+        help="with --shapes sweep: the seed of the shapes drawn (default 0); the same seed draws the same shapes "
+        "everywhere",
+    )
+    p.add_argument(
+        "--sweep-count",
+        type=int,
+        default=None,
+        metavar="N",
+        help="with --shapes sweep: how many shapes are drawn (default 48)",
     )
     p.add_argument(
         "--dtype",
@@ -370,6 +386,19 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
             return _usage_error(
                 "--variant", f"unknown {', '.join(map(repr, unknown))} (python -m suite.run --list shows the variants)"
             )
+    for flag, value in (("--sweep-seed", args.sweep_seed), ("--sweep-count", args.sweep_count)):
+        if value is not None and "sweep" not in (args.shapes or ()):
+            return _usage_error(flag, "is only valid with --shapes sweep")
+    from suite.model_shapes import DEFAULT_COUNT, DEFAULT_SEED, sweep_shapes
+
+    sweep = {"sweep_seed": DEFAULT_SEED if args.sweep_seed is None else args.sweep_seed}
+    sweep["sweep_count"] = DEFAULT_COUNT if args.sweep_count is None else args.sweep_count
+    if "sweep" in (args.shapes or ()):
+        try:
+            sweep_shapes(sweep["sweep_seed"], sweep["sweep_count"])
+        except ValueError as e:
+            flag = "--sweep-seed" if "seed" in str(e) else "--sweep-count"
+            return _usage_error(flag, str(e))
     sizes = {}
     if args.flush == "read" and args.timer != "burst":
         return _usage_error(
@@ -392,6 +421,7 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
         seed=args.seed,
         dtypes=tuple(args.dtype) if args.dtype else None,
         shape_sets=tuple(args.shapes) if args.shapes else None,
+        **sweep,
         timer=args.timer,
         launch=args.launch,
         flush=args.flush,  # None: the timer's own (Options resolves it)

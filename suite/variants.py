@@ -288,7 +288,7 @@ GEMM_VARIANTS = (
         "128x192x64 ws 2wg persistent tma-store tma+wgmma",
         "suite.ptx.gemm_tma:KERNELS[128x192x64 ws 2wg persistent tma-store]",
         needs_sm90a,
-        ("llm", "long-k"),
+        ("llm", "long-k", "sweep"),
         "the persistent TMA-store rung on 128x192 tiles (64x192 per consumer warpgroup, B in three 64-column "
         "boxes), each over all of K: where 128x256 tiles leave SMs idle (at M = 256, N = 10240: 108 tiles, not 80)",
     ),
@@ -297,7 +297,7 @@ GEMM_VARIANTS = (
         "128x256 stream-k tma+wgmma",
         "suite.ptx.gemm_tma:KERNELS[128x256 stream-k]",
         needs_sm90a,
-        ("llm", "long-k"),
+        ("llm", "long-k", "sweep"),
         "the persistent rung's 128x256 tile (2 consumer warpgroups), stream-K: whole tiles in data-parallel "
         "waves while two waves remain, the last tiles' K iterations shared evenly",
     ),
@@ -306,7 +306,7 @@ GEMM_VARIANTS = (
         "256x128 stream-k tma+wgmma",
         "suite.ptx.gemm_tma:KERNELS[256x128 stream-k]",
         needs_sm90a,
-        ("llm", "long-k"),
+        ("llm", "long-k", "sweep"),
         "the 128x256 stream-K's schedule on 256x128 tiles (2 consumer warpgroups of 128 rows): at M <= 256 one "
         "tile row holds all of M, so the weight B is read from HBM once",
     ),
@@ -315,7 +315,7 @@ GEMM_VARIANTS = (
         "128x128 split-k tma+wgmma",
         "suite.ptx.gemm_tma:KERNELS[128x128 split-k]",
         needs_sm90a,
-        ("llm", "long-k"),
+        ("llm", "long-k", "sweep"),
         "128x128 tiles on 2 consumer warpgroups (64x128 each), K split over tiles x splits blocks (splits: as"
         " many as fill the block slots once, >= 4 K tiles each)",
     ),
@@ -324,7 +324,7 @@ GEMM_VARIANTS = (
         "64x128 split-k tma+wgmma",
         "suite.ptx.gemm_tma:KERNELS[64x128 split-k]",
         needs_sm90a,
-        ("llm", "long-k"),
+        ("llm", "long-k", "sweep"),
         "decode: 64x128 tiles on 1 consumer warpgroup (a 128-row tile would be mostly padding for M <= 64), "
         "split-K as above, rings 4-8 deep (24 KiB stages; 232 registers per thread: one block per SM)",
     ),
@@ -333,7 +333,7 @@ GEMM_VARIANTS = (
         "decode swap-ab tma+wgmma",
         "suite.ptx.gemm_decode:KERNEL",
         needs_sm90a,
-        ("llm", "long-k"),
+        ("llm", "long-k", "sweep"),
         "small M: C^T = B^T A^T, 64 or 128 weight columns on wgmma's M side (1 or 2 consumer warpgroups) and 8-64 "
         "tokens on its N side, stages of <= 48 KiB (up to 256 of K) in 2-4 deep rings, persistent; split-K until "
         "5 MiB of weight is in flight, the splits summed in split order by the last one in (suite.ptx.gemm_decode."
@@ -391,7 +391,7 @@ GEMM_VARIANTS = (
         "split-k desc",
         "suite.triton.gemm_splitk:KERNEL",
         gpu_or_interpreter,
-        ("llm", "long-k"),
+        ("llm", "long-k", "sweep"),
         "split-K: each output tile's K tiles dealt in balanced ranges to `splits` programs (64x256 tiles on 4"
         " warps for M <= 64, else 128x256 on 8), fp32 partials summed in split order by a second Triton pass;"
         " splits: the fewest that fill the SMs within 5% as well as any count within two waves, >= 4 K tiles "
@@ -402,7 +402,7 @@ GEMM_VARIANTS = (
         "stream-k desc",
         "suite.triton.gemm_streamk:KERNEL",
         gpu_or_interpreter,
-        ("llm", "long-k"),
+        ("llm", "long-k", "sweep"),
         "stream-K: one program per SM, whole tiles round robin while two waves remain, the rest's tiles x "
         "K-tiles iterations in one balanced contiguous range per program; shared tiles summed in program "
         "order by a fix-up pass",
@@ -412,7 +412,7 @@ GEMM_VARIANTS = (
         "decode swap-ab desc",
         "suite.triton.gemm_decode:KERNEL",
         gpu_or_interpreter,
-        ("llm", "long-k"),
+        ("llm", "long-k", "sweep"),
         "small M: C^T = B^T A^T, 64 or 128 weight rows on wgmma's M side and 16-64 tokens on its N side, "
         "stages of <= 48 KiB in 2-4 deep rings (the weight streams once), split-K where the weight's tiles "
         "cannot fill the SMs (suite.triton.gemm_decode.plan)",
@@ -420,6 +420,27 @@ GEMM_VARIANTS = (
 )
 for _backend, _name, _kernel, _gate, _shapes, _what in GEMM_VARIANTS:
     register_kernel("gemm", _backend, _name, _kernel, gate=_gate, shape_sets=_shapes, description=_what)
+
+# One row per backend whose kernel and depth a rule picks from the shape, without timing (suite.gemm_rule), among the
+# kernels registered above; its note says what it chose and why.
+register_kernel(
+    "gemm",
+    "ptx",
+    "auto",
+    "suite.ptx.gemm_auto:KERNEL",
+    gate=needs_sm90a,
+    description="the PTX kernel and stage count suite.gemm_rule picks for the shape: decode swap-ab, split-K or the "
+    "persistent TMA-store rungs",
+)
+register_kernel(
+    "gemm",
+    "triton",
+    "auto",
+    "suite.triton.gemm_auto:KERNEL",
+    gate=gpu_or_interpreter,
+    description="the Triton kernel and stage count suite.gemm_rule picks for the shape: decode swap-ab, split-K, "
+    "the persistent descriptor kernel or Gluon (sm_90a)",
+)
 
 # ---------------------------------------------------------------------------------------------------------------
 # attention: O = softmax(Q K^T * scale [+ causal mask]) V, bf16 (default) or fp16 (suite/attention_problem.py)

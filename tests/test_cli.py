@@ -366,8 +366,9 @@ def test_stage_filter_keeps_ceilings_and_drops_problems_it_empties():
     s = _GEMM_ONLY_STAGE
     picked = _picked(stages=(s,), backends=("ptx",))
     sweeping = {("gemm", v.label) for v in variants("gemm", "ptx") if s in v.stages}
+    unstaged = {("gemm", v.label) for v in variants("gemm", "ptx") if v.stages == (None,)}  # always run (ptx:auto)
     assert ("gemm", "ptx:128x256x32 mma.sync") in sweeping
-    assert set(picked) == sweeping | {("gemm", "torch:cuBLAS")}  # no vector block: no vector variant sweeps s
+    assert set(picked) == sweeping | unstaged | {("gemm", "torch:cuBLAS")}  # no vector variant sweeps s
     assert all(picked[key] == (s,) for key in sweeping) and picked[("gemm", "torch:cuBLAS")] == (None,)
 
 

@@ -510,7 +510,7 @@ def test_registered_for_the_llm_and_long_k_sets():
     }
     assert set(ours) == {"split-k desc", "stream-k desc", "decode swap-ab desc"}
     for v in ours.values():
-        assert v.shape_sets == ("llm", "long-k") and v.dtypes == DTYPES
+        assert v.shape_sets == ("llm", "long-k", "sweep") and v.dtypes == DTYPES
         assert all(v.stages_for(d) for d in DTYPES) and v.kernel.sanitize_sizes and v.kernel.faults
 
 

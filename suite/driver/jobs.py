@@ -219,6 +219,8 @@ def _run_job(job, rows: list[Row], opts, on_gpu, device, described, phases, bar,
         steps: dict[str, float] = {}
         with phases("validate"):
             timed = _validate_row(row, variant, spec, job, problem, opts, on_gpu, device, described, steps)
+            if chose := variant.kernel.choice(size, dtype) if dtype in variant.dtypes else None:
+                row.note = "; ".join(n for n in (f"chose {chose}", row.note) if n)  # a module that picks a kernel
         for step, seconds in steps.items():
             phases.add(f"validate.{step}", seconds)  # where validate's seconds went (counted in it already)
         row.final = not timed

@@ -25,6 +25,7 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from suite import model_shapes
 from suite.driver import timing
 from suite.driver.rows import blank_row  # noqa: F401  (suite.merge reads it here)
 from suite.problems import PROBLEMS, Problem
@@ -40,6 +41,9 @@ class Options:
     sizes: dict[str, tuple] = field(default_factory=dict)  # problem -> sizes; missing: the problem's defaults
     dtypes: tuple[str, ...] | None = None  # dtype names (suite.problems.DType); None: every dtype of each problem
     shape_sets: tuple[str, ...] | None = None  # --shapes: named sets (Problem.shape_sets) instead of the defaults
+    # a shape set drawn when the plan is made (a Problem.shape_sets function: the GEMM's sweep) takes these
+    sweep_seed: int = model_shapes.DEFAULT_SEED
+    sweep_count: int = model_shapes.DEFAULT_COUNT
     quick: bool = False
     seed: int = 0
     warmup_ms: float = 25.0
@@ -141,7 +145,13 @@ def sizes_for(problem: Problem, opts: Options, on_gpu: bool, dtype: str | None =
 
     def tagged(sizes):
         return tuple(
-            (size, next((name for name, members in problem.shape_sets.items() if size in members), None))
+            (
+                size,
+                next(
+                    (n for n, members in problem.shape_sets.items() if not callable(members) and size in members),
+                    None,
+                ),
+            )
             for size in sizes
         )
 
@@ -154,10 +164,26 @@ def sizes_for(problem: Problem, opts: Options, on_gpu: bool, dtype: str | None =
             dict.fromkeys(
                 (size, name)
                 for name in opts.shape_sets
-                for size in problem.fits(problem.shape_sets.get(name, ()), dtype)
+                for size in problem.fits(set_members(problem, name, opts), dtype)
             )
         )
     return tagged(problem.quick_sizes if opts.quick else problem.default_sizes_for(dtype))
+
+
+def set_members(problem: Problem, name: str, opts: Options) -> tuple:
+    """The sizes of the problem's shape set ``name``: its list, or for a set drawn when the plan is made (a function
+    of seed and count, the GEMM's sweep) the draw of the options' --sweep-seed and --sweep-count."""
+    members = problem.shape_sets.get(name, ())
+    return tuple(members(opts.sweep_seed, opts.sweep_count)) if callable(members) else members
+
+
+def drawn_sets(opts) -> tuple[str, ...]:
+    """The shape sets the options ask for that are drawn when the plan is made (their sizes depend on the seed)."""
+    return tuple(
+        name
+        for name in getattr(opts, "shape_sets", None) or ()
+        if any(callable(PROBLEMS[p].shape_sets.get(name)) for p in opts.problems)
+    )
 
 
 def plan_groups(plan: list[tuple[Problem, Variant, tuple]], opts: Options, on_gpu: bool) -> list[tuple]:
@@ -234,6 +260,8 @@ def parse_description(text: str) -> dict:
 class Plan:
     jobs: tuple[Job, ...]
     options: dict = field(default_factory=dict)  # what, besides the jobs, changes the measurement (in the id)
+    # a drawn shape set's seed, count and distribution (--shapes sweep), recorded in the run's meta; {}: none
+    sweep: dict = field(default_factory=dict)
 
     @property
     def id(self) -> str:
@@ -272,6 +300,7 @@ class Plan:
             "rows": self.row_count,
             "job_list": [j.describe() for j in self.jobs],
             "options": self.options,
+            **({"sweep": self.sweep} if self.sweep else {}),
         }
 
 
@@ -316,7 +345,10 @@ def build(opts, on_gpu: bool) -> Plan:
     options = plan_options(opts, on_gpu)
     if outside := plugin_source(v for job_group in groups_seen for v, _ in job_group):
         options["plugin_source"] = outside  # shards run with different plugin code are different plans
-    return Plan(tuple(jobs), options)
+    sweep = {}
+    if drawn_sets(opts):
+        sweep = {"seed": opts.sweep_seed, "count": opts.sweep_count, "distribution": model_shapes.DISTRIBUTION}
+    return Plan(tuple(jobs), options, sweep)
 
 
 def plugin_source(variants) -> str | None:
@@ -350,6 +382,8 @@ def plan_options(opts, on_gpu: bool) -> dict:
         "timer": getattr(opts, "timer", "fixed"),
         "launch": getattr(opts, "launch", "eager"),
         **({"flush": opts.flush} if getattr(opts, "flush", "write") != "write" else {}),  # the old plans' ids kept
+        # a drawn set's seed and count: shards and GPUs of one sweep draw the same shapes (other plans' ids kept)
+        **({"sweep_seed": opts.sweep_seed, "sweep_count": opts.sweep_count} if drawn_sets(opts) else {}),
     }
 
 

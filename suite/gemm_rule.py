@@ -1,0 +1,152 @@
+"""The ``auto`` GEMM rows' rule: which kernel, and at how many stages, each backend runs an (M, N, K, dtype) problem
+with, chosen from the shape alone (no timing), as cuBLAS's heuristics or CUTLASS's profiler-derived tables do.
+
+Pure arithmetic on the shape: nothing here imports torch or a kernel, so the rule can be read, tested and refitted
+offline (tools/fit_gemm_rule.py scores it against committed runs). ``choices`` returns the candidates in order of
+preference; the first a kernel takes is run (suite/ptx/gemm_auto.py, suite/triton/gemm_auto.py), later ones are the
+fallbacks when a kernel refuses the shape. Split counts are not chosen here: the split-K, stream-K and decode kernels
+set theirs from the shape by their own rules.
+
+The regimes, each a reason a tile choice wins (the thresholds are the constants below, fitted on committed runs):
+- decode (PTX: M <= 16 at 16-bit types; Triton: M < 16, or up to M = 128 against weights up to 8192 wide): the weight
+  is nearly all the bytes; a swapped kernel puts the weight on the MMA's wide side and streams it once;
+- few output tiles (fewer 128x256 tiles than ``FILL`` x SMs): a wide tile leaves SMs idle, so K is split over blocks
+  of smaller tiles (PTX: 64x128 while M <= 256 and those tiles fit one wave, else 128x128);
+- many tiles: a persistent, warp-specialized kernel whose epilogue overlaps the next tile's mainloop, on 128x256
+  tiles, or 128x192 ones where their last wave is fuller and there are at most ``PTX_FEW_WAVES`` waves.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+H200_SMS = 132  # the rule's SM count where no GPU says otherwise (the committed runs' GPU)
+FILL = 0.8  # tiles >= FILL x SMs: the output tiles alone keep the GPU busy
+PTX_NARROW_M = 256  # up to here 64x128 split-K tiles, while they fit one wave, beat 128x128 ones
+PTX_FEW_WAVES = 4  # 128x256 waves up to which a fuller last wave of 128x192 tiles pays for their narrower tile
+PTX_DECODE_M = 16  # up to here the swapped decode kernel (16-bit types) streams the weight best
+TRITON_TINY_M = 16  # below: the Triton decode kernel streams any weight best
+TRITON_DECODE_M = 128  # the Triton decode kernel's token tiles hold up to 64 rows, two of them here
+TRITON_DECODE_N = 8192  # wider weights (from M = TRITON_TINY_M): split-K's 128x256 tiles fill the SMs better
+TRITON_DECODE_K = 8192  # above M = TRITON_DECODE_M / 2, a longer K is split better by split-K
+TRITON_NARROW_M, TRITON_NARROW_N = 256, 4096  # a narrow weight keeps the decode kernel ahead up to this M
+TRITON_SPLIT_M = 512  # up to here split-K while 128x256 tiles are fewer than the SMs; above, only below FILL x SMs
+
+PTX = "ptx"
+TRITON = "triton"
+
+
+@dataclass(frozen=True)
+class Choice:
+    """A candidate: the registered variant name of the kernel, the stage count, and why, in one line."""
+
+    kernel: str  # the name the kernel is registered under in its backend (suite/variants.py)
+    stages: int
+    why: str
+
+    def line(self) -> str:
+        return f"{self.kernel} at {self.stages} stages: {self.why}"
+
+
+def _tiles(m: int, n: int, bm: int, bn: int) -> int:
+    return math.ceil(m / bm) * math.ceil(n / bn)
+
+
+def wave_share(tiles: int, sms: int) -> float:
+    """The share of the block slots the tiles fill over their waves (1.0: the last wave is full)."""
+    return tiles / (math.ceil(tiles / sms) * sms)
+
+
+def _check(backend: str, m: int, n: int, k: int, dtype: str, sms: int) -> None:
+    if backend not in (PTX, TRITON):
+        raise ValueError(f"backend must be 'ptx' or 'triton', not {backend!r}")
+    if dtype not in ("fp16", "bf16", "fp8e4m3"):
+        raise ValueError(f"dtype must be fp16, bf16 or fp8e4m3, not {dtype!r}")
+    for name, v in (("M", m), ("N", n), ("K", k), ("sms", sms)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{name} must be a whole number >= 1, not {v!r}")
+
+
+def choices(
+    backend: str, m: int, n: int, k: int, dtype: str = "fp16", sms: int = H200_SMS, hopper: bool = True
+) -> tuple[Choice, ...]:
+    """The candidates for an M x N x K problem at ``dtype`` on ``sms`` SMs, best first. ``hopper``: the sm_90a-only
+    kernels (Gluon) may run (False: the Triton interpreter, or another GPU). Raises ValueError on bad arguments."""
+    _check(backend, m, n, k, dtype, sms)
+    return _ptx(m, n, k, dtype, sms) if backend == PTX else _triton(m, n, k, dtype, sms, hopper)
+
+
+def choose(backend: str, m: int, n: int, k: int, dtype: str = "fp16", sms: int = H200_SMS, hopper: bool = True):
+    """The rule's first choice (``choices``' head)."""
+    return choices(backend, m, n, k, dtype, sms, hopper)[0]
+
+
+def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
+    t256, t192 = _tiles(m, n, 128, 256), _tiles(m, n, 128, 192)
+    few = f"128x256 tiles {math.ceil(m / 128)}x{math.ceil(n / 256)}={t256} < {FILL}x{sms} SMs"
+    t64 = _tiles(m, n, 64, 128)
+    narrow = Choice(
+        "64x128 split-k tma+wgmma", 8, f"{few}; M={m} <= {PTX_NARROW_M}, 64x128 tiles {t64} <= {sms} SMs: K split"
+    )
+    square = Choice(
+        "128x128 split-k tma+wgmma", 7, f"{few}; M={m} > {PTX_NARROW_M} or 64x128 tiles {t64} > {sms} SMs: K split"
+    )
+    split = (narrow, square) if t64 <= sms and m <= PTX_NARROW_M else (square, narrow)
+    if m <= PTX_DECODE_M and dtype != "fp8e4m3":
+        decode = Choice(
+            "decode swap-ab tma+wgmma", 4, f"M={m} <= {PTX_DECODE_M}: the weight on wgmma's M side, streamed once"
+        )
+        return (decode, *split)
+    if m <= PTX_DECODE_M:  # fp8 has no decode build: the 64-row split-K tile wastes the fewest rows
+        first = Choice(
+            narrow.kernel, narrow.stages, f"fp8, M={m} <= {PTX_DECODE_M} (no fp8 decode build): 64x128 tiles, K split"
+        )
+        return (first, square)
+    if t256 < FILL * sms and t192 < FILL * sms:
+        return split
+    wide = "128x256x64 ws 2wg persistent tma-store tma+wgmma"
+    mid = "128x192x64 ws 2wg persistent tma-store tma+wgmma"
+    s256, s192 = wave_share(t256, sms), wave_share(t192, sms)
+    stages = 4 if dtype == "fp8e4m3" or m * n < 4096 * 4096 else 3
+    if dtype != "fp8e4m3" and t256 <= PTX_FEW_WAVES * sms and s192 > s256:
+        pick = Choice(
+            mid, 4, f"128x192 tiles fill {s192:.2f} of the last wave, 128x256 {s256:.2f}: persistent tma-store"
+        )
+        return (pick, Choice(wide, stages, "fallback: persistent 128x256 tma-store"), *split)
+    pick = Choice(
+        wide, stages, f"{t256} 128x256 tiles >= {FILL}x{sms} SMs ({s256:.2f} of the last wave): persistent tma-store"
+    )
+    return (pick, *split)
+
+
+def _triton(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) -> tuple[Choice, ...]:
+    t256 = _tiles(m, n, 128, 256)
+    host = Choice(
+        "128x256x64 desc persistent host", 3, f"{t256} 128x256 tiles >= {sms} SMs: persistent, host descriptors"
+    )
+    decode = Choice(
+        "decode swap-ab desc",
+        4,
+        f"M={m} < {TRITON_TINY_M}, or N={n} <= {TRITON_DECODE_N} with M <= {TRITON_DECODE_M} and K={k} <= "
+        f"{TRITON_DECODE_K} (or M <= {TRITON_NARROW_M} and N <= {TRITON_NARROW_N}): the weight on the MMA's M side, "
+        "streamed once",
+    )
+    fallback = Choice("split-k desc", 4, "fallback: K split")
+    if (
+        m < TRITON_TINY_M
+        or (m <= TRITON_DECODE_M and n <= TRITON_DECODE_N and (m <= TRITON_DECODE_M // 2 or k <= TRITON_DECODE_K))
+        or (m <= TRITON_NARROW_M and n <= TRITON_NARROW_N)
+    ):
+        return (decode, fallback, host)
+    if m <= TRITON_DECODE_M or (m <= TRITON_SPLIT_M and t256 < sms) or t256 < FILL * sms:
+        split = Choice("split-k desc", 4, f"M={m}, {t256} 128x256 tiles: too few for {sms} SMs alone, K split")
+        return (split, host) if m > TRITON_DECODE_M else (split, decode, host)
+    if hopper and dtype in ("bf16", "fp8e4m3") and m > TRITON_SPLIT_M:
+        gluon = Choice(
+            "128x256x64 gluon ws persistent",
+            3,
+            f"M={m} > {TRITON_SPLIT_M}, {t256} 128x256 tiles, {dtype} on sm_90a: Gluon warp-specialized persistent",
+        )
+        return (gluon, host)
+    return (host, fallback)

@@ -1,0 +1,127 @@
+"""The auto GEMM rows: suite.gemm_rule's choices, the auto modules delegating to registered kernels, suite.gemm."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import pytest
+import torch
+
+from suite import gemm_rule
+from suite.problems import GEMM
+from suite.registry import variants
+
+GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+
+
+@pytest.mark.parametrize(
+    "backend, shape, dtype, kernel",
+    [
+        ("ptx", (1, 6144, 4096), "fp16", "decode swap-ab tma+wgmma"),
+        ("ptx", (8, 4096, 4096), "fp8e4m3", "64x128 split-k tma+wgmma"),
+        ("ptx", (100, 4096, 4096), "bf16", "64x128 split-k tma+wgmma"),
+        ("ptx", (201, 6144, 5120), "fp16", "128x128 split-k tma+wgmma"),
+        ("ptx", (512, 512, 65536), "fp16", "128x128 split-k tma+wgmma"),
+        ("ptx", (2048, 8192, 8192), "fp16", "128x256x64 ws 2wg persistent tma-store tma+wgmma"),
+        ("ptx", (201, 18944, 5120), "fp16", "128x192x64 ws 2wg persistent tma-store tma+wgmma"),
+        ("triton", (1, 6144, 4096), "fp16", "decode swap-ab desc"),
+        ("triton", (64, 57344, 8192), "fp16", "split-k desc"),
+        ("triton", (300, 8192, 8192), "bf16", "split-k desc"),
+        ("triton", (4096, 4096, 4096), "fp16", "128x256x64 desc persistent host"),
+        ("triton", (4096, 4096, 4096), "fp8e4m3", "128x256x64 gluon ws persistent"),
+    ],
+)
+def test_rule_choices(backend, shape, dtype, kernel):
+    choice = gemm_rule.choose(backend, *shape, dtype, sms=132, hopper=True)
+    assert choice.kernel == kernel
+    assert choice.why and "\n" not in choice.why  # one line: the row's note
+    assert f"M={shape[0]}" in choice.why or "tiles" in choice.why  # it names what decided
+    registered = {v.name for v in variants("gemm") if v.backend == backend}
+    assert all(c.kernel in registered for c in gemm_rule.choices(backend, *shape, dtype))
+
+
+def test_rule_leaves_out_gluon_without_sm90a():
+    assert all("gluon" not in c.kernel for c in gemm_rule.choices("triton", 4096, 4096, 4096, "bf16", hopper=False))
+
+
+@pytest.mark.parametrize("args", [("cuda", 1, 1, 1), ("ptx", 0, 1, 1), ("ptx", 1, 1, 1, "fp32")])
+def test_rule_refuses_bad_arguments(args):
+    with pytest.raises(ValueError, match="must be"):
+        gemm_rule.choices(*args)
+
+
+def test_auto_rows_registered_with_one_unstaged_row():
+    autos = {v.label: v for v in variants("gemm") if v.name == "auto"}
+    assert set(autos) == {"ptx:auto", "triton:auto"}
+    for v in autos.values():
+        assert v.stages == (None,) and set(v.dtypes) == {"fp16", "bf16", "fp8e4m3"}
+        assert v.kernel.choice((67, 45, 48), "fp16").count("\n") == 0
+
+
+@pytest.mark.parametrize("size", GEMM.cpu_sizes)
+def test_triton_auto_validates_in_the_interpreter(size):
+    v = next(v for v in variants("gemm") if v.label == "triton:auto")
+    inputs = GEMM.make_inputs(size, 7, torch.device("cuda" if torch.cuda.is_available() else "cpu"), "fp16")
+    out = GEMM.make_output(inputs).fill_(float("nan"))
+    v.factory(inputs, out, None)()
+    assert GEMM.check(out, GEMM.reference(inputs), "fp16").valid
+
+
+def _fp16(*shape, device="cpu"):
+    return torch.randn(*shape, device=device).half()
+
+
+@pytest.mark.parametrize("backend", ["ptx", "triton"])
+def test_gemm_refuses_bad_input_before_launch(backend):
+    import suite
+
+    with pytest.raises(ValueError, match="backend"):
+        suite.gemm(_fp16(8, 8), _fp16(8, 8), backend="cublas")
+    if backend == "ptx" and not torch.cuda.is_available():
+        with pytest.raises(ValueError, match="CUDA tensors"):
+            suite.gemm(_fp16(8, 8), _fp16(8, 8), backend=backend)
+        return
+    with pytest.raises(ValueError, match="scales"):
+        suite.gemm(_fp16(8, 8), _fp16(8, 8), backend=backend, scales=(torch.ones(()), torch.ones(())))
+    with pytest.raises(ValueError, match="rank 2"):
+        suite.gemm(_fp16(8), _fp16(8, 8), backend=backend)
+    with pytest.raises(ValueError, match="K must be a multiple of 8|a's columns must equal b's rows"):
+        suite.gemm(_fp16(16, 12), _fp16(16, 16), backend=backend)
+
+
+def test_gemm_triton_in_the_interpreter():
+    import suite
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    a, b = _fp16(67, 48, device=device), _fp16(48, 45, device=device)
+    out = torch.full((67, 45), float("nan"), dtype=torch.float16, device=device)
+    c = suite.gemm(a, b, backend="triton", out=out)
+    assert c is out
+    torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=2e-3, atol=2e-3)
+
+
+def test_import_suite_is_cheap():
+    code = "import sys, suite; assert 'torch' not in sys.modules and callable(suite.gemm)"
+    subprocess.run([sys.executable, "-c", code], check=True)
+
+
+@GPU
+@pytest.mark.parametrize("backend", ["ptx", "triton"])
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp8e4m3"])
+@pytest.mark.parametrize("size", [(1, 6144, 4096), (67, 45, 48), (201, 3584, 5120), (2048, 4096, 4096)])
+def test_auto_validates_on_gpu(backend, dtype, size):
+    import suite
+
+    v = next(v for v in variants("gemm") if v.label == f"{backend}:auto")
+    if reason := v.skip_reason():
+        pytest.skip(reason)
+    inputs = GEMM.make_inputs(size, 11, torch.device("cuda"), dtype)
+    out = GEMM.make_output(inputs).fill_(float("nan"))
+    v.factory(inputs, out, None)()
+    torch.cuda.synchronize()
+    assert GEMM.check(out, GEMM.reference(inputs), dtype).valid
+    scales = inputs[2:] if dtype == "fp8e4m3" else None
+    c = suite.gemm(inputs[0], inputs[1], backend=backend, scales=scales)
+    torch.cuda.synchronize()
+    assert GEMM.check(c, GEMM.reference(inputs), dtype).valid
