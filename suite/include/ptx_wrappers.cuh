@@ -82,22 +82,18 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned smem_row_addr, unsign
                  : "r"(smem_row_addr));
 }
 
-// D = A * B + D for one warp: A 16x16 fp16 (row), B 16x8 fp16 (col), D 16x8 fp32, accumulated in place.
+// D = A * B + D for one warp: A 16x16 (row), B 16x8 (col), both TYPE (f16 or bf16: two values in each register),
+// D 16x8 fp32, accumulated in place. The type is part of the instruction text: one asm per type, from this macro.
+#define MMA_M16N8K16_ASM(TYPE) \
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." TYPE "." TYPE ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, " \
+                 "{%8, %9}, {%0, %1, %2, %3};\n" \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1))
 __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    MMA_M16N8K16_ASM("f16");
 }
-
-// As mma_m16n8k16 with bf16 operands (A and B bf16 pairs in each register).
 __device__ __forceinline__ void mma_m16n8k16_bf16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    MMA_M16N8K16_ASM("bf16");
 }
 
 // Two fp32 values rounded to nearest fp16 and packed: `lo` in bits 0..15, `hi` in bits 16..31.
