@@ -82,22 +82,18 @@ __device__ __forceinline__ void ldmatrix_x4_trans(unsigned smem_row_addr, unsign
                  : "r"(smem_row_addr));
 }
 
-// D = A * B + D for one warp: A 16x16 fp16 (row), B 16x8 fp16 (col), D 16x8 fp32, accumulated in place.
+// D = A * B + D for one warp: A 16x16 (row), B 16x8 (col), both TYPE (f16 or bf16: two values in each register),
+// D 16x8 fp32, accumulated in place. The type is part of the instruction text: one asm per type, from this macro.
+#define MMA_M16N8K16_ASM(TYPE) \
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32." TYPE "." TYPE ".f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, " \
+                 "{%8, %9}, {%0, %1, %2, %3};\n" \
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1))
 __device__ __forceinline__ void mma_m16n8k16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    MMA_M16N8K16_ASM("f16");
 }
-
-// As mma_m16n8k16 with bf16 operands (A and B bf16 pairs in each register).
 __device__ __forceinline__ void mma_m16n8k16_bf16(float (&d)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
-        "{%0, %1, %2, %3};\n"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+    MMA_M16N8K16_ASM("bf16");
 }
 
 // Two fp32 values rounded to nearest fp16 and packed: `lo` in bits 0..15, `hi` in bits 16..31.
@@ -440,75 +436,50 @@ __device__ __forceinline__ void setmaxnreg_dec() {
     "wgmma.mma_async.sync.aligned.m64n" #N "k32.f32.e4m3.e4m3 " REGS ", " DESCS ", " #SCALE_D ", 1, 1;\n" \
     "}\n"
 
-// D(64 x 128, fp32, 64 registers per thread) += A(64 x 16, K-major, shared) * B(16 x 128, N-major, shared).
-__device__ __forceinline__ void wgmma_m64n128k16_f32_f16(float (&d)[64], unsigned long long desc_a,
-                                                    unsigned long long desc_b) {
-    asm volatile(WGMMA_K16_NMAJOR(128, "f16", WGMMA_D64_REGS, "%64, %65")
-                 : WGMMA_D64_OPERANDS(d)
-                 : "l"(desc_a), "l"(desc_b));
-}
-__device__ __forceinline__ void wgmma_m64n128k16_f32_bf16(float (&d)[64], unsigned long long desc_a,
-                                                     unsigned long long desc_b) {
-    asm volatile(WGMMA_K16_NMAJOR(128, "bf16", WGMMA_D64_REGS, "%64, %65")
-                 : WGMMA_D64_OPERANDS(d)
-                 : "l"(desc_a), "l"(desc_b));
-}
+// One 16-bit wgmma, bf16 (IS_BF16) or fp16: FORM(N, TYPE, REGS, OPERANDS) is the instruction text (a WGMMA_K16_*
+// macro), OUTPUTS its "+f" accumulator operands, the rest its inputs. The type is part of the text, so each type is
+// an asm statement of its own.
+#define WGMMA_ASM_16BIT(IS_BF16, FORM, N, REGS, OPERANDS, OUTPUTS, ...) \
+    do { \
+        if constexpr (IS_BF16) asm volatile(FORM(N, "bf16", REGS, OPERANDS) : OUTPUTS : __VA_ARGS__); \
+        else asm volatile(FORM(N, "f16", REGS, OPERANDS) : OUTPUTS : __VA_ARGS__); \
+    } while (0)
+// The shared-memory forms' descriptor inputs.
+#define WGMMA_DESCS "l"(desc_a), "l"(desc_b)
 
-// D(64 x 192, fp32, 96 registers per thread) += A(64 x 16, K-major, shared) * B(16 x 192, N-major, shared).
-__device__ __forceinline__ void wgmma_m64n192k16_f32_f16(float (&d)[96], unsigned long long desc_a,
-                                                    unsigned long long desc_b) {
-    asm volatile(WGMMA_K16_NMAJOR(192, "f16", WGMMA_D96_REGS, "%96, %97")
-                 : WGMMA_D96_OPERANDS(d)
-                 : "l"(desc_a), "l"(desc_b));
-}
-__device__ __forceinline__ void wgmma_m64n192k16_f32_bf16(float (&d)[96], unsigned long long desc_a,
-                                                     unsigned long long desc_b) {
-    asm volatile(WGMMA_K16_NMAJOR(192, "bf16", WGMMA_D96_REGS, "%96, %97")
-                 : WGMMA_D96_OPERANDS(d)
-                 : "l"(desc_a), "l"(desc_b));
-}
-
-// D(64 x 256, fp32, 128 registers per thread) += A(64 x 16, K-major, shared) * B(16 x 256, N-major, shared).
-__device__ __forceinline__ void wgmma_m64n256k16_f32_f16(float (&d)[128], unsigned long long desc_a,
-                                                    unsigned long long desc_b) {
-    asm volatile(WGMMA_K16_NMAJOR(256, "f16", WGMMA_D128_REGS, "%128, %129")
-                 : WGMMA_D128_OPERANDS(d)
-                 : "l"(desc_a), "l"(desc_b));
-}
-__device__ __forceinline__ void wgmma_m64n256k16_f32_bf16(float (&d)[128], unsigned long long desc_a,
-                                                     unsigned long long desc_b) {
-    asm volatile(WGMMA_K16_NMAJOR(256, "bf16", WGMMA_D128_REGS, "%128, %129")
-                 : WGMMA_D128_OPERANDS(d)
-                 : "l"(desc_a), "l"(desc_b));
-}
-
-// D(64 x 128, fp32) += A(64 x 32, K-major, shared) * B(32 x 128, K-major, shared), fp8 e4m3 operands.
-__device__ __forceinline__ void wgmma_m64n128k32_f32_e4m3(float (&d)[64], unsigned long long desc_a,
-                                                     unsigned long long desc_b) {
-    asm volatile(WGMMA_K32_E4M3(128, WGMMA_D64_REGS, "%64, %65", 1)
-                 : WGMMA_D64_OPERANDS(d)
-                 : "l"(desc_a), "l"(desc_b));
-}
-// As above, D = A * B: the first k-step of a fresh partial sum (D's old values are ignored).
-__device__ __forceinline__ void wgmma_m64n128k32_f32_e4m3_first(float (&d)[64], unsigned long long desc_a,
-                                                           unsigned long long desc_b) {
-    asm volatile(WGMMA_K32_E4M3(128, WGMMA_D64_REGS, "%64, %65", 0)
-                 : WGMMA_D64_OPERANDS(d)
-                 : "l"(desc_a), "l"(desc_b));
-}
-
-// fp8 e4m3, one warpgroup's m64 x 144 tile (the 128 x 144 rung's K tile, promoted in pairs): D(64 x 144) (+)= A(64 x
-// 32) * B(32 x 144), both K-major; 72 registers per thread. SCALE_D 0 starts a fresh partial sum, 1 accumulates.
-__device__ __forceinline__ void wgmma_m64n144k32_f32_e4m3(float (&d)[72], unsigned long long desc_a,
-                                                     unsigned long long desc_b, bool first) {
-    if (first)
-        asm volatile(WGMMA_K32_E4M3(144, WGMMA_D72_REGS, "%72, %73", 0)
-                     : WGMMA_D72_OPERANDS(d)
-                     : "l"(desc_a), "l"(desc_b));
+// D(64 x N, fp32, N / 2 registers per thread) += A(64 x 16, K-major, shared) * B(16 x N, N-major, shared), N = 128,
+// 192 or 256, fp16 or bf16: the GEMM's 16-bit form.
+template <int N, bool IS_BF16>
+__device__ __forceinline__ void wgmma_m64nNk16_f32_nmajor(float (&d)[N / 2], unsigned long long desc_a,
+                                                          unsigned long long desc_b) {
+    static_assert(N == 128 || N == 192 || N == 256, "the GEMM's 16-bit form: n128, n192 or n256");
+    if constexpr (N == 128)
+        WGMMA_ASM_16BIT(IS_BF16, WGMMA_K16_NMAJOR, 128, WGMMA_D64_REGS, "%64, %65", WGMMA_D64_OPERANDS(d), WGMMA_DESCS);
+    else if constexpr (N == 192)
+        WGMMA_ASM_16BIT(IS_BF16, WGMMA_K16_NMAJOR, 192, WGMMA_D96_REGS, "%96, %97", WGMMA_D96_OPERANDS(d), WGMMA_DESCS);
     else
-        asm volatile(WGMMA_K32_E4M3(144, WGMMA_D72_REGS, "%72, %73", 1)
-                     : WGMMA_D72_OPERANDS(d)
-                     : "l"(desc_a), "l"(desc_b));
+        WGMMA_ASM_16BIT(IS_BF16, WGMMA_K16_NMAJOR, 256, WGMMA_D128_REGS, "%128, %129", WGMMA_D128_OPERANDS(d),
+                        WGMMA_DESCS);
+}
+
+// D(64 x N, fp32) (+)= A(64 x 32, K-major, shared) * B(32 x N, K-major, shared), fp8 e4m3 operands, N = 128 or 144
+// (the 128 x 144 rung's whole warpgroup tile, promoted in pairs; 72 registers per thread). `first`: D = A * B, the
+// first k-step of a fresh partial sum (D's old values are ignored); otherwise D += A * B.
+template <int N>
+__device__ __forceinline__ void wgmma_m64nNk32_f32_e4m3(float (&d)[N / 2], unsigned long long desc_a,
+                                                       unsigned long long desc_b, bool first) {
+    static_assert(N == 128 || N == 144, "the fp8 form here: n128 or n144");
+    if constexpr (N == 128) {
+        if (first)
+            asm volatile(WGMMA_K32_E4M3(128, WGMMA_D64_REGS, "%64, %65", 0) : WGMMA_D64_OPERANDS(d) : WGMMA_DESCS);
+        else
+            asm volatile(WGMMA_K32_E4M3(128, WGMMA_D64_REGS, "%64, %65", 1) : WGMMA_D64_OPERANDS(d) : WGMMA_DESCS);
+    } else {
+        if (first)
+            asm volatile(WGMMA_K32_E4M3(144, WGMMA_D72_REGS, "%72, %73", 0) : WGMMA_D72_OPERANDS(d) : WGMMA_DESCS);
+        else
+            asm volatile(WGMMA_K32_E4M3(144, WGMMA_D72_REGS, "%72, %73", 1) : WGMMA_D72_OPERANDS(d) : WGMMA_DESCS);
+    }
 }
 
 // The decode kernel's swapped 16-bit form (gemm_decode.cu's gemm_tma_decode): D(64 x N, fp32) += A(64 x 16, M-major,
@@ -522,36 +493,21 @@ __device__ __forceinline__ void wgmma_m64n144k32_f32_e4m3(float (&d)[72], unsign
 #define WGMMA_D4_REGS "{%0, %1, %2, %3}"
 #define WGMMA_D4_OPERANDS(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
 #define WGMMA_D8_REGS "{" WGMMA_R0 "}"
+#define WGMMA_D8_OPERANDS(d) WGMMA_O0(d)
 #define WGMMA_D16_REGS "{" WGMMA_R0 ", " WGMMA_R1 "}"
 #define WGMMA_D16_OPERANDS(d) WGMMA_O0(d), WGMMA_O1(d)
 template <int N, bool IS_BF16>
 __device__ __forceinline__ void wgmma_m64nNk16_f32_mmajor_a(float (&d)[N / 2], unsigned long long desc_a,
                                                        unsigned long long desc_b) {
     static_assert(N == 8 || N == 16 || N == 32 || N == 64, "the decode form: n8, n16, n32 or n64");
-    if constexpr (N == 8 && IS_BF16)
-        asm volatile(WGMMA_K16_MMAJOR_A(8, "bf16", WGMMA_D4_REGS, "%4, %5")
-                     : WGMMA_D4_OPERANDS(d) : "l"(desc_a), "l"(desc_b));
-    else if constexpr (N == 8)
-        asm volatile(WGMMA_K16_MMAJOR_A(8, "f16", WGMMA_D4_REGS, "%4, %5")
-                     : WGMMA_D4_OPERANDS(d) : "l"(desc_a), "l"(desc_b));
-    else if constexpr (N == 16 && IS_BF16)
-        asm volatile(WGMMA_K16_MMAJOR_A(16, "bf16", WGMMA_D8_REGS, "%8, %9")
-                     : WGMMA_O0(d) : "l"(desc_a), "l"(desc_b));
+    if constexpr (N == 8)
+        WGMMA_ASM_16BIT(IS_BF16, WGMMA_K16_MMAJOR_A, 8, WGMMA_D4_REGS, "%4, %5", WGMMA_D4_OPERANDS(d), WGMMA_DESCS);
     else if constexpr (N == 16)
-        asm volatile(WGMMA_K16_MMAJOR_A(16, "f16", WGMMA_D8_REGS, "%8, %9")
-                     : WGMMA_O0(d) : "l"(desc_a), "l"(desc_b));
-    else if constexpr (N == 32 && IS_BF16)
-        asm volatile(WGMMA_K16_MMAJOR_A(32, "bf16", WGMMA_D16_REGS, "%16, %17")
-                     : WGMMA_D16_OPERANDS(d) : "l"(desc_a), "l"(desc_b));
+        WGMMA_ASM_16BIT(IS_BF16, WGMMA_K16_MMAJOR_A, 16, WGMMA_D8_REGS, "%8, %9", WGMMA_D8_OPERANDS(d), WGMMA_DESCS);
     else if constexpr (N == 32)
-        asm volatile(WGMMA_K16_MMAJOR_A(32, "f16", WGMMA_D16_REGS, "%16, %17")
-                     : WGMMA_D16_OPERANDS(d) : "l"(desc_a), "l"(desc_b));
-    else if constexpr (IS_BF16)
-        asm volatile(WGMMA_K16_MMAJOR_A(64, "bf16", WGMMA_D32_REGS, "%32, %33")
-                     : WGMMA_D32_OPERANDS(d) : "l"(desc_a), "l"(desc_b));
+        WGMMA_ASM_16BIT(IS_BF16, WGMMA_K16_MMAJOR_A, 32, WGMMA_D16_REGS, "%16, %17", WGMMA_D16_OPERANDS(d), WGMMA_DESCS);
     else
-        asm volatile(WGMMA_K16_MMAJOR_A(64, "f16", WGMMA_D32_REGS, "%32, %33")
-                     : WGMMA_D32_OPERANDS(d) : "l"(desc_a), "l"(desc_b));
+        WGMMA_ASM_16BIT(IS_BF16, WGMMA_K16_MMAJOR_A, 64, WGMMA_D32_REGS, "%32, %33", WGMMA_D32_OPERANDS(d), WGMMA_DESCS);
 }
 
 // Keep the compiler from reusing the register `r` before this point: wgmma's register-A form reads its A fragments
@@ -585,26 +541,20 @@ __device__ __forceinline__ void wgmma_m64n128k16_f32_kmajor_b(float (&d)[64], un
 // row l / 4, columns 2 (l % 4) and + 1; a[1] the same columns of row + 8; a[2] and a[3] those rows at columns + 8
 // (the m64nNk16 accumulator layout of two adjacent 8-column blocks, packed to 16 bits). Immediates: scale-d 1
 // (accumulate), scale-a/b 1, B transposed (1).
-#define WGMMA_K16_REG_A(N, TYPE, REGS, AREGS, DESC) \
+#define WGMMA_K16_REG_A(N, TYPE, REGS, AREGS_DESC) \
     "{\n" \
-    "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " " REGS ", " AREGS ", " DESC ", 1, 1, 1, 1;\n" \
+    "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " " REGS ", " AREGS_DESC ", 1, 1, 1, 1;\n" \
     "}\n"
 template <int N, bool IS_BF16>
 __device__ __forceinline__ void wgmma_m64nNk16_f32_reg_a(float (&d)[N / 2], const unsigned (&a)[4],
                                                          unsigned long long desc_b) {
     static_assert(N == 64 || N == 128, "the register-A form here: n64 or n128 (attention's P V at d = 64 or 128)");
-    if constexpr (N == 64 && IS_BF16)
-        asm volatile(WGMMA_K16_REG_A(64, "bf16", WGMMA_D32_REGS, "{%32, %33, %34, %35}", "%36")
-                     : WGMMA_D32_OPERANDS(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
-    else if constexpr (N == 64)
-        asm volatile(WGMMA_K16_REG_A(64, "f16", WGMMA_D32_REGS, "{%32, %33, %34, %35}", "%36")
-                     : WGMMA_D32_OPERANDS(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
-    else if constexpr (IS_BF16)
-        asm volatile(WGMMA_K16_REG_A(128, "bf16", WGMMA_D64_REGS, "{%64, %65, %66, %67}", "%68")
-                     : WGMMA_D64_OPERANDS(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+    if constexpr (N == 64)
+        WGMMA_ASM_16BIT(IS_BF16, WGMMA_K16_REG_A, 64, WGMMA_D32_REGS, "{%32, %33, %34, %35}, %36",
+                        WGMMA_D32_OPERANDS(d), "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
     else
-        asm volatile(WGMMA_K16_REG_A(128, "f16", WGMMA_D64_REGS, "{%64, %65, %66, %67}", "%68")
-                     : WGMMA_D64_OPERANDS(d) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
+        WGMMA_ASM_16BIT(IS_BF16, WGMMA_K16_REG_A, 128, WGMMA_D64_REGS, "{%64, %65, %66, %67}, %68",
+                        WGMMA_D64_OPERANDS(d), "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(desc_b));
 }
 
 #endif  // __CUDA_ARCH_FEAT_SM90_ALL

@@ -88,16 +88,7 @@ struct Half16 {
     }
     template <int N>
     __device__ __forceinline__ static void mma(float (&d)[N / 2], unsigned long long da, unsigned long long db) {
-        if constexpr (N == 256) {
-            if constexpr (IS_BF16) wgmma_m64n256k16_f32_bf16(d, da, db);
-            else wgmma_m64n256k16_f32_f16(d, da, db);
-        } else if constexpr (N == 192) {
-            if constexpr (IS_BF16) wgmma_m64n192k16_f32_bf16(d, da, db);
-            else wgmma_m64n192k16_f32_f16(d, da, db);
-        } else {
-            if constexpr (IS_BF16) wgmma_m64n128k16_f32_bf16(d, da, db);
-            else wgmma_m64n128k16_f32_f16(d, da, db);
-        }
+        wgmma_m64nNk16_f32_nmajor<N, IS_BF16>(d, da, db);
     }
     // the decode kernel's swapped form: the weight (N-major B) as wgmma's transposed A, the tokens as its K-major B
     template <int N>
@@ -122,12 +113,7 @@ struct E4M3 {  // bf16 out, with the per-tensor scales
     __device__ __forceinline__ static void mma_half(float (&d)[HALF_N / 2], unsigned long long da,
                                                     unsigned long long db, bool first) {
         static_assert(HALF_N == 128 || HALF_N == 144, "fp8 parts are 128 or 144 wide");
-        if constexpr (HALF_N == 128) {
-            if (first) wgmma_m64n128k32_f32_e4m3_first(d, da, db);
-            else wgmma_m64n128k32_f32_e4m3(d, da, db);
-        } else {  // the 128 x 144 rung's whole warpgroup tile (promoted in pairs)
-            wgmma_m64n144k32_f32_e4m3(d, da, db, first);
-        }
+        wgmma_m64nNk32_f32_e4m3<HALF_N>(d, da, db, first);
     }
 };
 

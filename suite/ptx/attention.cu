@@ -19,6 +19,7 @@
 // of row r stored at chunk c ^ (r & 7): the 8 rows an ldmatrix phase reads land in 8 distinct 16-byte slots of the bank
 // lines, and so do the 8 chunks a cp.async phase writes.
 
+#include "attention_epilogue.cuh"
 #include "ring.cuh"
 
 constexpr int BLOCK_M = 64;   // query rows per block
@@ -275,18 +276,5 @@ __global__ void __launch_bounds__(THREADS)
     cp_async_wait_all();  // only empty groups (tiles past the last) can be pending: drain them before exit
 
     // EPILOGUE: the quad's partial sums added, O / l rounded to 16 bits; a row that saw no key (l = 0) is zero.
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        float l = st.l[h];
-        l += __shfl_xor_sync(0xffffffffu, l, 1);
-        l += __shfl_xor_sync(0xffffffffu, l, 2);
-        const float inv = l > 0.f ? 1.f / l : 0.f;
-        const int row = q_row + h * 8;
-        if (row >= sq) continue;
-        half_bits* dst = O + ((long long)bh * sq + row) * D + (lane & 3) * 2;
-#pragma unroll
-        for (int dt = 0; dt < T::D_TILES; ++dt)
-            *reinterpret_cast<half2_bits*>(dst + dt * 8) =
-                pack2<BF16>(st.o[dt][2 * h] * inv, st.o[dt][2 * h + 1] * inv);
-    }
+    store_normalized_o<D, BF16>(O, bh, sq, q_row, (lane & 3) * 2, st.l, [&](int j, int i) { return st.o[j][i]; });
 }

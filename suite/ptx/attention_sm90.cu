@@ -40,6 +40,7 @@
 //
 // Build for sm_90a with NDEBUG (sm90_gemm.cuh: a call inside the wgmma region serializes every wgmma).
 
+#include "attention_epilogue.cuh"
 #include "sm90_gemm.cuh"
 
 constexpr int BLOCK_M = 128;  // query rows per block: one m64 tile per consumer warpgroup
@@ -338,20 +339,7 @@ __device__ __forceinline__ void consumer(const AttnSmem<D, STAGES>& smem, half_b
     else mainloop_serial<STAGES, D, IS_BF16>(st, smem, wg, sq, skv, num_tiles, scale_log2, causal);
 
     // EPILOGUE: the quad's partial sums added, O / l rounded to 16 bits; a row that saw no key (l = 0) is zero.
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        float sum = st.l[h];
-        sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-        sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-        const float inv = sum > 0.f ? 1.f / sum : 0.f;
-        const int row = st.row0 + 8 * h;
-        if (row >= sq) continue;
-        half_bits* dst = O + ((long long)bh * sq + row) * D + st.col;
-#pragma unroll
-        for (int j = 0; j < D / 8; ++j)
-            *reinterpret_cast<half2_bits*>(dst + 8 * j) =
-                Half16<IS_BF16>::pack(st.o[4 * j + 2 * h] * inv, st.o[4 * j + 2 * h + 1] * inv);
-    }
+    store_normalized_o<D, IS_BF16>(O, bh, sq, st.row0, st.col, st.l, [&](int j, int i) { return st.o[4 * j + i]; });
 }
 
 template <int STAGES, int D, bool IS_BF16, bool PINGPONG>

@@ -180,17 +180,8 @@ class Decode(gemm_tma.SplitLaunch):
         sms = loader.num_sms()
         self.plan = p = plan(m, n, k, sms, stages, **forced)
         expr = p.name_expression(stages, dtype)
-        self.kernel = module.kernel(expr)
-        self.smem_bytes = p.smem_bytes(stages)
-        loader.prepare(self.kernel, self.smem_bytes)  # refuses a ring that does not fit this GPU
-        blocks_per_sm = loader.occupancy(self.kernel, p.threads, self.smem_bytes)
-        if blocks_per_sm < 1:
-            raise ValueError(f"stages={stages}: a block ({self.smem_bytes} B of shared memory) does not fit on an SM")
-        self.b, self.b_padded = ops.b, None
-        b = ops.b
-        if n % 8:  # B's rows at a 16-byte pitch for TMA: a padded copy, refreshed by every call
-            self.b_padded = torch.zeros(k, -(-n // 8) * 8, dtype=b.dtype, device=b.device)
-            b = self.b_padded[:, :n]
+        blocks_per_sm = self._bind_kernel(module, expr, p.smem_bytes(stages), p.threads, stages)
+        b = self._bind_b(ops.b, pad=n % 8 != 0)  # B's rows at a 16-byte pitch for TMA: a padded copy where not
         # boxes as (rows, columns): the tokens BLOCK_T x 64 of K (one per K atom of a stage), the weight BK rows of K
         # x 64 of its columns (one per consumer warpgroup): every box row 128 bytes, the swizzle's width
         self.tmap_tokens = gemm_tma._tensor_map(ops.a, (p.block_t, ATOM_K))
@@ -225,15 +216,14 @@ class Decode(gemm_tma.SplitLaunch):
             + (", N % 8 != 0: B copied to a padded pitch per call" if n % 8 else "")
         )
         per_sm = max(1, min(blocks_per_sm, -(-self.grid // sms)))
-        self.info = module.kernel_info(
+        self._set_info(
+            module,
             expr,
             p.stage_bytes,
             stages,
-            dynamic_smem=self.smem_bytes,
-            occupancy=blocks_per_sm,
-            threads=p.threads,
-            grid=self.grid,
-            config=note,
+            blocks_per_sm,
+            p.threads,
+            note,
             resident_blocks_per_sm=per_sm,
             # loads each SM keeps in flight: S - 1 stages ahead of the one the wgmma read
             bytes_in_flight_per_sm=(stages - 1) * p.stage_bytes * per_sm,
@@ -244,13 +234,7 @@ class Decode(gemm_tma.SplitLaunch):
 # stages in 8 splits of 4), and the fix-up's wait removed: split 0 sums the slices at once, before any split has
 # written its own (initcheck: the workspace is fresh device memory; 8 tiles x 8 splits). Without the wait but
 # summing at the last split in, or at the first, the slices were already written under the sanitizer: it was blind.
-SKIP_EMPTY_WAIT = Fault(
-    "the producer's wait on the empty barrier removed (overwrites a stage still read)",
-    "PIPESUITE_FAULT_SKIP_EMPTY_WAIT",
-    (2,),
-    tool="memcheck",
-    size=(16, 64, 8192),
-)
+SKIP_EMPTY_WAIT = gemm_tma.skip_empty_wait((16, 64, 8192))
 NO_FIXUP_WAIT = Fault(
     "the split-K fix-up's wait removed (split 0 sums the slices at once, waiting for no split)",
     "PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT",

@@ -179,15 +179,21 @@ CONFIGS: dict[str, Config] = {
     "128x128 split-k": Config(128, 2, False, False, (4, 7), schedule="split-k", dtypes=DTYPES),
 }
 
-# The self-test the sanitizer must catch: the producer refills a stage without waiting for its empty barrier, i.e.
-# it may overwrite a stage the consumers' wgmma still read (and re-arms a full barrier whose phase is not done).
-SKIP_EMPTY_WAIT = Fault(
-    "the producer's wait on the empty barrier removed (overwrites a stage still read)",
-    "PIPESUITE_FAULT_SKIP_EMPTY_WAIT",
-    (2,),
-    tool="memcheck",
-    size=(256, 512, 1024),
-)  # 16 K tiles through a 2-stage ring: the producer laps the consumer
+
+def skip_empty_wait(size: tuple[int, int, int]) -> Fault:
+    """The self-test the sanitizer must catch (this module's kernel and gemm_decode's): the producer refills a stage
+    without waiting for its empty barrier, i.e. it may overwrite a stage the consumers' wgmma still read (and re-arms
+    a full barrier whose phase is not done). At 2 stages, at a ``size`` whose K laps the ring."""
+    return Fault(
+        "the producer's wait on the empty barrier removed (overwrites a stage still read)",
+        "PIPESUITE_FAULT_SKIP_EMPTY_WAIT",
+        (2,),
+        tool="memcheck",
+        size=size,
+    )
+
+
+SKIP_EMPTY_WAIT = skip_empty_wait((256, 512, 1024))  # 16 K tiles through a 2-stage ring: the producer laps the consumer
 
 
 # The split-K self-test: the reduction kernel launched before the split kernel, i.e. the second pass without the stream
@@ -404,6 +410,43 @@ class SplitLaunch:
     grid, threads, smem_bytes, args, b and b_padded, reduce (None: one split), reduce_grid, reduce_args and
     reduce_first (the sanitizer's fault: the sum launched before the splits it sums)."""
 
+    def _bind_kernel(self, module, expr: str, smem_bytes: int, threads: int, stages: int) -> int:
+        """Takes the kernel ``expr`` of ``module`` with ``smem_bytes`` of dynamic shared memory; returns its blocks
+        per SM, refusing a ring that does not fit this GPU or an SM."""
+        self.kernel = module.kernel(expr)
+        self.smem_bytes = smem_bytes
+        loader.prepare(self.kernel, self.smem_bytes)  # refuses a ring that does not fit this GPU
+        blocks_per_sm = loader.occupancy(self.kernel, threads, self.smem_bytes)
+        if blocks_per_sm < 1:
+            raise ValueError(f"stages={stages}: a block ({self.smem_bytes} B of shared memory) does not fit on an SM")
+        return blocks_per_sm
+
+    def _bind_b(self, b: torch.Tensor, pad: bool) -> torch.Tensor:
+        """Keeps B and, where ``pad`` (its rows lack TMA's 16-byte pitch), a copy at a padded pitch that every call
+        refreshes; returns the tensor that TMA reads."""
+        self.b, self.b_padded = b, None
+        if not pad:
+            return b
+        k, n = b.shape
+        self.b_padded = torch.zeros(k, -(-n // 8) * 8, dtype=b.dtype, device=b.device)
+        return self.b_padded[:, :n]
+
+    def _set_info(
+        self, module, expr: str, stage_bytes: int, stages: int, occupancy: int, threads: int, config: str, **extra
+    ):
+        """This launch's KernelInfo: its grid and dynamic shared memory with the launcher's figures."""
+        self.info = module.kernel_info(
+            expr,
+            stage_bytes,
+            stages,
+            dynamic_smem=self.smem_bytes,
+            occupancy=occupancy,
+            threads=threads,
+            grid=self.grid,
+            config=config,
+            **extra,
+        )
+
     def _launch_reduce(self) -> None:
         loader.launch(self.reduce, self.reduce_grid, REDUCE_THREADS, 0, *self.reduce_args)
 
@@ -442,18 +485,9 @@ class Gemm(SplitLaunch):
         check_cuda(("a", ops.a), ("b", ops.b), ("c", c))
         module = kernel.build() if kernel is not None else build()  # a kernel module may carry extra defines
         expr = config.name_expression(stages, dtype)
-        self.kernel = module.kernel(expr)
-        self.smem_bytes = config.smem_bytes(stages)
-        loader.prepare(self.kernel, self.smem_bytes)  # refuses a ring that does not fit this GPU
-        blocks_per_sm = loader.occupancy(self.kernel, config.threads, self.smem_bytes)
-        if blocks_per_sm < 1:
-            raise ValueError(f"stages={stages}: a block ({self.smem_bytes} B of shared memory) does not fit on an SM")
+        blocks_per_sm = self._bind_kernel(module, expr, config.smem_bytes(stages), config.threads, stages)
         bk, bm, bn = block_k(dtype), config.block_m, config.block_n
-        self.b, self.b_padded = ops.b, None
-        b = ops.b
-        if dtype != "fp8e4m3" and n % 8:
-            self.b_padded = torch.zeros(k, -(-n // 8) * 8, dtype=b.dtype, device=b.device)
-            b = self.b_padded[:, :n]
+        b = self._bind_b(ops.b, pad=dtype != "fp8e4m3" and n % 8 != 0)
         # boxes as (rows, columns) of the row-major tensors: A (BM x BLOCK_K), B as K x N in boxes of BLOCK_K x 64 or,
         # fp8, as N x K in one box of BLOCK_N x BLOCK_K: every box row is 128 bytes, the swizzle's width
         # A's box: a whole tile of rows, or M rounded up to 8 when M is below one tile (the kernel zeroes the rest of
@@ -534,15 +568,8 @@ class Gemm(SplitLaunch):
             note += grid_note(tiles, sms * blocks_per_sm, self.grid)
         if config.tma_store and n % 8 == 0 and config.c_passes(stages) > 1:
             note += f", C staged 1/{config.c_passes(stages)} of a tile at a time (one TMA-store pass each)"
-        self.info = module.kernel_info(
-            expr,
-            config.stage_bytes,
-            stages,
-            dynamic_smem=self.smem_bytes,
-            occupancy=blocks_per_sm,
-            threads=config.threads,
-            grid=self.grid,
-            config=config.describe(dtype) + note,
+        self._set_info(
+            module, expr, config.stage_bytes, stages, blocks_per_sm, config.threads, config.describe(dtype) + note
         )
 
 
