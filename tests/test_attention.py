@@ -143,3 +143,29 @@ def test_faster_of_takes_a_candidate_that_accepts_and_names_every_refusal():
     assert torch.equal(out, x * 2) and run.info.config.startswith("b:") and "a: not this shape" in run.info.config
     with pytest.raises(ValueError, match="no candidate accepts these inputs .a: not this shape; c: not this shape"):
         faster_of({"a": refuse, "c": refuse})((x,), out)
+
+
+def test_faster_of_chooses_once_per_shape_and_every_build_runs_the_choice():
+    """The validated build and the timed build of a ceiling must be the same candidate: the choice is made at the
+    first build for a shape and kept; a new shape is chosen afresh."""
+    from suite.ceilings import faster_of
+
+    built = []
+
+    def candidate(name, factor):
+        def make(inputs, out):
+            built.append(name)
+            return lambda: out.copy_(inputs[0] * factor)
+
+        return make
+
+    op = faster_of({"a": candidate("a", 2), "b": candidate("b", 3)})
+    x, out = torch.randn(5), torch.full((5,), float("nan"))
+    first = op((x,), out)
+    assert built == ["a", "b", "a"]  # every candidate built for the choice, then the chosen one for the caller
+    again = op((x,), out)
+    assert built[3:] == ["a"] and again.info.config == first.info.config  # no new choice at the same shape
+    again()
+    assert torch.equal(out, x * 2)
+    op((torch.randn(7),), torch.empty(7))
+    assert built[4:] == ["a", "b", "a"]  # another shape: chosen afresh
