@@ -9,6 +9,8 @@ def gemm(a, b, backend: str = "ptx", out=None, scales=None):
     cheap)."""
     if backend not in ("ptx", "triton"):
         raise ValueError(f"backend must be 'ptx' or 'triton', not {backend!r}")
+    import contextlib
+
     import torch
 
     from suite.problems import PROBLEMS
@@ -29,5 +31,7 @@ def gemm(a, b, backend: str = "ptx", out=None, scales=None):
         from suite.ptx.gemm_auto import KERNEL
     else:
         from suite.triton.gemm_auto import KERNEL
-    KERNEL.launch(inputs, out, None)()
+    # the rule reads the GPU's SM count and the launch takes the current stream: both the tensors' device's
+    with torch.cuda.device(a.device) if a.is_cuda else contextlib.nullcontext():
+        KERNEL.launch(inputs, out, None)()
     return out

@@ -557,7 +557,8 @@ def _pool_ceiling(ceiling: _GuardedCeiling, row: Row | None) -> float:
             samples=len(inner.samples),
             measured=True,
             ci95=timing.ci_half_width(inner.samples),
-            precision_met=True,
+            # the pooled samples' median known to the stop rule's precision (not every timing's batch need be)
+            precision_met=timing.ci_half_width(inner.samples) <= stop_rule(inner.opts).precision,
             ceiling_timings=len(inner.cadence.timings),
             ceiling_drift=drift,
             **inner.launched.fields(),
