@@ -16,7 +16,9 @@ STAGES = (1, 2, 3, 4)
 BLOCK_M, BLOCK_N, THREADS = 64, 64, 128
 HEAD_DIMS = (64, 128)
 DTYPES = ("bf16", "fp16")
-FAULT_SIZE = (1, 2, 1, 64, 512, 64, 0)  # one 64-row query tile per head against 8 key tiles
+FAULT_SIZE = (1, 2, 1, 64, 512, 64, 0)
+# for compute-sanitizer: odd lengths, a causal mask with fully masked rows, GQA, d = 128
+SANITIZE_EDGES = (1, 4, 1, 130, 45, 128, 1)  # one 64-row query tile per head against 8 key tiles
 
 
 def tile_bytes(d: int) -> int:
@@ -37,18 +39,100 @@ def name_expression(stages: int, d: int, dtype: str) -> str:
     return f"attention_fwd<{stages}, {d}, {'true' if dtype == 'bf16' else 'false'}>"
 
 
-class AttentionMmaSync(NvrtcModule):
+class AttentionModule(NvrtcModule):
+    """What the attention NVRTC modules share: the constants they are built with, ``describe`` at d = 128 and a launch
+    that carries its kernel's facts. A subclass states its tile (``block_m``, ``block_n``, ``threads``), its
+    ``name_expression``, ``smem_bytes`` and ``stage_bytes`` per head_dim, and its ``config``."""
+
+    block_m = BLOCK_M
+    block_n = BLOCK_N
+    threads = THREADS
+    dtypes = DTYPES
+
+    @property
+    def stage_bytes(self) -> int:
+        """The d = 128 build's stage (the one ``describe`` reports first)."""
+        return self.stage_bytes_for(128)
+
+    def name_expression(self, stages: int, d: int, dtype: str) -> str:
+        return name_expression(stages, d, dtype)
+
+    def smem_bytes(self, stages: int, d: int) -> int:
+        return smem_bytes(stages, d)
+
+    def stage_bytes_for(self, d: int) -> int:
+        return stage_bytes(d)
+
+    def config(self, d: int = 128) -> str:
+        return f"{BLOCK_M} query rows x {BLOCK_N}-key tiles, d={d}, 4 warps of 16 rows, Q in registers"
+
+    def build_arch(self, arch: str | None) -> str | None:
+        """The arch ``build(arch)`` compiles for."""
+        return arch
+
+    def constants(self) -> dict[str, int]:
+        return {"ATTN_BLOCK_M": self.block_m, "ATTN_BLOCK_N": self.block_n, "ATTN_THREADS": self.threads}
+
+    def name_expressions(self, stages: int) -> tuple[str, ...]:
+        return tuple(self.name_expression(stages, d, dtype) for d in (128, 64) for dtype in self.dtypes)
+
+    def describe(self, arch: str, dtype: str = "bf16") -> dict:
+        built = self.build(arch)
+        return {
+            s: built.kernel_info(
+                self.name_expression(s, 128, dtype),
+                self.stage_bytes_for(128),
+                s,
+                dynamic_smem=self.smem_bytes(s, 128),
+                threads=self.threads,
+                config=f"{self.build_arch(arch)} cubin; {self.config()}",
+            )
+            for s in self.stages
+        }
+
+    def _kernel(self, ops, stages: int):
+        """The built kernel for these operands, its name and dynamic shared memory, and its occupancy; refuses a ring
+        this GPU cannot hold."""
+        module = self.build()
+        expr = self.name_expression(stages, ops.d, ops.dtype)
+        kernel = module.kernel(expr)
+        smem = self.smem_bytes(stages, ops.d)
+        loader.prepare(kernel, smem)
+        occupancy = loader.occupancy(kernel, self.threads, smem)
+        if occupancy < 1:
+            raise ValueError(f"stages={stages}: a block ({smem} B of shared memory) does not fit on an SM")
+        return module, expr, kernel, smem, occupancy
+
+    def _launchable(self, ops, stages: int, args: tuple):
+        """A launch of one block per BLOCK_M query rows of each (batch, head), with its kernel's facts as ``info``."""
+        module, expr, kernel, smem, occupancy = self._kernel(ops, stages)
+        grid = (-(-ops.sq // self.block_m), ops.b * ops.hq)
+
+        def run():
+            loader.launch(kernel, grid, self.threads, smem, *args)
+
+        run.info = module.kernel_info(
+            expr,
+            self.stage_bytes_for(ops.d),
+            stages,
+            dynamic_smem=smem,
+            occupancy=occupancy,
+            threads=self.threads,
+            grid=grid[0] * grid[1],
+            config=self.config(ops.d) + f", {ops.dtype}",
+        )
+        return run
+
+
+class AttentionMmaSync(AttentionModule):
     """attention.cu compiled for each stage count, head_dim and dtype."""
 
     source = SOURCE
-    threads = THREADS
     stages = STAGES
-    stage_bytes = stage_bytes(128)  # the d = 128 build's (the one ``describe`` reports first)
-    dtypes = DTYPES
     # cp.async, ldmatrix (Q once, K and V per tile), mma.sync: per 64-key tile 8 x D/16 for S and 8 x D/16 for P V
     sass_requires = {"async_copy": 1, "ldmatrix": 1, "mma": 2 * 8 * 64 // 16}
-    # odd lengths, a causal mask with fully masked rows and GQA, d = 128; a long non-causal row so the ring wraps
-    sanitize_sizes = ((1, 4, 1, 130, 45, 128, 1), (1, 2, 1, 70, 600, 64, 0))
+    # a long non-causal row of 10 key tiles, so the ring wraps
+    sanitize_sizes = (SANITIZE_EDGES, (1, 2, 1, 70, 600, 64, 0))
     # each launched where every block walks 8 key tiles, so that every stage is refilled while the ring runs
     faults = (
         Fault(
@@ -72,56 +156,12 @@ class AttentionMmaSync(NvrtcModule):
         ),
     )
 
-    def constants(self) -> dict[str, int]:
-        return {"ATTN_BLOCK_M": BLOCK_M, "ATTN_BLOCK_N": BLOCK_N, "ATTN_THREADS": THREADS}
-
-    def name_expressions(self, stages: int) -> tuple[str, ...]:
-        return tuple(name_expression(stages, d, dtype) for d in (128, 64) for dtype in self.dtypes)
-
-    def config(self, d: int = 128) -> str:
-        return f"{BLOCK_M} query rows x {BLOCK_N}-key tiles, d={d}, 4 warps of 16 rows, Q in registers"
-
-    def describe(self, arch: str, dtype: str = "bf16") -> dict:
-        built = self.build(arch)
-        return {
-            s: built.kernel_info(
-                name_expression(s, 128, dtype),
-                stage_bytes(128),
-                s,
-                dynamic_smem=smem_bytes(s, 128),
-                threads=THREADS,
-                config=f"{arch} cubin; {self.config()}",
-            )
-            for s in self.stages
-        }
-
     def launch(self, inputs, out, stages):
         check_stages(stages, self.stages)
         ops = cuda_launch_operands(inputs, out, self.dtypes, BLOCK_M)
-        module = self.build()
-        expr = name_expression(stages, ops.d, ops.dtype)
-        kernel = module.kernel(expr)
-        smem = smem_bytes(stages, ops.d)
-        occupancy = loader.occupancy(kernel, THREADS, smem)  # refuses a ring this GPU cannot hold
-        if occupancy < 1:
-            raise ValueError(f"stages={stages}: a block ({smem} B of shared memory) does not fit on an SM")
-        grid = (-(-ops.sq // BLOCK_M), ops.b * ops.hq)
-        args = (ops.q.data_ptr(), ops.k.data_ptr(), ops.v.data_ptr(), out.data_ptr(), *ops.kernel_scalars())
-
-        def run():
-            loader.launch(kernel, grid, THREADS, smem, *args)
-
-        run.info = module.kernel_info(
-            expr,
-            stage_bytes(ops.d),
-            stages,
-            dynamic_smem=smem,
-            occupancy=occupancy,
-            threads=THREADS,
-            grid=grid[0] * grid[1],
-            config=self.config(ops.d) + f", {ops.dtype}",
+        return self._launchable(
+            ops, stages, (ops.q.data_ptr(), ops.k.data_ptr(), ops.v.data_ptr(), out.data_ptr(), *ops.kernel_scalars())
         )
-        return run
 
 
 KERNEL = AttentionMmaSync()

@@ -10,9 +10,9 @@ import torch
 
 from suite.attention_problem import MAX_GRID_Y, cuda_launch_operands
 from suite.checks import check_stages
-from suite.kernel import Fault, NvrtcModule
-from suite.nvrtc import loader
+from suite.kernel import Fault
 from suite.problems import BadInput
+from suite.ptx.attention import SANITIZE_EDGES, AttentionModule
 from suite.ptx.gemm_tma import ALIGN_SLACK, ARCH, DEFINES, SMEM_PER_BLOCK, SWIZZLE_BYTES, _tensor_map, smem_define
 
 SOURCE = Path(__file__).with_name("attention_sm90.cu")
@@ -28,6 +28,25 @@ BOX_COLS = SWIZZLE_BYTES // 2  # 16-bit columns per TMA box row
 BARRIER_BYTES = 8
 # one 128-row query tile per head against 32 key tiles: every stage of a 2-deep ring refilled many times
 FAULT_SIZE = (1, 2, 1, 128, 4096, 64, 0)
+
+
+# The consumers then run ahead of the copies and release stages whose bytes have not landed: the producer
+# re-arms a full barrier whose phase is not done and the copy engine writes a stage being read, as with the
+# GEMM's SKIP_EMPTY_WAIT, which memcheck reports
+NO_FULL_WAIT = Fault(
+    "the consumers' wait on the full barrier removed (a stage read before its TMA bytes landed)",
+    "PIPESUITE_FAULT_NO_FULL_WAIT",
+    (2,),
+    tool="memcheck",
+    size=FAULT_SIZE,
+)
+EARLY_RELEASE = Fault(
+    "a stage released early: the wait for O += P V removed, so the empty barrier is arrived on while that "
+    "wgmma may still read V",
+    "PIPESUITE_FAULT_EARLY_RELEASE",
+    (2,),
+    size=FAULT_SIZE,
+)
 
 
 def tile_bytes(rows: int, d: int) -> int:
@@ -54,78 +73,50 @@ def fits(stages: int, d: int) -> bool:
     return smem_bytes(stages, d) <= SMEM_PER_BLOCK
 
 
-class AttentionWgmma(NvrtcModule):
+class AttentionWgmma(AttentionModule):
     """attention_sm90.cu compiled for each stage count, head_dim and dtype (sm_90a), in one of its two consumer
     mainloops: serial (``pingpong`` False) or FlashAttention-3's ping-pong of the two consumer warpgroups."""
 
     source = SOURCE
+    block_m, block_n, threads = BLOCK_M, BLOCK_N, THREADS
     archs = (ARCH,)
-    threads = THREADS
     stages = STAGES
-    stage_bytes = stage_bytes(128)  # the d = 128 build's (the one ``describe`` reports)
-    dtypes = DTYPES
     # per instantiation: TMA loads (Q once, K and V per tile, a box per 64 columns), wgmma (S: D / 16 k-steps; P V:
     # 8 k-steps of 16 keys), mbarrier waits and arrives
     sass_requires = {"tma": 3, "wgmma": 64 // 16 + BLOCK_N // 16, "mbarrier": 1}
-    # odd lengths, a causal mask with fully masked rows and GQA, d = 128; a long non-causal row so the ring wraps
-    sanitize_sizes = ((1, 4, 1, 130, 45, 128, 1), (1, 2, 1, 70, 1100, 64, 0))
-    faults = (
-        # The consumers then run ahead of the copies and release stages whose bytes have not landed: the producer
-        # re-arms a full barrier whose phase is not done and the copy engine writes a stage being read, as with the
-        # GEMM's SKIP_EMPTY_WAIT, which memcheck reports
-        Fault(
-            "the consumers' wait on the full barrier removed (a stage read before its TMA bytes landed)",
-            "PIPESUITE_FAULT_NO_FULL_WAIT",
-            (2,),
-            tool="memcheck",
-            size=FAULT_SIZE,
-        ),
-        Fault(
-            "a stage released early: the wait for O += P V removed, so the empty barrier is arrived on while that "
-            "wgmma may still read V",
-            "PIPESUITE_FAULT_EARLY_RELEASE",
-            (2,),
-            size=FAULT_SIZE,
-        ),
-    )
+    # a long non-causal row of 9 key tiles, so the ring wraps
+    sanitize_sizes = (SANITIZE_EDGES, (1, 2, 1, 70, 1100, 64, 0))
+    faults = (NO_FULL_WAIT, EARLY_RELEASE)
 
     def __init__(self, pingpong: bool = False):
         self.pingpong = pingpong
         self.stages = PINGPONG_STAGES if pingpong else STAGES
 
-    def constants(self) -> dict[str, int]:
-        return {"ATTN_BLOCK_M": BLOCK_M, "ATTN_BLOCK_N": BLOCK_N, "ATTN_THREADS": THREADS}
+    def name_expression(self, stages: int, d: int, dtype: str) -> str:
+        return name_expression(stages, d, dtype, self.pingpong)
+
+    def smem_bytes(self, stages: int, d: int) -> int:
+        return smem_bytes(stages, d)
+
+    def stage_bytes_for(self, d: int) -> int:
+        return stage_bytes(d)
 
     def defines(self) -> tuple[str, ...]:
         figures = [((s, d, 0, 0), smem_bytes(s, d)) for s in STAGES for d in HEAD_DIMS]
         return DEFINES + (smem_define(figures),) + super().defines()
 
-    def build(self, arch: str | None = None):
+    def build_arch(self, arch: str | None) -> str | None:
         """Always sm_90a: asked for sm_90 (the GPU's own arch, or the driver's CPU arch), build its 'a' target."""
-        return super().build(ARCH if arch in (None, "sm_90") else arch)
+        return ARCH if arch in (None, "sm_90") else arch
 
-    def name_expressions(self, stages: int) -> tuple[str, ...]:
-        return tuple(name_expression(stages, d, dtype, self.pingpong) for d in (128, 64) for dtype in self.dtypes)
+    def build(self, arch: str | None = None):
+        return super().build(self.build_arch(arch))
 
     def config(self, d: int = 128) -> str:
         return (
             f"{BLOCK_M} query rows x {BLOCK_N}-key tiles, d={d}, 1 producer warp (TMA) + 2 consumer warpgroups of 64 "
             "rows (wgmma, P from registers)" + (", ping-pong" if self.pingpong else ", no ping-pong")
         )
-
-    def describe(self, arch: str, dtype: str = "bf16") -> dict:
-        built = self.build(arch)
-        return {
-            s: built.kernel_info(
-                name_expression(s, 128, dtype, self.pingpong),
-                stage_bytes(128),
-                s,
-                dynamic_smem=smem_bytes(s, 128),
-                threads=THREADS,
-                config=f"{ARCH} cubin; {self.config()}",
-            )
-            for s in self.stages
-        }
 
     def bad_inputs(self) -> list[BadInput]:
         meta = lambda *shape: torch.empty(*shape, dtype=torch.bfloat16, device="meta")  # noqa: E731 (no memory)
@@ -136,37 +127,13 @@ class AttentionWgmma(NvrtcModule):
         check_stages(stages, self.stages)
         # the problem's rules, 32-bit TMA row coordinates, b * hq within the grid's y (and the maps' outermost) extent
         ops = cuda_launch_operands(inputs, out, self.dtypes, BLOCK_M)
-        module = self.build()
-        expr = name_expression(stages, ops.d, ops.dtype, self.pingpong)
-        kernel = module.kernel(expr)
-        smem = smem_bytes(stages, ops.d)
-        loader.prepare(kernel, smem)  # refuses a ring this GPU cannot hold
-        occupancy = loader.occupancy(kernel, THREADS, smem)
-        if occupancy < 1:
-            raise ValueError(f"stages={stages}: a block ({smem} B of shared memory) does not fit on an SM")
         # 3-D maps (head, row, column): the TMA unit zero-fills rows past a head's own sq or skv; boxes of 64 columns
         # (one 128-byte swizzled row each), BLOCK_M or BLOCK_N rows of one head
         d = ops.d
         tmap_q = _tensor_map(ops.q.view(ops.b * ops.hq, ops.sq, d), (1, BLOCK_M, BOX_COLS))
         tmap_k = _tensor_map(ops.k.view(ops.b * ops.hkv, ops.skv, d), (1, BLOCK_N, BOX_COLS))
         tmap_v = _tensor_map(ops.v.view(ops.b * ops.hkv, ops.skv, d), (1, BLOCK_N, BOX_COLS))
-        grid = (-(-ops.sq // BLOCK_M), ops.b * ops.hq)
-        args = (tmap_q, tmap_k, tmap_v, out.data_ptr(), *ops.kernel_scalars())
-
-        def run():
-            loader.launch(kernel, grid, THREADS, smem, *args)
-
-        run.info = module.kernel_info(
-            expr,
-            stage_bytes(d),
-            stages,
-            dynamic_smem=smem,
-            occupancy=occupancy,
-            threads=THREADS,
-            grid=grid[0] * grid[1],
-            config=self.config(d) + f", {ops.dtype}",
-        )
-        return run
+        return self._launchable(ops, stages, (tmap_q, tmap_k, tmap_v, out.data_ptr(), *ops.kernel_scalars()))
 
 
 KERNEL = AttentionWgmma()

@@ -203,9 +203,9 @@ REDUCE_FIRST = Fault(
     "the split-K reduction launched before the splits it sums (the second pass without its stream order)",
     "PIPESUITE_FAULT_SPLITK_REDUCE_FIRST",
     (4,),
+    in_launcher=True,  # the fault is in the Python launcher's stream order, not in a kernel
     tool="initcheck",
     size=(64, 512, 4112),
-    in_launcher=True,
 )
 REDUCE_THREADS = 256  # gemm_tma.cu's split_k_reduce: threads per block, 4 elements of C each
 

@@ -252,14 +252,11 @@ class StreamKGemm(TwoPassGemm):
     def _fixup(self) -> None:
         bm, bn, _ = self.tile
         ops, s = self.ops, self.schedule
+        meta = {"BLOCK_M": bm, "BLOCK_N": bn, "GROUP_M": GROUP_M, "ROWS": FIXUP_ROWS, "UNROLL": FIXUP_UNROLL}
         streamk_fixup_kernel[(s.sk_tiles, bm // FIXUP_ROWS)](
             *(self.workspace, ops.c, self.table, ops.scale_a, ops.scale_b, ops.m, ops.n, ops.c.stride(0)),
             s.dp_tiles,
-            BLOCK_M=bm,
-            BLOCK_N=bn,
-            GROUP_M=GROUP_M,
-            ROWS=FIXUP_ROWS,
-            UNROLL=FIXUP_UNROLL,
+            **meta,
             **epilogue_kwargs(ops),
             num_warps=4,
         )
