@@ -42,8 +42,10 @@ __device__ __forceinline__ void producer(const TensorMap& tmap_a, const TensorMa
                                          unsigned stage_bytes) {
     using T = Tile<BM, BLOCK_N, CONSUMERS, E>;
     RingPosition write;  // smem_write_stage and its lap's parity
-    const TileScheduler<SCHEDULE, PERSISTENT, BM, BLOCK_N> sched{tiles_m, tiles_n, num_k_tiles, splits};
-    sched.for_each_unit([&](const WorkUnit& u, int m0, int n0) {
+    const TileScheduler<SCHEDULE, PERSISTENT, BM, BLOCK_N> sched(tiles_m, tiles_n, num_k_tiles, splits);
+    sched.walk([&](const WorkUnit& u) {  // the consumers' walk, unit for unit
+        int m0, n0;
+        sched.origin(u, m0, n0);
         for (int k_tile = u.k_begin; k_tile < u.k_begin + u.k_tiles; ++k_tile) {
             produce_k_tile<STAGES, T, E>(tmap_a, tmap_b, smem, write, k_tile, m0, n0, stage_bytes);
             write.advance<STAGES>();

@@ -46,17 +46,12 @@ struct DecodeTile {
     static constexpr int ACC = BLOCK_T / 2;                     // fp32 accumulators per thread
 };
 
-// A decode unit: its weight and token tile origins and its split's K stages.
-struct DecodeUnit {
-    int w0, t0, split, k_begin, k_stages;
-};
-
+// A decode unit's weight and token tile origins: unit tile `tile` is weight tile tile / tiles_t, token tile
+// tile % tiles_t (the token tiles of one weight tile neighbour).
 template <class T>
-__device__ __forceinline__ DecodeUnit decode_unit(int u, int tiles_t, int tiles, int k_stages, int splits) {
-    const int split = u / tiles, tile = u % tiles;
-    const int base = k_stages / splits, extra = k_stages % splits;
-    return {(tile / tiles_t) * T::BW, (tile % tiles_t) * (2 * T::ACC), split, split * base + min(split, extra),
-            base + (split < extra ? 1 : 0)};
+__device__ __forceinline__ void decode_origin(int tile, int tiles_t, int& w0, int& t0) {
+    w0 = (tile / tiles_t) * T::BW;
+    t0 = (tile % tiles_t) * (2 * T::ACC);
 }
 
 // Dynamic shared memory: [stage 0 .. STAGES-1][full[STAGES]][empty[STAGES]][fix-up verdict per consumer warpgroup],
@@ -111,7 +106,8 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
     const int tiles_t = (M + BLOCK_T - 1) / BLOCK_T;
     const int tiles = tiles_t * ((N + T::BW - 1) / T::BW);
     const int k_stages = (K + T::BK - 1) / T::BK;
-    const int units = tiles * splits;
+    // the units (tile, split) and their K stages, walked b, b + grid, ... by the producer and the consumers alike
+    const SplitTiles<true> sched{tiles, k_stages, splits, (int)blockIdx.x, (int)gridDim.x};
 
     if (threadIdx.x == 0) {
         init_ring_barriers<STAGES>(smem, CONSUMERS * 4);  // one arrive per consumer warp on empty[]
@@ -125,9 +121,10 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
         // PRODUCER: one thread streams every unit's weight and token boxes through the ring.
         if (threadIdx.x != 0) return;
         RingPosition write;  // smem_write_stage and its lap's parity
-        for (int u = blockIdx.x; u < units; u += gridDim.x) {
-            const DecodeUnit unit = decode_unit<T>(u, tiles_t, tiles, k_stages, splits);
-            for (int ks = unit.k_begin; ks < unit.k_begin + unit.k_stages; ++ks) {
+        for (WorkUnit u = sched.first_unit(); u.valid(); u = sched.next_unit(u)) {
+            int w0, t0;
+            decode_origin<T>(u.tile, tiles_t, w0, t0);
+            for (int ks = u.k_begin; ks < u.k_begin + u.k_tiles; ++ks) {
                 // wait until every consumer warp released this stage (its wgmma finished reading it)
 #ifndef PIPESUITE_FAULT_SKIP_EMPTY_WAIT  // fault injection for the sanitizer self-test (suite/sanitize.py) only
                 producer_acquire(smem.empty(write.stage), write);
@@ -136,11 +133,11 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
                 producer_commit(full, T::STAGE_BYTES);  // boxes past an edge are zero-filled and still counted
 #pragma unroll
                 for (int c = 0; c < CONSUMERS; ++c)
-                    tma_load_2d(dst + c * T::W_BOX_BYTES, &tmap_weight, full, unit.w0 + c * 64, ks * T::BK);
+                    tma_load_2d(dst + c * T::W_BOX_BYTES, &tmap_weight, full, w0 + c * 64, ks * T::BK);
 #pragma unroll
                 for (int a = 0; a < K_ATOMS; ++a)
                     tma_load_2d(dst + T::T_OFFSET + a * T::T_BOX_BYTES, &tmap_tokens, full,
-                                ks * T::BK + a * T::ATOM_K, unit.t0);
+                                ks * T::BK + a * T::ATOM_K, t0);
                 write.advance<STAGES>();
             }
         }
@@ -152,11 +149,12 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
     const bool release = threadIdx.x % 32 == 0;  // one arrive per warp on empty[]
     RingPosition read;  // smem_read_stage and its lap's parity
     float acc[T::ACC];
-    for (int u = blockIdx.x; u < units; u += gridDim.x) {
-        const DecodeUnit unit = decode_unit<T>(u, tiles_t, tiles, k_stages, splits);
+    for (WorkUnit u = sched.first_unit(); u.valid(); u = sched.next_unit(u)) {  // the producer's walk
+        int w0, t0;
+        decode_origin<T>(u.tile, tiles_t, w0, t0);
 #pragma unroll
         for (int i = 0; i < T::ACC; ++i) acc[i] = 0.f;
-        overlapped_mainloop<STAGES>(acc, smem, read, unit.k_stages, release, [&](int s) {
+        overlapped_mainloop<STAGES>(acc, smem, read, u.k_tiles, release, [&](int s) {
             // per k-step: the weight 16 rows (of K) further, the tokens 32 bytes along a box's rows (a box per 64 of K)
             const unsigned w = smem.stage(s) + wg * T::W_BOX_BYTES, t = smem.stage(s) + T::T_OFFSET;
 #pragma unroll
@@ -167,42 +165,42 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
         });
 
         // EPILOGUE: all of K here: C; else the split's partial, and the fix-up
-        const int n0 = unit.w0 + wg * 64;
+        const int n0 = w0 + wg * 64;
         if (splits == 1) {
-            for_each_decode_output<T>(M, N, n0, unit.t0, [&](int i, long long at) {
+            for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long at) {
                 C[at] = (half_bits)(E::pack(acc[i], 0.f) & 0xffffu);
             });
             continue;
         }
         const long long slice = (long long)M * N;
 #ifdef PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT
-        if (unit.split != 0) {  // the fault: the other splits store; split 0 sums at once (its own slice unwritten)
+        if (u.index != 0) {  // the fault: the other splits store; split 0 sums at once (its own slice unwritten)
 #endif
-        for_each_decode_output<T>(M, N, n0, unit.t0, [&](int i, long long at) {
-            st_global_cg_f32(workspace + unit.split * slice + at, acc[i]);  // this split's share, to L2
+        for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long at) {
+            st_global_cg_f32(workspace + u.index * slice + at, acc[i]);  // this split's share, to L2
         });
 #ifdef PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT
             continue;
         }
 #endif
         const int tid = threadIdx.x % WG_THREADS;
-        int* counter = counters + (u % tiles) * CONSUMERS + wg;
+        int* counter = counters + u.tile * CONSUMERS + wg;
 #ifndef PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT
         if (!fixup_arrive(counter, splits, smem.flag(wg), wg, tid)) continue;  // a later split sums
 #endif
         // the last split: every slice in split order from zero (its own read back too): bit-reproducible. A slice's
         // loads all issue before their adds (one L2 round trip per slice, not one per element)
-        for_each_decode_output<T>(M, N, n0, unit.t0, [&](int i, long long at) {
+        for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long at) {
             acc[i] = ld_global_cg_f32(workspace + at);
         });
         for (int s = 1; s < splits; ++s) {
             float part[T::ACC];
-            for_each_decode_output<T>(M, N, n0, unit.t0, [&](int i, long long at) {
+            for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long at) {
                 part[i] = ld_global_cg_f32(workspace + s * slice + at);
             });
-            for_each_decode_output<T>(M, N, n0, unit.t0, [&](int i, long long) { acc[i] += part[i]; });
+            for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long) { acc[i] += part[i]; });
         }
-        for_each_decode_output<T>(M, N, n0, unit.t0, [&](int i, long long at) {
+        for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long at) {
             C[at] = (half_bits)(E::pack(acc[i], 0.f) & 0xffffu);
         });
         fixup_done(counter, tid);

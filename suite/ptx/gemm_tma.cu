@@ -52,29 +52,6 @@
 #include "sm90_fixup.cuh"
 #include "sm90_mainloop.cuh"
 
-// One unit of the stream-K schedule on a consumer warpgroup: MAINLOOP over its K tiles, then EPILOGUE: C when the
-// unit covers all of K, else the fix-up, whose last arriving unit stores C. C goes out through the TMA-store epilogue where the kernel has one and C's rows allow it (`tma_store`),
-// else directly.
-template <int STAGES, class T, class E, bool TMA_STORE, int BM, int BLOCK_N, int C_PASSES>
-__device__ __forceinline__ void consume_unit(float (&acc)[T::WG_M_TILES][T::ACC],
-                                             const SmemLayout<STAGES, T, TMA_STORE, BM>& smem, RingPosition& read,
-                                             const WorkUnit& u, const TensorMap& tmap_c, bool tma_store, half_bits* C,
-                                             int M, int N, int tiles_m, int tiles_n, int wg, bool release,
-                                             float alpha, float* workspace, int* counters) {
-    int m0, n0;
-    tile_origin<BM, BLOCK_N>(u.tile, tiles_m, tiles_n, m0, n0);
-    const int row0 = m0 + wg * T::WG_ROWS;
-    consumer_mainloop<STAGES, T, E, TMA_STORE, BM, BLOCK_N>(acc, smem, read, u.k_tiles, wg * T::WG_ROWS, release);
-    if (u.contributors > 1 && !fix_up<T>(acc, u, workspace, counters, smem.flag(wg), wg, M, row0)) return;
-    if constexpr (TMA_STORE) {
-        if (tma_store) {
-            store_tile_tma<STAGES, T, E, BM, BLOCK_N, C_PASSES>(tmap_c, smem, wg, row0, n0, acc, alpha, C, M, N);
-            return;
-        }
-    }
-    store_tile<T, E, BLOCK_N>(C, M, N, row0, n0, acc, alpha);
-}
-
 template <int STAGES, int BLOCK_N, int CONSUMERS, bool PERSISTENT, bool TMA_STORE, class E = F16, int BM = 128,
           int SCHEDULE = SCHED_TILES, int C_PASSES = 1>
 __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
@@ -130,51 +107,34 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
         if constexpr (E::SCALED) alpha = *scale_a * *scale_b;
         RingPosition read;                           // smem_read_stage and its lap's parity
         float acc[T::WG_M_TILES][T::ACC];
-        if constexpr (SCHEDULE == SCHED_TILES) {
-            // the producer's walk (TileScheduler's SCHED_TILES case), tile for tile
-            TileWalk<BM, BLOCK_N>(tiles_m, tiles_n).template for_each<PERSISTENT>([&](int, int m0, int n0) {
-                consumer_mainloop<STAGES, T, E, TMA_STORE, BM, BLOCK_N>(acc, smem, read, num_k_tiles, wg_row0,
-                                                                         release);
-                // EPILOGUE
-                if constexpr (TMA_STORE) {
-                    if (tma_store) {
-                        store_tile_tma<STAGES, T, E, BM, BLOCK_N, C_PASSES>(tmap_c, smem, wg, m0 + wg_row0, n0, acc,
-                                                                            alpha, C, M, N);
-                        return;
-                    }
-                }
-                store_tile<T, E, BLOCK_N>(C, M, N, m0 + wg_row0, n0, acc, alpha);
-            });
-            // The staging boxes must stay untouched until the last TMA store has read them; then the block may exit.
-            if (tma_store && threadIdx.x % WG_THREADS == 0) cp_async_bulk_wait_read<0>();
-        } else if constexpr (SCHEDULE == SCHED_SPLIT_K) {
-            // the producer's walk (TileScheduler::for_each_unit): this block's one split
-            const TileScheduler<SCHEDULE, PERSISTENT, BM, BLOCK_N> sched{tiles_m, tiles_n, num_k_tiles, splits};
-            sched.for_each_unit([&](const WorkUnit& u, int m0, int n0) {
-                consumer_mainloop<STAGES, T, E, false, BM, BLOCK_N>(acc, smem, read, u.k_tiles, wg_row0, release);
-                // EPILOGUE: all of K here: C; else this split's partial into its slice, for split_k_reduce
-                if (u.contributors == 1) store_tile<T, E, BLOCK_N>(C, M, N, m0 + wg_row0, n0, acc, alpha);
-                else store_partial<T, BLOCK_N>(workspace + (long long)u.index * M * N, M, N, m0 + wg_row0, n0, acc);
-            });
-        } else {
-            // The producer's walk, written out (TileScheduler::for_each_unit's SCHED_STREAM_K case): through the
-            // shared visitor ptxas schedules this consumer's fix-up and prologue differently, so it keeps its loop.
-            const StreamK sched(tiles_m * tiles_n, num_k_tiles);
-            for (int i = 0; i < sched.dp_units(); ++i)
-                consume_unit<STAGES, T, E, TMA_STORE, BM, BLOCK_N, C_PASSES>(
-                    acc, smem, read, sched.dp_unit(i), tmap_c, tma_store, C, M, N, tiles_m, tiles_n, wg, release,
-                    alpha, workspace, counters);
-            const long long end = sched.start(blockIdx.x + 1);
-            for (long long it = sched.start(blockIdx.x); it < end;) {
-                const WorkUnit u = sched.unit_at(it, end);
-                consume_unit<STAGES, T, E, TMA_STORE, BM, BLOCK_N, C_PASSES>(acc, smem, read, u, tmap_c, tma_store,
-                                                                            C, M, N, tiles_m, tiles_n, wg, release,
-                                                                            alpha, workspace, counters);
-                it += u.k_tiles;
+        // the producer's walk, unit for unit: each unit's MAINLOOP, then its EPILOGUE
+        const TileScheduler<SCHEDULE, PERSISTENT, BM, BLOCK_N> sched(tiles_m, tiles_n, num_k_tiles, splits);
+        auto consume = [&](const WorkUnit& u) {
+            int m0, n0;
+            sched.origin(u, m0, n0);
+            const int row0 = m0 + wg_row0;
+            consumer_mainloop<STAGES, T, E, TMA_STORE, BM, BLOCK_N>(acc, smem, read, u.k_tiles, wg_row0, release);
+            if constexpr (SCHEDULE == SCHED_SPLIT_K) {
+                // all of K here: C; else this split's partial into its slice, for split_k_reduce
+                if (u.contributors == 1) store_tile<T, E, BLOCK_N>(C, M, N, row0, n0, acc, alpha);
+                else store_partial<T, BLOCK_N>(workspace + (long long)u.index * M * N, M, N, row0, n0, acc);
+                return;
+            } else if constexpr (SCHEDULE == SCHED_STREAM_K) {
+                // not all of K here: the fix-up, whose last arriving unit stores C
+                if (u.contributors > 1 && !fix_up<T>(acc, u, workspace, counters, smem.flag(wg), wg, M, row0)) return;
             }
-            // as above: the last TMA store has read the staging boxes before the block exits
-            if (tma_store && threadIdx.x % WG_THREADS == 0) cp_async_bulk_wait_read<0>();
-        }
+            if constexpr (TMA_STORE) {
+                if (tma_store) {
+                    store_tile_tma<STAGES, T, E, BM, BLOCK_N, C_PASSES>(tmap_c, smem, wg, row0, n0, acc, alpha, C, M,
+                                                                        N);
+                    return;
+                }
+            }
+            store_tile<T, E, BLOCK_N>(C, M, N, row0, n0, acc, alpha);
+        };
+        sched.walk(consume);
+        // The staging boxes must stay untouched until the last TMA store has read them; then the block may exit.
+        if (tma_store && threadIdx.x % WG_THREADS == 0) cp_async_bulk_wait_read<0>();
     }
 }
 

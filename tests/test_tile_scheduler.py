@@ -1,0 +1,164 @@
+"""The Hopper GEMM kernels' work units (suite/include/sm90_work_units.cuh), the real header compiled for the host by
+the system C++ compiler and walked for every block of many schedules: each block's first_unit / next_unit walk is the
+documented deal (the model below), every (tile, K tile) iteration belongs to exactly one unit, and a shared tile's
+units are its contributors in K order, each with its own workspace slot inside the launcher's workspace."""
+
+import shutil
+import subprocess
+
+import pytest
+
+from suite.nvrtc.loader import INCLUDE_DIR
+
+CXX = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
+
+# Reads "kind tiles k_tiles splits grid" lines and prints each block's units in walk order, one per line: "case
+# block tile k_begin k_tiles contributors index slots...". Kinds: 0 SplitTiles persistent; 1 SplitTiles one unit per
+# block (its grid: one block per unit); 2 StreamK; 3 SplitTiles persistent over whole tiles (the data-parallel walk).
+HARNESS = r"""
+#define PIPESUITE_HD inline
+#include "sm90_work_units.cuh"
+#include <cstdio>
+int main() {
+    int kind, tiles, k, splits, grid, n = 0;
+    for (; std::scanf("%d %d %d %d %d", &kind, &tiles, &k, &splits, &grid) == 5; ++n) {
+        for (int b = 0; b < grid; ++b) {
+            auto walk = [&](auto sched) {
+                for (WorkUnit u = sched.first_unit(); u.valid(); u = sched.next_unit(u)) {
+                    std::printf("%d %d %d %d %d %d %d", n, b, u.tile, u.k_begin, u.k_tiles, u.contributors, u.index);
+                    for (int j = 0; j < u.contributors; ++j) std::printf(" %d", u.slot(j));
+                    std::printf("\n");
+                }
+            };
+            if (kind == 0) walk(SplitTiles<true>{tiles, k, splits, b, grid});
+            else if (kind == 1) walk(SplitTiles<false>{tiles, k, splits, b, grid});
+            else if (kind == 3) walk(SplitTiles<true, false>{tiles, k, 1, b, grid});
+            else walk(StreamK(tiles, k, b, grid));
+        }
+    }
+    return n ? 0 : 1;
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def walk(tmp_path_factory):
+    if CXX is None:
+        pytest.skip("no C++ compiler on PATH (c++, g++ or clang++) to build the host harness")
+    tmp = tmp_path_factory.mktemp("tile_scheduler")
+    (tmp / "walk.cpp").write_text(HARNESS)
+    exe = tmp / "walk"
+    cmd = [CXX, "-std=c++17", "-O1", "-Wall", "-Werror", f"-I{INCLUDE_DIR}", str(tmp / "walk.cpp"), "-o", str(exe)]
+    subprocess.run(cmd, check=True, capture_output=True, text=True)
+
+    def run(cases):
+        """Per case: {block: [(tile, k_begin, k_tiles, contributors, index, slots), ...]}"""
+        stdin = "".join(f"{kind} {tiles} {k} {splits} {grid}\n" for kind, tiles, k, splits, grid in cases)
+        out = subprocess.run([str(exe)], input=stdin, check=True, capture_output=True, text=True).stdout
+        walks = [{b: [] for b in range(c[4])} for c in cases]
+        for line in out.splitlines():
+            n, b, tile, k_begin, k_tiles, contributors, index, *slots = map(int, line.split())
+            walks[n][b].append((tile, k_begin, k_tiles, contributors, index, tuple(slots)))
+        return walks
+
+    return run
+
+
+def split_tiles_model(tiles, k_tiles, splits, grid, persistent):
+    """Units tiles x splits, split-major, block b taking b (then b + grid, ... when persistent); split s of K an equal
+    share, the first k_tiles % splits one more."""
+    base, extra = divmod(k_tiles, splits)
+    walks = {}
+    for b in range(grid):
+        units = []
+        for u in range(b, tiles * splits, grid) if persistent else [b] if b < tiles * splits else []:
+            tile, split = u % tiles, u // tiles
+            k_begin = split * base + min(split, extra)
+            slots = tuple(tile * splits + j for j in range(splits))
+            units.append((tile, k_begin, base + (split < extra), splits, split, slots))
+        walks[b] = units
+    return walks
+
+
+def stream_k_model(tiles, k_tiles, grid):
+    """Whole tiles round-robin while at least two waves remain, then the rest's iterations split evenly, a unit per
+    tile a block's range touches; a shared tile's contributors first..last write slots 2c (their first unit) or
+    2 first + 1 (the first contributor's range started in an earlier tile: this is its last unit)."""
+    dp = (tiles // grid - 1) * grid if tiles >= 2 * grid else 0
+    iters = (tiles - dp) * k_tiles
+
+    def start(c):
+        return c * iters // grid
+
+    def block_of(i):
+        return ((i + 1) * grid - 1) // iters
+
+    walks = {}
+    for c in range(grid):
+        units = [(t, 0, k_tiles, 1, 0, (0,)) for t in range(c, dp, grid)]
+        it, end = start(c), start(c + 1)
+        while it < end:
+            tile, k_begin = divmod(it, k_tiles)
+            n = min(k_tiles - k_begin, end - it)
+            first, last = block_of(tile * k_tiles), block_of(tile * k_tiles + k_tiles - 1)
+            adjust = 1 if start(first) < tile * k_tiles else 0
+            slots = tuple(2 * first + 2 * j + (adjust if j == 0 else 0) for j in range(last - first + 1))
+            units.append((dp + tile, k_begin, n, last - first + 1, c - first, slots))
+            it += n
+        walks[c] = units
+    return walks
+
+
+def check_deal(walks, tiles, k_tiles, slot_limit):
+    """Every (tile, K tile) iteration in exactly one unit; a tile's units are its contributors, in K order, each with
+    its own slot below slot_limit (whole tiles need none)."""
+    covered, by_tile = {}, {}
+    for b, units in walks.items():
+        for tile, k_begin, n, contributors, index, slots in units:
+            assert 0 <= tile < tiles and 0 <= k_begin and k_begin + n <= k_tiles, (b, tile)
+            for k in range(k_begin, k_begin + n):
+                assert (tile, k) not in covered, (b, tile, k)
+                covered[tile, k] = b
+            by_tile.setdefault(tile, []).append((k_begin, index, contributors, slots))
+    assert len(covered) == tiles * k_tiles
+    for tile, units in by_tile.items():
+        units.sort()
+        assert [u[1] for u in units] == list(range(len(units))), tile  # contributors in K order, index 0 first
+        assert {u[2] for u in units} == {len(units)}, tile
+        if len(units) > 1:
+            slots = units[0][3]
+            assert len(set(slots)) == len(units) and all(0 <= s < slot_limit for s in slots), (tile, slots)
+
+
+SHAPES = [(tiles, k) for tiles in (1, 3, 7, 64, 131, 133, 264, 269, 1000) for k in (1, 2, 7, 33, 224)]
+
+
+@pytest.mark.parametrize("grid", [4, 64, 132])
+def test_stream_k_walks_the_documented_deal(walk, grid):
+    # the launcher's grid: at most one block per iteration (every block's range then holds at least one)
+    cases = [(2, tiles, k, 1, min(grid, tiles * k)) for tiles, k in SHAPES]
+    for (_, tiles, k, _, blocks), got in zip(cases, walk(cases), strict=True):
+        assert got == stream_k_model(tiles, k, blocks), (tiles, k, blocks)
+        check_deal(got, tiles, k, 2 * blocks)
+
+
+def test_split_tiles_walks_the_documented_deal(walk):
+    cases = []
+    for tiles, k in SHAPES:
+        for splits in (1, 2, 5, 16):
+            if splits > k:  # the launchers never split finer than the K tiles
+                continue
+            cases.append((0, tiles, k, splits, 132))  # persistent (the decode kernel; data-parallel tiles)
+            cases.append((1, tiles, k, splits, tiles * splits))  # one unit per block (split-K's grid)
+        cases.append((3, tiles, k, 1, 132))  # whole tiles, persistent
+        cases.append((3, tiles, k, 1, tiles))  # whole tiles, a block each
+    for (kind, tiles, k, splits, grid), got in zip(cases, walk(cases), strict=True):
+        assert got == split_tiles_model(tiles, k, splits, grid, persistent=kind != 1), (kind, tiles, k, splits)
+        check_deal(got, tiles, k, tiles * splits)
+
+
+def test_a_persistent_walk_is_over_for_a_block_past_the_units(walk):
+    """A persistent grid with more blocks than units: the extra blocks' walks are empty, not a unit past the end.
+    (A one-unit-per-block grid is launched with exactly one block per unit; the kernel's walk calls it once.)"""
+    (split,) = walk([(0, 3, 4, 2, 8)])
+    assert [b for b, units in split.items() if units] == list(range(6))
