@@ -14,6 +14,7 @@ import torch
 import torch.nn.functional as F
 
 from suite.attention_problem import attention_operands
+from suite.ceilings import out_of_memory
 from suite.info import KernelInfo
 
 BACKENDS = {"flash": "FLASH_ATTENTION", "cuDNN": "CUDNN_ATTENTION", "math": "MATH"}
@@ -48,8 +49,8 @@ def sdpa(backend: str):
         gqa_note = "enable_gqa=True"
         try:
             call(k, v, ops.group > 1)  # a trial call: a backend without a kernel for these inputs says so here
-        except RuntimeError:
-            if ops.group == 1:
+        except RuntimeError as e:
+            if ops.group == 1 or out_of_memory(e):
                 raise
             k = k.repeat_interleave(ops.group, dim=1)
             v = v.repeat_interleave(ops.group, dim=1)

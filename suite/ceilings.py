@@ -28,9 +28,16 @@ def _key(inputs, out) -> tuple:
     return tuple(one(x) for x in inputs) + (one(out),)
 
 
+def out_of_memory(e: BaseException) -> bool:
+    """Whether ``e`` is the GPU running out of memory (torch's OutOfMemoryError is a RuntimeError, as a library's
+    "no kernel for these inputs" is): a failure to report, never a candidate's refusal."""
+    return type(e).__name__ == "OutOfMemoryError" or "out of memory" in str(e).lower()
+
+
 def faster_of(candidates: dict[str, Callable]) -> Callable:
     """One LibraryOp ``op(inputs, out)`` from several, by name: the faster of those that accept the inputs (a
-    candidate refuses with ValueError, or with RuntimeError where the library has no kernel for them); ValueError
+    candidate refuses with ValueError, or with RuntimeError where the library has no kernel for them, but not for
+    want of GPU memory); ValueError
     naming every refusal when none accepts. The choice is made once per shape (the first build at it) and kept, so
     that every later build of the op at that shape (the validated one, the timed one) runs and names the same
     candidate."""
@@ -65,6 +72,8 @@ def _choose(candidates: dict[str, Callable], inputs, out) -> tuple[str, str]:
         try:
             built[name] = candidate(inputs, target)
         except (ValueError, RuntimeError) as e:
+            if out_of_memory(e):  # not a refusal of these inputs: the GPU had no room, which the row must say
+                raise
             refusals.append(f"{name}: {str(e).strip().splitlines()[0] if str(e).strip() else type(e).__name__}")
     if not built:
         raise ValueError("no candidate accepts these inputs (" + "; ".join(refusals) + ")")

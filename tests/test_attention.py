@@ -169,3 +169,24 @@ def test_faster_of_chooses_once_per_shape_and_every_build_runs_the_choice():
     assert torch.equal(out, x * 2)
     op((torch.randn(7),), torch.empty(7))
     assert built[4:] == ["a", "b", "a"]  # another shape: chosen afresh
+
+
+def test_faster_of_reports_running_out_of_gpu_memory_instead_of_counting_it_a_refusal():
+    """torch's OutOfMemoryError is a RuntimeError, as a library's "no kernel for these inputs" is: the first must fail
+    the ceiling's row, not pass over the candidate to a slower one."""
+    from suite.ceilings import faster_of
+
+    def no_room(inputs, out):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 2.00 GiB")
+
+    def no_kernel(inputs, out):
+        raise RuntimeError("No available kernel. Aborting execution.")
+
+    def double(inputs, out):
+        return lambda: out.copy_(inputs[0] * 2)
+
+    x, out = torch.randn(5), torch.full((5,), float("nan"))
+    with pytest.raises(torch.cuda.OutOfMemoryError):
+        faster_of({"a": no_room, "b": double})((x,), out)
+    run = faster_of({"a": no_kernel, "b": double})((x,), out)
+    assert run.info.config.startswith("b:") and "a: No available kernel" in run.info.config

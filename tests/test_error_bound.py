@@ -155,6 +155,22 @@ def test_each_gemm_row_gets_the_jobs_floor(monkeypatch, scratch):
     assert all(r["floor_ms"] is None and r["ratio_to_floor"] is None for r in cpu.values())
 
 
+def test_a_floor_that_fails_to_time_leaves_the_rows_timed_and_saying_why(monkeypatch, scratch):
+    """The floor's copy_ running out of memory is no reason to lose the job: its rows are timed, with no floor, and
+    each measured row's note names the failure."""
+    fake_sampling(monkeypatch)
+
+    def no_room(*a, **k):
+        raise torch.cuda.OutOfMemoryError("CUDA out of memory. Tried to allocate 4.00 GiB")
+
+    monkeypatch.setattr(jobs, "time_floor", no_room)
+    scratch("same", _matmul, dtypes=("bf16",))
+    rows = _run(["same"], "bf16", on_gpu=True)
+    assert rows and all(r["median_ms"] and r["floor_ms"] is None and r["ratio_to_floor"] is None for r in rows.values())
+    for r in rows.values():
+        assert "no memory floor: its copy_ failed (OutOfMemoryError: CUDA out of memory." in r["note"], r["note"]
+
+
 def test_the_floor_copies_half_the_minimum_bytes_each_way(monkeypatch):
     """copy_ of min_bytes / 2 reads that many and writes as many: min_bytes in all, as the roofline counts them."""
     made, called = [], []

@@ -232,11 +232,11 @@ def _run_job(job, rows: list[Row], opts, on_gpu, device, described, phases, bar,
         settle_sass(row)
     to_time = [entry for entry in to_time if entry[2].valid]
 
-    ceiling_ms, floor_ms = (
-        _time_job(job, problem, to_time, rows, opts, device, phases, bar, by_label) if on_gpu else (None, None)
+    ceiling_ms, (floor_ms, floor_failed) = (
+        _time_job(job, problem, to_time, rows, opts, device, phases, bar, by_label) if on_gpu else (None, (None, None))
     )
     precision = None if opts.timer == "fixed" else stop_rule(opts).precision
-    throughput_and_flags(problem, size, rows, ceiling_ms, precision, floor_ms)
+    throughput_and_flags(problem, size, rows, ceiling_ms, precision, floor_ms, floor_failed)
 
 
 def _validate_row(
@@ -417,10 +417,10 @@ def _time_job(
     phases: timing.Phases,
     bar: Progress,
     by_label: dict[str, Variant],
-) -> tuple[float | None, float | None]:
+) -> tuple[float | None, tuple[float | None, str | None]]:
     """Time the job's valid rows with its ceiling interleaved; returns the ceiling's pooled median (None: no
-    ceiling here) and the job's memory floor (``_floor``; None: none). The ceiling row, when the job has it, gets the
-    pooled samples. The shared inputs are checked after every timing (``_SharedInputs``)."""
+    ceiling here) and the job's memory floor (``_floor``: its time, or why it has none). The ceiling row, when the
+    job has it, gets the pooled samples. The shared inputs are checked after every timing (``_SharedInputs``)."""
     ceiling_variant = by_label.get(job.ceiling) if job.ceiling else None
     ceiling_row = next((r for r in rows if r.ceiling and f"{r.backend}:{r.variant}" == job.ceiling), None)
     with phases("inputs"):
@@ -428,7 +428,7 @@ def _time_job(
     ceiling = _ceiling(ceiling_variant, ceiling_row, shared, problem, opts, phases, device, rows)
     if to_time:
         ceiling.time()
-    floor_ms = _floor(job, problem, opts, device, phases) if to_time else None
+    floor_ms = _floor(job, problem, opts, device, phases) if to_time else (None, None)
     for spec, variant, row in to_time:
         bar.step(f"time {problem.name} {job.dtype} {problem.shape(job.size)} {variant.label} stages={spec.stages}")
         if variant is ceiling_variant:
@@ -460,17 +460,21 @@ def _time_job(
     return median, floor_ms
 
 
-def _floor(job, problem: Problem, opts: Options, device: torch.device, phases: timing.Phases) -> float | None:
-    """The job's memory floor (suite.driver.measure.time_floor over Problem.min_bytes), timed once, as the rows are;
-    None for a problem without min_bytes, or when the copy fails (its rows then have no floor, the run goes on)."""
+def _floor(
+    job, problem: Problem, opts: Options, device: torch.device, phases: timing.Phases
+) -> tuple[float | None, str | None]:
+    """The job's memory floor (suite.driver.measure.time_floor over Problem.min_bytes), timed once, as the rows are:
+    (its median ms, None), or (None, why it failed): the rows then have no floor and say why, and the run goes on.
+    (None, None) for a problem without min_bytes."""
     if problem.min_bytes is None:
-        return None
+        return None, None
     try:
-        return time_floor(problem.min_bytes(job.size, job.dtype), device, opts, phases)
+        return time_floor(problem.min_bytes(job.size, job.dtype), device, opts, phases), None
     except KeyboardInterrupt:
         raise
-    except Exception:  # noqa: BLE001 - no floor for this job (e.g. out of memory); the rows are still timed (a GPU
-        return None  # that stopped answering fails the next row, which checks the device)
+    except Exception as e:  # noqa: BLE001 - no floor for this job (e.g. out of memory); the rows are still timed (a
+        # GPU that stopped answering fails the next row, which checks the device)
+        return None, f"{type(e).__name__}: {str(e).strip().splitlines()[0] if str(e).strip() else ''}".rstrip(": ")
 
 
 class _GuardedCeiling:

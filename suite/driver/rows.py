@@ -280,10 +280,12 @@ def throughput_and_flags(
     ceiling_ms: float | None = None,
     precision: float | None = None,
     floor_ms: float | None = None,
+    floor_failed: str | None = None,
 ) -> None:
     """Throughput and ratio to the ceiling of one job's measured rows (the ceiling's median: ``ceiling_ms``, else
     the ceiling row's among them); notes for noisy, imprecise or throttled ones. A problem with a memory floor
-    (Problem.min_bytes) gives every row ``floor_ms`` (the job's, None when not timed) and ``ratio_to_floor``."""
+    (Problem.min_bytes) gives every row ``floor_ms`` (the job's, None when not timed) and ``ratio_to_floor``; where
+    timing the floor failed (``floor_failed``: why), each measured row's note says so."""
     work = problem.work(size)
     if ceiling_ms is None:
         ceiling_ms = next((r.median_ms for r in group_rows if r.ceiling and r.measured), None)
@@ -319,6 +321,8 @@ def throughput_and_flags(
                 )
         if row.launch_note:
             flags.append(row.launch_note)
+        if floor_failed:
+            flags.append(f"no memory floor: its copy_ failed ({floor_failed})")
         if row.below_cap is False:
             flags.append(f"a burst began with the clock slowdown still on after {timing.COOL_MAX_S:g} s of waiting")
         if flags:
