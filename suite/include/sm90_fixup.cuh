@@ -1,7 +1,8 @@
 // sm90_fixup.cuh: the deterministic fix-up of an output tile that several units share: each unit's fp32 partial
-// through the workspace, summed in K order by the last unit to arrive. The arrival protocol (fixup_publish,
-// fixup_elect, fixup_done) serves stream-K's fix_up below and the decode kernel's splits alike; the slots' layout and
-// the sum are each kernel's (stream-K: per-unit slots in register order; decode: per-split slices of M x N).
+// through the workspace, summed in K order by the last unit to arrive. The order of the sum (sum_in_k_order) is the
+// one every kernel that splits K uses, split-K's second pass too; the arrival protocol (fixup_publish, fixup_elect,
+// fixup_done) serves stream-K's fix_up below and the decode kernel's splits alike. The slots' layout is each
+// kernel's (stream-K: per-unit slots in register order; decode and split-K: per-split slices of M x N).
 #pragma once
 
 #include "sm90_tile_scheduler.cuh"
@@ -53,6 +54,27 @@ __device__ __forceinline__ void load_slot_chunk(const float* slot, int mt, int q
         ld_global_cg_v4(slot + ((mt * T::ACC / 4 + q0 + q) * WG_THREADS + tid) * 4, v[q][0], v[q][1], v[q][2], v[q][3]);
 }
 
+// The one order in which every kernel that splits K combines its partial sums (stream-K's fix_up below, the decode
+// kernel's splits, split-K's second pass): contributor 0's partial, then 1, 2, ..., n - 1 added to it, whoever sums,
+// so the result is the same bits run to run and no float is added atomically. `Part`: one contributor's share of the
+// values this thread sums (a register array); load(j, part) issues contributor j's loads, add(j, part) folds them in
+// (j == 0: takes them as they are). UNROLL > 0: that many contributors unrolled, their loads in flight before their
+// adds; 0: as the compiler unrolls.
+template <class Part, int UNROLL = 0, class Load, class Add>
+__device__ __forceinline__ void sum_in_k_order(int contributors, Load load, Add add) {
+    auto step = [&](int j) {
+        Part part;
+        load(j, part);
+        add(j, part);
+    };
+    if constexpr (UNROLL > 0) {
+#pragma unroll UNROLL
+        for (int j = 0; j < contributors; ++j) step(j);
+    } else {
+        for (int j = 0; j < contributors; ++j) step(j);
+    }
+}
+
 // The fix-up's arrival, the one protocol of every kernel that combines partial sums (stream-K's fix_up below, the
 // decode kernel's splits), in two steps: fixup_publish once this warpgroup's threads have each issued their partial
 // (st.global.cg), then fixup_elect: thread `tid` 0 arrives on `counter` with acq_rel at gpu scope: its release
@@ -99,15 +121,18 @@ __device__ __forceinline__ bool fix_up(float (&acc)[T::WG_M_TILES][T::ACC], cons
         if (!rows_in_range(M, row0, mt)) continue;
 #pragma unroll
         for (int q0 = 0; q0 < T::ACC / 4; q0 += CHUNK) {
-            for (int j = 0; j < u.contributors; ++j) {  // K order, whoever arrived last: bit-reproducible
-                float v[CHUNK][4];
-                load_slot_chunk<T, CHUNK>(slot_of<T>(workspace, u.slot(j), wg), mt, q0, tid, v);
+            sum_in_k_order<float[CHUNK][4]>(
+                u.contributors,
+                [&](int j, float (&v)[CHUNK][4]) {
+                    load_slot_chunk<T, CHUNK>(slot_of<T>(workspace, u.slot(j), wg), mt, q0, tid, v);
+                },
+                [&](int j, const float (&v)[CHUNK][4]) {
 #pragma unroll
-                for (int q = 0; q < CHUNK; ++q)
+                    for (int q = 0; q < CHUNK; ++q)
 #pragma unroll
-                    for (int i = 0; i < 4; ++i)
-                        acc[mt][4 * (q0 + q) + i] = j == 0 ? v[q][i] : acc[mt][4 * (q0 + q) + i] + v[q][i];
-            }
+                        for (int i = 0; i < 4; ++i)
+                            acc[mt][4 * (q0 + q) + i] = j == 0 ? v[q][i] : acc[mt][4 * (q0 + q) + i] + v[q][i];
+                });
         }
     }
     fixup_done(counter, tid);

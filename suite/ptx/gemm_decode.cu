@@ -190,16 +190,16 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
 #endif
         // the last split: every slice in split order from zero (its own read back too): bit-reproducible. A slice's
         // loads all issue before their adds (one L2 round trip per slice, not one per element)
-        for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long at) {
-            acc[i] = ld_global_cg_f32(workspace + at);
-        });
-        for (int s = 1; s < splits; ++s) {
-            float part[T::ACC];
-            for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long at) {
-                part[i] = ld_global_cg_f32(workspace + s * slice + at);
+        sum_in_k_order<float[T::ACC]>(
+            splits,
+            [&](int s, float (&part)[T::ACC]) {
+                for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long at) {
+                    part[i] = ld_global_cg_f32(workspace + s * slice + at);
+                });
+            },
+            [&](int s, const float (&part)[T::ACC]) {
+                for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long) { acc[i] = s == 0 ? part[i] : acc[i] + part[i]; });
             });
-            for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long) { acc[i] += part[i]; });
-        }
         for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long at) {
             C[at] = (half_bits)(E::pack(acc[i], 0.f) & 0xffffu);
         });

@@ -139,10 +139,12 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
 }
 
 // ---------------------------------------------------------------------------------------------------------------
-// split-K's second pass: C = (slice 0 + slice 1 + ... + slice splits-1) x scales, in split (K) order from zero, so the
-// result is the same bits every run; launched after the split kernel on the same stream, which is the only wait it
-// needs. Each thread takes 4 consecutive elements of C; 16-byte loads when M x N % 4 == 0 (every slice then starts
-// 16-byte aligned), else one element at a time. The slices' loads are unrolled so that several are in flight.
+// split-K's second pass: C = (slice 0 + slice 1 + ... + slice splits-1) x scales, in split (K) order (sum_in_k_order,
+// the fix-ups' order), so the result is the same bits every run; launched after the split kernel on the same stream,
+// which is the only wait it needs. A second kernel, not a fix-up inside the split kernel: S partial tiles summed on
+// one SM would read S x the tile through that SM; here the sum is spread over the whole GPU. Each thread takes 4
+// consecutive elements of C; 16-byte loads when M x N % 4 == 0 (every slice then starts 16-byte aligned), else one
+// element at a time. The slices' loads are unrolled so that several are in flight.
 // ---------------------------------------------------------------------------------------------------------------
 constexpr int REDUCE_THREADS = 256;
 
@@ -153,21 +155,26 @@ __global__ void __launch_bounds__(REDUCE_THREADS)
     const long long i = ((long long)blockIdx.x * REDUCE_THREADS + threadIdx.x) * 4;
     if (i >= mn) return;
     float v[4];
+    auto add = [&](int s, const float (&part)[4]) {
+#pragma unroll
+        for (int e = 0; e < 4; ++e) v[e] = s == 0 ? part[e] : v[e] + part[e];
+    };
     if (mn % 4 == 0) {
-        const float4 first = *reinterpret_cast<const float4*>(workspace + i);
-        v[0] = first.x, v[1] = first.y, v[2] = first.z, v[3] = first.w;
-#pragma unroll 4
-        for (int s = 1; s < splits; ++s) {
-            const float4 next = *reinterpret_cast<const float4*>(workspace + s * mn + i);
-            v[0] += next.x, v[1] += next.y, v[2] += next.z, v[3] += next.w;
-        }
+        sum_in_k_order<float[4], 4>(
+            splits,
+            [&](int s, float (&part)[4]) {
+                const float4 slice = *reinterpret_cast<const float4*>(workspace + s * mn + i);
+                part[0] = slice.x, part[1] = slice.y, part[2] = slice.z, part[3] = slice.w;
+            },
+            add);
     } else {
+        sum_in_k_order<float[4], 4>(
+            splits,
+            [&](int s, float (&part)[4]) {
 #pragma unroll
-        for (int e = 0; e < 4; ++e) v[e] = i + e < mn ? workspace[i + e] : 0.f;
-#pragma unroll 4
-        for (int s = 1; s < splits; ++s)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) v[e] += i + e < mn ? workspace[s * mn + i + e] : 0.f;
+                for (int e = 0; e < 4; ++e) part[e] = i + e < mn ? workspace[s * mn + i + e] : 0.f;
+            },
+            add);
     }
     if constexpr (E::SCALED) {
         const float alpha = *scale_a * *scale_b;
