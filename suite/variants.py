@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import torch
 
+from suite.attention_fa4 import available as fa4_available
+from suite.attention_fa4 import fa4
 from suite.attention_sdpa import needs_cuda_tensors, refuses, sdpa, without_gpu
 from suite.ceilings import faster_of
 from suite.kernel import LibraryOp
@@ -479,6 +481,15 @@ register_kernel(
     gate=needs_gpu((8, 0)),
     description="the ceiling: whichever of the SDPA flash and cuDNN rows is faster at the shape (timed once as it is "
     "built; suite.ceilings.faster_of)",
+)
+register_kernel(
+    "attention",
+    "fa4",
+    "flash_attn_func",
+    LibraryOp(fa4, dtypes=_SDPA_DTYPES),
+    gate=fa4_available,
+    description="FlashAttention-4 (the optional flash-attn-4 package, CuTe DSL) flash_attn_func, GQA native, the "
+    "causal mask bottom-right as the problem's",
 )
 register_kernel(
     "attention",

@@ -190,3 +190,60 @@ def test_faster_of_reports_running_out_of_gpu_memory_instead_of_counting_it_a_re
         faster_of({"a": no_room, "b": double})((x,), out)
     run = faster_of({"a": no_kernel, "b": double})((x,), out)
     assert run.info.config.startswith("b:") and "a: No available kernel" in run.info.config
+
+
+def _fake_flash_attn_4(monkeypatch):
+    """A stand-in for the flash-attn-4 package's public call, as its docs state it: q (b, sq, hq, d), k and v
+    (b, skv, hkv, d) with hq a multiple of hkv, the last dimension contiguous, scale 1 / sqrt(d), the causal mask
+    aligned bottom-right, a row that sees no key written as zeros; returns (out, lse)."""
+    import math
+    import sys
+    import types
+
+    def flash_attn_func(q, k, v, causal=False, softmax_scale=None):
+        assert all(t.stride(-1) == 1 for t in (q, k, v)), "the head dimension must be contiguous"
+        b, sq, hq, d = q.shape
+        skv, hkv = k.shape[1], k.shape[2]
+        assert k.shape == v.shape == (b, skv, hkv, d) and hq % hkv == 0
+        qf, kf, vf = (t.float().transpose(1, 2) for t in (q, k, v))
+        kf, vf = (t.repeat_interleave(hq // hkv, dim=1) for t in (kf, vf))
+        s = qf @ kf.transpose(-1, -2) * (softmax_scale or 1 / math.sqrt(d))
+        if causal:
+            rows, keys = torch.arange(sq)[:, None], torch.arange(skv)[None, :]
+            s = s.masked_fill(keys > rows + skv - sq, float("-inf"))
+        lse = torch.logsumexp(s, dim=-1)
+        p = torch.softmax(s, dim=-1).nan_to_num(0.0)
+        return (p @ vf).to(q.dtype).transpose(1, 2), lse
+
+    package, cute = types.ModuleType("flash_attn"), types.ModuleType("flash_attn.cute")
+    cute.flash_attn_func = flash_attn_func
+    package.cute = cute
+    monkeypatch.setitem(sys.modules, "flash_attn", package)
+    monkeypatch.setitem(sys.modules, "flash_attn.cute", cute)
+
+
+@pytest.mark.parametrize("size", [(1, 4, 2, 70, 45, 64, 1), (2, 2, 1, 33, 90, 128, 0), (1, 4, 4, 64, 64, 64, 1)])
+def test_the_flashattention_4_row_hands_the_library_its_own_layout(monkeypatch, size):
+    """The FA4 row's adapter (b x h x s x d in, the library's b x s x h x d views, GQA, the bottom-right causal mask,
+    the result back into the problem's output) against the problem's fp64 reference, through a stand-in of the
+    library's call: on CPU the row's own code runs, but not the library."""
+    _fake_flash_attn_4(monkeypatch)
+    (variant,) = [v for v in variants("attention") if v.backend == "fa4"]
+    result = validate(variant, None, size, seed=3, device=CPU, dtype="bf16")
+    assert result.check.valid, result.check.message
+    assert result.fn.info.config.startswith("flash-attn-4 flash_attn_func on (b, s, h, d) views")
+
+
+def test_the_flashattention_4_row_says_how_to_get_the_package(monkeypatch):
+    import importlib.util
+
+    from suite import attention_fa4
+
+    monkeypatch.setattr(attention_fa4.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(attention_fa4.torch.cuda, "get_device_capability", lambda: (9, 0))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None)
+    assert (
+        attention_fa4.available() == "the optional flash-attn-4 package is not installed (pip install 'pipesuite[fa4]')"
+    )
+    monkeypatch.setattr(attention_fa4.torch.cuda, "get_device_capability", lambda: (8, 0))
+    assert "compute capability >= 9.0" in attention_fa4.available()

@@ -1,0 +1,62 @@
+"""FlashAttention-4 (the ``flash-attn-4`` package: FlashAttention in the CuTe DSL, with Hopper and Blackwell forward
+kernels) as an optional library row of the attention problem: ``pip install 'pipesuite[fa4]'``. Without the package
+the row is listed and skipped, saying so.
+
+The problem's tensors are batch x heads x seq x head_dim; ``flash_attn_func`` takes batch x seq x heads x head_dim,
+so it gets transposed views (the last dimension stays contiguous, which is all it asks), GQA as it is (fewer K / V
+heads), the softmax scale 1 / sqrt(d) (its default) and the causal mask aligned bottom-right, as the problem aligns
+it. Its first call compiles the kernel for the shape (the DSL's JIT) in the factory, outside any timed call.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+
+import torch
+
+from suite.attention_problem import attention_operands
+from suite.info import KernelInfo
+
+PACKAGE = "flash-attn-4"
+MODULE = "flash_attn.cute"
+
+
+def available() -> str | None:
+    """The row's gate (its docstring is what ``--list`` says the row runs on)."""
+    if not torch.cuda.is_available():
+        return "needs a CUDA GPU"
+    if torch.cuda.get_device_capability() < (9, 0):
+        return "FlashAttention-4's forward kernels are Hopper's and Blackwell's (compute capability >= 9.0)"
+    if importlib.util.find_spec("flash_attn") is None or importlib.util.find_spec(MODULE) is None:
+        return f"the optional {PACKAGE} package is not installed (pip install 'pipesuite[fa4]')"
+    return None
+
+
+available.__doc__ = f"a CUDA GPU of compute capability >= 9.0 with the optional {PACKAGE} package"
+
+
+def fa4(inputs, out):
+    """The LibraryOp function: FlashAttention-4's forward at these inputs. Like SDPA it has no ``out=`` in its public
+    call: the result reaches the problem's output on the first call (the one validation checks), and later calls leave
+    it in the library's own tensor, as any caller's would."""
+    from flash_attn.cute import flash_attn_func
+
+    ops = attention_operands(inputs, out)
+    q, k, v = (t.transpose(1, 2) for t in (ops.q, ops.k, ops.v))
+
+    def call():
+        result = flash_attn_func(q, k, v, causal=ops.causal)
+        return result[0] if isinstance(result, tuple) else result  # (out, lse)
+
+    call()  # compiles for this shape; a shape the library has no kernel for raises here, before any timing
+    copied = []
+
+    def run():
+        result = call()
+        if not copied:
+            out.copy_(result.transpose(1, 2))
+            copied.append(True)
+
+    gqa = f", GQA {ops.hq} / {ops.hkv} heads native" if ops.group > 1 else ""
+    run.info = KernelInfo(config=f"{PACKAGE} flash_attn_func on (b, s, h, d) views{gqa}")
+    return run
