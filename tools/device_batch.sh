@@ -23,6 +23,10 @@
 #   probe     the Triton tuning probes: tools/tune_vector.py --triton-desc --quick, tools/tune_gemm_triton.py --extra
 #             at 4096^3 and 4000x3000x1000 (timed: alone on the GPU)
 #   ptx-decode  the PTX swapped decode kernel's GPU tests
+#   fa4-a     the first half of the flash-attn-4 wheels (tools/fa4_wheels.sh made them; call with carry [".whl/a"]):
+#             kept in /tmp/fa4-wheels for fa4-b, the next call on the same (still warm) machine
+#   fa4-b     the second half (carry [".whl/b"]): the big wheel joined, everything installed into /tmp/site, then
+#             the attention rows at the default sizes with the FA4 row among them (SUITE_ARGS adds arguments)
 #   pair      python -m suite.run $SUITE_ARGS twice back to back (issue 20's evidence: on a fresh machine the first
 #             is the fresh-cache run), then tools/agreement.py back-to-back and ceilings; both folders in pair-<stamp>.tgz
 set -u
@@ -109,6 +113,17 @@ for step in "$@"; do
         > "$OUT/pytest-subset.log" 2>&1
       echo "pytest subset rc=$?"; grep -E "(FAILED|ERROR) " "$OUT/pytest-subset.log" | head -20
       tail -3 "$OUT/pytest-subset.log" ;;
+    fa4-a)
+      mkdir -p /tmp/fa4-wheels && cp .whl/a/* /tmp/fa4-wheels/ && ls -la /tmp/fa4-wheels ;;
+    fa4-b)
+      cp .whl/b/* /tmp/fa4-wheels/ && cd /tmp/fa4-wheels && for big in *.whl.part-aa; do
+        cat "${big%.part-aa}".part-* > "${big%.part-aa}" && rm "${big%.part-aa}".part-*; done && cd - > /dev/null
+      python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
+        /tmp/fa4-wheels/*.whl > "$OUT/fa4-install.log" 2>&1; echo "fa4 install rc=$?"
+      export PYTHONPATH=/tmp/site
+      eval "timeout ${SUITE_LIMIT:-400} python3 -m suite.run --problem attention --no-progress \
+        --out /tmp/$stamp-fa4 $SUITE_ARGS" > "$OUT/fa4.log" 2>&1
+      echo "fa4 suite rc=$?"; grep -i "fa4" "$OUT/fa4.log" | head -20; tar czf "$OUT/fa4-$stamp.tgz" -C /tmp "$stamp-fa4" ;;
     suite)
       eval "timeout ${SUITE_LIMIT:-400} python3 -m suite.run --no-progress --out /tmp/$stamp-suite $SUITE_ARGS" \
         > "$OUT/suite.log" 2>&1
