@@ -198,7 +198,8 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
                 });
             },
             [&](int s, const float (&part)[T::ACC]) {
-                for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long) { acc[i] = s == 0 ? part[i] : acc[i] + part[i]; });
+                for_each_decode_output<T>(M, N, n0, t0,
+                                          [&](int i, long long) { acc[i] = s == 0 ? part[i] : acc[i] + part[i]; });
             });
         for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long at) {
             C[at] = (half_bits)(E::pack(acc[i], 0.f) & 0xffffu);
