@@ -15,6 +15,7 @@ import importlib.util
 import torch
 
 from suite.attention_problem import attention_operands
+from suite.ceilings import out_of_memory
 from suite.info import KernelInfo
 
 PACKAGE = "flash-attn-4"
@@ -27,7 +28,11 @@ def available() -> str | None:
         return "needs a CUDA GPU"
     if torch.cuda.get_device_capability() < (9, 0):
         return "FlashAttention-4's forward kernels are Hopper's and Blackwell's (compute capability >= 9.0)"
-    if importlib.util.find_spec("flash_attn") is None or importlib.util.find_spec(MODULE) is None:
+    try:  # finding flash_attn.cute imports flash_attn: another, broken flash_attn install raises here
+        found = importlib.util.find_spec("flash_attn") is not None and importlib.util.find_spec(MODULE) is not None
+    except Exception as e:  # noqa: BLE001 - the gate says why, it does not fail the listing
+        return f"importing flash_attn failed ({type(e).__name__}: {e})"
+    if not found:
         return f"the optional {PACKAGE} package is not installed (pip install 'pipesuite[fa4]')"
     return None
 
@@ -48,7 +53,12 @@ def fa4(inputs, out):
         result = flash_attn_func(q, k, v, causal=ops.causal)
         return result[0] if isinstance(result, tuple) else result  # (out, lse)
 
-    call()  # compiles for this shape; a shape the library has no kernel for raises here, before any timing
+    try:  # compiles for this shape; a shape the library has no kernel for raises here, before any timing
+        call()
+    except (AssertionError, NotImplementedError, RuntimeError, TypeError) as e:
+        if out_of_memory(e):
+            raise
+        raise ValueError(f"{PACKAGE} has no kernel for these inputs ({type(e).__name__}: {e})") from e
     copied = []
 
     def run():

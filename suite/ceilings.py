@@ -30,8 +30,10 @@ def _key(inputs, out) -> tuple:
 
 def out_of_memory(e: BaseException) -> bool:
     """Whether ``e`` is the GPU running out of memory (torch's OutOfMemoryError is a RuntimeError, as a library's
-    "no kernel for these inputs" is): a failure to report, never a candidate's refusal."""
-    return type(e).__name__ == "OutOfMemoryError" or "out of memory" in str(e).lower()
+    "no kernel for these inputs" is; so are cuDNN's and cuBLAS's ALLOC_FAILED statuses): a failure to report, never a
+    candidate's refusal."""
+    text = str(e)
+    return type(e).__name__ == "OutOfMemoryError" or "out of memory" in text.lower() or "ALLOC_FAILED" in text
 
 
 def faster_of(candidates: dict[str, Callable]) -> Callable:

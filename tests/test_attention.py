@@ -191,6 +191,12 @@ def test_faster_of_reports_running_out_of_gpu_memory_instead_of_counting_it_a_re
     run = faster_of({"a": no_kernel, "b": double})((x,), out)
     assert run.info.config.startswith("b:") and "a: No available kernel" in run.info.config
 
+    def cudnn_alloc(inputs, out):
+        raise RuntimeError("cuDNN Frontend error: CUDNN_STATUS_ALLOC_FAILED")
+
+    with pytest.raises(RuntimeError, match="ALLOC_FAILED"):
+        faster_of({"a": cudnn_alloc, "b": double})((x,), out)
+
 
 def _fake_flash_attn_4(monkeypatch):
     """A stand-in for the flash-attn-4 package's public call, as its docs state it: q (b, sq, hq, d), k and v
@@ -247,3 +253,41 @@ def test_the_flashattention_4_row_says_how_to_get_the_package(monkeypatch):
     )
     monkeypatch.setattr(attention_fa4.torch.cuda, "get_device_capability", lambda: (8, 0))
     assert "compute capability >= 9.0" in attention_fa4.available()
+
+
+def test_a_shape_flashattention_4_has_no_kernel_for_is_refused_not_failed(monkeypatch):
+    """What the library raises for a shape it cannot run (an assertion of its own, NotImplementedError) is the row's
+    refusal, a ValueError naming it; running out of GPU memory stays a failure."""
+    import sys
+
+    from suite import attention_fa4
+
+    _fake_flash_attn_4(monkeypatch)
+    size = (1, 2, 1, 64, 64, 64, 0)
+    inputs = ATTENTION.make_inputs(size, 1, CPU, "bf16")
+    for error, expected in (
+        (AssertionError("head_dim must be 64, 96 or 128"), ValueError),
+        (NotImplementedError("sm80 is not supported"), ValueError),
+        (torch.cuda.OutOfMemoryError("CUDA out of memory"), torch.cuda.OutOfMemoryError),
+    ):
+
+        def raising(*a, error=error, **k):
+            raise error
+
+        monkeypatch.setattr(sys.modules["flash_attn.cute"], "flash_attn_func", raising)
+        with pytest.raises(expected, match="no kernel for these inputs" if expected is ValueError else "memory"):
+            attention_fa4.fa4(inputs, ATTENTION.make_output(inputs))
+
+
+def test_a_broken_flash_attn_install_is_the_gates_reason_not_a_crash(monkeypatch):
+    import importlib.util
+
+    from suite import attention_fa4
+
+    def broken(name):
+        raise ImportError("libcudart.so.12: cannot open shared object file")
+
+    monkeypatch.setattr(attention_fa4.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(attention_fa4.torch.cuda, "get_device_capability", lambda: (9, 0))
+    monkeypatch.setattr(importlib.util, "find_spec", broken)
+    assert attention_fa4.available().startswith("importing flash_attn failed (ImportError: libcudart.so.12")

@@ -168,7 +168,7 @@ def test_a_floor_that_fails_to_time_leaves_the_rows_timed_and_saying_why(monkeyp
     rows = _run(["same"], "bf16", on_gpu=True)
     assert rows and all(r["median_ms"] and r["floor_ms"] is None and r["ratio_to_floor"] is None for r in rows.values())
     for r in rows.values():
-        assert "no memory floor: its copy_ failed (OutOfMemoryError: CUDA out of memory." in r["note"], r["note"]
+        assert "no memory floor: timing it failed (OutOfMemoryError: CUDA out of memory." in r["note"], r["note"]
 
 
 def test_the_floor_copies_half_the_minimum_bytes_each_way(monkeypatch):

@@ -1,7 +1,8 @@
 """The Hopper GEMM kernels' work units (suite/include/sm90_work_units.cuh), the real header compiled for the host by
 the system C++ compiler and walked for every block of many schedules: each block's first_unit / next_unit walk is the
 documented deal (the model below), every (tile, K tile) iteration belongs to exactly one unit, and a shared tile's
-units are its contributors in K order, each with its own workspace slot inside the launcher's workspace."""
+units are its contributors in K order; a stream-K partial unit has a workspace slot of its own, inside the
+launcher's workspace."""
 
 import shutil
 import subprocess
@@ -74,7 +75,7 @@ def split_tiles_model(tiles, k_tiles, splits, grid, persistent):
         for u in range(b, tiles * splits, grid) if persistent else [b] if b < tiles * splits else []:
             tile, split = u % tiles, u // tiles
             k_begin = split * base + min(split, extra)
-            slots = tuple(tile * splits + j for j in range(splits))
+            slots = (0,) * splits  # a split's partial goes to the kernel's M x N slice `index`: no slot
             units.append((tile, k_begin, base + (split < extra), splits, split, slots))
         walks[b] = units
     return walks
@@ -109,9 +110,10 @@ def stream_k_model(tiles, k_tiles, grid):
     return walks
 
 
-def check_deal(walks, tiles, k_tiles, slot_limit):
-    """Every (tile, K tile) iteration in exactly one unit; a tile's units are its contributors, in K order, each with
-    its own slot below slot_limit (whole tiles need none)."""
+def check_deal(walks, tiles, k_tiles, slot_limit=None):
+    """Every (tile, K tile) iteration in exactly one unit; a tile's units are its contributors, in K order. With
+    ``slot_limit`` (stream-K): every partial unit of the grid writes a slot of its own below it, and each names its
+    tile's contributors' slots alike (whole tiles need none)."""
     covered, by_tile = {}, {}
     for b, units in walks.items():
         for tile, k_begin, n, contributors, index, slots in units:
@@ -121,13 +123,17 @@ def check_deal(walks, tiles, k_tiles, slot_limit):
                 covered[tile, k] = b
             by_tile.setdefault(tile, []).append((k_begin, index, contributors, slots))
     assert len(covered) == tiles * k_tiles
+    written = []  # the slot each partial unit writes, over the whole grid
     for tile, units in by_tile.items():
         units.sort()
         assert [u[1] for u in units] == list(range(len(units))), tile  # contributors in K order, index 0 first
         assert {u[2] for u in units} == {len(units)}, tile
-        if len(units) > 1:
+        if slot_limit is not None and len(units) > 1:
             slots = units[0][3]
-            assert len(set(slots)) == len(units) and all(0 <= s < slot_limit for s in slots), (tile, slots)
+            assert all(u[3] == slots for u in units), tile  # every contributor reads the same slots
+            assert all(0 <= s < slot_limit for s in slots), (tile, slots)
+            written += [slots[index] for _, index, _, _ in units]
+    assert len(written) == len(set(written)), "two partial units write one slot"
 
 
 SHAPES = [(tiles, k) for tiles in (1, 3, 7, 64, 131, 133, 264, 269, 1000) for k in (1, 2, 7, 33, 224)]
@@ -138,8 +144,8 @@ def test_stream_k_walks_the_documented_deal(walk, grid):
     # the launcher's grid: at most one block per iteration (every block's range then holds at least one)
     cases = [(2, tiles, k, 1, min(grid, tiles * k)) for tiles, k in SHAPES]
     for (_, tiles, k, _, blocks), got in zip(cases, walk(cases), strict=True):
+        check_deal(got, tiles, k, 2 * blocks)  # what the fix-up needs, first; then the deal as documented
         assert got == stream_k_model(tiles, k, blocks), (tiles, k, blocks)
-        check_deal(got, tiles, k, 2 * blocks)
 
 
 def test_split_tiles_walks_the_documented_deal(walk):
@@ -154,7 +160,7 @@ def test_split_tiles_walks_the_documented_deal(walk):
         cases.append((3, tiles, k, 1, tiles))  # whole tiles, a block each
     for (kind, tiles, k, splits, grid), got in zip(cases, walk(cases), strict=True):
         assert got == split_tiles_model(tiles, k, splits, grid, persistent=kind != 1), (kind, tiles, k, splits)
-        check_deal(got, tiles, k, tiles * splits)
+        check_deal(got, tiles, k)
 
 
 def test_a_persistent_walk_is_over_for_a_block_past_the_units(walk):

@@ -116,13 +116,13 @@ for step in "$@"; do
     fa4-a)
       mkdir -p /tmp/fa4-wheels && cp .whl/a/* /tmp/fa4-wheels/ && ls -la /tmp/fa4-wheels ;;
     fa4-b)
-      cp .whl/b/* /tmp/fa4-wheels/ && cd /tmp/fa4-wheels && for big in *.whl.part-aa; do
-        cat "${big%.part-aa}".part-* > "${big%.part-aa}" && rm "${big%.part-aa}".part-*; done && cd - > /dev/null
+      cp .whl/b/* /tmp/fa4-wheels/
+      for big in /tmp/fa4-wheels/*.whl.part-aa; do
+        cat "${big%.part-aa}".part-* > "${big%.part-aa}" && rm "${big%.part-aa}".part-*; done
       python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
         /tmp/fa4-wheels/*.whl > "$OUT/fa4-install.log" 2>&1; echo "fa4 install rc=$?"
-      export PYTHONPATH=/tmp/site
-      eval "timeout ${SUITE_LIMIT:-400} python3 -m suite.run --problem attention --no-progress \
-        --out /tmp/$stamp-fa4 $SUITE_ARGS" > "$OUT/fa4.log" 2>&1
+      eval "PYTHONPATH=/tmp/site timeout ${SUITE_LIMIT:-400} python3 -m suite.run --problem attention --no-progress \
+        --out /tmp/$stamp-fa4 ${SUITE_ARGS:-}" > "$OUT/fa4.log" 2>&1
       echo "fa4 suite rc=$?"; grep -i "fa4" "$OUT/fa4.log" | head -20; tar czf "$OUT/fa4-$stamp.tgz" -C /tmp "$stamp-fa4" ;;
     suite)
       eval "timeout ${SUITE_LIMIT:-400} python3 -m suite.run --no-progress --out /tmp/$stamp-suite $SUITE_ARGS" \

@@ -322,7 +322,7 @@ def throughput_and_flags(
         if row.launch_note:
             flags.append(row.launch_note)
         if floor_failed:
-            flags.append(f"no memory floor: its copy_ failed ({floor_failed})")
+            flags.append(f"no memory floor: timing it failed ({floor_failed})")
         if row.below_cap is False:
             flags.append(f"a burst began with the clock slowdown still on after {timing.COOL_MAX_S:g} s of waiting")
         if flags:

@@ -60,18 +60,19 @@ __device__ __forceinline__ void load_slot_chunk(const float* slot, int mt, int q
 // values this thread sums (a register array); load(j, part) issues contributor j's loads, add(j, part) folds them in
 // (j == 0: takes them as they are). UNROLL > 0: that many contributors unrolled, their loads in flight before their
 // adds; 0: as the compiler unrolls.
-template <class Part, int UNROLL = 0, class Load, class Add>
+template <class Part, int UNROLL = 0, class Load, class Add>  // contributors >= 1
 __device__ __forceinline__ void sum_in_k_order(int contributors, Load load, Add add) {
     auto step = [&](int j) {
         Part part;
         load(j, part);
         add(j, part);
     };
+    step(0);  // peeled: in the loop, ptxas kept the j == 0 case's values live (many more registers, the decode kernel)
     if constexpr (UNROLL > 0) {
 #pragma unroll UNROLL
-        for (int j = 0; j < contributors; ++j) step(j);
+        for (int j = 1; j < contributors; ++j) step(j);
     } else {
-        for (int j = 0; j < contributors; ++j) step(j);
+        for (int j = 1; j < contributors; ++j) step(j);
     }
 }
 

@@ -36,8 +36,10 @@ struct TileScheduler {
     __device__ __forceinline__ WorkUnit first_unit() const { return policy.first_unit(); }
     __device__ __forceinline__ WorkUnit next_unit(const WorkUnit& done) const { return policy.next_unit(done); }
     // f(unit) for each of this block's units, in order: first_unit, then next_unit until the walk is over. Where the
-    // grid has one block per unit (not PERSISTENT, not stream-K), one call: straight-line code (through a loop, ptxas
-    // took the epilogue's global-memory descriptor out of the uniform registers: an R2UR before every store).
+    // grid has one block per unit (not PERSISTENT, not stream-K: the launcher gives SCHED_TILES exactly `tiles`
+    // blocks and SCHED_SPLIT_K exactly tiles x splits, so no block is past the units), one call: straight-line code
+    // (through a loop, ptxas took the epilogue's global-memory descriptor out of the uniform registers: an R2UR
+    // before every store).
     template <class F>
     __device__ __forceinline__ void walk(F f) const {
         if constexpr (!PERSISTENT && SCHEDULE != SCHED_STREAM_K) {

@@ -28,7 +28,8 @@ PIPESUITE_HD WorkUnit end_of_walk() { return {-1, 0, 0, 0, 0, 0, 0, 0}; }
 
 // tiles x splits units, unit u taking split u / tiles of tile u % tiles (split-major: the blocks that read the same K
 // range of A and B neighbour, as in the Triton split-K), an equal share of the K tiles (the first num_k_tiles % splits
-// shares one more). Split s's partial goes to the tile's slot s (tile x splits + s), which the kernel's fix-up sums.
+// shares one more). A split's partial is the kernel's to place (split-K and the decode kernel: M x N slice `index`);
+// slot() is stream-K's and is 0 here.
 // Block b takes unit b; PERSISTENT: then b + grid, b + 2 grid, ... SPLIT false: one split, unit u is tile u (the
 // data-parallel tiles, with no division in the walk).
 template <bool PERSISTENT, bool SPLIT = true>
@@ -37,12 +38,12 @@ struct SplitTiles {
     PIPESUITE_HD WorkUnit unit(int u) const {
         // (a grid of one block per unit has no block past them)
         if (PERSISTENT && u >= tiles * splits) return end_of_walk();
-        if constexpr (!SPLIT) return {u, 0, num_k_tiles, 1, 0, u, 1, 0};
+        if constexpr (!SPLIT) return {u, 0, num_k_tiles, 1, 0, 0, 0, 0};
         // u is never negative, and unsigned division is the shorter sequence
         const int tile = (int)((unsigned)u % (unsigned)tiles), split = (int)((unsigned)u / (unsigned)tiles);
         const int base = num_k_tiles / splits, extra = num_k_tiles % splits;
         const int k_begin = split * base + (split < extra ? split : extra);
-        return {tile, k_begin, base + (split < extra ? 1 : 0), splits, split, tile * splits, 1, 0};
+        return {tile, k_begin, base + (split < extra ? 1 : 0), splits, split, 0, 0, 0};
     }
     PIPESUITE_HD WorkUnit first_unit() const { return unit(block); }
     PIPESUITE_HD WorkUnit next_unit(const WorkUnit& done) const {

@@ -16,9 +16,9 @@ STAGES = (1, 2, 3, 4)
 BLOCK_M, BLOCK_N, THREADS = 64, 64, 128
 HEAD_DIMS = (64, 128)
 DTYPES = ("bf16", "fp16")
-FAULT_SIZE = (1, 2, 1, 64, 512, 64, 0)
+FAULT_SIZE = (1, 2, 1, 64, 512, 64, 0)  # one 64-row query tile per head against 8 key tiles
 # for compute-sanitizer: odd lengths, a causal mask with fully masked rows, GQA, d = 128
-SANITIZE_EDGES = (1, 4, 1, 130, 45, 128, 1)  # one 64-row query tile per head against 8 key tiles
+SANITIZE_EDGES = (1, 4, 1, 130, 45, 128, 1)
 
 
 def tile_bytes(d: int) -> int:
