@@ -39,10 +39,9 @@ def out_of_memory(e: BaseException) -> bool:
 def faster_of(candidates: dict[str, Callable]) -> Callable:
     """One LibraryOp ``op(inputs, out)`` from several, by name: the faster of those that accept the inputs (a
     candidate refuses with ValueError, or with RuntimeError where the library has no kernel for them, but not for
-    want of GPU memory); ValueError
-    naming every refusal when none accepts. The choice is made once per shape (the first build at it) and kept, so
-    that every later build of the op at that shape (the validated one, the timed one) runs and names the same
-    candidate."""
+    want of GPU memory); ValueError naming every refusal when none accepts. The choice is made once per shape (the
+    first build at it) and kept, so that every later build of the op at that shape (the validated one, the timed
+    one) runs and names the same candidate."""
     chosen_for: dict[tuple, tuple[str, str]] = {}
 
     def op(inputs, out):

@@ -53,4 +53,3 @@ struct TileScheduler {
         tile_origin<BM, BLOCK_N>(u.tile, tiles_m, tiles_n, m0, n0);
     }
 };
-
