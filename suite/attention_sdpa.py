@@ -21,6 +21,7 @@ BACKENDS = {"flash": "FLASH_ATTENTION", "cuDNN": "CUDNN_ATTENTION", "math": "MAT
 
 
 def refuses(size, dtype: str) -> str | None:
+    """The rule every SDPA row shares."""
     _, _, _, sq, skv, _, causal = size
     if causal and sq != skv:
         return (
@@ -30,6 +31,18 @@ def refuses(size, dtype: str) -> str | None:
     return None
 
 
+def cudnn_refuses(size, dtype: str) -> str | None:
+    """The shared rule, and the lengths torch's cuDNN dispatch turns away (check_cudnn_tensor_shapes)."""
+    if why := refuses(size, dtype):
+        return why
+    if size[4] == 1:
+        return "cuDNN's SDPA takes no key/value length of 1 (skv=1)"
+    return None
+
+
+RULES = {"flash": refuses, "cuDNN": cudnn_refuses, "math": refuses}
+
+
 def sdpa(backend: str):
     """The LibraryOp function for one SDPA backend ("flash", "cuDNN" or "math")."""
 
@@ -37,7 +50,7 @@ def sdpa(backend: str):
         from torch.nn.attention import SDPBackend, sdpa_kernel
 
         ops = attention_operands(inputs, out)
-        if why := refuses((ops.b, ops.hq, ops.hkv, ops.sq, ops.skv, ops.d, ops.causal), ops.dtype):
+        if why := RULES[backend]((ops.b, ops.hq, ops.hkv, ops.sq, ops.skv, ops.d, ops.causal), ops.dtype):
             raise ValueError(why)
         chosen = [getattr(SDPBackend, BACKENDS[backend])]
         q, k, v, causal = ops.q, ops.k, ops.v, ops.causal

@@ -11,7 +11,7 @@ import torch
 
 from suite.attention_fa4 import available as fa4_available
 from suite.attention_fa4 import fa4
-from suite.attention_sdpa import needs_cuda_tensors, refuses, sdpa, without_gpu
+from suite.attention_sdpa import cudnn_refuses, needs_cuda_tensors, refuses, sdpa, without_gpu
 from suite.ceilings import faster_of
 from suite.kernel import LibraryOp
 from suite.registration import anywhere, gpu_or_interpreter, needs_gpu, needs_sm90a, register_kernel
@@ -462,7 +462,7 @@ register_kernel(
     "attention",
     "torch",
     "SDPA cuDNN",
-    LibraryOp(sdpa("cuDNN"), dtypes=_SDPA_DTYPES, requires=needs_cuda_tensors, refuses=refuses),
+    LibraryOp(sdpa("cuDNN"), dtypes=_SDPA_DTYPES, requires=needs_cuda_tensors, refuses=cudnn_refuses),
     gate=needs_gpu((8, 0)),
     description="F.scaled_dot_product_attention under sdpa_kernel(CUDNN_ATTENTION); GQA by enable_gqa where cuDNN "
     "takes it, else K and V expanded once outside the timed call",

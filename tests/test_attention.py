@@ -10,6 +10,7 @@
 import pytest
 import torch
 import torch.nn.functional as F
+from conftest import HAS_GPU
 
 from suite.attention_problem import kept_pairs
 from suite.kernel import LibraryOp
@@ -77,6 +78,7 @@ def _triton():
     return next(v for v in variants("attention") if v.backend == "triton")
 
 
+@pytest.mark.skipif(HAS_GPU, reason="the interpreter runs only where there is no GPU (with one, the kernel compiles)")
 @pytest.mark.parametrize("dtype", ["bf16", "fp16"])
 @pytest.mark.parametrize("size", [(1, 4, 1, 150, 40, 64, 1), (2, 4, 2, 70, 130, 128, 1), (1, 3, 1, 65, 129, 64, 0)])
 def test_triton_kernel_in_the_interpreter(size, dtype):
@@ -126,6 +128,15 @@ def test_gpu_kernel_matches_the_reference(variant, dtype, stages, size):
     if size[-1] and sq > skv:
         masked = result.out[:, :, : sq - skv]
         assert torch.equal(masked, torch.zeros_like(masked))
+
+
+@pytest.mark.gpu
+def test_triton_kernels_refuse_cpu_tensors_when_compiled():
+    """Outside the interpreter a CPU tensor's address means nothing to the GPU: refused before the launch."""
+    inputs = ATTENTION.make_inputs((1, 2, 1, 64, 64, 64, 0), 3, CPU, "bf16")
+    for v in (v for v in variants("attention") if v.backend == "triton"):
+        with pytest.raises(ValueError, match="CUDA tensors"):
+            v.factory(inputs, ATTENTION.make_output(inputs), v.stages_for("bf16")[0])
 
 
 def test_faster_of_takes_a_candidate_that_accepts_and_names_every_refusal():

@@ -76,6 +76,7 @@ def _fp16(*shape, device="cpu"):
 def test_gemm_refuses_bad_input_before_launch(backend):
     import suite
 
+    device = "cuda" if torch.cuda.is_available() else "cpu"
     with pytest.raises(ValueError, match="backend"):
         suite.gemm(_fp16(8, 8), _fp16(8, 8), backend="cublas")
     if backend == "ptx" and not torch.cuda.is_available():
@@ -83,11 +84,16 @@ def test_gemm_refuses_bad_input_before_launch(backend):
             suite.gemm(_fp16(8, 8), _fp16(8, 8), backend=backend)
         return
     with pytest.raises(ValueError, match="scales"):
-        suite.gemm(_fp16(8, 8), _fp16(8, 8), backend=backend, scales=(torch.ones(()), torch.ones(())))
+        suite.gemm(
+            _fp16(8, 8, device=device),
+            _fp16(8, 8, device=device),
+            backend=backend,
+            scales=(torch.ones(()), torch.ones(())),
+        )
     with pytest.raises(ValueError, match="rank 2"):
-        suite.gemm(_fp16(8), _fp16(8, 8), backend=backend)
+        suite.gemm(_fp16(8, device=device), _fp16(8, 8, device=device), backend=backend)
     with pytest.raises(ValueError, match="K must be a multiple of 8|a's columns must equal b's rows"):
-        suite.gemm(_fp16(16, 12), _fp16(16, 16), backend=backend)
+        suite.gemm(_fp16(16, 12, device=device), _fp16(16, 16, device=device), backend=backend)
 
 
 def test_gemm_triton_in_the_interpreter():

@@ -243,17 +243,11 @@ __device__ __forceinline__ void mainloop_serial(RowState<D>& st, const AttnSmem<
         fence_array(st.s);
         online_softmax<D, IS_BF16>(st, tile, sq, skv, scale_log2, causal);
         issue_pv<STAGES, D, IS_BF16>(st.o, st.p, smem, stage);
-#ifndef PIPESUITE_FAULT_EARLY_RELEASE  // fault injection for the sanitizer self-test (suite/sanitize.py) only
-        // (without this wait the stage is released while O += P V may still read V; the next tile's wait, before its
-        // softmax touches O, completes it)
         wgmma_wait<0>();  // O += P V has completed: P and the stage are no longer read
-#endif
         fence_pv(st);
         release_stage(smem, stage);  // both wgmma that read the stage completed: the producer may refill it
         read.advance<STAGES>();      // wraps back to the start of the ring, flipping the parity
     }
-    wgmma_wait<0>();  // nothing is pending here (each tile waited for its own), unless a fault removed that wait
-    fence_array(st.o);
 }
 
 // Ping-pong (FlashAttention-3): the two consumer warpgroups take turns at the tensor pipe. Each turn issues one
@@ -295,10 +289,7 @@ __device__ __forceinline__ void mainloop_pingpong(RowState<D>& st, const AttnSme
         issue_pv<STAGES, D, IS_BF16>(st.o, st.p, smem, pv_stage);
         issue_scores<STAGES, D, IS_BF16>(st.s, smem, read.stage, wg);
         hand_over(wg);
-#ifndef PIPESUITE_FAULT_EARLY_RELEASE  // fault injection for the sanitizer self-test (suite/sanitize.py) only
-        // (without this wait the stage is released while O += P V may still read V; the wait below completes it)
         wgmma_wait<1>();  // O += P V (the older group) has completed: O is final for tile - 1, its stage is read
-#endif
         fence_pv(st);
         release_stage(smem, pv_stage);  // both wgmma that read tile - 1's stage completed: the producer may refill it
         wgmma_wait<0>();  // S of this tile is final (and O += P V before it): the softmax reads both

@@ -40,13 +40,8 @@ NO_FULL_WAIT = Fault(
     tool="memcheck",
     size=FAULT_SIZE,
 )
-EARLY_RELEASE = Fault(
-    "a stage released early: the wait for O += P V removed, so the empty barrier is arrived on while that "
-    "wgmma may still read V",
-    "PIPESUITE_FAULT_EARLY_RELEASE",
-    (2,),
-    size=FAULT_SIZE,
-)
+# No fault for a stage released before the O += P V that reads it completes: that race is between two async-proxy
+# operations (wgmma's shared-memory read, TMA's write), which no compute-sanitizer tool tracks.
 
 
 def tile_bytes(rows: int, d: int) -> int:
@@ -86,7 +81,7 @@ class AttentionWgmma(AttentionModule):
     sass_requires = {"tma": 3, "wgmma": 64 // 16 + BLOCK_N // 16, "mbarrier": 1}
     # a long non-causal row of 9 key tiles, so the ring wraps
     sanitize_sizes = (SANITIZE_EDGES, (1, 2, 1, 70, 1100, 64, 0))
-    faults = (NO_FULL_WAIT, EARLY_RELEASE)
+    faults = (NO_FULL_WAIT,)
 
     def __init__(self, pingpong: bool = False):
         self.pingpong = pingpong
