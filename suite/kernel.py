@@ -17,6 +17,7 @@ Nothing here compiles or launches at import time.
 from __future__ import annotations
 
 import copy
+import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -167,6 +168,19 @@ class TritonModule(KernelModule):
     # every depth is its own compiled schedule and runs at every edge size). False: the depth changes what the kernel
     # computes (a ring it indexes itself, as in Gluon), and every depth runs every edge size everywhere.
     depth_is_num_stages: bool = False
+
+    @staticmethod
+    def refuse_host_tensors(inputs, out) -> None:
+        """Every launch's first check: compiled (no TRITON_INTERPRET=1), a Triton kernel dereferences its tensors'
+        addresses on the GPU, so a tensor in host memory is refused (ValueError) before anything is launched."""
+        if os.environ.get("TRITON_INTERPRET") == "1":
+            return
+        for t in (*inputs, out):
+            if isinstance(t, torch.Tensor) and t.device.type != "cuda":
+                raise ValueError(
+                    f"a compiled Triton kernel takes CUDA tensors (got one on {t.device}; CPU tensors run only "
+                    "in the Triton interpreter, TRITON_INTERPRET=1)"
+                )
 
     def with_defines(self, *defines: str, stages: tuple[int, ...] | None = None) -> TritonModule:
         """The same kernel with faults planted, as NvrtcModule.with_defines (suite.sanitize calls either): a copy

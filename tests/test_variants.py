@@ -10,7 +10,8 @@ are whatever the contract in suite/kernel.py says they are):
 * each kernel compiled by NVRTC built for every arch its module lists, every instantiation its stage counts need,
   without spills and with the SASS instruction classes its module declares it must contain;
 * each kernel against its problem's bad-input table, plus its module's own rules, an unknown stage count, every dtype
-  of its problem it does not implement, and (for the NVRTC kernels, which launch on a GPU) host tensors: a
+  of its problem it does not implement, and (for the NVRTC kernels, which launch on a GPU, and
+  compiled Triton kernels) host tensors: a
   ValueError naming the rule, before anything runs.
 
 Test ids and failure messages name the variant (backend:name) and the dtype where it is not the problem's default.
@@ -25,7 +26,7 @@ import pytest
 import torch
 from conftest import HAS_GPU
 
-from suite.kernel import LibraryOp, NvrtcModule
+from suite.kernel import LibraryOp, NvrtcModule, TritonModule
 from suite.problems import PROBLEMS
 from suite.registry import variants
 from suite.sass import INSTRUCTION_CLASSES
@@ -173,7 +174,8 @@ def _bad_cases():
             yield pytest.param(
                 v, unknown, inputs, problem.make_output(inputs), rule_for(inputs, "stages"), id=f"{v.label}-stages"
             )
-        if isinstance(v.kernel, NvrtcModule):
+        compiled_triton = isinstance(v.kernel, TritonModule) and os.environ.get("TRITON_INTERPRET") != "1"
+        if isinstance(v.kernel, NvrtcModule) or compiled_triton:
             yield pytest.param(
                 v,
                 v.stages[0],
@@ -193,3 +195,18 @@ def test_bad_input_is_refused_naming_the_rule(variant, stages, inputs, out, rule
         assert re.search(rule, said), f"{variant.label} refused it, but its message {said!r} does not match {rule!r}"
     else:
         pytest.fail(f"{variant.label} accepted an input that breaks the rule {rule!r} (stages={stages})")
+
+
+def test_compiled_triton_kernels_refuse_host_tensors_before_any_launch(monkeypatch):
+    """Outside the interpreter every Triton kernel refuses CPU tensors first (a compiled kernel would dereference host
+    addresses on the GPU); with TRITON_INTERPRET unset here, the check runs before anything compiles or launches."""
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    checked = 0
+    for problem in PROBLEMS.values():
+        inputs = problem.make_inputs(problem.edge_sizes[0], 0, torch.device("cpu"))
+        for v in variants(problem.name):
+            if isinstance(v.kernel, TritonModule) and problem.input_dtype(inputs) in v.dtypes:
+                with pytest.raises(ValueError, match="CUDA tensors"):
+                    v.factory(inputs, problem.make_output(inputs), v.stages[0])
+                checked += 1
+    assert checked >= 10

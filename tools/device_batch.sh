@@ -81,7 +81,7 @@ for step in "$@"; do
       tail -3 "$OUT/ptx-decode-test.log" ;;
     pair)
       for i in 1 2; do
-        eval "timeout ${SUITE_LIMIT:-330} python3 -m suite.run --no-progress --out /tmp/$stamp-run$i $SUITE_ARGS" \
+        eval "timeout ${SUITE_LIMIT:-330} python3 -m suite.run --no-progress --out /tmp/$stamp-run$i ${SUITE_ARGS:-}" \
           > "$OUT/pair-run$i.log" 2>&1
         echo "run $i rc=$?"; grep -o '"total": [0-9.]*' "/tmp/$stamp-run$i/results.json" | tail -1
       done
@@ -91,7 +91,7 @@ for step in "$@"; do
         >> "$OUT/pair-agreement.txt" 2>&1
       cat "$OUT/pair-agreement.txt"; tar czf "$OUT/pair-$stamp.tgz" -C /tmp "$stamp-run1" "$stamp-run2" ;;
     gpus)
-      eval "timeout ${GPUS_LIMIT:-200} python3 -m suite.run --gpus all --no-progress --out /tmp/$stamp-gpus $SUITE_ARGS" \
+      eval "timeout ${GPUS_LIMIT:-200} python3 -m suite.run --gpus all --no-progress --out /tmp/$stamp-gpus ${SUITE_ARGS:-}" \
         > "$OUT/gpus.log" 2>&1
       echo "gpus rc=$?"; grep -o '"total": [0-9.]*' "/tmp/$stamp-gpus/results.json" | tail -1
       if [ -f "/tmp/$stamp-run2/results.json" ]; then
@@ -125,7 +125,7 @@ for step in "$@"; do
         --out /tmp/$stamp-fa4 ${SUITE_ARGS:-}" > "$OUT/fa4.log" 2>&1
       echo "fa4 suite rc=$?"; grep -i "fa4" "$OUT/fa4.log" | head -20; tar czf "$OUT/fa4-$stamp.tgz" -C /tmp "$stamp-fa4" ;;
     suite)
-      eval "timeout ${SUITE_LIMIT:-400} python3 -m suite.run --no-progress --out /tmp/$stamp-suite $SUITE_ARGS" \
+      eval "timeout ${SUITE_LIMIT:-400} python3 -m suite.run --no-progress --out /tmp/$stamp-suite ${SUITE_ARGS:-}" \
         > "$OUT/suite.log" 2>&1
       echo "suite rc=$?"; tar czf "$OUT/suite-$stamp.tgz" -C /tmp "$stamp-suite" ;;
     *) echo "unknown step $step"; exit 2 ;;

@@ -47,6 +47,7 @@ class DescriptorAttention(TutorialAttention):
     sass_requires = HOPPER_SASS  # wgmma fed by TMA loads on mbarriers
 
     def launch(self, inputs, out, stages):
+        self.refuse_host_tensors(inputs, out)
         return DescAttention(inputs, out, stages)
 
 

@@ -139,6 +139,7 @@ class Tile128x256x32(TritonModule):
         return ("gemm_kernel",)
 
     def launch(self, inputs, out, stages):
+        self.refuse_host_tensors(inputs, out)
         return Gemm(*inputs, out, stages)
 
 

@@ -372,6 +372,7 @@ class TwoPassModule(TritonModule):
         return self.launcher.kernels
 
     def launch(self, inputs, out, stages):
+        self.refuse_host_tensors(inputs, out)
         return self.launcher(inputs, out, stages, faults=self.extra_defines)
 
 

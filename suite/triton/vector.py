@@ -180,6 +180,7 @@ class StreamKernel(TritonModule):
         return (self.name,)
 
     def launch(self, inputs, out, stages):
+        self.refuse_host_tensors(inputs, out)
         check_stages(stages, self.stages)
         return self.launcher(inputs[0], out, stages, self.stream_config)
 
