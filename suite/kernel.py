@@ -171,8 +171,9 @@ class TritonModule(KernelModule):
 
     @staticmethod
     def refuse_host_tensors(inputs, out) -> None:
-        """Every launch's first check: compiled (no TRITON_INTERPRET=1), a Triton kernel dereferences its tensors'
-        addresses on the GPU, so a tensor in host memory is refused (ValueError) before anything is launched."""
+        """Every launch's last check, once its launcher is built (which checks the problem's and the kernel's own
+        rules, as the NVRTC kernels do first) and before it is returned: compiled (no TRITON_INTERPRET=1), a Triton
+        kernel dereferences its tensors' addresses on the GPU, so a tensor in host memory is refused (ValueError)."""
         if os.environ.get("TRITON_INTERPRET") == "1":
             return
         for t in (*inputs, out):

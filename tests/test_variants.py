@@ -10,9 +10,8 @@ are whatever the contract in suite/kernel.py says they are):
 * each kernel compiled by NVRTC built for every arch its module lists, every instantiation its stage counts need,
   without spills and with the SASS instruction classes its module declares it must contain;
 * each kernel against its problem's bad-input table, plus its module's own rules, an unknown stage count, every dtype
-  of its problem it does not implement, and (for the NVRTC kernels, which launch on a GPU, and
-  compiled Triton kernels) host tensors: a
-  ValueError naming the rule, before anything runs.
+  of its problem it does not implement, and (for the NVRTC kernels, which launch on a GPU, and compiled Triton
+  kernels) host tensors: a ValueError naming the rule, before anything runs.
 
 Test ids and failure messages name the variant (backend:name) and the dtype where it is not the problem's default.
 """
@@ -198,8 +197,8 @@ def test_bad_input_is_refused_naming_the_rule(variant, stages, inputs, out, rule
 
 
 def test_compiled_triton_kernels_refuse_host_tensors_before_any_launch(monkeypatch):
-    """Outside the interpreter every Triton kernel refuses CPU tensors first (a compiled kernel would dereference host
-    addresses on the GPU); with TRITON_INTERPRET unset here, the check runs before anything compiles or launches."""
+    """Outside the interpreter every Triton kernel refuses CPU tensors (a compiled kernel would dereference host
+    addresses on the GPU) once its other rules hold, before anything compiles or launches: TRITON_INTERPRET unset."""
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     checked = 0
     for problem in PROBLEMS.values():
@@ -208,5 +207,8 @@ def test_compiled_triton_kernels_refuse_host_tensors_before_any_launch(monkeypat
             if isinstance(v.kernel, TritonModule) and problem.input_dtype(inputs) in v.dtypes:
                 with pytest.raises(ValueError, match="CUDA tensors"):
                     v.factory(inputs, problem.make_output(inputs), v.stages[0])
+                for bad in problem.bad_inputs():  # a broken rule is named first, as on a GPU
+                    with pytest.raises(ValueError, match=_rule_for(problem, v, bad.inputs, bad.rule)):
+                        v.factory(bad.inputs, bad.out, v.stages[0])
                 checked += 1
     assert checked >= 10

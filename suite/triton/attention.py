@@ -202,8 +202,9 @@ class TutorialAttention(TritonModule):
         return ("attention_fwd_kernel",)
 
     def launch(self, inputs, out, stages):
+        launcher = Attention(inputs, out, stages)
         self.refuse_host_tensors(inputs, out)
-        return Attention(inputs, out, stages)
+        return launcher
 
 
 KERNEL = TutorialAttention()

@@ -47,8 +47,9 @@ class DescriptorAttention(TutorialAttention):
     sass_requires = HOPPER_SASS  # wgmma fed by TMA loads on mbarriers
 
     def launch(self, inputs, out, stages):
+        launcher = DescAttention(inputs, out, stages)
         self.refuse_host_tensors(inputs, out)
-        return DescAttention(inputs, out, stages)
+        return launcher
 
 
 KERNEL = DescriptorAttention()

@@ -139,8 +139,9 @@ class Tile128x256x32(TritonModule):
         return ("gemm_kernel",)
 
     def launch(self, inputs, out, stages):
+        launcher = Gemm(*inputs, out, stages)
         self.refuse_host_tensors(inputs, out)
-        return Gemm(*inputs, out, stages)
+        return launcher
 
 
 KERNEL = Tile128x256x32()

@@ -372,8 +372,9 @@ class TwoPassModule(TritonModule):
         return self.launcher.kernels
 
     def launch(self, inputs, out, stages):
+        launcher = self.launcher(inputs, out, stages, faults=self.extra_defines)
         self.refuse_host_tensors(inputs, out)
-        return self.launcher(inputs, out, stages, faults=self.extra_defines)
+        return launcher
 
 
 # splitk_partial_kernel + splitk_reduce_kernel for the registry. compute-sanitizer (on 132 SMs): 4 splits of 18 K

@@ -180,9 +180,10 @@ class StreamKernel(TritonModule):
         return (self.name,)
 
     def launch(self, inputs, out, stages):
-        self.refuse_host_tensors(inputs, out)
         check_stages(stages, self.stages)
-        return self.launcher(inputs[0], out, stages, self.stream_config)
+        launcher = self.launcher(inputs[0], out, stages, self.stream_config)
+        self.refuse_host_tensors(inputs, out)
+        return launcher
 
 
 # The depth sweep's persistent grid has one program per SM: for the pipeliner's buffers to be reused under
