@@ -33,6 +33,7 @@ import importlib
 import multiprocessing
 import os
 import sys
+import time
 from collections import deque
 from collections.abc import Callable, Iterable
 from concurrent.futures import FIRST_COMPLETED, Future, ProcessPoolExecutor, wait
@@ -207,7 +208,12 @@ def _exit_status(pool: ProcessPoolExecutor) -> str:
     """How a broken pool's worker process ended: its exit status (negative: the signal that ended it)."""
     codes = []
     for process in list((getattr(pool, "_processes", None) or {}).values()):
-        process.join(timeout=5)  # it has ended: its status is known once it is reaped
+        # it has ended: its status is known once it is reaped. The pool's own thread may reap it at the same moment,
+        # and then this join returns before that thread has recorded the status: wait for it to be recorded.
+        deadline = time.monotonic() + 5
+        process.join(timeout=5)
+        while process.exitcode is None and time.monotonic() < deadline:
+            time.sleep(0.01)
         codes.append(process.exitcode)
     known = [c for c in codes if c is not None]
     if not known:
