@@ -173,7 +173,7 @@ def _bad_cases():
             yield pytest.param(
                 v, unknown, inputs, problem.make_output(inputs), rule_for(inputs, "stages"), id=f"{v.label}-stages"
             )
-        compiled_triton = isinstance(v.kernel, TritonModule) and os.environ.get("TRITON_INTERPRET") != "1"
+        compiled_triton = v.backend == "triton" and os.environ.get("TRITON_INTERPRET") != "1"  # auto too
         if isinstance(v.kernel, NvrtcModule) or compiled_triton:
             yield pytest.param(
                 v,
