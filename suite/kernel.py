@@ -24,6 +24,7 @@ from pathlib import Path
 
 import torch
 
+from suite.checks import check_cuda
 from suite.info import KernelInfo
 from suite.problems import BadInput, Inputs
 
@@ -174,14 +175,9 @@ class TritonModule(KernelModule):
         """Every launch's last check, once its launcher is built (which checks the problem's and the kernel's own
         rules, as the NVRTC kernels do first) and before it is returned: compiled (no TRITON_INTERPRET=1), a Triton
         kernel dereferences its tensors' addresses on the GPU, so a tensor in host memory is refused (ValueError)."""
-        if os.environ.get("TRITON_INTERPRET") == "1":
-            return
-        for t in (*inputs, out):
-            if isinstance(t, torch.Tensor) and t.device.type != "cuda":
-                raise ValueError(
-                    f"a compiled Triton kernel takes CUDA tensors (got one on {t.device}; CPU tensors run only "
-                    "in the Triton interpreter, TRITON_INTERPRET=1)"
-                )
+        if os.environ.get("TRITON_INTERPRET") != "1":  # the interpreter runs on host memory
+            tensors = [x for x in (*inputs, out) if isinstance(x, torch.Tensor)]
+            check_cuda(*((f"operand {i}", t) for i, t in enumerate(tensors)))
 
     def with_defines(self, *defines: str, stages: tuple[int, ...] | None = None) -> TritonModule:
         """The same kernel with faults planted, as NvrtcModule.with_defines (suite.sanitize calls either): a copy

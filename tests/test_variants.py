@@ -205,7 +205,7 @@ def test_compiled_triton_kernels_refuse_host_tensors_before_any_launch(monkeypat
         inputs = problem.make_inputs(problem.edge_sizes[0], 0, torch.device("cpu"))
         for v in variants(problem.name):
             if isinstance(v.kernel, TritonModule) and problem.input_dtype(inputs) in v.dtypes:
-                with pytest.raises(ValueError, match="CUDA tensors"):
+                with pytest.raises(ValueError, match="CUDA tensor"):
                     v.factory(inputs, problem.make_output(inputs), v.stages[0])
                 for bad in problem.bad_inputs():  # a broken rule is named first, as on a GPU
                     with pytest.raises(ValueError, match=_rule_for(problem, v, bad.inputs, bad.rule)):
