@@ -12,6 +12,13 @@ __device__ __forceinline__ unsigned smem_u32(const void* generic_ptr) {
     return static_cast<unsigned>(__cvta_generic_to_shared(generic_ptr));
 }
 
+// The pending-group count of a wait_group (cp.async's and the bulk copies'): an immediate operand in 0..7.
+template <int N>
+__device__ __forceinline__ constexpr int pending_groups() {
+    static_assert(N >= 0 && N <= 7, "wait_group takes an immediate pending-group count in 0..7");
+    return N;
+}
+
 // ---------------------------------------------------------------------------------------------------------------
 // cp.async (sm_80+): global -> shared without a register round trip, completed in commit groups.
 // ---------------------------------------------------------------------------------------------------------------
@@ -30,8 +37,7 @@ __device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commi
 // pending groups, not a group index: wait<0> drains everything, wait<1> lets the newest group keep flying.
 template <int N>
 __device__ __forceinline__ void cp_async_wait() {
-    static_assert(N >= 0 && N <= 7, "cp.async.wait_group takes an immediate pending-group count in 0..7");
-    asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+    asm volatile("cp.async.wait_group %0;\n" ::"n"(pending_groups<N>()) : "memory");
 }
 
 // Block until every cp.async this thread issued has completed (committed or not).
@@ -239,8 +245,7 @@ __device__ __forceinline__ void cp_async_bulk_commit() { asm volatile("cp.async.
 // to global may still be in flight): after wait<0>, the source buffer may be overwritten.
 template <int N>
 __device__ __forceinline__ void cp_async_bulk_wait_read() {
-    static_assert(N >= 0 && N <= 7, "cp.async.bulk.wait_group takes an immediate pending-group count in 0..7");
-    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(N) : "memory");
+    asm volatile("cp.async.bulk.wait_group.read %0;\n" ::"n"(pending_groups<N>()) : "memory");
 }
 
 // Order this thread's ordinary (generic-proxy) shared-memory accesses with the async proxy's (TMA, bulk copies,
