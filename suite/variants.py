@@ -548,3 +548,13 @@ register_kernel(
     "(batch x heads, seq, d) boxed [1, rows, d], zero-filled past a head's rows; K / V blocks pipelined by "
     "num_stages=S",
 )
+register_kernel(
+    "attention",
+    "triton",
+    "128x128 gluon ws",
+    "suite.triton.attention_gluon:KERNEL",
+    gate=needs_sm90a,
+    description="Gluon (triton.experimental.gluon): the Hopper form in Triton's lower-level language, a 1-warp TMA "
+    "producer filling an S-deep ring of 128-key K and V blocks (a ready and an empty mbarrier each) and two consumer "
+    "warpgroups of 64 query rows on warpgroup_mma, P from registers, online softmax in registers with exp2",
+)

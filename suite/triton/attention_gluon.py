@@ -1,0 +1,310 @@
+"""Attention forward (suite.attention_problem) in Gluon, Triton's lower-level language (``triton.experimental.gluon``):
+FlashAttention-3's warp-specialized form on Hopper, written with Triton's compiler doing registers, layouts and
+instruction selection, and the programmer doing what ``tl.range(num_stages=...)`` leaves to the pipeliner: the K / V
+ring in shared memory, its mbarriers and the warp roles.
+
+A program owns BLOCK_M = 128 query rows of one (batch, query head) and walks its keys in BLOCK_N = 128 blocks:
+
+* the **producer** partition (1 warp, few registers) loads Q once, then K and V blocks into a STAGES-deep ring by TMA,
+  each stage with its own *ready* and *empty* mbarrier for K and for V (so that Q Kᵀ starts before V has landed, and
+  K's half of a stage goes back as soon as Q Kᵀ has read it);
+* the **consumer** partition (the program's 8 warps: two warpgroups of 64 query rows) runs per key block: S = Q Kᵀ on
+  ``warpgroup_mma`` from shared memory, the online softmax in fp32 registers (exp2 of log2-scaled scores), P converted
+  to wgmma's register A operand, O += P V on ``warpgroup_mma``; then O / l stored from registers (rows past sq
+  masked). The two warpgroups' wgmma and softmax interleave only through the warp schedulers (the serial form of
+  suite/ptx/attention_sm90.cu, not its ping-pong).
+
+Operands as 2-D views, (batch x heads x seq, head_dim): a block of K / V rows past a head's skv reads the next head's
+keys (or zeros past the tensor's end), which the masked blocks score -inf; a Q block past sq reads rows that are
+never stored. Causal (bottom-right) and GQA as in suite.triton.attention.
+
+Needs a GPU of compute capability 9.0 (wgmma); the Triton interpreter does not run Gluon."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import torch
+import triton
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import mbarrier, warpgroup_mma, warpgroup_mma_wait
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+from suite.attention_problem import LOG2E, attention_operands
+from suite.checks import check_stages
+from suite.kernel import TritonModule
+from suite.triton._compiled import kernel_info
+from suite.triton.gemm_desc import HOPPER_SASS
+from suite.triton.gemm_gluon import RACECHECK_BLIND
+from suite.triton.gemm_gluon_ring import next_stage, tma_load
+
+BLOCK_M, BLOCK_N = 128, 128
+NUM_WARPS = 8  # the consumer partition: two warpgroups of 64 query rows
+PRODUCER_WARPS, PRODUCER_REGS = 1, 24  # the producer only computes coordinates
+# Q + STAGES x (K + V), 32 KiB each at d = 128: 3 stages fill 224 of the 227 KiB a block may have
+STAGES = (1, 2, 3)
+GL_DTYPES = {"fp16": gl.float16, "bf16": gl.bfloat16}
+
+
+@gluon.jit
+def _key_range(pid_m, SQ, SKV, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
+    """(lo, hi): keys [0, lo) every row of the block sees (unmasked blocks), [lo, hi) masked blocks, past hi none.
+    Both partitions walk the same blocks."""
+    if CAUSAL:
+        diagonal = SKV - SQ
+        first_row = pid_m * BLOCK_M
+        seen_by_all = gl.minimum(gl.maximum(first_row + diagonal + 1, 0), SKV)  # keys the block's first row sees
+        lo = (seen_by_all // BLOCK_N) * BLOCK_N
+        hi = gl.minimum(gl.maximum(first_row + BLOCK_M + diagonal, 0), SKV)  # keys the block's last row sees
+    else:
+        lo = (SKV // BLOCK_N) * BLOCK_N
+        hi = SKV
+    return lo, hi
+
+
+@gluon.jit
+def _producer(q_desc, k_desc, v_desc, q_smem, q_ready, ring, HQ, GROUP, SQ, SKV, CAUSAL: gl.constexpr):
+    """The producer partition: Q once, then every K / V block of [0, hi) into the ring, bounded only by the ring."""
+    k_ring, v_ring, k_ready, v_ready, k_empty, v_empty = ring
+    BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
+    BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
+    STAGES: gl.constexpr = k_ring.type.shape[0]
+    pid_m = gl.program_id(0)
+    pid_bh = gl.program_id(1)
+    kv_bh = (pid_bh // HQ) * (HQ // GROUP) + (pid_bh % HQ) // GROUP  # the key / value head (GQA)
+    mbarrier.expect(q_ready, q_desc.block_type.nbytes)
+    tma_load(q_desc, [pid_bh * SQ + pid_m * BLOCK_M, 0], q_ready, q_smem)
+    _, hi = _key_range(pid_m, SQ, SKV, BLOCK_M, BLOCK_N, CAUSAL)
+    smem_write_stage = 0
+    lap = 0
+    for start in range(0, hi, BLOCK_N):
+        row = kv_bh * SKV + start
+        # wait until the consumers released K's half of this stage (Q Kᵀ of its previous lap has read it); on the
+        # first lap the parity of the phase before the barrier's first one passes at once
+        mbarrier.wait(k_empty.index(smem_write_stage), lap ^ 1)
+        mbarrier.expect(k_ready.index(smem_write_stage), k_desc.block_type.nbytes)
+        tma_load(k_desc, [row, 0], k_ready.index(smem_write_stage), k_ring.index(smem_write_stage))
+        # the same for V's half (P V of its previous lap has read it)
+        mbarrier.wait(v_empty.index(smem_write_stage), lap ^ 1)
+        mbarrier.expect(v_ready.index(smem_write_stage), v_desc.block_type.nbytes)
+        tma_load(v_desc, [row, 0], v_ready.index(smem_write_stage), v_ring.index(smem_write_stage))
+        smem_write_stage, lap = next_stage(smem_write_stage, lap, STAGES)
+
+
+@gluon.jit
+def _attend_blocks(
+    acc,
+    l_i,
+    m_i,
+    q_smem,
+    ring,
+    smem_read_stage,
+    lap,
+    lo,
+    hi,
+    rows,
+    keys,
+    SKV,
+    DIAGONAL,  # skv - sq: row i sees key j when j <= i + DIAGONAL
+    qk_scale,
+    MASKED: gl.constexpr,  # mask keys past skv and (CAUSAL) past each row's diagonal
+    CAUSAL: gl.constexpr,
+    s_layout: gl.constexpr,
+    o_layout: gl.constexpr,
+):
+    """The consumer's MAINLOOP over the key blocks in [lo, hi); returns the softmax state and the ring position."""
+    k_ring, v_ring, k_ready, v_ready, k_empty, v_empty = ring
+    BLOCK_N: gl.constexpr = k_ring.type.shape[1]
+    STAGES: gl.constexpr = k_ring.type.shape[0]
+    BLOCK_M: gl.constexpr = q_smem.type.shape[0]
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    for start in range(lo, hi, BLOCK_N):
+        # wait for this stage's K bytes (its ready barrier's phase for this lap)
+        mbarrier.wait(k_ready.index(smem_read_stage), lap)
+        s = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout)
+        s = warpgroup_mma(q_smem, k_ring.index(smem_read_stage).permute((1, 0)), s, use_acc=False, is_async=True)
+        # wait for S: the wgmma that read K has completed, so K's half of the stage goes back to the producer
+        s = warpgroup_mma_wait(0, deps=(s,))
+        mbarrier.arrive(k_empty.index(smem_read_stage))
+        s = s * qk_scale  # scores in log2 units: exp2(s) = exp(q.k * scale)
+        if MASKED:
+            visible = gl.expand_dims(start + keys < SKV, 0)
+            if CAUSAL:
+                visible = visible & (gl.expand_dims(start + keys, 0) <= gl.expand_dims(rows, 1) + DIAGONAL)
+            s = gl.where(visible, s, float("-inf"))
+        # -- online softmax: new running max, rescale what was summed so far --
+        m_new = gl.maximum(m_i, gl.max(s, 1))
+        m_ref = gl.where(m_new == float("-inf"), 0.0, m_new)  # a row with no key yet: exp2 gives 0, never NaN
+        alpha = gl.exp2(m_i - m_ref)
+        p = gl.exp2(s - gl.expand_dims(m_ref, 1))
+        l_i = l_i * alpha + gl.sum(p, 1)
+        acc = acc * gl.expand_dims(gl.convert_layout(alpha, gl.SliceLayout(1, o_layout)), 1)
+        p_op = gl.convert_layout(p.to(k_ring.dtype), p_layout)
+        # wait for this stage's V bytes
+        mbarrier.wait(v_ready.index(smem_read_stage), lap)
+        acc = warpgroup_mma(p_op, v_ring.index(smem_read_stage), acc, is_async=True)
+        # wait for O += P V: it has read V, whose half of the stage goes back to the producer
+        acc = warpgroup_mma_wait(0, deps=(acc,))
+        mbarrier.arrive(v_empty.index(smem_read_stage))
+        m_i = m_new
+        smem_read_stage, lap = next_stage(smem_read_stage, lap, STAGES)
+    return acc, l_i, m_i, smem_read_stage, lap
+
+
+@gluon.jit
+def _consumer(o_ptr, q_smem, q_ready, ring, SQ, SKV, qk_scale, CAUSAL: gl.constexpr, num_warps: gl.constexpr):
+    """The consumer partition: the program's 128 query rows on two warpgroups; O / l stored from registers."""
+    k_ring = ring[0]
+    BLOCK_M: gl.constexpr = q_smem.type.shape[0]
+    HEAD_DIM: gl.constexpr = q_smem.type.shape[1]
+    BLOCK_N: gl.constexpr = k_ring.type.shape[1]
+    # wgmma's accumulator layouts: warps stacked along the query rows, one m64nNk16 instruction per warpgroup
+    s_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BLOCK_N, 16]
+    )
+    o_layout: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, HEAD_DIM, 16]
+    )
+    pid_m = gl.program_id(0)
+    pid_bh = gl.program_id(1)
+    rows = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
+    keys = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
+    m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
+    l_i = gl.zeros([BLOCK_M], gl.float32, gl.SliceLayout(1, s_layout))
+    acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
+    lo, hi = _key_range(pid_m, SQ, SKV, BLOCK_M, BLOCK_N, CAUSAL)
+    mbarrier.wait(q_ready, 0)  # Q's bytes, loaded once
+    diagonal = SKV - SQ
+    smem_read_stage = 0
+    lap = 0
+    acc, l_i, m_i, smem_read_stage, lap = _attend_blocks(
+        acc, l_i, m_i, q_smem, ring, smem_read_stage, lap, 0, lo, rows, keys, SKV, diagonal, qk_scale, False,
+        CAUSAL, s_layout, o_layout,
+    )  # fmt: skip
+    acc, l_i, m_i, smem_read_stage, lap = _attend_blocks(
+        acc, l_i, m_i, q_smem, ring, smem_read_stage, lap, lo, hi, rows, keys, SKV, diagonal, qk_scale, True, CAUSAL,
+        s_layout, o_layout,
+    )  # fmt: skip
+    # -- EPILOGUE: O = acc / l (a fully masked row, l = 0, is zero), rows past sq not stored --
+    l_o = gl.convert_layout(gl.where(l_i == 0.0, 1.0, l_i), gl.SliceLayout(1, o_layout))
+    out = acc / gl.expand_dims(l_o, 1)
+    o_rows = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, o_layout))
+    dims = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, o_layout))
+    offsets = (pid_bh.to(gl.int64) * SQ + gl.expand_dims(o_rows, 1)) * HEAD_DIM + gl.expand_dims(dims, 0)
+    gl.store(o_ptr + offsets, out.to(o_ptr.dtype.element_ty), mask=gl.expand_dims(o_rows < SQ, 1))
+
+
+@gluon.jit
+def attention_gluon_kernel(
+    q_desc,  # descriptors over (b x heads x seq, d), boxed [BLOCK_M or BLOCK_N, d]
+    k_desc,
+    v_desc,
+    o_ptr,
+    HQ,
+    GROUP,  # query heads per key / value head
+    SQ,
+    SKV,
+    qk_scale,  # the softmax scale times log2(e)
+    CAUSAL: gl.constexpr,
+    STAGES: gl.constexpr,
+    PRODUCER_WARPS: gl.constexpr,
+    PRODUCER_REGS: gl.constexpr,
+    num_warps: gl.constexpr,
+):
+    dtype: gl.constexpr = q_desc.dtype
+    q_smem = gl.allocate_shared_memory(dtype, q_desc.block_type.shape, q_desc.layout)
+    k_ring = gl.allocate_shared_memory(dtype, [STAGES] + k_desc.block_type.shape, k_desc.layout)
+    v_ring = gl.allocate_shared_memory(dtype, [STAGES] + v_desc.block_type.shape, v_desc.layout)
+    q_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
+    k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    mbarrier.init(q_ready, count=1)  # completed by the producer's expect and Q's TMA bytes
+    for s in gl.static_range(STAGES):
+        mbarrier.init(k_ready.index(s), count=1)  # completed by the producer's expect and the TMA bytes
+        mbarrier.init(v_ready.index(s), count=1)
+        mbarrier.init(k_empty.index(s), count=1)  # completed by the consumer partition's arrival
+        mbarrier.init(v_empty.index(s), count=1)
+    ring = (k_ring, v_ring, k_ready, v_ready, k_empty, v_empty)
+    gl.warp_specialize(
+        [
+            (_consumer, (o_ptr, q_smem, q_ready, ring, SQ, SKV, qk_scale, CAUSAL, num_warps)),
+            (_producer, (q_desc, k_desc, v_desc, q_smem, q_ready, ring, HQ, GROUP, SQ, SKV, CAUSAL)),
+        ],
+        [PRODUCER_WARPS],
+        [PRODUCER_REGS],
+    )
+    mbarrier.invalidate(q_ready)
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(k_ready.index(s))
+        mbarrier.invalidate(v_ready.index(s))
+        mbarrier.invalidate(k_empty.index(s))
+        mbarrier.invalidate(v_empty.index(s))
+
+
+def descriptor(t: torch.Tensor, rows: int, dtype: str) -> TensorDescriptor:
+    """``t`` (b, heads, seq, d), contiguous, as the 2-D (b x heads x seq, d) boxed [rows, d], in the 128-byte
+    swizzled shared layout wgmma reads."""
+    d = t.shape[-1]
+    flat = t.view(-1, d)
+    layout = gl.NVMMASharedLayout.get_default_for([rows, d], GL_DTYPES[dtype])
+    return TensorDescriptor(flat, list(flat.shape), [d, 1], [rows, d], layout)
+
+
+class GluonAttention:
+    """attention_gluon_kernel at ``stages`` (GPU of compute capability 9.0 only):
+    ``GluonAttention((q, k, v, causal), out, 2)()`` writes out."""
+
+    def __init__(self, inputs, out: torch.Tensor, stages: int):
+        check_stages(stages, STAGES)
+        ops = attention_operands(inputs, out)
+        self.ops, self.stages = ops, stages
+        self.descs = (
+            descriptor(ops.q, BLOCK_M, ops.dtype),
+            descriptor(ops.k, BLOCK_N, ops.dtype),
+            descriptor(ops.v, BLOCK_N, ops.dtype),
+        )
+        self.grid = (triton.cdiv(ops.sq, BLOCK_M), ops.b * ops.hq)
+        self.config = (
+            f"{BLOCK_M}x{BLOCK_N} blocks, d={ops.d}, Gluon, {NUM_WARPS} consumer warps + {PRODUCER_WARPS} producer "
+            f"warp ({PRODUCER_REGS} regs), {stages}-stage TMA ring of K and V (a ready and an empty mbarrier each), "
+            "serial wgmma"
+        )
+        self.info = kernel_info(None, BLOCK_N * ops.d * 2 * 2, self.config, self.grid[0] * self.grid[1])
+        self._compiled = False
+
+    def __call__(self) -> None:
+        o = self.ops
+        compiled = attention_gluon_kernel[self.grid](
+            *self.descs, o.out, o.hq, o.group, o.sq, o.skv, o.scale * LOG2E,
+            CAUSAL=o.causal, STAGES=self.stages, PRODUCER_WARPS=PRODUCER_WARPS, PRODUCER_REGS=PRODUCER_REGS,
+            num_warps=NUM_WARPS,
+        )  # fmt: skip
+        if not self._compiled and compiled is not None:
+            self._compiled = True
+            self.info = kernel_info(compiled, self.info.smem_per_stage, self.config, self.grid[0] * self.grid[1])
+
+
+class WarpSpecializedAttention(TritonModule):
+    """attention_gluon_kernel as the kernel-module contract (suite.kernel) states it, swept over its ring depth."""
+
+    stages = STAGES
+    dtypes = ("bf16", "fp16")
+    sass_requires = HOPPER_SASS
+    # compute-sanitizer: odd lengths under a causal mask with GQA (blocks past a head's keys, fully masked rows,
+    # rows past sq), and enough key blocks for the ring to wrap
+    sanitize_sizes = ((1, 4, 1, 130, 45, 128, 1), (1, 4, 2, 200, 900, 128, 1))
+    sanitizer_blind_spots: ClassVar[dict[str, str]] = {"racecheck": RACECHECK_BLIND}
+
+    def kernel_names(self, stages: int) -> tuple[str, ...]:
+        return ("attention_gluon_kernel",)
+
+    def launch(self, inputs, out, stages):
+        launcher = GluonAttention(inputs, out, stages)
+        self.refuse_host_tensors(inputs, out)
+        return launcher
+
+
+KERNEL = WarpSpecializedAttention()
