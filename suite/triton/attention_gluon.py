@@ -93,6 +93,25 @@ def _producer(q_desc, k_desc, v_desc, q_smem, q_ready, ring, HQ, GROUP, SQ, SKV,
 
 
 @gluon.jit
+def _softmax_step(s, m_i, l_i, start, rows, keys, SKV, DIAGONAL, qk_scale, MASKED: gl.constexpr, CAUSAL: gl.constexpr):
+    """One key block's online softmax on its scores ``s`` (fp32, the wgmma accumulator): returns P (unnormalized), the
+    factor alpha that rescales what was summed so far, the new running max and the new row sums. MASKED: keys past
+    skv and (CAUSAL) past each row's diagonal (DIAGONAL = skv - sq: row i sees key j when j <= i + DIAGONAL) score
+    -inf."""
+    s = s * qk_scale  # scores in log2 units: exp2(s) = exp(q.k * scale)
+    if MASKED:
+        visible = gl.expand_dims(start + keys < SKV, 0)
+        if CAUSAL:
+            visible = visible & (gl.expand_dims(start + keys, 0) <= gl.expand_dims(rows, 1) + DIAGONAL)
+        s = gl.where(visible, s, float("-inf"))
+    m_new = gl.maximum(m_i, gl.max(s, 1))
+    m_ref = gl.where(m_new == float("-inf"), 0.0, m_new)  # a row with no key yet: exp2 gives 0, never NaN
+    alpha = gl.exp2(m_i - m_ref)
+    p = gl.exp2(s - gl.expand_dims(m_ref, 1))
+    return p, alpha, m_new, l_i * alpha + gl.sum(p, 1)
+
+
+@gluon.jit
 def _attend_blocks(
     acc,
     l_i,
@@ -127,18 +146,7 @@ def _attend_blocks(
         # wait for S: the wgmma that read K has completed, so K's half of the stage goes back to the producer
         s = warpgroup_mma_wait(0, deps=(s,))
         mbarrier.arrive(k_empty.index(smem_read_stage))
-        s = s * qk_scale  # scores in log2 units: exp2(s) = exp(q.k * scale)
-        if MASKED:
-            visible = gl.expand_dims(start + keys < SKV, 0)
-            if CAUSAL:
-                visible = visible & (gl.expand_dims(start + keys, 0) <= gl.expand_dims(rows, 1) + DIAGONAL)
-            s = gl.where(visible, s, float("-inf"))
-        # -- online softmax: new running max, rescale what was summed so far --
-        m_new = gl.maximum(m_i, gl.max(s, 1))
-        m_ref = gl.where(m_new == float("-inf"), 0.0, m_new)  # a row with no key yet: exp2 gives 0, never NaN
-        alpha = gl.exp2(m_i - m_ref)
-        p = gl.exp2(s - gl.expand_dims(m_ref, 1))
-        l_i = l_i * alpha + gl.sum(p, 1)
+        p, alpha, m_i, l_i = _softmax_step(s, m_i, l_i, start, rows, keys, SKV, DIAGONAL, qk_scale, MASKED, CAUSAL)
         acc = acc * gl.expand_dims(gl.convert_layout(alpha, gl.SliceLayout(1, o_layout)), 1)
         p_op = gl.convert_layout(p.to(k_ring.dtype), p_layout)
         # wait for this stage's V bytes
@@ -147,13 +155,138 @@ def _attend_blocks(
         # wait for O += P V: it has read V, whose half of the stage goes back to the producer
         acc = warpgroup_mma_wait(0, deps=(acc,))
         mbarrier.arrive(v_empty.index(smem_read_stage))
-        m_i = m_new
         smem_read_stage, lap = next_stage(smem_read_stage, lap, STAGES)
     return acc, l_i, m_i, smem_read_stage, lap
 
 
 @gluon.jit
-def _consumer(o_ptr, q_smem, q_ready, ring, SQ, SKV, qk_scale, CAUSAL: gl.constexpr, num_warps: gl.constexpr):
+def _overlapped_step(
+    acc,
+    l_i,
+    m_i,
+    s,  # this block's scores (complete)
+    q_smem,
+    ring,
+    j,
+    lo,
+    smem_read_stage,
+    lap,
+    rows,
+    keys,
+    SKV,
+    DIAGONAL,
+    qk_scale,
+    HAS_NEXT: gl.constexpr,
+    CAUSAL: gl.constexpr,
+    s_layout: gl.constexpr,
+    o_layout: gl.constexpr,
+):
+    """Key block ``j`` of _attend_overlapped; returns the softmax state, the next block's scores (HAS_NEXT: complete)
+    and the ring position after this block."""
+    k_ring, v_ring, k_ready, v_ready, k_empty, v_empty = ring
+    BLOCK_N: gl.constexpr = k_ring.type.shape[1]
+    STAGES: gl.constexpr = k_ring.type.shape[0]
+    BLOCK_M: gl.constexpr = q_smem.type.shape[0]
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    start = j * BLOCK_N
+    next_read_stage, next_lap = next_stage(smem_read_stage, lap, STAGES)
+    if HAS_NEXT:
+        # wait for the next block's K bytes, then issue its S: it runs on the tensor pipe under this block's softmax
+        mbarrier.wait(k_ready.index(next_read_stage), next_lap)
+        s_next = warpgroup_mma(
+            q_smem,
+            k_ring.index(next_read_stage).permute((1, 0)),
+            gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
+            use_acc=False,
+            is_async=True,
+        )
+    if start >= lo:
+        p, alpha, m_i, l_i = _softmax_step(s, m_i, l_i, start, rows, keys, SKV, DIAGONAL, qk_scale, True, CAUSAL)
+    else:
+        p, alpha, m_i, l_i = _softmax_step(s, m_i, l_i, start, rows, keys, SKV, DIAGONAL, qk_scale, False, CAUSAL)
+    # O is rescaled while the next block's S is in flight (the previous block's O += P V completed at its end)
+    acc = acc * gl.expand_dims(gl.convert_layout(alpha, gl.SliceLayout(1, o_layout)), 1)
+    p_op = gl.convert_layout(p.to(k_ring.dtype), p_layout)
+    # wait for this stage's V bytes
+    mbarrier.wait(v_ready.index(smem_read_stage), lap)
+    acc = warpgroup_mma(p_op, v_ring.index(smem_read_stage), acc, is_async=True)
+    # wait for O += P V and the next block's S: both K and V of their stages go back to the producer. (Leaving
+    # P V in flight into the next block, as FlashAttention-3 does, makes ptxas serialize every wgmma of the kernel
+    # (C7514): it does not see that the next softmax reads only a completed group's registers.)
+    if HAS_NEXT:
+        acc, s = warpgroup_mma_wait(0, deps=(acc, s_next))
+        mbarrier.arrive(k_empty.index(next_read_stage))
+    else:
+        acc = warpgroup_mma_wait(0, deps=(acc,))
+    mbarrier.arrive(v_empty.index(smem_read_stage))
+    return acc, l_i, m_i, s, next_read_stage, next_lap
+
+
+@gluon.jit
+def _attend_overlapped(
+    acc,
+    l_i,
+    m_i,
+    q_smem,
+    ring,
+    lo,
+    hi,
+    rows,
+    keys,
+    SKV,
+    DIAGONAL,
+    qk_scale,
+    CAUSAL: gl.constexpr,
+    s_layout: gl.constexpr,
+    o_layout: gl.constexpr,
+):
+    """The consumer's MAINLOOP with half of FlashAttention-3's intra-warpgroup overlap, over the key blocks in
+    [0, hi) (masked from lo on): the next block's S = Q Kᵀ is issued before this block's softmax, so the tensor pipe
+    computes it while the warpgroup computes exponentials; this block's O += P V completes within the block."""
+    k_ring, k_ready, k_empty = ring[0], ring[2], ring[4]
+    BLOCK_N: gl.constexpr = k_ring.type.shape[1]
+    BLOCK_M: gl.constexpr = q_smem.type.shape[0]
+    blocks = gl.cdiv(hi, BLOCK_N)
+    if blocks > 0:
+        # -- PROLOGUE: the first block's S (its K bytes in, then the wgmma that read them complete) --
+        mbarrier.wait(k_ready.index(0), 0)
+        s = warpgroup_mma(
+            q_smem,
+            k_ring.index(0).permute((1, 0)),
+            gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
+            use_acc=False,
+            is_async=True,
+        )
+        s = warpgroup_mma_wait(0, deps=(s,))
+        mbarrier.arrive(k_empty.index(0))
+        smem_read_stage = 0
+        lap = 0
+        for j in range(blocks - 1):
+            acc, l_i, m_i, s, smem_read_stage, lap = _overlapped_step(
+                acc, l_i, m_i, s, q_smem, ring, j, lo, smem_read_stage, lap, rows, keys, SKV, DIAGONAL, qk_scale,
+                True, CAUSAL, s_layout, o_layout,
+            )  # fmt: skip
+        # -- the last block: no next S to issue --
+        acc, l_i, m_i, s, smem_read_stage, lap = _overlapped_step(
+            acc, l_i, m_i, s, q_smem, ring, blocks - 1, lo, smem_read_stage, lap, rows, keys, SKV, DIAGONAL,
+            qk_scale, False, CAUSAL, s_layout, o_layout,
+        )  # fmt: skip
+    return acc, l_i, m_i
+
+
+@gluon.jit
+def _consumer(
+    o_ptr,
+    q_smem,
+    q_ready,
+    ring,
+    SQ,
+    SKV,
+    qk_scale,
+    CAUSAL: gl.constexpr,
+    OVERLAP: gl.constexpr,
+    num_warps: gl.constexpr,
+):
     """The consumer partition: the program's 128 query rows on two warpgroups; O / l stored from registers."""
     k_ring = ring[0]
     BLOCK_M: gl.constexpr = q_smem.type.shape[0]
@@ -176,16 +309,21 @@ def _consumer(o_ptr, q_smem, q_ready, ring, SQ, SKV, qk_scale, CAUSAL: gl.conste
     lo, hi = _key_range(pid_m, SQ, SKV, BLOCK_M, BLOCK_N, CAUSAL)
     mbarrier.wait(q_ready, 0)  # Q's bytes, loaded once
     diagonal = SKV - SQ
-    smem_read_stage = 0
-    lap = 0
-    acc, l_i, m_i, smem_read_stage, lap = _attend_blocks(
-        acc, l_i, m_i, q_smem, ring, smem_read_stage, lap, 0, lo, rows, keys, SKV, diagonal, qk_scale, False,
-        CAUSAL, s_layout, o_layout,
-    )  # fmt: skip
-    acc, l_i, m_i, smem_read_stage, lap = _attend_blocks(
-        acc, l_i, m_i, q_smem, ring, smem_read_stage, lap, lo, hi, rows, keys, SKV, diagonal, qk_scale, True, CAUSAL,
-        s_layout, o_layout,
-    )  # fmt: skip
+    if OVERLAP:
+        acc, l_i, m_i = _attend_overlapped(
+            acc, l_i, m_i, q_smem, ring, lo, hi, rows, keys, SKV, diagonal, qk_scale, CAUSAL, s_layout, o_layout
+        )
+    else:
+        smem_read_stage = 0
+        lap = 0
+        acc, l_i, m_i, smem_read_stage, lap = _attend_blocks(
+            acc, l_i, m_i, q_smem, ring, smem_read_stage, lap, 0, lo, rows, keys, SKV, diagonal, qk_scale, False,
+            CAUSAL, s_layout, o_layout,
+        )  # fmt: skip
+        acc, l_i, m_i, smem_read_stage, lap = _attend_blocks(
+            acc, l_i, m_i, q_smem, ring, smem_read_stage, lap, lo, hi, rows, keys, SKV, diagonal, qk_scale, True,
+            CAUSAL, s_layout, o_layout,
+        )  # fmt: skip
     # -- EPILOGUE: O = acc / l (a fully masked row, l = 0, is zero), rows past sq not stored --
     l_o = gl.convert_layout(gl.where(l_i == 0.0, 1.0, l_i), gl.SliceLayout(1, o_layout))
     out = acc / gl.expand_dims(l_o, 1)
@@ -208,6 +346,7 @@ def attention_gluon_kernel(
     qk_scale,  # the softmax scale times log2(e)
     CAUSAL: gl.constexpr,
     STAGES: gl.constexpr,
+    OVERLAP: gl.constexpr,  # _attend_overlapped's mainloop, else _attend_blocks'
     PRODUCER_WARPS: gl.constexpr,
     PRODUCER_REGS: gl.constexpr,
     num_warps: gl.constexpr,
@@ -230,7 +369,7 @@ def attention_gluon_kernel(
     ring = (k_ring, v_ring, k_ready, v_ready, k_empty, v_empty)
     gl.warp_specialize(
         [
-            (_consumer, (o_ptr, q_smem, q_ready, ring, SQ, SKV, qk_scale, CAUSAL, num_warps)),
+            (_consumer, (o_ptr, q_smem, q_ready, ring, SQ, SKV, qk_scale, CAUSAL, OVERLAP, num_warps)),
             (_producer, (q_desc, k_desc, v_desc, q_smem, q_ready, ring, HQ, GROUP, SQ, SKV, CAUSAL)),
         ],
         [PRODUCER_WARPS],
@@ -255,12 +394,13 @@ def descriptor(t: torch.Tensor, rows: int, dtype: str) -> TensorDescriptor:
 
 class GluonAttention:
     """attention_gluon_kernel at ``stages`` (GPU of compute capability 9.0 only):
-    ``GluonAttention((q, k, v, causal), out, 2)()`` writes out."""
+    ``GluonAttention((q, k, v, causal), out, 2)()`` writes out; ``overlap``: the mainloop that issues the next
+    block's S before this block's softmax (_attend_overlapped)."""
 
-    def __init__(self, inputs, out: torch.Tensor, stages: int):
+    def __init__(self, inputs, out: torch.Tensor, stages: int, overlap: bool = False):
         check_stages(stages, STAGES)
         ops = attention_operands(inputs, out)
-        self.ops, self.stages = ops, stages
+        self.ops, self.stages, self.overlap = ops, stages, overlap
         self.descs = (
             descriptor(ops.q, BLOCK_M, ops.dtype),
             descriptor(ops.k, BLOCK_N, ops.dtype),
@@ -270,7 +410,7 @@ class GluonAttention:
         self.config = (
             f"{BLOCK_M}x{BLOCK_N} blocks, d={ops.d}, Gluon, {NUM_WARPS} consumer warps + {PRODUCER_WARPS} producer "
             f"warp ({PRODUCER_REGS} regs), {stages}-stage TMA ring of K and V (a ready and an empty mbarrier each), "
-            "serial wgmma"
+            + ("the next block's S = Q K^T issued under this block's softmax" if overlap else "serial wgmma")
         )
         self.info = kernel_info(None, BLOCK_N * ops.d * 2 * 2, self.config, self.grid[0] * self.grid[1])
         self._compiled = False
@@ -279,7 +419,8 @@ class GluonAttention:
         o = self.ops
         compiled = attention_gluon_kernel[self.grid](
             *self.descs, o.out, o.hq, o.group, o.sq, o.skv, o.scale * LOG2E,
-            CAUSAL=o.causal, STAGES=self.stages, PRODUCER_WARPS=PRODUCER_WARPS, PRODUCER_REGS=PRODUCER_REGS,
+            CAUSAL=o.causal, STAGES=self.stages, OVERLAP=self.overlap, PRODUCER_WARPS=PRODUCER_WARPS,
+            PRODUCER_REGS=PRODUCER_REGS,
             num_warps=NUM_WARPS,
         )  # fmt: skip
         if not self._compiled and compiled is not None:
@@ -288,7 +429,11 @@ class GluonAttention:
 
 
 class WarpSpecializedAttention(TritonModule):
-    """attention_gluon_kernel as the kernel-module contract (suite.kernel) states it, swept over its ring depth."""
+    """attention_gluon_kernel as the kernel-module contract (suite.kernel) states it, swept over its ring depth;
+    ``overlap``: its overlapped mainloop."""
+
+    def __init__(self, overlap: bool = False):
+        self.overlap = overlap
 
     stages = STAGES
     dtypes = ("bf16", "fp16")
@@ -302,9 +447,10 @@ class WarpSpecializedAttention(TritonModule):
         return ("attention_gluon_kernel",)
 
     def launch(self, inputs, out, stages):
-        launcher = GluonAttention(inputs, out, stages)
+        launcher = GluonAttention(inputs, out, stages, overlap=self.overlap)
         self.refuse_host_tensors(inputs, out)
         return launcher
 
 
 KERNEL = WarpSpecializedAttention()
+OVERLAPPED = WarpSpecializedAttention(overlap=True)
