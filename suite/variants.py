@@ -548,5 +548,3 @@ register_kernel(
     "(batch x heads, seq, d) boxed [1, rows, d], zero-filled past a head's rows; K / V blocks pipelined by "
     "num_stages=S",
 )
-# The Gluon attention kernels (suite/triton/attention_gluon.py: "128x128 gluon ws" and its "overlap" mainloop) are
-# registered here once they have passed their GPU tests on the H200; until then only their sm_90 build is tested.
