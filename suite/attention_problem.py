@@ -234,19 +234,31 @@ def attention_operands(inputs, out, dtypes: tuple[str, ...] = tuple(TORCH_DTYPES
 MAX_GRID_Y = 65535  # a CUDA grid's y dimension, where the attention kernels put batch x query heads
 
 
-def cuda_launch_operands(inputs, out, dtypes: tuple[str, ...], tile_rows: int) -> AttentionOperands:
-    """attention_operands, then what a CUDA kernel launching one block per (tile_rows query rows, batch x query
-    head) needs: 32-bit row and key indices up to one tile past sq and skv, b * hq within the grid's y dimension, and
-    every tensor on a CUDA device. ValueError naming the rule, before any launch."""
-    from suite.checks import check_cuda
-
-    ops = attention_operands(inputs, out, dtypes)
+def check_grid_limits(ops: AttentionOperands, tile_rows: int) -> AttentionOperands:
+    """What a kernel launching one program per (tile_rows query rows, batch x query head) needs: 32-bit row and key
+    indices up to one tile past sq and skv, and b * hq within the grid's y dimension. ValueError naming the rule."""
     if max(ops.sq, ops.skv) > 2**31 - 1 - tile_rows:
         raise ValueError(f"sq and skv must be <= 2^31 - 1 - {tile_rows} (32-bit row and key indices)")
     if ops.b * ops.hq > MAX_GRID_Y:
         raise ValueError(f"b * hq must be <= {MAX_GRID_Y} (the grid's y dimension; got {ops.b * ops.hq})")
+    return ops
+
+
+def cuda_launch_operands(inputs, out, dtypes: tuple[str, ...], tile_rows: int) -> AttentionOperands:
+    """attention_operands, check_grid_limits, and every tensor on a CUDA device: what an NVRTC kernel needs.
+    ValueError naming the rule, before any launch."""
+    from suite.checks import check_cuda
+
+    ops = check_grid_limits(attention_operands(inputs, out, dtypes), tile_rows)
     check_cuda(("q", ops.q), ("k", ops.k), ("v", ops.v), ("out", out))
     return ops
+
+
+def grid_limit_bad_inputs() -> list[BadInput]:
+    """The b * hq rule of check_grid_limits as a kernel's bad input, on meta tensors (no memory)."""
+    meta = lambda *shape: torch.empty(*shape, dtype=torch.bfloat16, device="meta")  # noqa: E731
+    q, kv = (1, MAX_GRID_Y + 1, 8, 64), (1, 1, 8, 64)
+    return [BadInput((meta(*q), meta(*kv), meta(*kv), False), meta(*q), "b \\* hq must be", "b x hq past 65535")]
 
 
 def _bad_inputs() -> list[BadInput]:

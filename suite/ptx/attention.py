@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from suite.attention_problem import cuda_launch_operands
+from suite.attention_problem import cuda_launch_operands, grid_limit_bad_inputs
 from suite.checks import check_stages
 from suite.kernel import Fault, NvrtcModule
 from suite.nvrtc import loader
+from suite.problems import BadInput
 
 SOURCE = Path(__file__).with_name("attention.cu")
 STAGES = (1, 2, 3, 4)
@@ -56,6 +57,9 @@ class AttentionModule(NvrtcModule):
 
     def name_expression(self, stages: int, d: int, dtype: str) -> str:
         return name_expression(stages, d, dtype)
+
+    def bad_inputs(self) -> list[BadInput]:
+        return grid_limit_bad_inputs()
 
     def smem_bytes(self, stages: int, d: int) -> int:
         return smem_bytes(stages, d)

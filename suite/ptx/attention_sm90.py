@@ -6,12 +6,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import torch
-
-from suite.attention_problem import MAX_GRID_Y, cuda_launch_operands
+from suite.attention_problem import cuda_launch_operands
 from suite.checks import check_stages
 from suite.kernel import Fault
-from suite.problems import BadInput
 from suite.ptx.attention import SANITIZE_EDGES, AttentionModule
 from suite.ptx.gemm_tma import ALIGN_SLACK, ARCH, DEFINES, SMEM_PER_BLOCK, SWIZZLE_BYTES, _tensor_map, smem_define
 
@@ -112,11 +109,6 @@ class AttentionWgmma(AttentionModule):
             f"{BLOCK_M} query rows x {BLOCK_N}-key tiles, d={d}, 1 producer warp (TMA) + 2 consumer warpgroups of 64 "
             "rows (wgmma, P from registers)" + (", ping-pong" if self.pingpong else ", no ping-pong")
         )
-
-    def bad_inputs(self) -> list[BadInput]:
-        meta = lambda *shape: torch.empty(*shape, dtype=torch.bfloat16, device="meta")  # noqa: E731 (no memory)
-        q, kv = (1, MAX_GRID_Y + 1, 8, 64), (1, 1, 8, 64)
-        return [BadInput((meta(*q), meta(*kv), meta(*kv), False), meta(*q), "b \\* hq must be", "b x hq past 65535")]
 
     def launch(self, inputs, out, stages):
         check_stages(stages, self.stages)

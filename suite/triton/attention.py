@@ -16,9 +16,10 @@ import torch
 import triton
 import triton.language as tl
 
-from suite.attention_problem import LOG2E, attention_operands
+from suite.attention_problem import LOG2E, attention_operands, check_grid_limits, grid_limit_bad_inputs
 from suite.checks import check_stages
 from suite.kernel import TritonModule
+from suite.problems import BadInput
 from suite.triton._compiled import kernel_info
 from suite.triton._interp_dot import widen_bf16_dot
 
@@ -162,7 +163,7 @@ class Attention:
 
     def __init__(self, inputs, out: torch.Tensor, stages: int):
         check_stages(stages, STAGES)
-        ops = attention_operands(inputs, out)
+        ops = check_grid_limits(attention_operands(inputs, out), BLOCK_M)
         widen_bf16_dot()  # the interpreter's bf16 tl.dot (interpreter only; nothing otherwise)
         self.ops, self.stages = ops, stages
         self.grid = (triton.cdiv(ops.sq, BLOCK_M), ops.b * ops.hq)
@@ -200,6 +201,9 @@ class TutorialAttention(TritonModule):
 
     def kernel_names(self, stages: int) -> tuple[str, ...]:
         return ("attention_fwd_kernel",)
+
+    def bad_inputs(self) -> list[BadInput]:
+        return grid_limit_bad_inputs()
 
     def launch(self, inputs, out, stages):
         launcher = Attention(inputs, out, stages)

@@ -31,15 +31,20 @@ from triton.experimental.gluon import language as gl
 from triton.experimental.gluon.language.nvidia.hopper import mbarrier, warpgroup_mma, warpgroup_mma_wait
 from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-from suite.attention_problem import LOG2E, attention_operands
+from suite.attention_problem import LOG2E, attention_operands, check_grid_limits, grid_limit_bad_inputs
 from suite.checks import check_stages
 from suite.kernel import TritonModule
+from suite.problems import BadInput
 from suite.triton._compiled import kernel_info
 from suite.triton.gemm_desc import HOPPER_SASS
-from suite.triton.gemm_gluon import RACECHECK_BLIND
 from suite.triton.gemm_gluon_ring import next_stage, tma_load
 
 BLOCK_M, BLOCK_N = 128, 128
+# the Gluon GEMM's blind spot (suite.triton.gemm_gluon), from the same compiler-generated warp-specialization code
+RACECHECK_BLIND = (
+    "racecheck flags Triton's warp-specialization dispatch word (compiler-generated entry/exit stores vs the worker "
+    "warps' loads), as in the Gluon GEMM, not this kernel's ring (docs/sanitizer.md)"
+)
 NUM_WARPS = 8  # the consumer partition: two warpgroups of 64 query rows
 PRODUCER_WARPS, PRODUCER_REGS = 1, 24  # the producer only computes coordinates
 # Q + STAGES x (K + V), 32 KiB each at d = 128: 3 stages fill 224 of the 227 KiB a block may have
@@ -399,7 +404,7 @@ class GluonAttention:
 
     def __init__(self, inputs, out: torch.Tensor, stages: int, overlap: bool = False):
         check_stages(stages, STAGES)
-        ops = attention_operands(inputs, out)
+        ops = check_grid_limits(attention_operands(inputs, out), BLOCK_M)
         self.ops, self.stages, self.overlap = ops, stages, overlap
         self.descs = (
             descriptor(ops.q, BLOCK_M, ops.dtype),
@@ -445,6 +450,9 @@ class WarpSpecializedAttention(TritonModule):
 
     def kernel_names(self, stages: int) -> tuple[str, ...]:
         return ("attention_gluon_kernel",)
+
+    def bad_inputs(self) -> list[BadInput]:
+        return grid_limit_bad_inputs()
 
     def launch(self, inputs, out, stages):
         launcher = GluonAttention(inputs, out, stages, overlap=self.overlap)
