@@ -117,38 +117,38 @@ __device__ __forceinline__ void attend_tile(SoftmaxState<D>& st, const unsigned 
             mma16816<BF16>(s[2 * nj + 1], q_frag[kk], b[2], b[3]);
         }
 
-    // Scale into log2 units and mask: keys past skv, and (causal) past each row's diagonal, become -inf.
+    // Mask: keys past skv, and (causal) past each row's diagonal, become -inf.
+    if (masked) {
 #pragma unroll
-    for (int nt = 0; nt < 8; ++nt)
+        for (int nt = 0; nt < 8; ++nt)
 #pragma unroll
-        for (int v = 0; v < 4; ++v) {
-            float x = s[nt][v] * scale_log2;
-            if (masked) {
+            for (int v = 0; v < 4; ++v) {
                 const int key = key0 + nt * 8 + (lane & 3) * 2 + (v & 1);
                 const int row = q_row + (v >> 1) * 8;
-                if (key >= skv || (causal && key > row + diagonal)) x = -__int_as_float(0x7f800000);
+                if (key >= skv || (causal && key > row + diagonal)) s[nt][v] = -__int_as_float(0x7f800000);
             }
-            s[nt][v] = x;
-        }
+    }
 
     // Online softmax per row: the tile's max (over the thread's 16 values, then its quad of 4 lanes, which together
-    // hold the row), the rescale of what was summed so far, P = 2^(s - max).
+    // hold the row), taken on the raw scores and then scaled into log2 units (the scale is positive, so the max
+    // commutes with it); the rescale of what was summed so far; P = 2^(s * scale - max), one FFMA and one ex2 each.
     float alpha[2];
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-        float mx = st.m[h];
+        float mx = -__int_as_float(0x7f800000);
 #pragma unroll
         for (int nt = 0; nt < 8; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * h], s[nt][2 * h + 1]));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        mx = fmaxf(st.m[h], mx * scale_log2);  // the running max, in log2 units
         const float ref = mx == -__int_as_float(0x7f800000) ? 0.f : mx;  // no key yet: every 2^(-inf) is 0, not NaN
         alpha[h] = ex2_approx(st.m[h] - ref);
         st.m[h] = mx;
         float sum = 0.f;
 #pragma unroll
         for (int nt = 0; nt < 8; ++nt) {
-            s[nt][2 * h] = ex2_approx(s[nt][2 * h] - ref);
-            s[nt][2 * h + 1] = ex2_approx(s[nt][2 * h + 1] - ref);
+            s[nt][2 * h] = ex2_approx(fmaf(s[nt][2 * h], scale_log2, -ref));
+            s[nt][2 * h + 1] = ex2_approx(fmaf(s[nt][2 * h + 1], scale_log2, -ref));
             sum += s[nt][2 * h] + s[nt][2 * h + 1];
         }
         st.l[h] = st.l[h] * alpha[h] + sum;  // this thread's part; the quad's parts are added in the epilogue

@@ -159,32 +159,33 @@ struct RowState {
     int row0, col, wg_row0;         // this thread's first row and column, its warpgroup's first row
 };
 
-// S of key tile `tile` (completed) -> P: scale into log2 units and mask (keys past skv and, causal, past each row's
-// diagonal, become -inf); per row the tile's max (this thread's values, then its quad of 4 lanes, which together hold
-// the row); O and the sum rescaled by 2^(old max - new max); P = 2^(s - max), rounded to 16 bits in registers.
+// S of key tile `tile` (completed) -> P: mask (keys past skv and, causal, past each row's diagonal, become -inf);
+// per row the tile's max (this thread's values, then its quad of 4 lanes, which together hold the row), taken on the
+// raw scores and then scaled into log2 units (the scale is positive, so the max commutes with it); O and the sum
+// rescaled by 2^(old max - new max); P = 2^(s * scale - max), one FFMA and one ex2 per score, rounded to 16 bits in
+// registers.
 template <int D, bool IS_BF16>
 __device__ __forceinline__ void online_softmax(RowState<D>& st, int tile, int sq, int skv, float scale_log2,
                                                bool causal) {
     const float NEG_INF = -__int_as_float(0x7f800000);
     const int key0 = tile * BLOCK_N, diagonal = skv - sq;
     const bool masked = key0 + BLOCK_N > skv || (causal && key0 + BLOCK_N - 1 > st.wg_row0 + diagonal);
+    if (masked) {
 #pragma unroll
-    for (int i = 0; i < BLOCK_N / 2; ++i) {
-        float x = st.s[i] * scale_log2;
-        if (masked) {
+        for (int i = 0; i < BLOCK_N / 2; ++i) {
             const int key = key0 + i / 4 * 8 + st.col + i % 2;
             const int row = st.row0 + i % 4 / 2 * 8;
-            if (key >= skv || (causal && key > row + diagonal)) x = NEG_INF;
+            if (key >= skv || (causal && key > row + diagonal)) st.s[i] = NEG_INF;
         }
-        st.s[i] = x;
     }
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
-        float mx = st.m[h];
+        float mx = NEG_INF;
 #pragma unroll
         for (int j = 0; j < BLOCK_N / 8; ++j) mx = fmaxf(mx, fmaxf(st.s[4 * j + 2 * h], st.s[4 * j + 2 * h + 1]));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
         mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
+        mx = fmaxf(st.m[h], mx * scale_log2);  // the running max, in log2 units
         const float ref = mx == NEG_INF ? 0.f : mx;  // no key yet: every 2^(-inf) is 0, not NaN
         const float alpha = ex2_approx(st.m[h] - ref);
         st.m[h] = mx;
@@ -193,8 +194,9 @@ __device__ __forceinline__ void online_softmax(RowState<D>& st, int tile, int sq
         for (int j = 0; j < BLOCK_N / 8; ++j)
 #pragma unroll
             for (int e = 0; e < 2; ++e) {
-                st.s[4 * j + 2 * h + e] = ex2_approx(st.s[4 * j + 2 * h + e] - ref);
-                sum += st.s[4 * j + 2 * h + e];
+                float& x = st.s[4 * j + 2 * h + e];
+                x = ex2_approx(fmaf(x, scale_log2, -ref));
+                sum += x;
             }
         st.l[h] = st.l[h] * alpha + sum;  // this thread's part; the quad's parts are added in the epilogue
 #pragma unroll

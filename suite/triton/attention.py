@@ -58,17 +58,19 @@ def _attend_blocks(
             k = k_src.load([kv_bh, start, 0]).reshape(BLOCK_N, HEAD_DIM).T
         else:
             k = tl.load(k_src + start * HEAD_DIM, mask=in_range[None, :], other=0.0)  # (HEAD_DIM, BLOCK_N)
-        s = tl.dot(q, k) * qk_scale  # scores in log2 units: exp2(s) = exp(q.k * scale)
+        s = tl.dot(q, k)
         if MASKED:
             visible = in_range[None, :]
             if CAUSAL:
                 visible = visible & ((start + keys)[None, :] <= rows[:, None] + DIAGONAL)
             s = tl.where(visible, s, float("-inf"))
         # -- online softmax: new running max, rescale what was summed so far --
-        m_new = tl.maximum(m_i, tl.max(s, 1))
+        # the max is taken on the raw scores, then scaled into log2 units (the scale is positive, so they commute),
+        # and P = exp2(s * qk_scale - max) is one FMA per score: exp2(s * qk_scale) = exp(q.k * scale)
+        m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
         m_ref = tl.where(m_new == float("-inf"), 0.0, m_new)  # a row with no key yet: exp2 gives 0, never NaN
         alpha = tl.exp2(m_i - m_ref)
-        p = tl.exp2(s - m_ref[:, None])
+        p = tl.exp2(s * qk_scale - m_ref[:, None])
         l_i = l_i * alpha + tl.sum(p, 1)
         if DESC:
             v = v_src.load([kv_bh, start, 0]).reshape(BLOCK_N, HEAD_DIM)

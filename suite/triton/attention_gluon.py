@@ -103,16 +103,17 @@ def _softmax_step(s, m_i, l_i, start, rows, keys, SKV, DIAGONAL, qk_scale, MASKE
     factor alpha that rescales what was summed so far, the new running max and the new row sums. MASKED: keys past
     skv and (CAUSAL) past each row's diagonal (DIAGONAL = skv - sq: row i sees key j when j <= i + DIAGONAL) score
     -inf."""
-    s = s * qk_scale  # scores in log2 units: exp2(s) = exp(q.k * scale)
     if MASKED:
         visible = gl.expand_dims(start + keys < SKV, 0)
         if CAUSAL:
             visible = visible & (gl.expand_dims(start + keys, 0) <= gl.expand_dims(rows, 1) + DIAGONAL)
         s = gl.where(visible, s, float("-inf"))
-    m_new = gl.maximum(m_i, gl.max(s, 1))
+    # the max is taken on the raw scores, then scaled into log2 units (the scale is positive, so they commute), and
+    # P = exp2(s * qk_scale - max) is one FMA per score: exp2(s * qk_scale) = exp(q.k * scale)
+    m_new = gl.maximum(m_i, gl.max(s, 1) * qk_scale)
     m_ref = gl.where(m_new == float("-inf"), 0.0, m_new)  # a row with no key yet: exp2 gives 0, never NaN
     alpha = gl.exp2(m_i - m_ref)
-    p = gl.exp2(s - gl.expand_dims(m_ref, 1))
+    p = gl.exp2(s * qk_scale - gl.expand_dims(m_ref, 1))
     return p, alpha, m_new, l_i * alpha + gl.sum(p, 1)
 
 
