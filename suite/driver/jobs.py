@@ -173,11 +173,15 @@ def _check_device(device: torch.device, rows: list[Row]) -> None:
         ) from None
 
 
-def _finished(rows: list[Row]) -> list[dict]:
-    """The rows finished so far, as they go back to a caller: whole, no background listing in them."""
+def _finished(rows: list[Row], job=None) -> list[dict]:
+    """The rows finished so far, as they go back to a caller: whole, no background listing in them, and those timed
+    in a job cut short given their throughput (the job's end, which gives it, did not come; their ratio to the
+    ceiling only where the ceiling's own timing had finished)."""
     done = [r for r in rows if r.final]
     for r in done:
         settle_sass(r)
+    if job is not None and (cut := [r for r in done if r.measured and r.throughput is None]):
+        throughput_and_flags(PROBLEMS[job.problem], job.size, cut)
     return [r.to_dict() for r in done]
 
 
@@ -195,12 +199,15 @@ def run_job(
     """One job (suite.driver.plan.Job): every row validated (without a GPU: Triton in the interpreter, NVRTC kernels
     described), then, on a GPU, every valid row timed with the ceiling interleaved (suite.driver.timing). A row's
     validation seed is ``opts.seed + 1 + its plan index``: the same inputs whichever shard or GPU runs it. Returns
-    the rows as dicts; a KeyboardInterrupt raises ``Interrupted`` with the rows finished before it."""
+    the rows as dicts; a KeyboardInterrupt raises ``Interrupted``, a device that stops answering ``DeviceFailed``,
+    with the rows finished before it."""
     rows = skeleton_rows(job)
     try:
         _run_job(job, rows, opts, on_gpu, device, described, phases, bar, gpu)
     except KeyboardInterrupt:
-        raise Interrupted(_finished(rows)) from None
+        raise Interrupted(_finished(rows, job)) from None
+    except DeviceFailed as e:
+        raise DeviceFailed(str(e), _finished(rows, job)) from None
     return [row.to_dict() for row in rows]
 
 
