@@ -271,7 +271,7 @@ def test_gluon_stream_k_is_registered_for_fp8_with_a_fault_whose_finisher_reads_
     assert finisher == [0] and len(walk) >= 3, walk
     own = walk[0][0][2] - walk[0][0][1]
     assert all(u[2] - u[1] > own for p, units in walk.items() if p > 0 for u in units), walk
-    inputs = GEMM.make_inputs(fault.size, 1, torch.device("cpu"), "fp8e4m3")
+    inputs = GEMM.make_inputs(fault.size, 1, DEVICE, "fp8e4m3")  # launchers built, not launched
     healthy = STREAM_K.launch(inputs, GEMM.make_output(inputs), 3)
     broken = STREAM_K.with_defines(fault.define, stages=fault.stages).launch(inputs, GEMM.make_output(inputs), 3)
     assert healthy.stream_k and broken.stream_k and not healthy.fault and broken.fault

@@ -212,3 +212,26 @@ def test_compiled_triton_kernels_refuse_host_tensors_before_any_launch(monkeypat
                         v.factory(bad.inputs, bad.out, v.stages[0])
                 checked += 1
     assert checked >= 10
+
+
+def test_the_registry_refuses_host_tensors_for_a_triton_module_that_does_not(monkeypatch):
+    """A Triton module whose launch forgets refuse_host_tensors (a plugin's, say) is still refused host tensors when
+    compiled, by its variant's factory, before its launcher is handed back."""
+    from suite import registration
+
+    class Forgetful(TritonModule):
+        stages = (1,)
+
+        def launch(self, inputs, out, stages):
+            return lambda: pytest.fail("launched with host tensors")
+
+    variants()
+    monkeypatch.setattr(registration, "_REGISTRY", list(registration._REGISTRY))
+    registration.register_kernel("vector", "test", "forgetful", Forgetful())
+    (v,) = [v for v in variants("vector") if v.label == "test:forgetful"]
+    x = torch.randn(1031)
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    with pytest.raises(ValueError, match="CUDA tensor"):
+        v.factory((x,), torch.empty_like(x), 1)
+    monkeypatch.setenv("TRITON_INTERPRET", "1")  # the interpreter runs on host memory
+    assert callable(v.factory((x,), torch.empty_like(x), 1))
