@@ -548,3 +548,23 @@ register_kernel(
     "(batch x heads, seq, d) boxed [1, rows, d], zero-filled past a head's rows; K / V blocks pipelined by "
     "num_stages=S",
 )
+register_kernel(
+    "attention",
+    "triton",
+    "128x128 gluon ws",
+    "suite.triton.attention_gluon:KERNEL",
+    gate=needs_sm90a,
+    description="Gluon (triton.experimental.gluon): the Hopper form in Triton's lower-level language, a 1-warp TMA "
+    "producer filling an S-deep ring of 128-key K and V blocks (a ready and an empty mbarrier each) and two consumer "
+    "warpgroups of 64 query rows on warpgroup_mma, P from registers, online softmax in registers with exp2",
+)
+register_kernel(
+    "attention",
+    "triton",
+    "128x128 gluon ws overlap",
+    "suite.triton.attention_gluon:OVERLAPPED",
+    gate=needs_sm90a,
+    description="the Gluon form with the next key block's S = Q K^T issued before this block's softmax, so that the "
+    "tensor pipe computes it while the warpgroup computes exponentials (half of FlashAttention-3's intra-warpgroup "
+    "overlap: P V completes within its block)",
+)
