@@ -504,6 +504,11 @@ def _run(args, argv, prestarted, opts, on_gpu, shard, gpus, out: Path) -> int:
         _say(
             "No CUDA GPU here: Triton kernels run in the Triton interpreter at small sizes and are validated "
             "against torch; PTX kernels are compiled for sm_90 and their SASS reported, not run. Nothing is timed."
+            + (
+                " --shapes and --quick pick GPU sizes: each problem runs its small CPU sizes instead."
+                if opts.shape_sets or opts.quick
+                else ""
+            )
         )
     command = "python -m suite.run " + " ".join(argv if argv is not None else sys.argv[1:])
     phases = sweep.Phases(since_start=True)

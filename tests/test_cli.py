@@ -204,6 +204,21 @@ def test_cli_refuses_sizes_too_large_for_the_interpreter(tmp_path):
     assert seconds < 30 and not (tmp_path / "r").exists()
 
 
+def test_cli_cpu_run_says_shape_sets_give_way_to_cpu_sizes(tmp_path):
+    """Without a GPU a named set (here attention's 8B heads at seq 512-16k) is not run but the problem's small CPU
+    sizes are, and the run says so."""
+    proc, _ = _cli(
+        "--problem", "attention", "--shapes", "attn-8b", "--backend", "torch", "--out", str(tmp_path), cpu=True
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert "--shapes and --quick pick GPU sizes" in proc.stderr, proc.stderr
+    shapes = {r["shape"] for r in json.loads((tmp_path / "results.json").read_text())["rows"]}
+    from suite.problems import PROBLEMS
+
+    attention = PROBLEMS["attention"]
+    assert shapes == {attention.shape(size) for size in attention.cpu_sizes}
+
+
 def test_cli_cpu_run_end_to_end(tmp_path, pytestconfig):
     """No GPU (hidden on a GPU machine): Triton validated in the interpreter, PTX built for sm_90 with its SASS,
     nothing timed, no plot and why, exit 0; files readable as the umask allows; the terminal fits 160 columns and,
@@ -213,7 +228,7 @@ def test_cli_cpu_run_end_to_end(tmp_path, pytestconfig):
     plugins = [a for spec in pytestconfig.getoption("--suite-plugin") for a in ("--plugin", spec)]
     proc, _ = _cli("--problem", "vector", "--out", str(out), "--no-progress", *plugins, cpu=True)
     assert proc.returncode == 0, proc.stderr
-    assert "No CUDA GPU here" in proc.stderr
+    assert "No CUDA GPU here" in proc.stderr and "--shapes and --quick" not in proc.stderr
     assert "No plot written (vector.png)" in proc.stderr and "without a GPU nothing is timed" in proc.stderr
     summary = {line.split("|")[2].strip(): line for line in proc.stdout.splitlines() if line.startswith("| vector")}
     from suite.registry import variants
