@@ -90,6 +90,12 @@ class KernelModule:
         """Why this machine cannot run the kernel at ``dtype`` although it implements it, or None."""
         return None
 
+    def build_for(self, size) -> object:
+        """What of a problem size picks the build its rows run, where a stage count has several (the attention
+        modules: head_dim), so that a row without a GPU is described by its own (``describe(..., build=)``); None:
+        one build per stage count and dtype."""
+        return None
+
     def refuses(self, size, dtype: str) -> str | None:
         """The rule a problem of ``size`` at ``dtype`` breaks for this kernel (its launch raises ValueError saying
         so, before anything runs), or None: a shape the kernel takes. Most kernels take every shape."""

@@ -293,3 +293,28 @@ def test_a_broken_flash_attn_install_is_the_gates_reason_not_a_crash(monkeypatch
     monkeypatch.setattr(attention_fa4.torch.cuda, "get_device_capability", lambda: (9, 0))
     monkeypatch.setattr(importlib.util, "find_spec", broken)
     assert attention_fa4.available().startswith("importing flash_attn failed (ImportError: libcudart.so.12")
+
+
+@pytest.mark.skipif(HAS_GPU, reason="describes the builds without a GPU; on a GPU the rows are timed instead")
+def test_a_cpu_row_is_described_by_its_own_head_dims_build():
+    """Without a GPU each PTX row reports the build its size launches: a stage of K and V tiles is half as large at
+    d = 64 as at d = 128, in its resources and its config."""
+    from suite.driver import bench
+
+    sizes = ATTENTION.cpu_sizes
+    assert {s[5] for s in sizes} == {64, 128}
+    ptx = [v for v in variants("attention", "ptx")]
+    opts = bench.Options(
+        problems=("attention",),
+        sizes={"attention": tuple(sizes)},
+        variants=tuple(v.label for v in ptx),
+        dtypes=("bf16",),
+    )
+    rows = [r for r in bench.run(opts, on_gpu=False, progress=False) if r["backend"] == "ptx"]
+    by_label = {v.label: v.kernel for v in ptx}
+    assert len(rows) == len(sizes) * sum(len(v.stages) for v in ptx)
+    for r in rows:
+        d = ATTENTION.parse_size(r["shape"])[5]
+        kernel = by_label[f"ptx:{r['variant']}"]
+        assert r["built_for"] and r["smem_per_stage"] == kernel.stage_bytes_for(d), r
+        assert f"d={d}," in r["config"], r["config"]

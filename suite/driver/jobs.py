@@ -40,7 +40,7 @@ from suite.driver import meta as run_meta
 from suite.driver import timing
 from suite.driver.measure import Ceiling, eager_only, stop_rule, time_call, time_floor
 from suite.driver.plan import Options
-from suite.driver.precompile import CPU_ARCH, describe, precompile
+from suite.driver.precompile import CPU_ARCH, describe, describe_key, precompile
 from suite.driver.rows import (
     Row,
     add_info,
@@ -270,10 +270,10 @@ def _validate_row(
     reason = variant.skip_reason()
     if reason:
         if not on_gpu and variant.describe is not None:
-            key = (variant.label, dtype)
+            key = describe_key(variant, job)
             if key not in described:
                 try:
-                    described[key] = describe(variant, problem, dtype)
+                    described[key] = describe(variant, problem, dtype, key[2])
                 except Exception as e:  # noqa: BLE001 - a build that fails is a failed row; the run goes on
                     described[key] = e
             if isinstance(described[key], Exception):

@@ -15,11 +15,19 @@ from suite.registry import Variant
 CPU_ARCH = "sm_90"  # what PTX modules are compiled for when there is no GPU to ask
 
 
-def describe(variant: Variant, problem: Problem, dtype: str):
-    """Without a GPU: the variant's kernels compiled for CPU_ARCH and described, at ``dtype``."""
+def describe(variant: Variant, problem: Problem, dtype: str, build=None):
+    """Without a GPU: the variant's kernels compiled for CPU_ARCH and described, at ``dtype`` (and ``build``, what
+    the module's ``build_for`` says a size picks, where it says one)."""
+    if build is not None:
+        return variant.kernel.describe(CPU_ARCH, dtype, build=build)
     if dtype == problem.default_dtype:
         return variant.describe(CPU_ARCH)
     return variant.kernel.describe(CPU_ARCH, dtype)
+
+
+def describe_key(variant: Variant, job) -> tuple:
+    """What a description is kept under: the variant, the job's dtype and the build its size picks."""
+    return (variant.label, job.dtype, variant.kernel.build_for(job.size))
 
 
 def _nvrtc_builder(kernel) -> Callable[[str], object] | None:
@@ -57,14 +65,14 @@ def precompile(
             if not spec.runs or variant.dtype_skip_reason(job.dtype):
                 continue
             if variant.skip_reason():
-                key = (variant.label, job.dtype)
+                key = describe_key(variant, job)
                 if (
                     not on_gpu
                     and variant.describe is not None
                     and key not in (known or {})
                     and ("describe", *key) not in work
                 ):
-                    work[("describe", *key)] = lambda v=variant, p=problem, d=job.dtype: describe(v, p, d)
+                    work[("describe", *key)] = lambda v=variant, p=problem, k=key: describe(v, p, k[1], k[2])
                     names[("describe", *key)] = f"{variant.label} {job.dtype} for {CPU_ARCH}"
                 continue
             if not on_gpu:

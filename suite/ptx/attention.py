@@ -80,16 +80,21 @@ class AttentionModule(NvrtcModule):
     def name_expressions(self, stages: int) -> tuple[str, ...]:
         return tuple(self.name_expression(stages, d, dtype) for d in (128, 64) for dtype in self.dtypes)
 
-    def describe(self, arch: str, dtype: str = "bf16") -> dict:
+    def build_for(self, size) -> int:
+        """A size's head_dim: each has its own build (tile, shared memory, registers)."""
+        return size[5]
+
+    def describe(self, arch: str, dtype: str = "bf16", build: int = 128) -> dict:
+        """Each stage count's build at head_dim ``build`` (the d = 128 one unless a size picks another)."""
         built = self.build(arch)
         return {
             s: built.kernel_info(
-                self.name_expression(s, 128, dtype),
-                self.stage_bytes_for(128),
+                self.name_expression(s, build, dtype),
+                self.stage_bytes_for(build),
                 s,
-                dynamic_smem=self.smem_bytes(s, 128),
+                dynamic_smem=self.smem_bytes(s, build),
                 threads=self.threads,
-                config=f"{self.build_arch(arch)} cubin; {self.config()}",
+                config=f"{self.build_arch(arch)} cubin; {self.config(build)}",
             )
             for s in self.stages
         }
