@@ -29,6 +29,23 @@ NUM_WARPS = 8
 
 
 @triton.jit
+def key_range(pid_m, SQ, SKV, BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, CAUSAL: tl.constexpr):
+    """(lo, hi) of query block ``pid_m``: keys [0, lo) every row of the block sees (unmasked blocks), [lo, hi) the
+    blocks to mask, none past hi. Causal, bottom-right aligned: row i sees key j when j <= i + skv - sq. (Gluon
+    kernels call it too.)"""
+    if CAUSAL:
+        diagonal = SKV - SQ
+        first_row = pid_m * BLOCK_M
+        seen_by_all = tl.minimum(tl.maximum(first_row + diagonal + 1, 0), SKV)  # keys the block's first row sees
+        lo = (seen_by_all // BLOCK_N) * BLOCK_N
+        hi = tl.minimum(tl.maximum(first_row + BLOCK_M + diagonal, 0), SKV)  # keys the block's last row sees
+    else:
+        lo = (SKV // BLOCK_N) * BLOCK_N
+        hi = SKV
+    return lo, hi
+
+
+@triton.jit
 def _attend_blocks(
     acc,
     l_i,
@@ -70,7 +87,7 @@ def _attend_blocks(
         m_new = tl.maximum(m_i, tl.max(s, 1) * qk_scale)
         m_ref = tl.where(m_new == float("-inf"), 0.0, m_new)  # a row with no key yet: exp2 gives 0, never NaN
         alpha = tl.exp2(m_i - m_ref)
-        p = tl.exp2(s * qk_scale - m_ref[:, None])
+        p = tl.exp2(tl.fma(s, qk_scale, -m_ref[:, None]))
         l_i = l_i * alpha + tl.sum(p, 1)
         if DESC:
             v = v_src.load([kv_bh, start, 0]).reshape(BLOCK_N, HEAD_DIM)
@@ -128,14 +145,7 @@ def attention_fwd_kernel(
 
     # -- the key blocks: [0, lo) unmasked (every row sees every key), [lo, hi) masked, past hi skipped --
     diagonal = SKV - SQ
-    if CAUSAL:
-        first_row = pid_m * BLOCK_M
-        seen_by_all = tl.minimum(tl.maximum(first_row + diagonal + 1, 0), SKV)  # keys the block's first row sees
-        lo = (seen_by_all // BLOCK_N) * BLOCK_N
-        hi = tl.minimum(tl.maximum(first_row + BLOCK_M + diagonal, 0), SKV)  # keys the block's last row sees
-    else:
-        lo = (SKV // BLOCK_N) * BLOCK_N
-        hi = SKV
+    lo, hi = key_range(pid_m, SQ, SKV, BLOCK_M, BLOCK_N, CAUSAL)
     acc, l_i, m_i = _attend_blocks(
         acc, l_i, m_i, q, k_src, v_src, kv_bh, rows, keys, 0, lo, SKV, diagonal, qk_scale, BLOCK_N, HEAD_DIM, False,
         CAUSAL, STAGES, DESC,

@@ -36,6 +36,7 @@ from suite.checks import check_stages
 from suite.kernel import TritonModule
 from suite.problems import BadInput
 from suite.triton._compiled import kernel_info
+from suite.triton.attention import key_range
 from suite.triton.gemm_desc import HOPPER_SASS
 from suite.triton.gemm_gluon_ring import next_stage, tma_load
 
@@ -53,22 +54,6 @@ GL_DTYPES = {"fp16": gl.float16, "bf16": gl.bfloat16}
 
 
 @gluon.jit
-def _key_range(pid_m, SQ, SKV, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, CAUSAL: gl.constexpr):
-    """(lo, hi): keys [0, lo) every row of the block sees (unmasked blocks), [lo, hi) masked blocks, past hi none.
-    Both partitions walk the same blocks."""
-    if CAUSAL:
-        diagonal = SKV - SQ
-        first_row = pid_m * BLOCK_M
-        seen_by_all = gl.minimum(gl.maximum(first_row + diagonal + 1, 0), SKV)  # keys the block's first row sees
-        lo = (seen_by_all // BLOCK_N) * BLOCK_N
-        hi = gl.minimum(gl.maximum(first_row + BLOCK_M + diagonal, 0), SKV)  # keys the block's last row sees
-    else:
-        lo = (SKV // BLOCK_N) * BLOCK_N
-        hi = SKV
-    return lo, hi
-
-
-@gluon.jit
 def _producer(q_desc, k_desc, v_desc, q_smem, q_ready, ring, HQ, GROUP, SQ, SKV, CAUSAL: gl.constexpr):
     """The producer partition: Q once, then every K / V block of [0, hi) into the ring, bounded only by the ring."""
     k_ring, v_ring, k_ready, v_ready, k_empty, v_empty = ring
@@ -80,7 +65,7 @@ def _producer(q_desc, k_desc, v_desc, q_smem, q_ready, ring, HQ, GROUP, SQ, SKV,
     kv_bh = (pid_bh // HQ) * (HQ // GROUP) + (pid_bh % HQ) // GROUP  # the key / value head (GQA)
     mbarrier.expect(q_ready, q_desc.block_type.nbytes)
     tma_load(q_desc, [pid_bh * SQ + pid_m * BLOCK_M, 0], q_ready, q_smem)
-    _, hi = _key_range(pid_m, SQ, SKV, BLOCK_M, BLOCK_N, CAUSAL)
+    _, hi = key_range(pid_m, SQ, SKV, BLOCK_M, BLOCK_N, CAUSAL)
     smem_write_stage = 0
     lap = 0
     for start in range(0, hi, BLOCK_N):
@@ -113,7 +98,7 @@ def _softmax_step(s, m_i, l_i, start, rows, keys, SKV, DIAGONAL, qk_scale, MASKE
     m_new = gl.maximum(m_i, gl.max(s, 1) * qk_scale)
     m_ref = gl.where(m_new == float("-inf"), 0.0, m_new)  # a row with no key yet: exp2 gives 0, never NaN
     alpha = gl.exp2(m_i - m_ref)
-    p = gl.exp2(s * qk_scale - gl.expand_dims(m_ref, 1))
+    p = gl.exp2(gl.fma(s, qk_scale, -gl.expand_dims(m_ref, 1)))
     return p, alpha, m_new, l_i * alpha + gl.sum(p, 1)
 
 
@@ -312,7 +297,7 @@ def _consumer(
     m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
     l_i = gl.zeros([BLOCK_M], gl.float32, gl.SliceLayout(1, s_layout))
     acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
-    lo, hi = _key_range(pid_m, SQ, SKV, BLOCK_M, BLOCK_N, CAUSAL)
+    lo, hi = key_range(pid_m, SQ, SKV, BLOCK_M, BLOCK_N, CAUSAL)
     mbarrier.wait(q_ready, 0)  # Q's bytes, loaded once
     diagonal = SKV - SQ
     if OVERLAP:
