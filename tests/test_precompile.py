@@ -67,9 +67,9 @@ def test_without_a_gpu_the_gated_kernels_are_described_in_parallel(monkeypatch):
         return done.append
 
     described = bench.precompile(jobs, on_gpu=False, on_start=on_start)
-    assert set(described) == {("ptx:cp.async ring", "fp32")}
+    assert set(described) == {("ptx:cp.async ring", "fp32", None)}  # (variant, dtype, the build its sizes pick)
     assert started == [1] and done == ["ptx:cp.async ring fp32 for sm_90"]
-    info = described[("ptx:cp.async ring", "fp32")]
+    info = described[("ptx:cp.async ring", "fp32", None)]
     assert set(info) == set(variants_of("vector")["ptx:cp.async ring"].stages)
     assert bench.precompile(jobs, on_gpu=False, known=described, on_start=on_start) == {}  # reused: no step
     assert started == [1]
