@@ -155,8 +155,8 @@ def attention_fwd_kernel(
         CAUSAL, STAGES, DESC,
     )  # fmt: skip
 
-    # -- write back: O = acc / l; a fully masked row (l = 0) is zero --
-    out = acc / tl.where(l_i == 0.0, 1.0, l_i)[:, None]
+    # -- write back: O = acc / l, one reciprocal per row; a fully masked row (l = 0) is zero --
+    out = acc * (1.0 / tl.where(l_i == 0.0, 1.0, l_i))[:, None]
     if DESC:  # rows past sq are clipped by the store
         o_ptr.store([pid_bh, pid_m * BLOCK_M, 0], out.to(o_ptr.dtype).reshape(1, BLOCK_M, HEAD_DIM))
     else:

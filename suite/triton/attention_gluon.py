@@ -315,9 +315,9 @@ def _consumer(
             acc, l_i, m_i, q_smem, ring, smem_read_stage, lap, lo, hi, rows, keys, SKV, diagonal, qk_scale, True,
             CAUSAL, s_layout, o_layout,
         )  # fmt: skip
-    # -- EPILOGUE: O = acc / l (a fully masked row, l = 0, is zero), rows past sq not stored --
-    l_o = gl.convert_layout(gl.where(l_i == 0.0, 1.0, l_i), gl.SliceLayout(1, o_layout))
-    out = acc / gl.expand_dims(l_o, 1)
+    # -- EPILOGUE: O = acc / l, one reciprocal per row (a fully masked row, l = 0, is zero), rows past sq not stored --
+    inv_l = gl.convert_layout(1.0 / gl.where(l_i == 0.0, 1.0, l_i), gl.SliceLayout(1, o_layout))
+    out = acc * gl.expand_dims(inv_l, 1)
     o_rows = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, o_layout))
     dims = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, o_layout))
     offsets = (pid_bh.to(gl.int64) * SQ + gl.expand_dims(o_rows, 1)) * HEAD_DIM + gl.expand_dims(dims, 0)
