@@ -75,7 +75,8 @@ class KernelModule:
 
     def launch(self, inputs: Inputs, out: torch.Tensor, stages: int) -> Callable[[], None]:
         """Check the inputs (ValueError naming the rule), set everything up, return the zero-argument callable that
-        writes ``out``: the registry's factory."""
+        writes ``out``: the registry's factory. Nothing may run on the tensors before that callable is called (the
+        factory's last check, host tensors for a Triton module, follows this)."""
         raise NotImplementedError
 
     def bad_inputs(self) -> list[BadInput]:
@@ -213,7 +214,8 @@ class NvrtcModule(KernelModule):
         return {}
 
     def name_expressions(self, stages: int) -> tuple[str, ...]:
-        """Every instantiation a launch at ``stages`` may pick; the first is the one ``describe`` reports."""
+        """Every instantiation a launch at ``stages`` may pick; the first is the one ``describe`` reports (a module
+        with a build per size, ``build_for``, reports that size's)."""
         raise NotImplementedError
 
     def include_dirs(self) -> tuple[Path, ...]:

@@ -505,7 +505,7 @@ def _run(args, argv, prestarted, opts, on_gpu, shard, gpus, out: Path) -> int:
             "No CUDA GPU here: Triton kernels run in the Triton interpreter at small sizes and are validated "
             "against torch; PTX kernels are compiled for sm_90 and their SASS reported, not run. Nothing is timed."
             + (
-                " --shapes and --quick pick GPU sizes: each problem runs its small CPU sizes instead."
+                " --shapes and --quick pick GPU sizes: a problem without --size runs its small CPU sizes instead."
                 if opts.shape_sets or opts.quick
                 else ""
             )

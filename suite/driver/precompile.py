@@ -50,9 +50,10 @@ def precompile(
     arch, into the cubin cache, with its SASS listing and resources (``_build_and_list``), so each launch loads them
     (Triton kernels compile on their first call, which is the validation call, before any timing of the job; their
     listings are made in background threads, suite.sass.pending_classes). Without a GPU: each gated-out variant's
-    kernels compiled for CPU_ARCH and described; returns (label, dtype) -> description (or the exception its build
-    raised), for those not in ``known`` already. ``on_start(total)``, when there is work, returns what is called with
-    each module's name as it finishes (a progress line: a cold cache takes a minute or more)."""
+    kernels compiled for CPU_ARCH and described; returns (label, dtype, build) -> description (``describe_key``; or
+    the exception its build raised), for those not in ``known`` already. ``on_start(total)``, when there is work,
+    returns what is called with each module's name as it finishes (a progress line: a cold cache takes a minute or
+    more)."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
     work: dict[tuple, Callable[[], object]] = {}
@@ -73,7 +74,8 @@ def precompile(
                     and ("describe", *key) not in work
                 ):
                     work[("describe", *key)] = lambda v=variant, p=problem, k=key: describe(v, p, k[1], k[2])
-                    names[("describe", *key)] = f"{variant.label} {job.dtype} for {CPU_ARCH}"
+                    build = "" if key[2] is None else f" ({key[2]})"
+                    names[("describe", *key)] = f"{variant.label} {job.dtype}{build} for {CPU_ARCH}"
                 continue
             if not on_gpu:
                 continue

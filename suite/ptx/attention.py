@@ -41,9 +41,10 @@ def name_expression(stages: int, d: int, dtype: str) -> str:
 
 
 class AttentionModule(NvrtcModule):
-    """What the attention NVRTC modules share: the constants they are built with, ``describe`` at d = 128 and a launch
-    that carries its kernel's facts. A subclass states its tile (``block_m``, ``block_n``, ``threads``), its
-    ``name_expression``, ``smem_bytes`` and ``stage_bytes`` per head_dim, and its ``config``."""
+    """What the attention NVRTC modules share: the constants they are built with, ``describe`` of a head_dim's build
+    (``build_for``: a size's d) and a launch that carries its kernel's facts. A subclass states its tile
+    (``block_m``, ``block_n``, ``threads``), its ``name_expression``, ``smem_bytes`` and ``stage_bytes`` per head_dim,
+    and its ``config``."""
 
     block_m = BLOCK_M
     block_n = BLOCK_N
@@ -52,7 +53,7 @@ class AttentionModule(NvrtcModule):
 
     @property
     def stage_bytes(self) -> int:
-        """The d = 128 build's stage (the one ``describe`` reports first)."""
+        """The d = 128 build's stage (the figure ``describe`` gives without a size to pick another)."""
         return self.stage_bytes_for(128)
 
     def name_expression(self, stages: int, d: int, dtype: str) -> str:

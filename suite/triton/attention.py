@@ -176,6 +176,11 @@ class Attention:
     def __init__(self, inputs, out: torch.Tensor, stages: int):
         check_stages(stages, STAGES)
         ops = check_grid_limits(attention_operands(inputs, out), BLOCK_M)
+        if not self.desc and max(ops.sq, ops.skv) * ops.d >= 2**31:
+            raise ValueError(
+                "sq * d and skv * d must be < 2^31 for the pointer kernel (32-bit offsets within a head; "
+                f"got sq={ops.sq}, skv={ops.skv}, d={ops.d})"
+            )
         widen_bf16_dot()  # the interpreter's bf16 tl.dot (interpreter only; nothing otherwise)
         self.ops, self.stages = ops, stages
         self.grid = (triton.cdiv(ops.sq, BLOCK_M), ops.b * ops.hq)
@@ -215,7 +220,12 @@ class TutorialAttention(TritonModule):
         return ("attention_fwd_kernel",)
 
     def bad_inputs(self) -> list[BadInput]:
-        return grid_limit_bad_inputs()
+        meta = lambda *shape: torch.empty(*shape, dtype=torch.bfloat16, device="meta")  # noqa: E731 (no memory)
+        q, kv = (1, 1, 2**24 + 1, 128), (1, 1, 64, 128)
+        past_int32 = BadInput(
+            (meta(*q), meta(*kv), meta(*kv), False), meta(*q), r"sq \* d and skv \* d", "sq*d past 2^31"
+        )
+        return [*grid_limit_bad_inputs(), past_int32]
 
     def launch(self, inputs, out, stages):
         launcher = Attention(inputs, out, stages)

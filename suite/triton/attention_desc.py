@@ -13,6 +13,8 @@ from __future__ import annotations
 import torch
 from triton.tools.tensor_descriptor import TensorDescriptor
 
+from suite.attention_problem import grid_limit_bad_inputs
+from suite.problems import BadInput
 from suite.triton.attention import BLOCK_M, BLOCK_N, Attention, TutorialAttention
 from suite.triton.gemm_desc import HOPPER_SASS
 
@@ -45,6 +47,9 @@ class DescriptorAttention(TutorialAttention):
     its sanitizer sizes (odd lengths, boxes past a head's rows, fully masked rows) are the tutorial's."""
 
     sass_requires = HOPPER_SASS  # wgmma fed by TMA loads on mbarriers
+
+    def bad_inputs(self) -> list[BadInput]:
+        return grid_limit_bad_inputs()  # descriptor coordinates per head: no 32-bit offset within a head
 
     def launch(self, inputs, out, stages):
         launcher = DescAttention(inputs, out, stages)

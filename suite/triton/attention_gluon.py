@@ -11,8 +11,9 @@ A program owns BLOCK_M = 128 query rows of one (batch, query head) and walks its
 * the **consumer** partition (the program's 8 warps: two warpgroups of 64 query rows) runs per key block: S = Q Kᵀ on
   ``warpgroup_mma`` from shared memory, the online softmax in fp32 registers (exp2 of log2-scaled scores), P converted
   to wgmma's register A operand, O += P V on ``warpgroup_mma``; then O / l stored from registers (rows past sq
-  masked). The two warpgroups' wgmma and softmax interleave only through the warp schedulers (the serial form of
-  suite/ptx/attention_sm90.cu, not its ping-pong).
+  masked). One partition of both warpgroups: Gluon arrives on an mbarrier from one thread after a barrier of the
+  whole partition, so the two warpgroups meet at every K and V release and run their softmax at the same time (the
+  PTX serial form, suite/ptx/attention_sm90.cu, releases per warp, so its warpgroups drift apart and overlap).
 
 Operands as 2-D views, (batch x heads x seq, head_dim): a block of K / V rows past a head's skv reads the next head's
 keys (or zeros past the tensor's end), which the masked blocks score -inf; a Q block past sq reads rows that are
