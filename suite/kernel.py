@@ -17,6 +17,7 @@ Nothing here compiles or launches at import time.
 from __future__ import annotations
 
 import copy
+import functools
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -163,6 +164,18 @@ class LibraryOp(KernelModule):
         return self._requires(dtype) if self._requires else None
 
 
+def _refusing_host_tensors(launch):
+    """``launch``, then TritonModule.refuse_host_tensors on its inputs, before its launcher is returned."""
+
+    @functools.wraps(launch)
+    def launch_refusing_host_tensors(self, inputs, out, stages):
+        launcher = launch(self, inputs, out, stages)
+        self.refuse_host_tensors(inputs, out)
+        return launcher
+
+    return launch_refusing_host_tensors
+
+
 class TritonModule(KernelModule):
     """A Triton kernel. On a CPU it runs in the Triton interpreter (TRITON_INTERPRET=1, set before the module is
     imported); its SASS is known only after Triton compiled it on a GPU."""
@@ -177,11 +190,18 @@ class TritonModule(KernelModule):
     # computes (a ring it indexes itself, as in Gluon), and every depth runs every edge size everywhere.
     depth_is_num_stages: bool = False
 
+    def __init_subclass__(cls, **kwargs):
+        """A subclass's own ``launch`` ends with refuse_host_tensors, whoever wrote it (a plugin's too)."""
+        super().__init_subclass__(**kwargs)
+        if "launch" in cls.__dict__:
+            cls.launch = _refusing_host_tensors(cls.__dict__["launch"])
+
     @staticmethod
     def refuse_host_tensors(inputs, out) -> None:
-        """Every launch's last check, once its launcher is built (which checks the problem's and the kernel's own
-        rules, as the NVRTC kernels do first) and before it is returned: compiled (no TRITON_INTERPRET=1), a Triton
-        kernel dereferences its tensors' addresses on the GPU, so a tensor in host memory is refused (ValueError)."""
+        """Every launch's last check (``__init_subclass__`` adds it), once its launcher is built (which checks the
+        problem's and the kernel's own rules, as the NVRTC kernels do first) and before it is returned: compiled (no
+        TRITON_INTERPRET=1), a Triton kernel dereferences its tensors' addresses on the GPU, so a tensor in host memory
+        is refused (ValueError)."""
         if os.environ.get("TRITON_INTERPRET") != "1":  # the interpreter runs on host memory
             tensors = [x for x in (*inputs, out) if isinstance(x, torch.Tensor)]
             check_cuda(*((f"operand {i}", t) for i, t in enumerate(tensors)))

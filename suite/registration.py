@@ -124,8 +124,7 @@ class Variant:
 
     def factory(self, inputs: Inputs, out: torch.Tensor, stages) -> Callable[[], None]:
         """Check that the inputs are of a dtype the kernel implements (ValueError naming the rule), then build the
-        kernel's launcher for them; a Triton kernel's (TritonModule.refuse_host_tensors) refuses host tensors
-        once its own rules hold, whether or not its module's launch checked them (a plugin's may not)."""
+        kernel's launcher for them."""
         kernel = self.kernel
         dtype = PROBLEMS[self.problem].input_dtype(inputs)
         if dtype in PROBLEMS[self.problem].dtypes and dtype not in self.dtypes:  # others: the kernel's own checks
@@ -133,10 +132,7 @@ class Variant:
                 f"{self.label}: dtype {dtype} is not implemented by this kernel (it implements "
                 f"{', '.join(self.dtypes)})"
             )
-        launcher = kernel.launch(inputs, out, stages)
-        if refuse_host_tensors := getattr(kernel, "refuse_host_tensors", None):
-            refuse_host_tensors(inputs, out)
-        return launcher
+        return kernel.launch(inputs, out, stages)
 
     def skip_reason(self) -> str | None:
         return self.gate()

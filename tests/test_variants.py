@@ -215,8 +215,8 @@ def test_compiled_triton_kernels_refuse_host_tensors_before_any_launch(monkeypat
 
 
 def test_the_registry_refuses_host_tensors_for_a_triton_module_that_does_not(monkeypatch):
-    """A Triton module whose launch forgets refuse_host_tensors (a plugin's, say) is still refused host tensors when
-    compiled, by its variant's factory, before its launcher is handed back."""
+    """A Triton module whose launch does not call refuse_host_tensors (a plugin's, say) is still refused host tensors
+    when compiled, before its launcher is handed back (TritonModule adds the check to every subclass's launch)."""
     from suite import registration
 
     class Forgetful(TritonModule):

@@ -488,9 +488,7 @@ class Descriptors(TritonModule):
         return fp8_dot_unsupported() if dtype == "fp8e4m3" else None  # the interpreter's fp8 (suite.triton._interp_dot)
 
     def launch(self, inputs, out, stages):
-        launcher = DescGemm(inputs, out, stages, persistent=self.persistent, host_desc=self.host_desc)
-        self.refuse_host_tensors(inputs, out)
-        return launcher
+        return DescGemm(inputs, out, stages, persistent=self.persistent, host_desc=self.host_desc)
 
 
 class Tuned(TritonModule):
@@ -502,9 +500,7 @@ class Tuned(TritonModule):
     sass_requires = HOPPER_SASS
 
     def launch(self, inputs, out, stages):
-        launcher = TunedGemm(inputs, out)
-        self.refuse_host_tensors(inputs, out)
-        return launcher
+        return TunedGemm(inputs, out)
 
 
 KERNELS = {

@@ -377,9 +377,7 @@ class WarpSpecialized(TritonModule):
         return FP8_STAGES if dtype == "fp8e4m3" else STAGES  # 48 KiB stages at every dtype (gemm_desc.TILES)
 
     def launch(self, inputs, out, stages):
-        launcher = GluonGemm(inputs, out, stages)
-        self.refuse_host_tensors(inputs, out)
-        return launcher
+        return GluonGemm(inputs, out, stages)
 
 
 KERNEL = WarpSpecialized()
@@ -420,9 +418,7 @@ class StreamK(WarpSpecialized):
         return FP8_STAGES
 
     def launch(self, inputs, out, stages):
-        launcher = GluonGemm(inputs, out, stages, stream_k=True, fault=FAULT_SK_NO_WAIT in self.extra_defines)
-        self.refuse_host_tensors(inputs, out)
-        return launcher
+        return GluonGemm(inputs, out, stages, stream_k=True, fault=FAULT_SK_NO_WAIT in self.extra_defines)
 
 
 STREAM_K = StreamK()
