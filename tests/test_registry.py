@@ -100,8 +100,9 @@ def test_a_kernel_registration_derives_from_its_module(scratch_registry, monkeyp
     registry.register_kernel("vector", "test", "derived", "pipesuite_test_kernel:KERNEL")
     (v,) = [v for v in registry.variants() if v.label == "test:derived"]
     assert v.kernel is module.KERNEL and v.stages == (2, 5) and v.describe is None  # a Triton module: no describe
-    x = torch.randn(7)
-    out = torch.empty(7)
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # compiled Triton modules refuse host tensors on a GPU
+    x = torch.randn(7, device=device)
+    out = torch.full((7,), float("nan"), device=device)
     v.factory((x,), out, 2)()
     assert torch.equal(out, 2 * x)
 
