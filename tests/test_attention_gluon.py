@@ -19,11 +19,13 @@ def _spec(dtype: str, d: int, causal: bool, stages: int, overlap: bool = False) 
         "CAUSAL": causal,
         "STAGES": stages,
         "OVERLAP": overlap,
+        "CONSUMERS": g.CONSUMERS,
+        "CONSUMER_REGS": g.CONSUMER_REGS,
         "PRODUCER_WARPS": g.PRODUCER_WARPS,
         "PRODUCER_REGS": g.PRODUCER_REGS,
         "num_warps": g.NUM_WARPS,
     }
-    boxes = {"q_desc": g.BLOCK_M, "k_desc": g.BLOCK_N, "v_desc": g.BLOCK_N}
+    boxes = {"q_desc": g.BLOCK_M // g.CONSUMERS, "k_desc": g.BLOCK_N, "v_desc": g.BLOCK_N}
     return {
         "fn": "suite.triton.attention_gluon:attention_gluon_kernel",
         "gluon": True,

@@ -8,12 +8,14 @@ A program owns BLOCK_M = 128 query rows of one (batch, query head) and walks its
 * the **producer** partition (1 warp, few registers) loads Q once, then K and V blocks into a STAGES-deep ring by TMA,
   each stage with its own *ready* and *empty* mbarrier for K and for V (so that Q Kᵀ starts before V has landed, and
   K's half of a stage goes back as soon as Q Kᵀ has read it);
-* the **consumer** partition (the program's 8 warps: two warpgroups of 64 query rows) runs per key block: S = Q Kᵀ on
+* two **consumer** partitions, one warpgroup (4 warps) of 64 query rows each, run per key block: S = Q Kᵀ on
   ``warpgroup_mma`` from shared memory, the online softmax in fp32 registers (exp2 of log2-scaled scores), P converted
   to wgmma's register A operand, O += P V on ``warpgroup_mma``; then O / l stored from registers (rows past sq
-  masked). One partition of both warpgroups: Gluon arrives on an mbarrier from one thread after a barrier of the
-  whole partition, so the two warpgroups meet at every K and V release and run their softmax at the same time (the
-  PTX serial form, suite/ptx/attention_sm90.cu, releases per warp, so its warpgroups drift apart and overlap).
+  masked). Each releases a stage's K and V by its own arrival (the empty barriers count two), so the two warpgroups
+  meet only through the ring (one may run up to STAGES blocks ahead of the other): one's softmax runs while the
+  other's wgmma do, interleaved by the warp schedulers (the serial form of suite/ptx/attention_sm90.cu, not its
+  ping-pong). One partition of both warpgroups would not: Gluon arrives on an mbarrier from one thread after a
+  barrier of the whole partition, which would hold the two warpgroups in step at every release.
 
 Operands as 2-D views, (batch x heads x seq, head_dim): a block of K / V rows past a head's skv reads the next head's
 keys (or zeros past the tensor's end), which the masked blocks score -inf; a Q block past sq reads rows that are
@@ -47,7 +49,8 @@ RACECHECK_BLIND = (
     "racecheck flags Triton's warp-specialization dispatch word (compiler-generated entry/exit stores vs the worker "
     "warps' loads), as in the Gluon GEMM, not this kernel's ring (docs/sanitizer.md)"
 )
-NUM_WARPS = 8  # the consumer partition: two warpgroups of 64 query rows
+CONSUMERS, NUM_WARPS = 2, 4  # consumer partitions, one warpgroup (4 warps) of BLOCK_M / 2 query rows each
+CONSUMER_REGS = 240  # the second consumer's registers (the first, the default partition, gets what is left)
 PRODUCER_WARPS, PRODUCER_REGS = 1, 24  # the producer only computes coordinates
 # Q + STAGES x (K + V), 32 KiB each at d = 128: 3 stages fill 224 of the 227 KiB a block may have
 STAGES = (1, 2, 3)
@@ -58,20 +61,23 @@ GL_DTYPES = {"fp16": gl.float16, "bf16": gl.bfloat16}
 def _producer(q_desc, k_desc, v_desc, q_smem, q_ready, ring, HQ, GROUP, SQ, SKV, CAUSAL: gl.constexpr):
     """The producer partition: Q once, then every K / V block of [0, hi) into the ring, bounded only by the ring."""
     k_ring, v_ring, k_ready, v_ready, k_empty, v_empty = ring
-    BLOCK_M: gl.constexpr = q_desc.block_type.shape[0]
+    WG_ROWS: gl.constexpr = q_desc.block_type.shape[0]
+    CONSUMERS: gl.constexpr = q_smem.type.shape[0]
+    BLOCK_M: gl.constexpr = CONSUMERS * WG_ROWS
     BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
     STAGES: gl.constexpr = k_ring.type.shape[0]
     pid_m = gl.program_id(0)
     pid_bh = gl.program_id(1)
     kv_bh = (pid_bh // HQ) * (HQ // GROUP) + (pid_bh % HQ) // GROUP  # the key / value head (GQA)
-    mbarrier.expect(q_ready, q_desc.block_type.nbytes)
-    tma_load(q_desc, [pid_bh * SQ + pid_m * BLOCK_M, 0], q_ready, q_smem)
+    mbarrier.expect(q_ready, CONSUMERS * q_desc.block_type.nbytes)  # each consumer's rows of Q, one box each
+    for wg in gl.static_range(CONSUMERS):
+        tma_load(q_desc, [pid_bh * SQ + pid_m * BLOCK_M + wg * WG_ROWS, 0], q_ready, q_smem.index(wg))
     _, hi = key_range(pid_m, SQ, SKV, BLOCK_M, BLOCK_N, CAUSAL)
     smem_write_stage = 0
     lap = 0
     for start in range(0, hi, BLOCK_N):
         row = kv_bh * SKV + start
-        # wait until the consumers released K's half of this stage (Q Kᵀ of its previous lap has read it); on the
+        # wait until both consumers released K's half of this stage (Q Kᵀ of its previous lap has read it); on the
         # first lap the parity of the phase before the barrier's first one passes at once
         mbarrier.wait(k_empty.index(smem_write_stage), lap ^ 1)
         mbarrier.expect(k_ready.index(smem_write_stage), k_desc.block_type.nbytes)
@@ -277,13 +283,18 @@ def _consumer(
     qk_scale,
     CAUSAL: gl.constexpr,
     OVERLAP: gl.constexpr,
+    WG: gl.constexpr,  # which consumer: rows WG * WG_ROWS .. of the program's BLOCK_M
     num_warps: gl.constexpr,
 ):
-    """The consumer partition: the program's 128 query rows on two warpgroups; O / l stored from registers."""
+    """A consumer partition: WG_ROWS of the program's query rows on one warpgroup, against every key block the
+    program walks (both consumers release every stage); O / l stored from registers."""
     k_ring = ring[0]
-    BLOCK_M: gl.constexpr = q_smem.type.shape[0]
-    HEAD_DIM: gl.constexpr = q_smem.type.shape[1]
+    CONSUMERS: gl.constexpr = q_smem.type.shape[0]
+    WG_ROWS: gl.constexpr = q_smem.type.shape[1]
+    HEAD_DIM: gl.constexpr = q_smem.type.shape[2]
+    BLOCK_M: gl.constexpr = CONSUMERS * WG_ROWS
     BLOCK_N: gl.constexpr = k_ring.type.shape[1]
+    q_rows = q_smem.index(WG)
     # wgmma's accumulator layouts: warps stacked along the query rows, one m64nNk16 instruction per warpgroup
     s_layout: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[num_warps, 1], instr_shape=[16, BLOCK_N, 16]
@@ -293,33 +304,34 @@ def _consumer(
     )
     pid_m = gl.program_id(0)
     pid_bh = gl.program_id(1)
-    rows = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, s_layout))
+    row0 = pid_m * BLOCK_M + WG * WG_ROWS
+    rows = row0 + gl.arange(0, WG_ROWS, layout=gl.SliceLayout(1, s_layout))
     keys = gl.arange(0, BLOCK_N, layout=gl.SliceLayout(0, s_layout))
-    m_i = gl.full([BLOCK_M], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
-    l_i = gl.zeros([BLOCK_M], gl.float32, gl.SliceLayout(1, s_layout))
-    acc = gl.zeros([BLOCK_M, HEAD_DIM], gl.float32, o_layout)
-    lo, hi = key_range(pid_m, SQ, SKV, BLOCK_M, BLOCK_N, CAUSAL)
+    m_i = gl.full([WG_ROWS], float("-inf"), gl.float32, gl.SliceLayout(1, s_layout))
+    l_i = gl.zeros([WG_ROWS], gl.float32, gl.SliceLayout(1, s_layout))
+    acc = gl.zeros([WG_ROWS, HEAD_DIM], gl.float32, o_layout)
+    lo, hi = key_range(pid_m, SQ, SKV, BLOCK_M, BLOCK_N, CAUSAL)  # the program's blocks, as the producer's
     mbarrier.wait(q_ready, 0)  # Q's bytes, loaded once
     diagonal = SKV - SQ
     if OVERLAP:
         acc, l_i, m_i = _attend_overlapped(
-            acc, l_i, m_i, q_smem, ring, lo, hi, rows, keys, SKV, diagonal, qk_scale, CAUSAL, s_layout, o_layout
+            acc, l_i, m_i, q_rows, ring, lo, hi, rows, keys, SKV, diagonal, qk_scale, CAUSAL, s_layout, o_layout
         )
     else:
         smem_read_stage = 0
         lap = 0
         acc, l_i, m_i, smem_read_stage, lap = _attend_blocks(
-            acc, l_i, m_i, q_smem, ring, smem_read_stage, lap, 0, lo, rows, keys, SKV, diagonal, qk_scale, False,
+            acc, l_i, m_i, q_rows, ring, smem_read_stage, lap, 0, lo, rows, keys, SKV, diagonal, qk_scale, False,
             CAUSAL, s_layout, o_layout,
         )  # fmt: skip
         acc, l_i, m_i, smem_read_stage, lap = _attend_blocks(
-            acc, l_i, m_i, q_smem, ring, smem_read_stage, lap, lo, hi, rows, keys, SKV, diagonal, qk_scale, True,
+            acc, l_i, m_i, q_rows, ring, smem_read_stage, lap, lo, hi, rows, keys, SKV, diagonal, qk_scale, True,
             CAUSAL, s_layout, o_layout,
         )  # fmt: skip
     # -- EPILOGUE: O = acc / l, one reciprocal per row (a fully masked row, l = 0, is zero), rows past sq not stored --
     inv_l = gl.convert_layout(1.0 / gl.where(l_i == 0.0, 1.0, l_i), gl.SliceLayout(1, o_layout))
     out = acc * gl.expand_dims(inv_l, 1)
-    o_rows = pid_m * BLOCK_M + gl.arange(0, BLOCK_M, layout=gl.SliceLayout(1, o_layout))
+    o_rows = row0 + gl.arange(0, WG_ROWS, layout=gl.SliceLayout(1, o_layout))
     dims = gl.arange(0, HEAD_DIM, layout=gl.SliceLayout(0, o_layout))
     offsets = (pid_bh.to(gl.int64) * SQ + gl.expand_dims(o_rows, 1)) * HEAD_DIM + gl.expand_dims(dims, 0)
     gl.store(o_ptr + offsets, out.to(o_ptr.dtype.element_ty), mask=gl.expand_dims(o_rows < SQ, 1))
@@ -327,7 +339,7 @@ def _consumer(
 
 @gluon.jit
 def attention_gluon_kernel(
-    q_desc,  # descriptors over (b x heads x seq, d), boxed [BLOCK_M or BLOCK_N, d]
+    q_desc,  # descriptors over (b x heads x seq, d), boxed [BLOCK_M / CONSUMERS or BLOCK_N, d]
     k_desc,
     v_desc,
     o_ptr,
@@ -339,12 +351,14 @@ def attention_gluon_kernel(
     CAUSAL: gl.constexpr,
     STAGES: gl.constexpr,
     OVERLAP: gl.constexpr,  # _attend_overlapped's mainloop, else _attend_blocks'
+    CONSUMERS: gl.constexpr,
+    CONSUMER_REGS: gl.constexpr,
     PRODUCER_WARPS: gl.constexpr,
     PRODUCER_REGS: gl.constexpr,
-    num_warps: gl.constexpr,
+    num_warps: gl.constexpr,  # one consumer partition's
 ):
     dtype: gl.constexpr = q_desc.dtype
-    q_smem = gl.allocate_shared_memory(dtype, q_desc.block_type.shape, q_desc.layout)
+    q_smem = gl.allocate_shared_memory(dtype, [CONSUMERS] + q_desc.block_type.shape, q_desc.layout)
     k_ring = gl.allocate_shared_memory(dtype, [STAGES] + k_desc.block_type.shape, k_desc.layout)
     v_ring = gl.allocate_shared_memory(dtype, [STAGES] + v_desc.block_type.shape, v_desc.layout)
     q_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
@@ -356,16 +370,17 @@ def attention_gluon_kernel(
     for s in gl.static_range(STAGES):
         mbarrier.init(k_ready.index(s), count=1)  # completed by the producer's expect and the TMA bytes
         mbarrier.init(v_ready.index(s), count=1)
-        mbarrier.init(k_empty.index(s), count=1)  # completed by the consumer partition's arrival
-        mbarrier.init(v_empty.index(s), count=1)
+        mbarrier.init(k_empty.index(s), count=CONSUMERS)  # completed by each consumer partition's arrival
+        mbarrier.init(v_empty.index(s), count=CONSUMERS)
     ring = (k_ring, v_ring, k_ready, v_ready, k_empty, v_empty)
     gl.warp_specialize(
         [
-            (_consumer, (o_ptr, q_smem, q_ready, ring, SQ, SKV, qk_scale, CAUSAL, OVERLAP, num_warps)),
+            (_consumer, (o_ptr, q_smem, q_ready, ring, SQ, SKV, qk_scale, CAUSAL, OVERLAP, 0, num_warps)),
+            (_consumer, (o_ptr, q_smem, q_ready, ring, SQ, SKV, qk_scale, CAUSAL, OVERLAP, 1, num_warps)),
             (_producer, (q_desc, k_desc, v_desc, q_smem, q_ready, ring, HQ, GROUP, SQ, SKV, CAUSAL)),
         ],
-        [PRODUCER_WARPS],
-        [PRODUCER_REGS],
+        [num_warps, PRODUCER_WARPS],
+        [CONSUMER_REGS, PRODUCER_REGS],
     )
     mbarrier.invalidate(q_ready)
     for s in gl.static_range(STAGES):
@@ -394,13 +409,14 @@ class GluonAttention:
         ops = check_grid_limits(attention_operands(inputs, out), BLOCK_M)
         self.ops, self.stages, self.overlap = ops, stages, overlap
         self.descs = (
-            descriptor(ops.q, BLOCK_M, ops.dtype),
+            descriptor(ops.q, BLOCK_M // CONSUMERS, ops.dtype),
             descriptor(ops.k, BLOCK_N, ops.dtype),
             descriptor(ops.v, BLOCK_N, ops.dtype),
         )
         self.grid = (triton.cdiv(ops.sq, BLOCK_M), ops.b * ops.hq)
         self.config = (
-            f"{BLOCK_M}x{BLOCK_N} blocks, d={ops.d}, Gluon, {NUM_WARPS} consumer warps + {PRODUCER_WARPS} producer "
+            f"{BLOCK_M}x{BLOCK_N} blocks, d={ops.d}, Gluon, {CONSUMERS} consumer warpgroups of {NUM_WARPS} warps + "
+            f"{PRODUCER_WARPS} producer "
             f"warp ({PRODUCER_REGS} regs), {stages}-stage TMA ring of K and V (a ready and an empty mbarrier each), "
             + ("the next block's S = Q K^T issued under this block's softmax" if overlap else "serial wgmma")
         )
@@ -411,8 +427,8 @@ class GluonAttention:
         o = self.ops
         compiled = attention_gluon_kernel[self.grid](
             *self.descs, o.out, o.hq, o.group, o.sq, o.skv, o.scale * LOG2E,
-            CAUSAL=o.causal, STAGES=self.stages, OVERLAP=self.overlap, PRODUCER_WARPS=PRODUCER_WARPS,
-            PRODUCER_REGS=PRODUCER_REGS,
+            CAUSAL=o.causal, STAGES=self.stages, OVERLAP=self.overlap, CONSUMERS=CONSUMERS,
+            CONSUMER_REGS=CONSUMER_REGS, PRODUCER_WARPS=PRODUCER_WARPS, PRODUCER_REGS=PRODUCER_REGS,
             num_warps=NUM_WARPS,
         )  # fmt: skip
         if not self._compiled and compiled is not None:
