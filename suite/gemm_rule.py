@@ -10,6 +10,10 @@ set theirs from the shape by their own rules.
 The regimes, each a reason a tile choice wins (the thresholds are the constants below, fitted on committed runs):
 - decode (PTX: M <= 16 at 16-bit types; Triton: M < 16, or up to M = 128 against weights up to 8192 wide): the weight
   is nearly all the bytes; a swapped kernel puts the weight on the MMA's wide side and streams it once;
+- M between 128 and 256 (``TALL_M``): one row of 256-row tiles reads each weight tile once, where two rows of
+  128-row tiles read it twice, and the zero-filled rows past M cost no operand traffic (per N x K, the tiles pull
+  1 + M / 128 operand bytes from L2 against 2 + M / 256 for 128x256 tiles): PTX's 256x128 stream-K, Triton's split-K
+  (its tile for such M at 16-bit types is 256x128);
 - few output tiles (fewer 128x256 tiles than ``FILL`` x SMs): a wide tile leaves SMs idle, so K is split over blocks
   of smaller tiles (PTX: 64x128 while M <= 256 and those tiles fit one wave, else 128x128);
 - many tiles: a persistent, warp-specialized kernel whose epilogue overlaps the next tile's mainloop, on 128x256
@@ -26,6 +30,7 @@ FILL = 0.8  # tiles >= FILL x SMs: the output tiles alone keep the GPU busy
 PTX_NARROW_M = 256  # up to here 64x128 split-K tiles, while they fit one wave, beat 128x128 ones
 PTX_FEW_WAVES = 4  # 128x256 waves up to which a fuller last wave of 128x192 tiles pays for their narrower tile
 PTX_DECODE_M = 16  # up to here the swapped decode kernel (16-bit types) streams the weight best
+TALL_M = 256  # M strictly between TALL_M / 2 and TALL_M: 256-row tiles (one tile row) read the weight once
 TRITON_TINY_M = 16  # below: the Triton decode kernel streams any weight best
 TRITON_DECODE_M = 128  # the Triton decode kernel's token tiles hold up to 64 rows, two of them here
 TRITON_DECODE_N = 8192  # wider weights (from M = TRITON_TINY_M): split-K's 128x256 tiles fill the SMs better
@@ -103,6 +108,14 @@ def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
             narrow.kernel, narrow.stages, f"fp8, M={m} <= {PTX_DECODE_M} (no fp8 decode build): 64x128 tiles, K split"
         )
         return (first, square)
+    if TALL_M // 2 < m < TALL_M:
+        tall = Choice(
+            "256x128 stream-k tma+wgmma",
+            4,
+            f"{TALL_M // 2} < M={m} < {TALL_M}: one row of 256x128 tiles reads B once, stream-K over "
+            f"{_tiles(m, n, TALL_M, 128)} tiles",
+        )
+        return (tall, *split)
     if t256 < FILL * sms and t192 < FILL * sms:
         return split
     wide = "128x256x64 ws 2wg persistent tma-store tma+wgmma"
@@ -139,6 +152,9 @@ def _triton(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) -> tuple
         or (m <= TRITON_NARROW_M and n <= TRITON_NARROW_N)
     ):
         return (decode, fallback, host)
+    if TALL_M // 2 < m < TALL_M and dtype != "fp8e4m3":  # fp8 keeps 128x256 tiles (gemm_splitk.tile_for)
+        tall = Choice("split-k desc", 4, f"{TALL_M // 2} < M={m} < {TALL_M}: one row of 256x128 tiles reads B once")
+        return (tall, host)
     if m <= TRITON_DECODE_M or (m <= TRITON_SPLIT_M and t256 < sms) or t256 < FILL * sms:
         split = Choice("split-k desc", 4, f"M={m}, {t256} 128x256 tiles: too few for {sms} SMs alone, K split")
         return (split, host) if m > TRITON_DECODE_M else (split, decode, host)

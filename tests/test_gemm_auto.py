@@ -21,13 +21,17 @@ GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU
         ("ptx", (1, 6144, 4096), "fp16", "decode swap-ab tma+wgmma"),
         ("ptx", (8, 4096, 4096), "fp8e4m3", "64x128 split-k tma+wgmma"),
         ("ptx", (100, 4096, 4096), "bf16", "64x128 split-k tma+wgmma"),
-        ("ptx", (201, 6144, 5120), "fp16", "128x128 split-k tma+wgmma"),
+        ("ptx", (285, 6144, 5120), "fp16", "128x128 split-k tma+wgmma"),
         ("ptx", (512, 512, 65536), "fp16", "128x128 split-k tma+wgmma"),
         ("ptx", (2048, 8192, 8192), "fp16", "128x256x64 ws 2wg persistent tma-store tma+wgmma"),
-        ("ptx", (201, 18944, 5120), "fp16", "128x192x64 ws 2wg persistent tma-store tma+wgmma"),
+        ("ptx", (512, 18944, 5120), "fp16", "128x192x64 ws 2wg persistent tma-store tma+wgmma"),
+        ("ptx", (201, 6144, 5120), "fp16", "256x128 stream-k tma+wgmma"),  # 128 < M < 256: one tile row
+        ("ptx", (129, 73728, 11008), "fp8e4m3", "256x128 stream-k tma+wgmma"),
+        ("ptx", (256, 57344, 8192), "bf16", "128x192x64 ws 2wg persistent tma-store tma+wgmma"),  # M = 256: two rows
         ("triton", (1, 6144, 4096), "fp16", "decode swap-ab desc"),
         ("triton", (64, 57344, 8192), "fp16", "split-k desc"),
         ("triton", (300, 8192, 8192), "bf16", "split-k desc"),
+        ("triton", (129, 73728, 11008), "fp16", "split-k desc"),  # 256x128 tiles, one split
         ("triton", (4096, 4096, 4096), "fp16", "128x256x64 desc persistent host"),
         ("triton", (4096, 4096, 4096), "fp8e4m3", "128x256x64 gluon ws persistent"),
     ],

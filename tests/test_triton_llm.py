@@ -109,16 +109,33 @@ def test_decode_close_to_fp64(dtype, name, m, n, k, splits):
 
 @pytest.mark.parametrize("dtype", ["fp16", "fp8e4m3"])
 def test_split_k_takes_narrow_tiles_where_they_fill_one_wave(dtype):
-    """130 rows make two tile rows of 128; 64 x SMs columns make SMs / 2 tiles of 128 x 256 (fewer than the SMs) or
+    """256 rows make two tile rows of 128; 64 x SMs columns make SMs / 2 tiles of 128 x 256 (fewer than the SMs) or
     SMs tiles of 128 x 128 (one wave, full; in the interpreter, 4 "SMs": 256 columns): the rule's launch takes the
     narrow tile, one split and no workspace, and computes the right product."""
     _needs(dtype)
     bk = gemm_splitk.TILES[dtype][2]
-    size = (130, 64 * gemm_splitk.num_sms(DEVICE), 3 * bk + 16)
+    size = (256, 64 * gemm_splitk.num_sms(DEVICE), 3 * bk + 16)
     inputs, out, launcher = _run(gemm_splitk.SplitKGemm, size, dtype, zlib.crc32(f"narrow {dtype}".encode()))
     assert launcher.tile == (128, 128, bk) and launcher.warps == (8 if dtype == "fp8e4m3" else 4), launcher.config
     assert launcher.splits == 1 and launcher.workspace is None, launcher.config
     _assert_valid(inputs, out, dtype, f"split-K {size} {dtype} on 128 x 128 tiles")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("launcher", [gemm_splitk.SplitKGemm, gemm_streamk.StreamKGemm])
+def test_tall_tiles_between_128_and_256_rows(dtype, launcher):
+    """129-255 rows at 16-bit types: one tile row of 256 x 128 (the 128-row tiles would make two rows, each reading
+    all of B); its rows past M are the descriptor's zero fill and are never stored. fp8 keeps 128 x 256 (its promoted
+    loop's second accumulator spills at 256 rows). Both kernels compute the right product."""
+    _needs(dtype)
+    bk = gemm_splitk.TILES[dtype][2]
+    size = (131, 200, 5 * bk + 16)
+    inputs, out, run = _run(launcher, size, dtype, zlib.crc32(f"tall {dtype} {launcher.__name__}".encode()))
+    if dtype == "fp8e4m3":
+        assert run.tile[0] == 128, run.config  # 128-row tiles (split-K's may be 128 x 128 here)
+    else:
+        assert run.tile == (256, 128, bk) and run.warps == 8, run.config
+    _assert_valid(inputs, out, dtype, f"{launcher.__name__} {size} {dtype} on 256 x 128 tiles")
 
 
 # (name, M, N, K tiles, programs): 128x256 or 64x256 tiles; the programs stand for the SMs
@@ -572,14 +589,14 @@ def _assert_pipelined(got, dtype, stages, stage_bytes, what):
 
 @CPU_ONLY
 def test_split_k_on_sm90():
-    """Both tiles (64 and 128 rows) at every dtype and the deepest ring, plus the shallowest, the partial and the
-    direct epilogue: wgmma on TMA loads, no spills, no atomics, within 227 KiB; the reduction pass at MAX_SPLITS
-    unrolled without spills."""
+    """The three tiles (64, 128 and 256 rows; 256 at 16-bit types) at every dtype and the deepest ring, plus the
+    shallowest, the partial and the direct epilogue: wgmma on TMA loads, no spills, no atomics, within 227 KiB;
+    the reduction pass at MAX_SPLITS unrolled without spills."""
     from sm90_compile import compile_sm90
 
     fn = "suite.triton.gemm_splitk:splitk_partial_kernel"
-    cases = [(d, m, max(gemm_splitk.STAGES), True) for d, m in (("fp16", 16), ("fp16", 1000), ("bf16", 1000))]
-    cases += [("fp8e4m3", m, max(gemm_splitk.STAGES), True) for m in (16, 1000)]
+    cases = [(d, m, max(gemm_splitk.STAGES), True) for d, m in (("fp16", 16), ("fp16", 200), ("bf16", 1000))]
+    cases += [("fp8e4m3", m, max(gemm_splitk.STAGES), True) for m in (16, 1000)]  # fp16 at M = 200: the tall tile
     cases += [("fp16", 1000, min(gemm_splitk.STAGES), False)]
     cases += [(d, 256, max(gemm_splitk.STAGES), False) for d in ("fp16", "fp8e4m3")]  # 128 x 128 at 256 x 8192
     specs = []
@@ -628,6 +645,7 @@ def test_stream_k_on_sm90():
     fn = "suite.triton.gemm_streamk:streamk_kernel"
     # (dtype, M, stages, some tile shared): with no tile shared the launcher passes no workspace (None)
     cases = [(d, m, max(gemm_streamk.STAGES), True) for d in ("fp16", "fp8e4m3") for m in (16, 1000)]
+    cases.append(("bf16", 200, max(gemm_streamk.STAGES), True))  # the tall tile
     cases.append(("fp16", 1000, min(gemm_streamk.STAGES), False))
     specs = []
     for dtype, m, stages, shared in cases:

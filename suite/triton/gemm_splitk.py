@@ -20,13 +20,14 @@ MAX_SPLITS; the row's config says how many. K ranges are balanced (split s cover
 picks, but a caller may ask for) leaves some splits empty.
 
 The workspace is sized from the shape by each launcher and belongs to it alone. The tile (``tile_for``): 256 columns by
-64 rows (one warpgroup, 4 warps) when M <= 64, where a 128-row tile would be mostly padding, else 128 rows (two
-warpgroups, 8 warps); K steps of 64 for fp16 / bf16 and 128 for fp8 (gemm_desc.TILES): 40 or 48 KiB stages. Split-K
-takes 128 x 128 tiles (one warpgroup, fp8 two; 32 KiB stages) instead where 128 x 256 tiles are too few for the SMs but
-the narrower ones fill one wave at least half (``split_k_plan``): one split, no workspace, as the PTX split-K's 128 x
-128 tiles at M = 256. fp8 takes B as N x K and computes ``tl.dot(a, b.T)`` in two halves of N, each K tile's sum
-promoted into fp32 (gemm_parts.mac_loop), its scales applied once, to the sum (in the reduction pass, or in the partial
-pass when there is one split). A and B rows not 16-byte pitched go through gemm_desc.Operands' padded copies."""
+64 rows (one warpgroup, 4 warps) when M <= 64, where a 128-row tile would be mostly padding, 256 rows by 128 columns
+when 128 < M < 256 at 16-bit types (one tile row reads B once), else 128 rows by 256 (two warpgroups, 8 warps); K steps
+of 64 for fp16 / bf16 and 128 for fp8 (gemm_desc.TILES): 40 or 48 KiB stages. Split-K takes 128 x 128 tiles (one
+warpgroup, fp8 two; 32 KiB stages) instead where 128 x 256 tiles are too few for the SMs but the narrower ones fill one
+wave at least half (``split_k_plan``): one split, no workspace, as the PTX split-K's 128 x 128 tiles at M = 256. fp8
+takes B as N x K and computes ``tl.dot(a, b.T)`` in two halves of N, each K tile's sum promoted into fp32
+(gemm_parts.mac_loop), its scales applied once, to the sum (in the reduction pass, or in the partial pass when there is
+one split). A and B rows not 16-byte pitched go through gemm_desc.Operands' padded copies."""
 
 from __future__ import annotations
 
@@ -56,6 +57,11 @@ from suite.triton.gemm_desc import (
 from suite.triton.gemm_parts import add_in_order, mac_loop, split_range, store_tile, tile_coords
 from suite.waves import wave_split_count
 
+# Tall tiles (256 x 128) for 128 < M < 256: the operand bytes the tiles pull from L2, per N x K, are the tile rows
+# (each reads all of B) plus M / BLOCK_N (each tile column reads A's M valid rows; TMA fills rows past M with zeros and
+# reads nothing for them): 1 + M / 128 against 2 + M / 256 for 128 x 256 tiles, less for every M under 256. Same
+# accumulator (128 fp32 registers a thread over 8 warps) and the same stage bytes as 128 x 256.
+TALL_M = 256
 MIN_K_TILES_PER_SPLIT = 4  # fewer and each split's prologue, epilogue and partial tile cost more than its mainloop
 MAX_SPLITS = 32  # the workspace traffic (splits x M x N x 4 bytes, written and read) stays a fraction of A and B's
 WAVE_SLACK = 0.05  # a split count within 5% of the best wave efficiency is as good (fewer splits: less fix-up)
@@ -69,9 +75,14 @@ assert STAGES == (2, 3, 4)
 
 def tile_for(dtype: str, m: int) -> tuple[int, int, int, int]:
     """(BLOCK_M, BLOCK_N, BLOCK_K, warps) of the split-K and stream-K kernels: gemm_desc.TILES, with 64 rows (one
-    warpgroup) instead of 128 (two) when M <= 64."""
+    warpgroup) instead of 128 (two) when M <= 64, and 256 rows by half the columns for an M between 128 and 256
+    (``TALL_M``) at 16-bit types."""
     bm, bn, bk = TILES[dtype]
-    return (64, bn, bk, 4) if m <= 64 else (bm, bn, bk, 8)
+    if m <= 64:
+        return 64, bn, bk, 4
+    if TALL_M // 2 < m < TALL_M and dtype != "fp8e4m3":  # fp8's promoted second accumulator spills at 256 rows
+        return TALL_M, bn // 2, bk, 8
+    return bm, bn, bk, 8
 
 
 def split_k_plan(dtype: str, m: int, n: int, k: int, sms: int) -> tuple[tuple[int, int, int, int], int]:

@@ -16,7 +16,8 @@ data-parallel + stream-K hybrid:
   order, scaled (fp8), cast and stored to C. The programs covering a tile follow from the range formula alone, so the
   order is fixed: bit-identical run to run, no atomics, no flags.
 
-Tiles (``gemm_splitk.tile_for``): 64 or 128 rows (M <= 64 or not) by 256 columns, K steps of 64 (fp16 / bf16) or 128
+Tiles (``gemm_splitk.tile_for``): 64 or 128 rows (M <= 64 or not) by 256 columns, or 256 by 128 for 128 < M < 256 at
+16-bit types, K steps of 64 (fp16 / bf16) or 128
 (fp8), loads through host-built tensor descriptors (TMA), ``num_stages`` deep; fp8 takes B as N x K and computes
 ``tl.dot(a, b.T)`` in two halves of N, each K tile's sum promoted into fp32 (gemm_parts.mac_loop), its scales applied
 once per tile, to the sum. Each program walks its data-parallel tiles and its stream-K units through one main loop: a
