@@ -27,6 +27,9 @@
 #             kept in /tmp/fa4-wheels for fa4-b, the next call on the same (still warm) machine
 #   fa4-b     the second half (carry [".whl/b"]): the big wheel joined, everything installed into /tmp/site, then
 #             the attention rows at the default sizes with the FA4 row among them (SUITE_ARGS adds arguments)
+#   shards    python -m suite.run $SUITE_ARGS --shard I/$SHARD_COUNT for each I in $SHARDS (e.g. SHARDS="1 2"
+#             SHARD_COUNT=3), each cut by SIGINT at SHARD_LIMIT seconds (its measured rows kept, meta.complete false),
+#             each folder as shard-I-<stamp>.tgz: merge them here with python -m suite.merge
 #   pair      python -m suite.run $SUITE_ARGS twice back to back (issue 20's evidence: on a fresh machine the first
 #             is the fresh-cache run), then tools/agreement.py back-to-back and ceilings; both folders in pair-<stamp>.tgz
 set -u
@@ -124,6 +127,13 @@ for step in "$@"; do
       eval "PYTHONPATH=/tmp/site timeout ${SUITE_LIMIT:-400} python3 -m suite.run --problem attention --no-progress \
         --out /tmp/$stamp-fa4 ${SUITE_ARGS:-}" > "$OUT/fa4.log" 2>&1
       echo "fa4 suite rc=$?"; grep -i "fa4" "$OUT/fa4.log" | head -20; tar czf "$OUT/fa4-$stamp.tgz" -C /tmp "$stamp-fa4" ;;
+    shards)
+      for i in ${SHARDS:-1}; do
+        eval "timeout -s INT ${SHARD_LIMIT:-280} python3 -m suite.run --no-progress --out /tmp/$stamp-shard-$i \
+          --shard $i/${SHARD_COUNT:-1} ${SUITE_ARGS:-}" > "$OUT/shard-$i.log" 2>&1
+        echo "shard $i/${SHARD_COUNT:-1} rc=$?"; tail -2 "$OUT/shard-$i.log"
+        tar czf "$OUT/shard-$i-$stamp.tgz" -C /tmp "$stamp-shard-$i"
+      done ;;
     suite)
       eval "timeout ${SUITE_LIMIT:-400} python3 -m suite.run --no-progress --out /tmp/$stamp-suite ${SUITE_ARGS:-}" \
         > "$OUT/suite.log" 2>&1
