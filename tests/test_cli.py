@@ -66,6 +66,17 @@ def test_table_puts_backends_side_by_side():
     assert "FAIL" in report.table([_row(valid=False, measured=False)])
 
 
+def test_each_block_states_the_depth_gain_of_its_swept_variants():
+    """Fastest stage count against the shallowest, in speed: ptx:ring's 1.1 ms at 1 stage against 1.05 ms at 3
+    stages is +5%; a variant whose shallowest is fastest says so; failed rows are left out."""
+    rows = _rows() + [_row(variant="deep", stages=s, median_ms=m) for s, m in ((2, 2.0), (4, 1.0), (6, 0.5))]
+    rows[1]["median_ms"], rows[3]["median_ms"] = 1.1, 1.05  # ptx:ring at 1 and 3 stages
+    rows.append(_row(variant="deep", stages=8, median_ms=0.1, valid=False))
+    line = next(line for line in report.table(rows).splitlines() if line.startswith("- depth"))
+    assert "ptx:ring 1 -> 3 stages +5%" in line and "triton:loop fastest at its shallowest, 1" in line
+    assert "ptx:deep 2 -> 6 stages +300%" in line
+
+
 def test_shared_memory_cells_read_as_kib():
     """Whole KiB as integers, the rest to one decimal (a ring's barrier bytes do not print as 96.0156)."""
     text = report.table([_row(smem_per_stage=32768, smem_total=3 * 32768 + 16, stages=3)])

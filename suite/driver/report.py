@@ -187,7 +187,7 @@ def table(rows: list[dict], fmt: str = "github", width: int = MD_WIDTH) -> str:
         parts = [title]
         if body:
             parts += _fit(headers, body, width, group=5 if why else 4, fmt=fmt)
-        notes = []
+        notes = [gains] if (gains := _depth_gains(by_variant, swept)) else []
         if others:
             other_body = []
             for r in others:
@@ -231,6 +231,25 @@ def table(rows: list[dict], fmt: str = "github", width: int = MD_WIDTH) -> str:
             )
         blocks.append("\n\n".join(parts))
     return "\n\n".join(blocks)
+
+
+def _depth_gains(by_variant: dict[str, list[dict]], swept: list[str]) -> str | None:
+    """One line: each swept variant's fastest stage count against its shallowest (both valid and timed), as the
+    speed the deeper ring gives: 'depth (fastest against the shallowest stage count, in speed): ptx:ring 1 -> 3
+    stages +25%'."""
+    gains = []
+    for k in swept:
+        timed = [r for r in by_variant[k] if r.get("valid") and r.get("median_ms")]
+        if len(timed) < 2:
+            continue
+        first = min(timed, key=lambda r: r["stages"])
+        best = min(timed, key=lambda r: r["median_ms"])
+        if best is first:
+            gains.append(f"{k} fastest at its shallowest, {first['stages']}")
+        else:
+            gain = first["median_ms"] / best["median_ms"] - 1
+            gains.append(f"{k} {first['stages']} -> {best['stages']} stages {gain:+.0%}")
+    return "- depth (fastest against the shallowest stage count, in speed): " + "; ".join(gains) if gains else None
 
 
 def _accumulation(group: list[dict]) -> str:
