@@ -115,7 +115,7 @@ def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
             f"{TALL_M // 2} < M={m} < {TALL_M}: one row of 256x128 tiles reads B once, stream-K over "
             f"{_tiles(m, n, TALL_M, 128)} tiles",
         )
-        return (tall, *split)
+        return (tall, *(Choice(c.kernel, c.stages, "fallback: K split") for c in split))
     if t256 < FILL * sms and t192 < FILL * sms:
         return split
     wide = "128x256x64 ws 2wg persistent tma-store tma+wgmma"
@@ -154,7 +154,7 @@ def _triton(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) -> tuple
         return (decode, fallback, host)
     if TALL_M // 2 < m < TALL_M and dtype != "fp8e4m3":  # fp8 keeps 128x256 tiles (gemm_splitk.tile_for)
         tall = Choice("split-k desc", 4, f"{TALL_M // 2} < M={m} < {TALL_M}: one row of 256x128 tiles reads B once")
-        return (tall, host)
+        return (tall, Choice(host.kernel, host.stages, "fallback: persistent, host descriptors"))
     if m <= TRITON_DECODE_M or (m <= TRITON_SPLIT_M and t256 < sms) or t256 < FILL * sms:
         split = Choice("split-k desc", 4, f"M={m}, {t256} 128x256 tiles: too few for {sms} SMs alone, K split")
         return (split, host) if m > TRITON_DECODE_M else (split, decode, host)

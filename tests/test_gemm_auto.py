@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import subprocess
 import sys
 
@@ -53,6 +54,33 @@ def test_rule_leaves_out_gluon_without_sm90a():
 def test_rule_refuses_bad_arguments(args):
     with pytest.raises(ValueError, match="must be"):
         gemm_rule.choices(*args)
+
+
+def test_every_kernel_the_rule_picks_is_one_the_auto_rows_can_run():
+    """Over M of every regime's edges, N and K small to large, every dtype: each candidate the rule names is among
+    its backend's auto module's kernels, and the auto row's note names a choice (no KeyError at plan time)."""
+    from suite.ptx import gemm_auto as ptx_auto
+    from suite.triton import gemm_auto as triton_auto
+
+    autos = {v.backend: v.kernel for v in variants("gemm") if v.name == "auto"}
+    candidates = {"ptx": ptx_auto.CANDIDATES, "triton": triton_auto.CANDIDATES}
+    ms = (1, 15, 16, 17, 64, 65, 127, 128, 129, 200, 255, 256, 257, 511, 512, 513, 4096)
+    for backend, dtype, m, n, k in itertools.product(
+        ("ptx", "triton"), ("fp16", "bf16", "fp8e4m3"), ms, (256, 4096, 73728), (128, 8192)
+    ):
+        for c in gemm_rule.choices(backend, m, n, k, dtype):
+            assert c.kernel in candidates[backend], (backend, dtype, (m, n, k), c.kernel)
+        assert autos[backend].choice((m, n, k), dtype).count("\n") == 0
+
+
+def test_the_rule_and_the_triton_kernels_agree_on_tall_tiles():
+    """The rule's Triton regime of 256-row tiles is where split-K's tile has 256 rows (one threshold, written in the
+    pure rule and in the kernel module, tied here)."""
+    from suite.triton import gemm_splitk
+
+    for dtype, m in itertools.product(("fp16", "bf16", "fp8e4m3"), range(100, 300)):
+        why = gemm_rule.choose("triton", m, 73728, 8192, dtype).why
+        assert why.startswith(f"{gemm_rule.TALL_M // 2} < M=") == (gemm_splitk.tile_for(dtype, m)[0] == 256), (dtype, m)
 
 
 def test_auto_rows_registered_with_one_unstaged_row():

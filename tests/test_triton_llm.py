@@ -300,19 +300,23 @@ def test_stream_k_schedule_partitions_the_iterations(seed):
 
 
 def test_sanitizer_sizes_exercise_the_fix_up():
-    """On the H200, each module's first sanitizer size (and its fault's size) splits K with a remainder, or shares
-    tiles between programs: the fix-up runs under compute-sanitizer."""
-    for size in (gemm_splitk.KERNEL.sanitize_sizes[0], gemm_splitk.KERNEL.faults[0].size):
+    """On the H200, the split-K and stream-K modules' sanitizer sizes of 128 rows or more (and their faults' sizes)
+    split K with a remainder, or share tiles between programs, on both the tall (256 x 128) and the 128 x 256 tiles:
+    the fix-up runs under compute-sanitizer on each."""
+    tiles_seen = set()
+    for size in (*gemm_splitk.KERNEL.sanitize_sizes[:2], gemm_splitk.KERNEL.faults[0].size):
+        (bm, bn, bk, _), splits = gemm_splitk.split_k_plan("fp16", *size, H200_SMS)
+        tiles_seen.add((bm, bn))
+        assert splits > 1 and -(-size[2] // bk) % splits, (size, splits)
+    assert tiles_seen == {(256, 128), (128, 256)}, tiles_seen
+    tiles_seen = set()
+    for size in (*gemm_streamk.KERNEL.sanitize_sizes[:2], gemm_streamk.KERNEL.faults[0].size):
         m, n, k = size
         bm, bn, bk, _ = gemm_splitk.tile_for("fp16", m)
-        tiles, k_tiles = -(-m // bm) * -(-n // bn), -(-k // bk)
-        splits = gemm_splitk.split_count(tiles, k_tiles, H200_SMS)
-        assert splits > 1 and k_tiles % splits, (size, splits)
-    for size in (gemm_streamk.KERNEL.sanitize_sizes[0], gemm_streamk.KERNEL.faults[0].size):
-        m, n, k = size
-        bm, bn, bk, _ = gemm_splitk.tile_for("fp16", m)
+        tiles_seen.add((bm, bn))
         assert gemm_streamk.schedule(-(-m // bm) * -(-n // bn), -(-k // bk), H200_SMS).cover > 1
-    m, n, k = gemm_streamk.KERNEL.sanitize_sizes[1]
+    assert tiles_seen == {(256, 128), (128, 256)}, tiles_seen
+    m, n, k = gemm_streamk.KERNEL.sanitize_sizes[-1]
     assert gemm_streamk.schedule(-(-m // 128) * -(-n // 256), -(-k // 64), H200_SMS).dp_tiles > 0
     for size in (gemm_decode.KERNEL.sanitize_sizes[0], gemm_decode.KERNEL.faults[0].size):
         p = gemm_decode.plan("fp16", *size, H200_SMS)

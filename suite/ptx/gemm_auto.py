@@ -9,6 +9,7 @@ from suite.ptx import gemm_decode, gemm_tma
 _TMA = (
     "128x256x64 ws 2wg persistent tma-store",
     "128x192x64 ws 2wg persistent tma-store",
+    "256x128 stream-k",
     "128x128 split-k",
     "64x128 split-k",
 )

@@ -386,7 +386,8 @@ class TwoPassModule(TritonModule):
         return self.launcher(inputs, out, stages, faults=self.extra_defines)
 
 
-# splitk_partial_kernel + splitk_reduce_kernel for the registry. compute-sanitizer (on 132 SMs): 4 splits of 18 K
-# tiles (a remainder) over 2 x 2 edge tiles of 128 x 256, a partial last K tile, N not a multiple of 8 (B through its
-# padded pitch); and 64-row tiles, 16 splits of 65 K tiles
-KERNEL = TwoPassModule(SplitKGemm, sanitize_sizes=((200, 300, 1096), (64, 520, 4104)))
+# splitk_partial_kernel + splitk_reduce_kernel for the registry. compute-sanitizer (on 132 SMs), each size with
+# splits over a K whose tiles do not divide evenly, a partial last K tile and N not a multiple of 8 (B through its
+# padded pitch): M = 200 on 1 x 3 tall tiles (256 x 128; fp8: 2 x 2 edge tiles of 128 x 256), M = 300 on 3 x 2
+# tiles of 128 x 256, and 64-row tiles, 16 splits of 65 K tiles
+KERNEL = TwoPassModule(SplitKGemm, sanitize_sizes=((200, 300, 1096), (300, 300, 1096), (64, 520, 4104)))

@@ -39,6 +39,7 @@ from suite.triton.gemm_parts import add_in_order, mac_loop, store_tile, stream_k
 from suite.triton.gemm_splitk import STAGES, TwoPassGemm, TwoPassModule, epilogue_kwargs
 
 FIXUP_ROWS = 2  # rows of a tile per fix-up program: 2 x 256 fp32 over 4 warps, one 16-byte load per thread and partial
+# (2 x 128 on tall tiles: 8 bytes)
 FIXUP_UNROLL = 8  # partials loaded at once (in flight together) before they are added in order
 # The sanitizer's self-test: the fix-up pass launched before the stream-K pass (the fix-up without its ordering); it
 # reads partial slots not written yet, which initcheck reports (the fault's workspace is fresh device memory).
@@ -272,6 +273,6 @@ class StreamKGemm(TwoPassGemm):
 
 # streamk_kernel + streamk_fixup_kernel for the registry. compute-sanitizer: tiles shared by several programs, ranges
 # that start and end mid-tile, edge tiles in M and N, a partial K tile, N not a multiple of 8 (B through its padded
-# pitch); and a shape with a data-parallel phase (more than two waves of 128x256 tiles: 2432 x 3840 is 19 x 15 = 285
-# tiles on 132 SMs)
-KERNEL = TwoPassModule(StreamKGemm, sanitize_sizes=((200, 300, 1000), (2432, 3840, 136)))
+# pitch), on tall tiles (M = 200: 256 x 128 at 16-bit types) and on 128 x 256 ones (M = 300); and a shape with a
+# data-parallel phase (more than two waves of 128x256 tiles: 2432 x 3840 is 19 x 15 = 285 tiles on 132 SMs)
+KERNEL = TwoPassModule(StreamKGemm, sanitize_sizes=((200, 300, 1000), (300, 300, 1000), (2432, 3840, 136)))
