@@ -671,39 +671,44 @@ def test_stream_k_on_sm90():
             meta["workspace"] = None
         aligned = ["c", "workspace", "stride_cm"] if shared else ["c", "stride_cm"]
         specs.append(_spec(fn, dtype, sig, meta, stages, warps, aligned))
-    fixup_meta = {
-        "BLOCK_M": 128,
-        "BLOCK_N": 256,
-        "GROUP_M": 8,
-        "ROWS": gemm_streamk.FIXUP_ROWS,
-        "UNROLL": gemm_streamk.FIXUP_UNROLL,
-        "OUT_DTYPE": "tl.bfloat16",
-        "SCALED": True,
+    fixup_sig = {
+        "workspace": "*fp32",
+        "c": "*bf16",
+        "table": "*i32",
+        "M": "i32",
+        "N": "i32",
+        "stride_cm": "i32",
+        "dp_tiles": "i32",
     }
-    specs.append(
-        _spec(
-            "suite.triton.gemm_streamk:streamk_fixup_kernel",
-            "fp8e4m3",
-            {
-                "workspace": "*fp32",
-                "c": "*bf16",
-                "table": "*i32",
-                "M": "i32",
-                "N": "i32",
-                "stride_cm": "i32",
-                "dp_tiles": "i32",
-            },
-            fixup_meta,
-            None,
-            4,
-            ["workspace", "c", "table", "stride_cm"],
+    fixups = [(128, 256), (256, 128)]  # the fix-up of 128 x 256 tiles and of tall ones (16-byte loads in both)
+    for bm, bn in fixups:
+        fixup_meta = {
+            "BLOCK_M": bm,
+            "BLOCK_N": bn,
+            "GROUP_M": 8,
+            "ROWS": gemm_streamk.fixup_rows(bn),
+            "UNROLL": gemm_streamk.FIXUP_UNROLL,
+            "OUT_DTYPE": "tl.bfloat16",
+            "SCALED": True,
+        }
+        specs.append(
+            _spec(
+                "suite.triton.gemm_streamk:streamk_fixup_kernel",
+                "fp8e4m3",
+                fixup_sig,
+                fixup_meta,
+                None,
+                4,
+                ["workspace", "c", "table", "stride_cm"],
+            )
         )
-    )
-    *mains, fixup = compile_sm90(specs)
+    built = compile_sm90(specs)
+    mains, fixup_builds = built[: len(cases)], built[len(cases) :]
     for (dtype, m, stages, _), got in zip(cases, mains):
         bm, bn, bk, _ = gemm_splitk.tile_for(dtype, m)
         _assert_pipelined(got, dtype, stages, gemm_splitk.stage_bytes(dtype, (bm, bn, bk)), (dtype, m, stages))
-    assert fixup["classes"]["local_memory"] == 0, fixup["classes"]
+    for tile, got in zip(fixups, fixup_builds):
+        assert got["classes"]["local_memory"] == 0, (tile, got["classes"])
 
 
 # decode_kernel names the launch convention's A, B, M and N by their roles: tokens and weight

@@ -38,8 +38,8 @@ from suite.triton.gemm_desc import GROUP_M, count, dtype_config, num_sms, stage_
 from suite.triton.gemm_parts import add_in_order, mac_loop, store_tile, stream_k_range, stream_k_unit, tile_coords
 from suite.triton.gemm_splitk import STAGES, TwoPassGemm, TwoPassModule, epilogue_kwargs
 
-FIXUP_ROWS = 2  # rows of a tile per fix-up program: 2 x 256 fp32 over 4 warps, one 16-byte load per thread and partial
-# (2 x 128 on tall tiles: 8 bytes)
+FIXUP_ELEMENTS = 512  # of a tile per fix-up program (2 rows of 256, 4 of 128): over 4 warps, one 16-byte load per
+# thread and partial
 FIXUP_UNROLL = 8  # partials loaded at once (in flight together) before they are added in order
 # The sanitizer's self-test: the fix-up pass launched before the stream-K pass (the fix-up without its ordering); it
 # reads partial slots not written yet, which initcheck reports (the fault's workspace is fresh device memory).
@@ -222,6 +222,11 @@ def streamk_fixup_kernel(
         store_tile(c_ptrs, total, inside, scale_a, scale_b, OUT_DTYPE, SCALED)
 
 
+def fixup_rows(block_n: int) -> int:
+    """Rows of a tile each fix-up program sums: FIXUP_ELEMENTS of them."""
+    return FIXUP_ELEMENTS // block_n
+
+
 class StreamKGemm(TwoPassGemm):
     """Stream-K at ``stages`` on ``tile_for``'s tile; ``sms``: the programs it may use (tests pass other counts)."""
 
@@ -254,8 +259,9 @@ class StreamKGemm(TwoPassGemm):
     def _fixup(self) -> None:
         bm, bn, _ = self.tile
         ops, s = self.ops, self.schedule
-        meta = {"BLOCK_M": bm, "BLOCK_N": bn, "GROUP_M": GROUP_M, "ROWS": FIXUP_ROWS, "UNROLL": FIXUP_UNROLL}
-        streamk_fixup_kernel[(s.sk_tiles, bm // FIXUP_ROWS)](
+        rows = fixup_rows(bn)
+        meta = {"BLOCK_M": bm, "BLOCK_N": bn, "GROUP_M": GROUP_M, "ROWS": rows, "UNROLL": FIXUP_UNROLL}
+        streamk_fixup_kernel[(s.sk_tiles, bm // rows)](
             *(self.workspace, ops.c, self.table, ops.scale_a, ops.scale_b, ops.m, ops.n, ops.c.stride(0)),
             s.dp_tiles,
             **meta,
