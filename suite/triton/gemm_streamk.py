@@ -17,13 +17,13 @@ data-parallel + stream-K hybrid:
   order is fixed: bit-identical run to run, no atomics, no flags.
 
 Tiles (``gemm_splitk.tile_for``): 64 or 128 rows (M <= 64 or not) by 256 columns, or 256 by 128 for 128 < M < 256 at
-16-bit types, K steps of 64 (fp16 / bf16) or 128
-(fp8), loads through host-built tensor descriptors (TMA), ``num_stages`` deep; fp8 takes B as N x K and computes
-``tl.dot(a, b.T)`` in two halves of N, each K tile's sum promoted into fp32 (gemm_parts.mac_loop), its scales applied
-once per tile, to the sum. Each program walks its data-parallel tiles and its stream-K units through one main loop: a
-second instance of fp8's promoted loop does not fit in registers beside the first. The workspace [programs, 2, BLOCK_M,
-BLOCK_N] fp32 is sized from the shape by each launcher and belongs to it alone. ``tl.dot`` expresses all of it (the
-partial tiles are plain stores, their ordering the stream's), so no Gluon."""
+16-bit types, K steps of 64 (fp16 / bf16) or 128 (fp8), loads through host-built tensor descriptors (TMA),
+``num_stages`` deep; fp8 takes B as N x K and computes ``tl.dot(a, b.T)`` in two halves of N, each K tile's sum promoted
+into fp32 (gemm_parts.mac_loop), its scales applied once per tile, to the sum. Each program walks its data-parallel
+tiles and its stream-K units through one main loop: a second instance of fp8's promoted loop does not fit in registers
+beside the first. The workspace [programs, 2, BLOCK_M, BLOCK_N] fp32 is sized from the shape by each launcher and
+belongs to it alone. ``tl.dot`` expresses all of it (the partial tiles are plain stores, their ordering the stream's),
+so no Gluon."""
 
 from __future__ import annotations
 
