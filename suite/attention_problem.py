@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
-from suite.problem_types import BadInput, DType, Problem
+from suite.problem_types import BadInput, DType, Problem, meta_tensor
 
 Inputs = tuple  # (q, k, v, causal)
 HEAD_DIMS = (64, 128)
@@ -256,9 +256,9 @@ def cuda_launch_operands(inputs, out, dtypes: tuple[str, ...], tile_rows: int) -
 
 def grid_limit_bad_inputs() -> list[BadInput]:
     """The b * hq rule of check_grid_limits as a kernel's bad input, on meta tensors (no memory)."""
-    meta = lambda *shape: torch.empty(*shape, dtype=torch.bfloat16, device="meta")  # noqa: E731
     q, kv = (1, MAX_GRID_Y + 1, 8, 64), (1, 1, 8, 64)
-    return [BadInput((meta(*q), meta(*kv), meta(*kv), False), meta(*q), "b \\* hq must be", "b x hq past 65535")]
+    inputs = (meta_tensor(*q), meta_tensor(*kv), meta_tensor(*kv), False)
+    return [BadInput(inputs, meta_tensor(*q), "b \\* hq must be", "b x hq past 65535")]
 
 
 def _bad_inputs() -> list[BadInput]:

@@ -34,6 +34,11 @@ class BadInput:
     why: str  # what is wrong, for test ids and messages
 
 
+def meta_tensor(*shape: int, dtype: torch.dtype = torch.bfloat16) -> torch.Tensor:
+    """A tensor of ``shape`` with no memory (torch's meta device): a bad input far past a size limit costs nothing."""
+    return torch.empty(*shape, dtype=dtype, device="meta")
+
+
 @dataclass(frozen=True)
 class DType:
     """One data type of a problem: what the kernels are given and must return, and how close they must be."""

@@ -44,6 +44,7 @@ import torch
 from suite.checks import check_cuda, check_stages, gemm_operands
 from suite.kernel import Fault, NvrtcModule
 from suite.nvrtc import loader
+from suite.problem_types import meta_tensor
 from suite.problems import BadInput
 from suite.ptx import gemm_tma
 from suite.ptx.gemm_tma import (
@@ -297,9 +298,13 @@ class DecodeModule(NvrtcModule):
         return Decode(inputs, out, stages, kernel=self)
 
     def bad_inputs(self) -> list[BadInput]:
-        meta = lambda *shape: torch.empty(*shape, dtype=torch.float16, device="meta")  # noqa: E731 (no memory)
         return [
-            BadInput((meta(16, 12), meta(12, 16)), meta(16, 16), "K must be a multiple of 8", "K % 8 != 0"),
+            BadInput(
+                tuple(meta_tensor(*sh, dtype=torch.float16) for sh in ((16, 12), (12, 16))),
+                meta_tensor(16, 16, dtype=torch.float16),
+                "K must be a multiple of 8",
+                "K % 8 != 0",
+            ),
         ]
 
 

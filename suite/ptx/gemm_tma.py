@@ -20,6 +20,7 @@ from suite.checks import check_cuda, check_stages, gemm_operands
 from suite.info import KernelInfo
 from suite.kernel import Fault, NvrtcModule
 from suite.nvrtc import loader
+from suite.problem_types import meta_tensor
 from suite.problems import BadInput
 from suite.waves import grid_note, persistent_grid
 from suite.workspace import new_workspace
@@ -376,7 +377,7 @@ class TmaGemm(NvrtcModule):
 
     def bad_inputs(self) -> list[BadInput]:
         a, b, c = (torch.randn(*shape).half() for shape in ((16, 12), (12, 16), (16, 16)))
-        meta = lambda *shape: torch.empty(*shape, dtype=torch.float16, device="meta")  # noqa: E731 (no memory)
+        meta = functools.partial(meta_tensor, dtype=torch.float16)
         return [
             BadInput((a, b), c, "K must be a multiple of 8", "K % 8 != 0"),
             BadInput(

@@ -19,6 +19,7 @@ import triton.language as tl
 from suite.attention_problem import LOG2E, attention_operands, check_grid_limits, grid_limit_bad_inputs
 from suite.checks import check_stages
 from suite.kernel import TritonModule
+from suite.problem_types import meta_tensor
 from suite.problems import BadInput
 from suite.triton._compiled import kernel_info
 from suite.triton._interp_dot import widen_bf16_dot
@@ -220,11 +221,9 @@ class TutorialAttention(TritonModule):
         return ("attention_fwd_kernel",)
 
     def bad_inputs(self) -> list[BadInput]:
-        meta = lambda *shape: torch.empty(*shape, dtype=torch.bfloat16, device="meta")  # noqa: E731 (no memory)
         q, kv = (1, 1, 2**24 + 1, 128), (1, 1, 64, 128)
-        past_int32 = BadInput(
-            (meta(*q), meta(*kv), meta(*kv), False), meta(*q), r"sq \* d and skv \* d", "sq*d past 2^31"
-        )
+        inputs = (meta_tensor(*q), meta_tensor(*kv), meta_tensor(*kv), False)
+        past_int32 = BadInput(inputs, meta_tensor(*q), r"sq \* d and skv \* d", "sq*d past 2^31")
         return [*grid_limit_bad_inputs(), past_int32]
 
     def launch(self, inputs, out, stages):
