@@ -533,6 +533,7 @@ def _run(args, argv, prestarted, opts, on_gpu, shard, gpus, out: Path) -> int:
             progress=not args.no_progress,
             phases=phases,
             on_rows=on_rows,
+            on_plan=meta.update,  # a cut run's results.json names its plan: compare and merge can read it
         )
     except KeyboardInterrupt as e:
         rows = list(getattr(e, "rows", None) or so_far)  # the driver's own rows when it attaches them

@@ -226,7 +226,8 @@ def test_an_out_another_run_holds_is_refused(tmp_path, monkeypatch, capsys):
 def _fake_execute(rows_per_job, then):
     """sweep.execute that reports each job's rows to on_rows, then ends as ``then`` says."""
 
-    def execute(opts, on_gpu, *, on_rows=None, **kw):
+    def execute(opts, on_gpu, *, on_rows=None, on_plan=None, **kw):
+        on_plan({"plan": {"id": "fake"}, "shard": {"index": 1, "count": 1, "jobs": [0, 1]}})
         done = []
         for rows in rows_per_job:
             done += rows
@@ -286,6 +287,7 @@ def test_ctrl_c_keeps_what_was_measured(tmp_path, monkeypatch, capsys):
     assert code == 130 and "interrupted: 1 row(s) measured so far saved in" in err and "Traceback" not in err
     data = json.loads((out / "results.json").read_text())
     assert data["meta"]["complete"] is False and [r["variant"] for r in data["rows"]] == ["a"]
+    assert data["meta"]["plan"] == {"id": "fake"}  # a cut run still names its plan, for compare and merge
     # the rows a driver attaches to the interrupt (all it measured, the job cut short included) win
     interrupt = KeyboardInterrupt()
     interrupt.rows = [_fake_row("a"), _fake_row("b, cut short")]
@@ -294,6 +296,24 @@ def test_ctrl_c_keeps_what_was_measured(tmp_path, monkeypatch, capsys):
         *QUICK, "--out", str(out), "--overwrite", cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys
     )
     assert code == 130 and len(json.loads((out / "results.json").read_text())["rows"]) == 2
+
+
+def test_the_plan_is_known_before_the_first_job(tmp_path):
+    """sweep.execute hands its plan to on_plan once, before any job's rows: what a run cut short writes names it."""
+    from suite.driver import bench, sweep
+
+    events = []
+    opts = bench.Options(problems=("vector",), variants=("triton:tile loop",), sizes={"vector": (4097, 8195)})
+    rows, meta = sweep.execute(
+        opts,
+        on_gpu=False,
+        progress=False,
+        on_plan=lambda info: events.append(("plan", info)),
+        on_rows=lambda rows: events.append(("rows", len(rows))),
+    )
+    assert [e[0] for e in events] == ["plan", "rows", "rows"] and len(rows) == 4  # each size: the ceiling, the variant
+    plan = events[0][1]
+    assert set(plan) == {"plan", "shard", "timer", "launch"} and all(plan[k] == meta[k] for k in plan)
 
 
 def test_a_failed_final_write_falls_back_to_the_temp_dir(tmp_path, monkeypatch, capsys):

@@ -568,7 +568,7 @@ def test_without_cuda_the_graph_launch_times_the_call_itself():
 
 
 @pytest.mark.gpu
-def test_the_graph_replays_the_call_and_a_call_that_syncs_is_timed_eagerly():
+def test_the_graph_replays_the_call_and_a_call_that_syncs_is_timed_eagerly(monkeypatch):
     x = torch.randn(3 * 8192 + 5, device="cuda")
     y = torch.full_like(x, float("nan"))
     launched = measure.Launched(lambda: torch.mul(x, 2.0, out=y), bench.Options())
@@ -577,8 +577,22 @@ def test_the_graph_replays_the_call_and_a_call_that_syncs_is_timed_eagerly():
     launched.call()
     torch.cuda.synchronize()
     torch.testing.assert_close(y, 2 * x)
+    graphs = []
+
+    class Recorded(torch.cuda.CUDAGraph):
+        def __init__(self, *args, **kwargs):
+            super().__init__(*args, **kwargs)
+            graphs.append(self)
+
+    monkeypatch.setattr(torch.cuda, "CUDAGraph", Recorded)
     syncs = measure.Launched(lambda: x.sum().item(), bench.Options())
     assert syncs.how == "eager" and syncs.fields()["launch_note"].startswith("not capturable in a CUDA graph")
+    # the allocator no longer allocates into the failed capture's pool (else its next empty_cache, or the process's
+    # exit, aborts on an internal assert)
+    end = getattr(torch._C, "_cuda_endAllocateToPool", None) or torch._C._cuda_endAllocateCurrentStreamToPool
+    with pytest.raises(RuntimeError, match="not currently recording"):
+        end(torch.cuda.current_device(), graphs[-1].pool())
+    torch.cuda.empty_cache()
     syncs.call()  # the stream still works after the failed capture
     torch.cuda.synchronize()
     # ... and so does torch's random generator (left marked as capturing by the failed capture until capture_graph

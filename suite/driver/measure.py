@@ -195,9 +195,26 @@ def capture_graph(fn: Callable[[], None]) -> torch.cuda.CUDAGraph:
                 graph.capture_end()  # raises too when the capture was invalidated (a sync, a forbidden call)
         except Exception:
             _release_rng_from_capture()
+            _end_pool_routing(graph)
             raise
     current.wait_stream(side)
     return graph
+
+
+def _end_pool_routing(graph: torch.cuda.CUDAGraph) -> None:
+    """After a capture whose end failed: torch's caching allocator can stay marked as allocating into the graph's
+    pool (capture_end raised before it told the allocator, pytorch/pytorch#180395), and its next synchronizing
+    release (empty_cache, the process's exit) then fails an internal assert and aborts the process. The allocator is
+    told here; a torch that told it already refuses with a RuntimeError, which leaves nothing to do."""
+    end = getattr(torch._C, "_cuda_endAllocateToPool", None) or getattr(
+        torch._C, "_cuda_endAllocateCurrentStreamToPool", None
+    )
+    if end is None:
+        return
+    try:
+        end(torch.cuda.current_device(), graph.pool())
+    except RuntimeError:  # "not currently recording to mempool_id": the capture's end already told the allocator
+        pass
 
 
 def _release_rng_from_capture() -> None:

@@ -46,13 +46,16 @@ def execute(
     progress: bool = True,
     phases: Phases | None = None,
     on_rows: Callable[[list[dict]], None] | None = None,
+    on_plan: Callable[[dict], None] | None = None,
 ) -> tuple[list[dict], dict]:
     """Run the shard ``shard`` (index, count; None: the whole plan) of ``opts``' plan, on ``gpus`` (a list of
     suite.driver.workers.Device, one worker process each; None: in this process). ``on_rows``: called with the rows
     so far after each job (None: not called). Returns (rows in plan order,
     metadata: plan, shard, timer, gpus, phase_seconds). ``prestarted``: worker pools started early
     (suite.driver.workers.prestart), for ``gpus``. ``on_rows(rows_so_far)``: called after each job with every row
-    finished so far, in plan order. A Ctrl-C raises suite.driver.workers.Interrupted with those rows."""
+    finished so far, in plan order. ``on_plan(metadata)``: called once before the first job with the metadata known
+    by then (plan, shard, timer, launch), so that what a cut run leaves says what it ran. A Ctrl-C raises
+    suite.driver.workers.Interrupted with those rows."""
     from suite.driver import jobs as running
     from suite.driver.measure import describe_launch
     from suite.driver.rows import current_gpu, skeleton
@@ -74,6 +77,8 @@ def execute(
         "timer": timing.describe_timer(opts.timer, opts.quick, opts.flush),
         "launch": describe_launch(opts.launch),
     }
+    if on_plan is not None:
+        on_plan(dict(info))
     if gpus is None:
         import torch
 
