@@ -31,7 +31,8 @@
 #             SHARD_COUNT=3), each cut by SIGINT at SHARD_LIMIT seconds (its measured rows kept, meta.complete false),
 #             each folder as shard-I-<stamp>.tgz: merge them here with python -m suite.merge
 #   pair      python -m suite.run $SUITE_ARGS twice back to back (issue 20's evidence: on a fresh machine the first
-#             is the fresh-cache run), then tools/agreement.py back-to-back and ceilings; both folders in pair-<stamp>.tgz
+#             is the fresh-cache run), each cut by SIGINT at SUITE_LIMIT seconds (360: a cold default run on an H100
+#             took over 300), then tools/agreement.py back-to-back and ceilings; both folders in pair-<stamp>.tgz
 set -u
 export PYTHONUNBUFFERED=1 PIPESUITE_SANITIZER_TIMEOUT=${PIPESUITE_SANITIZER_TIMEOUT:-400}
 OUT=${OUT:-device-out}
@@ -84,7 +85,7 @@ for step in "$@"; do
       tail -3 "$OUT/ptx-decode-test.log" ;;
     pair)
       for i in 1 2; do
-        eval "timeout ${SUITE_LIMIT:-330} python3 -m suite.run --no-progress --out /tmp/$stamp-run$i ${SUITE_ARGS:-}" \
+        eval "timeout -s INT ${SUITE_LIMIT:-360} python3 -m suite.run --no-progress --out /tmp/$stamp-run$i ${SUITE_ARGS:-}" \
           > "$OUT/pair-run$i.log" 2>&1
         echo "run $i rc=$?"; grep -o '"total": [0-9.]*' "/tmp/$stamp-run$i/results.json" | tail -1
       done
