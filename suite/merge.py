@@ -15,6 +15,10 @@ It refuses, with exit 2 and one line naming the rule:
 - missing shards (jobs of the plan that no part ran), unless ``--allow-partial``: then each missing (problem, dtype,
   shape) gets a row that marks the hole, and the metadata lists what is missing.
 
+A part that was cut (Ctrl-C, a time limit: ``meta.complete`` false) counts only its finished jobs; the job it was
+in when cut, and those after, are missing as above (the finished rows of a job cut half-way are left out: a shape's
+summary and depth gains compare every row of its job).
+
 What each part measured of its own GPU (``meta.roofline``, ``meta.gpu_id``, ``meta.memory_latency_ns``) is kept where
 the parts agree and listed per part where they differ: each row keeps its own part's roofline.
 
@@ -77,6 +81,7 @@ class Part:
     dir: Path
     meta: dict
     rows: list[dict]
+    unfinished: tuple[int, ...] = ()  # jobs of its shard that a cut run did not finish
 
     @property
     def plan(self) -> dict:
@@ -84,7 +89,12 @@ class Part:
 
     @property
     def jobs(self) -> list[int]:
-        return list(self.meta["shard"]["jobs"])
+        """The jobs of the plan this part ran to the end."""
+        return [j for j in self.meta["shard"]["jobs"] if j not in self.unfinished]
+
+    @property
+    def cut(self) -> bool:
+        return self.meta.get("complete") is False
 
     @property
     def shard(self) -> str:
@@ -124,7 +134,8 @@ def load(path: str | Path) -> Part:
 
 def check_rows(part: Part, file: Path) -> None:
     """Refuse (MergeError) a part whose rows are not its jobs' rows as the plan counts them: a shard with rows removed
-    (or added, or of another job) is not the shard it says it is."""
+    (or added, or of another job) is not the shard it says it is. A cut part's jobs with fewer rows than the plan's
+    are its unfinished ones: their rows are dropped and the jobs left to the other parts (or marked missing)."""
     try:
         listed = part.plan.get("job_list")
         if not isinstance(listed, list) or part.plan.get("jobs") != len(listed):
@@ -136,13 +147,17 @@ def check_rows(part: Part, file: Path) -> None:
     if any(not isinstance(r, dict) for r in part.rows):
         raise MergeError(f"{file}: not a pipesuite results.json (a row is not an object)")
     have = Counter(r.get("job") for r in part.rows)
-    for job in jobs:
+    if part.cut:
+        part.unfinished = tuple(j for j in jobs if have.get(j, 0) < expected[j])
+        part.rows = [r for r in part.rows if r.get("job") not in part.unfinished]
+        have = Counter(r.get("job") for r in part.rows)
+    for job in part.jobs:
         if have.get(job, 0) != expected[job]:
             raise MergeError(
                 f"{file}: {have.get(job, 0)} row(s) of {_describe(part, job)}, where the plan has {expected[job]} "
                 "(rows removed or added since the run)"
             )
-    stray = sorted(str(j) for j in set(have) - set(jobs))
+    stray = sorted(str(j) for j in set(have) - set(part.jobs))
     if stray:
         raise MergeError(f"{file}: rows of job(s) {', '.join(stray)}, which its shard did not run")
 
@@ -222,14 +237,21 @@ def _missing_shards(parts: list[Part]) -> str:
     return ", ".join(f"{i}/{count}" for i in range(1, count + 1) if i not in have)
 
 
-def _placeholder(part: Part, job: int, shards: str) -> dict:
-    """The row that marks a job no part ran (--allow-partial)."""
+def _gap(parts: list[Part], job: int, shards: str) -> str:
+    """Why no part has ``job``: a part cut before it finished it, or a shard not given."""
+    cut = next((p for p in parts if job in p.unfinished), None)
+    if cut is not None:
+        return f"shard {cut.shard} was cut before it finished"
+    return f"shard {shards} is missing" if shards else "its shard is missing"
+
+
+def _placeholder(parts: list[Part], job: int, shards: str) -> dict:
+    """The row that marks a job no part ran to the end (--allow-partial)."""
     from suite.driver.plan import blank_row, parse_description
     from suite.problems import PROBLEMS
 
-    described = parse_description(_describe(part, job))
+    described = parse_description(_describe(parts[0], job))
     problem = PROBLEMS.get(described["problem"])
-    where = f"shard {shards}" if shards else "a shard"
     return blank_row(
         problem=described["problem"],
         shape=described["shape"],
@@ -238,7 +260,7 @@ def _placeholder(part: Part, job: int, shards: str) -> dict:
         variant=f"{described['rows']} rows",
         group="",
         unit=problem.unit if problem else "",
-        note=f"not merged: {where} with this shape's {described['rows']} rows is missing (--allow-partial)",
+        note=f"not merged: {_gap(parts, job, shards)} (its {described['rows']} rows; --allow-partial)",
         job=job,
         plan_row=None,
         gpu_index=None,
@@ -253,14 +275,16 @@ def combine(parts: list[Part], *, allow_partial: bool = False, same_gpu: bool = 
     missing = missing_jobs(parts)
     shards = _missing_shards(parts)
     if missing and not allow_partial:
-        listed = "; ".join(_describe(parts[0], j) for j in missing[:3]) + (
-            f"; and {len(missing) - 3} more" if len(missing) > 3 else ""
+        cut = {j for p in parts for j in p.unfinished}
+        listed = "; ".join(
+            _describe(parts[0], j) + (f" ({_gap(parts, j, shards)})" if j in cut else "") for j in missing[:3]
         )
+        listed += f"; and {len(missing) - 3} more" if len(missing) > 3 else ""
         raise MergeError(
-            f"missing shards: {shards or 'some'} ({len(missing)} of {parts[0].plan['jobs']} jobs: "
-            f"{listed}); merge them too, or pass --allow-partial"
+            f"missing {f'shards: {shards}' if shards else 'jobs'} ({len(missing)} of {parts[0].plan['jobs']} jobs: "
+            f"{listed}); merge them too (a cut shard: run it again), or pass --allow-partial"
         )
-    rows = [r for part in parts for r in part.rows] + [_placeholder(parts[0], j, shards) for j in missing]
+    rows = [r for part in parts for r in part.rows] + [_placeholder(parts, j, shards) for j in missing]
     rows.sort(key=lambda r: (r.get("job", 0), -1 if r.get("plan_row") is None else r["plan_row"]))
     first = parts[0].meta
     meta = {
@@ -268,6 +292,7 @@ def combine(parts: list[Part], *, allow_partial: bool = False, same_gpu: bool = 
         for k, v in first.items()
         if k not in ("gpu_state_before", "gpu_state_after", "phase_seconds", "command", "shard", "gpus", "merge")
     }
+    meta["complete"] = not missing  # every job of the plan is in it
     for key in PER_PART:
         values = [p.meta.get(key) for p in parts]
         if any(v != values[0] for v in values):
@@ -297,7 +322,7 @@ def combine(parts: list[Part], *, allow_partial: bool = False, same_gpu: bool = 
             for p in parts
         ],
         "partial": bool(missing),
-        "missing": [f"{_describe(parts[0], j)}" + (f" (shard {shards})" if shards else "") for j in missing],
+        "missing": [f"{_describe(parts[0], j)} ({_gap(parts, j, shards)})" for j in missing],
     }
     return rows, meta
 

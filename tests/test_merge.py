@@ -196,6 +196,43 @@ def test_allow_partial_marks_the_hole(gemm_plan, tmp_path):
     assert "missing:" in (tmp_path / "partial" / "table.md").read_text()
 
 
+def _cut(path, keep_jobs, keep_rows):
+    """The shard run at ``path`` as a time limit leaves it: its first ``keep_jobs`` jobs whole, ``keep_rows`` rows of
+    the next, nothing after, ``meta.complete`` false."""
+    file = path / "results.json"
+    data = json.loads(file.read_text())
+    jobs = data["meta"]["shard"]["jobs"]
+    whole = [r for r in data["rows"] if r["job"] in jobs[:keep_jobs]]
+    half = [r for r in data["rows"] if r["job"] == jobs[keep_jobs]][:keep_rows]
+    data["rows"], data["meta"]["complete"] = whole + half, False
+    file.write_text(json.dumps(data))
+    return path
+
+
+def test_a_cut_shard_gives_its_finished_jobs_and_the_rest_are_holes(gemm_plan, tmp_path):
+    one, two = (_part(tmp_path / f"s{i}", gemm_plan, i, 2) for i in (1, 2))
+    jobs = [j.index for j in gemm_plan.shard(2, 2)]
+    assert len(jobs) >= 3
+    _cut(two, 1, 2)
+    code, _, err = _merge(one, two, "--out", tmp_path / "refused")
+    assert code == 2 and "shard 2/2 was cut before it finished" in err and "pass --allow-partial" in err, err
+    code, _, err = _merge(one, two, "--allow-partial", "--out", tmp_path / "partial")
+    assert code == 0, err
+    data = json.loads((tmp_path / "partial" / "results.json").read_text())
+    marks = [r for r in data["rows"] if r["backend"] == "missing"]
+    assert [r["job"] for r in marks] == jobs[1:]  # the job it was in (its 2 rows dropped) and those after
+    assert all("not merged: shard 2/2 was cut before it finished" in r["note"] for r in marks)
+    kept = [r for r in data["rows"] if r["backend"] != "missing"]
+    assert len(kept) == gemm_plan.row_count - sum(len(gemm_plan.jobs[j].rows) for j in jobs[1:])
+    assert data["meta"]["complete"] is False and data["meta"]["shard"]["jobs"] == sorted(
+        set(range(len(gemm_plan.jobs))) - set(jobs[1:])
+    )
+    again = _part(tmp_path / "s2-again", gemm_plan, 2, 2)  # the cut shard run again replaces it
+    code, _, err = _merge(one, again, "--out", tmp_path / "whole")
+    assert code == 0, err
+    assert json.loads((tmp_path / "whole" / "results.json").read_text())["meta"]["complete"] is True
+
+
 def test_by_gpu_puts_models_side_by_side(gemm_plan, tmp_path):
     h200 = [_part(tmp_path / f"h200-{i}", gemm_plan, i, 2, measured=True) for i in (1, 2)]
     h100 = _part(tmp_path / "h100", gemm_plan, gpu="NVIDIA H100", measured=True, speed=0.5, torch="2.10.0")

@@ -577,21 +577,21 @@ def test_the_graph_replays_the_call_and_a_call_that_syncs_is_timed_eagerly(monke
     launched.call()
     torch.cuda.synchronize()
     torch.testing.assert_close(y, 2 * x)
-    graphs = []
+    pools = []
+    handle = torch.cuda.graph_pool_handle
 
-    class Recorded(torch.cuda.CUDAGraph):
-        def __init__(self, *args, **kwargs):
-            super().__init__(*args, **kwargs)
-            graphs.append(self)
+    def recorded_handle():
+        pools.append(handle())
+        return pools[-1]
 
-    monkeypatch.setattr(torch.cuda, "CUDAGraph", Recorded)
+    monkeypatch.setattr(torch.cuda, "graph_pool_handle", recorded_handle)
     syncs = measure.Launched(lambda: x.sum().item(), bench.Options())
     assert syncs.how == "eager" and syncs.fields()["launch_note"].startswith("not capturable in a CUDA graph")
     # the allocator no longer allocates into the failed capture's pool (else its next empty_cache, or the process's
     # exit, aborts on an internal assert)
     end = getattr(torch._C, "_cuda_endAllocateToPool", None) or torch._C._cuda_endAllocateCurrentStreamToPool
     with pytest.raises(RuntimeError, match="not currently recording"):
-        end(torch.cuda.current_device(), graphs[-1].pool())
+        end(torch.cuda.current_device(), pools[-1])
     torch.cuda.empty_cache()
     syncs.call()  # the stream still works after the failed capture
     torch.cuda.synchronize()

@@ -183,11 +183,13 @@ def capture_graph(fn: Callable[[], None]) -> torch.cuda.CUDAGraph:
     """One call of ``fn`` captured into a CUDA graph, on a side stream ordered after torch's current one (capture
     cannot run on the legacy default stream); raises what the capture raised, with the capture ended."""
     graph = torch.cuda.CUDAGraph()
+    # the pool named here, not taken from graph.pool(): after a failed capture torch 2.11 refuses to name the pool
+    pool = torch.cuda.graph_pool_handle()
     current = torch.cuda.current_stream()
     side = torch.cuda.Stream()
     side.wait_stream(current)
     with torch.cuda.stream(side):
-        graph.capture_begin(capture_error_mode="thread_local")
+        graph.capture_begin(pool=pool, capture_error_mode="thread_local")
         try:
             try:
                 fn()
@@ -195,13 +197,13 @@ def capture_graph(fn: Callable[[], None]) -> torch.cuda.CUDAGraph:
                 graph.capture_end()  # raises too when the capture was invalidated (a sync, a forbidden call)
         except Exception:
             _release_rng_from_capture()
-            _end_pool_routing(graph)
+            _end_pool_routing(pool)
             raise
     current.wait_stream(side)
     return graph
 
 
-def _end_pool_routing(graph: torch.cuda.CUDAGraph) -> None:
+def _end_pool_routing(pool: tuple[int, int]) -> None:
     """After a capture whose end failed: torch's caching allocator can stay marked as allocating into the graph's
     pool (capture_end raised before it told the allocator, pytorch/pytorch#180395), and its next synchronizing
     release (empty_cache, the process's exit) then fails an internal assert and aborts the process. The allocator is
@@ -212,7 +214,7 @@ def _end_pool_routing(graph: torch.cuda.CUDAGraph) -> None:
     if end is None:
         return
     try:
-        end(torch.cuda.current_device(), graph.pool())
+        end(torch.cuda.current_device(), pool)
     except RuntimeError:  # "not currently recording to mempool_id": the capture's end already told the allocator
         pass
 
