@@ -568,3 +568,13 @@ register_kernel(
     "tensor pipe computes it while the warpgroup computes exponentials (half of FlashAttention-3's intra-warpgroup "
     "overlap: P V completes within its block)",
 )
+register_kernel(
+    "attention",
+    "triton",
+    "128x128 gluon ws ping-pong",
+    "suite.triton.attention_gluon:PING_PONG",
+    gate=needs_sm90a,
+    description="the Gluon form with FlashAttention-3's ping-pong: each consumer warpgroup issues O += P V and the "
+    "next block's S back to back on its turn (an mbarrier per warpgroup), so that one's matrix products run under "
+    "the other's softmax",
+)

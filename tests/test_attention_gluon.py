@@ -2,8 +2,8 @@
 and tests/test_attention.py's GPU sweep (which takes every registered attention kernel, this one included). The
 Triton interpreter does not run Gluon, so on CPU the kernel is compiled for sm_90 and its build checked: wgmma fed by
 TMA on mbarriers (the module's sass_requires), no local memory, wgmma not serialized, within a block's shared memory,
-setmaxnreg handing the producer warp its few registers, at both head dims, causal and not, every depth, both
-mainloops."""
+setmaxnreg handing the producer warp its few registers, at both head dims, causal and not, every depth, every
+mainloop."""
 
 import pytest
 import torch
@@ -14,11 +14,11 @@ from suite.triton import attention_gluon as g
 ELEMENT = {"bf16": "gl.bfloat16", "fp16": "gl.float16"}
 
 
-def _spec(dtype: str, d: int, causal: bool, stages: int, overlap: bool = False) -> dict:
+def _spec(dtype: str, d: int, causal: bool, stages: int, mainloop: int = 0) -> dict:
     meta = {
         "CAUSAL": causal,
         "STAGES": stages,
-        "OVERLAP": overlap,
+        "MAINLOOP": mainloop,
         "CONSUMERS": g.CONSUMERS,
         "CONSUMER_REGS": g.CONSUMER_REGS,
         "PRODUCER_WARPS": g.PRODUCER_WARPS,
@@ -46,16 +46,17 @@ def _spec(dtype: str, d: int, causal: bool, stages: int, overlap: bool = False) 
 def test_compiles_for_sm90_warp_specialized():
     from sm90_compile import assert_fits_sm90, compile_sm90
 
-    cases = [("bf16", 128, True, s, o) for s in g.STAGES for o in (False, True)]
-    cases += [("fp16", 64, False, max(g.STAGES), True), ("bf16", 128, False, 2, False)]
+    loops = (int(g.SERIAL), int(g.OVERLAP), int(g.PINGPONG))
+    cases = [("bf16", 128, True, s, loop) for s in g.STAGES for loop in loops]
+    cases += [("fp16", 64, False, max(g.STAGES), loop) for loop in loops[1:]] + [("bf16", 128, False, 2, 0)]
     for case, got in zip(cases, compile_sm90([_spec(*case) for case in cases])):
-        dtype, d, causal, stages, overlap = case
+        dtype, d, causal, stages, _ = case
         assert_fits_sm90(got, g.KERNEL.sass_minimums(), case)
-        # Q once and an S-deep ring of K and V blocks, and nothing else of size in shared memory
+        # Q once and an S-deep ring of K and V blocks, and nothing else of size in shared memory (the barriers)
         ring = (g.BLOCK_M + 2 * stages * g.BLOCK_N) * d * 2
         assert 0 <= got["shared"] - ring < 1024, (case, got["shared"], ring)
         assert got["ptx"]["setmaxnreg"] >= 2, (case, got["ptx"])
-        # every wgmma wait drains its groups (the overlapped mainloop's S under the softmax completes within a block)
+        # every wgmma wait drains its groups (the overlapped and ping-pong mainloops' next S completes within a block)
         assert got["wgmma_waits"] and set(got["wgmma_waits"]) == {"0"}, (case, got["wgmma_waits"])
 
 

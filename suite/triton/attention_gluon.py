@@ -54,6 +54,13 @@ CONSUMER_REGS = 240  # the second consumer's registers (the first, the default p
 PRODUCER_WARPS, PRODUCER_REGS = 1, 24  # the producer only computes coordinates
 # Q + STAGES x (K + V), 32 KiB each at d = 128: 3 stages fill 224 of the 227 KiB a block may have
 STAGES = (1, 2, 3)
+# the consumers' mainloops (the kernel's MAINLOOP): _attend_blocks, _attend_overlapped, _attend_pingpong
+SERIAL, OVERLAP, PINGPONG = gl.constexpr(0), gl.constexpr(1), gl.constexpr(2)
+MAINLOOP_NOTES = {
+    0: "serial wgmma",
+    1: "the next block's S = Q K^T issued under this block's softmax",
+    2: "ping-pong: each consumer issues O += P V and the next S on its turn, under the other's softmax",
+}
 GL_DTYPES = {"fp16": gl.float16, "bf16": gl.bfloat16}
 
 
@@ -273,16 +280,155 @@ def _attend_overlapped(
 
 
 @gluon.jit
+def _take_turn(turn, turn_phase, WG: gl.constexpr):
+    """Wait for this warpgroup's turn at the tensor pipe (the other warpgroup has issued its wgmma); returns the
+    parity of its next turn."""
+    mbarrier.wait(turn.index(WG), turn_phase)
+    return turn_phase ^ 1
+
+
+@gluon.jit
+def _pingpong_step(
+    acc,
+    l_i,
+    m_i,
+    s,  # this block's scores (complete)
+    q_smem,
+    ring,
+    turn,
+    turn_phase,
+    j,
+    lo,
+    smem_read_stage,
+    lap,
+    rows,
+    keys,
+    SKV,
+    DIAGONAL,
+    qk_scale,
+    WG: gl.constexpr,
+    HAS_NEXT: gl.constexpr,
+    CAUSAL: gl.constexpr,
+    s_layout: gl.constexpr,
+    o_layout: gl.constexpr,
+):
+    """Key block ``j`` of _attend_pingpong: this block's softmax, then (on this warpgroup's turn) O += P V and the
+    next block's S issued back to back, the turn handed over, both waited for. Returns the softmax state, the next
+    block's scores (HAS_NEXT: complete), the ring position after this block and the parity of the next turn."""
+    k_ring, v_ring, k_ready, v_ready, k_empty, v_empty = ring
+    BLOCK_N: gl.constexpr = k_ring.type.shape[1]
+    STAGES: gl.constexpr = k_ring.type.shape[0]
+    BLOCK_M: gl.constexpr = q_smem.type.shape[0]
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    start = j * BLOCK_N
+    next_read_stage, next_lap = next_stage(smem_read_stage, lap, STAGES)
+    # the softmax runs while the other warpgroup's wgmma, issued on its turn, keep the tensor pipe busy
+    if start >= lo:
+        p, alpha, m_i, l_i = _softmax_step(s, m_i, l_i, start, rows, keys, SKV, DIAGONAL, qk_scale, True, CAUSAL)
+    else:
+        p, alpha, m_i, l_i = _softmax_step(s, m_i, l_i, start, rows, keys, SKV, DIAGONAL, qk_scale, False, CAUSAL)
+    acc = acc * gl.expand_dims(gl.convert_layout(alpha, gl.SliceLayout(1, o_layout)), 1)
+    p_op = gl.convert_layout(p.to(k_ring.dtype), p_layout)
+    # wait for this stage's V bytes and (HAS_NEXT) the next stage's K bytes before taking the turn, so that the turn
+    # is held only while issuing
+    mbarrier.wait(v_ready.index(smem_read_stage), lap)
+    if HAS_NEXT:
+        mbarrier.wait(k_ready.index(next_read_stage), next_lap)
+    turn_phase = _take_turn(turn, turn_phase, WG)
+    acc = warpgroup_mma(p_op, v_ring.index(smem_read_stage), acc, is_async=True)
+    if HAS_NEXT:
+        s_next = warpgroup_mma(
+            q_smem,
+            k_ring.index(next_read_stage).permute((1, 0)),
+            gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
+            use_acc=False,
+            is_async=True,
+        )
+    # both issued: the other warpgroup may issue its own, which queue behind these on the tensor pipe
+    mbarrier.arrive(turn.index(1 - WG))
+    # wait for O += P V and the next block's S: K and V of their stages go back to the producer
+    if HAS_NEXT:
+        acc, s = warpgroup_mma_wait(0, deps=(acc, s_next))
+        mbarrier.arrive(k_empty.index(next_read_stage))
+    else:
+        acc = warpgroup_mma_wait(0, deps=(acc,))
+    mbarrier.arrive(v_empty.index(smem_read_stage))
+    return acc, l_i, m_i, s, next_read_stage, next_lap, turn_phase
+
+
+@gluon.jit
+def _attend_pingpong(
+    acc,
+    l_i,
+    m_i,
+    q_smem,
+    ring,
+    turn,
+    lo,
+    hi,
+    rows,
+    keys,
+    SKV,
+    DIAGONAL,
+    qk_scale,
+    WG: gl.constexpr,
+    CAUSAL: gl.constexpr,
+    s_layout: gl.constexpr,
+    o_layout: gl.constexpr,
+):
+    """The consumer's MAINLOOP with FlashAttention-3's ping-pong between the two consumer warpgroups, over the key
+    blocks in [0, hi) (masked from lo on): each issues its wgmma (O += P V of one block and S of the next, back to
+    back) only on its turn and hands the turn over once they are issued, so that the tensor pipe runs one warpgroup's
+    matrix products while the other computes its softmax. Both walk the same blocks, so they take the same number of
+    turns. The turn mbarriers count one arrival: warpgroup 0's first wait passes at once (the parity of the phase
+    before the first), warpgroup 1's waits for warpgroup 0's first hand-over."""
+    k_ring, k_ready, k_empty = ring[0], ring[2], ring[4]
+    BLOCK_N: gl.constexpr = k_ring.type.shape[1]
+    BLOCK_M: gl.constexpr = q_smem.type.shape[0]
+    blocks = gl.cdiv(hi, BLOCK_N)
+    turn_phase = 1 - WG
+    if blocks > 0:
+        # -- PROLOGUE: the first block's S, on this warpgroup's turn (its K bytes in first) --
+        mbarrier.wait(k_ready.index(0), 0)
+        turn_phase = _take_turn(turn, turn_phase, WG)
+        s = warpgroup_mma(
+            q_smem,
+            k_ring.index(0).permute((1, 0)),
+            gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
+            use_acc=False,
+            is_async=True,
+        )
+        mbarrier.arrive(turn.index(1 - WG))
+        # wait for S: the wgmma that read K has completed, so K's half of the stage goes back to the producer
+        s = warpgroup_mma_wait(0, deps=(s,))
+        mbarrier.arrive(k_empty.index(0))
+        smem_read_stage = 0
+        lap = 0
+        for j in range(blocks - 1):
+            acc, l_i, m_i, s, smem_read_stage, lap, turn_phase = _pingpong_step(
+                acc, l_i, m_i, s, q_smem, ring, turn, turn_phase, j, lo, smem_read_stage, lap, rows, keys, SKV,
+                DIAGONAL, qk_scale, WG, True, CAUSAL, s_layout, o_layout,
+            )  # fmt: skip
+        # -- the last block: no next S to issue --
+        acc, l_i, m_i, s, smem_read_stage, lap, turn_phase = _pingpong_step(
+            acc, l_i, m_i, s, q_smem, ring, turn, turn_phase, blocks - 1, lo, smem_read_stage, lap, rows, keys, SKV,
+            DIAGONAL, qk_scale, WG, False, CAUSAL, s_layout, o_layout,
+        )  # fmt: skip
+    return acc, l_i, m_i
+
+
+@gluon.jit
 def _consumer(
     o_ptr,
     q_smem,
     q_ready,
     ring,
+    turn,
     SQ,
     SKV,
     qk_scale,
     CAUSAL: gl.constexpr,
-    OVERLAP: gl.constexpr,
+    MAINLOOP: gl.constexpr,  # SERIAL, OVERLAP or PINGPONG
     WG: gl.constexpr,  # which consumer: rows WG * WG_ROWS .. of the program's BLOCK_M
     num_warps: gl.constexpr,
 ):
@@ -313,10 +459,15 @@ def _consumer(
     lo, hi = key_range(pid_m, SQ, SKV, BLOCK_M, BLOCK_N, CAUSAL)  # the program's blocks, as the producer's
     mbarrier.wait(q_ready, 0)  # Q's bytes, loaded once
     diagonal = SKV - SQ
-    if OVERLAP:
+    if MAINLOOP == OVERLAP:
         acc, l_i, m_i = _attend_overlapped(
             acc, l_i, m_i, q_rows, ring, lo, hi, rows, keys, SKV, diagonal, qk_scale, CAUSAL, s_layout, o_layout
         )
+    elif MAINLOOP == PINGPONG:
+        acc, l_i, m_i = _attend_pingpong(
+            acc, l_i, m_i, q_rows, ring, turn, lo, hi, rows, keys, SKV, diagonal, qk_scale, WG, CAUSAL, s_layout,
+            o_layout,
+        )  # fmt: skip
     else:
         smem_read_stage = 0
         lap = 0
@@ -350,7 +501,7 @@ def attention_gluon_kernel(
     qk_scale,  # the softmax scale times log2(e)
     CAUSAL: gl.constexpr,
     STAGES: gl.constexpr,
-    OVERLAP: gl.constexpr,  # _attend_overlapped's mainloop, else _attend_blocks'
+    MAINLOOP: gl.constexpr,  # SERIAL (_attend_blocks), OVERLAP (_attend_overlapped) or PINGPONG (_attend_pingpong)
     CONSUMERS: gl.constexpr,
     CONSUMER_REGS: gl.constexpr,
     PRODUCER_WARPS: gl.constexpr,
@@ -366,7 +517,11 @@ def attention_gluon_kernel(
     v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     k_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     v_empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    # the consumers' turns at the tensor pipe (PINGPONG): turn[i] completed by the other consumer's hand-over
+    turn = gl.allocate_shared_memory(gl.int64, [CONSUMERS, 1], mbarrier.MBarrierLayout())
     mbarrier.init(q_ready, count=1)  # completed by the producer's expect and Q's TMA bytes
+    for c in gl.static_range(CONSUMERS):
+        mbarrier.init(turn.index(c), count=1)
     for s in gl.static_range(STAGES):
         mbarrier.init(k_ready.index(s), count=1)  # completed by the producer's expect and the TMA bytes
         mbarrier.init(v_ready.index(s), count=1)
@@ -375,14 +530,16 @@ def attention_gluon_kernel(
     ring = (k_ring, v_ring, k_ready, v_ready, k_empty, v_empty)
     gl.warp_specialize(
         [
-            (_consumer, (o_ptr, q_smem, q_ready, ring, SQ, SKV, qk_scale, CAUSAL, OVERLAP, 0, num_warps)),
-            (_consumer, (o_ptr, q_smem, q_ready, ring, SQ, SKV, qk_scale, CAUSAL, OVERLAP, 1, num_warps)),
+            (_consumer, (o_ptr, q_smem, q_ready, ring, turn, SQ, SKV, qk_scale, CAUSAL, MAINLOOP, 0, num_warps)),
+            (_consumer, (o_ptr, q_smem, q_ready, ring, turn, SQ, SKV, qk_scale, CAUSAL, MAINLOOP, 1, num_warps)),
             (_producer, (q_desc, k_desc, v_desc, q_smem, q_ready, ring, HQ, GROUP, SQ, SKV, CAUSAL)),
         ],
         [num_warps, PRODUCER_WARPS],
         [CONSUMER_REGS, PRODUCER_REGS],
     )
     mbarrier.invalidate(q_ready)
+    for c in gl.static_range(CONSUMERS):
+        mbarrier.invalidate(turn.index(c))
     for s in gl.static_range(STAGES):
         mbarrier.invalidate(k_ready.index(s))
         mbarrier.invalidate(v_ready.index(s))
@@ -401,13 +558,13 @@ def descriptor(t: torch.Tensor, rows: int, dtype: str) -> TensorDescriptor:
 
 class GluonAttention:
     """attention_gluon_kernel at ``stages`` (GPU of compute capability 9.0 only):
-    ``GluonAttention((q, k, v, causal), out, 2)()`` writes out; ``overlap``: the mainloop that issues the next
-    block's S before this block's softmax (_attend_overlapped)."""
+    ``GluonAttention((q, k, v, causal), out, 2)()`` writes out; ``mainloop``: SERIAL, OVERLAP (the next block's S
+    issued before this block's softmax) or PINGPONG (the consumers' wgmma taking turns)."""
 
-    def __init__(self, inputs, out: torch.Tensor, stages: int, overlap: bool = False):
+    def __init__(self, inputs, out: torch.Tensor, stages: int, mainloop: int = 0):
         check_stages(stages, STAGES)
         ops = check_grid_limits(attention_operands(inputs, out), BLOCK_M)
-        self.ops, self.stages, self.overlap = ops, stages, overlap
+        self.ops, self.stages, self.mainloop = ops, stages, int(mainloop)
         self.descs = (
             descriptor(ops.q, BLOCK_M // CONSUMERS, ops.dtype),
             descriptor(ops.k, BLOCK_N, ops.dtype),
@@ -418,7 +575,7 @@ class GluonAttention:
             f"{BLOCK_M}x{BLOCK_N} blocks, d={ops.d}, Gluon, {CONSUMERS} consumer warpgroups of {NUM_WARPS} warps + "
             f"{PRODUCER_WARPS} producer "
             f"warp ({PRODUCER_REGS} regs), {stages}-stage TMA ring of K and V (a ready and an empty mbarrier each), "
-            + ("the next block's S = Q K^T issued under this block's softmax" if overlap else "serial wgmma")
+            + MAINLOOP_NOTES[self.mainloop]
         )
         self.info = kernel_info(None, BLOCK_N * ops.d * 2 * 2, self.config, self.grid[0] * self.grid[1])
         self._compiled = False
@@ -427,7 +584,7 @@ class GluonAttention:
         o = self.ops
         compiled = attention_gluon_kernel[self.grid](
             *self.descs, o.out, o.hq, o.group, o.sq, o.skv, o.scale * LOG2E,
-            CAUSAL=o.causal, STAGES=self.stages, OVERLAP=self.overlap, CONSUMERS=CONSUMERS,
+            CAUSAL=o.causal, STAGES=self.stages, MAINLOOP=self.mainloop, CONSUMERS=CONSUMERS,
             CONSUMER_REGS=CONSUMER_REGS, PRODUCER_WARPS=PRODUCER_WARPS, PRODUCER_REGS=PRODUCER_REGS,
             num_warps=NUM_WARPS,
         )  # fmt: skip
@@ -438,10 +595,10 @@ class GluonAttention:
 
 class WarpSpecializedAttention(TritonModule):
     """attention_gluon_kernel as the kernel-module contract (suite.kernel) states it, swept over its ring depth;
-    ``overlap``: its overlapped mainloop."""
+    ``mainloop``: SERIAL, OVERLAP or PINGPONG."""
 
-    def __init__(self, overlap: bool = False):
-        self.overlap = overlap
+    def __init__(self, mainloop: int = 0):
+        self.mainloop = int(mainloop)
 
     stages = STAGES
     dtypes = ("bf16", "fp16")
@@ -458,8 +615,9 @@ class WarpSpecializedAttention(TritonModule):
         return grid_limit_bad_inputs()
 
     def launch(self, inputs, out, stages):
-        return GluonAttention(inputs, out, stages, overlap=self.overlap)
+        return GluonAttention(inputs, out, stages, mainloop=self.mainloop)
 
 
-KERNEL = WarpSpecializedAttention()
-OVERLAPPED = WarpSpecializedAttention(overlap=True)
+KERNEL = WarpSpecializedAttention(SERIAL)
+OVERLAPPED = WarpSpecializedAttention(OVERLAP)
+PING_PONG = WarpSpecializedAttention(PINGPONG)
