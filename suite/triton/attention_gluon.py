@@ -117,6 +117,47 @@ def _softmax_step(s, m_i, l_i, start, rows, keys, SKV, DIAGONAL, qk_scale, MASKE
 
 
 @gluon.jit
+def _issue_s(q_smem, k_ring, stage, s_layout: gl.constexpr):
+    """S = Q Kᵀ of the K block in ``stage``, issued on the tensor pipe (asynchronous: wait on the result)."""
+    BLOCK_M: gl.constexpr = q_smem.type.shape[0]
+    BLOCK_N: gl.constexpr = k_ring.type.shape[1]
+    zeros = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout)
+    return warpgroup_mma(q_smem, k_ring.index(stage).permute((1, 0)), zeros, use_acc=False, is_async=True)
+
+
+@gluon.jit
+def _block_softmax(
+    acc, s, m_i, l_i, start, lo, rows, keys, SKV, DIAGONAL, qk_scale, p_dtype: gl.constexpr, CAUSAL: gl.constexpr
+):
+    """The key block at ``start``'s softmax (masked from ``lo`` on), O rescaled, and P as wgmma's register A
+    operand; returns (acc, P, m_i, l_i)."""
+    o_layout: gl.constexpr = acc.type.layout
+    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
+    if start >= lo:
+        p, alpha, m_i, l_i = _softmax_step(s, m_i, l_i, start, rows, keys, SKV, DIAGONAL, qk_scale, True, CAUSAL)
+    else:
+        p, alpha, m_i, l_i = _softmax_step(s, m_i, l_i, start, rows, keys, SKV, DIAGONAL, qk_scale, False, CAUSAL)
+    acc = acc * gl.expand_dims(gl.convert_layout(alpha, gl.SliceLayout(1, o_layout)), 1)
+    return acc, gl.convert_layout(p.to(p_dtype), p_layout), m_i, l_i
+
+
+@gluon.jit
+def _drain(acc, s_next, ring, smem_read_stage, next_read_stage, HAS_NEXT: gl.constexpr):
+    """Wait for O += P V and (HAS_NEXT) the next block's S, then give their V and K back to the producer. (Leaving
+    P V in flight into the next block, as FlashAttention-3 does, makes ptxas serialize every wgmma of the kernel
+    (C7514): it does not see that the next softmax reads only a completed group's registers.) Returns (acc, the
+    next block's S, or ``s_next`` as given without HAS_NEXT)."""
+    k_empty, v_empty = ring[4], ring[5]
+    if HAS_NEXT:
+        acc, s_next = warpgroup_mma_wait(0, deps=(acc, s_next))
+        mbarrier.arrive(k_empty.index(next_read_stage))
+    else:
+        acc = warpgroup_mma_wait(0, deps=(acc,))
+    mbarrier.arrive(v_empty.index(smem_read_stage))
+    return acc, s_next
+
+
+@gluon.jit
 def _attend_blocks(
     acc,
     l_i,
@@ -141,13 +182,11 @@ def _attend_blocks(
     k_ring, v_ring, k_ready, v_ready, k_empty, v_empty = ring
     BLOCK_N: gl.constexpr = k_ring.type.shape[1]
     STAGES: gl.constexpr = k_ring.type.shape[0]
-    BLOCK_M: gl.constexpr = q_smem.type.shape[0]
     p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
     for start in range(lo, hi, BLOCK_N):
         # wait for this stage's K bytes (its ready barrier's phase for this lap)
         mbarrier.wait(k_ready.index(smem_read_stage), lap)
-        s = gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout)
-        s = warpgroup_mma(q_smem, k_ring.index(smem_read_stage).permute((1, 0)), s, use_acc=False, is_async=True)
+        s = _issue_s(q_smem, k_ring, smem_read_stage, s_layout)
         # wait for S: the wgmma that read K has completed, so K's half of the stage goes back to the producer
         s = warpgroup_mma_wait(0, deps=(s,))
         mbarrier.arrive(k_empty.index(smem_read_stage))
@@ -184,46 +223,26 @@ def _overlapped_step(
     HAS_NEXT: gl.constexpr,
     CAUSAL: gl.constexpr,
     s_layout: gl.constexpr,
-    o_layout: gl.constexpr,
 ):
     """Key block ``j`` of _attend_overlapped; returns the softmax state, the next block's scores (HAS_NEXT: complete)
     and the ring position after this block."""
     k_ring, v_ring, k_ready, v_ready, k_empty, v_empty = ring
     BLOCK_N: gl.constexpr = k_ring.type.shape[1]
     STAGES: gl.constexpr = k_ring.type.shape[0]
-    BLOCK_M: gl.constexpr = q_smem.type.shape[0]
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
     start = j * BLOCK_N
     next_read_stage, next_lap = next_stage(smem_read_stage, lap, STAGES)
+    s_next = s
     if HAS_NEXT:
         # wait for the next block's K bytes, then issue its S: it runs on the tensor pipe under this block's softmax
         mbarrier.wait(k_ready.index(next_read_stage), next_lap)
-        s_next = warpgroup_mma(
-            q_smem,
-            k_ring.index(next_read_stage).permute((1, 0)),
-            gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
-            use_acc=False,
-            is_async=True,
-        )
-    if start >= lo:
-        p, alpha, m_i, l_i = _softmax_step(s, m_i, l_i, start, rows, keys, SKV, DIAGONAL, qk_scale, True, CAUSAL)
-    else:
-        p, alpha, m_i, l_i = _softmax_step(s, m_i, l_i, start, rows, keys, SKV, DIAGONAL, qk_scale, False, CAUSAL)
+        s_next = _issue_s(q_smem, k_ring, next_read_stage, s_layout)
     # O is rescaled while the next block's S is in flight (the previous block's O += P V completed at its end)
-    acc = acc * gl.expand_dims(gl.convert_layout(alpha, gl.SliceLayout(1, o_layout)), 1)
-    p_op = gl.convert_layout(p.to(k_ring.dtype), p_layout)
+    acc, p_op, m_i, l_i = _block_softmax(acc, s, m_i, l_i, start, lo, rows, keys, SKV, DIAGONAL, qk_scale,
+                                         k_ring.dtype, CAUSAL)  # fmt: skip
     # wait for this stage's V bytes
     mbarrier.wait(v_ready.index(smem_read_stage), lap)
     acc = warpgroup_mma(p_op, v_ring.index(smem_read_stage), acc, is_async=True)
-    # wait for O += P V and the next block's S: both K and V of their stages go back to the producer. (Leaving
-    # P V in flight into the next block, as FlashAttention-3 does, makes ptxas serialize every wgmma of the kernel
-    # (C7514): it does not see that the next softmax reads only a completed group's registers.)
-    if HAS_NEXT:
-        acc, s = warpgroup_mma_wait(0, deps=(acc, s_next))
-        mbarrier.arrive(k_empty.index(next_read_stage))
-    else:
-        acc = warpgroup_mma_wait(0, deps=(acc,))
-    mbarrier.arrive(v_empty.index(smem_read_stage))
+    acc, s = _drain(acc, s_next, ring, smem_read_stage, next_read_stage, HAS_NEXT)
     return acc, l_i, m_i, s, next_read_stage, next_lap
 
 
@@ -243,25 +262,17 @@ def _attend_overlapped(
     qk_scale,
     CAUSAL: gl.constexpr,
     s_layout: gl.constexpr,
-    o_layout: gl.constexpr,
 ):
     """The consumer's MAINLOOP with half of FlashAttention-3's intra-warpgroup overlap, over the key blocks in
     [0, hi) (masked from lo on): the next block's S = Q Kᵀ is issued before this block's softmax, so the tensor pipe
     computes it while the warpgroup computes exponentials; this block's O += P V completes within the block."""
     k_ring, k_ready, k_empty = ring[0], ring[2], ring[4]
     BLOCK_N: gl.constexpr = k_ring.type.shape[1]
-    BLOCK_M: gl.constexpr = q_smem.type.shape[0]
     blocks = gl.cdiv(hi, BLOCK_N)
     if blocks > 0:
         # -- PROLOGUE: the first block's S (its K bytes in, then the wgmma that read them complete) --
         mbarrier.wait(k_ready.index(0), 0)
-        s = warpgroup_mma(
-            q_smem,
-            k_ring.index(0).permute((1, 0)),
-            gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
-            use_acc=False,
-            is_async=True,
-        )
+        s = _issue_s(q_smem, k_ring, 0, s_layout)
         s = warpgroup_mma_wait(0, deps=(s,))
         mbarrier.arrive(k_empty.index(0))
         smem_read_stage = 0
@@ -269,12 +280,12 @@ def _attend_overlapped(
         for j in range(blocks - 1):
             acc, l_i, m_i, s, smem_read_stage, lap = _overlapped_step(
                 acc, l_i, m_i, s, q_smem, ring, j, lo, smem_read_stage, lap, rows, keys, SKV, DIAGONAL, qk_scale,
-                True, CAUSAL, s_layout, o_layout,
+                True, CAUSAL, s_layout,
             )  # fmt: skip
         # -- the last block: no next S to issue --
         acc, l_i, m_i, s, smem_read_stage, lap = _overlapped_step(
             acc, l_i, m_i, s, q_smem, ring, blocks - 1, lo, smem_read_stage, lap, rows, keys, SKV, DIAGONAL,
-            qk_scale, False, CAUSAL, s_layout, o_layout,
+            qk_scale, False, CAUSAL, s_layout,
         )  # fmt: skip
     return acc, l_i, m_i
 
@@ -310,7 +321,6 @@ def _pingpong_step(
     HAS_NEXT: gl.constexpr,
     CAUSAL: gl.constexpr,
     s_layout: gl.constexpr,
-    o_layout: gl.constexpr,
 ):
     """Key block ``j`` of _attend_pingpong: this block's softmax, then (on this warpgroup's turn) O += P V and the
     next block's S issued back to back, the turn handed over, both waited for. Returns the softmax state, the next
@@ -318,17 +328,11 @@ def _pingpong_step(
     k_ring, v_ring, k_ready, v_ready, k_empty, v_empty = ring
     BLOCK_N: gl.constexpr = k_ring.type.shape[1]
     STAGES: gl.constexpr = k_ring.type.shape[0]
-    BLOCK_M: gl.constexpr = q_smem.type.shape[0]
-    p_layout: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=o_layout, k_width=2)
     start = j * BLOCK_N
     next_read_stage, next_lap = next_stage(smem_read_stage, lap, STAGES)
     # the softmax runs while the other warpgroup's wgmma, issued on its turn, keep the tensor pipe busy
-    if start >= lo:
-        p, alpha, m_i, l_i = _softmax_step(s, m_i, l_i, start, rows, keys, SKV, DIAGONAL, qk_scale, True, CAUSAL)
-    else:
-        p, alpha, m_i, l_i = _softmax_step(s, m_i, l_i, start, rows, keys, SKV, DIAGONAL, qk_scale, False, CAUSAL)
-    acc = acc * gl.expand_dims(gl.convert_layout(alpha, gl.SliceLayout(1, o_layout)), 1)
-    p_op = gl.convert_layout(p.to(k_ring.dtype), p_layout)
+    acc, p_op, m_i, l_i = _block_softmax(acc, s, m_i, l_i, start, lo, rows, keys, SKV, DIAGONAL, qk_scale,
+                                         k_ring.dtype, CAUSAL)  # fmt: skip
     # wait for this stage's V bytes and (HAS_NEXT) the next stage's K bytes before taking the turn, so that the turn
     # is held only while issuing
     mbarrier.wait(v_ready.index(smem_read_stage), lap)
@@ -336,23 +340,12 @@ def _pingpong_step(
         mbarrier.wait(k_ready.index(next_read_stage), next_lap)
     turn_phase = _take_turn(turn, turn_phase, WG)
     acc = warpgroup_mma(p_op, v_ring.index(smem_read_stage), acc, is_async=True)
+    s_next = s
     if HAS_NEXT:
-        s_next = warpgroup_mma(
-            q_smem,
-            k_ring.index(next_read_stage).permute((1, 0)),
-            gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
-            use_acc=False,
-            is_async=True,
-        )
+        s_next = _issue_s(q_smem, k_ring, next_read_stage, s_layout)
     # both issued: the other warpgroup may issue its own, which queue behind these on the tensor pipe
     mbarrier.arrive(turn.index(1 - WG))
-    # wait for O += P V and the next block's S: K and V of their stages go back to the producer
-    if HAS_NEXT:
-        acc, s = warpgroup_mma_wait(0, deps=(acc, s_next))
-        mbarrier.arrive(k_empty.index(next_read_stage))
-    else:
-        acc = warpgroup_mma_wait(0, deps=(acc,))
-    mbarrier.arrive(v_empty.index(smem_read_stage))
+    acc, s = _drain(acc, s_next, ring, smem_read_stage, next_read_stage, HAS_NEXT)
     return acc, l_i, m_i, s, next_read_stage, next_lap, turn_phase
 
 
@@ -374,7 +367,6 @@ def _attend_pingpong(
     WG: gl.constexpr,
     CAUSAL: gl.constexpr,
     s_layout: gl.constexpr,
-    o_layout: gl.constexpr,
 ):
     """The consumer's MAINLOOP with FlashAttention-3's ping-pong between the two consumer warpgroups, over the key
     blocks in [0, hi) (masked from lo on): each issues its wgmma (O += P V of one block and S of the next, back to
@@ -384,20 +376,13 @@ def _attend_pingpong(
     before the first), warpgroup 1's waits for warpgroup 0's first hand-over."""
     k_ring, k_ready, k_empty = ring[0], ring[2], ring[4]
     BLOCK_N: gl.constexpr = k_ring.type.shape[1]
-    BLOCK_M: gl.constexpr = q_smem.type.shape[0]
     blocks = gl.cdiv(hi, BLOCK_N)
     turn_phase = 1 - WG
     if blocks > 0:
         # -- PROLOGUE: the first block's S, on this warpgroup's turn (its K bytes in first) --
         mbarrier.wait(k_ready.index(0), 0)
         turn_phase = _take_turn(turn, turn_phase, WG)
-        s = warpgroup_mma(
-            q_smem,
-            k_ring.index(0).permute((1, 0)),
-            gl.zeros([BLOCK_M, BLOCK_N], gl.float32, s_layout),
-            use_acc=False,
-            is_async=True,
-        )
+        s = _issue_s(q_smem, k_ring, 0, s_layout)
         mbarrier.arrive(turn.index(1 - WG))
         # wait for S: the wgmma that read K has completed, so K's half of the stage goes back to the producer
         s = warpgroup_mma_wait(0, deps=(s,))
@@ -407,12 +392,12 @@ def _attend_pingpong(
         for j in range(blocks - 1):
             acc, l_i, m_i, s, smem_read_stage, lap, turn_phase = _pingpong_step(
                 acc, l_i, m_i, s, q_smem, ring, turn, turn_phase, j, lo, smem_read_stage, lap, rows, keys, SKV,
-                DIAGONAL, qk_scale, WG, True, CAUSAL, s_layout, o_layout,
+                DIAGONAL, qk_scale, WG, True, CAUSAL, s_layout,
             )  # fmt: skip
         # -- the last block: no next S to issue --
         acc, l_i, m_i, s, smem_read_stage, lap, turn_phase = _pingpong_step(
             acc, l_i, m_i, s, q_smem, ring, turn, turn_phase, blocks - 1, lo, smem_read_stage, lap, rows, keys, SKV,
-            DIAGONAL, qk_scale, WG, False, CAUSAL, s_layout, o_layout,
+            DIAGONAL, qk_scale, WG, False, CAUSAL, s_layout,
         )  # fmt: skip
     return acc, l_i, m_i
 
@@ -461,12 +446,11 @@ def _consumer(
     diagonal = SKV - SQ
     if MAINLOOP == OVERLAP:
         acc, l_i, m_i = _attend_overlapped(
-            acc, l_i, m_i, q_rows, ring, lo, hi, rows, keys, SKV, diagonal, qk_scale, CAUSAL, s_layout, o_layout
+            acc, l_i, m_i, q_rows, ring, lo, hi, rows, keys, SKV, diagonal, qk_scale, CAUSAL, s_layout
         )
     elif MAINLOOP == PINGPONG:
         acc, l_i, m_i = _attend_pingpong(
             acc, l_i, m_i, q_rows, ring, turn, lo, hi, rows, keys, SKV, diagonal, qk_scale, WG, CAUSAL, s_layout,
-            o_layout,
         )  # fmt: skip
     else:
         smem_read_stage = 0
