@@ -11,11 +11,16 @@ A program owns BLOCK_M = 128 query rows of one (batch, query head) and walks its
 * two **consumer** partitions, one warpgroup (4 warps) of 64 query rows each, run per key block: S = Q Kᵀ on
   ``warpgroup_mma`` from shared memory, the online softmax in fp32 registers (exp2 of log2-scaled scores), P converted
   to wgmma's register A operand, O += P V on ``warpgroup_mma``; then O / l stored from registers (rows past sq
-  masked). Each releases a stage's K and V by its own arrival (the empty barriers count two), so the two warpgroups
-  meet only through the ring (one may run up to STAGES blocks ahead of the other): one's softmax runs while the
-  other's wgmma do, interleaved by the warp schedulers (the serial form of suite/ptx/attention_sm90.cu, not its
-  ping-pong). One partition of both warpgroups would not: Gluon arrives on an mbarrier from one thread after a
-  barrier of the whole partition, which would hold the two warpgroups in step at every release.
+  masked). Each releases a stage's K and V by its own arrival (the empty barriers count two). One partition of both
+  warpgroups would not do: Gluon arrives on an mbarrier from one thread after a barrier of the whole partition, which
+  would hold the two warpgroups in step at every release.
+
+Three mainloops (MAINLOOP): SERIAL, where the two warpgroups meet only through the ring (one may run up to STAGES
+blocks ahead of the other) and one's softmax runs while the other's wgmma do, as the warp schedulers interleave them
+(the serial form of suite/ptx/attention_sm90.cu); OVERLAP, which also issues the next block's S before this block's
+softmax; PINGPONG, FlashAttention-3's ping-pong (the PTX ping-pong form's order, by mbarriers rather than named
+barriers): each warpgroup issues its wgmma only on its turn and hands the turn to the other once they are issued, so
+that the tensor pipe alternates between the two and each softmax runs under the other's matrix products.
 
 Operands as 2-D views, (batch x heads x seq, head_dim): a block of K / V rows past a head's skv reads the next head's
 keys (or zeros past the tensor's end), which the masked blocks score -inf; a Q block past sq reads rows that are
