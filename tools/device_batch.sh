@@ -22,6 +22,8 @@
 #   suite     python -m suite.run $SUITE_ARGS (timed: alone on the GPU), the results folder as suite-<stamp>.tgz
 #   probe     the Triton tuning probes: tools/tune_vector.py --triton-desc --quick, tools/tune_gemm_triton.py --extra
 #             at 4096^3 and 4000x3000x1000 (timed: alone on the GPU)
+#   probe-gemm  tools/tune_gemm_ptx.py $PROBE_ARGS: split counts, split-K tiles and stream-K policies at the sweep's
+#             weakest shapes, against cuBLAS (timed: alone on the GPU)
 #   ptx-decode  the PTX swapped decode kernel's GPU tests
 #   fa4-a     the first half of the flash-attn-4 wheels (tools/fa4_wheels.sh made them; call with carry [".whl/a"]):
 #             kept in /tmp/fa4-wheels for fa4-b, the next call on the same (still warm) machine
@@ -78,6 +80,10 @@ for step in "$@"; do
       PYTHONPATH=. timeout 200 python3 tools/tune_gemm_triton.py --extra --shape 4096x4096x4096 4000x3000x1000 \
         > "$OUT/probe-gemm-extra.txt" 2> "$OUT/probe-gemm-extra.err"
       echo "gemm probe rc=$?"; cat "$OUT/probe-gemm-extra.txt" ;;
+    probe-gemm)
+      eval "PYTHONPATH=. timeout ${PROBE_LIMIT:-540} python3 tools/tune_gemm_ptx.py ${PROBE_ARGS:-}" \
+        > "$OUT/probe-gemm.txt" 2> "$OUT/probe-gemm.err"
+      echo "gemm probe rc=$?"; cat "$OUT/probe-gemm.txt"; tail -3 "$OUT/probe-gemm.err" ;;
     ptx-decode)
       timeout 200 python3 -m pytest -q -n 4 -rfE -p no:cacheprovider tests/test_ptx_decode.py \
         > "$OUT/ptx-decode-test.log" 2>&1

@@ -1,0 +1,105 @@
+"""Time GEMM schedules that are not registered rows at the sweep's weakest shapes (the mid-M band, where the output
+tiles are one to two waves), each between two cuBLAS timings (its ratio is against their mean). Candidates: the
+registered PTX rows the rule picks there, PTX split-K at forced split counts (how many splits a wave-aware split
+count would need), split-K on 128x256 and 128x192 tiles, stream-K with the persistent rung's policies (warpgroup
+index in uniform registers, tile rows in groups of 16), and the Triton split-K at forced split counts. Every
+candidate is checked against torch before it is timed. Used to choose registered configurations and split rules;
+not part of the suite's results.
+
+Run from the repository root: PYTHONPATH=. python3 tools/tune_gemm_ptx.py [--shape MxNxK ...] [--quick]
+--quick: the registered rows and two split counts only (a first look in under two minutes)."""
+
+from __future__ import annotations
+
+import dataclasses
+import statistics
+import sys
+
+import torch
+from triton.testing import do_bench
+
+from suite.ptx import gemm_tma as g
+from suite.triton import gemm_splitk
+
+# the sweep's weakest fp16 cells on the H100 (best row / cuBLAS 0.75-0.86), and a named shape as a control
+SHAPES = (
+    (341, 6144, 11008),
+    (529, 10240, 11008),
+    (202, 3584, 36864),
+    (950, 11008, 3072),
+    (2049, 22016, 24576),
+    (140, 36864, 18944),
+    (4000, 3000, 1000),
+)
+SPLIT_COUNTS = (1, 2, 3, 4, 6, 8, 11)
+
+
+def candidates(quick: bool) -> list[tuple[str, g.Config | None, int, int | None]]:
+    """(label, config (None: the Triton split-K), stages, forced splits or None)."""
+    reg = g.CONFIGS
+    rows = [
+        ("128x256 persistent tma-store s3", reg["128x256x64 ws 2wg persistent tma-store"], 3, None),
+        ("128x192 persistent tma-store s4", reg["128x192x64 ws 2wg persistent tma-store"], 4, None),
+        ("128x256 stream-k s4", reg["128x256 stream-k"], 4, None),
+        ("256x128 stream-k s4", reg["256x128 stream-k"], 4, None),
+        ("128x128 split-k s4 (rule)", reg["128x128 split-k"], 4, None),
+    ]
+    counts = (2, 4) if quick else SPLIT_COUNTS
+    rows += [(f"128x128 split-k s4 x{s}", reg["128x128 split-k"], 4, s) for s in counts]
+    if quick:
+        return rows
+    split256 = g.Config(256, 2, False, False, (3, 4), schedule="split-k", uniform_warpgroup=True, group_m=16)
+    split192 = g.Config(192, 2, False, False, (3, 4), schedule="split-k", dtypes=("fp16", "bf16"))
+    rows += [(f"128x256 split-k s3 x{s}", split256, 3, s) for s in SPLIT_COUNTS]
+    rows += [(f"128x192 split-k s4 x{s}", split192, 4, s) for s in (1, 2, 3, 4)]
+    sk = dataclasses.replace(reg["128x256 stream-k"], uniform_warpgroup=True, group_m=16)
+    rows += [("128x256 stream-k s4 uniform g16", sk, 4, None), ("128x256 stream-k s3 uniform g16", sk, 3, None)]
+    rows += [(f"triton split-k s4 x{s}", None, 4, s) for s in (None, *SPLIT_COUNTS)]
+    return rows
+
+
+def med(fn) -> float:
+    return statistics.median(do_bench(fn, warmup=25, rep=100, return_mode="all"))
+
+
+def main() -> None:
+    shapes = SHAPES
+    if "--shape" in sys.argv:
+        wanted = sys.argv[sys.argv.index("--shape") + 1 :]
+        shapes = tuple(tuple(map(int, w.split("x"))) for w in wanted if "x" in w)
+    rows = candidates("--quick" in sys.argv)
+    modules: dict[g.Config, g.TmaGemm] = {}
+    torch.manual_seed(0)
+    for m, n, k in shapes:
+        a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+        b = torch.randn(k, n, device="cuda", dtype=torch.float16)
+        c = torch.empty(m, n, device="cuda", dtype=torch.float16)
+        ref = (a.float() @ b.float()).half()
+        cublas = lambda: torch.matmul(a, b, out=c)  # noqa: E731
+        flop = 2 * m * n * k
+        out = []
+        for label, config, stages, splits in rows:
+            try:
+                if config is None:
+                    launch = gemm_splitk.SplitKGemm((a, b), c, stages, splits=splits)
+                else:
+                    module = modules.setdefault(config, g.TmaGemm(config))
+                    launch = g.Gemm((a, b), c, config, stages, kernel=module, splits=splits)
+                c.fill_(float("nan"))
+                launch()
+                torch.cuda.synchronize()
+                torch.testing.assert_close(c, ref, rtol=2e-2, atol=2e-2 * k**0.5)
+            except Exception as e:  # noqa: BLE001 - a candidate that fails is listed with why, the rest go on
+                out.append((label, None, f"{type(e).__name__}: {str(e).splitlines()[0][:100]}"))
+                continue
+            before, t, after = med(cublas), med(launch), med(cublas)
+            ratio = (before + after) / 2 / t
+            out.append((label, ratio, f"{flop / t / 1e9:.0f} TFLOP/s, grid {launch.grid}"))
+        print(f"\n{m}x{n}x{k} fp16: % of cuBLAS")
+        for label, ratio, note in sorted(out, key=lambda r: -(r[1] or 0)):
+            print(f"  {'-' if ratio is None else f'{100 * ratio:5.1f}'}  {label:40s} {note}")
+        sys.stdout.flush()
+
+
+if __name__ == "__main__":
+    main()
