@@ -59,7 +59,7 @@ CONSUMER_REGS = 240  # the second consumer's registers (the first, the default p
 PRODUCER_WARPS, PRODUCER_REGS = 1, 24  # the producer only computes coordinates
 # Q + STAGES x (K + V), 32 KiB each at d = 128: 3 stages fill 224 of the 227 KiB a block may have
 STAGES = (1, 2, 3)
-# the consumers' mainloops (the kernel's MAINLOOP): _attend_blocks, _attend_overlapped, _attend_pingpong
+# the consumers' mainloops (the kernel's MAINLOOP): _attend_blocks (SERIAL), _attend_ahead (OVERLAP, PINGPONG)
 SERIAL, OVERLAP, PINGPONG = gl.constexpr(0), gl.constexpr(1), gl.constexpr(2)
 MAINLOOP_NOTES = {
     0: "serial wgmma",
@@ -209,93 +209,6 @@ def _attend_blocks(
 
 
 @gluon.jit
-def _overlapped_step(
-    acc,
-    l_i,
-    m_i,
-    s,  # this block's scores (complete)
-    q_smem,
-    ring,
-    j,
-    lo,
-    smem_read_stage,
-    lap,
-    rows,
-    keys,
-    SKV,
-    DIAGONAL,
-    qk_scale,
-    HAS_NEXT: gl.constexpr,
-    CAUSAL: gl.constexpr,
-    s_layout: gl.constexpr,
-):
-    """Key block ``j`` of _attend_overlapped; returns the softmax state, the next block's scores (HAS_NEXT: complete)
-    and the ring position after this block."""
-    k_ring, v_ring, k_ready, v_ready, k_empty, v_empty = ring
-    BLOCK_N: gl.constexpr = k_ring.type.shape[1]
-    STAGES: gl.constexpr = k_ring.type.shape[0]
-    start = j * BLOCK_N
-    next_read_stage, next_lap = next_stage(smem_read_stage, lap, STAGES)
-    s_next = s
-    if HAS_NEXT:
-        # wait for the next block's K bytes, then issue its S: it runs on the tensor pipe under this block's softmax
-        mbarrier.wait(k_ready.index(next_read_stage), next_lap)
-        s_next = _issue_s(q_smem, k_ring, next_read_stage, s_layout)
-    # O is rescaled while the next block's S is in flight (the previous block's O += P V completed at its end)
-    acc, p_op, m_i, l_i = _block_softmax(acc, s, m_i, l_i, start, lo, rows, keys, SKV, DIAGONAL, qk_scale,
-                                         k_ring.dtype, CAUSAL)  # fmt: skip
-    # wait for this stage's V bytes
-    mbarrier.wait(v_ready.index(smem_read_stage), lap)
-    acc = warpgroup_mma(p_op, v_ring.index(smem_read_stage), acc, is_async=True)
-    acc, s = _drain(acc, s_next, ring, smem_read_stage, next_read_stage, HAS_NEXT)
-    return acc, l_i, m_i, s, next_read_stage, next_lap
-
-
-@gluon.jit
-def _attend_overlapped(
-    acc,
-    l_i,
-    m_i,
-    q_smem,
-    ring,
-    lo,
-    hi,
-    rows,
-    keys,
-    SKV,
-    DIAGONAL,
-    qk_scale,
-    CAUSAL: gl.constexpr,
-    s_layout: gl.constexpr,
-):
-    """The consumer's MAINLOOP with half of FlashAttention-3's intra-warpgroup overlap, over the key blocks in
-    [0, hi) (masked from lo on): the next block's S = Q Kᵀ is issued before this block's softmax, so the tensor pipe
-    computes it while the warpgroup computes exponentials; this block's O += P V completes within the block."""
-    k_ring, k_ready, k_empty = ring[0], ring[2], ring[4]
-    BLOCK_N: gl.constexpr = k_ring.type.shape[1]
-    blocks = gl.cdiv(hi, BLOCK_N)
-    if blocks > 0:
-        # -- PROLOGUE: the first block's S (its K bytes in, then the wgmma that read them complete) --
-        mbarrier.wait(k_ready.index(0), 0)
-        s = _issue_s(q_smem, k_ring, 0, s_layout)
-        s = warpgroup_mma_wait(0, deps=(s,))
-        mbarrier.arrive(k_empty.index(0))
-        smem_read_stage = 0
-        lap = 0
-        for j in range(blocks - 1):
-            acc, l_i, m_i, s, smem_read_stage, lap = _overlapped_step(
-                acc, l_i, m_i, s, q_smem, ring, j, lo, smem_read_stage, lap, rows, keys, SKV, DIAGONAL, qk_scale,
-                True, CAUSAL, s_layout,
-            )  # fmt: skip
-        # -- the last block: no next S to issue --
-        acc, l_i, m_i, s, smem_read_stage, lap = _overlapped_step(
-            acc, l_i, m_i, s, q_smem, ring, blocks - 1, lo, smem_read_stage, lap, rows, keys, SKV, DIAGONAL,
-            qk_scale, False, CAUSAL, s_layout,
-        )  # fmt: skip
-    return acc, l_i, m_i
-
-
-@gluon.jit
 def _take_turn(turn, turn_phase, WG: gl.constexpr):
     """Wait for this warpgroup's turn at the tensor pipe (the other warpgroup has issued its wgmma); returns the
     parity of its next turn."""
@@ -304,7 +217,7 @@ def _take_turn(turn, turn_phase, WG: gl.constexpr):
 
 
 @gluon.jit
-def _pingpong_step(
+def _ahead_step(
     acc,
     l_i,
     m_i,
@@ -323,86 +236,86 @@ def _pingpong_step(
     DIAGONAL,
     qk_scale,
     WG: gl.constexpr,
+    PINGPONG: gl.constexpr,
     HAS_NEXT: gl.constexpr,
     CAUSAL: gl.constexpr,
     s_layout: gl.constexpr,
 ):
-    """Key block ``j`` of _attend_pingpong: this block's softmax, then (on this warpgroup's turn) O += P V and the
-    next block's S issued back to back, the turn handed over, both waited for. Returns the softmax state, the next
-    block's scores (HAS_NEXT: complete), the ring position after this block and the parity of the next turn."""
+    """Key block ``j`` of _attend_ahead. Overlapped: the next block's S issued, then this block's softmax, then
+    O += P V. PINGPONG: this block's softmax, then (on this warpgroup's turn) O += P V and the next block's S issued
+    back to back and the turn handed over. Both wait for both. Returns the softmax state, the next block's scores
+    (HAS_NEXT: complete), the ring position after this block and the parity of the next turn."""
     k_ring, v_ring, k_ready, v_ready, k_empty, v_empty = ring
     BLOCK_N: gl.constexpr = k_ring.type.shape[1]
     STAGES: gl.constexpr = k_ring.type.shape[0]
     start = j * BLOCK_N
     next_read_stage, next_lap = next_stage(smem_read_stage, lap, STAGES)
-    # the softmax runs while the other warpgroup's wgmma, issued on its turn, keep the tensor pipe busy
+    s_next = s
+    if not PINGPONG:
+        if HAS_NEXT:
+            # wait for the next block's K bytes, then issue its S: it runs on the tensor pipe under this softmax
+            mbarrier.wait(k_ready.index(next_read_stage), next_lap)
+            s_next = _issue_s(q_smem, k_ring, next_read_stage, s_layout)
+    # overlapped: O is rescaled while the next block's S is in flight (the last O += P V completed at its block's
+    # end); PINGPONG: the softmax runs while the other warpgroup's wgmma, issued on its turn, keep the pipe busy
     acc, p_op, m_i, l_i = _block_softmax(acc, s, m_i, l_i, start, lo, rows, keys, SKV, DIAGONAL, qk_scale,
                                          k_ring.dtype, CAUSAL)  # fmt: skip
-    # wait for this stage's V bytes and (HAS_NEXT) the next stage's K bytes before taking the turn, so that the turn
-    # is held only while issuing
+    # wait for this stage's V bytes (PINGPONG: and the next stage's K bytes, so that the turn is held only while
+    # issuing)
     mbarrier.wait(v_ready.index(smem_read_stage), lap)
-    if HAS_NEXT:
-        mbarrier.wait(k_ready.index(next_read_stage), next_lap)
-    turn_phase = _take_turn(turn, turn_phase, WG)
+    if PINGPONG:
+        if HAS_NEXT:
+            mbarrier.wait(k_ready.index(next_read_stage), next_lap)
+        turn_phase = _take_turn(turn, turn_phase, WG)
     acc = warpgroup_mma(p_op, v_ring.index(smem_read_stage), acc, is_async=True)
-    s_next = s
-    if HAS_NEXT:
-        s_next = _issue_s(q_smem, k_ring, next_read_stage, s_layout)
-    # both issued: the other warpgroup may issue its own, which queue behind these on the tensor pipe
-    mbarrier.arrive(turn.index(1 - WG))
+    if PINGPONG:
+        if HAS_NEXT:
+            s_next = _issue_s(q_smem, k_ring, next_read_stage, s_layout)
+        # both issued: the other warpgroup may issue its own, which queue behind these on the tensor pipe
+        mbarrier.arrive(turn.index(1 - WG))
     acc, s = _drain(acc, s_next, ring, smem_read_stage, next_read_stage, HAS_NEXT)
     return acc, l_i, m_i, s, next_read_stage, next_lap, turn_phase
 
 
 @gluon.jit
-def _attend_pingpong(
-    acc,
-    l_i,
-    m_i,
-    q_smem,
-    ring,
-    turn,
-    lo,
-    hi,
-    rows,
-    keys,
-    SKV,
-    DIAGONAL,
-    qk_scale,
-    WG: gl.constexpr,
-    CAUSAL: gl.constexpr,
-    s_layout: gl.constexpr,
-):
-    """The consumer's MAINLOOP with FlashAttention-3's ping-pong between the two consumer warpgroups, over the key
-    blocks in [0, hi) (masked from lo on): each issues its wgmma (O += P V of one block and S of the next, back to
-    back) only on its turn and hands the turn over once they are issued, so that the tensor pipe runs one warpgroup's
-    matrix products while the other computes its softmax. Both walk the same blocks, so they take the same number of
-    turns. The turn mbarriers count one arrival: warpgroup 0's first wait passes at once (the parity of the phase
-    before the first), warpgroup 1's waits for warpgroup 0's first hand-over."""
+def _attend_ahead(acc, l_i, m_i, q_smem, ring, turn, lo, hi, rows, keys, SKV, DIAGONAL, qk_scale, WG: gl.constexpr,
+                  PINGPONG: gl.constexpr, CAUSAL: gl.constexpr, s_layout: gl.constexpr):  # fmt: skip
+    """The consumer's MAINLOOP with the next block's S = Q Kᵀ issued ahead, over the key blocks in [0, hi) (masked
+    from lo on); each block's O += P V completes within the block.
+    - Overlapped (half of FlashAttention-3's intra-warpgroup overlap): the next S is issued before this block's
+      softmax, so the tensor pipe computes it while the warpgroup computes exponentials.
+    - PINGPONG (FlashAttention-3's ping-pong between the two consumer warpgroups): each issues its wgmma (O += P V of
+      one block and S of the next, back to back) only on its turn and hands the turn over once they are issued, so
+      the tensor pipe runs one warpgroup's matrix products while the other computes its softmax. Both walk the same
+      blocks, so they take the same number of turns. The turn mbarriers count one arrival: warpgroup 0's first wait
+      passes at once (the parity of the phase before the first), warpgroup 1's waits for warpgroup 0's first
+      hand-over."""
     k_ring, k_ready, k_empty = ring[0], ring[2], ring[4]
     BLOCK_N: gl.constexpr = k_ring.type.shape[1]
     blocks = gl.cdiv(hi, BLOCK_N)
     turn_phase = 1 - WG
     if blocks > 0:
-        # -- PROLOGUE: the first block's S, on this warpgroup's turn (its K bytes in first) --
+        # -- PROLOGUE: the first block's S (its K bytes in first; PINGPONG: issued on this warpgroup's turn) --
         mbarrier.wait(k_ready.index(0), 0)
-        turn_phase = _take_turn(turn, turn_phase, WG)
+        if PINGPONG:
+            turn_phase = _take_turn(turn, turn_phase, WG)
         s = _issue_s(q_smem, k_ring, 0, s_layout)
-        mbarrier.arrive(turn.index(1 - WG))
+        if PINGPONG:
+            mbarrier.arrive(turn.index(1 - WG))
         # wait for S: the wgmma that read K has completed, so K's half of the stage goes back to the producer
         s = warpgroup_mma_wait(0, deps=(s,))
         mbarrier.arrive(k_empty.index(0))
         smem_read_stage = 0
         lap = 0
         for j in range(blocks - 1):
-            acc, l_i, m_i, s, smem_read_stage, lap, turn_phase = _pingpong_step(
+            acc, l_i, m_i, s, smem_read_stage, lap, turn_phase = _ahead_step(
                 acc, l_i, m_i, s, q_smem, ring, turn, turn_phase, j, lo, smem_read_stage, lap, rows, keys, SKV,
-                DIAGONAL, qk_scale, WG, True, CAUSAL, s_layout,
+                DIAGONAL, qk_scale, WG, PINGPONG, True, CAUSAL, s_layout,
             )  # fmt: skip
         # -- the last block: no next S to issue --
-        acc, l_i, m_i, s, smem_read_stage, lap, turn_phase = _pingpong_step(
+        acc, l_i, m_i, s, smem_read_stage, lap, turn_phase = _ahead_step(
             acc, l_i, m_i, s, q_smem, ring, turn, turn_phase, blocks - 1, lo, smem_read_stage, lap, rows, keys, SKV,
-            DIAGONAL, qk_scale, WG, False, CAUSAL, s_layout,
+            DIAGONAL, qk_scale, WG, PINGPONG, False, CAUSAL, s_layout,
         )  # fmt: skip
     return acc, l_i, m_i
 
@@ -449,13 +362,10 @@ def _consumer(
     lo, hi = key_range(pid_m, SQ, SKV, BLOCK_M, BLOCK_N, CAUSAL)  # the program's blocks, as the producer's
     mbarrier.wait(q_ready, 0)  # Q's bytes, loaded once
     diagonal = SKV - SQ
-    if MAINLOOP == OVERLAP:
-        acc, l_i, m_i = _attend_overlapped(
-            acc, l_i, m_i, q_rows, ring, lo, hi, rows, keys, SKV, diagonal, qk_scale, CAUSAL, s_layout
-        )
-    elif MAINLOOP == PINGPONG:
-        acc, l_i, m_i = _attend_pingpong(
-            acc, l_i, m_i, q_rows, ring, turn, lo, hi, rows, keys, SKV, diagonal, qk_scale, WG, CAUSAL, s_layout,
+    if MAINLOOP != SERIAL:
+        acc, l_i, m_i = _attend_ahead(
+            acc, l_i, m_i, q_rows, ring, turn, lo, hi, rows, keys, SKV, diagonal, qk_scale, WG, MAINLOOP == PINGPONG,
+            CAUSAL, s_layout,
         )  # fmt: skip
     else:
         smem_read_stage = 0
@@ -490,7 +400,7 @@ def attention_gluon_kernel(
     qk_scale,  # the softmax scale times log2(e)
     CAUSAL: gl.constexpr,
     STAGES: gl.constexpr,
-    MAINLOOP: gl.constexpr,  # SERIAL (_attend_blocks), OVERLAP (_attend_overlapped) or PINGPONG (_attend_pingpong)
+    MAINLOOP: gl.constexpr,  # SERIAL (_attend_blocks), OVERLAP or PINGPONG (_attend_ahead)
     CONSUMERS: gl.constexpr,
     CONSUMER_REGS: gl.constexpr,
     PRODUCER_WARPS: gl.constexpr,
