@@ -7,13 +7,15 @@ Examples:
   python -m suite.run --list                            # the registered variants and their gates
   python -m suite.run --problem gemm --size 4096 --profile   # and why: one more launch per row under ncu
   python -m suite.run --compare OLD NEW                 # two runs (directories or results.json): a gate
+  python -m suite.run ... --out DIR --resume            # finish a run that was cut (a time limit, Ctrl-C)
 
 Exit status:
   0    every row valid (and, with --compare, no row failed the gate)
   1    a row failed (validation, build or launch), a regression (--compare), or the results could not be written
        where asked (they are then written to a directory under the system temp dir, which is named)
   2    a usage or input error, found before any work: a bad flag or value, an --out that cannot be written (or that
-       another run holds, or that holds a run without --overwrite), a file that is not a readable results.json
+       another run holds, or that holds a run without --overwrite), a file that is not a readable results.json,
+       a --resume of a run of other arguments, software or GPU
   3    an internal error: one line (--debug shows the traceback)
   130  interrupted (Ctrl-C): the rows measured so far are in results.json, with meta.complete false
 """
@@ -175,6 +177,12 @@ def parse_args(argv=None) -> argparse.Namespace:
         action="store_true",
         help="let --out be a directory that holds an earlier run: its results and plots are removed first",
     )
+    p.add_argument(
+        "--resume",
+        action="store_true",
+        help="with --out DIR holding a run that was cut (its results.json's meta.complete false): run only the jobs "
+        "it did not finish, with the same arguments, software and GPU, and write both together",
+    )
     p.add_argument("--quick", action="store_true", help="a short smoke run: smaller sizes, fewer repetitions")
     p.add_argument("--seed", type=int, default=0, help="base seed; every validation draws a fresh one from it")
     p.add_argument("--list", action="store_true", help="print the registered variants with their gates and exit")
@@ -319,8 +327,14 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
     if args.out is not None and not args.list:  # before any work: a bad --out is known at once
         if why := check_out(args.out):
             return _usage_error("--out", why)
-        if not args.overwrite and _holds_results(args.out):
+        if args.resume and args.overwrite:
+            return _usage_error("--resume", "keeps the run in --out; --overwrite would remove it: pass one of them")
+        if args.resume and (why := _why_not_resumable(args.out)):
+            return _usage_error("--resume", why)
+        if not args.overwrite and not args.resume and _holds_results(args.out):
             return _usage_error("--out", f"{args.out} holds an earlier run's results (--overwrite replaces them)")
+    elif args.resume and not args.list:
+        return _usage_error("--resume", "needs --out DIR: the directory of the run to finish")
     if unknown := _unknown_choice(args):
         return _usage_error(*unknown)
     import torch
@@ -466,11 +480,16 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
     except OSError as e:
         return _usage_error("--out", f"cannot create {args.out or default_out} ({getattr(e, 'strerror', None) or e})")
     try:
-        if _holds_results(out):  # checked again under the lock: another run may have finished there since
+        resume = None
+        if args.resume:  # checked again under the lock: another run may have finished it since
+            if why := _why_not_resumable(out):
+                return _usage_error("--resume", why)
+            resume = results_io.read_json(out / "results.json")
+        elif _holds_results(out):  # checked again under the lock: another run may have finished there since
             if not args.overwrite:
                 return _usage_error("--out", f"{out} holds an earlier run's results (--overwrite replaces them)")
             results_io.clear_results(out)
-        return _run(args, argv, prestarted, opts, on_gpu, shard, gpus, out)
+        return _run(args, argv, prestarted, opts, on_gpu, shard, gpus, out, resume)
     finally:
         os.close(lock)
         for path in made:  # a run that ended before writing anything leaves no empty directory behind
@@ -487,16 +506,41 @@ def _missing(path: Path) -> list[Path]:
     return missing
 
 
+# What a resumed run must share with the run it finishes: every row is compared with ceilings timed in its own job,
+# so the parts are one run only on the same software and GPU model (suite.merge's rule for shards)
+RESUME_SAME = ("gpu", "python", "torch", "triton", "cuda_core", "cuda_bindings", "nvrtc", "driver", "suite_source")
+
+
+def _why_not_resumable(out: Path) -> str | None:
+    """Why ``out`` holds no run that --resume can finish (None: it holds one)."""
+    from suite.driver.results_io import InputError, read_json
+
+    file = Path(out) / "results.json"
+    if not file.exists():
+        return f"{out} holds no results.json to resume"
+    try:
+        data = read_json(file)
+    except InputError as e:
+        return str(e)
+    meta = data.get("meta") if isinstance(data, dict) else None
+    if not isinstance(meta, dict) or not isinstance(data.get("rows"), list) or "plan" not in meta:
+        return f"{file}: not a pipesuite run that records its plan (nothing to resume from)"
+    if meta.get("complete") is not False:
+        return f"{file}: that run is complete (meta.complete is not false): nothing to resume"
+    return None
+
+
 def _holds_results(out: Path) -> bool:
     from suite.driver.results_io import holds_results
 
     return holds_results(out)
 
 
-def _run(args, argv, prestarted, opts, on_gpu, shard, gpus, out: Path) -> int:
+def _run(args, argv, prestarted, opts, on_gpu, shard, gpus, out: Path, resume: dict | None = None) -> int:
     """The run itself into ``out`` (checked and held): results.json written after each job (meta.complete false)
     and whole at the end; on Ctrl-C what was measured is kept (exit 130); when the final write fails, the results go
-    to a directory under the system temp dir, named (exit 1)."""
+    to a directory under the system temp dir, named (exit 1). ``resume``: the record in ``out`` of the cut run this
+    one finishes (its finished jobs kept, the rest run)."""
     from suite.driver import meta as run_meta
     from suite.driver import report, results_io, sweep
 
@@ -515,6 +559,15 @@ def _run(args, argv, prestarted, opts, on_gpu, shard, gpus, out: Path) -> int:
     with phases("meta"):
         meta = run_meta.collect(on_gpu)
         meta["gpu_state_before"] = run_meta.gpu_state() if on_gpu else {}
+    if resume is not None:
+        was = resume["meta"]
+        if differ := [k for k in RESUME_SAME if was.get(k) != meta.get(k)]:
+            key = differ[0]
+            return _usage_error(
+                "--resume", f"the cut run had {key} {was.get(key)}, this one {meta.get(key)}: the same is needed"
+            )
+        earlier = {k: was.get(k) for k in ("date", "host", "command", "phase_seconds")}
+        meta["resumed_from"] = [*(was.get("resumed_from") or []), {**earlier, "rows": len(resume["rows"])}]
     so_far: list[dict] = []
 
     def on_rows(rows: list[dict]) -> None:  # after each job: what a crash or Ctrl-C would otherwise lose
@@ -534,7 +587,10 @@ def _run(args, argv, prestarted, opts, on_gpu, shard, gpus, out: Path) -> int:
             phases=phases,
             on_rows=on_rows,
             on_plan=meta.update,  # a cut run's results.json names its plan: compare and merge can read it
+            resume=resume,
         )
+    except sweep.ResumeError as e:
+        return _usage_error("--resume", str(e))
     except KeyboardInterrupt as e:
         rows = list(getattr(e, "rows", None) or so_far)  # the driver's own rows when it attaches them
         meta["command"] = command

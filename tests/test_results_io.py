@@ -392,3 +392,86 @@ def test_a_run_that_ends_before_writing_leaves_no_empty_directory(tmp_path, monk
     kept.mkdir()  # the user's own (empty) directory stays
     assert _main_here(*QUICK, "--out", str(kept), cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)[0] == 3
     assert kept.is_dir()
+
+
+# -- a cut run finished later: --resume -----------------------------------------------------------------------------
+
+TWO_JOBS = ("--problem", "vector", "--size", "4096", "8192", "--no-progress")  # two jobs, every vector variant
+
+
+def _cut_copy(full: Path, to: Path, keep_jobs: int, keep_rows: int) -> dict:
+    """A copy of the run in ``full`` as a time limit leaves it: its first ``keep_jobs`` jobs whole, ``keep_rows``
+    rows of the next (a job cut half-way: on_rows writes whole jobs, a driver's interrupt may attach more)."""
+    to.mkdir()
+    data = json.loads((full / "results.json").read_text())
+    jobs = sorted({r["job"] for r in data["rows"]})
+    data["rows"] = [r for r in data["rows"] if r["job"] in jobs[:keep_jobs]] + [
+        r for r in data["rows"] if r["job"] == jobs[keep_jobs]
+    ][:keep_rows]
+    data["meta"]["complete"] = False
+    (to / "results.json").write_text(json.dumps(data))
+    return data
+
+
+def test_resume_runs_only_what_a_cut_run_left_and_gives_the_whole_runs_rows(tmp_path, monkeypatch, capsys):
+    from suite.driver import jobs as running
+
+    full = tmp_path / "full"
+    code, _, err = _main_here(*TWO_JOBS, "--out", str(full), cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)
+    assert code == 0, err
+    cut = _cut_copy(full, tmp_path / "cut", keep_jobs=1, keep_rows=3)
+    ran = []
+    real = running.run_jobs
+    monkeypatch.setattr(
+        running, "run_jobs", lambda jobs, *a, **k: ran.append([j.index for j in jobs]) or real(jobs, *a, **k)
+    )
+    code, _, err = _main_here(
+        *TWO_JOBS, "--out", str(tmp_path / "cut"), "--resume", cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys
+    )
+    assert code == 0, err
+    assert ran == [[1]]  # the finished job is kept, the half-done one runs again whole
+    whole = json.loads((full / "results.json").read_text())
+    resumed = json.loads((tmp_path / "cut" / "results.json").read_text())
+    fields = ("job", "plan_row", "backend", "variant", "stages", "valid", "max_abs_error", "note")
+    assert [[r[f] for f in fields] for r in resumed["rows"]] == [[r[f] for f in fields] for r in whole["rows"]]
+    kept = sum(r["job"] == 0 for r in cut["rows"])
+    assert resumed["meta"]["complete"] is True and resumed["meta"]["resumed"] == {"kept_jobs": [0], "kept_rows": kept}
+    assert resumed["meta"]["resumed_from"][0]["rows"] == kept + 3
+    assert resumed["meta"]["resumed_from"][0]["date"] == cut["meta"]["date"]
+    assert "### vector 8192" in (tmp_path / "cut" / "table.md").read_text()  # the report holds both parts
+
+
+@pytest.mark.parametrize(
+    "case, says",
+    [
+        ("complete", "that run is complete"),
+        ("no record", "holds no results.json to resume"),
+        ("other arguments", "the earlier run is of plan"),
+        ("other software", "the cut run had torch 0.0.1"),
+        ("with --overwrite", "pass one of them"),
+        ("without --out", "needs --out DIR"),
+    ],
+)
+def test_resume_refuses_what_it_cannot_finish(case, says, tmp_path, monkeypatch, capsys):
+    full = tmp_path / "full"
+    code, _, err = _main_here(*QUICK, "--out", str(full), cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)
+    assert code == 0, err
+    target, argv = tmp_path / "cut", list(QUICK)
+    if case == "complete":
+        target = full
+    elif case == "no record":
+        target.mkdir()
+    else:
+        data = _cut_copy(full, target, keep_jobs=0, keep_rows=0)
+        if case == "other arguments":
+            argv += ["--size", "4096"]
+        if case == "other software":
+            data["meta"]["torch"] = "0.0.1"
+            (target / "results.json").write_text(json.dumps(data))
+    argv += {"with --overwrite": ["--overwrite"], "without --out": []}.get(case, [])
+    argv += [] if case == "without --out" else ["--out", str(target)]
+    before = {p.name: p.read_bytes() for p in target.iterdir()} if target.exists() else {}
+    code, _, err = _main_here(*argv, "--resume", cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)
+    last = err.strip().splitlines()[-1]  # (after the CPU notice, where the plan had to be built first)
+    assert code == 2 and last.startswith("error: --resume") and says in last and "Traceback" not in err, err
+    assert ({p.name: p.read_bytes() for p in target.iterdir()} if target.exists() else {}) == before  # untouched

@@ -31,7 +31,8 @@
 #             the attention rows at the default sizes with the FA4 row among them (SUITE_ARGS adds arguments)
 #   shards    python -m suite.run $SUITE_ARGS --shard I/$SHARD_COUNT for each I in $SHARDS (e.g. SHARDS="1 2"
 #             SHARD_COUNT=3), each cut by SIGINT at SHARD_LIMIT seconds (its measured rows kept, meta.complete false),
-#             each folder as shard-I-<stamp>.tgz: merge them here with python -m suite.merge
+#             each folder as shard-I-<stamp>.tgz: merge them here with python -m suite.merge; RESUME_DIR: a folder (carried
+#             to the machine) holding shard-I/ folders of cut shards, each finished with --resume instead of run anew
 #   pair      python -m suite.run $SUITE_ARGS twice back to back (issue 20's evidence: on a fresh machine the first
 #             is the fresh-cache run), each cut by SIGINT at SUITE_LIMIT seconds (360: a cold default run on an H100
 #             took over 300), then tools/agreement.py back-to-back and ceilings; both folders in pair-<stamp>.tgz
@@ -136,10 +137,14 @@ for step in "$@"; do
       echo "fa4 suite rc=$?"; grep -i "fa4" "$OUT/fa4.log" | head -20; tar czf "$OUT/fa4-$stamp.tgz" -C /tmp "$stamp-fa4" ;;
     shards)
       for i in ${SHARDS:-1}; do
-        eval "timeout -s INT ${SHARD_LIMIT:-280} python3 -m suite.run --no-progress --out /tmp/$stamp-shard-$i \
+        dir="/tmp/$stamp-shard-$i" resume=""
+        if [ -n "${RESUME_DIR:-}" ] && [ -f "$RESUME_DIR/shard-$i/results.json" ]; then
+          dir="$RESUME_DIR/shard-$i" resume="--resume"  # a cut shard carried back: only its unfinished jobs run
+        fi
+        eval "timeout -s INT ${SHARD_LIMIT:-280} python3 -m suite.run --no-progress --out $dir $resume \
           --shard $i/${SHARD_COUNT:-1} ${SUITE_ARGS:-}" > "$OUT/shard-$i.log" 2>&1
         echo "shard $i/${SHARD_COUNT:-1} rc=$?"; tail -2 "$OUT/shard-$i.log"
-        tar czf "$OUT/shard-$i-$stamp.tgz" -C /tmp "$stamp-shard-$i"
+        tar czf "$OUT/shard-$i-$stamp.tgz" -C "$(dirname "$dir")" "$(basename "$dir")"
       done ;;
     suite)
       eval "timeout ${SUITE_LIMIT:-400} python3 -m suite.run --no-progress --out /tmp/$stamp-suite ${SUITE_ARGS:-}" \

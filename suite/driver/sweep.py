@@ -19,7 +19,37 @@ from suite.driver import plan as planning
 from suite.driver import timing
 from suite.driver.timing import Phases
 
-__all__ = ["Phases", "execute", "record_phases", "resolve_gpus", "resolve_shard"]
+__all__ = ["Phases", "ResumeError", "execute", "record_phases", "resolve_gpus", "resolve_shard"]
+
+
+class ResumeError(ValueError):
+    """A run that cannot be resumed from the record given (another plan or shard): one line naming the rule."""
+
+
+def _kept_jobs(record: dict, plan, jobs: list, index: int, count: int) -> dict[int, list[dict]]:
+    """The jobs of ``jobs`` that the earlier, cut run in ``record`` finished (every row of the job there), with
+    their rows. ResumeError where the record is of another plan or shard."""
+    meta = record.get("meta") or {}
+    was = (meta.get("plan") or {}).get("id")
+    if was != plan.id:
+        raise ResumeError(
+            f"the earlier run is of plan {was}, this one of plan {plan.id} (another selection, sizes, seed, timer, "
+            "launch or --quick): resume it with its own arguments (its results.json's meta.command)"
+        )
+    shard = meta.get("shard") or {}
+    if (shard.get("index"), shard.get("count")) != (index, count):
+        raise ResumeError(
+            f"the earlier run is shard {shard.get('index')}/{shard.get('count')}, this one {index}/{count}"
+        )
+    by_job: dict[int, list[dict]] = {}
+    for row in record.get("rows") or []:
+        if isinstance(row, dict) and isinstance(row.get("job"), int):
+            by_job.setdefault(row["job"], []).append(row)
+    return {j.index: by_job[j.index] for j in jobs if len(by_job.get(j.index, ())) == len(j.rows)}
+
+
+def _in_plan_order(rows: list[dict]) -> list[dict]:
+    return sorted(rows, key=lambda r: (r.get("job", 0), -1 if r.get("plan_row") is None else r["plan_row"]))
 
 
 def resolve_shard(given: tuple[int, int] | None, environ: Mapping[str, str]) -> tuple[int, int] | None:
@@ -47,6 +77,7 @@ def execute(
     phases: Phases | None = None,
     on_rows: Callable[[list[dict]], None] | None = None,
     on_plan: Callable[[dict], None] | None = None,
+    resume: dict | None = None,
 ) -> tuple[list[dict], dict]:
     """Run the shard ``shard`` (index, count; None: the whole plan) of ``opts``' plan, on ``gpus`` (a list of
     suite.driver.workers.Device, one worker process each; None: in this process). ``on_rows``: called with the rows
@@ -55,10 +86,10 @@ def execute(
     (suite.driver.workers.prestart), for ``gpus``. ``on_rows(rows_so_far)``: called after each job with every row
     finished so far, in plan order. ``on_plan(metadata)``: called once before the first job with the metadata known
     by then (plan, shard, timer, launch), so that what a cut run leaves says what it ran. A Ctrl-C raises
-    suite.driver.workers.Interrupted with those rows."""
-    from suite.driver import jobs as running
+    suite.driver.workers.Interrupted with those rows. ``resume``: the record (results.json's data) of an earlier run
+    of the same plan and shard that was cut: the jobs it finished are not run again, their rows are part of every
+    list of rows this returns or reports (ResumeError where it is of another plan or shard)."""
     from suite.driver.measure import describe_launch
-    from suite.driver.rows import current_gpu, skeleton
 
     phases = phases if phases is not None else Phases()
     with phases("plan"):
@@ -71,14 +102,45 @@ def execute(
             "so, for suite.merge)",
             file=sys.stderr,
         )
+    shard_jobs = [j.index for j in jobs]
+    kept: list[dict] = []  # the rows of the jobs an earlier, cut run finished (resume)
+    if resume is not None:
+        finished = _kept_jobs(resume, plan, jobs, index, count)
+        jobs = [j for j in jobs if j.index not in finished]
+        kept = [r for job_rows in finished.values() for r in job_rows]
+        if on_rows is not None:
+            report = on_rows
+
+            def on_rows(rows: list[dict]) -> None:
+                report(_in_plan_order(kept + rows))
+
     info = {
         "plan": plan.meta(),
-        "shard": {"index": index, "count": count, "jobs": [j.index for j in jobs]},
+        "shard": {"index": index, "count": count, "jobs": shard_jobs},
         "timer": timing.describe_timer(opts.timer, opts.quick, opts.flush),
         "launch": describe_launch(opts.launch),
     }
+    if kept:
+        info["resumed"] = {"kept_jobs": sorted({r["job"] for r in kept}), "kept_rows": len(kept)}
     if on_plan is not None:
         on_plan(dict(info))
+    try:
+        rows = _run(jobs, opts, on_gpu, gpus, prestarted, plugins, progress, phases, on_rows, info)
+    except KeyboardInterrupt as e:  # suite.driver.workers.Interrupted: the rows so far, the kept ones among them
+        if kept:
+            from suite.driver.workers import Interrupted
+
+            raise Interrupted(_in_plan_order(kept + list(getattr(e, "rows", None) or ()))) from None
+        raise
+    info["phase_seconds"] = phases.as_dict()
+    return (_in_plan_order(kept + rows) if kept else rows), info
+
+
+def _run(jobs, opts, on_gpu, gpus, prestarted, plugins, progress, phases, on_rows, info) -> list[dict]:
+    """The jobs, in this process (``gpus`` None) or on worker processes; fills ``info``'s gpus."""
+    from suite.driver import jobs as running
+    from suite.driver.rows import current_gpu, skeleton
+
     if gpus is None:
         import torch
 
@@ -132,8 +194,7 @@ def execute(
                 started=started,
             )
         info["gpus"] = [r.meta() for r in reports]
-    info["phase_seconds"] = phases.as_dict()
-    return rows, info
+    return rows
 
 
 def record_phases(out: Path, meta: dict, phases: Phases) -> None:
