@@ -51,20 +51,8 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from suite.driver.results_io import InputError, read_json
+from suite.driver.results_io import SOFTWARE, InputError, read_json
 
-SOFTWARE = (
-    "python",
-    "torch",
-    "triton",
-    "cuda_core",
-    "cuda_bindings",
-    "cuda_python",
-    "nvrtc",
-    "driver",
-    "cuda_runtime",
-    "suite_source",
-)
 WIDTH = 160
 # What each part measured of its own GPU and run. Where the parts agree the merged metadata keeps the value; where they
 # differ (parts on other boards or leases) it lists each part's, since every row keeps the figures of the part that
@@ -282,7 +270,7 @@ def combine(parts: list[Part], *, allow_partial: bool = False, same_gpu: bool = 
         listed += f"; and {len(missing) - 3} more" if len(missing) > 3 else ""
         raise MergeError(
             f"missing {f'shards: {shards}' if shards else 'jobs'} ({len(missing)} of {parts[0].plan['jobs']} jobs: "
-            f"{listed}); merge them too (a cut shard: run it again), or pass --allow-partial"
+            f"{listed}); merge them too{' (a cut shard: --resume it)' if cut else ''}, or pass --allow-partial"
         )
     rows = [r for part in parts for r in part.rows] + [_placeholder(parts, j, shards) for j in missing]
     rows.sort(key=lambda r: (r.get("job", 0), -1 if r.get("plan_row") is None else r["plan_row"]))
@@ -290,7 +278,18 @@ def combine(parts: list[Part], *, allow_partial: bool = False, same_gpu: bool = 
     meta = {
         k: v
         for k, v in first.items()
-        if k not in ("gpu_state_before", "gpu_state_after", "phase_seconds", "command", "shard", "gpus", "merge")
+        if k
+        not in (
+            "gpu_state_before",
+            "gpu_state_after",
+            "phase_seconds",
+            "command",
+            "shard",
+            "gpus",
+            "merge",
+            "resumed",
+            "resumed_from",
+        )
     }
     meta["complete"] = not missing  # every job of the plan is in it
     for key in PER_PART:
@@ -318,6 +317,7 @@ def combine(parts: list[Part], *, allow_partial: bool = False, same_gpu: bool = 
                 "host": p.meta.get("host"),
                 "date": p.meta.get("date"),
                 "phase_seconds": p.meta.get("phase_seconds"),
+                **{k: p.meta[k] for k in ("resumed", "resumed_from") if k in p.meta},  # a part finished by --resume
             }
             for p in parts
         ],

@@ -506,11 +506,6 @@ def _missing(path: Path) -> list[Path]:
     return missing
 
 
-# What a resumed run must share with the run it finishes: every row is compared with ceilings timed in its own job,
-# so the parts are one run only on the same software and GPU model (suite.merge's rule for shards)
-RESUME_SAME = ("gpu", "python", "torch", "triton", "cuda_core", "cuda_bindings", "nvrtc", "driver", "suite_source")
-
-
 def _why_not_resumable(out: Path) -> str | None:
     """Why ``out`` holds no run that --resume can finish (None: it holds one)."""
     from suite.driver.results_io import InputError, read_json
@@ -523,7 +518,7 @@ def _why_not_resumable(out: Path) -> str | None:
     except InputError as e:
         return str(e)
     meta = data.get("meta") if isinstance(data, dict) else None
-    if not isinstance(meta, dict) or not isinstance(data.get("rows"), list) or "plan" not in meta:
+    if not isinstance(meta, dict) or not isinstance(data.get("rows"), list) or not isinstance(meta.get("plan"), dict):
         return f"{file}: not a pipesuite run that records its plan (nothing to resume from)"
     if meta.get("complete") is not False:
         return f"{file}: that run is complete (meta.complete is not false): nothing to resume"
@@ -560,8 +555,10 @@ def _run(args, argv, prestarted, opts, on_gpu, shard, gpus, out: Path, resume: d
         meta = run_meta.collect(on_gpu)
         meta["gpu_state_before"] = run_meta.gpu_state() if on_gpu else {}
     if resume is not None:
+        # every row is compared with ceilings timed in its own job, so the two parts are one run only on the same
+        # software and GPU model (suite.merge's rule for shards)
         was = resume["meta"]
-        if differ := [k for k in RESUME_SAME if was.get(k) != meta.get(k)]:
+        if differ := [k for k in ("gpu", *results_io.SOFTWARE) if was.get(k) != meta.get(k)]:
             key = differ[0]
             return _usage_error(
                 "--resume", f"the cut run had {key} {was.get(key)}, this one {meta.get(key)}: the same is needed"
@@ -593,6 +590,9 @@ def _run(args, argv, prestarted, opts, on_gpu, shard, gpus, out: Path, resume: d
         return _usage_error("--resume", str(e))
     except KeyboardInterrupt as e:
         rows = list(getattr(e, "rows", None) or so_far)  # the driver's own rows when it attaches them
+        if resume is not None and "plan" not in meta:  # cut before the plan was built: the record is as it was
+            print(f"\ninterrupted before any job: {out} holds the cut run as it was", file=sys.stderr)
+            return 130
         meta["command"] = command
         try:
             where = results_io.write_record(out, rows, meta, complete=False)

@@ -227,6 +227,17 @@ def test_a_cut_shard_gives_its_finished_jobs_and_the_rest_are_holes(gemm_plan, t
     assert data["meta"]["complete"] is False and data["meta"]["shard"]["jobs"] == sorted(
         set(range(len(gemm_plan.jobs))) - set(jobs[1:])
     )
+    assert "--resume it" in _merge(one, two, "--out", tmp_path / "refused-again")[2]
+    resumed = json.loads((two / "results.json").read_text())
+    resumed["meta"]["resumed"] = {"kept_jobs": [jobs[0]], "kept_rows": 1}  # resumed, then cut again
+    (two / "results.json").write_text(json.dumps(resumed))
+    for order in ((one, two), (two, one)):  # what a resumed part says is its own, whichever part comes first
+        code, _, err = _merge(*order, "--allow-partial", "--out", tmp_path / "order", "--overwrite")
+        meta = json.loads((tmp_path / "order" / "results.json").read_text())["meta"]
+        assert code == 0 and "resumed" not in meta, err
+        assert [p.get("resumed") for p in meta["merge"]["parts"]] == [
+            None if p == one else resumed["meta"]["resumed"] for p in order
+        ]
     again = _part(tmp_path / "s2-again", gemm_plan, 2, 2)  # the cut shard run again replaces it
     code, _, err = _merge(one, again, "--out", tmp_path / "whole")
     assert code == 0, err

@@ -448,6 +448,8 @@ def test_resume_runs_only_what_a_cut_run_left_and_gives_the_whole_runs_rows(tmp_
         ("no record", "holds no results.json to resume"),
         ("other arguments", "the earlier run is of plan"),
         ("other software", "the cut run had torch 0.0.1"),
+        ("other runtime", "the cut run had cuda_runtime 0.1"),
+        ("malformed plan", "not a pipesuite run that records its plan"),
         ("with --overwrite", "pass one of them"),
         ("without --out", "needs --out DIR"),
     ],
@@ -465,8 +467,11 @@ def test_resume_refuses_what_it_cannot_finish(case, says, tmp_path, monkeypatch,
         data = _cut_copy(full, target, keep_jobs=0, keep_rows=0)
         if case == "other arguments":
             argv += ["--size", "4096"]
-        if case == "other software":
-            data["meta"]["torch"] = "0.0.1"
+        if case in ("other software", "other runtime", "malformed plan"):
+            data["meta"].update(
+                {"other software": {"torch": "0.0.1"}, "other runtime": {"cuda_runtime": "0.1"}}.get(case)
+                or {"plan": "x"}
+            )
             (target / "results.json").write_text(json.dumps(data))
     argv += {"with --overwrite": ["--overwrite"], "without --out": []}.get(case, [])
     argv += [] if case == "without --out" else ["--out", str(target)]
@@ -475,3 +480,50 @@ def test_resume_refuses_what_it_cannot_finish(case, says, tmp_path, monkeypatch,
     last = err.strip().splitlines()[-1]  # (after the CPU notice, where the plan had to be built first)
     assert code == 2 and last.startswith("error: --resume") and says in last and "Traceback" not in err, err
     assert ({p.name: p.read_bytes() for p in target.iterdir()} if target.exists() else {}) == before  # untouched
+
+
+@pytest.mark.parametrize("damage", ["a row twice, another missing", "rows a failed device marked not run"])
+def test_resume_runs_again_a_job_whose_rows_are_not_each_of_its_plan_rows_once(damage, tmp_path, monkeypatch, capsys):
+    from suite.driver import jobs as running
+
+    full = tmp_path / "full"
+    code, _, err = _main_here(*TWO_JOBS, "--out", str(full), cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)
+    assert code == 0, err
+    cut = _cut_copy(full, tmp_path / "cut", keep_jobs=1, keep_rows=0)
+    if damage.startswith("a row twice"):
+        cut["rows"][1] = dict(cut["rows"][0])  # the job still has as many rows as the plan gives it
+    else:
+        cut["rows"][0].update(failure="device", valid=False, note="not run: the GPU failed")
+    (tmp_path / "cut" / "results.json").write_text(json.dumps(cut))
+    ran = []
+    real = running.run_jobs
+    monkeypatch.setattr(
+        running, "run_jobs", lambda jobs, *a, **k: ran.append([j.index for j in jobs]) or real(jobs, *a, **k)
+    )
+    code, _, err = _main_here(
+        *TWO_JOBS, "--out", str(tmp_path / "cut"), "--resume", cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys
+    )
+    assert code == 0 and ran == [[0, 1]], (ran, err)
+    rows = json.loads((tmp_path / "cut" / "results.json").read_text())["rows"]
+    assert [(r["job"], r["plan_row"]) for r in rows] == [(r["job"], r["plan_row"]) for r in json.loads(
+        (full / "results.json").read_text())["rows"]]  # fmt: skip
+
+
+def test_a_resume_cut_before_its_plan_leaves_the_cut_run_as_it_was(tmp_path, monkeypatch, capsys):
+    from suite.driver import plan as planning
+
+    full = tmp_path / "full"
+    code, _, err = _main_here(*TWO_JOBS, "--out", str(full), cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)
+    assert code == 0, err
+    _cut_copy(full, tmp_path / "cut", keep_jobs=1, keep_rows=0)
+    before = (tmp_path / "cut" / "results.json").read_bytes()
+
+    def interrupted(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(planning, "build", interrupted)
+    code, _, err = _main_here(
+        *TWO_JOBS, "--out", str(tmp_path / "cut"), "--resume", cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys
+    )
+    assert code == 130 and "holds the cut run as it was" in err, err
+    assert (tmp_path / "cut" / "results.json").read_bytes() == before

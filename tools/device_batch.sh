@@ -137,11 +137,12 @@ for step in "$@"; do
       echo "fa4 suite rc=$?"; grep -i "fa4" "$OUT/fa4.log" | head -20; tar czf "$OUT/fa4-$stamp.tgz" -C /tmp "$stamp-fa4" ;;
     shards)
       for i in ${SHARDS:-1}; do
-        dir="/tmp/$stamp-shard-$i" resume=""
+        dir="/tmp/$stamp/shard-$i" resume=""  # each tarball holds shard-I/: tar xzf it into a RESUME_DIR as it is
+        mkdir -p "/tmp/$stamp"
         if [ -n "${RESUME_DIR:-}" ] && [ -f "$RESUME_DIR/shard-$i/results.json" ]; then
           dir="$RESUME_DIR/shard-$i" resume="--resume"  # a cut shard carried back: only its unfinished jobs run
         fi
-        eval "timeout -s INT ${SHARD_LIMIT:-280} python3 -m suite.run --no-progress --out $dir $resume \
+        eval "timeout -s INT ${SHARD_LIMIT:-280} python3 -m suite.run --no-progress --out \"$dir\" $resume \
           --shard $i/${SHARD_COUNT:-1} ${SUITE_ARGS:-}" > "$OUT/shard-$i.log" 2>&1
         echo "shard $i/${SHARD_COUNT:-1} rc=$?"; tail -2 "$OUT/shard-$i.log"
         tar czf "$OUT/shard-$i-$stamp.tgz" -C "$(dirname "$dir")" "$(basename "$dir")"

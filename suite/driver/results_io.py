@@ -180,6 +180,20 @@ def lock_out(out: Path) -> int:
     return fd
 
 
+# The software a run records (suite.driver.meta): results of different software are not one run (suite.merge refuses
+# to merge them, suite.run refuses to --resume one)
+SOFTWARE = (
+    "python",
+    "torch",
+    "triton",
+    "cuda_core",
+    "cuda_bindings",
+    "cuda_python",
+    "nvrtc",
+    "driver",
+    "cuda_runtime",
+    "suite_source",
+)
 RESULT_FILES = ("results.json", "results.csv", "table.md")
 
 

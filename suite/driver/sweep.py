@@ -45,7 +45,14 @@ def _kept_jobs(record: dict, plan, jobs: list, index: int, count: int) -> dict[i
     for row in record.get("rows") or []:
         if isinstance(row, dict) and isinstance(row.get("job"), int):
             by_job.setdefault(row["job"], []).append(row)
-    return {j.index: by_job[j.index] for j in jobs if len(by_job.get(j.index, ())) == len(j.rows)}
+
+    def finished(job) -> bool:  # each of its plan rows once, none of them lost with a device that failed
+        rows = by_job.get(job.index, [])
+        return sorted(r.get("plan_row", -1) if isinstance(r.get("plan_row"), int) else -1 for r in rows) == sorted(
+            spec.index for spec in job.rows
+        ) and not any(r.get("failure") == "device" for r in rows)
+
+    return {j.index: by_job[j.index] for j in jobs if finished(j)}
 
 
 def _in_plan_order(rows: list[dict]) -> list[dict]:
