@@ -51,7 +51,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from suite.driver.results_io import SOFTWARE, InputError, read_json
+from suite.driver.results_io import SOFTWARE, InputError, in_plan_order, read_json
 
 WIDTH = 160
 # What each part measured of its own GPU and run. Where the parts agree the merged metadata keeps the value; where they
@@ -273,7 +273,7 @@ def combine(parts: list[Part], *, allow_partial: bool = False, same_gpu: bool = 
             f"{listed}); merge them too{' (a cut shard: --resume it)' if cut else ''}, or pass --allow-partial"
         )
     rows = [r for part in parts for r in part.rows] + [_placeholder(parts, j, shards) for j in missing]
-    rows.sort(key=lambda r: (r.get("job", 0), -1 if r.get("plan_row") is None else r["plan_row"]))
+    rows = in_plan_order(rows)
     first = parts[0].meta
     meta = {
         k: v

@@ -194,6 +194,13 @@ SOFTWARE = (
     "cuda_runtime",
     "suite_source",
 )
+
+
+def in_plan_order(rows: list[dict]) -> list[dict]:
+    """``rows`` in the plan's order: by job, then by row within it (a merge's hole, with no plan row, first)."""
+    return sorted(rows, key=lambda r: (r.get("job", 0), -1 if r.get("plan_row") is None else r["plan_row"]))
+
+
 RESULT_FILES = ("results.json", "results.csv", "table.md")
 
 

@@ -17,6 +17,7 @@ from pathlib import Path
 
 from suite.driver import plan as planning
 from suite.driver import timing
+from suite.driver.results_io import in_plan_order
 from suite.driver.timing import Phases
 
 __all__ = ["Phases", "ResumeError", "execute", "record_phases", "resolve_gpus", "resolve_shard"]
@@ -53,10 +54,6 @@ def _kept_jobs(record: dict, plan, jobs: list, index: int, count: int) -> dict[i
         ) and not any(r.get("failure") == "device" for r in rows)
 
     return {j.index: by_job[j.index] for j in jobs if finished(j)}
-
-
-def _in_plan_order(rows: list[dict]) -> list[dict]:
-    return sorted(rows, key=lambda r: (r.get("job", 0), -1 if r.get("plan_row") is None else r["plan_row"]))
 
 
 def resolve_shard(given: tuple[int, int] | None, environ: Mapping[str, str]) -> tuple[int, int] | None:
@@ -119,7 +116,7 @@ def execute(
             report = on_rows
 
             def on_rows(rows: list[dict]) -> None:
-                report(_in_plan_order(kept + rows))
+                report(in_plan_order(kept + rows))
 
     info = {
         "plan": plan.meta(),
@@ -137,10 +134,10 @@ def execute(
         if kept:
             from suite.driver.workers import Interrupted
 
-            raise Interrupted(_in_plan_order(kept + list(getattr(e, "rows", None) or ()))) from None
+            raise Interrupted(in_plan_order(kept + list(getattr(e, "rows", None) or ()))) from None
         raise
     info["phase_seconds"] = phases.as_dict()
-    return (_in_plan_order(kept + rows) if kept else rows), info
+    return (in_plan_order(kept + rows) if kept else rows), info
 
 
 def _run(jobs, opts, on_gpu, gpus, prestarted, plugins, progress, phases, on_rows, info) -> list[dict]:
