@@ -296,6 +296,16 @@ GEMM_VARIANTS = (
     ),
     (
         "ptx",
+        "128x256 split-tail tma-store tma+wgmma",
+        "suite.ptx.gemm_tma:KERNELS[128x256 split-tail]",
+        needs_sm90a,
+        ("llm", "long-k", "sweep"),
+        "the persistent TMA-store rung, its last, partial wave split in K: where that wave would keep fewer than "
+        "half of the SMs busy, each of its tiles is cut into shares of K on every SM (k-aligned: blocks that run "
+        "together read the same K range of B), so the last round lasts a share of a tile",
+    ),
+    (
+        "ptx",
         "128x256 stream-k tma+wgmma",
         "suite.ptx.gemm_tma:KERNELS[128x256 stream-k]",
         needs_sm90a,

@@ -115,6 +115,7 @@ EDGES = [
     ((200, 520, 16), 4),
     ((129, 257, 272), 7),
     ((300, 264, 1040), None),  # two tile rows of the 256-row tile, the second mostly past M
+    ((1700, 2600, 1040), None),  # 154 tiles of 128x256 on an H100 / H200: a whole wave, then a split tail of 22
 ]
 
 

@@ -15,7 +15,8 @@ CXX = shutil.which("c++") or shutil.which("g++") or shutil.which("clang++")
 
 # Reads "kind tiles k_tiles splits grid" lines and prints each block's units in walk order, one per line: "case
 # block tile k_begin k_tiles contributors index slots...". Kinds: 0 SplitTiles persistent; 1 SplitTiles one unit per
-# block (its grid: one block per unit); 2 StreamK; 3 SplitTiles persistent over whole tiles (the data-parallel walk).
+# block (its grid: one block per unit); 2 StreamK; 3 SplitTiles persistent over whole tiles (the data-parallel walk);
+# 4 SplitTail.
 HARNESS = r"""
 #define PIPESUITE_HD inline
 #include "sm90_work_units.cuh"
@@ -34,6 +35,7 @@ int main() {
             if (kind == 0) walk(SplitTiles<true>{tiles, k, splits, b, grid});
             else if (kind == 1) walk(SplitTiles<false>{tiles, k, splits, b, grid});
             else if (kind == 3) walk(SplitTiles<true, false>{tiles, k, 1, b, grid});
+            else if (kind == 4) walk(SplitTail(tiles, k, splits, b, grid));
             else walk(StreamK(tiles, k, b, grid));
         }
     }
@@ -110,6 +112,23 @@ def stream_k_model(tiles, k_tiles, grid):
     return walks
 
 
+def split_tail_model(tiles, k_tiles, splits, grid):
+    """Whole tiles round-robin for tiles // grid whole waves; then block c takes share c // R of tail tile c % R (R =
+    tiles % grid, while c < R x splits), K cut as split-K cuts it; tail tile t's contributors write t x splits + j."""
+    dp = tiles // grid * grid
+    tail = tiles - dp
+    base, extra = divmod(k_tiles, splits)
+    walks = {}
+    for c in range(grid):
+        units = [(t, 0, k_tiles, 1, 0, (0,)) for t in range(c, dp, grid)]
+        if c < tail * splits:
+            t, split = c % tail, c // tail
+            slots = tuple(t * splits + j for j in range(splits))
+            units.append((dp + t, split * base + min(split, extra), base + (split < extra), splits, split, slots))
+        walks[c] = units
+    return walks
+
+
 def check_deal(walks, tiles, k_tiles, slot_limit=None):
     """Every (tile, K tile) iteration in exactly one unit; a tile's units are its contributors, in K order. With
     ``slot_limit`` (stream-K): every partial unit of the grid writes a slot of its own below it, and each names its
@@ -146,6 +165,41 @@ def test_stream_k_walks_the_documented_deal(walk, grid):
     for (_, tiles, k, _, blocks), got in zip(cases, walk(cases), strict=True):
         check_deal(got, tiles, k, 2 * blocks)  # what the fix-up needs, first; then the deal as documented
         assert got == stream_k_model(tiles, k, blocks), (tiles, k, blocks)
+
+
+def test_split_tail_walks_the_documented_deal(walk):
+    """The launcher's plans (suite.ptx.gemm_tma.split_tail_plan) and forced split counts: every iteration once, a
+    tail tile's contributors in K order, each partial in a slot of its own within the launcher's tail x splits."""
+    from suite.ptx.gemm_tma import split_tail_plan
+
+    cases = []
+    for tiles, k in SHAPES:
+        for slots in (4, 64, 132):
+            grid, splits = split_tail_plan(tiles, k, slots)
+            cases.append((4, tiles, k, splits, grid))
+            tail = tiles % slots
+            for forced in (2, 3):  # the most the grid holds, and K shares of one K tile or none
+                if tail and tail * forced <= slots and forced <= k:
+                    cases.append((4, tiles, k, forced, slots))
+    assert any(c[3] > 1 for c in cases) and any(c[3] == 1 for c in cases)
+    for (_, tiles, k, splits, grid), got in zip(cases, walk(cases), strict=True):
+        tail = tiles % grid
+        check_deal(got, tiles, k, max(1, tail * splits))
+        assert got == split_tail_model(tiles, k, splits, grid), (tiles, k, splits, grid)
+
+
+def test_split_tail_plan_splits_only_a_thin_last_wave():
+    from suite.ptx.gemm_tma import split_tail_plan
+
+    assert split_tail_plan(1462, 384, 132) == (132, 13)  # 11 waves and 10 tiles: 13 shares of K each (130 blocks)
+    assert split_tail_plan(144, 172, 132) == (132, 11)  # one wave and 12 tiles: 11 shares (sqrt(172 / 1.5) = 10.7)
+    assert split_tail_plan(32, 128, 132) == (132, 4)  # fewer tiles than SMs: a wave of 4 shares each
+    assert split_tail_plan(200, 172, 132) == (132, 1)  # 68 tiles left: no room for two shares each
+    assert split_tail_plan(264, 172, 132) == (132, 1)  # whole waves: nothing to split
+    assert split_tail_plan(10, 6, 132) == (10, 1)  # K too short to split (fewer than 2 x 4 K tiles)
+    for tiles, k, slots in ((1462, 384, 132), (144, 172, 132), (32, 128, 132), (7, 40, 4)):
+        grid, splits = split_tail_plan(tiles, k, slots)
+        assert (tiles % grid) * splits <= grid and splits * 4 <= max(k, 4)
 
 
 def test_split_tiles_walks_the_documented_deal(walk):

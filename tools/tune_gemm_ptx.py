@@ -1,10 +1,10 @@
 """Time GEMM schedules that are not registered rows at the sweep's weakest shapes (the mid-M band, where the output
 tiles are one to two waves), each between two cuBLAS timings (its ratio is against their mean). Candidates: the
-registered PTX rows the rule picks there, PTX split-K at forced split counts (how many splits a wave-aware split
-count would need), split-K on 128x256 and 128x192 tiles, stream-K with the persistent rung's policies (warpgroup
-index in uniform registers, tile rows in groups of 16), and the Triton split-K at forced split counts. Every
-candidate is checked against torch before it is timed. Used to choose registered configurations and split rules;
-not part of the suite's results.
+registered PTX rows the rule picks there; the split tail on 128x256, 128x192 and 128x128 tiles; PTX split-K at
+forced split counts (how many splits a wave-aware split count would need) and on 128x256 and 128x192 tiles;
+stream-K with the persistent rung's policies (warpgroup index in uniform registers, tile rows in groups of 16); the
+Triton split-K at forced split counts. Every candidate is checked against torch before it is timed. Used to choose
+registered configurations and split rules; not part of the suite's results.
 
 Run from the repository root: PYTHONPATH=. python3 tools/tune_gemm_ptx.py [--shape MxNxK ...] [--quick]
 --quick: the registered rows and two split counts only (a first look in under two minutes)."""
@@ -54,6 +54,13 @@ def candidates(quick: bool) -> list[tuple[str, g.Config | None, int, int | None]
     rows += [(f"128x192 split-k s4 x{s}", split192, 4, s) for s in (1, 2, 3, 4)]
     sk = dataclasses.replace(reg["128x256 stream-k"], uniform_warpgroup=True, group_m=16)
     rows += [("128x256 stream-k s4 uniform g16", sk, 4, None), ("128x256 stream-k s3 uniform g16", sk, 3, None)]
+    # the split tail (the plan's split count) on the registered 128x256 rung, and on 128x192 and 128x128 tiles
+    tail = reg["128x256 split-tail"]
+    tail192 = dataclasses.replace(tail, block_n=192, stages=(3, 4), dtypes=("fp16", "bf16"), uniform_warpgroup=False)
+    tail128 = dataclasses.replace(tail, block_n=128, stages=(4, 5, 6), uniform_warpgroup=False)
+    rows += [(f"128x256 split-tail s{st}", tail, st, None) for st in (3, 4)]
+    rows += [("128x192 split-tail s4", tail192, 4, None)]
+    rows += [(f"128x128 split-tail s{st}", tail128, st, None) for st in (4, 6)]
     rows += [(f"triton split-k s4 x{s}", None, 4, s) for s in (None, *SPLIT_COUNTS)]
     return rows
 

@@ -39,7 +39,7 @@ constexpr int C_BOX_COLS = SWIZZLE_BYTES / 2;  // 16-bit C columns per TMA-store
 constexpr int PRODUCER_REGS = 40;
 constexpr int CONSUMER_REGS = 232;
 
-enum Schedule { SCHED_TILES, SCHED_SPLIT_K, SCHED_STREAM_K };
+enum Schedule { SCHED_TILES, SCHED_SPLIT_K, SCHED_STREAM_K, SCHED_SPLIT_TAIL };
 
 // GEMM_TMA_WG_BROADCAST=1 (Config.uniform_warpgroup, a per-module policy): this thread's warpgroup broadcast from
 // lane 0, so that the compiler knows it is the same across the warp and keeps what derives from it (the warpgroup's

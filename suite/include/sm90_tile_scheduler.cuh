@@ -5,7 +5,9 @@
 //   SCHED_TILES:    one unit per tile, all of K (SplitTiles with one split); PERSISTENT: block b takes tiles b,
 //                   b + grid, ...
 //   SCHED_SPLIT_K:  `splits` blocks per tile, each over an equal share of K (SplitTiles);
-//   SCHED_STREAM_K: whole tiles in data-parallel waves, then the last tiles' iterations shared evenly (StreamK).
+//   SCHED_STREAM_K: whole tiles in data-parallel waves, then the last tiles' iterations shared evenly (StreamK);
+//   SCHED_SPLIT_TAIL: whole tiles in data-parallel waves, then the last, partial wave's tiles split in K into
+//                   `splits` shares each (SplitTail).
 #pragma once
 
 #include "sm90_gemm.cuh"
@@ -23,6 +25,15 @@ struct SchedulePolicy<SCHED_STREAM_K, PERSISTENT> {
     using type = StreamK;
     __device__ __forceinline__ static type make(int tiles, int num_k_tiles, int) {
         return StreamK(tiles, num_k_tiles, blockIdx.x, gridDim.x);
+    }
+};
+
+template <bool PERSISTENT>
+struct SchedulePolicy<SCHED_SPLIT_TAIL, PERSISTENT> {
+    static_assert(PERSISTENT, "the split tail follows data-parallel waves of persistent blocks");
+    using type = SplitTail;
+    __device__ __forceinline__ static type make(int tiles, int num_k_tiles, int splits) {
+        return SplitTail(tiles, num_k_tiles, splits, blockIdx.x, gridDim.x);
     }
 };
 

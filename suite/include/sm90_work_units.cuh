@@ -5,7 +5,8 @@
 // given: the same code runs on the host (tests/test_tile_scheduler.py walks it for every block of many schedules).
 //   SplitTiles: tiles x splits units, split-major (the data-parallel tiles are splits = 1; split-K and the decode
 //               kernel's splits are more), block b taking unit b, then b + grid, ... when persistent;
-//   StreamK:    whole tiles in data-parallel waves, then the last tiles' iterations shared evenly.
+//   StreamK:    whole tiles in data-parallel waves, then the last tiles' iterations shared evenly;
+//   SplitTail:  whole tiles in data-parallel waves, then the last, partial wave's tiles each split in K.
 #pragma once
 
 #ifndef PIPESUITE_HD
@@ -95,5 +96,37 @@ struct StreamK {
         }
         // the iteration after the unit's last
         return unit_at((long long)(done.tile - dp_tiles) * num_k_tiles + done.k_begin + done.k_tiles);
+    }
+};
+
+// Data-parallel waves, then the tail split in K: with G persistent blocks, the first (tiles / G) x G tiles are whole
+// units dealt round-robin (block c takes c, c + G, ...); the R = tiles % G tiles left, which would make a last wave
+// that keeps only R of the G blocks busy, are each cut into `splits` shares of K (the launcher's count, R x splits
+// <= G), one unit per block: block c takes share c / R of tail tile c % R (split-major, as SplitTiles: the blocks
+// that run together read the same K range, so each panel of B and A is read from HBM once and shared in L2, where
+// stream-K's ranges start anywhere in K). The last round then lasts 1 / splits of a tile. A tail tile's contributors
+// write slots (its place in the tail) x splits + share; splits = 1: the plain persistent walk.
+struct SplitTail {
+    int tiles, num_k_tiles, splits, block, grid;
+    int dp_tiles;  // whole waves of tiles, done whole before the tail
+    PIPESUITE_HD SplitTail(int tiles_, int num_k_tiles_, int splits_, int block_, int grid_)
+        : tiles(tiles_), num_k_tiles(num_k_tiles_), splits(splits_), block(block_), grid(grid_) {
+        dp_tiles = tiles / grid * grid;
+    }
+    PIPESUITE_HD WorkUnit whole_tile(int tile) const { return {tile, 0, num_k_tiles, 1, 0, 0, 0, 0}; }
+    // this block's share of the tail, or the end of its walk
+    PIPESUITE_HD WorkUnit tail_unit() const {
+        const int tail = tiles - dp_tiles;
+        if (block >= tail * splits) return end_of_walk();
+        const int t = block % tail, split = block / tail;
+        const int base = num_k_tiles / splits, extra = num_k_tiles % splits;
+        const int k_begin = split * base + (split < extra ? split : extra);
+        return {dp_tiles + t, k_begin, base + (split < extra ? 1 : 0), splits, split, t * splits, 1, 0};
+    }
+    PIPESUITE_HD WorkUnit first_unit() const { return block < dp_tiles ? whole_tile(block) : tail_unit(); }
+    PIPESUITE_HD WorkUnit next_unit(const WorkUnit& done) const {
+        if (done.tile >= dp_tiles) return end_of_walk();  // the tail unit was the block's last
+        const int tile = done.tile + grid;
+        return tile < dp_tiles ? whole_tile(tile) : tail_unit();
     }
 };

@@ -26,13 +26,17 @@
 //   SCHED_STREAM_K: persistent blocks take whole tiles in data-parallel waves while at least two waves remain, then
 //                   share the last tiles' multiply-add iterations evenly; a block's range may start or end inside a
 //                   tile.
+//   SCHED_SPLIT_TAIL: persistent blocks take whole tiles in data-parallel waves; the tiles of the last, partial wave
+//                   are each split into `splits` equal shares of K (the launcher's count), one block each, so the
+//                   last round lasts a share of a tile instead of a whole one.
 // A unit that covers a tile's whole K range stores C directly. Otherwise:
 //   split-K: each split stores its fp32 partial, unscaled, into its own M x N slice of the workspace, and a second
 //            kernel (split_k_reduce, launched after it on the same stream) sums the slices in K order from zero,
 //            spread over the whole GPU: S partial tiles summed on one SM would read S x the tile through one SM;
-//   stream-K: a unit (a tile's share of one block's iterations) writes its fp32 partial to a workspace slot and
-//            arrives on the tile's counter; the last of the tile's units to arrive (a tile has 2 or 3) sums every
-//            partial in K order and stores C, then resets the counter for the next launch.
+//   stream-K and the split tail: a unit (a tile's share of one block's iterations) writes its fp32 partial to a
+//            workspace slot and arrives on the tile's counter; the last of the tile's units to arrive (stream-K: 2 or
+//            3 share a tile; the split tail: `splits`) sums every partial in K order and stores C, then resets the
+//            counter for the next launch.
 // Either way the order of the additions is the same whoever runs first: the result is bit-reproducible run to run,
 // and no float is ever added atomically.
 //
@@ -119,7 +123,7 @@ __global__ void __launch_bounds__(Tile<BM, BLOCK_N, CONSUMERS, E>::THREADS, 1)
                 if (u.contributors == 1) store_tile<T, E, BLOCK_N>(C, M, N, row0, n0, acc, alpha);
                 else store_partial<T, BLOCK_N>(workspace + (long long)u.index * M * N, M, N, row0, n0, acc);
                 return;
-            } else if constexpr (SCHEDULE == SCHED_STREAM_K) {
+            } else if constexpr (SCHEDULE == SCHED_STREAM_K || SCHEDULE == SCHED_SPLIT_TAIL) {
                 // not all of K here: the fix-up, whose last arriving unit stores C
                 if (u.contributors > 1 && !fix_up<T>(acc, u, workspace, counters, smem.flag(wg), wg, M, row0)) return;
             }

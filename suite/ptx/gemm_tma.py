@@ -43,7 +43,12 @@ L2_PROMOTION = "L2_128B"
 DTYPES = ("fp16", "bf16", "fp8e4m3")
 ELEMENT = {"fp16": "F16", "bf16": "BF16", "fp8e4m3": "E4M3"}  # gemm_tma.cu's element types
 ELEMENT_BYTES = {"fp16": 2, "bf16": 2, "fp8e4m3": 1}
-SCHEDULES = {"tiles": "SCHED_TILES", "split-k": "SCHED_SPLIT_K", "stream-k": "SCHED_STREAM_K"}
+SCHEDULES = {
+    "tiles": "SCHED_TILES",
+    "split-k": "SCHED_SPLIT_K",
+    "stream-k": "SCHED_STREAM_K",
+    "split-tail": "SCHED_SPLIT_TAIL",
+}
 GROUP_M = 8  # gemm_tma.cu's GEMM_TMA_GROUP_M default: tile rows per rasterization group (a Config may set its own)
 # split-K: each split streams at least this many K tiles (fewer and the prologue and the fix-up dominate)
 MIN_K_TILES_PER_SPLIT = 4
@@ -54,6 +59,9 @@ RIDGE_FLOP_PER_BYTE = {"fp16": 200, "bf16": 200, "fp8e4m3": 400}
 # A memory-bound shape's split-K stops once its blocks occupy this share of the SMs: about half of the SMs already
 # stream the weight at close to the HBM's pace; more splits only add workspace traffic and the fix-up
 STREAMING_SM_SHARE = 0.45
+# The split tail: the fix-up's cost per contributor, in K tiles of the mainloop (the last unit reads each other unit's
+# fp32 partial tile back from L2 on one SM: about 1.5 K tiles of a 128 x 256 tile's wgmma)
+TAIL_FIXUP_K_TILES = 1.5
 
 
 def block_k(dtype: str) -> int:
@@ -68,7 +76,7 @@ class Config:
     tma_store: bool  # epilogue: staged in shared memory, stored with TMA (where N % 8 == 0)
     stages: tuple[int, ...]  # every depth whose ring (and C staging, half of it at least) fits 227 KiB
     block_m: int = 128
-    schedule: str = "tiles"  # "tiles", "split-k" or "stream-k" (gemm_tma.cu's SCHEDULE)
+    schedule: str = "tiles"  # "tiles", "split-k", "stream-k" or "split-tail" (gemm_tma.cu's SCHEDULE)
     dtypes: tuple[str, ...] = ("fp16",)
     group_m: int = GROUP_M  # tile rows per rasterization group (gemm_tma.cu's GEMM_TMA_GROUP_M)
     # the warpgroup index broadcast from lane 0, its wgmma descriptors in uniform registers (GEMM_TMA_WG_BROADCAST:
@@ -78,6 +86,10 @@ class Config:
     def __post_init__(self):
         if self.group_m < 1:
             raise ValueError(f"group_m must be at least 1 tile row (got {self.group_m})")
+        if self.schedule not in SCHEDULES:
+            raise ValueError(f"schedule must be one of {', '.join(SCHEDULES)} (got {self.schedule!r})")
+        if self.schedule == "split-tail" and not self.persistent:
+            raise ValueError("the split tail follows data-parallel waves: schedule 'split-tail' needs persistent")
 
     @property
     def threads(self) -> int:
@@ -132,6 +144,9 @@ class Config:
             + (f", GROUP_M={self.group_m}" if self.group_m != GROUP_M else ""),
             "split-k": ", split-K (partials summed in K order by a second kernel)",
             "stream-k": ", stream-K over one block per SM (fix-up in K order by the last unit)",
+            "split-tail": ", persistent, the last partial wave's tiles split in K (fix-up in K order by the last unit)"
+            + (", TMA-store epilogue" if self.tma_store else "")
+            + (f", GROUP_M={self.group_m}" if self.group_m != GROUP_M else ""),
         }[self.schedule]
         return (
             f"{self.block_m}x{self.block_n}x{block_k(dtype)}, 1 producer warp + {self.consumers} consumer "
@@ -176,6 +191,19 @@ CONFIGS: dict[str, Config] = {
     # row holds all of M, so each byte of B (the weight) is read from HBM once, while the 128-row tiles' two tile rows
     # read each B panel at two different places in K (stream-K's ranges cross tile boundaries) and so twice
     "256x128 stream-k": Config(128, 2, True, False, (3, 4), block_m=256, schedule="stream-k", dtypes=DTYPES),
+    # the top rung with its last, partial wave split in K: where fewer tiles than half the SMs are left for the last
+    # round (tiles % SMs), they are cut into shares of K on every SM, k-aligned (the blocks that run together read
+    # the same K range), so the round lasts a share of a tile; otherwise it is the top rung's walk
+    "128x256 split-tail": Config(
+        **_TWO_WG,
+        persistent=True,
+        tma_store=True,
+        stages=(3, 4),
+        schedule="split-tail",
+        dtypes=DTYPES,
+        group_m=16,
+        uniform_warpgroup=True,
+    ),
     "64x128 split-k": Config(128, 1, False, False, (4, 6, 8), block_m=64, schedule="split-k", dtypes=DTYPES),
     "128x128 split-k": Config(128, 2, False, False, (4, 7), schedule="split-k", dtypes=DTYPES),
 }
@@ -273,6 +301,21 @@ def split_count(tiles: int, k_tiles: int, slots: int, streaming: bool = False, s
         return fill
     enough = -(-math.ceil(STREAMING_SM_SHARE * sms) // max(1, tiles))  # the fewest splits that reach the share
     return max(1, min(fill, enough))
+
+
+def split_tail_plan(tiles: int, k_tiles: int, slots: int) -> tuple[int, int]:
+    """The split tail's (grid, splits): every slot while the last, partial wave's R tiles (tiles % slots) can be split
+    at least twice (R x splits <= slots, every split at least MIN_K_TILES_PER_SPLIT K tiles, and no more splits than
+    the fix-up repays: about sqrt(K tiles / TAIL_FIXUP_K_TILES), where the last unit's reads of the others' partials
+    cost TAIL_FIXUP_K_TILES K tiles of the mainloop each); otherwise the plain persistent walk (suite.waves'
+    balanced grid) with one split."""
+    tail = tiles % slots
+    if tail:
+        repaid = max(1, round(math.sqrt(k_tiles / TAIL_FIXUP_K_TILES)))
+        splits = min(slots // tail, k_tiles // MIN_K_TILES_PER_SPLIT, repaid)
+        if splits >= 2:
+            return slots, splits
+    return persistent_grid(tiles, slots), 1
 
 
 class TmaGemm(NvrtcModule):
@@ -516,6 +559,16 @@ class Gemm(SplitLaunch):
         elif config.schedule == "stream-k":
             self.grid = min(sms * blocks_per_sm, tiles * k_tiles)
             slots = 2 * self.grid
+        elif config.schedule == "split-tail":
+            self.grid, self.splits = split_tail_plan(tiles, k_tiles, sms * blocks_per_sm)
+            if splits is not None:  # tests force one (R x splits within the grid)
+                self.splits = splits
+                if not 1 <= splits or (tiles % self.grid) * splits > self.grid:
+                    raise ValueError(
+                        f"splits={splits}: the tail's {tiles % self.grid} tiles x splits must fit the grid of "
+                        f"{self.grid} blocks"
+                    )
+            slots = (tiles % self.grid) * self.splits if self.splits > 1 else 0
         else:
             # persistent: the wave rule (suite.waves: the fewest programs that take as many rounds as every slot)
             self.grid = persistent_grid(tiles, sms * blocks_per_sm) if config.persistent else tiles
@@ -533,8 +586,8 @@ class Gemm(SplitLaunch):
             self.reduce_grid = -(-m * n // (4 * REDUCE_THREADS))
         else:
             self.workspace = torch.empty(max(1, slots * bm * bn), dtype=torch.float32, device=c.device)
-        # only stream-K's fix-up counts: a counter per tile and consumer warpgroup
-        counters = tiles * config.consumers if config.schedule == "stream-k" else 1
+        # only the fix-up counts (stream-K, the split tail): a counter per tile and consumer warpgroup
+        counters = tiles * config.consumers if config.schedule in ("stream-k", "split-tail") else 1
         self.counters = torch.zeros(counters, dtype=torch.int32, device=c.device)
         self.scales = (ops.scale_a, ops.scale_b) if dtype == "fp8e4m3" else (self.workspace, self.workspace)
         self.threads = config.threads
@@ -565,6 +618,14 @@ class Gemm(SplitLaunch):
             note += f", {self.splits} split{'s' if self.splits > 1 else ''} of {k_tiles} K tiles"
         if config.schedule == "stream-k":
             note += f", {tiles * k_tiles} MAC iterations over {self.grid} blocks"
+        if config.schedule == "split-tail":
+            tail = tiles % self.grid
+            note += (
+                f", {tiles - tail} tiles in {tiles // self.grid} whole waves of {self.grid}, then {tail} x "
+                f"{self.splits} splits of {k_tiles} K tiles"
+                if self.splits > 1
+                else grid_note(tiles, sms * blocks_per_sm, self.grid)
+            )
         if config.persistent and config.schedule == "tiles":
             note += grid_note(tiles, sms * blocks_per_sm, self.grid)
         if config.tma_store and n % 8 == 0 and config.c_passes(stages) > 1:
