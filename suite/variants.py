@@ -421,6 +421,16 @@ GEMM_VARIANTS = (
     ),
     (
         "triton",
+        "split-tail desc",
+        "suite.triton.gemm_streamk:SPLIT_TAIL",
+        gpu_or_interpreter,
+        ("llm", "long-k", "sweep"),
+        "the split tail through the stream-K kernel: whole waves of tiles round robin, then each tile of the last, "
+        "partial wave in equal shares of K, one program each, k-aligned (programs that run together read the "
+        "same K range of B); shared tiles summed in K order by the fix-up pass",
+    ),
+    (
+        "triton",
         "decode swap-ab desc",
         "suite.triton.gemm_decode:KERNEL",
         gpu_or_interpreter,

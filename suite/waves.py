@@ -12,6 +12,8 @@ balancing would halve the grid, and a round that streams its operands would then
 
 from __future__ import annotations
 
+import math
+
 BALANCED_MIN_SHARE = 0.9
 
 
@@ -48,3 +50,21 @@ def wave_split_count(tiles: int, k_tiles: int, sms: int, min_k_tiles: int, max_s
     cap = max(1, min(max_splits, k_tiles // min_k_tiles, (2 * sms) // max(1, tiles)))
     best = max(wave_efficiency(tiles * s, sms) for s in range(1, cap + 1))
     return next(s for s in range(1, cap + 1) if wave_efficiency(tiles * s, sms) >= best * (1 - slack))
+
+
+# The split tail: the fix-up's cost per contributor, in K tiles of the mainloop (the last unit reads each other
+# unit's fp32 partial tile back from L2 on one SM: about 1.5 K tiles of a 128 x 256 tile's MMAs)
+TAIL_FIXUP_K_TILES = 1.5
+
+
+def tail_split_count(tiles: int, k_tiles: int, slots: int, min_k_tiles: int) -> int:
+    """The split tail's rule (both backends): how many shares of K each tile of the last, partial wave gets, R = tiles
+    % slots of them (all the tiles where fewer than the slots), so that that wave lasts a share of a tile instead of
+    a whole one. As many as the slots hold (R x splits <= slots), every share at least ``min_k_tiles`` K tiles, and
+    no more than the fix-up repays: about sqrt(K tiles / TAIL_FIXUP_K_TILES) (a share's K tiles fall as 1 / splits,
+    the fix-up's reads grow with splits). 1: no tail, or no room for two shares of each of its tiles."""
+    tail = tiles % slots
+    if not tail:
+        return 1
+    repaid = max(1, round(math.sqrt(k_tiles / TAIL_FIXUP_K_TILES)))
+    return max(1, min(slots // tail, k_tiles // min_k_tiles, repaid))

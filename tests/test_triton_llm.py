@@ -148,15 +148,6 @@ STREAM_CASES = [
 ]
 
 
-@pytest.mark.parametrize("dtype, name, m, n, k_tiles, programs", _by_dtype(STREAM_CASES), ids=_ids(STREAM_CASES))
-def test_stream_k_close_to_fp64(dtype, name, m, n, k_tiles, programs):
-    _needs(dtype)
-    size = (m, n, k_tiles * _bk("stream-k", dtype, m) + (8 if dtype != "fp8e4m3" else 24))
-    seed = zlib.crc32(f"stream-k {dtype} {size}".encode())
-    inputs, out, launcher = _run(gemm_streamk.StreamKGemm, size, dtype, seed, sms=programs)
-    _assert_valid(inputs, out, dtype, f"stream-K {size} {dtype} {launcher.schedule}")
-
-
 def test_stream_k_cases_cover_what_they_say():
     """The cases above do share tiles, run a data-parallel phase, and have more programs than iterations."""
     s = gemm_streamk.schedule(tiles=1, k_tiles=7, sms=3)
@@ -167,6 +158,51 @@ def test_stream_k_cases_cover_what_they_say():
     assert s.sk_programs == 3 and s.programs == 3  # one program per iteration, no idle program launched
     s = gemm_streamk.schedule(tiles=6, k_tiles=4, sms=2)
     assert s.dp_tiles == 4 and s.sk_tiles == 2
+
+
+# (name, M, N, K tiles, programs): the split tail (the programs stand for the SMs; K past the K tiles: a partial one)
+TAIL_CASES = [
+    ("no room for two shares", 130, 300, 9, 4),  # 3 tall tiles (fp8: 4 of 128 x 256) on 4 programs: whole, one each
+    ("tall tiles in 2 shares", 130, 300, 9, 7),  # 3 x 2 shares of 10 K tiles (fp8: 4 tiles, whole)
+    ("a whole wave, then 1 tile in 3 shares", 300, 300, 12, 5),  # 6 tiles on 5 programs, 13 K tiles: 4, 4 and 5
+    ("K shares of unequal length", 13, 300, 10, 5),  # 2 tiles of 64 x 256 x 2 shares of 11 K tiles: 5 and 6
+]
+
+
+@pytest.mark.parametrize(
+    "launcher, dtype, name, m, n, k_tiles, programs",
+    [(gemm_streamk.StreamKGemm, *c) for c in _by_dtype(STREAM_CASES)]
+    + [(gemm_streamk.SplitTailGemm, *c) for c in _by_dtype(TAIL_CASES)],
+    ids=[f"stream-k-{i}" for i in _ids(STREAM_CASES)] + [f"split-tail-{i}" for i in _ids(TAIL_CASES)],
+)
+def test_stream_k_schedules_close_to_fp64(launcher, dtype, name, m, n, k_tiles, programs):
+    """Stream-K's schedule and the split tail's, both through the stream-K kernel and its fix-up pass."""
+    _needs(dtype)
+    size = (m, n, k_tiles * _bk("stream-k", dtype, m) + (8 if dtype != "fp8e4m3" else 24))
+    seed = zlib.crc32(f"{launcher.__name__} {dtype} {size}".encode())
+    inputs, out, run = _run(launcher, size, dtype, seed, sms=programs)
+    _assert_valid(inputs, out, dtype, f"{launcher.__name__} {size} {dtype} {run.schedule}")
+
+
+def test_split_tail_schedule_deals_whole_waves_then_k_aligned_shares():
+    """Whole waves round robin; each tail tile in `splits` shares of K, program p taking share p % splits of tail tile
+    p // splits (so program p's range starts at share p % splits of K, whatever its tile: the programs that run
+    together read the same K range); the fix-up's table names each tail tile's `splits` programs, in K order."""
+    for tiles, k_tiles, sms in ((1462, 384, 132), (144, 172, 132), (32, 128, 132), (6, 13, 5), (200, 172, 132)):
+        s = gemm_streamk.split_tail_schedule(tiles, k_tiles, sms)
+        splits = s.sk_programs // s.sk_tiles
+        assert s.dp_tiles % sms == 0 and 0 < s.sk_tiles <= sms and s.sk_programs <= sms and s.programs <= sms
+        assert splits == waves.tail_split_count(tiles, k_tiles, sms, gemm_splitk.MIN_K_TILES_PER_SPLIT)
+        for p in range(s.sk_programs):
+            first, end = s.first_iter(p), s.first_iter(p + 1)
+            assert first // k_tiles == (end - 1) // k_tiles == p // splits  # within one tile
+            assert first % k_tiles == (p % splits) * k_tiles // splits  # its share of K, whatever the tile
+        table = s.fixup_table()
+        assert all(table[3 * t : 3 * t + 3] == [splits * t, splits * t + splits - 1, 2 * splits * t]
+                   for t in range(s.sk_tiles))  # fmt: skip
+    assert gemm_streamk.split_tail_schedule(1462, 384, 132).sk_programs == 10 * 13  # 11 waves, 10 tiles x 13
+    assert gemm_streamk.split_tail_schedule(200, 172, 132).sk_programs == 68  # 68 tiles left: whole, one each
+    assert gemm_streamk.split_tail_schedule(264, 172, 132).sk_programs == 132  # whole waves: the last one whole
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -318,6 +354,11 @@ def test_sanitizer_sizes_exercise_the_fix_up():
     assert tiles_seen == {(256, 128), (128, 256)}, tiles_seen
     m, n, k = gemm_streamk.KERNEL.sanitize_sizes[-1]
     assert gemm_streamk.schedule(-(-m // 128) * -(-n // 256), -(-k // 64), H200_SMS).dp_tiles > 0
+    tails = []  # the split tail's: shares of K on both sizes, one after a whole wave
+    for m, n, k in gemm_streamk.SPLIT_TAIL.sanitize_sizes:
+        bm, bn, bk, _ = gemm_splitk.tile_for("fp16", m)
+        tails.append(gemm_streamk.split_tail_schedule(-(-m // bm) * -(-n // bn), -(-k // bk), H200_SMS))
+    assert all(t.sk_programs > t.sk_tiles for t in tails) and any(t.dp_tiles for t in tails), tails
     for size in (gemm_decode.KERNEL.sanitize_sizes[0], gemm_decode.KERNEL.faults[0].size):
         p = gemm_decode.plan("fp16", *size, H200_SMS)
         assert p.splits > 1 and -(-size[2] // p.block_k) % p.splits, (size, p)
@@ -330,6 +371,7 @@ def test_sanitizer_sizes_exercise_the_fix_up():
 KINDS = {
     "split-k": (gemm_splitk.SplitKGemm, {"splits": 3}),
     "stream-k": (gemm_streamk.StreamKGemm, {"sms": 3}),
+    "split-tail": (gemm_streamk.SplitTailGemm, {"sms": 4}),
     "decode": (gemm_decode.DecodeGemm, {"splits": 3}),
 }
 

@@ -3,8 +3,8 @@ tiles are one to two waves), each between two cuBLAS timings (its ratio is again
 registered PTX rows the rule picks there; the split tail on 128x256, 128x192 and 128x128 tiles; PTX split-K at
 forced split counts (how many splits a wave-aware split count would need) and on 128x256 and 128x192 tiles;
 stream-K with the persistent rung's policies (warpgroup index in uniform registers, tile rows in groups of 16); the
-Triton split-K at forced split counts. Every candidate is checked against torch before it is timed. Used to choose
-registered configurations and split rules; not part of the suite's results.
+Triton split-K at forced split counts and its split tail. Every candidate is checked against torch before it is
+timed. Used to choose registered configurations and split rules; not part of the suite's results.
 
 Run from the repository root: PYTHONPATH=. python3 tools/tune_gemm_ptx.py [--shape MxNxK ...] [--quick]
 --quick: the registered rows and two split counts only (a first look in under two minutes)."""
@@ -19,7 +19,7 @@ import torch
 from triton.testing import do_bench
 
 from suite.ptx import gemm_tma as g
-from suite.triton import gemm_splitk
+from suite.triton import gemm_splitk, gemm_streamk
 
 # the sweep's weakest fp16 cells on the H100 (best row / cuBLAS 0.75-0.86), and a named shape as a control
 SHAPES = (
@@ -34,8 +34,8 @@ SHAPES = (
 SPLIT_COUNTS = (1, 2, 3, 4, 6, 8, 11)
 
 
-def candidates(quick: bool) -> list[tuple[str, g.Config | None, int, int | None]]:
-    """(label, config (None: the Triton split-K), stages, forced splits or None)."""
+def candidates(quick: bool) -> list[tuple[str, g.Config | str, int, int | None]]:
+    """(label, config (or "triton split-k" / "triton split-tail"), stages, forced splits or None)."""
     reg = g.CONFIGS
     rows = [
         ("128x256 persistent tma-store s3", reg["128x256x64 ws 2wg persistent tma-store"], 3, None),
@@ -61,7 +61,8 @@ def candidates(quick: bool) -> list[tuple[str, g.Config | None, int, int | None]
     rows += [(f"128x256 split-tail s{st}", tail, st, None) for st in (3, 4)]
     rows += [("128x192 split-tail s4", tail192, 4, None)]
     rows += [(f"128x128 split-tail s{st}", tail128, st, None) for st in (4, 6)]
-    rows += [(f"triton split-k s4 x{s}", None, 4, s) for s in (None, *SPLIT_COUNTS)]
+    rows += [(f"triton split-k s4 x{s}", "triton split-k", 4, s) for s in (None, *SPLIT_COUNTS)]
+    rows += [(f"triton split-tail s{st}", "triton split-tail", st, None) for st in (3, 4)]
     return rows
 
 
@@ -87,8 +88,10 @@ def main() -> None:
         out = []
         for label, config, stages, splits in rows:
             try:
-                if config is None:
+                if config == "triton split-k":
                     launch = gemm_splitk.SplitKGemm((a, b), c, stages, splits=splits)
+                elif config == "triton split-tail":
+                    launch = gemm_streamk.SplitTailGemm((a, b), c, stages)
                 else:
                     module = modules.setdefault(config, g.TmaGemm(config))
                     launch = g.Gemm((a, b), c, config, stages, kernel=module, splits=splits)
@@ -101,7 +104,7 @@ def main() -> None:
                 continue
             before, t, after = med(cublas), med(launch), med(cublas)
             ratio = (before + after) / 2 / t
-            out.append((label, ratio, f"{flop / t / 1e9:.0f} TFLOP/s, grid {launch.grid}"))
+            out.append((label, ratio, f"{flop / t / 1e9:.0f} TFLOP/s, grid {getattr(launch, 'grid', '-')}"))
         print(f"\n{m}x{n}x{k} fp16: % of cuBLAS")
         for label, ratio, note in sorted(out, key=lambda r: -(r[1] or 0)):
             print(f"  {'-' if ratio is None else f'{100 * ratio:5.1f}'}  {label:40s} {note}")

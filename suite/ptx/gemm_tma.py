@@ -22,7 +22,7 @@ from suite.kernel import Fault, NvrtcModule
 from suite.nvrtc import loader
 from suite.problem_types import meta_tensor
 from suite.problems import BadInput
-from suite.waves import grid_note, persistent_grid
+from suite.waves import grid_note, persistent_grid, tail_split_count
 from suite.workspace import new_workspace
 
 SOURCE = Path(__file__).with_name("gemm_tma.cu")
@@ -59,9 +59,6 @@ RIDGE_FLOP_PER_BYTE = {"fp16": 200, "bf16": 200, "fp8e4m3": 400}
 # A memory-bound shape's split-K stops once its blocks occupy this share of the SMs: about half of the SMs already
 # stream the weight at close to the HBM's pace; more splits only add workspace traffic and the fix-up
 STREAMING_SM_SHARE = 0.45
-# The split tail: the fix-up's cost per contributor, in K tiles of the mainloop (the last unit reads each other unit's
-# fp32 partial tile back from L2 on one SM: about 1.5 K tiles of a 128 x 256 tile's wgmma)
-TAIL_FIXUP_K_TILES = 1.5
 
 
 def block_k(dtype: str) -> int:
@@ -304,18 +301,10 @@ def split_count(tiles: int, k_tiles: int, slots: int, streaming: bool = False, s
 
 
 def split_tail_plan(tiles: int, k_tiles: int, slots: int) -> tuple[int, int]:
-    """The split tail's (grid, splits): every slot while the last, partial wave's R tiles (tiles % slots) can be split
-    at least twice (R x splits <= slots, every split at least MIN_K_TILES_PER_SPLIT K tiles, and no more splits than
-    the fix-up repays: about sqrt(K tiles / TAIL_FIXUP_K_TILES), where the last unit's reads of the others' partials
-    cost TAIL_FIXUP_K_TILES K tiles of the mainloop each); otherwise the plain persistent walk (suite.waves'
-    balanced grid) with one split."""
-    tail = tiles % slots
-    if tail:
-        repaid = max(1, round(math.sqrt(k_tiles / TAIL_FIXUP_K_TILES)))
-        splits = min(slots // tail, k_tiles // MIN_K_TILES_PER_SPLIT, repaid)
-        if splits >= 2:
-            return slots, splits
-    return persistent_grid(tiles, slots), 1
+    """The split tail's (grid, splits): every slot, where the last, partial wave's tiles get two or more shares of K
+    each (suite.waves.tail_split_count); otherwise the plain persistent walk (suite.waves' balanced grid), one split."""
+    splits = tail_split_count(tiles, k_tiles, slots, MIN_K_TILES_PER_SPLIT)
+    return (slots, splits) if splits >= 2 else (persistent_grid(tiles, slots), 1)
 
 
 class TmaGemm(NvrtcModule):
@@ -361,13 +350,15 @@ class TmaGemm(NvrtcModule):
         # per tile, a remainder split, the fix-up; a tile wider than its TMA-store boxes (144): an edge tile of 136
         # columns, whose directly stored last 16 are half past C's edge; a 256-row tile: a second tile row, mostly
         # past M; a persistent TMA-store walk over more tiles than the H200's 132 SMs (at least 153: each block that
-        # takes a second tile reuses the C staging)
+        # takes a second tile reuses the C staging); the split tail after a whole wave (153 tiles: 21 left, in 2
+        # shares of 9 K tiles)
         self.sanitize_sizes = (
             ((130, 250, 40), (256, 512, 1024), (13, 264, 1040))
             + (((1100, 4104, 144),) if config.persistent and config.tma_store else ())
             + (((64, 512, 4112),) if config.schedule != "tiles" else ())
             + (((13, 424, 1040),) if config.tma_store and config.block_n % 64 else ())
             + (((300, 264, 1040),) if config.block_m > 128 else ())
+            + (((1100, 4104, 520),) if config.schedule == "split-tail" else ())
         )
 
     def defines(self) -> tuple[str, ...]:

@@ -36,7 +36,8 @@ import triton.language as tl
 from suite.triton._compiled import kernel_info
 from suite.triton.gemm_desc import GROUP_M, count, dtype_config, num_sms, stage_bytes
 from suite.triton.gemm_parts import add_in_order, mac_loop, store_tile, stream_k_range, stream_k_unit, tile_coords
-from suite.triton.gemm_splitk import STAGES, TwoPassGemm, TwoPassModule, epilogue_kwargs
+from suite.triton.gemm_splitk import MIN_K_TILES_PER_SPLIT, STAGES, TwoPassGemm, TwoPassModule, epilogue_kwargs
+from suite.waves import tail_split_count
 
 FIXUP_ELEMENTS = 512  # of a tile per fix-up program (2 rows of 256, 4 of 128): over 4 warps, one 16-byte load per
 # thread and partial
@@ -97,6 +98,19 @@ def schedule(tiles: int, k_tiles: int, sms: int) -> Schedule:
     sk_iters = (tiles - dp_tiles) * k_tiles
     sk_programs = min(sms, sk_iters)
     return Schedule(tiles, k_tiles, sms if dp_tiles else sk_programs, dp_tiles, sk_programs, sk_iters)
+
+
+def split_tail_schedule(tiles: int, k_tiles: int, sms: int) -> Schedule:
+    """The split tail, as a stream-K schedule: every whole wave of tiles dealt round robin, then each tile of the
+    last, partial wave cut into ``splits`` equal shares of K (suite.waves.tail_split_count), one program each
+    (sk_programs = tail x splits: program p's range is share p % splits of tail tile p // splits, so the programs
+    that run together read the same K range of B, where stream-K's ranges start anywhere in K). One share each
+    (no room for two): the tail's tiles whole, one program each (a whole last wave when tiles % sms == 0)."""
+    tail = tiles % sms or min(tiles, sms)
+    splits = tail_split_count(tiles, k_tiles, sms, MIN_K_TILES_PER_SPLIT)
+    dp_tiles = tiles - tail
+    sk_programs = tail * splits
+    return Schedule(tiles, k_tiles, sms if dp_tiles else sk_programs, dp_tiles, sk_programs, tail * k_tiles)
 
 
 @triton.jit
@@ -234,10 +248,12 @@ class StreamKGemm(TwoPassGemm):
     kernels = ("streamk_kernel", "streamk_fixup_kernel")
     fault = (FAULT_FIXUP_FIRST, "the fix-up pass launched before the stream-K pass")
 
+    rule = staticmethod(schedule)  # the schedule's rule: stream-K's (SplitTailGemm: the split tail's)
+
     def _plan(self, sms: int | None = None) -> None:
         tiles, k_tiles = self._tile_for()
         ops, (bm, bn, bk) = self.ops, self.tile
-        self.schedule = s = schedule(tiles, k_tiles, sms or num_sms(ops.a.device))
+        self.schedule = s = self.rule(tiles, k_tiles, sms or num_sms(ops.a.device))
         self.fixups = s.sk_tiles if s.cover > 1 else 0
         self._workspace(s.sk_programs * 2 if self.fixups else 0, bm, bn)
         self.table = torch.tensor(s.fixup_table(), dtype=torch.int32, device=ops.c.device) if self.fixups else None
@@ -277,8 +293,17 @@ class StreamKGemm(TwoPassGemm):
         return self._launch_main(streamk_kernel, s.programs, self._mac_box(), self.ops.c.stride(0), *sched, **meta)
 
 
+class SplitTailGemm(StreamKGemm):
+    """The split tail (split_tail_schedule) through the stream-K kernel and its fix-up pass."""
+
+    rule = staticmethod(split_tail_schedule)
+
+
 # streamk_kernel + streamk_fixup_kernel for the registry. compute-sanitizer: tiles shared by several programs, ranges
 # that start and end mid-tile, edge tiles in M and N, a partial K tile, N not a multiple of 8 (B through its padded
 # pitch), on tall tiles (M = 200: 256 x 128 at 16-bit types) and on 128 x 256 ones (M = 300); and a shape with a
 # data-parallel phase (more than two waves of 128x256 tiles: 2432 x 3840 is 19 x 15 = 285 tiles on 132 SMs)
 KERNEL = TwoPassModule(StreamKGemm, sanitize_sizes=((200, 300, 1000), (300, 300, 1000), (2432, 3840, 136)))
+# The split tail's sanitizer sizes, on 132 SMs: 6 tiles of 128 x 256 each in 3 shares of K (300 x 300 x 1000: no
+# whole wave), and a whole wave then 21 tiles in 2 shares (1100 x 4104 x 520: 9 x 17 = 153 tiles)
+SPLIT_TAIL = TwoPassModule(SplitTailGemm, sanitize_sizes=((300, 300, 1000), (1100, 4104, 520)))
