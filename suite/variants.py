@@ -300,9 +300,9 @@ GEMM_VARIANTS = (
         "suite.ptx.gemm_tma:KERNELS[128x256 split-tail]",
         needs_sm90a,
         ("llm", "long-k", "sweep"),
-        "the persistent TMA-store rung, its last, partial wave split in K: where that wave would keep fewer than "
-        "half of the SMs busy, each of its tiles is cut into shares of K on every SM (k-aligned: blocks that run "
-        "together read the same K range of B), so the last round lasts a share of a tile",
+        "the persistent TMA-store rung, its last, partial wave split in K: where that wave would keep at most half "
+        "of the SMs busy, each of its tiles is cut into 2 or more shares of K (k-aligned: blocks that run together "
+        "read the same K range of B), so the last round lasts a share of a tile",
     ),
     (
         "ptx",

@@ -178,9 +178,10 @@ def test_split_tail_walks_the_documented_deal(walk):
             grid, splits = split_tail_plan(tiles, k, slots)
             cases.append((4, tiles, k, splits, grid))
             tail = tiles % slots
-            for forced in (2, 3):  # the most the grid holds, and K shares of one K tile or none
-                if tail and tail * forced <= slots and forced <= k:
-                    cases.append((4, tiles, k, forced, slots))
+            for forced in (2, 3, k + 1):  # forced counts (tests): shares of one K tile or none, shares past K
+                if tail and tail * forced <= slots:
+                    grid, splits = split_tail_plan(tiles, k, slots, forced)  # the grid the launcher takes
+                    cases.append((4, tiles, k, splits, grid))
     assert any(c[3] > 1 for c in cases) and any(c[3] == 1 for c in cases)
     for (_, tiles, k, splits, grid), got in zip(cases, walk(cases), strict=True):
         tail = tiles % grid
@@ -193,13 +194,16 @@ def test_split_tail_plan_splits_only_a_thin_last_wave():
 
     assert split_tail_plan(1462, 384, 132) == (132, 13)  # 11 waves and 10 tiles: 13 shares of K each (130 blocks)
     assert split_tail_plan(144, 172, 132) == (132, 11)  # one wave and 12 tiles: 11 shares (sqrt(172 / 1.5) = 10.7)
-    assert split_tail_plan(32, 128, 132) == (132, 4)  # fewer tiles than SMs: a wave of 4 shares each
+    assert split_tail_plan(32, 128, 132) == (128, 4)  # fewer tiles than SMs: one wave of 4 shares each, no idle block
     assert split_tail_plan(200, 172, 132) == (132, 1)  # 68 tiles left: no room for two shares each
     assert split_tail_plan(264, 172, 132) == (132, 1)  # whole waves: nothing to split
     assert split_tail_plan(10, 6, 132) == (10, 1)  # K too short to split (fewer than 2 x 4 K tiles)
+    assert split_tail_plan(1, 1, 132, splits=3) == (3, 3)  # forced (tests): 3 shares of one K tile, two empty
+    with pytest.raises(ValueError, match="must fit the 132 block slots"):
+        split_tail_plan(100, 64, 132, splits=2)
     for tiles, k, slots in ((1462, 384, 132), (144, 172, 132), (32, 128, 132), (7, 40, 4)):
         grid, splits = split_tail_plan(tiles, k, slots)
-        assert (tiles % grid) * splits <= grid and splits * 4 <= max(k, 4)
+        assert grid <= slots and (tiles % grid) * splits <= grid and splits * 4 <= max(k, 4)
 
 
 def test_split_tiles_walks_the_documented_deal(walk):

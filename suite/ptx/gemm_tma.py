@@ -188,9 +188,10 @@ CONFIGS: dict[str, Config] = {
     # row holds all of M, so each byte of B (the weight) is read from HBM once, while the 128-row tiles' two tile rows
     # read each B panel at two different places in K (stream-K's ranges cross tile boundaries) and so twice
     "256x128 stream-k": Config(128, 2, True, False, (3, 4), block_m=256, schedule="stream-k", dtypes=DTYPES),
-    # the top rung with its last, partial wave split in K: where fewer tiles than half the SMs are left for the last
-    # round (tiles % SMs), they are cut into shares of K on every SM, k-aligned (the blocks that run together read
-    # the same K range), so the round lasts a share of a tile; otherwise it is the top rung's walk
+    # the top rung with its last, partial wave split in K: where at most half the SMs have a tile for the last round
+    # (tiles % SMs), each of those tiles is cut into 2 or more shares of K (as many as the SMs hold, at most about
+    # sqrt(K tiles / 1.5)), k-aligned (the blocks that run together read the same K range), so the round lasts a
+    # share of a tile; otherwise it is the top rung's walk
     "128x256 split-tail": Config(
         **_TWO_WG,
         persistent=True,
@@ -300,11 +301,19 @@ def split_count(tiles: int, k_tiles: int, slots: int, streaming: bool = False, s
     return max(1, min(fill, enough))
 
 
-def split_tail_plan(tiles: int, k_tiles: int, slots: int) -> tuple[int, int]:
-    """The split tail's (grid, splits): every slot, where the last, partial wave's tiles get two or more shares of K
-    each (suite.waves.tail_split_count); otherwise the plain persistent walk (suite.waves' balanced grid), one split."""
-    splits = tail_split_count(tiles, k_tiles, slots, MIN_K_TILES_PER_SPLIT)
-    return (slots, splits) if splits >= 2 else (persistent_grid(tiles, slots), 1)
+def split_tail_plan(tiles: int, k_tiles: int, slots: int, splits: int | None = None) -> tuple[int, int]:
+    """The split tail's (grid, splits): where the last, partial wave's tiles get two or more shares of K each
+    (suite.waves.tail_split_count, or ``splits`` forced), every slot, or the tiles x splits blocks that fewer tiles
+    than slots need (no block launched idle); otherwise the plain persistent walk (suite.waves' balanced grid), one
+    split. The kernel takes its whole waves (tiles // grid x grid) and tail from the grid. ValueError where forced
+    splits of the tail do not fit the slots."""
+    if splits is None:
+        splits = tail_split_count(tiles, k_tiles, slots, MIN_K_TILES_PER_SPLIT)
+    elif splits < 1 or (tiles % slots) * splits > slots:
+        raise ValueError(f"splits={splits}: the tail's {tiles % slots} tiles x splits must fit the {slots} block slots")
+    if splits < 2:
+        return persistent_grid(tiles, slots), 1
+    return (slots if tiles >= slots else tiles * splits), splits
 
 
 class TmaGemm(NvrtcModule):
@@ -350,15 +359,15 @@ class TmaGemm(NvrtcModule):
         # per tile, a remainder split, the fix-up; a tile wider than its TMA-store boxes (144): an edge tile of 136
         # columns, whose directly stored last 16 are half past C's edge; a 256-row tile: a second tile row, mostly
         # past M; a persistent TMA-store walk over more tiles than the H200's 132 SMs (at least 153: each block that
-        # takes a second tile reuses the C staging); the split tail after a whole wave (153 tiles: 21 left, in 2
-        # shares of 9 K tiles)
+        # takes a second tile reuses the C staging); the split tail after a whole wave (153 tiles: 21 left, each in 3
+        # shares of its 17 K tiles, fp8 in 2 of 9)
         self.sanitize_sizes = (
             ((130, 250, 40), (256, 512, 1024), (13, 264, 1040))
             + (((1100, 4104, 144),) if config.persistent and config.tma_store else ())
             + (((64, 512, 4112),) if config.schedule != "tiles" else ())
             + (((13, 424, 1040),) if config.tma_store and config.block_n % 64 else ())
             + (((300, 264, 1040),) if config.block_m > 128 else ())
-            + (((1100, 4104, 520),) if config.schedule == "split-tail" else ())
+            + (((1100, 4104, 1040),) if config.schedule == "split-tail" else ())
         )
 
     def defines(self) -> tuple[str, ...]:
@@ -550,15 +559,8 @@ class Gemm(SplitLaunch):
         elif config.schedule == "stream-k":
             self.grid = min(sms * blocks_per_sm, tiles * k_tiles)
             slots = 2 * self.grid
-        elif config.schedule == "split-tail":
-            self.grid, self.splits = split_tail_plan(tiles, k_tiles, sms * blocks_per_sm)
-            if splits is not None:  # tests force one (R x splits within the grid)
-                self.splits = splits
-                if not 1 <= splits or (tiles % self.grid) * splits > self.grid:
-                    raise ValueError(
-                        f"splits={splits}: the tail's {tiles % self.grid} tiles x splits must fit the grid of "
-                        f"{self.grid} blocks"
-                    )
+        elif config.schedule == "split-tail":  # ``splits``: tests force one
+            self.grid, self.splits = split_tail_plan(tiles, k_tiles, sms * blocks_per_sm, splits)
             slots = (tiles % self.grid) * self.splits if self.splits > 1 else 0
         else:
             # persistent: the wave rule (suite.waves: the fewest programs that take as many rounds as every slot)

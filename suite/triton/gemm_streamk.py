@@ -305,5 +305,5 @@ class SplitTailGemm(StreamKGemm):
 # data-parallel phase (more than two waves of 128x256 tiles: 2432 x 3840 is 19 x 15 = 285 tiles on 132 SMs)
 KERNEL = TwoPassModule(StreamKGemm, sanitize_sizes=((200, 300, 1000), (300, 300, 1000), (2432, 3840, 136)))
 # The split tail's sanitizer sizes, on 132 SMs: 6 tiles of 128 x 256 each in 3 shares of K (300 x 300 x 1000: no
-# whole wave), and a whole wave then 21 tiles in 2 shares (1100 x 4104 x 520: 9 x 17 = 153 tiles)
-SPLIT_TAIL = TwoPassModule(SplitTailGemm, sanitize_sizes=((300, 300, 1000), (1100, 4104, 520)))
+# whole wave), and a whole wave then 21 tiles in 3 shares (1100 x 4104 x 1040: 9 x 17 = 153 tiles; fp8, 2 shares)
+SPLIT_TAIL = TwoPassModule(SplitTailGemm, sanitize_sizes=((300, 300, 1000), (1100, 4104, 1040)))
