@@ -8,7 +8,7 @@ fallbacks when a kernel refuses the shape. Split counts are not chosen here: the
 set theirs from the shape by their own rules.
 
 The regimes, each a reason a tile choice wins (the thresholds are the constants below, fitted on committed runs):
-- decode (PTX: M <= 16 at 16-bit types; Triton: M < 16, or up to M = 128 against weights up to 8192 wide): the weight
+- decode (PTX: M <= 16; Triton: M < 16, or up to M = 128 against weights up to 8192 wide): the weight
   is nearly all the bytes; a swapped kernel puts the weight on the MMA's wide side and streams it once;
 - M between 128 and 256 (``TALL_M``): one row of 256-row tiles reads each weight tile once, where two rows of
   128-row tiles read it twice, and the zero-filled rows past M cost no operand traffic (per N x K, the tiles pull
@@ -29,7 +29,7 @@ H200_SMS = 132  # the rule's SM count where no GPU says otherwise (the committed
 FILL = 0.8  # tiles >= FILL x SMs: the output tiles alone keep the GPU busy
 PTX_NARROW_M = 256  # up to here 64x128 split-K tiles, while they fit one wave, beat 128x128 ones
 PTX_FEW_WAVES = 4  # 128x256 waves up to which a fuller last wave of 128x192 tiles pays for their narrower tile
-PTX_DECODE_M = 16  # up to here the swapped decode kernel (16-bit types) streams the weight best
+PTX_DECODE_M = 16  # up to here the swapped decode kernel streams the weight best
 TALL_M = 256  # M strictly between TALL_M / 2 and TALL_M: 256-row tiles (one tile row) read the weight once
 TRITON_TINY_M = 16  # below: the Triton decode kernel streams any weight best
 TRITON_DECODE_M = 128  # the Triton decode kernel's token tiles hold up to 64 rows, two of them here
@@ -98,16 +98,11 @@ def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
         "128x128 split-k tma+wgmma", 7, f"{few}; M={m} > {PTX_NARROW_M} or 64x128 tiles {t64} > {sms} SMs: K split"
     )
     split = (narrow, square) if t64 <= sms and m <= PTX_NARROW_M else (square, narrow)
-    if m <= PTX_DECODE_M and dtype != "fp8e4m3":
+    if m <= PTX_DECODE_M:
         decode = Choice(
             "decode swap-ab tma+wgmma", 4, f"M={m} <= {PTX_DECODE_M}: the weight on wgmma's M side, streamed once"
         )
         return (decode, *split)
-    if m <= PTX_DECODE_M:  # fp8 has no decode build: the 64-row split-K tile wastes the fewest rows
-        first = Choice(
-            narrow.kernel, narrow.stages, f"fp8, M={m} <= {PTX_DECODE_M} (no fp8 decode build): 64x128 tiles, K split"
-        )
-        return (first, square)
     if TALL_M // 2 < m < TALL_M:
         tall = Choice(
             "256x128 stream-k tma+wgmma",

@@ -347,7 +347,8 @@ GEMM_VARIANTS = (
         needs_sm90a,
         ("llm", "long-k", "sweep"),
         "small M: C^T = B^T A^T, 64 or 128 weight columns on wgmma's M side (1 or 2 consumer warpgroups) and 8-64 "
-        "tokens on its N side, stages of <= 48 KiB (up to 256 of K) in 2-4 deep rings, persistent; split-K until "
+        "tokens on its N side, stages of <= 48 KiB (up to 256 of K, fp8 512, promoted per 128) in 2-4 deep rings, "
+        "persistent; split-K until "
         "5 MiB of weight is in flight, the splits summed in split order by the last one in (suite.ptx.gemm_decode."
         "plan)",
     ),

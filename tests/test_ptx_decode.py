@@ -1,6 +1,6 @@
 """The PTX decode GEMM (gemm_decode.cu's gemm_tma_decode, suite.ptx.gemm_decode): the rule that picks its tile, stage
-and split count; its machine code on CPU (the swapped wgmma, TMA, mbarriers, no spills); and on a GPU its results at the
-edges of the schedule, bit for bit the same run after run."""
+and split count; its machine code on CPU (the swapped wgmma, fp8's K-major one promoted per K atom, TMA, mbarriers,
+no spills); and on a GPU its results at the edges of the schedule, bit for bit the same run after run."""
 
 import re
 
@@ -75,30 +75,47 @@ def test_decode_refuses_unpitched_k_and_unbuilt_depths_before_launch():
         gemm_decode.Decode((a, b), torch.empty(16, 128).half(), 3)
     with pytest.raises(ValueError, match="stages"):
         gemm_decode.Decode((a, b), torch.empty(16, 128).half(), 5)
-    assert "fp8e4m3" not in gemm_decode.KERNEL.dtypes and "K-major" in gemm_decode.KERNEL.dtype_notes["fp8e4m3"]
+    assert "multiple of 16" in gemm_decode.refusal((16, 4096, 4104), "fp8e4m3")  # fp8's rows: 16 bytes of K
+    assert gemm_decode.KERNEL.fp8_accumulation == "promoted"
+
+
+def test_an_atom_is_128_bytes_of_k_at_every_dtype():
+    """fp8's stages hold the same bytes as the 16-bit ones, twice the K: the same plans, BK doubled."""
+    half, fp8 = (gemm_decode.plan(16, 4096, 14336, 132, 3, dtype=d) for d in ("bf16", "fp8e4m3"))
+    assert (half.block_t, half.consumers, half.k_atoms) == (fp8.block_t, fp8.consumers, fp8.k_atoms)
+    assert fp8.block_k == 2 * half.block_k and fp8.stage_bytes == half.stage_bytes
 
 
 def test_decode_builds_the_swapped_wgmma_on_a_tma_ring_without_spills():
     """Every instantiation: the transposed-A 16-bit wgmma (HGMMA ... tnspA) at N = BLOCK_T, BK / 16 of them chained per
-    commit group, TMA loads of the weight and the tokens, mbarriers, no local memory; the fix-up's one integer
-    atomic (the counter, acquire-release), no float atomics and no sequentially consistent fence."""
+    commit group, or fp8's K-major one (QGMMA ... E4M3, no transpose), 4 per group (one K atom, promoted), the first
+    of each group overwriting its partial (RZ, !UPT); TMA loads of the weight and the tokens, mbarriers, no local
+    memory; the fix-up's one integer atomic (the counter, acquire-release), no float atomics and no sequentially
+    consistent fence."""
     kernel = gemm_decode.KERNEL
     module = kernel.build("sm_90a")
     assert "C7510" not in module.log and "serializ" not in module.log.lower(), module.log
     per = split_functions(module.sass())
     expected = {e for s in kernel.stages for e in kernel.name_expressions(s)}
-    assert expected == set(module.symbols) and len(expected) == 2 * len(kernel.stages) * 8
+    assert expected == set(module.symbols) and len(expected) == len(gemm_decode.DTYPES) * len(kernel.stages) * 8
     for expr, symbol in module.symbols.items():
         sass, res = per[symbol], module.resources()[expr]
         assert res["local"] == 0 and res["stack"] == 0, (expr, res)
         stages, block_t, consumers, k_atoms = (int(v) for v in expr.split("<")[1].split(",")[:4])
         classes = instruction_classes(sass)
         assert classes["tma"] >= 2 and classes["mbarrier"] and classes["local_memory"] == 0, (expr, classes)
-        hgmma = [line for line in sass.splitlines() if "HGMMA." in line]
-        assert hgmma and all(f"HGMMA.64x{block_t}x16.F32" in line and "tnspA" in line for line in hgmma), expr
-        assert all(("BF16" in line) == ("BF16" in expr) for line in hgmma), expr
         count, closing = wgmma_chain(sass)
-        assert count and count == 4 * k_atoms * closing, (expr, count, closing)  # BK / 16 per stage, one group
+        if "E4M3" in expr:
+            qgmma = [line for line in sass.splitlines() if "GMMA." in line]
+            assert qgmma and all(f"QGMMA.64x{block_t}x32.F32.E4M3.E4M3" in line for line in qgmma), expr
+            assert not any("tnsp" in line for line in qgmma), expr
+            assert count and count == 4 * closing, (expr, count, closing)  # a K atom per group, promoted
+            assert sum("RZ, !UPT" in line for line in qgmma) == closing, expr  # each group's partial from zero
+        else:
+            hgmma = [line for line in sass.splitlines() if "HGMMA." in line]
+            assert hgmma and all(f"HGMMA.64x{block_t}x16.F32" in line and "tnspA" in line for line in hgmma), expr
+            assert all(("BF16" in line) == ("BF16" in expr) for line in hgmma), expr
+            assert count and count == 4 * k_atoms * closing, (expr, count, closing)  # BK / 16 per stage, one group
         assert len(re.findall(r"ATOMG\.E\.ADD\.S32\.STRONG\.GPU", sass)) == 1, expr  # the counter: an integer add
         assert not re.search(r"(ATOMG|RED)\.E\.ADD\.F32", sass) and "MEMBAR.SC" not in sass, expr
 
@@ -123,6 +140,8 @@ EDGES = [
 @pytest.mark.parametrize("stages", gemm_decode.STAGES)
 def test_decode_matches_fp64_at_the_edges_bit_reproducibly(stages, dtype):
     for size, splits, consumers in EDGES:
+        if gemm_decode.refusal(size, dtype):  # fp8: K % 16
+            continue
         inputs = GEMM.make_inputs(size, sum(size) + stages, torch.device("cuda"), dtype)
         out = GEMM.make_output(inputs)
         launch = gemm_decode.Decode(inputs, out, stages, splits=splits, consumers=consumers)

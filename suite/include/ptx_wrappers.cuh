@@ -398,6 +398,12 @@ __device__ __forceinline__ void setmaxnreg_dec() {
 #define WGMMA_O15(d) \
     "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), \
     "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+#define WGMMA_D4_REGS "{%0, %1, %2, %3}"
+#define WGMMA_D4_OPERANDS(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+#define WGMMA_D8_REGS "{" WGMMA_R0 "}"
+#define WGMMA_D8_OPERANDS(d) WGMMA_O0(d)
+#define WGMMA_D16_REGS "{" WGMMA_R0 ", " WGMMA_R1 "}"
+#define WGMMA_D16_OPERANDS(d) WGMMA_O0(d), WGMMA_O1(d)
 #define WGMMA_D32_REGS "{" WGMMA_R0 ", " WGMMA_R1 ", " WGMMA_R2 ", " WGMMA_R3 "}"
 #define WGMMA_D48_REGS "{" WGMMA_R0 ", " WGMMA_R1 ", " WGMMA_R2 ", " WGMMA_R3 ", " WGMMA_R4 ", " WGMMA_R5 "}"
 #define WGMMA_D64_REGS \
@@ -467,24 +473,35 @@ __device__ __forceinline__ void wgmma_m64nNk16_f32_nmajor(float (&d)[N / 2], uns
                         WGMMA_DESCS);
 }
 
-// D(64 x N, fp32) (+)= A(64 x 32, K-major, shared) * B(32 x N, K-major, shared), fp8 e4m3 operands, N = 128 or 144
-// (the 128 x 144 rung's whole warpgroup tile, promoted in pairs; 72 registers per thread). `first`: D = A * B, the
-// first k-step of a fresh partial sum (D's old values are ignored); otherwise D += A * B.
+// One fp8 wgmma of N columns: `first` (scale-d 0: D = A * B) or accumulating (scale-d 1), REGS / OPERANDS its N / 2
+// accumulator registers, DESCS its descriptors' operand numbers (after the accumulators).
+#define WGMMA_ASM_E4M3(N, REGS, DESCS, OPERANDS) \
+    do { \
+        if (first) asm volatile(WGMMA_K32_E4M3(N, REGS, DESCS, 0) : OPERANDS : WGMMA_DESCS); \
+        else asm volatile(WGMMA_K32_E4M3(N, REGS, DESCS, 1) : OPERANDS : WGMMA_DESCS); \
+    } while (0)
+
+// D(64 x N, fp32) (+)= A(64 x 32, K-major, shared) * B(32 x N, K-major, shared), fp8 e4m3 operands: N = 128 or 144
+// (the GEMM's tiles: the 128 x 144 rung's whole warpgroup tile, promoted in pairs; 72 registers per thread) or N = 8,
+// 16, 32 or 64 (the decode kernel's tokens: the weight, K-major, on the M side). `first`: D = A * B, the first
+// k-step of a fresh partial sum (D's old values are ignored); otherwise D += A * B.
 template <int N>
 __device__ __forceinline__ void wgmma_m64nNk32_f32_e4m3(float (&d)[N / 2], unsigned long long desc_a,
                                                        unsigned long long desc_b, bool first) {
-    static_assert(N == 128 || N == 144, "the fp8 form here: n128 or n144");
-    if constexpr (N == 128) {
-        if (first)
-            asm volatile(WGMMA_K32_E4M3(128, WGMMA_D64_REGS, "%64, %65", 0) : WGMMA_D64_OPERANDS(d) : WGMMA_DESCS);
-        else
-            asm volatile(WGMMA_K32_E4M3(128, WGMMA_D64_REGS, "%64, %65", 1) : WGMMA_D64_OPERANDS(d) : WGMMA_DESCS);
-    } else {
-        if (first)
-            asm volatile(WGMMA_K32_E4M3(144, WGMMA_D72_REGS, "%72, %73", 0) : WGMMA_D72_OPERANDS(d) : WGMMA_DESCS);
-        else
-            asm volatile(WGMMA_K32_E4M3(144, WGMMA_D72_REGS, "%72, %73", 1) : WGMMA_D72_OPERANDS(d) : WGMMA_DESCS);
-    }
+    static_assert(N == 8 || N == 16 || N == 32 || N == 64 || N == 128 || N == 144,
+                  "the fp8 forms here: n8, n16, n32, n64 (decode), n128 or n144");
+    if constexpr (N == 8)
+        WGMMA_ASM_E4M3(8, WGMMA_D4_REGS, "%4, %5", WGMMA_D4_OPERANDS(d));
+    else if constexpr (N == 16)
+        WGMMA_ASM_E4M3(16, WGMMA_D8_REGS, "%8, %9", WGMMA_D8_OPERANDS(d));
+    else if constexpr (N == 32)
+        WGMMA_ASM_E4M3(32, WGMMA_D16_REGS, "%16, %17", WGMMA_D16_OPERANDS(d));
+    else if constexpr (N == 64)
+        WGMMA_ASM_E4M3(64, WGMMA_D32_REGS, "%32, %33", WGMMA_D32_OPERANDS(d));
+    else if constexpr (N == 128)
+        WGMMA_ASM_E4M3(128, WGMMA_D64_REGS, "%64, %65", WGMMA_D64_OPERANDS(d));
+    else
+        WGMMA_ASM_E4M3(144, WGMMA_D72_REGS, "%72, %73", WGMMA_D72_OPERANDS(d));
 }
 
 // The decode kernel's swapped 16-bit form (gemm_decode.cu's gemm_tma_decode): D(64 x N, fp32) += A(64 x 16, M-major,
@@ -495,12 +512,6 @@ __device__ __forceinline__ void wgmma_m64nNk32_f32_e4m3(float (&d)[N / 2], unsig
     "{\n" \
     "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " " REGS ", " DESCS ", 1, 1, 1, 1, 0;\n" \
     "}\n"
-#define WGMMA_D4_REGS "{%0, %1, %2, %3}"
-#define WGMMA_D4_OPERANDS(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-#define WGMMA_D8_REGS "{" WGMMA_R0 "}"
-#define WGMMA_D8_OPERANDS(d) WGMMA_O0(d)
-#define WGMMA_D16_REGS "{" WGMMA_R0 ", " WGMMA_R1 "}"
-#define WGMMA_D16_OPERANDS(d) WGMMA_O0(d), WGMMA_O1(d)
 template <int N, bool IS_BF16>
 __device__ __forceinline__ void wgmma_m64nNk16_f32_mmajor_a(float (&d)[N / 2], unsigned long long desc_a,
                                                        unsigned long long desc_b) {

@@ -115,6 +115,13 @@ struct E4M3 {  // bf16 out, with the per-tensor scales
         static_assert(HALF_N == 128 || HALF_N == 144, "fp8 parts are 128 or 144 wide");
         wgmma_m64nNk32_f32_e4m3<HALF_N>(d, da, db, first);
     }
+    // the decode kernel's form: the weight (B, N x K: K-major) on wgmma's M side as its A, N tokens (A of C = A B,
+    // K-major) as its B; D = on the first k-step of a K atom, D += on the others
+    template <int N>
+    __device__ __forceinline__ static void mma_decode(float (&d)[N / 2], unsigned long long dw, unsigned long long dt,
+                                                      bool first) {
+        wgmma_m64nNk32_f32_e4m3<N>(d, dw, dt, first);
+    }
 };
 
 template <int BM, int BLOCK_N, int CONSUMERS, class E>

@@ -1,14 +1,16 @@
-// gemm_decode.cu: C = A * B for a few token rows (M = 1..256) against a wide weight, on Hopper (sm_90a), fp16 or bf16
-// in, fp32 accumulate: gemm_tma.cu's ring, descriptors and element types (sm90_gemm.cuh), main loop
-// (sm90_mainloop.cuh's overlapped_mainloop) and fix-up arrival (sm90_fixup.cuh), the operands swapped.
+// gemm_decode.cu: C = A * B for a few token rows (M = 1..256) against a wide weight, on Hopper (sm_90a), fp16, bf16
+// or fp8 e4m3 in, fp32 accumulate: gemm_tma.cu's ring, descriptors and element types (sm90_gemm.cuh), main loop
+// (sm90_mainloop.cuh's overlapped_mainloop; fp8: promoted, below) and fix-up arrival (sm90_fixup.cuh), the operands
+// swapped.
 
 #include "sm90_fixup.cuh"
 #include "sm90_mainloop.cuh"
 
 // The tiles above put C's M on wgmma's M side, at least 64 rows per warpgroup: at M = 16 three quarters of every
 // wgmma and of every A stage are padding. Swapped, the weight's N runs along wgmma's M (64 weight columns per
-// consumer warpgroup, read transposed from B's N-major box) and the tokens along wgmma's N (BLOCK_T = 8..64: wgmma's N
-// may be any multiple of 8): every row of every wgmma is real weight, and the ring holds weight, BK deep in K.
+// consumer warpgroup, read transposed from B's N-major box; fp8: B is given N x K, so its rows are wgmma's K-major A
+// as they are) and the tokens along wgmma's N (BLOCK_T = 8..64: wgmma's N may be any multiple of 8): every row of
+// every wgmma is real weight, and the ring holds weight, BK deep in K.
 //
 //   units:  (weight tile of BW = 64 x CONSUMERS columns, token tile of BLOCK_T rows, split), split-major, then weight
 //           tile, then token tile (the token tiles of one weight tile are neighbours: they read the same weight boxes
@@ -16,30 +18,35 @@
 //           grid, ... (persistent: the ring runs on across units, so the producer streams the next unit's weight
 //           while the consumers store this one). Split s of K takes an equal share of the K stages (the first
 //           k_stages % splits one more).
-//   stage:  CONSUMERS weight boxes of BK rows (K) x 64 columns (N), 128-byte swizzled (B's N-major box, BK deep),
-//           then K_ATOMS token boxes of BLOCK_T rows x 64 K (A's K-major box), one per 128-byte swizzle row of K.
-//   wgmma:  per k-step kk (16 of K): A = the weight, M-major: start = box + kk x 16 rows x 128 B, SBO = 1024 B between
-//           8-row (K) groups (the box is one 64-column block wide: LBO unused); B = the tokens, K-major: start = token
-//           box kk / 4 + (kk % 4) x 32 B, SBO = 1024 B between 8-row (token) groups.
+//   stage:  CONSUMERS weight boxes of BK rows (K) x 64 columns (N), 128-byte swizzled (B's N-major box, BK deep;
+//           fp8: K_ATOMS boxes of 64 rows (N) x 128 K each, B's K-major box), then K_ATOMS token boxes of BLOCK_T
+//           rows x one 128-byte swizzle row of K (A's K-major box: 64 of K, fp8 128).
+//   wgmma:  per k-step kk (16 of K; fp8 32): A = the weight, M-major: start = box + kk x 16 rows x 128 B, SBO = 1024 B
+//           between 8-row (K) groups (the box is one 64-column block wide: LBO unused); fp8, K-major: start = weight
+//           box kk / 4 + (kk % 4) x 32 B, SBO = 1024 B between 8-row (N) groups; B = the tokens, K-major: start =
+//           token box kk / 4 + (kk % 4) x 32 B, SBO = 1024 B between 8-row (token) groups.
+//   fp8:    promoted, as cuBLAS promotes by default: each K atom's 4 wgmma (128 of K) summed from zero into a
+//           partial, which is added to the fp32 accumulators once its group completes; the per-tensor scales
+//           multiply the sum before C's bf16 store.
 //   epilogue: the 64 x BLOCK_T accumulator is C^T's tile: stored transposed into C; with splits > 1, a serialized
 //           fix-up in the kernel: each split stores its fp32 partial into its M x N slice of the workspace and
 //           arrives on the (tile, warpgroup) counter; the last to arrive sums every slice, its own too, in split
 //           order from zero and stores C, then zeroes the counter for the next launch. The order of the additions
 //           is the same whoever arrives last (bit-reproducible), and only the counter is atomic (an integer). No
 //           second kernel: at decode sizes its launch and pass would be a visible share of the call.
-// 16-bit types only (B N-major): fp8's B is K-major, and its promotion is not built here.
 template <int BLOCK_T, int CONSUMERS, int K_ATOMS, class E>
 struct DecodeTile {
     static_assert(BLOCK_T == 8 || BLOCK_T == 16 || BLOCK_T == 32 || BLOCK_T == 64, "BLOCK_T: 8, 16, 32 or 64 tokens");
     static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups (64 weight columns each)");
     static_assert(K_ATOMS == 1 || K_ATOMS == 2 || K_ATOMS == 4, "BK = 64, 128 or 256 (a TMA box has <= 256 rows)");
-    static_assert(!E::B_K_MAJOR, "16-bit types only: the weight is B's N-major box, read transposed");
     static constexpr int BW = 64 * CONSUMERS;                   // weight columns (C's N) per unit: wgmma's M
-    static constexpr int ATOM_K = SWIZZLE_BYTES / E::BYTES;     // K per 128-byte swizzled row: 64
+    static constexpr int ATOM_K = SWIZZLE_BYTES / E::BYTES;     // K per 128-byte swizzled row: 64 (fp8 128)
     static constexpr int BK = K_ATOMS * ATOM_K;                 // K per stage
-    static constexpr int K_STEPS = BK / E::K_STEP;              // wgmma per stage and consumer
+    static constexpr int K_STEPS = BK / E::K_STEP;              // wgmma per stage and consumer: 4 per K atom
     static constexpr int THREADS = (1 + CONSUMERS) * WG_THREADS;
-    static constexpr int W_BOX_BYTES = BK * SWIZZLE_BYTES;      // BK rows (K) x 64 weight columns
+    static constexpr int W_ATOM_BYTES = 64 * SWIZZLE_BYTES;     // 64 rows of 128 bytes: a K atom of 64 weight columns
+    static constexpr int W_BOX_BYTES = K_ATOMS * W_ATOM_BYTES;  // a consumer's weight: BK rows (K) x 64 columns, or
+                                                                // (fp8) K_ATOMS boxes of 64 rows (N) x 128 K
     static constexpr int T_BOX_BYTES = BLOCK_T * SWIZZLE_BYTES;  // BLOCK_T token rows x 64 of K
     static constexpr int T_OFFSET = CONSUMERS * W_BOX_BYTES;    // the token boxes, after the weight's
     static constexpr int STAGE_BYTES = T_OFFSET + K_ATOMS * T_BOX_BYTES;  // every box a multiple of 1024 B
@@ -88,6 +95,42 @@ __device__ __forceinline__ void for_each_decode_output(int M, int N, int n0, int
     }
 }
 
+// fp8's decode mainloop, promoted: per K stage, each K atom's 4 wgmma (128 of K) summed from zero into `part` (one
+// group), awaited, and added into the fp32 accumulators; the stage is released once its last atom's group is done.
+// The tensor pipe waits for each atom's adds (a few registers at decode's BLOCK_T): the weight's stream, which sets
+// decode's pace, runs on in the ring meanwhile.
+template <int STAGES, class T, class E, class Smem>
+__device__ __forceinline__ void promoted_decode_mainloop(float (&acc)[T::ACC], const Smem& smem, RingPosition& read,
+                                                         int k_stages, int wg, bool release) {
+    float part[T::ACC];
+#pragma unroll
+    for (int i = 0; i < T::ACC; ++i) part[i] = 0.f;  // (the first k-step's scale-d = 0 ignores it: defined anyway)
+    for (int ks = 0; ks < k_stages; ++ks) {
+        const int smem_read_stage = read.stage;
+        consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K stage have all landed
+        const unsigned w = smem.stage(smem_read_stage) + wg * T::W_BOX_BYTES;
+        const unsigned t = smem.stage(smem_read_stage) + T::T_OFFSET;
+#pragma unroll
+        for (int a = 0; a < T::BK / T::ATOM_K; ++a) {
+            wgmma_group(part, [&] {  // its fence: the partial's last adds come before these wgmma overwrite it
+#pragma unroll
+                for (int kk = 0; kk < 4; ++kk)  // 32 of K each: 32 bytes along both operands' 128-byte rows
+                    E::template mma_decode<2 * T::ACC>(
+                        part, smem_descriptor_at(w, a * T::W_ATOM_BYTES + kk * 32, 16, ATOM_BYTES),
+                        smem_descriptor_at(t, a * T::T_BOX_BYTES + kk * 32, 16, ATOM_BYTES), kk == 0);
+            });
+            wgmma_wait<0>();  // this atom's group has completed: its partial is final
+#pragma unroll
+            for (int i = 0; i < T::ACC; ++i) {
+                fence_operand(part[i]);  // read only after the wait that completed its group
+                acc[i] += part[i];
+            }
+        }
+        if (release) consumer_release(smem.empty(smem_read_stage));  // every wgmma reading it has completed
+        read.advance<STAGES>();
+    }
+}
+
 // PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT (the sanitizer's self-test only): the fix-up without its wait: split 0 sums
 // the slices as soon as its mainloop ends, before any split (itself included) has written its partial.
 
@@ -95,7 +138,8 @@ template <int STAGES, int BLOCK_T, int CONSUMERS, int K_ATOMS, class E = F16>
 __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::THREADS, 1)
     gemm_tma_decode(const __grid_constant__ TensorMap tmap_tokens, const __grid_constant__ TensorMap tmap_weight,
                     half_bits* __restrict__ C, int M, int N, int K, float* __restrict__ workspace,
-                    int* __restrict__ counters, int splits) {
+                    int* __restrict__ counters, int splits, const float* __restrict__ scale_a,
+                    const float* __restrict__ scale_b) {
     using T = DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>;
     static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be in 2..8");
     extern __shared__ __align__(1024) unsigned char smem_raw[];
@@ -132,8 +176,16 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
                 const unsigned full = smem.full(write.stage), dst = smem.stage(write.stage);
                 producer_commit(full, T::STAGE_BYTES);  // boxes past an edge are zero-filled and still counted
 #pragma unroll
-                for (int c = 0; c < CONSUMERS; ++c)
-                    tma_load_2d(dst + c * T::W_BOX_BYTES, &tmap_weight, full, w0 + c * 64, ks * T::BK);
+                for (int c = 0; c < CONSUMERS; ++c) {
+                    if constexpr (E::B_K_MAJOR) {  // fp8: B is N x K, a box per K atom
+#pragma unroll
+                        for (int a = 0; a < K_ATOMS; ++a)
+                            tma_load_2d(dst + c * T::W_BOX_BYTES + a * T::W_ATOM_BYTES, &tmap_weight, full,
+                                        ks * T::BK + a * T::ATOM_K, w0 + c * 64);
+                    } else {
+                        tma_load_2d(dst + c * T::W_BOX_BYTES, &tmap_weight, full, w0 + c * 64, ks * T::BK);
+                    }
+                }
 #pragma unroll
                 for (int a = 0; a < K_ATOMS; ++a)
                     tma_load_2d(dst + T::T_OFFSET + a * T::T_BOX_BYTES, &tmap_tokens, full,
@@ -149,26 +201,33 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
     const bool release = threadIdx.x % 32 == 0;  // one arrive per warp on empty[]
     RingPosition read;  // smem_read_stage and its lap's parity
     float acc[T::ACC];
+    float alpha = 1.f;  // fp8: C = (A B) x scale_a x scale_b
+    if constexpr (E::SCALED) alpha = *scale_a * *scale_b;
     for (WorkUnit u = sched.first_unit(); u.valid(); u = sched.next_unit(u)) {  // the producer's walk
         int w0, t0;
         decode_origin<T>(u.tile, tiles_t, w0, t0);
 #pragma unroll
         for (int i = 0; i < T::ACC; ++i) acc[i] = 0.f;
-        overlapped_mainloop<STAGES>(acc, smem, read, u.k_tiles, release, [&](int s) {
-            // per k-step: the weight 16 rows (of K) further, the tokens 32 bytes along a box's rows (a box per 64 of K)
-            const unsigned w = smem.stage(s) + wg * T::W_BOX_BYTES, t = smem.stage(s) + T::T_OFFSET;
+        if constexpr (E::PROMOTE) {
+            promoted_decode_mainloop<STAGES, T, E>(acc, smem, read, u.k_tiles, wg, release);
+        } else {
+            overlapped_mainloop<STAGES>(acc, smem, read, u.k_tiles, release, [&](int s) {
+                // per k-step: the weight 16 rows (of K) further, the tokens 32 bytes along a box's rows (a box per 64
+                // of K)
+                const unsigned w = smem.stage(s) + wg * T::W_BOX_BYTES, t = smem.stage(s) + T::T_OFFSET;
 #pragma unroll
-            for (int kk = 0; kk < T::K_STEPS; ++kk)
-                E::template mma_swapped<BLOCK_T>(
-                    acc, smem_descriptor_at(w, kk * 16 * SWIZZLE_BYTES, T::W_BOX_BYTES, ATOM_BYTES),
-                    smem_descriptor_at(t, (kk / 4) * T::T_BOX_BYTES + (kk % 4) * 32, 16, ATOM_BYTES));
-        });
+                for (int kk = 0; kk < T::K_STEPS; ++kk)
+                    E::template mma_swapped<BLOCK_T>(
+                        acc, smem_descriptor_at(w, kk * 16 * SWIZZLE_BYTES, T::W_BOX_BYTES, ATOM_BYTES),
+                        smem_descriptor_at(t, (kk / 4) * T::T_BOX_BYTES + (kk % 4) * 32, 16, ATOM_BYTES));
+            });
+        }
 
         // EPILOGUE: all of K here: C; else the split's partial, and the fix-up
         const int n0 = w0 + wg * 64;
         if (splits == 1) {
             for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long at) {
-                C[at] = (half_bits)(E::pack(acc[i], 0.f) & 0xffffu);
+                C[at] = (half_bits)(E::pack(acc[i] * alpha, 0.f) & 0xffffu);
             });
             continue;
         }
@@ -202,7 +261,7 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
                                           [&](int i, long long) { acc[i] = s == 0 ? part[i] : acc[i] + part[i]; });
             });
         for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long at) {
-            C[at] = (half_bits)(E::pack(acc[i], 0.f) & 0xffffu);
+            C[at] = (half_bits)(E::pack(acc[i] * alpha, 0.f) & 0xffffu);  // the partials unscaled, the sum scaled
         });
         fixup_done(counter, tid);
     }

@@ -1,10 +1,11 @@
 """Decode GEMM in hand PTX: C = A @ B for a few token rows (M = 1..256) against a wide weight B (K x N), computed
 swapped, C^T = B^T A^T, by ``gemm_decode.cu``'s ``gemm_tma_decode`` (TMA into an mbarrier ring, wgmma, a producer warp
-and one or two consumer warpgroups; sm_90a only; fp16 and bf16).
+and one or two consumer warpgroups; sm_90a only; fp16, bf16 and fp8 e4m3, fp8 promoted per 128 of K as cuBLAS is).
 
 The tile rungs and the 64 x 128 split-K put the tokens on wgmma's M side, 64 rows per warpgroup at least: at M = 16
 three quarters of every wgmma, and of every A stage, are padding. Swapped, the weight's N runs along wgmma's M (64
-weight columns per consumer warpgroup, read transposed from B's N-major box, as the tile rungs read B) and the tokens
+weight columns per consumer warpgroup, read transposed from B's N-major box as the tile rungs read B; fp8's B, given N x
+K, is wgmma's K-major A as it is) and the tokens
 along wgmma's N (BLOCK_T = 8..64: wgmma's N may be any multiple of 8, where ``tl.dot`` takes 16 at least): every row
 of every wgmma is weight, and the ring holds weight, up to 256 deep in K per stage.
 
@@ -13,8 +14,8 @@ wgmma's N of 8:
 
 * BLOCK_T = the power of two >= M, between 8 and 64; more tokens take several token tiles, neighbours in the walk
   (they read the same weight boxes at about the same time, so the weight comes from DRAM about once);
-* BK, the K of a stage, = the largest of 256, 128, 64 whose stage ((BW + BLOCK_T) x BK x 2 bytes) is at most
-  STAGE_LIMIT: 2-4 deep rings fit 227 KiB (STAGES);
+* BK, the K of a stage, = the most K atoms (4, 2, 1: 256, 128 or 64 of K, fp8 twice that) whose stage
+  ((BW + BLOCK_T) x 128 bytes per atom) is at most STAGE_LIMIT: 2-4 deep rings fit 227 KiB (STAGES);
 * BW in {128, 64} (two or one consumer warpgroups) and the split count are chosen together, for the ring's depth
   S: the split count is the fewest (within two waves of units, >= MIN_K_STAGES_PER_SPLIT stages per split) whose
   units keep IN_FLIGHT_TARGET bytes of weight in flight, units x (S - 1) x the weight's stage bytes (Little's law:
@@ -29,9 +30,10 @@ Splits > 1: each unit stores its fp32 partial into its split's M x N slice of a 
 arrives on its tile's counter; the last split to arrive sums the slices in split order and stores C (a serialized
 fix-up in the kernel, no second pass): bit-reproducible, no float atomics.
 
-K % 8 != 0 is refused (TMA needs 16-byte rows of A); N % 8 != 0 copies B to a padded pitch on every call (counted in
-the time, said in the row), as the tile rungs do. Any M runs (several token tiles of 64 above 64 rows), so the row
-exists at every shape of the llm and long-k sets; past a few hundred tokens the tile rungs are the kernels for it."""
+K % 8 != 0 (fp8: K % 16) is refused (TMA needs 16-byte rows of A); N % 8 != 0 copies a 16-bit B to a padded pitch on
+every call (counted in the time, said in the row), as the tile rungs do (fp8's B, N x K, has K-byte rows). Any M runs
+(several token tiles of 64 above 64 rows), so the row exists at every shape of the llm and long-k sets; past a few
+hundred tokens the tile rungs are the kernels for it."""
 
 from __future__ import annotations
 
@@ -61,9 +63,9 @@ from suite.waves import persistent_grid, wave_efficiency, wave_split_count
 from suite.workspace import new_workspace
 
 SOURCE = Path(__file__).with_name("gemm_decode.cu")
-DTYPES = ("fp16", "bf16")
-ELEMENT_BYTES = 2
-ATOM_K = SWIZZLE_BYTES // ELEMENT_BYTES  # K per 128-byte swizzled row: a token box's width, a K atom
+DTYPES = ("fp16", "bf16", "fp8e4m3")
+ELEMENT_BYTES = {"fp16": 2, "bf16": 2, "fp8e4m3": 1}
+ATOM_BYTES_K = SWIZZLE_BYTES  # a K atom: one 128-byte swizzled row of K (64 of K at 16 bits, 128 at fp8)
 BLOCK_TS = (8, 16, 32, 64)  # token rows per unit: wgmma's N
 CONSUMERS = (2, 1)  # consumer warpgroups, 64 weight columns each: BW = 128 or 64, the wider first
 K_ATOMS = (4, 2, 1)  # BK = 256, 128, 64: a TMA box has at most 256 rows; the deeper first
@@ -82,10 +84,11 @@ class Plan:
 
     block_t: int  # token rows (C's rows) per unit: wgmma's N
     consumers: int  # consumer warpgroups: BW = 64 x consumers weight columns (C's columns) per unit
-    k_atoms: int  # BK = 64 x k_atoms: K per stage
+    k_atoms: int  # BK = atom_k x k_atoms: K per stage
     splits: int
     tiles_w: int
     tiles_t: int
+    atom_k: int = 64  # K per atom (128 bytes): 64 at 16 bits, 128 at fp8
 
     @property
     def block_w(self) -> int:
@@ -93,7 +96,7 @@ class Plan:
 
     @property
     def block_k(self) -> int:
-        return ATOM_K * self.k_atoms
+        return self.atom_k * self.k_atoms
 
     @property
     def units(self) -> int:
@@ -105,7 +108,7 @@ class Plan:
 
     @property
     def stage_bytes(self) -> int:
-        return (self.block_w + self.block_t) * self.block_k * ELEMENT_BYTES
+        return (self.block_w + self.block_t) * ATOM_BYTES_K * self.k_atoms
 
     def smem_bytes(self, stages: int) -> int:
         return stages * self.stage_bytes + 2 * stages * BARRIER_BYTES + FLAG_BYTES + ALIGN_SLACK
@@ -120,24 +123,33 @@ def block_t_for(m: int) -> int:
 
 
 def k_atoms_for(consumers: int, block_t: int) -> int:
-    """The most K atoms (of 64) whose stage, (64 x consumers + BLOCK_T) x BK x 2 bytes, fits STAGE_LIMIT."""
-    return next(a for a in K_ATOMS if (64 * consumers + block_t) * ATOM_K * a * ELEMENT_BYTES <= STAGE_LIMIT)
+    """The most K atoms (128 bytes of K each) whose stage, (64 x consumers + BLOCK_T) x 128 bytes each, fits
+    STAGE_LIMIT (the same at every dtype: an atom is 128 bytes of K)."""
+    return next(a for a in K_ATOMS if (64 * consumers + block_t) * ATOM_BYTES_K * a <= STAGE_LIMIT)
 
 
 def plan(
-    m: int, n: int, k: int, sms: int, stages: int, splits: int | None = None, consumers: int | None = None
+    m: int,
+    n: int,
+    k: int,
+    sms: int,
+    stages: int,
+    splits: int | None = None,
+    consumers: int | None = None,
+    dtype: str = "fp16",
 ) -> Plan:
     """The decode rule (the module's docstring) for a ring ``stages`` deep. ``splits`` and ``consumers`` force a
     choice (tests)."""
+    atom_k = ATOM_BYTES_K // ELEMENT_BYTES[dtype]
     block_t = block_t_for(m)
     tiles_t = -(-m // block_t)
     best = None
     for c in CONSUMERS if consumers is None else (consumers,):
         k_atoms = k_atoms_for(c, block_t)
         tiles = -(-n // (64 * c)) * tiles_t
-        k_stages = -(-k // (ATOM_K * k_atoms))
-        s = splits or split_count(tiles, k_stages, sms, (stages - 1) * 64 * c * ATOM_K * k_atoms * ELEMENT_BYTES)
-        candidate = Plan(block_t, c, k_atoms, s, tiles // tiles_t, tiles_t)
+        k_stages = -(-k // (atom_k * k_atoms))
+        s = splits or split_count(tiles, k_stages, sms, (stages - 1) * 64 * c * ATOM_BYTES_K * k_atoms)
+        candidate = Plan(block_t, c, k_atoms, s, tiles // tiles_t, tiles_t, atom_k)
         score = (-s, wave_efficiency(candidate.units, sms))  # CONSUMERS is widest first: ties keep the wider
         if best is None or score > best[0]:
             best = (score, candidate)
@@ -179,14 +191,17 @@ class Decode(gemm_tma.SplitLaunch):
         kernel = kernel or KERNEL
         module = kernel.build()
         sms = loader.num_sms()
-        self.plan = p = plan(m, n, k, sms, stages, **forced)
+        self.plan = p = plan(m, n, k, sms, stages, dtype=dtype, **forced)
         expr = p.name_expression(stages, dtype)
         blocks_per_sm = self._bind_kernel(module, expr, p.smem_bytes(stages), p.threads, stages)
-        b = self._bind_b(ops.b, pad=n % 8 != 0)  # B's rows at a 16-byte pitch for TMA: a padded copy where not
-        # boxes as (rows, columns): the tokens BLOCK_T x 64 of K (one per K atom of a stage), the weight BK rows of K
-        # x 64 of its columns (one per consumer warpgroup): every box row 128 bytes, the swizzle's width
-        self.tmap_tokens = gemm_tma._tensor_map(ops.a, (p.block_t, ATOM_K))
-        self.tmap_weight = gemm_tma._tensor_map(b, (p.block_k, 64))
+        fp8 = dtype == "fp8e4m3"
+        # B's rows at a 16-byte pitch for TMA: a padded copy where not (fp8's B is N x K: its rows are K bytes)
+        b = self._bind_b(ops.b, pad=not fp8 and n % 8 != 0)
+        # boxes as (rows, columns): the tokens BLOCK_T x one atom of K (one per K atom of a stage); the weight BK rows
+        # of K x 64 of its columns (one per consumer warpgroup), or fp8's 64 rows of N x one atom of K (one per
+        # consumer warpgroup and K atom): every box row 128 bytes, the swizzle's width
+        self.tmap_tokens = gemm_tma._tensor_map(ops.a, (p.block_t, p.atom_k))
+        self.tmap_weight = gemm_tma._tensor_map(b, (64, p.atom_k) if fp8 else (p.block_k, 64))
         self.grid = persistent_grid(p.units, sms * blocks_per_sm)
         self.reduce, self.reduce_first = None, False  # no second pass: the fix-up is in the kernel
         # This launcher's own workspace and counters, from this shape (never another's): one fp32 M x N slice per
@@ -206,6 +221,9 @@ class Decode(gemm_tma.SplitLaunch):
             self.workspace.data_ptr(),
             self.counters.data_ptr(),
             np.int32(p.splits),
+            # fp8's per-tensor scales (read by fp8 builds only; a valid pointer otherwise)
+            (ops.scale_a if fp8 else self.workspace).data_ptr(),
+            (ops.scale_b if fp8 else self.workspace).data_ptr(),
         )
         k_stages = -(-k // p.block_k)
         note = (
@@ -214,7 +232,8 @@ class Decode(gemm_tma.SplitLaunch):
             f"{p.stage_bytes // 1024} KiB stages, {p.tiles_w * p.tiles_t} tiles x {p.splits} "
             f"split{'s' if p.splits > 1 else ''} of {k_stages} K stages = {p.units} units on {self.grid} blocks"
             + (", fp32 workspace [splits, M, N] summed in split order by the last split in" if p.splits > 1 else "")
-            + (", N % 8 != 0: B copied to a padded pitch per call" if n % 8 else "")
+            + (", N % 8 != 0: B copied to a padded pitch per call" if n % 8 and not fp8 else "")
+            + (", promoted per 128 of K (each K atom's sum added in fp32), scales on the sum" if fp8 else "")
         )
         per_sm = max(1, min(blocks_per_sm, -(-self.grid // sms)))
         self._set_info(
@@ -253,18 +272,16 @@ class DecodeModule(NvrtcModule):
     archs = (ARCH,)
     stages = STAGES
     dtypes = DTYPES
-    dtype_notes = {
-        "fp8e4m3": "no fp8 build: the swapped form reads the weight as B's N-major box, and fp8 wgmma takes only "
-        "K-major operands (fp8's B is N x K); the fp8 decode rows are the 64x128 split-k's"
-    }
+    fp8_accumulation = "promoted"  # each K atom's (128 of K) wgmma sum added into fp32 registers
     threads = 2 * WG_THREADS  # the first plan's (describe): one consumer warpgroup
-    stage_bytes = (64 + 8) * ATOM_K * 4 * ELEMENT_BYTES
+    stage_bytes = (64 + 8) * ATOM_BYTES_K * 4
     # wgmma per stage (16 at BK = 256), the tokens' boxes and the weight's, mbarriers
     sass_requires = {"wgmma": 4, "tma": 2, "mbarrier": 1}
     # M = 1 (one token tile of 8, 7 rows zero-filled), N % 8 != 0 (padded B, an edge weight tile), two splits at 2-3
     # stages and a ring that wraps; M = 70 (two token tiles of 64, the second nearly empty); M = 13 at K < one stage;
-    # 7-8 splits of a K with a remainder (the fix-up: every split but the last one in waits for nothing)
-    sanitize_sizes = ((1, 4000, 2056), (70, 1000, 520), (13, 264, 40), (16, 512, 8200))
+    # 7-8 splits of a K with a remainder (the fix-up: every split but the last one in waits for nothing); fp8 (K % 16,
+    # the others' K are not): M = 3, an edge weight tile, K stages of 512 with a remainder and splits
+    sanitize_sizes = ((1, 4000, 2056), (70, 1000, 520), (13, 264, 40), (16, 512, 8200), (3, 1000, 4112))
 
     def __init__(self, faults: tuple[Fault, ...] = ()):
         self.faults = faults
