@@ -12,18 +12,24 @@ The regimes, each a reason a tile choice wins (the thresholds are the constants 
   is nearly all the bytes; a swapped kernel puts the weight on the MMA's wide side and streams it once;
 - M between 128 and 256 (``TALL_M``): one row of 256-row tiles reads each weight tile once, where two rows of
   128-row tiles read it twice, and the zero-filled rows past M cost no operand traffic (per N x K, the tiles pull
-  1 + M / 128 operand bytes from L2 against 2 + M / 256 for 128x256 tiles): PTX's 256x128 stream-K, Triton's split-K
-  (its tile for such M at 16-bit types is 256x128);
-- few output tiles (fewer 128x256 tiles than ``FILL`` x SMs): a wide tile leaves SMs idle, so K is split over blocks
-  of smaller tiles (PTX: 64x128 while M <= 256 and those tiles fit one wave, else 128x128);
-- many tiles: a persistent, warp-specialized kernel whose epilogue overlaps the next tile's mainloop, on 128x256
-  tiles, or 128x192 ones where their last wave is fuller and there are at most ``PTX_FEW_WAVES`` waves.
+  1 + M / 128 operand bytes from L2 against 2 + M / 256 for 128x256 tiles): stream-K on 256x128 tiles where those
+  tiles fill the SMs. Where they do not, every tile runs at once and the split tail's k-aligned shares have both
+  tile rows read each panel of the weight together (PTX); Triton's split-K takes 256x128 tiles for such M;
+- few output tiles (fewer 128x256 tiles than ``FILL`` x SMs, and split-K's tiles within one wave): a wide tile leaves
+  SMs idle, so K is split over blocks of smaller tiles (PTX: 64x128 while M <= 256 and those tiles fit one wave, else
+  128x128);
+- otherwise the split tail: persistent, warp-specialized waves of whole tiles (the epilogue overlaps the next
+  tile's mainloop), then the last, partial wave's tiles cut into shares of K (``tail_rounds``). PTX weighs 128x256
+  tiles against 128x192 ones by the rounds each walk takes (above one tile row of M); Triton takes it where the
+  tail is split or M <= 128, its persistent kernel otherwise.
 """
 
 from __future__ import annotations
 
 import math
 from dataclasses import dataclass
+
+from suite.waves import tail_split_count
 
 H200_SMS = 132  # the rule's SM count where no GPU says otherwise (the committed runs' GPU)
 FILL = 0.8  # tiles >= FILL x SMs: the output tiles alone keep the GPU busy
@@ -37,6 +43,8 @@ TRITON_DECODE_N = 8192  # wider weights (from M = TRITON_TINY_M): split-K's 128x
 TRITON_DECODE_K = 8192  # above M = TRITON_DECODE_M / 2, a longer K is split better by split-K
 TRITON_NARROW_M, TRITON_NARROW_N = 256, 4096  # a narrow weight keeps the decode kernel ahead up to this M
 TRITON_SPLIT_M = 512  # up to here split-K while 128x256 tiles are fewer than the SMs; above, only below FILL x SMs
+TAIL_MIN_K_TILES = 4  # the split tail's shares hold this many K tiles at least (the kernels' MIN_K_TILES_PER_SPLIT)
+NARROW_TILE_RATE = 0.97  # a 128x192 tile's MMA rate against a 128x256 one's (fewer MACs per operand byte)
 
 PTX = "ptx"
 TRITON = "triton"
@@ -63,6 +71,18 @@ def wave_share(tiles: int, sms: int) -> float:
     return tiles / (math.ceil(tiles / sms) * sms)
 
 
+def k_tiles(k: int, dtype: str) -> int:
+    """K tiles of the split tail's kernels: 128 bytes of K each (64 elements of 16 bits, 128 of fp8)."""
+    return math.ceil(k / (128 if dtype == "fp8e4m3" else 64))
+
+
+def tail_rounds(tiles: int, k_tiles: int, sms: int) -> float:
+    """How long the split tail walks ``tiles`` output tiles, in rounds of one whole tile on every SM: its whole
+    waves, then the last, partial wave's share of a tile (a whole tile where that wave is not split)."""
+    splits = tail_split_count(tiles, k_tiles, sms, TAIL_MIN_K_TILES)
+    return tiles // sms + (1 / splits if tiles % sms else 0)
+
+
 def _check(backend: str, m: int, n: int, k: int, dtype: str, sms: int) -> None:
     if backend not in (PTX, TRITON):
         raise ValueError(f"backend must be 'ptx' or 'triton', not {backend!r}")
@@ -87,10 +107,38 @@ def choose(backend: str, m: int, n: int, k: int, dtype: str = "fp16", sms: int =
     return choices(backend, m, n, k, dtype, sms, hopper)[0]
 
 
+def _ptx_tail(m: int, n: int, k: int, dtype: str, sms: int, lead: str = "") -> tuple[Choice, ...]:
+    """The split tail on 128x256 tiles, or on 128x192 ones (16-bit) where their walk takes fewer rounds (each round
+    of a 128x192 tile lasting 192 / 256 of a 128x256 one's, at NARROW_TILE_RATE of its pace); the persistent
+    TMA-store rungs behind them. ``lead``: why the regime came here, put before the note's figures."""
+    kt = k_tiles(k, dtype)
+    t256, t192 = _tiles(m, n, 128, 256), _tiles(m, n, 128, 192)
+    r256, r192 = tail_rounds(t256, kt, sms), tail_rounds(t192, kt, sms) * 192 / 256 / NARROW_TILE_RATE
+    # 3 deep where the output is large (4096 x 4096 or more) or one tile row holds M, else 4 (fp8: always 4)
+    stages = 4 if dtype == "fp8e4m3" or (m > 128 and m * n < 4096 * 4096) else 3
+    narrow = dtype != "fp8e4m3" and m > 128  # one tile row: the weight streams once whichever the width
+    wide = Choice(
+        "128x256 split-tail tma-store tma+wgmma",
+        stages,
+        f"{lead}{t256} 128x256 tiles on {sms} SMs, split tail: {r256:.2f} rounds of a 128x256 tile"
+        + (f", 128x192 tiles {r192:.2f}" if narrow else ""),
+    )
+    persistent = Choice("128x256x64 ws 2wg persistent tma-store tma+wgmma", stages, "fallback: persistent tma-store")
+    if not narrow:
+        return (wide, persistent)
+    mid = Choice(
+        "128x192 split-tail tma-store tma+wgmma",
+        4,
+        f"{lead}{t192} 128x192 tiles on {sms} SMs, split tail: {r192:.2f} rounds of a 128x256 tile's time, "
+        f"128x256 tiles {r256:.2f}",
+    )
+    return (mid, wide, persistent) if r192 < r256 else (wide, mid, persistent)
+
+
 def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
     t256, t192 = _tiles(m, n, 128, 256), _tiles(m, n, 128, 192)
     few = f"128x256 tiles {math.ceil(m / 128)}x{math.ceil(n / 256)}={t256} < {FILL}x{sms} SMs"
-    t64 = _tiles(m, n, 64, 128)
+    t64, t128 = _tiles(m, n, 64, 128), _tiles(m, n, 128, 128)
     narrow = Choice(
         "64x128 split-k tma+wgmma", 8, f"{few}; M={m} <= {PTX_NARROW_M}, 64x128 tiles {t64} <= {sms} SMs: K split"
     )
@@ -104,28 +152,23 @@ def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
         )
         return (decode, *split)
     if TALL_M // 2 < m < TALL_M:
-        tall = Choice(
-            "256x128 stream-k tma+wgmma",
-            4,
-            f"{TALL_M // 2} < M={m} < {TALL_M}: one row of 256x128 tiles reads B once, stream-K over "
-            f"{_tiles(m, n, TALL_M, 128)} tiles",
+        t_tall = _tiles(m, n, TALL_M, 128)
+        tall = f"{TALL_M // 2} < M={m} < {TALL_M}: "
+        if t_tall >= sms:
+            stream = Choice(
+                "256x128 stream-k tma+wgmma",
+                4,
+                f"{tall}one row of 256x128 tiles reads B once, stream-K over {t_tall} tiles >= {sms} SMs",
+            )
+            return (stream, *(Choice(c.kernel, c.stages, "fallback: K split") for c in split))
+        lead = f"{tall}{t_tall} 256x128 tiles < {sms} SMs, so every tile at once (both tile rows read B together); "
+        return (
+            *_ptx_tail(m, n, k, dtype, sms, lead),
+            *(Choice(c.kernel, c.stages, "fallback: K split") for c in split),
         )
-        return (tall, *(Choice(c.kernel, c.stages, "fallback: K split") for c in split))
-    if t256 < FILL * sms and t192 < FILL * sms:
+    if t256 < FILL * sms and t192 < FILL * sms and t128 <= sms:
         return split
-    wide = "128x256x64 ws 2wg persistent tma-store tma+wgmma"
-    mid = "128x192x64 ws 2wg persistent tma-store tma+wgmma"
-    s256, s192 = wave_share(t256, sms), wave_share(t192, sms)
-    stages = 4 if dtype == "fp8e4m3" or m * n < 4096 * 4096 else 3
-    if dtype != "fp8e4m3" and t256 <= PTX_FEW_WAVES * sms and s192 > s256:
-        pick = Choice(
-            mid, 4, f"128x192 tiles fill {s192:.2f} of the last wave, 128x256 {s256:.2f}: persistent tma-store"
-        )
-        return (pick, Choice(wide, stages, "fallback: persistent 128x256 tma-store"), *split)
-    pick = Choice(
-        wide, stages, f"{t256} 128x256 tiles >= {FILL}x{sms} SMs ({s256:.2f} of the last wave): persistent tma-store"
-    )
-    return (pick, *split)
+    return (*_ptx_tail(m, n, k, dtype, sms), *split)
 
 
 def _triton(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) -> tuple[Choice, ...]:
@@ -147,9 +190,31 @@ def _triton(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) -> tuple
         or (m <= TRITON_NARROW_M and n <= TRITON_NARROW_N)
     ):
         return (decode, fallback, host)
+    host_fallback = Choice(host.kernel, host.stages, "fallback: persistent, host descriptors")
     if TALL_M // 2 < m < TALL_M and dtype != "fp8e4m3":  # fp8 keeps 128x256 tiles (gemm_splitk.tile_for)
+        t_tall = _tiles(m, n, TALL_M, 128)
         tall = Choice("split-k desc", 4, f"{TALL_M // 2} < M={m} < {TALL_M}: one row of 256x128 tiles reads B once")
-        return (tall, Choice(host.kernel, host.stages, "fallback: persistent, host descriptors"))
+        if t_tall < sms:
+            return (tall, host_fallback)
+        stream = Choice(
+            "stream-k desc",
+            4,
+            f"{TALL_M // 2} < M={m} < {TALL_M}: one row of 256x128 tiles reads B once, stream-K over {t_tall} tiles "
+            f">= {sms} SMs",
+        )
+        return (stream, tall, host_fallback)
+    # the split tail on the split-K and stream-K kernels' tile (gemm_splitk.tile_for): 64 rows up to M = 64
+    bm = 64 if m <= 64 else 128
+    tiles = _tiles(m, n, bm, 256)
+    shares = tail_split_count(tiles, k_tiles(k, dtype), sms, TAIL_MIN_K_TILES)
+    tail = Choice(
+        "split-tail desc",
+        3,
+        f"M={m}, {tiles} {bm}x256 tiles >= {sms} SMs: whole waves, then the last wave's {tiles % sms} tiles in "
+        f"{shares} share{'s' if shares > 1 else ''} of K (split tail)",
+    )
+    if TRITON_TINY_M <= m <= TRITON_DECODE_M and tiles >= sms:
+        return (tail, Choice("split-k desc", 4, "fallback: K split"), decode, host)
     if m <= TRITON_DECODE_M or (m <= TRITON_SPLIT_M and t256 < sms) or t256 < FILL * sms:
         split = Choice("split-k desc", 4, f"M={m}, {t256} 128x256 tiles: too few for {sms} SMs alone, K split")
         return (split, host) if m > TRITON_DECODE_M else (split, decode, host)
@@ -160,4 +225,6 @@ def _triton(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) -> tuple
             f"M={m} > {TRITON_SPLIT_M}, {t256} 128x256 tiles, {dtype} on sm_90a: Gluon warp-specialized persistent",
         )
         return (gluon, host)
+    if shares > 1:  # a tail to split: the split tail; else its walk is the persistent kernel's, which is faster
+        return (tail, host, fallback)
     return (host, fallback)

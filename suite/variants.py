@@ -306,6 +306,15 @@ GEMM_VARIANTS = (
     ),
     (
         "ptx",
+        "128x192 split-tail tma-store tma+wgmma",
+        "suite.ptx.gemm_tma:KERNELS[128x192 split-tail]",
+        needs_sm90a,
+        ("llm", "long-k", "sweep"),
+        "the split tail on the 128x192 rung (16-bit): the same walk, on the narrower tile whose waves fall "
+        "differently (suite.gemm_rule weighs the two by the rounds each takes)",
+    ),
+    (
+        "ptx",
         "128x256 stream-k tma+wgmma",
         "suite.ptx.gemm_tma:KERNELS[128x256 stream-k]",
         needs_sm90a,

@@ -22,17 +22,26 @@ GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU
         ("ptx", (1, 6144, 4096), "fp16", "decode swap-ab tma+wgmma"),
         ("ptx", (8, 4096, 4096), "fp8e4m3", "decode swap-ab tma+wgmma"),
         ("ptx", (100, 4096, 4096), "bf16", "64x128 split-k tma+wgmma"),
-        ("ptx", (285, 6144, 5120), "fp16", "128x128 split-k tma+wgmma"),
+        ("ptx", (281, 4096, 3072), "fp16", "128x128 split-k tma+wgmma"),  # 96 128x128 tiles: one wave
         ("ptx", (512, 512, 65536), "fp16", "128x128 split-k tma+wgmma"),
-        ("ptx", (2048, 8192, 8192), "fp16", "128x256x64 ws 2wg persistent tma-store tma+wgmma"),
-        ("ptx", (512, 18944, 5120), "fp16", "128x192x64 ws 2wg persistent tma-store tma+wgmma"),
-        ("ptx", (201, 6144, 5120), "fp16", "256x128 stream-k tma+wgmma"),  # 128 < M < 256: one tile row
+        # 144 128x128 tiles would make split-K's second wave of 12: the split tail, on the tile with fewer rounds
+        ("ptx", (341, 6144, 11008), "fp16", "128x192 split-tail tma-store tma+wgmma"),
+        ("ptx", (2048, 8192, 8192), "fp16", "128x256 split-tail tma-store tma+wgmma"),
+        ("ptx", (529, 10240, 11008), "fp16", "128x192 split-tail tma-store tma+wgmma"),  # 2 waves + 6 split
+        ("ptx", (2049, 22016, 24576), "bf16", "128x256 split-tail tma-store tma+wgmma"),  # 11 waves + 10 split
+        ("ptx", (71, 37888, 24576), "fp16", "128x256 split-tail tma-store tma+wgmma"),  # one tile row
+        ("ptx", (512, 18944, 5120), "fp8e4m3", "128x256 split-tail tma-store tma+wgmma"),
+        ("ptx", (201, 18944, 5120), "fp16", "256x128 stream-k tma+wgmma"),  # 128 < M < 256: one tile row
         ("ptx", (129, 73728, 11008), "fp8e4m3", "256x128 stream-k tma+wgmma"),
-        ("ptx", (256, 57344, 8192), "bf16", "128x192x64 ws 2wg persistent tma-store tma+wgmma"),  # M = 256: two rows
+        ("ptx", (202, 3584, 36864), "fp16", "128x256 split-tail tma-store tma+wgmma"),  # 28 256x128 tiles: at once
         ("triton", (1, 6144, 4096), "fp16", "decode swap-ab desc"),
-        ("triton", (64, 57344, 8192), "fp16", "split-k desc"),
+        ("triton", (64, 57344, 8192), "fp16", "split-tail desc"),  # 224 64x256 tiles
+        ("triton", (100, 16384, 8192), "fp16", "split-k desc"),  # 64 128x256 tiles
         ("triton", (300, 8192, 8192), "bf16", "split-k desc"),
-        ("triton", (129, 73728, 11008), "fp16", "split-k desc"),  # 256x128 tiles, one split
+        ("triton", (129, 73728, 11008), "fp16", "stream-k desc"),  # 576 256x128 tiles
+        ("triton", (143, 7168, 36864), "fp16", "split-k desc"),  # 56 256x128 tiles, one split
+        ("triton", (623, 15360, 24576), "fp16", "split-tail desc"),  # 2 waves, then 36 tiles in 3 shares
+        ("triton", (707, 27648, 29568), "fp16", "128x256x64 desc persistent host"),  # a tail of 120: not split
         ("triton", (4096, 4096, 4096), "fp16", "128x256x64 desc persistent host"),
         ("triton", (4096, 4096, 4096), "fp8e4m3", "128x256x64 gluon ws persistent"),
     ],
@@ -44,6 +53,22 @@ def test_rule_choices(backend, shape, dtype, kernel):
     assert f"M={shape[0]}" in choice.why or "tiles" in choice.why  # it names what decided
     registered = {v.name for v in variants("gemm") if v.backend == backend}
     assert all(c.kernel in registered for c in gemm_rule.choices(backend, *shape, dtype))
+
+
+@pytest.mark.parametrize("tiles, k_tiles", [(1462, 384), (72, 172), (300, 384), (264, 100), (200, 172), (5, 3)])
+def test_the_rules_rounds_are_the_split_tails_walk(tiles, k_tiles):
+    """tail_rounds counts the walk both kernels plan: their whole waves, then one share of a tile where they split
+    the tail (the same share count, from the same minimum of K tiles per share), a whole tile where they do not."""
+    from suite.ptx import gemm_tma
+    from suite.triton import gemm_splitk, gemm_streamk
+
+    assert gemm_rule.TAIL_MIN_K_TILES == gemm_tma.MIN_K_TILES_PER_SPLIT == gemm_splitk.MIN_K_TILES_PER_SPLIT
+    _, splits = gemm_tma.split_tail_plan(tiles, k_tiles, 132)
+    schedule = gemm_streamk.split_tail_schedule(tiles, k_tiles, 132)
+    assert schedule.sk_programs == schedule.sk_tiles * splits
+    whole, tail = divmod(tiles, 132)
+    assert gemm_rule.tail_rounds(tiles, k_tiles, 132) == pytest.approx(whole + (1 / splits if tail else 0))
+    assert (splits > 1) == (0 < tail <= 66 and k_tiles >= 8)  # room for two shares of every tail tile
 
 
 def test_rule_leaves_out_gluon_without_sm90a():

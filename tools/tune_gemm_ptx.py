@@ -56,7 +56,7 @@ def candidates(quick: bool) -> list[tuple[str, g.Config | str, int, int | None]]
     rows += [("128x256 stream-k s4 uniform g16", sk, 4, None), ("128x256 stream-k s3 uniform g16", sk, 3, None)]
     # the split tail (the plan's split count) on the registered 128x256 rung, and on 128x192 and 128x128 tiles
     tail = reg["128x256 split-tail"]
-    tail192 = dataclasses.replace(tail, block_n=192, stages=(3, 4), dtypes=("fp16", "bf16"), uniform_warpgroup=False)
+    tail192 = reg["128x192 split-tail"]
     tail128 = dataclasses.replace(tail, block_n=128, stages=(4, 5, 6), uniform_warpgroup=False)
     rows += [(f"128x256 split-tail s{st}", tail, st, None) for st in (3, 4)]
     rows += [("128x192 split-tail s4", tail192, 4, None)]

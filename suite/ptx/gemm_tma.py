@@ -202,6 +202,11 @@ CONFIGS: dict[str, Config] = {
         group_m=16,
         uniform_warpgroup=True,
     ),
+    # the same on the 16-bit 128x192 rung: where 128x256 tiles would leave a thin last wave that the split cannot
+    # reach (more than half the SMs busy in it), the narrower tile's waves fall differently
+    "128x192 split-tail": Config(
+        192, 2, True, True, (3, 4), schedule="split-tail", dtypes=("fp16", "bf16"), group_m=16
+    ),
     "64x128 split-k": Config(128, 1, False, False, (4, 6, 8), block_m=64, schedule="split-k", dtypes=DTYPES),
     "128x128 split-k": Config(128, 2, False, False, (4, 7), schedule="split-k", dtypes=DTYPES),
 }

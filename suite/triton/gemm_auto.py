@@ -5,11 +5,13 @@ Gluon kernel, so the interpreter runs what it picks."""
 from __future__ import annotations
 
 from suite.gemm_auto import AutoGemm
-from suite.triton import gemm_decode, gemm_desc, gemm_gluon, gemm_splitk
+from suite.triton import gemm_decode, gemm_desc, gemm_gluon, gemm_splitk, gemm_streamk
 
 CANDIDATES = {
     "decode swap-ab desc": gemm_decode.KERNEL,
     "split-k desc": gemm_splitk.KERNEL,
+    "stream-k desc": gemm_streamk.KERNEL,
+    "split-tail desc": gemm_streamk.SPLIT_TAIL,
     "128x256x64 desc persistent host": gemm_desc.KERNELS["persistent host"],
     "128x256x64 gluon ws persistent": gemm_gluon.KERNEL,
 }
