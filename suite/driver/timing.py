@@ -3,7 +3,7 @@
 The burst timer (the default). A GEMM that fills the GPU draws more than its power limit at full clocks: within tens
 of milliseconds of back-to-back launches the driver's power cap pulls the SM clock down, and where it settles depends
 on the seconds before, so a long sample measures the load's history as much as the kernel (docs/method.md has the
-measurements, made with tools/power_regimes.py). So this timer samples in short bursts. Each burst is
+measurements). So this timer samples in short bursts. Each burst is
 ``measure._burst``: do_bench's loop (the L2 flushed before every call, a CUDA event pair around each) of one call, not
 kept (the first call after a rest runs slower while the clocks come up), then as many calls as fit in
 ``BURST.batch_ms`` of GPU time at that call's pace, ``BURST_MIN_SAMPLES`` at least. do_bench itself is not used here:

@@ -30,8 +30,8 @@ class Config(stream.RingConfig):
         return f"{kib(self.tile_bytes)} tiles, {self.threads} threads, {self.schedule.describe()}"
 
 
-# The best layout tools/tune_vector.py found on an H200 for 1 GiB (docs/tuning.md runs it): short runs of 2 tiles
-# of 32 KiB at 4 stages; persistent grids of the same kernel came well behind.
+# The best layout the vector probe found at 1 GiB (docs/tuning.md): short runs of 2 tiles of 32 KiB at 4 stages;
+# persistent grids of the same kernel came well behind.
 BANDWIDTH = Config(tile_bytes=32 * 1024, threads=256, schedule=Schedule(tiles_per_block=2))
 DEPTH_THREADS = 128  # 2 KiB tiles are one 16-byte chunk per thread at 128 threads
 DEPTH_TILE_BYTES = (2048, 4096, 8192, 16384, 32768)
