@@ -46,7 +46,7 @@ class Config(stream.RingConfig):
         )
 
 
-# The cp.async ring's measured-best layout, not yet measured for the bulk ring (docs/tuning.md's vector probe sweeps it).
+# The cp.async ring's measured-best layout, not yet measured for the bulk ring (docs/tuning.md's vector probe).
 BANDWIDTH = Config(tile_bytes=32 * 1024, consumer_warps=8, schedule=Schedule(tiles_per_block=2))
 DEPTH_CONSUMER_WARPS = 4  # 128 consumer threads: the cp.async ring's depth blocks, plus the producer warp
 DEPTH_TILE_BYTES = (2048, 4096, 8192, 16384, 32768)
