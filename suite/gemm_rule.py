@@ -34,7 +34,6 @@ from suite.waves import tail_split_count
 H200_SMS = 132  # the rule's SM count where no GPU says otherwise (the committed runs' GPU)
 FILL = 0.8  # tiles >= FILL x SMs: the output tiles alone keep the GPU busy
 PTX_NARROW_M = 256  # up to here 64x128 split-K tiles, while they fit one wave, beat 128x128 ones
-PTX_FEW_WAVES = 4  # 128x256 waves up to which a fuller last wave of 128x192 tiles pays for their narrower tile
 PTX_DECODE_M = 16  # up to here the swapped decode kernel streams the weight best
 TALL_M = 256  # M strictly between TALL_M / 2 and TALL_M: 256-row tiles (one tile row) read the weight once
 TRITON_TINY_M = 16  # below: the Triton decode kernel streams any weight best
@@ -64,11 +63,6 @@ class Choice:
 
 def _tiles(m: int, n: int, bm: int, bn: int) -> int:
     return math.ceil(m / bm) * math.ceil(n / bn)
-
-
-def wave_share(tiles: int, sms: int) -> float:
-    """The share of the block slots the tiles fill over their waves (1.0: the last wave is full)."""
-    return tiles / (math.ceil(tiles / sms) * sms)
 
 
 def k_tiles(k: int, dtype: str) -> int:
@@ -107,16 +101,15 @@ def choose(backend: str, m: int, n: int, k: int, dtype: str = "fp16", sms: int =
     return choices(backend, m, n, k, dtype, sms, hopper)[0]
 
 
-def _ptx_tail(m: int, n: int, k: int, dtype: str, sms: int, lead: str = "") -> tuple[Choice, ...]:
-    """The split tail on 128x256 tiles, or on 128x192 ones (16-bit) where their walk takes fewer rounds (each round
-    of a 128x192 tile lasting 192 / 256 of a 128x256 one's, at NARROW_TILE_RATE of its pace); the persistent
-    TMA-store rungs behind them. ``lead``: why the regime came here, put before the note's figures."""
+def _ptx_tail(m: int, n: int, k: int, dtype: str, sms: int, narrow: bool, lead: str = "") -> tuple[Choice, ...]:
+    """The split tail on 128x256 tiles, or, where ``narrow`` lets it (16-bit), on 128x192 ones where their walk takes
+    fewer rounds (each round of a 128x192 tile lasting 192 / 256 of a 128x256 one's, at NARROW_TILE_RATE of its
+    pace); the persistent TMA-store rung behind them. ``lead``: why the regime came here, before the note's figures."""
     kt = k_tiles(k, dtype)
     t256, t192 = _tiles(m, n, 128, 256), _tiles(m, n, 128, 192)
     r256, r192 = tail_rounds(t256, kt, sms), tail_rounds(t192, kt, sms) * 192 / 256 / NARROW_TILE_RATE
     # 3 deep where the output is large (4096 x 4096 or more) or one tile row holds M, else 4 (fp8: always 4)
     stages = 4 if dtype == "fp8e4m3" or (m > 128 and m * n < 4096 * 4096) else 3
-    narrow = dtype != "fp8e4m3" and m > 128  # one tile row: the weight streams once whichever the width
     wide = Choice(
         "128x256 split-tail tma-store tma+wgmma",
         stages,
@@ -146,6 +139,7 @@ def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
         "128x128 split-k tma+wgmma", 7, f"{few}; M={m} > {PTX_NARROW_M} or 64x128 tiles {t64} > {sms} SMs: K split"
     )
     split = (narrow, square) if t64 <= sms and m <= PTX_NARROW_M else (square, narrow)
+    sixteen = dtype != "fp8e4m3"  # the 128x192 rung is built for 16-bit types only
     if m <= PTX_DECODE_M:
         decode = Choice(
             "decode swap-ab tma+wgmma", 4, f"M={m} <= {PTX_DECODE_M}: the weight on wgmma's M side, streamed once"
@@ -161,34 +155,42 @@ def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
                 f"{tall}one row of 256x128 tiles reads B once, stream-K over {t_tall} tiles >= {sms} SMs",
             )
             return (stream, *(Choice(c.kernel, c.stages, "fallback: K split") for c in split))
-        lead = f"{tall}{t_tall} 256x128 tiles < {sms} SMs, so every tile at once (both tile rows read B together); "
+        # as many 128x256 tiles as 256x128 ones: all at once, so both tile rows read each panel of B together;
+        # 128x192 tiles (a third more) only where they too all fit
+        lead = f"{tall}{t_tall} 256x128 tiles < {sms} SMs, every tile at once (both tile rows read B together); "
         return (
-            *_ptx_tail(m, n, k, dtype, sms, lead),
+            *_ptx_tail(m, n, k, dtype, sms, sixteen and t192 <= sms, lead),
             *(Choice(c.kernel, c.stages, "fallback: K split") for c in split),
         )
-    if t256 < FILL * sms and t192 < FILL * sms and t128 <= sms:
+    few = t256 < FILL * sms and (not sixteen or t192 < FILL * sms)
+    if few and (t128 <= sms or not sixteen):  # split-K's tiles in one wave (fp8: no narrower tile to turn to)
         return split
-    return (*_ptx_tail(m, n, k, dtype, sms), *split)
+    # above one tile row of M, or where 128x256 tiles are too few: 128x192 tiles may take fewer rounds. With one
+    # tile row and 128x256 tiles enough, the weight streams once whichever the width: the wider tile
+    narrow = sixteen and (m > 128 or t256 < FILL * sms)
+    return (*_ptx_tail(m, n, k, dtype, sms, narrow), *(Choice(c.kernel, c.stages, "fallback: K split") for c in split))
 
 
 def _triton(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) -> tuple[Choice, ...]:
     t256 = _tiles(m, n, 128, 256)
     host = Choice(
-        "128x256x64 desc persistent host", 3, f"{t256} 128x256 tiles >= {sms} SMs: persistent, host descriptors"
-    )
-    decode = Choice(
-        "decode swap-ab desc",
-        4,
-        f"M={m} < {TRITON_TINY_M}, or N={n} <= {TRITON_DECODE_N} with M <= {TRITON_DECODE_M} and K={k} <= "
-        f"{TRITON_DECODE_K} (or M <= {TRITON_NARROW_M} and N <= {TRITON_NARROW_N}): the weight on the MMA's M side, "
-        "streamed once",
+        "128x256x64 desc persistent host",
+        3,
+        f"{t256} 128x256 tiles {'>=' if t256 >= sms else '<'} {sms} SMs: persistent, host descriptors",
     )
     fallback = Choice("split-k desc", 4, "fallback: K split")
-    if (
-        m < TRITON_TINY_M
-        or (m <= TRITON_DECODE_M and n <= TRITON_DECODE_N and (m <= TRITON_DECODE_M // 2 or k <= TRITON_DECODE_K))
-        or (m <= TRITON_NARROW_M and n <= TRITON_NARROW_N)
-    ):
+    if m < TRITON_TINY_M:
+        why = f"M={m} < {TRITON_TINY_M}"
+    elif m <= TRITON_DECODE_M and n <= TRITON_DECODE_N and (m <= TRITON_DECODE_M // 2 or k <= TRITON_DECODE_K):
+        why = f"M={m} <= {TRITON_DECODE_M} against a weight of N={n} <= {TRITON_DECODE_N}" + (
+            "" if m <= TRITON_DECODE_M // 2 else f", K={k} <= {TRITON_DECODE_K}"
+        )
+    elif m <= TRITON_NARROW_M and n <= TRITON_NARROW_N:
+        why = f"M={m} <= {TRITON_NARROW_M} against a narrow weight, N={n} <= {TRITON_NARROW_N}"
+    else:
+        why = ""
+    decode = Choice("decode swap-ab desc", 4, f"{why or f'M={m}'}: the weight on the MMA's M side, streamed once")
+    if why:
         return (decode, fallback, host)
     host_fallback = Choice(host.kernel, host.stages, "fallback: persistent, host descriptors")
     if TALL_M // 2 < m < TALL_M and dtype != "fp8e4m3":  # fp8 keeps 128x256 tiles (gemm_splitk.tile_for)
@@ -210,8 +212,12 @@ def _triton(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) -> tuple
     tail = Choice(
         "split-tail desc",
         3,
-        f"M={m}, {tiles} {bm}x256 tiles >= {sms} SMs: whole waves, then the last wave's {tiles % sms} tiles in "
-        f"{shares} share{'s' if shares > 1 else ''} of K (split tail)",
+        f"M={m}, {tiles} {bm}x256 tiles >= {sms} SMs: whole waves, "
+        + (
+            f"then the last wave's {tiles % sms} tiles in {shares} share{'s' if shares > 1 else ''} of K (split tail)"
+            if tiles % sms
+            else "no tail (the split tail's walk)"
+        ),
     )
     if TRITON_TINY_M <= m <= TRITON_DECODE_M and tiles >= sms:
         return (tail, Choice("split-k desc", 4, "fallback: K split"), decode, host)

@@ -30,6 +30,8 @@ GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU
         ("ptx", (529, 10240, 11008), "fp16", "128x192 split-tail tma-store tma+wgmma"),  # 2 waves + 6 split
         ("ptx", (2049, 22016, 24576), "bf16", "128x256 split-tail tma-store tma+wgmma"),  # 11 waves + 10 split
         ("ptx", (71, 37888, 24576), "fp16", "128x256 split-tail tma-store tma+wgmma"),  # one tile row
+        ("ptx", (64, 22016, 5120), "fp16", "128x192 split-tail tma-store tma+wgmma"),  # 86 128x256 tiles, 115 here
+        ("ptx", (129, 14336, 4096), "fp16", "128x256 split-tail tma-store tma+wgmma"),  # 150 128x192: not at once
         ("ptx", (512, 18944, 5120), "fp8e4m3", "128x256 split-tail tma-store tma+wgmma"),
         ("ptx", (201, 18944, 5120), "fp16", "256x128 stream-k tma+wgmma"),  # 128 < M < 256: one tile row
         ("ptx", (129, 73728, 11008), "fp8e4m3", "256x128 stream-k tma+wgmma"),
@@ -69,6 +71,32 @@ def test_the_rules_rounds_are_the_split_tails_walk(tiles, k_tiles):
     whole, tail = divmod(tiles, 132)
     assert gemm_rule.tail_rounds(tiles, k_tiles, 132) == pytest.approx(whole + (1 / splits if tail else 0))
     assert (splits > 1) == (0 < tail <= 66 and k_tiles >= 8)  # room for two shares of every tail tile
+
+
+def test_the_split_tail_is_chosen_only_where_it_fills_the_sms():
+    """Where the rule picks a split tail, its tiles fill FILL x the SMs, or its tail is split in K, or split-K's
+    128x128 tiles would make a second, partial wave (a persistent walk over few tiles is otherwise what the
+    few-tiles regime avoids); and in 128 < M < 256 its tiles all run at once, as the note says."""
+    ms = (17, 64, 100, 128, 129, 200, 255, 256, 341, 529, 1000, 2049)
+    ns = (768, 3072, 4096, 6144, 11008, 14336, 22016, 28672, 57344)
+    for dtype, m, n, k in itertools.product(("fp16", "fp8e4m3"), ms, ns, (3072, 11008, 36864)):
+        choice = gemm_rule.choose("ptx", m, n, k, dtype, sms=132)
+        if "split-tail" not in choice.kernel:
+            continue
+        width = 192 if choice.kernel.startswith("128x192") else 256
+        tiles = -(-m // 128) * -(-n // width)
+        k_tiles = gemm_rule.k_tiles(k, dtype)
+        splits = _tail_shares(tiles, k_tiles)
+        split_k_waves = -(-m // 128) * -(-n // 128) > 132
+        assert tiles >= gemm_rule.FILL * 132 or splits > 1 or split_k_waves, (dtype, m, n, k, choice.line())
+        if "every tile at once" in choice.why:
+            assert tiles <= 132, (dtype, m, n, k, choice.line())
+
+
+def _tail_shares(tiles: int, k_tiles: int) -> int:
+    from suite.waves import tail_split_count
+
+    return tail_split_count(tiles, k_tiles, 132, gemm_rule.TAIL_MIN_K_TILES)
 
 
 def test_rule_leaves_out_gluon_without_sm90a():
