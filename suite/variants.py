@@ -290,7 +290,7 @@ GEMM_VARIANTS = (
         "128x192x64 ws 2wg persistent tma-store tma+wgmma",
         "suite.ptx.gemm_tma:KERNELS[128x192x64 ws 2wg persistent tma-store]",
         needs_sm90a,
-        ("llm", "long-k", "sweep"),
+        ("llm", "long-k"),
         "the persistent TMA-store rung on 128x192 tiles (64x192 per consumer warpgroup, B in three 64-column "
         "boxes), each over all of K: where 128x256 tiles leave SMs idle (at M = 256, N = 10240: 108 tiles, not 80)",
     ),
@@ -318,7 +318,7 @@ GEMM_VARIANTS = (
         "128x256 stream-k tma+wgmma",
         "suite.ptx.gemm_tma:KERNELS[128x256 stream-k]",
         needs_sm90a,
-        ("llm", "long-k", "sweep"),
+        ("llm", "long-k"),
         "the persistent rung's 128x256 tile (2 consumer warpgroups), stream-K: whole tiles in data-parallel "
         "waves while two waves remain, the last tiles' K iterations shared evenly",
     ),
