@@ -8,7 +8,7 @@ fallbacks when a kernel refuses the shape. Split counts are not chosen here: the
 set theirs from the shape by their own rules.
 
 The regimes, each a reason a tile choice wins (the thresholds are the constants below, fitted on committed runs):
-- decode (PTX: M <= 16; Triton: M < 16, or up to M = 128 against weights up to 8192 wide): the weight
+- decode (M <= 16; Triton also up to M = 128 against weights up to 8192 wide): the weight
   is nearly all the bytes; a swapped kernel puts the weight on the MMA's wide side and streams it once;
 - M between 128 and 256 (``TALL_M``): one row of 256-row tiles reads each weight tile once, where two rows of
   128-row tiles read it twice, and the zero-filled rows past M cost no operand traffic (per N x K, the tiles pull
@@ -36,9 +36,9 @@ FILL = 0.8  # tiles >= FILL x SMs: the output tiles alone keep the GPU busy
 PTX_NARROW_M = 256  # up to here 64x128 split-K tiles, while they fit one wave, beat 128x128 ones
 PTX_DECODE_M = 16  # up to here the swapped decode kernel streams the weight best
 TALL_M = 256  # M strictly between TALL_M / 2 and TALL_M: 256-row tiles (one tile row) read the weight once
-TRITON_TINY_M = 16  # below: the Triton decode kernel streams any weight best
+TRITON_TINY_M = 16  # up to here (one token tile): the Triton decode kernel streams any weight best
 TRITON_DECODE_M = 128  # the Triton decode kernel's token tiles hold up to 64 rows, two of them here
-TRITON_DECODE_N = 8192  # wider weights (from M = TRITON_TINY_M): split-K's 128x256 tiles fill the SMs better
+TRITON_DECODE_N = 8192  # wider weights (above M = TRITON_TINY_M): split-K's 128x256 tiles fill the SMs better
 TRITON_DECODE_K = 8192  # above M = TRITON_DECODE_M / 2, a longer K is split better by split-K
 TRITON_NARROW_M, TRITON_NARROW_N = 256, 4096  # a narrow weight keeps the decode kernel ahead up to this M
 TRITON_SPLIT_M = 512  # up to here split-K while 128x256 tiles are fewer than the SMs; above, only below FILL x SMs
@@ -179,8 +179,8 @@ def _triton(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) -> tuple
         f"{t256} 128x256 tiles {'>=' if t256 >= sms else '<'} {sms} SMs: persistent, host descriptors",
     )
     fallback = Choice("split-k desc", 4, "fallback: K split")
-    if m < TRITON_TINY_M:
-        why = f"M={m} < {TRITON_TINY_M}"
+    if m <= TRITON_TINY_M:
+        why = f"M={m} <= {TRITON_TINY_M}"
     elif m <= TRITON_DECODE_M and n <= TRITON_DECODE_N and (m <= TRITON_DECODE_M // 2 or k <= TRITON_DECODE_K):
         why = f"M={m} <= {TRITON_DECODE_M} against a weight of N={n} <= {TRITON_DECODE_N}" + (
             "" if m <= TRITON_DECODE_M // 2 else f", K={k} <= {TRITON_DECODE_K}"
@@ -219,7 +219,7 @@ def _triton(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) -> tuple
             else "no tail (the split tail's walk)"
         ),
     )
-    if TRITON_TINY_M <= m <= TRITON_DECODE_M and tiles >= sms:
+    if TRITON_TINY_M < m <= TRITON_DECODE_M and tiles >= sms:
         return (tail, Choice("split-k desc", 4, "fallback: K split"), decode, host)
     if m <= TRITON_DECODE_M or (m <= TRITON_SPLIT_M and t256 < sms) or t256 < FILL * sms:
         split = Choice("split-k desc", 4, f"M={m}, {t256} 128x256 tiles: too few for {sms} SMs alone, K split")

@@ -37,6 +37,7 @@ GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU
         ("ptx", (129, 73728, 11008), "fp8e4m3", "256x128 stream-k tma+wgmma"),
         ("ptx", (202, 3584, 36864), "fp16", "128x256 split-tail tma-store tma+wgmma"),  # 28 256x128 tiles: at once
         ("triton", (1, 6144, 4096), "fp16", "decode swap-ab desc"),
+        ("triton", (16, 14336, 4096), "fp8e4m3", "decode swap-ab desc"),  # one token tile, a wide weight
         ("triton", (64, 57344, 8192), "fp16", "split-tail desc"),  # 224 64x256 tiles
         ("triton", (100, 16384, 8192), "fp16", "split-k desc"),  # 64 128x256 tiles
         ("triton", (300, 8192, 8192), "bf16", "split-k desc"),
