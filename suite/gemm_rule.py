@@ -130,15 +130,17 @@ def _ptx_tail(m: int, n: int, k: int, dtype: str, sms: int, narrow: bool, lead: 
 
 def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
     t256, t192 = _tiles(m, n, 128, 256), _tiles(m, n, 128, 192)
-    few = f"128x256 tiles {math.ceil(m / 128)}x{math.ceil(n / 256)}={t256} < {FILL}x{sms} SMs"
+    few_tiles = f"128x256 tiles {math.ceil(m / 128)}x{math.ceil(n / 256)}={t256} < {FILL}x{sms} SMs"
     t64, t128 = _tiles(m, n, 64, 128), _tiles(m, n, 128, 128)
-    narrow = Choice(
-        "64x128 split-k tma+wgmma", 8, f"{few}; M={m} <= {PTX_NARROW_M}, 64x128 tiles {t64} <= {sms} SMs: K split"
+    split64 = Choice(
+        "64x128 split-k tma+wgmma", 8, f"{few_tiles}; M={m} <= {PTX_NARROW_M}, 64x128 tiles {t64} <= {sms} SMs: K split"
     )
-    square = Choice(
-        "128x128 split-k tma+wgmma", 7, f"{few}; M={m} > {PTX_NARROW_M} or 64x128 tiles {t64} > {sms} SMs: K split"
+    split128 = Choice(
+        "128x128 split-k tma+wgmma",
+        7,
+        f"{few_tiles}; M={m} > {PTX_NARROW_M} or 64x128 tiles {t64} > {sms} SMs: K split",
     )
-    split = (narrow, square) if t64 <= sms and m <= PTX_NARROW_M else (square, narrow)
+    split = (split64, split128) if t64 <= sms and m <= PTX_NARROW_M else (split128, split64)
     sixteen = dtype != "fp8e4m3"  # the 128x192 rung is built for 16-bit types only
     if m <= PTX_DECODE_M:
         decode = Choice(
