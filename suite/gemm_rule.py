@@ -29,7 +29,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from suite.waves import tail_split_count
+from suite.waves import MIN_K_TILES_PER_SPLIT, tail_split_count
 
 H200_SMS = 132  # the rule's SM count where no GPU says otherwise (the committed runs' GPU)
 FILL = 0.8  # tiles >= FILL x SMs: the output tiles alone keep the GPU busy
@@ -42,7 +42,7 @@ TRITON_DECODE_N = 8192  # wider weights (above M = TRITON_TINY_M): split-K's 128
 TRITON_DECODE_K = 8192  # above M = TRITON_DECODE_M / 2, a longer K is split better by split-K
 TRITON_NARROW_M, TRITON_NARROW_N = 256, 4096  # a narrow weight keeps the decode kernel ahead up to this M
 TRITON_SPLIT_M = 512  # up to here split-K while 128x256 tiles are fewer than the SMs; above, only below FILL x SMs
-TAIL_MIN_K_TILES = 4  # the split tail's shares hold this many K tiles at least (the kernels' MIN_K_TILES_PER_SPLIT)
+TAIL_MIN_K_TILES = MIN_K_TILES_PER_SPLIT  # the split tail's shares hold this many K tiles at least, as the kernels'
 NARROW_TILE_RATE = 0.97  # a 128x192 tile's MMA rate against a 128x256 one's (fewer MACs per operand byte)
 
 PTX = "ptx"

@@ -15,6 +15,9 @@ from __future__ import annotations
 import math
 
 BALANCED_MIN_SHARE = 0.9
+# split-K and the split tail: every split of a tile's K streams at least this many K tiles (fewer and each split's
+# prologue, epilogue and partial tile cost more than its mainloop); both backends' kernels and suite.gemm_rule use it
+MIN_K_TILES_PER_SPLIT = 4
 
 
 def persistent_grid(tiles: int, slots: int) -> int:

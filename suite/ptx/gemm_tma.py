@@ -22,7 +22,7 @@ from suite.kernel import Fault, NvrtcModule
 from suite.nvrtc import loader
 from suite.problem_types import meta_tensor
 from suite.problems import BadInput
-from suite.waves import grid_note, persistent_grid, tail_split_count
+from suite.waves import MIN_K_TILES_PER_SPLIT, grid_note, persistent_grid, tail_split_count
 from suite.workspace import new_workspace
 
 SOURCE = Path(__file__).with_name("gemm_tma.cu")
@@ -50,8 +50,6 @@ SCHEDULES = {
     "split-tail": "SCHED_SPLIT_TAIL",
 }
 GROUP_M = 8  # gemm_tma.cu's GEMM_TMA_GROUP_M default: tile rows per rasterization group (a Config may set its own)
-# split-K: each split streams at least this many K tiles (fewer and the prologue and the fix-up dominate)
-MIN_K_TILES_PER_SPLIT = 4
 # The ridge point, FLOPs per byte moved, below which a shape is memory-bound: an H100 / H200's dense fp16 / bf16 peak
 # (twice that for fp8) over its HBM bandwidth, about 200 (400 fp8). A decode GEMM (M = 1..128 against an 8192-wide
 # weight) sits far below it; the square shapes far above.

@@ -55,14 +55,13 @@ from suite.triton.gemm_desc import (
     stage_bytes,
 )
 from suite.triton.gemm_parts import add_in_order, mac_loop, split_range, store_tile, tile_coords
-from suite.waves import wave_split_count
+from suite.waves import MIN_K_TILES_PER_SPLIT, wave_split_count
 
 # Tall tiles (256 x 128) for 128 < M < 256: the operand bytes the tiles pull from L2, per N x K, are the tile rows
 # (each reads all of B) plus M / BLOCK_N (each tile column reads A's M valid rows; TMA fills rows past M with zeros and
 # reads nothing for them): 1 + M / 128 against 2 + M / 256 for 128 x 256 tiles, less for every M under 256. Same
 # accumulator (128 fp32 registers a thread over 8 warps) and the same stage bytes as 128 x 256.
 TALL_M = 256
-MIN_K_TILES_PER_SPLIT = 4  # fewer and each split's prologue, epilogue and partial tile cost more than its mainloop
 MAX_SPLITS = 32  # the workspace traffic (splits x M x N x 4 bytes, written and read) stays a fraction of A and B's
 WAVE_SLACK = 0.05  # a split count within 5% of the best wave efficiency is as good (fewer splits: less fix-up)
 REDUCE_BLOCK = 512  # elements of C per reduction program (4 warps: one 16-byte load per thread and split)

@@ -36,8 +36,8 @@ import triton.language as tl
 from suite.triton._compiled import kernel_info
 from suite.triton.gemm_desc import GROUP_M, count, dtype_config, num_sms, stage_bytes
 from suite.triton.gemm_parts import add_in_order, mac_loop, store_tile, stream_k_range, stream_k_unit, tile_coords
-from suite.triton.gemm_splitk import MIN_K_TILES_PER_SPLIT, STAGES, TwoPassGemm, TwoPassModule, epilogue_kwargs
-from suite.waves import tail_split_count
+from suite.triton.gemm_splitk import STAGES, TwoPassGemm, TwoPassModule, epilogue_kwargs
+from suite.waves import MIN_K_TILES_PER_SPLIT, tail_split_count
 
 FIXUP_ELEMENTS = 512  # of a tile per fix-up program (2 rows of 256, 4 of 128): over 4 warps, one 16-byte load per
 # thread and partial
