@@ -371,8 +371,8 @@ def tuning_configs(dtype: str = "fp16") -> list[triton.Config]:
     """The space the ``tuned`` variant searches at ``dtype``, all on that dtype's tile (TILES) with 8 warps and C
     stored in two halves: depth, one program per tile or persistent, and GROUP_M. One tile keeps one set of
     host-built descriptors valid for every configuration (their boxes are part of the kernel's signature), so no
-    per-configuration hook is needed and the choice can be cached on disk. The tiles come from the tuning runs of
-    tools/tune_gemm_triton.py (docs/tuning.md).
+    per-configuration hook is needed and the choice can be cached on disk. The tiles come from the tuning runs that
+    docs/tuning.md describes.
     The configurations are the same for every dtype; only the tile's BLOCK_K differs (64, or 128 for fp8)."""
     bm, bn, bk = TILES[dtype]
     return [

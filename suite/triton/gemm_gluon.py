@@ -349,7 +349,7 @@ class GluonGemm:
 # dispatch accesses: the consumer warps' stores of the partition state word at the region's entry and exit, and the
 # worker warps' loads of it in their dispatch loop (SASS STS / LDS of one shared word, attributed to the kernel's
 # first line); none at the ring, its mbarriers or C's staging tile. An empty warp_specialize kernel shows none
-# (tools/racecheck_gluon_ws.py; the evidence: docs/sanitizer.md). memcheck, synccheck and initcheck run as usual.
+# (docs/sanitizer.md has the evidence). memcheck, synccheck and initcheck run as usual.
 RACECHECK_BLIND = (
     "racecheck flags Triton's warp-specialization dispatch word (compiler-generated entry/exit "
     "stores vs the worker warps' loads), not this kernel's ring or C tile "

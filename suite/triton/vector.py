@@ -82,8 +82,8 @@ class Config:
         )
 
 
-# The best layout tools/tune_vector.py --triton found on an H200 for 1 GiB (docs/tuning.md): 2 tiles of 64 KiB per
-# program, 4 warps; streaming cache hints (evict_first loads, .cs stores) lost everywhere and were dropped.
+# The bandwidth layout, chosen by the tuning search docs/tuning.md describes: 2 tiles of 64 KiB per program, 4 warps;
+# no streaming cache hints (evict_first loads, .cs stores), which lost in every layout searched.
 BANDWIDTH = Config(tile_bytes=64 * 1024, num_warps=4, schedule=Schedule(tiles_per_block=2))
 DEPTH_NUM_WARPS = 4  # 128 threads, as the PTX ring's depth blocks
 DEPTH_TILE_BYTES = (2048, 4096, 8192, 16384, 32768)

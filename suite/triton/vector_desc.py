@@ -103,8 +103,8 @@ class Config:
         )
 
 
-# The best layout tools/tune_vector.py --triton-desc found on an H200 for 1 GiB (docs/tuning.md): one 32 KiB tile
-# per program at num_stages=3. With one tile per program nothing is pipelined; what num_stages=3 sets is the shared
+# The bandwidth layout, chosen by the tuning search docs/tuning.md describes: one 32 KiB tile per program at
+# num_stages=3. With one tile per program nothing is pipelined; what num_stages=3 sets is the shared
 # memory (3 tiles, 96 KiB), hence 2 resident programs per SM; 3 and 1 per SM (num_stages 2 and 4) came behind, and
 # so did longer runs and persistent grids.
 BANDWIDTH = Config(tile_bytes=32 * 1024, num_warps=8, schedule=Schedule(tiles_per_block=1))
