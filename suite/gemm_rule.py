@@ -141,6 +141,7 @@ def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
         f"{few_tiles}; M={m} > {PTX_NARROW_M} or 64x128 tiles {t64} > {sms} SMs: K split",
     )
     split = (split64, split128) if t64 <= sms and m <= PTX_NARROW_M else (split128, split64)
+    split_fallbacks = tuple(Choice(c.kernel, c.stages, "fallback: K split") for c in split)
     sixteen = dtype != "fp8e4m3"  # the 128x192 rung is built for 16-bit types only
     if m <= PTX_DECODE_M:
         decode = Choice(
@@ -156,13 +157,13 @@ def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
                 4,
                 f"{tall}one row of 256x128 tiles reads B once, stream-K over {t_tall} tiles >= {sms} SMs",
             )
-            return (stream, *(Choice(c.kernel, c.stages, "fallback: K split") for c in split))
+            return (stream, *split_fallbacks)
         # as many 128x256 tiles as 256x128 ones: all at once, so both tile rows read each panel of B together;
         # 128x192 tiles (a third more) only where they too all fit
         lead = f"{tall}{t_tall} 256x128 tiles < {sms} SMs, every tile at once (both tile rows read B together); "
         return (
             *_ptx_tail(m, n, k, dtype, sms, sixteen and t192 <= sms, lead),
-            *(Choice(c.kernel, c.stages, "fallback: K split") for c in split),
+            *split_fallbacks,
         )
     few = t256 < FILL * sms and (not sixteen or t192 < FILL * sms)
     if few and (t128 <= sms or not sixteen):  # split-K's tiles in one wave (fp8: no narrower tile to turn to)
@@ -170,7 +171,7 @@ def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
     # above one tile row of M, or where 128x256 tiles are too few: 128x192 tiles may take fewer rounds. With one
     # tile row and 128x256 tiles enough, the weight streams once whichever the width: the wider tile
     narrow = sixteen and (m > 128 or t256 < FILL * sms)
-    return (*_ptx_tail(m, n, k, dtype, sms, narrow), *(Choice(c.kernel, c.stages, "fallback: K split") for c in split))
+    return (*_ptx_tail(m, n, k, dtype, sms, narrow), *split_fallbacks)
 
 
 def _triton(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) -> tuple[Choice, ...]:
@@ -222,7 +223,7 @@ def _triton(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) -> tuple
         ),
     )
     if TRITON_TINY_M < m <= TRITON_DECODE_M and tiles >= sms:
-        return (tail, Choice("split-k desc", 4, "fallback: K split"), decode, host)
+        return (tail, fallback, decode, host)
     if m <= TRITON_DECODE_M or (m <= TRITON_SPLIT_M and t256 < sms) or t256 < FILL * sms:
         split = Choice("split-k desc", 4, f"M={m}, {t256} 128x256 tiles: too few for {sms} SMs alone, K split")
         return (split, host) if m > TRITON_DECODE_M else (split, decode, host)

@@ -329,7 +329,7 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
             return _usage_error("--out", why)
         if args.resume and args.overwrite:
             return _usage_error("--resume", "keeps the run in --out; --overwrite would remove it: pass one of them")
-        if args.resume and (why := _why_not_resumable(args.out)):
+        if args.resume and (why := _resumable(args.out)[1]):
             return _usage_error("--resume", why)
         if not args.overwrite and not args.resume and _holds_results(args.out):
             return _usage_error("--out", f"{args.out} holds an earlier run's results (--overwrite replaces them)")
@@ -482,9 +482,9 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
     try:
         resume = None
         if args.resume:  # checked again under the lock: another run may have finished it since
-            if why := _why_not_resumable(out):
+            resume, why = _resumable(out)
+            if why:
                 return _usage_error("--resume", why)
-            resume = results_io.read_json(out / "results.json")
         elif _holds_results(out):  # checked again under the lock: another run may have finished there since
             if not args.overwrite:
                 return _usage_error("--out", f"{out} holds an earlier run's results (--overwrite replaces them)")
@@ -506,23 +506,23 @@ def _missing(path: Path) -> list[Path]:
     return missing
 
 
-def _why_not_resumable(out: Path) -> str | None:
-    """Why ``out`` holds no run that --resume can finish (None: it holds one)."""
+def _resumable(out: Path) -> tuple[dict | None, str | None]:
+    """The run in ``out`` that --resume can finish, as read, and None; or None and why there is none."""
     from suite.driver.results_io import InputError, read_json
 
     file = Path(out) / "results.json"
     if not file.exists():
-        return f"{out} holds no results.json to resume"
+        return None, f"{out} holds no results.json to resume"
     try:
         data = read_json(file)
     except InputError as e:
-        return str(e)
+        return None, str(e)
     meta = data.get("meta") if isinstance(data, dict) else None
     if not isinstance(meta, dict) or not isinstance(data.get("rows"), list) or not isinstance(meta.get("plan"), dict):
-        return f"{file}: not a pipesuite run that records its plan (nothing to resume from)"
+        return None, f"{file}: not a pipesuite run that records its plan (nothing to resume from)"
     if meta.get("complete") is not False:
-        return f"{file}: that run is complete (meta.complete is not false): nothing to resume"
-    return None
+        return None, f"{file}: that run is complete (meta.complete is not false): nothing to resume"
+    return data, None
 
 
 def _holds_results(out: Path) -> bool:

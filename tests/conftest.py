@@ -133,3 +133,12 @@ def pytest_configure(config):
         from suite.plugins import load_plugins
 
         load_plugins(plugins)
+
+
+def cut_run(data: dict, jobs: list[int], keep_jobs: int, keep_rows: int) -> dict:
+    """A run's record ``data`` as a time limit leaves it (changed in place and returned): of its ``jobs`` in order,
+    the first ``keep_jobs`` whole, ``keep_rows`` rows of the next, nothing after, ``meta.complete`` false."""
+    whole = [r for r in data["rows"] if r["job"] in jobs[:keep_jobs]]
+    half = [r for r in data["rows"] if r["job"] == jobs[keep_jobs]][:keep_rows]
+    data["rows"], data["meta"]["complete"] = whole + half, False
+    return data

@@ -10,6 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from conftest import cut_run
 
 from suite import merge
 from suite.driver import bench, report
@@ -201,11 +202,7 @@ def _cut(path, keep_jobs, keep_rows):
     the next, nothing after, ``meta.complete`` false."""
     file = path / "results.json"
     data = json.loads(file.read_text())
-    jobs = data["meta"]["shard"]["jobs"]
-    whole = [r for r in data["rows"] if r["job"] in jobs[:keep_jobs]]
-    half = [r for r in data["rows"] if r["job"] == jobs[keep_jobs]][:keep_rows]
-    data["rows"], data["meta"]["complete"] = whole + half, False
-    file.write_text(json.dumps(data))
+    file.write_text(json.dumps(cut_run(data, data["meta"]["shard"]["jobs"], keep_jobs, keep_rows)))
     return path
 
 

@@ -11,7 +11,7 @@ import threading
 from pathlib import Path
 
 import pytest
-from conftest import main_here
+from conftest import cut_run, main_here
 
 from suite.driver import report
 
@@ -416,11 +416,7 @@ def _cut_copy(full: Path, to: Path, keep_jobs: int, keep_rows: int) -> dict:
     rows of the next (a job cut half-way: on_rows writes whole jobs, a driver's interrupt may attach more)."""
     to.mkdir()
     data = json.loads((full / "results.json").read_text())
-    jobs = sorted({r["job"] for r in data["rows"]})
-    data["rows"] = [r for r in data["rows"] if r["job"] in jobs[:keep_jobs]] + [
-        r for r in data["rows"] if r["job"] == jobs[keep_jobs]
-    ][:keep_rows]
-    data["meta"]["complete"] = False
+    cut_run(data, sorted({r["job"] for r in data["rows"]}), keep_jobs, keep_rows)
     (to / "results.json").write_text(json.dumps(data))
     return data
 

@@ -49,9 +49,10 @@ def _kept_jobs(record: dict, plan, jobs: list, index: int, count: int) -> dict[i
 
     def finished(job) -> bool:  # each of its plan rows once, none of them lost with a device that failed
         rows = by_job.get(job.index, [])
-        return sorted(r.get("plan_row", -1) if isinstance(r.get("plan_row"), int) else -1 for r in rows) == sorted(
-            spec.index for spec in job.rows
-        ) and not any(r.get("failure") == "device" for r in rows)
+        plan_rows = sorted(r["plan_row"] if isinstance(r.get("plan_row"), int) else -1 for r in rows)
+        return plan_rows == sorted(spec.index for spec in job.rows) and not any(
+            r.get("failure") == "device" for r in rows
+        )
 
     return {j.index: by_job[j.index] for j in jobs if finished(j)}
 
@@ -108,6 +109,11 @@ def execute(
         )
     shard_jobs = [j.index for j in jobs]
     kept: list[dict] = []  # the rows of the jobs an earlier, cut run finished (resume)
+
+    def whole(rows) -> list[dict]:
+        """This run's rows with the kept ones, in plan order."""
+        return in_plan_order(kept + list(rows))
+
     if resume is not None:
         finished = _kept_jobs(resume, plan, jobs, index, count)
         jobs = [j for j in jobs if j.index not in finished]
@@ -116,7 +122,7 @@ def execute(
             report = on_rows
 
             def on_rows(rows: list[dict]) -> None:
-                report(in_plan_order(kept + rows))
+                report(whole(rows))
 
     info = {
         "plan": plan.meta(),
@@ -134,10 +140,10 @@ def execute(
         if kept:
             from suite.driver.workers import Interrupted
 
-            raise Interrupted(in_plan_order(kept + list(getattr(e, "rows", None) or ()))) from None
+            raise Interrupted(whole(getattr(e, "rows", None) or ())) from None
         raise
     info["phase_seconds"] = phases.as_dict()
-    return (in_plan_order(kept + rows) if kept else rows), info
+    return (whole(rows) if kept else rows), info
 
 
 def _run(jobs, opts, on_gpu, gpus, prestarted, plugins, progress, phases, on_rows, info) -> list[dict]:

@@ -118,10 +118,12 @@ struct SplitTail {
     PIPESUITE_HD WorkUnit tail_unit() const {
         const int tail = tiles - dp_tiles;
         if (block >= tail * splits) return end_of_walk();
-        const int t = block % tail, split = block / tail;
-        const int base = num_k_tiles / splits, extra = num_k_tiles % splits;
-        const int k_begin = split * base + (split < extra ? split : extra);
-        return {dp_tiles + t, k_begin, base + (split < extra ? 1 : 0), splits, split, t * splits, 1, 0};
+        // the tail's tiles x splits, split-major, as SplitTiles deals them; slots (its place in the tail) x splits
+        WorkUnit u = SplitTiles<false>{tail, num_k_tiles, splits, block, grid}.unit(block);
+        u.slot_base = u.tile * splits;
+        u.slot_step = 1;
+        u.tile += dp_tiles;
+        return u;
     }
     PIPESUITE_HD WorkUnit first_unit() const { return block < dp_tiles ? whole_tile(block) : tail_unit(); }
     PIPESUITE_HD WorkUnit next_unit(const WorkUnit& done) const {

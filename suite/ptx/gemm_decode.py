@@ -64,7 +64,6 @@ from suite.workspace import new_workspace
 
 SOURCE = Path(__file__).with_name("gemm_decode.cu")
 DTYPES = ("fp16", "bf16", "fp8e4m3")
-ELEMENT_BYTES = {"fp16": 2, "bf16": 2, "fp8e4m3": 1}
 ATOM_BYTES_K = SWIZZLE_BYTES  # a K atom: one 128-byte swizzled row of K (64 of K at 16 bits, 128 at fp8)
 BLOCK_TS = (8, 16, 32, 64)  # token rows per unit: wgmma's N
 CONSUMERS = (2, 1)  # consumer warpgroups, 64 weight columns each: BW = 128 or 64, the wider first
@@ -140,7 +139,7 @@ def plan(
 ) -> Plan:
     """The decode rule (the module's docstring) for a ring ``stages`` deep. ``splits`` and ``consumers`` force a
     choice (tests)."""
-    atom_k = ATOM_BYTES_K // ELEMENT_BYTES[dtype]
+    atom_k = gemm_tma.block_k(dtype)  # K per 128-byte atom: 64, fp8 128
     block_t = block_t_for(m)
     tiles_t = -(-m // block_t)
     best = None

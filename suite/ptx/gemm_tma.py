@@ -133,15 +133,15 @@ class Config:
         return head + f", {ELEMENT[dtype]}, {self.block_m}, {SCHEDULES[self.schedule]}{tail}>"
 
     def describe(self, dtype: str = "fp16") -> str:
+        walk = (", TMA-store epilogue" if self.tma_store else "") + (
+            f", GROUP_M={self.group_m}" if self.group_m != GROUP_M else ""
+        )  # the tile walks' epilogue and rasterization
         what = {
-            "tiles": (", persistent" if self.persistent else "")
-            + (", TMA-store epilogue" if self.tma_store else "")
-            + (f", GROUP_M={self.group_m}" if self.group_m != GROUP_M else ""),
+            "tiles": (", persistent" if self.persistent else "") + walk,
             "split-k": ", split-K (partials summed in K order by a second kernel)",
             "stream-k": ", stream-K over one block per SM (fix-up in K order by the last unit)",
             "split-tail": ", persistent, the last partial wave's tiles split in K (fix-up in K order by the last unit)"
-            + (", TMA-store epilogue" if self.tma_store else "")
-            + (f", GROUP_M={self.group_m}" if self.group_m != GROUP_M else ""),
+            + walk,
         }[self.schedule]
         return (
             f"{self.block_m}x{self.block_n}x{block_k(dtype)}, 1 producer warp + {self.consumers} consumer "
@@ -614,15 +614,13 @@ class Gemm(SplitLaunch):
             note += f", {self.splits} split{'s' if self.splits > 1 else ''} of {k_tiles} K tiles"
         if config.schedule == "stream-k":
             note += f", {tiles * k_tiles} MAC iterations over {self.grid} blocks"
-        if config.schedule == "split-tail":
+        if config.schedule == "split-tail" and self.splits > 1:
             tail = tiles % self.grid
             note += (
                 f", {tiles - tail} tiles in {tiles // self.grid} whole waves of {self.grid}, then {tail} x "
                 f"{self.splits} splits of {k_tiles} K tiles"
-                if self.splits > 1
-                else grid_note(tiles, sms * blocks_per_sm, self.grid)
             )
-        if config.persistent and config.schedule == "tiles":
+        elif config.schedule in ("tiles", "split-tail") and config.persistent:  # the persistent walk
             note += grid_note(tiles, sms * blocks_per_sm, self.grid)
         if config.tma_store and n % 8 == 0 and config.c_passes(stages) > 1:
             note += f", C staged 1/{config.c_passes(stages)} of a tile at a time (one TMA-store pass each)"
