@@ -58,7 +58,8 @@ def compile_one(spec):
             signature[arg] = "i32"
         else:
             signature[arg], constexprs[arg] = "constexpr", 1
-    names = list(signature)
+    # attributes are keyed by the argument's position in the kernel's own parameter list (not the spec's order)
+    names = [p.name for p in fn.params]
     attrs = {(names.index(a),): [["tt.divisibility", 16]] for a in spec.get("aligned", ())}
     if spec.get("gluon"):
         from triton.experimental.gluon._runtime import GluonASTSource
