@@ -51,7 +51,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from suite.driver.results_io import SOFTWARE, InputError, in_plan_order, read_json
+from suite.driver.results_io import SOFTWARE, InputError, in_plan_order, job_finished, read_json
 
 WIDTH = 160
 # What each part measured of its own GPU and run. Where the parts agree the merged metadata keeps the value; where they
@@ -122,7 +122,8 @@ def load(path: str | Path) -> Part:
 
 def check_rows(part: Part, file: Path) -> None:
     """Refuse (MergeError) a part whose rows are not its jobs' rows as the plan counts them: a shard with rows removed
-    (or added, or of another job) is not the shard it says it is. A cut part's jobs with fewer rows than the plan's
+    (or added, or of another job) is not the shard it says it is. A cut part's jobs that it did not finish, by
+    suite.run --resume's rule (results_io.job_finished: every plan row once, none lost with a device that failed),
     are its unfinished ones: their rows are dropped and the jobs left to the other parts (or marked missing)."""
     try:
         listed = part.plan.get("job_list")
@@ -130,15 +131,20 @@ def check_rows(part: Part, file: Path) -> None:
             raise ValueError(f"its plan counts {part.plan.get('jobs')!r} jobs and lists {len(listed or [])}")
         jobs = [int(j) for j in part.jobs]
         expected = {j: plan_rows(part, j) for j in jobs}
+        first_row = plan_row_starts(part)
     except (TypeError, ValueError, IndexError, KeyError) as e:
         raise MergeError(f"{file}: its plan and shard do not describe its jobs ({e})") from None
     if any(not isinstance(r, dict) for r in part.rows):
         raise MergeError(f"{file}: not a pipesuite results.json (a row is not an object)")
-    have = Counter(r.get("job") for r in part.rows)
-    if part.cut:
-        part.unfinished = tuple(j for j in jobs if have.get(j, 0) < expected[j])
+    if part.cut:  # its finished jobs by suite.run --resume's rule; the others are left to other parts
+        by_job: dict[int, list[dict]] = {}
+        for r in part.rows:
+            by_job.setdefault(r.get("job"), []).append(r)
+        part.unfinished = tuple(
+            j for j in jobs if not job_finished(by_job.get(j, []), range(first_row[j], first_row[j] + expected[j]))
+        )
         part.rows = [r for r in part.rows if r.get("job") not in part.unfinished]
-        have = Counter(r.get("job") for r in part.rows)
+    have = Counter(r.get("job") for r in part.rows)
     for job in part.jobs:
         if have.get(job, 0) != expected[job]:
             raise MergeError(
@@ -158,6 +164,16 @@ def plan_rows(part: Part, job: int) -> int:
     if not isinstance(names, list) or not 0 <= job < len(names):
         raise IndexError(f"job {job} is not in the plan's job list")
     return parse_description(str(names[job]))["rows"]
+
+
+def plan_row_starts(part: Part) -> list[int]:
+    """Each job's first plan row: the plan numbers its rows in job order (suite.driver.plan), so job j's rows are
+    the next ``plan_rows`` after job j - 1's."""
+    starts, row = [], 0
+    for job in range(len(part.plan["job_list"])):
+        starts.append(row)
+        row += plan_rows(part, job)
+    return starts
 
 
 def _describe(part: Part, job: int) -> str:

@@ -241,6 +241,35 @@ def test_a_cut_shard_gives_its_finished_jobs_and_the_rest_are_holes(gemm_plan, t
     assert json.loads((tmp_path / "whole" / "results.json").read_text())["meta"]["complete"] is True
 
 
+def test_a_cut_part_and_resume_call_the_same_jobs_finished(gemm_plan, tmp_path):
+    """One rule (results_io.job_finished) for what suite.merge takes from a cut part and what suite.run --resume
+    keeps: a job whose rows are all there but one was lost with a failed device, or whose rows repeat one plan row
+    in place of another, is unfinished in both; the jobs around it are finished in both."""
+    from suite.driver.sweep import _kept_jobs
+    from suite.merge import load, plan_row_starts
+
+    two = _part(tmp_path / "s2", gemm_plan, 2, 2)
+    jobs = [j.index for j in gemm_plan.shard(2, 2)]
+    data = json.loads((two / "results.json").read_text())
+    data["meta"]["complete"] = False
+    failed, repeated = jobs[0], jobs[1]
+    for r in data["rows"]:
+        if r["job"] == failed:
+            r["failure"] = "device"  # the job's last rows were not run: its worker's device failed
+    twice = [r for r in data["rows"] if r["job"] == repeated]
+    assert len(twice) >= 2, "the job needs two rows to repeat one"
+    twice[1]["plan_row"] = twice[0]["plan_row"]  # as many rows as the plan has, one of them twice
+    (two / "results.json").write_text(json.dumps(data))
+
+    part = load(two)
+    assert part.unfinished == (failed, repeated), part.unfinished
+    kept = _kept_jobs(data, gemm_plan, list(gemm_plan.shard(2, 2)), 2, 2)
+    assert set(kept) == set(jobs) - {failed, repeated} == set(part.jobs)
+    # the plan's own row numbers are the ones merge derives from the job list
+    starts = plan_row_starts(part)
+    assert all(starts[j.index] == j.rows[0].index for j in gemm_plan.jobs)
+
+
 def test_by_gpu_puts_models_side_by_side(gemm_plan, tmp_path):
     h200 = [_part(tmp_path / f"h200-{i}", gemm_plan, i, 2, measured=True) for i in (1, 2)]
     h100 = _part(tmp_path / "h100", gemm_plan, gpu="NVIDIA H100", measured=True, speed=0.5, torch="2.10.0")

@@ -201,6 +201,14 @@ def in_plan_order(rows: list[dict]) -> list[dict]:
     return sorted(rows, key=lambda r: (r.get("job", 0), -1 if r.get("plan_row") is None else r["plan_row"]))
 
 
+def job_finished(rows: list[dict], plan_rows) -> bool:
+    """Whether a cut run finished a job, by its ``rows`` and the plan row indices the job has (``plan_rows``): each
+    plan row once, and none of them lost with a device that failed (``failure`` "device": not run, or cut short).
+    One rule for what suite.run --resume keeps and what suite.merge takes from a cut part."""
+    got = sorted(r["plan_row"] if isinstance(r.get("plan_row"), int) else -1 for r in rows)
+    return got == sorted(plan_rows) and not any(r.get("failure") == "device" for r in rows)
+
+
 RESULT_FILES = ("results.json", "results.csv", "table.md")
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 
 from suite.driver import plan as planning
 from suite.driver import timing
-from suite.driver.results_io import in_plan_order
+from suite.driver.results_io import in_plan_order, job_finished
 from suite.driver.timing import Phases
 
 __all__ = ["Phases", "ResumeError", "execute", "record_phases", "resolve_gpus", "resolve_shard"]
@@ -47,14 +47,7 @@ def _kept_jobs(record: dict, plan, jobs: list, index: int, count: int) -> dict[i
         if isinstance(row, dict) and isinstance(row.get("job"), int):
             by_job.setdefault(row["job"], []).append(row)
 
-    def finished(job) -> bool:  # each of its plan rows once, none of them lost with a device that failed
-        rows = by_job.get(job.index, [])
-        plan_rows = sorted(r["plan_row"] if isinstance(r.get("plan_row"), int) else -1 for r in rows)
-        return plan_rows == sorted(spec.index for spec in job.rows) and not any(
-            r.get("failure") == "device" for r in rows
-        )
-
-    return {j.index: by_job[j.index] for j in jobs if finished(j)}
+    return {j.index: by_job[j.index] for j in jobs if job_finished(by_job.get(j.index, []), [s.index for s in j.rows])}
 
 
 def resolve_shard(given: tuple[int, int] | None, environ: Mapping[str, str]) -> tuple[int, int] | None:
