@@ -14,7 +14,9 @@ The regimes, each a reason a tile choice wins (the thresholds are the constants 
   128-row tiles read it twice, and the zero-filled rows past M cost no operand traffic (per N x K, the tiles pull
   1 + M / 128 operand bytes from L2 against 2 + M / 256 for 128x256 tiles): stream-K on 256x128 tiles where those
   tiles fill the SMs. Where they do not, every tile runs at once and the split tail's k-aligned shares have both
-  tile rows read each panel of the weight together (PTX); Triton's split-K takes 256x128 tiles for such M;
+  tile rows read each panel of the weight together (PTX); Triton's split-K takes 256x128 tiles for such M. PTX at
+  16 bits, up to ``PTX_MID_M``: the swapped mid-M build instead, whose one token tile pads M to a multiple of 16
+  where a 256-row tile computes 256 rows (at M = 129, 144 against 256);
 - few output tiles (fewer 128x256 tiles than ``FILL`` x SMs, and split-K's tiles within one wave): a wide tile leaves
   SMs idle, so K is split over blocks of smaller tiles (PTX: 64x128 while M <= 256 and those tiles fit one wave, else
   128x128);
@@ -36,6 +38,7 @@ FILL = 0.8  # tiles >= FILL x SMs: the output tiles alone keep the GPU busy
 PTX_NARROW_M = 256  # up to here 64x128 split-K tiles, while they fit one wave, beat 128x128 ones
 PTX_DECODE_M = 16  # up to here the swapped decode kernel streams the weight best
 TALL_M = 256  # M strictly between TALL_M / 2 and TALL_M: 256-row tiles (one tile row) read the weight once
+PTX_MID_M = 208  # up to here (one token tile of the mid-M build) the swapped tile pads M to 16 rows, not to 256
 TRITON_TINY_M = 16  # up to here (one token tile): the Triton decode kernel streams any weight best
 TRITON_DECODE_M = 128  # the Triton decode kernel's token tiles hold up to 64 rows, two of them here
 TRITON_DECODE_N = 8192  # wider weights (above M = TRITON_TINY_M): split-K's 128x256 tiles fill the SMs better
@@ -128,6 +131,28 @@ def _ptx_tail(m: int, n: int, k: int, dtype: str, sms: int, narrow: bool, lead: 
     return (mid, wide, persistent) if r192 < r256 else (wide, mid, persistent)
 
 
+def _ptx_tall(m: int, n: int, k: int, dtype: str, sms: int, fallbacks: tuple[Choice, ...]) -> tuple[Choice, ...]:
+    """TALL_M / 2 < M < TALL_M on the tile rungs: stream-K on 256x128 tiles where they fill the SMs, else every tile
+    at once through the split tail; ``fallbacks`` (split-K) behind."""
+    t_tall, t192 = _tiles(m, n, TALL_M, 128), _tiles(m, n, 128, 192)
+    sixteen = dtype != "fp8e4m3"
+    tall = f"{TALL_M // 2} < M={m} < {TALL_M}: "
+    if t_tall >= sms:
+        stream = Choice(
+            "256x128 stream-k tma+wgmma",
+            4,
+            f"{tall}one row of 256x128 tiles reads B once, stream-K over {t_tall} tiles >= {sms} SMs",
+        )
+        return (stream, *fallbacks)
+    # as many 128x256 tiles as 256x128 ones: all at once, so both tile rows read each panel of B together;
+    # 128x192 tiles (a third more) only where they too all fit
+    lead = f"{tall}{t_tall} 256x128 tiles < {sms} SMs, every tile at once (both tile rows read B together); "
+    return (
+        *_ptx_tail(m, n, k, dtype, sms, sixteen and t192 <= sms, lead),
+        *fallbacks,
+    )
+
+
 def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
     t256, t192 = _tiles(m, n, 128, 256), _tiles(m, n, 128, 192)
     few_tiles = f"128x256 tiles {math.ceil(m / 128)}x{math.ceil(n / 256)}={t256} < {FILL}x{sms} SMs"
@@ -149,22 +174,17 @@ def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
         )
         return (decode, *split)
     if TALL_M // 2 < m < TALL_M:
-        t_tall = _tiles(m, n, TALL_M, 128)
-        tall = f"{TALL_M // 2} < M={m} < {TALL_M}: "
-        if t_tall >= sms:
-            stream = Choice(
-                "256x128 stream-k tma+wgmma",
+        tall = _ptx_tall(m, n, k, dtype, sms, split_fallbacks)
+        if sixteen and m <= PTX_MID_M:  # the mid-M build: no fp8 form
+            rows = math.ceil(m / 16) * 16
+            mid = Choice(
+                "mid-m swap-ab tma+wgmma",
                 4,
-                f"{tall}one row of 256x128 tiles reads B once, stream-K over {t_tall} tiles >= {sms} SMs",
+                f"{TALL_M // 2} < M={m} <= {PTX_MID_M}: swapped, one token tile of {rows} rows where 256-row tiles "
+                f"pad to 256, split tail",
             )
-            return (stream, *split_fallbacks)
-        # as many 128x256 tiles as 256x128 ones: all at once, so both tile rows read each panel of B together;
-        # 128x192 tiles (a third more) only where they too all fit
-        lead = f"{tall}{t_tall} 256x128 tiles < {sms} SMs, every tile at once (both tile rows read B together); "
-        return (
-            *_ptx_tail(m, n, k, dtype, sms, sixteen and t192 <= sms, lead),
-            *split_fallbacks,
-        )
+            return (mid, *(Choice(c.kernel, c.stages, "fallback: " + c.why.removeprefix("fallback: ")) for c in tall))
+        return tall
     few = t256 < FILL * sms and (not sixteen or t192 < FILL * sms)
     if few and (t128 <= sms or not sixteen):  # split-K's tiles in one wave (fp8: no narrower tile to turn to)
         return split

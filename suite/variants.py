@@ -362,6 +362,16 @@ GEMM_VARIANTS = (
         "plan)",
     ),
     (
+        "ptx",
+        "mid-m swap-ab tma+wgmma",
+        "suite.ptx.gemm_decode:MID",
+        needs_sm90a,
+        ("llm", "sweep"),
+        "a few hundred tokens: the decode kernel's swapped tile with 128 weight columns on wgmma's M and M over the "
+        "fewest token tiles of <= 208 rows, rounded up to 16, on its N (M = 129 computes 144 rows where the tile rungs "
+        "compute 256), 3-4 deep rings of 64 of K, persistent waves then a split tail (suite.ptx.gemm_decode.mid_plan)",
+    ),
+    (
         "triton",
         "128x256x64 desc",
         "suite.triton.gemm_desc:KERNELS[tile]",

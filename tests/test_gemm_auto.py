@@ -31,11 +31,13 @@ GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU
         ("ptx", (2049, 22016, 24576), "bf16", "128x256 split-tail tma-store tma+wgmma"),  # 11 waves + 10 split
         ("ptx", (71, 37888, 24576), "fp16", "128x256 split-tail tma-store tma+wgmma"),  # one tile row
         ("ptx", (64, 22016, 5120), "fp16", "128x192 split-tail tma-store tma+wgmma"),  # 86 128x256 tiles, 115 here
-        ("ptx", (129, 14336, 4096), "fp16", "128x256 split-tail tma-store tma+wgmma"),  # 150 128x192: not at once
+        ("ptx", (129, 14336, 4096), "fp16", "mid-m swap-ab tma+wgmma"),  # one token tile of 144 rows
+        ("ptx", (129, 14336, 4096), "fp8e4m3", "128x256 split-tail tma-store tma+wgmma"),  # no fp8 mid-M build
         ("ptx", (512, 18944, 5120), "fp8e4m3", "128x256 split-tail tma-store tma+wgmma"),
-        ("ptx", (201, 18944, 5120), "fp16", "256x128 stream-k tma+wgmma"),  # 128 < M < 256: one tile row
+        ("ptx", (201, 18944, 5120), "fp16", "mid-m swap-ab tma+wgmma"),  # 208 rows, not 256
+        ("ptx", (230, 18944, 5120), "fp16", "256x128 stream-k tma+wgmma"),  # 128 < M < 256: one tile row
         ("ptx", (129, 73728, 11008), "fp8e4m3", "256x128 stream-k tma+wgmma"),
-        ("ptx", (202, 3584, 36864), "fp16", "128x256 split-tail tma-store tma+wgmma"),  # 28 256x128 tiles: at once
+        ("ptx", (230, 3584, 36864), "fp16", "128x256 split-tail tma-store tma+wgmma"),  # 28 256x128 tiles: at once
         ("triton", (1, 6144, 4096), "fp16", "decode swap-ab desc"),
         ("triton", (16, 14336, 4096), "fp8e4m3", "decode swap-ab desc"),  # one token tile, a wide weight
         ("triton", (64, 57344, 8192), "fp16", "split-tail desc"),  # 224 64x256 tiles
@@ -56,6 +58,20 @@ def test_rule_choices(backend, shape, dtype, kernel):
     assert f"M={shape[0]}" in choice.why or "tiles" in choice.why  # it names what decided
     registered = {v.name for v in variants("gemm") if v.backend == backend}
     assert all(c.kernel in registered for c in gemm_rule.choices(backend, *shape, dtype))
+
+
+def test_the_mid_m_build_keeps_the_tile_rungs_behind_it():
+    """128 < M <= PTX_MID_M at 16 bits: the swapped mid-M build first, the tall band's tile-rung choices behind it in
+    their own order (what runs where the mid-M build refused the shape); above PTX_MID_M and at fp8, the rungs."""
+    for shape in ((129, 73728, 11008), (202, 3584, 36864), (208, 14336, 4096)):
+        with_mid = gemm_rule.choices("ptx", *shape, "bf16", sms=132)
+        rungs = gemm_rule.choices("ptx", *shape, "fp8e4m3", sms=132)
+        assert with_mid[0].kernel == "mid-m swap-ab tma+wgmma", shape
+        assert f"token tile of {-(-shape[0] // 16) * 16} rows" in with_mid[0].why
+        assert rungs[0].kernel != "mid-m swap-ab tma+wgmma"
+        assert all(c.why.startswith("fallback") for c in with_mid[1:])
+    assert gemm_rule.choose("ptx", 209, 14336, 4096, "fp16", sms=132).kernel != "mid-m swap-ab tma+wgmma"
+    assert gemm_rule.choose("ptx", 128, 14336, 4096, "fp16", sms=132).kernel != "mid-m swap-ab tma+wgmma"
 
 
 @pytest.mark.parametrize("tiles, k_tiles", [(1462, 384), (72, 172), (300, 384), (264, 100), (200, 172), (5, 3)])
