@@ -1,7 +1,7 @@
-// gemm_decode.cu: C = A * B for few token rows (M up to a few hundred) against a wide weight, on Hopper (sm_90a), fp16, bf16
-// or fp8 e4m3 in, fp32 accumulate: gemm_tma.cu's ring, descriptors and element types (sm90_gemm.cuh), main loop
-// (sm90_mainloop.cuh's overlapped_mainloop; fp8: promoted, below) and fix-up arrival (sm90_fixup.cuh), the operands
-// swapped.
+// gemm_decode.cu: C = A * B for few token rows (M up to a few hundred) against a wide weight, on Hopper (sm_90a),
+// fp16, bf16 or fp8 e4m3 in, fp32 accumulate: gemm_tma.cu's ring, descriptors and element types (sm90_gemm.cuh), main
+// loop (sm90_mainloop.cuh's overlapped_mainloop; fp8: promoted, below) and fix-up arrival (sm90_fixup.cuh), the
+// operands swapped.
 
 #include "sm90_fixup.cuh"
 #include "sm90_mainloop.cuh"
@@ -141,9 +141,9 @@ __device__ __forceinline__ void promoted_decode_mainloop(float (&acc)[T::ACC], c
 // PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT (the sanitizer's self-test only): the fix-up without its wait: split 0 sums
 // the slices as soon as its mainloop ends, before any split (itself included) has written its partial.
 
-// The walk: split-major splits of every tile (SplitTiles: the decode rule's splits, which put weight bytes in flight), or
-// TAIL: whole tiles in persistent waves, then the last, partial wave's tiles split in K (SplitTail: the mid-M tiles,
-// whose pace is the tensor pipe's).
+// The walk: split-major splits of every tile (SplitTiles: the decode rule's splits, which put weight bytes in
+// flight), or TAIL: whole tiles in persistent waves, then the last, partial wave's tiles split in K (SplitTail: the
+// mid-M tiles, whose pace is the tensor pipe's).
 template <bool TAIL>
 struct DecodeWalk {
     using type = SplitTiles<true>;
