@@ -68,8 +68,7 @@ def test_the_mid_m_build_keeps_the_tile_rungs_behind_it():
         rungs = gemm_rule.choices("ptx", *shape, "fp8e4m3", sms=132)
         assert with_mid[0].kernel == "mid-m swap-ab tma+wgmma", shape
         assert f"token tile of {-(-shape[0] // 16) * 16} rows" in with_mid[0].why
-        assert rungs[0].kernel != "mid-m swap-ab tma+wgmma"
-        assert all(c.why.startswith("fallback") for c in with_mid[1:])
+        assert "mid-m swap-ab tma+wgmma" not in {c.kernel for c in rungs}
     assert gemm_rule.choose("ptx", 209, 14336, 4096, "fp16", sms=132).kernel != "mid-m swap-ab tma+wgmma"
     assert gemm_rule.choose("ptx", 128, 14336, 4096, "fp16", sms=132).kernel != "mid-m swap-ab tma+wgmma"
 

@@ -1,13 +1,14 @@
-"""Decode GEMM in hand PTX: C = A @ B for a few token rows (M = 1..256) against a wide weight B (K x N), computed
-swapped, C^T = B^T A^T, by ``gemm_decode.cu``'s ``gemm_tma_decode`` (TMA into an mbarrier ring, wgmma, a producer warp
-and one or two consumer warpgroups; sm_90a only; fp16, bf16 and fp8 e4m3, fp8 promoted per 128 of K as cuBLAS is).
+"""Decode GEMM in hand PTX: C = A @ B for few token rows (any M; built for up to a few hundred) against a wide weight
+B (K x N), computed swapped, C^T = B^T A^T, by ``gemm_decode.cu``'s ``gemm_tma_decode`` (TMA into an mbarrier ring,
+wgmma, a producer warp and one or two consumer warpgroups; sm_90a only; fp16, bf16 and fp8 e4m3, fp8 promoted per 128
+of K as cuBLAS is).
 
 The tile rungs and the 64 x 128 split-K put the tokens on wgmma's M side, 64 rows per warpgroup at least: at M = 16
 three quarters of every wgmma, and of every A stage, are padding. Swapped, the weight's N runs along wgmma's M (64
 weight columns per consumer warpgroup, read transposed from B's N-major box as the tile rungs read B; fp8's B, given N x
-K, is wgmma's K-major A as it is) and the tokens
-along wgmma's N (BLOCK_T = 8..64: wgmma's N may be any multiple of 8, where ``tl.dot`` takes 16 at least): every row
-of every wgmma is weight, and the ring holds weight, up to 256 deep in K per stage.
+K, is wgmma's K-major A as it is) and the tokens along wgmma's N (the decode build's BLOCK_T = 8..64, the mid-M
+build's 112..208: wgmma's N may be any multiple of 8, where ``tl.dot`` takes 16 at least): every row of every wgmma is
+weight, and the ring holds weight, up to 256 deep in K per stage.
 
 The rule (``plan``), from the shape only, as the Triton decode kernel's (suite.triton.gemm_decode.plan) but for
 wgmma's N of 8:
@@ -188,11 +189,23 @@ def mid_block_t(m: int) -> int:
     return max(MID_BLOCK_TS[0], -(-rows // 16) * 16)
 
 
-def mid_plan(m: int, n: int, k: int, sms: int, stages: int, splits: int | None = None, dtype: str = "fp16") -> Plan:
+def mid_plan(
+    m: int,
+    n: int,
+    k: int,
+    sms: int,
+    stages: int,
+    splits: int | None = None,
+    consumers: int | None = None,
+    dtype: str = "fp16",
+) -> Plan:
     """The mid-M build's plan: 128 weight columns (two consumer warpgroups) x ``mid_block_t(M)`` tokens x 64 of K per
     stage, tiles in persistent waves and the last partial wave's split in K (gemm_tma.split_tail_plan, for one block
-    per SM; the launcher repeats it for the blocks an SM holds). ``splits`` forces the tail's split count (tests)."""
+    per SM; the launcher repeats it for the blocks an SM holds). ``splits`` forces the tail's split count (tests);
+    ``consumers``, if given, must be the build's 2."""
     del stages, dtype  # one tile per M at every depth and 16-bit type
+    if consumers not in (None, 2):
+        raise ValueError(f"consumers={consumers}: the mid-M build has two consumer warpgroups")
     block_t = mid_block_t(m)
     tiles_t, tiles_w = -(-m // block_t), -(-n // 128)
     _, s = gemm_tma.split_tail_plan(tiles_w * tiles_t, -(-k // 64), sms, splits)
@@ -217,9 +230,9 @@ class Decode(gemm_tma.SplitLaunch):
             raise ValueError(rule)
         if forced.get("splits") is not None and forced["splits"] < 1:
             raise ValueError(f"splits must be >= 1 (got {forced['splits']})")
-        check_cuda(("a", ops.a), ("b", ops.b), ("c", c))
         if dtype not in kernel.dtypes:
             raise ValueError(f"{dtype}: this build takes {', '.join(kernel.dtypes)}")
+        check_cuda(("a", ops.a), ("b", ops.b), ("c", c))
         module = kernel.build()
         sms = loader.num_sms()
         self.plan = p = kernel.plan(m, n, k, sms, stages, dtype=dtype, **forced)
@@ -397,9 +410,10 @@ class MidModule(DecodeModule):
     dtypes = ("fp16", "bf16")  # fp8's promoted swapped form holds 64 tokens at most
     threads = 3 * WG_THREADS
     stage_bytes = (128 + 144) * ATOM_BYTES_K  # the describe figure: the 144-token build's
-    # M = 129 (one token tile of 144, an edge weight tile, a K remainder); M = 300 (two of 160) with a ring that
-    # wraps; the split tail (150 tiles on 132 SMs: the 18 left split in 3); N % 8 != 0 (a padded B) and M < 112
-    sanitize_sizes = ((129, 1000, 520), (300, 520, 4104), (129, 19200, 1040), (90, 260, 1032))
+    # M = 129 (one token tile of 144, an edge weight tile, a K remainder); M = 300 (two of 160, 10 tiles: a split
+    # tail of 10 x 7 shares) with a ring that wraps; the split tail after a whole wave at the widest build (208 rows:
+    # 150 tiles on 132 SMs, the 18 left split in 3); N % 8 != 0 (a padded B) and M < 112
+    sanitize_sizes = ((129, 1000, 520), (300, 520, 4104), (208, 19200, 1040), (90, 260, 1032))
 
     tail = True
 
