@@ -15,8 +15,8 @@ The regimes, each a reason a tile choice wins (the thresholds are the constants 
   1 + M / 128 operand bytes from L2 against 2 + M / 256 for 128x256 tiles): stream-K on 256x128 tiles where those
   tiles fill the SMs. Where they do not, every tile runs at once and the split tail's k-aligned shares have both
   tile rows read each panel of the weight together (PTX); Triton's split-K takes 256x128 tiles for such M. PTX at
-  16 bits, up to ``PTX_MID_M``: the swapped mid-M build instead, whose one token tile pads M to a multiple of 16
-  where a 256-row tile computes 256 rows (at M = 129, 144 against 256);
+  16 bits, up to ``PTX_MID_M`` (Triton: ``TRITON_MID_M``): the swapped mid-M kernel instead, whose one token tile
+  pads M to a multiple of 16 where a 256-row tile computes 256 rows (at M = 129, 144 against 256);
 - few output tiles (fewer 128x256 tiles than ``FILL`` x SMs, and split-K's tiles within one wave): a wide tile leaves
   SMs idle, so K is split over blocks of smaller tiles (PTX: 64x128 while M <= 256 and those tiles fit one wave, else
   128x128);
@@ -31,14 +31,16 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from suite.waves import MIN_K_TILES_PER_SPLIT, tail_split_count
+from suite.waves import MID_MOST_TOKENS, MIN_K_TILES_PER_SPLIT, mid_token_rows, tail_split_count
 
 H200_SMS = 132  # the rule's SM count where no GPU says otherwise (the committed runs' GPU)
 FILL = 0.8  # tiles >= FILL x SMs: the output tiles alone keep the GPU busy
 PTX_NARROW_M = 256  # up to here 64x128 split-K tiles, while they fit one wave, beat 128x128 ones
 PTX_DECODE_M = 16  # up to here the swapped decode kernel streams the weight best
 TALL_M = 256  # M strictly between TALL_M / 2 and TALL_M: 256-row tiles (one tile row) read the weight once
-PTX_MID_M = 208  # up to here (one token tile of the mid-M build) the swapped tile pads M to 16 rows, not to 256
+PTX_MID_M = MID_MOST_TOKENS  # up to here (one token tile of the mid-M build) the swapped tile pads M to 16 rows, not
+# to 256
+TRITON_MID_M = MID_MOST_TOKENS  # the same for Triton's mid-M kernel
 TRITON_TINY_M = 16  # up to here (one token tile): the Triton decode kernel streams any weight best
 TRITON_DECODE_M = 128  # the Triton decode kernel's token tiles hold up to 64 rows, two of them here
 TRITON_DECODE_N = 8192  # wider weights (above M = TRITON_TINY_M): split-K's 128x256 tiles fill the SMs better
@@ -62,6 +64,23 @@ class Choice:
 
     def line(self) -> str:
         return f"{self.kernel} at {self.stages} stages: {self.why}"
+
+
+def _as_fallback(choice: Choice) -> Choice:
+    """``choice`` behind another: its note says it is a fallback (once)."""
+    return Choice(choice.kernel, choice.stages, "fallback: " + choice.why.removeprefix("fallback: "))
+
+
+def _mid_first(kernel: str, m: int, most: int, behind: tuple[Choice, ...]) -> tuple[Choice, ...]:
+    """TALL_M / 2 < M <= ``most``: the swapped mid-M ``kernel`` (one token tile), the ``behind`` choices as its
+    fallbacks."""
+    mid = Choice(
+        kernel,
+        4,
+        f"{TALL_M // 2} < M={m} <= {most}: swapped, one token tile of {mid_token_rows(m)} rows where 256-row tiles "
+        "pad to 256, split tail",
+    )
+    return (mid, *(_as_fallback(c) for c in behind))
 
 
 def _tiles(m: int, n: int, bm: int, bn: int) -> int:
@@ -176,14 +195,7 @@ def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
     if TALL_M // 2 < m < TALL_M:
         tall = _ptx_tall(m, n, k, dtype, sms, split_fallbacks)
         if sixteen and m <= PTX_MID_M:  # the mid-M build: no fp8 form
-            rows = math.ceil(m / 16) * 16
-            mid = Choice(
-                "mid-m swap-ab tma+wgmma",
-                4,
-                f"{TALL_M // 2} < M={m} <= {PTX_MID_M}: swapped, one token tile of {rows} rows where 256-row tiles "
-                f"pad to 256, split tail",
-            )
-            return (mid, *(Choice(c.kernel, c.stages, "fallback: " + c.why.removeprefix("fallback: ")) for c in tall))
+            return _mid_first("mid-m swap-ab tma+wgmma", m, PTX_MID_M, tall)
         return tall
     few = t256 < FILL * sms and (not sixteen or t192 < FILL * sms)
     if few and (t128 <= sms or not sixteen):  # split-K's tiles in one wave (fp8: no narrower tile to turn to)
@@ -195,6 +207,14 @@ def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
 
 
 def _triton(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) -> tuple[Choice, ...]:
+    rest = _triton_tiles(m, n, k, dtype, sms, hopper)
+    if TALL_M // 2 < m <= TRITON_MID_M and dtype != "fp8e4m3":  # the mid-M kernel: no fp8 form
+        return _mid_first("mid-m swap-ab desc", m, TRITON_MID_M, rest)
+    return rest
+
+
+def _triton_tiles(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) -> tuple[Choice, ...]:
+    """The Triton choices but the mid-M kernel: decode, the tall band's, split-K, the split tail, persistent."""
     t256 = _tiles(m, n, 128, 256)
     host = Choice(
         "128x256x64 desc persistent host",

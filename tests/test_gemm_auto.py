@@ -43,8 +43,10 @@ GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU
         ("triton", (64, 57344, 8192), "fp16", "split-tail desc"),  # 224 64x256 tiles
         ("triton", (100, 16384, 8192), "fp16", "split-k desc"),  # 64 128x256 tiles
         ("triton", (300, 8192, 8192), "bf16", "split-k desc"),
-        ("triton", (129, 73728, 11008), "fp16", "stream-k desc"),  # 576 256x128 tiles
-        ("triton", (143, 7168, 36864), "fp16", "split-k desc"),  # 56 256x128 tiles, one split
+        ("triton", (129, 73728, 11008), "fp16", "mid-m swap-ab desc"),  # one token tile of 144 rows
+        ("triton", (230, 73728, 11008), "fp16", "stream-k desc"),  # 576 256x128 tiles
+        ("triton", (230, 7168, 36864), "bf16", "split-k desc"),  # 56 256x128 tiles, one split
+        ("triton", (143, 7168, 36864), "fp8e4m3", "split-k desc"),  # no fp8 mid-M kernel
         ("triton", (623, 15360, 24576), "fp16", "split-tail desc"),  # 2 waves, then 36 tiles in 3 shares
         ("triton", (707, 27648, 29568), "fp16", "128x256x64 desc persistent host"),  # a tail of 120: not split
         ("triton", (4096, 4096, 4096), "fp16", "128x256x64 desc persistent host"),
@@ -60,17 +62,24 @@ def test_rule_choices(backend, shape, dtype, kernel):
     assert all(c.kernel in registered for c in gemm_rule.choices(backend, *shape, dtype))
 
 
-def test_the_mid_m_build_keeps_the_tile_rungs_behind_it():
-    """128 < M <= PTX_MID_M at 16 bits: the swapped mid-M build first, the tall band's tile-rung choices behind it in
-    their own order (what runs where the mid-M build refused the shape); above PTX_MID_M and at fp8, the rungs."""
-    for shape in ((129, 73728, 11008), (202, 3584, 36864), (208, 14336, 4096)):
-        with_mid = gemm_rule.choices("ptx", *shape, "bf16", sms=132)
-        rungs = gemm_rule.choices("ptx", *shape, "fp8e4m3", sms=132)
-        assert with_mid[0].kernel == "mid-m swap-ab tma+wgmma", shape
+@pytest.mark.parametrize(
+    "backend, mid, most",
+    [("ptx", "mid-m swap-ab tma+wgmma", "PTX_MID_M"), ("triton", "mid-m swap-ab desc", "TRITON_MID_M")],
+)
+def test_the_mid_m_kernel_keeps_the_tall_choices_behind_it(backend, mid, most):
+    """128 < M <= PTX_MID_M (Triton: TRITON_MID_M) at 16 bits: the swapped mid-M kernel first, the tall band's choices
+    behind it in their own order, as fallbacks (what runs where the mid-M kernel refused the shape); above that M
+    and at fp8, no mid-M kernel."""
+    most = getattr(gemm_rule, most)
+    for shape in ((129, 73728, 11008), (202, 3584, 36864), (most, 14336, 4096)):
+        with_mid = gemm_rule.choices(backend, *shape, "bf16", sms=132)
+        at_fp8 = gemm_rule.choices(backend, *shape, "fp8e4m3", sms=132)
+        assert with_mid[0].kernel == mid, shape
         assert f"token tile of {-(-shape[0] // 16) * 16} rows" in with_mid[0].why
-        assert "mid-m swap-ab tma+wgmma" not in {c.kernel for c in rungs}
-    assert gemm_rule.choose("ptx", 209, 14336, 4096, "fp16", sms=132).kernel != "mid-m swap-ab tma+wgmma"
-    assert gemm_rule.choose("ptx", 128, 14336, 4096, "fp16", sms=132).kernel != "mid-m swap-ab tma+wgmma"
+        assert all(c.why.startswith("fallback: ") for c in with_mid[1:]), with_mid
+        assert mid not in {c.kernel for c in at_fp8}
+    assert gemm_rule.choose(backend, most + 1, 14336, 4096, "fp16", sms=132).kernel != mid
+    assert gemm_rule.choose(backend, 128, 14336, 4096, "fp16", sms=132).kernel != mid
 
 
 @pytest.mark.parametrize("tiles, k_tiles", [(1462, 384), (72, 172), (300, 384), (264, 100), (200, 172), (5, 3)])

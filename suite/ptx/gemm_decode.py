@@ -65,7 +65,7 @@ from suite.ptx.gemm_tma import (
     SWIZZLE_BYTES,
     WG_THREADS,
 )
-from suite.waves import persistent_grid, wave_efficiency, wave_split_count
+from suite.waves import MID_MOST_TOKENS, mid_token_rows, persistent_grid, wave_efficiency, wave_split_count
 from suite.workspace import new_workspace
 
 SOURCE = Path(__file__).with_name("gemm_decode.cu")
@@ -80,7 +80,7 @@ STAGES = (2, 3, 4)  # at <= 48 KiB stages every one fits 227 KiB; 5 would not
 # The mid-M build's token rows per tile (wgmma's N, by 16): up to 208, where the fix-up's partial (another 104
 # registers) still fits beside the accumulators; 112 and 128 for M = 209..256 as two tiles; below 112 rows the
 # tile rungs and the decode build already pad little
-MID_BLOCK_TS = tuple(range(112, 209, 16))
+MID_BLOCK_TS = tuple(range(112, MID_MOST_TOKENS + 1, 16))
 MID_STAGES = (3, 4)  # its stages are (128 + tokens) x 128 bytes, 30-42 KiB: 5 fit 227 KiB at 208 tokens
 MIN_K_STAGES_PER_SPLIT = 4  # fewer and a split's prologue and partial cost more than its mainloop
 MAX_SPLITS = 32
@@ -183,10 +183,8 @@ def every_plan_shape() -> tuple[tuple[int, int, int], ...]:
 
 
 def mid_block_t(m: int) -> int:
-    """The mid-M build's token rows per tile: M over the fewest tiles of at most 208 rows, rounded up to 16 (at least
-    the smallest build's): M = 129 runs one tile of 144 rows, M = 341 two of 176, M = 256 two of 128."""
-    rows = -(-m // -(-m // MID_BLOCK_TS[-1]))
-    return max(MID_BLOCK_TS[0], -(-rows // 16) * 16)
+    """The mid-M build's token rows per tile: suite.waves.mid_token_rows, at least the smallest build's."""
+    return max(MID_BLOCK_TS[0], mid_token_rows(m))
 
 
 def mid_plan(

@@ -51,6 +51,40 @@ def stream_k_unit(it, end, k_tiles):
     return t, kb, tl.minimum(k_tiles, kb + end - it)
 
 
+@triton.jit
+def walk_start(pid, num_programs, dp_tiles, sk_programs, sk_iters, k_tiles):
+    """Where persistent program ``pid`` starts its walk of a stream-K schedule (gemm_streamk.Schedule): how many
+    data-parallel tiles it takes (round robin), its stream-K range [it, end) (empty past ``sk_programs``) and the
+    range's first tile (counted from dp_tiles, for ``part_slot``)."""
+    dp_units = tl.cdiv(tl.maximum(dp_tiles - pid, 0), num_programs)
+    it, end = stream_k_range(pid.to(tl.int64), sk_iters, sk_programs)
+    it, end = it.to(tl.int32), end.to(tl.int32)
+    return dp_units, it, end, it // k_tiles
+
+
+@triton.jit
+def walk_unit(pid, unit, dp_units, it, end, num_programs, dp_tiles, k_tiles):
+    """A persistent program's next unit of a stream-K schedule (gemm_streamk.Schedule): its data-parallel tiles
+    first, whole and round robin (``unit`` < ``dp_units``), then the units of its stream-K range [it, end). Returns
+    (tile, its K tiles [k_first, k_last), the range's next iteration)."""
+    tile = pid + unit * num_programs
+    k_first = k_tiles * 0
+    k_last = k_tiles
+    if unit >= dp_units:
+        t, k_first, k_last = stream_k_unit(it, end, k_tiles)
+        tile = dp_tiles + t
+        it += k_last - k_first
+    return tile, k_first, k_last, it
+
+
+@triton.jit
+def part_slot(pid, tile, dp_tiles, first_tile):
+    """The workspace slot of a program's part of a shared tile: 2 x pid for the first tile of its stream-K range
+    (``first_tile``, counted from ``dp_tiles``), 2 x pid + 1 for its last (a range holds at most two partial
+    tiles); 64-bit, to be scaled by the tile's elements."""
+    return (pid * 2 + (tile - dp_tiles != first_tile).to(tl.int32)).to(tl.int64)
+
+
 # -- the main loop -------------------------------------------------------------------------------------------------
 
 
