@@ -15,8 +15,8 @@ The regimes, each a reason a tile choice wins (the thresholds are the constants 
   1 + M / 128 operand bytes from L2 against 2 + M / 256 for 128x256 tiles): stream-K on 256x128 tiles where those
   tiles fill the SMs. Where they do not, every tile runs at once and the split tail's k-aligned shares have both
   tile rows read each panel of the weight together (PTX); Triton's split-K takes 256x128 tiles for such M. PTX at
-  16 bits, up to ``PTX_MID_M`` (Triton: ``TRITON_MID_M``): the swapped mid-M kernel instead, whose one token tile
-  pads M to a multiple of 16 where a 256-row tile computes 256 rows (at M = 129, 144 against 256);
+  16 bits, up to ``PTX_MID_M`` (Triton, at every dtype: ``TRITON_MID_M``): the swapped mid-M kernel instead, whose
+  one token tile pads M to a multiple of 16 where a 256-row tile computes 256 rows (at M = 129, 144 against 256);
 - few output tiles (fewer 128x256 tiles than ``FILL`` x SMs, and split-K's tiles within one wave): a wide tile leaves
   SMs idle, so K is split over blocks of smaller tiles (PTX: 64x128 while M <= 256 and those tiles fit one wave, else
   128x128);
@@ -208,7 +208,7 @@ def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
 
 def _triton(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) -> tuple[Choice, ...]:
     rest = _triton_tiles(m, n, k, dtype, sms, hopper)
-    if TALL_M // 2 < m <= TRITON_MID_M and dtype != "fp8e4m3":  # the mid-M kernel: no fp8 form
+    if TALL_M // 2 < m <= TRITON_MID_M:  # the mid-M kernel, at every dtype
         return _mid_first("mid-m swap-ab desc", m, TRITON_MID_M, rest)
     return rest
 

@@ -457,7 +457,8 @@ GEMM_VARIANTS = (
         ("llm", "sweep"),
         "a few hundred tokens, swapped as the decode kernel: 128 weight rows on wgmma's M and M over the fewest token "
         "tiles of <= 208 rows, rounded up to 16, on its N, each token tile as one tl.dot per binary digit (144 = 128 + "
-        "16) on the same weight box; 2-5 deep rings of 64 of K, whole waves then a split tail (suite.triton.gemm_mid)",
+        "16) on the same weight box; 2-5 deep rings of 128 bytes of K (fp8 promoted per K tile), whole waves then a "
+        "split tail (suite.triton.gemm_mid)",
     ),
     (
         "triton",

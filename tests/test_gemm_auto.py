@@ -46,7 +46,8 @@ GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU
         ("triton", (129, 73728, 11008), "fp16", "mid-m swap-ab desc"),  # one token tile of 144 rows
         ("triton", (230, 73728, 11008), "fp16", "stream-k desc"),  # 576 256x128 tiles
         ("triton", (230, 7168, 36864), "bf16", "split-k desc"),  # 56 256x128 tiles, one split
-        ("triton", (143, 7168, 36864), "fp8e4m3", "split-k desc"),  # no fp8 mid-M kernel
+        ("triton", (143, 7168, 36864), "fp8e4m3", "mid-m swap-ab desc"),  # the Triton mid-M kernel takes fp8
+        ("triton", (230, 7168, 36864), "fp8e4m3", "split-k desc"),
         ("triton", (623, 15360, 24576), "fp16", "split-tail desc"),  # 2 waves, then 36 tiles in 3 shares
         ("triton", (707, 27648, 29568), "fp16", "128x256x64 desc persistent host"),  # a tail of 120: not split
         ("triton", (4096, 4096, 4096), "fp16", "128x256x64 desc persistent host"),
@@ -63,13 +64,13 @@ def test_rule_choices(backend, shape, dtype, kernel):
 
 
 @pytest.mark.parametrize(
-    "backend, mid, most",
-    [("ptx", "mid-m swap-ab tma+wgmma", "PTX_MID_M"), ("triton", "mid-m swap-ab desc", "TRITON_MID_M")],
+    "backend, mid, most, fp8",
+    [("ptx", "mid-m swap-ab tma+wgmma", "PTX_MID_M", False), ("triton", "mid-m swap-ab desc", "TRITON_MID_M", True)],
 )
-def test_the_mid_m_kernel_keeps_the_tall_choices_behind_it(backend, mid, most):
-    """128 < M <= PTX_MID_M (Triton: TRITON_MID_M) at 16 bits: the swapped mid-M kernel first, the tall band's choices
-    behind it in their own order, as fallbacks (what runs where the mid-M kernel refused the shape); above that M
-    and at fp8, no mid-M kernel."""
+def test_the_mid_m_kernel_keeps_the_tall_choices_behind_it(backend, mid, most, fp8):
+    """128 < M <= PTX_MID_M (Triton: TRITON_MID_M) at 16 bits (Triton: fp8 too): the swapped mid-M kernel first, the
+    tall band's choices behind it in their own order, as fallbacks (what runs where the mid-M kernel refused the
+    shape); above that M, and at fp8 for PTX (no fp8 build), no mid-M kernel."""
     most = getattr(gemm_rule, most)
     for shape in ((129, 73728, 11008), (202, 3584, 36864), (most, 14336, 4096)):
         with_mid = gemm_rule.choices(backend, *shape, "bf16", sms=132)
@@ -77,7 +78,7 @@ def test_the_mid_m_kernel_keeps_the_tall_choices_behind_it(backend, mid, most):
         assert with_mid[0].kernel == mid, shape
         assert f"token tile of {-(-shape[0] // 16) * 16} rows" in with_mid[0].why
         assert all(c.why.startswith("fallback: ") for c in with_mid[1:]), with_mid
-        assert mid not in {c.kernel for c in at_fp8}
+        assert (at_fp8[0].kernel == mid) if fp8 else (mid not in {c.kernel for c in at_fp8}), at_fp8
     assert gemm_rule.choose(backend, most + 1, 14336, 4096, "fp16", sms=132).kernel != mid
     assert gemm_rule.choose(backend, 128, 14336, 4096, "fp16", sms=132).kernel != mid
 
@@ -152,12 +153,13 @@ def test_every_kernel_the_rule_picks_is_one_the_auto_rows_can_run():
 
 
 def test_the_rule_and_the_triton_kernels_agree_on_tall_tiles():
-    """The rule's Triton regime of 256-row tiles is where split-K's tile has 256 rows (one threshold, written in the
-    pure rule and in the kernel module, tied here)."""
+    """The rule's Triton regime of 256-row tiles (behind the mid-M kernel where that leads) is where split-K's tile
+    has 256 rows (one threshold, written in the pure rule and in the kernel module, tied here)."""
     from suite.triton import gemm_splitk
 
     for dtype, m in itertools.product(("fp16", "bf16", "fp8e4m3"), range(100, 300)):
-        why = gemm_rule.choose("triton", m, 73728, 8192, dtype).why
+        tiles = [c for c in gemm_rule.choices("triton", m, 73728, 8192, dtype) if c.kernel != "mid-m swap-ab desc"]
+        why = tiles[0].why.removeprefix("fallback: ")
         assert why.startswith(f"{gemm_rule.TALL_M // 2} < M=") == (gemm_splitk.tile_for(dtype, m)[0] == 256), (dtype, m)
 
 

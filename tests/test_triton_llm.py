@@ -373,7 +373,7 @@ KINDS = {
     "stream-k": (gemm_streamk.StreamKGemm, {"sms": 3}),
     "split-tail": (gemm_streamk.SplitTailGemm, {"sms": 4}),
     "decode": (gemm_decode.DecodeGemm, {"splits": 3}),
-    "mid": (gemm_mid.MidGemm, {"sms": 6}),  # fp16 and bf16 only; 6 programs: shares of K at both sizes below
+    "mid": (gemm_mid.MidGemm, {"sms": 6}),  # 6 programs: shares of K at both sizes below
 }
 
 
@@ -508,7 +508,7 @@ def test_fault_runs_the_fix_up_before_the_partials(kind, module):
 
 
 FP8_KINDS = {
-    **{kind: launcher for kind, (launcher, _) in KINDS.items() if launcher is not gemm_mid.MidGemm},
+    **{kind: launcher for kind, (launcher, _) in KINDS.items()},
     "desc": lambda inputs, out, stages: gemm_desc.DescGemm(inputs, out, stages, persistent=True, host_desc=True),
 }
 

@@ -11,11 +11,13 @@ tile of 144 rows, M = 341 two of 176.
 Triton's blocks are powers of two, so a token tile is computed in pieces: the binary digits of its rows
 (``token_pieces``: 144 = 128 + 16, 208 = 128 + 64 + 16), one ``tl.dot`` and one fp32 accumulator per piece, all on
 the same weight box. Each piece's tokens come through their own host-built descriptor (a box of that many rows); the
-weight box, [BLOCK_K, 128] of B (K x N), is read transposed (wgmma reads a transposed 16-bit operand from shared
-memory).
+weight box, [BLOCK_K, 128] of a 16-bit B (K x N), is read transposed (wgmma reads a transposed 16-bit operand from
+shared memory); fp8's B comes N x K, its box [128, BLOCK_K] as wgmma's fp8 form takes it, each K tile's sum promoted
+into fp32 (as gemm_parts.mac_loop and promoted cuBLAS), the scales applied once, to the sum.
 
-* **mainloop**: per K tile, the weight box and each piece's token box (TMA, zero past M and K) into the pipeliner's
-  ``num_stages`` ring, then one wgmma chain per piece on the oldest stage;
+* **mainloop**: per K tile (128 bytes of K: 64 16-bit elements, 128 fp8), the weight box and each piece's token box
+  (TMA, zero past M and K) into the pipeliner's ``num_stages`` ring, then one wgmma chain per piece on the oldest
+  stage;
 * **schedule**: the split tail (gemm_streamk.split_tail_schedule), one program per SM: whole waves of tiles round
   robin, then each tile of the last partial wave in equal shares of K, so that the tail lasts a share of a tile; the
   token tiles of one weight tile are neighbours in the walk (gemm_parts.tile_coords' grouping), so the weight comes
@@ -24,8 +26,7 @@ memory).
   orientation ([tokens, 128]), into its program's workspace slot, and gemm_streamk's fix-up pass adds the shares in K
   order (bit-reproducible, no atomics).
 
-fp16 and bf16 (fp8 wgmma takes both operands K-major, and fp8's promoted loop keeps a second accumulator per piece:
-the decode and tile kernels cover fp8). A and B rows not 16-byte pitched go through gemm_desc.Operands' padded
+fp16, bf16 and fp8 (e4m3 in, bf16 out). A and B rows not 16-byte pitched go through gemm_desc.Operands' padded
 copies."""
 
 from __future__ import annotations
@@ -37,22 +38,26 @@ import triton
 import triton.language as tl
 
 from suite.triton._compiled import kernel_info
-from suite.triton.gemm_desc import GROUP_M, OUT_DTYPES, count, num_sms, rings_that_fit
+from suite.triton.gemm_desc import ELEMENT_BYTES, GROUP_M, count, dtype_config, num_sms, rings_that_fit
 from suite.triton.gemm_parts import part_slot, store_tile, tile_coords, walk_start, walk_unit
-from suite.triton.gemm_splitk import TwoPassModule
+from suite.triton.gemm_splitk import TwoPassModule, epilogue_kwargs
 from suite.triton.gemm_streamk import FAULT_FIXUP_FIRST, Schedule, StreamKGemm, split_tail_schedule
 from suite.waves import MID_MOST_TOKENS, mid_token_rows
 
-DTYPES = ("fp16", "bf16")
 BLOCK_W = 128  # weight rows (C's columns) per tile: wgmma's M, 64 per warpgroup
-BLOCK_K = 64  # 128-byte rows of 16-bit elements: the swizzle's width
+K_BYTES = 128  # of K per stage: 128-byte rows (64 16-bit elements, 128 fp8), the swizzle's width
 NUM_WARPS = 8  # two warpgroups
 MOST_PIECES = 3  # 208 = 128 + 64 + 16: the widest tile's binary digits
 
 
 def stage_bytes(block_t: int) -> int:
-    """One stage of the ring: the weight box and the token pieces' boxes, BLOCK_K deep."""
-    return (BLOCK_W + block_t) * BLOCK_K * 2
+    """One stage of the ring: the weight box and the token pieces' boxes, K_BYTES of K deep (any dtype)."""
+    return (BLOCK_W + block_t) * K_BYTES
+
+
+def block_k_for(dtype: str) -> int:
+    """K elements per stage: K_BYTES of them."""
+    return K_BYTES // ELEMENT_BYTES[dtype]
 
 
 # Shared memory: the ring, up to 42 KiB a stage at 208 tokens, and Triton's barriers; the pieces leave from registers
@@ -86,25 +91,44 @@ class Plan:
         return token_pieces(self.block_t)
 
 
-def plan(m: int, n: int, k: int, sms: int) -> Plan:
+def plan(m: int, n: int, k: int, sms: int, block_k: int) -> Plan:
     """The rule, from the shape: ``mid_token_rows(M)`` tokens by BLOCK_W weight rows, walked by the split tail over
-    ``sms`` programs (one per SM)."""
+    ``sms`` programs (one per SM) in K tiles of ``block_k`` (``block_k_for``: 64 at 16 bits, 128 for fp8)."""
     block_t = mid_token_rows(m)
     tiles_t, tiles_w = -(-m // block_t), -(-n // BLOCK_W)
-    return Plan(block_t, tiles_t, tiles_w, split_tail_schedule(tiles_t * tiles_w, -(-k // BLOCK_K), sms))
+    return Plan(block_t, tiles_t, tiles_w, split_tail_schedule(tiles_t * tiles_w, -(-k // block_k), sms))
 
 
 @triton.jit
-def _put(acc, c, slot, t0, row0, w0, T, W, stride_cm, whole, P: tl.constexpr, BLOCK_W: tl.constexpr, OUT_DTYPE, SHARED):
+def _put(
+    acc,
+    c,
+    slot,
+    t0,
+    row0,
+    w0,
+    T,
+    W,
+    stride_cm,
+    whole,
+    scale_a,
+    scale_b,
+    P: tl.constexpr,
+    BLOCK_W: tl.constexpr,
+    OUT_DTYPE: tl.constexpr,
+    SCALED: tl.constexpr,
+    SHARED: tl.constexpr,
+):
     """One piece's accumulator ([BLOCK_W, P]: weight rows x token rows ``row0``.. of the tile at (t0, w0)) out: to C,
-    transposed and cast, where the program covered the tile ``whole``; else its fp32 part into the program's
-    workspace ``slot``, in C's orientation ([tile's tokens, BLOCK_W], what gemm_streamk's fix-up reads)."""
+    transposed, scaled (fp8) and cast, where the program covered the tile ``whole``; else its fp32 part, unscaled,
+    into the program's workspace ``slot``, in C's orientation ([tile's tokens, BLOCK_W], what gemm_streamk's fix-up
+    reads)."""
     ws = tl.arange(0, BLOCK_W)
     ts = row0 + tl.arange(0, P)
     if whole:
         inside = (w0 + ws[:, None] < W) & (t0 + ts[None, :] < T)
         ptrs = c + (t0 + ts[None, :]).to(tl.int64) * stride_cm + (w0 + ws[:, None])
-        store_tile(ptrs, acc, inside, None, None, OUT_DTYPE, False)
+        store_tile(ptrs, acc, inside, scale_a, scale_b, OUT_DTYPE, SCALED)
     elif SHARED:  # (never taken when no tile is shared: then there is no workspace to compile this against)
         tl.store(slot + ts[None, :] * BLOCK_W + ws[:, None], acc)
 
@@ -112,13 +136,17 @@ def _put(acc, c, slot, t0, row0, w0, T, W, stride_cm, whole, P: tl.constexpr, BL
 @triton.jit
 def mid_kernel(
     # the token pieces' descriptors (boxes of T0, T1, T2 rows x BLOCK_K; a piece of 0 rows passes T0's, unread), the
-    # weight's (B, K x N: boxes of BLOCK_K x BLOCK_W), C and the fp32 workspace [programs, 2, BLOCK_T, BLOCK_W]
+    # weight's (B, K x N: boxes of BLOCK_K x BLOCK_W; fp8's N x K: BLOCK_W x BLOCK_K), C and the fp32 workspace
+    # [programs, 2, BLOCK_T, BLOCK_W]
     tokens0,
     tokens1,
     tokens2,
     weight_desc,
     c,
     workspace,
+    # fp8 only: pointers to the per-tensor scales (one fp32 each); None otherwise
+    scale_a,
+    scale_b,
     # sizes: tokens (M), weight rows (N), K
     T,
     W,
@@ -137,7 +165,9 @@ def mid_kernel(
     BLOCK_W: tl.constexpr,
     BLOCK_K: tl.constexpr,
     GROUP_M: tl.constexpr,
+    B_K_MAJOR: tl.constexpr,  # B given N x K (fp8): the weight box as it comes, each K tile's sum promoted
     OUT_DTYPE: tl.constexpr,
+    SCALED: tl.constexpr,
     SHARED: tl.constexpr,  # some tile is shared by several programs: parts go to the workspace (else it is None)
 ):
     BLOCK_T: tl.constexpr = T0 + T1 + T2
@@ -162,25 +192,68 @@ def mid_kernel(
             acc1 = tl.zeros((BLOCK_W, T1), dtype=tl.float32)
         if T2:
             acc2 = tl.zeros((BLOCK_W, T2), dtype=tl.float32)
+        # fp8: each K tile's sum promoted into fp32 (max_num_imprecise_acc=BLOCK_K), as gemm_parts.mac_loop and
+        # promoted cuBLAS do; 16 bits: exact in fp32 already (no promotion asked)
+        IMPRECISE: tl.constexpr = BLOCK_K if B_K_MAJOR else None
         for kt in range(k_first, k_last):
             k = kt * BLOCK_K
-            weight = weight_desc.load([k, w0]).T  # [BLOCK_W, BLOCK_K], read transposed
-            acc0 = tl.dot(weight, tokens0.load([t0, k]).T, acc0)  # tokens zero past T and K
+            if B_K_MAJOR:
+                weight = weight_desc.load([w0, k])  # [BLOCK_W, BLOCK_K], K-major as fp8's wgmma takes it
+            else:
+                weight = weight_desc.load([k, w0]).T  # [BLOCK_W, BLOCK_K], read transposed
+            # tokens zero past T and K
+            acc0 = tl.dot(weight, tokens0.load([t0, k]).T, acc0, max_num_imprecise_acc=IMPRECISE)
             if T1:
-                acc1 = tl.dot(weight, tokens1.load([t0 + T0, k]).T, acc1)
+                acc1 = tl.dot(weight, tokens1.load([t0 + T0, k]).T, acc1, max_num_imprecise_acc=IMPRECISE)
             if T2:
-                acc2 = tl.dot(weight, tokens2.load([t0 + T0 + T1, k]).T, acc2)
+                acc2 = tl.dot(weight, tokens2.load([t0 + T0 + T1, k]).T, acc2, max_num_imprecise_acc=IMPRECISE)
 
         # -- EPILOGUE: the tile whole to C, or this program's part to its slot for the fix-up pass --
         whole = (k_first == 0) & (k_last == k_tiles)
         slot = workspace
         if SHARED:
             slot = workspace + part_slot(pid, tile, dp_tiles, first_tile) * (BLOCK_T * BLOCK_W)
-        _put(acc0, c, slot, t0, 0, w0, T, W, stride_cm, whole, T0, BLOCK_W, OUT_DTYPE, SHARED)
+        _put(acc0, c, slot, t0, 0, w0, T, W, stride_cm, whole, scale_a, scale_b, T0, BLOCK_W, OUT_DTYPE, SCALED, SHARED)
         if T1:
-            _put(acc1, c, slot, t0, T0, w0, T, W, stride_cm, whole, T1, BLOCK_W, OUT_DTYPE, SHARED)
+            _put(
+                acc1,
+                c,
+                slot,
+                t0,
+                T0,
+                w0,
+                T,
+                W,
+                stride_cm,
+                whole,
+                scale_a,
+                scale_b,
+                T1,
+                BLOCK_W,
+                OUT_DTYPE,
+                SCALED,
+                SHARED,
+            )
         if T2:
-            _put(acc2, c, slot, t0, T0 + T1, w0, T, W, stride_cm, whole, T2, BLOCK_W, OUT_DTYPE, SHARED)
+            _put(
+                acc2,
+                c,
+                slot,
+                t0,
+                T0 + T1,
+                w0,
+                T,
+                W,
+                stride_cm,
+                whole,
+                scale_a,
+                scale_b,
+                T2,
+                BLOCK_W,
+                OUT_DTYPE,
+                SCALED,
+                SHARED,
+            )
 
 
 class MidGemm(StreamKGemm):
@@ -193,12 +266,9 @@ class MidGemm(StreamKGemm):
 
     def _plan(self, sms: int | None = None) -> None:
         ops = self.ops
-        if ops.dtype not in DTYPES:
-            raise ValueError(
-                f"{ops.dtype}: the mid-M kernel takes {', '.join(DTYPES)} (fp8: the decode and tile kernels)"
-            )
-        self.mid = p = plan(ops.m, ops.n, ops.k, sms or num_sms(ops.a.device))
-        self.warps, self.tile = NUM_WARPS, (p.block_t, BLOCK_W, BLOCK_K)
+        block_k = block_k_for(ops.dtype)
+        self.mid = p = plan(ops.m, ops.n, ops.k, sms or num_sms(ops.a.device), block_k)
+        self.warps, self.tile = NUM_WARPS, (p.block_t, BLOCK_W, block_k)
         self.schedule = s = p.schedule
         self.fixups = s.sk_tiles if s.cover > 1 else 0
         self._workspace(s.sk_programs * 2 if self.fixups else 0, p.block_t, BLOCK_W)
@@ -213,24 +283,29 @@ class MidGemm(StreamKGemm):
         )
         self.config = (
             f"swapped (C^T = B^T A^T): {BLOCK_W} weight rows x {p.block_t} tokens ({pieces}: one tl.dot each) x "
-            f"{BLOCK_K} K per tile, num_warps={NUM_WARPS}, num_stages={self.stages} "
-            f"({stage_bytes(p.block_t) // 1024} KiB stages), split tail: {walk}" + self.operands.note
+            f"{block_k} K per tile, num_warps={NUM_WARPS}, num_stages={self.stages} "
+            f"({stage_bytes(p.block_t) // 1024} KiB stages), split tail: {walk}"
+            + dtype_config(ops.dtype, "tl.dot(weight, tokens.T)")
+            + self.operands.note
         )
         self.info = kernel_info(None, stage_bytes(p.block_t), self.config, s.programs)
 
     def _main(self):
         ops, p, s = self.ops, self.mid, self.schedule
+        block_k = self.tile[2]
         self.operands.refresh()
-        # one descriptor per piece (boxes of its rows), over the tensors the kernel reads; a piece of 0 rows: T0's
-        descs = [self.operands.ab_descriptors(t or p.pieces[0], BLOCK_W, BLOCK_K) for t in p.pieces]
-        tokens = [a for a, _ in descs]
-        weight = descs[0][1]
+        # one descriptor per piece (boxes of its rows), over the tensors the kernel reads; a piece of 0 rows: T0's.
+        # The weight's box: [block_k, BLOCK_W] of a K x N B, [BLOCK_W, block_k] of fp8's N x K
+        descs = [self.operands.ab_descriptors(t or p.pieces[0], BLOCK_W, block_k) for t in p.pieces]
         t0, t1, t2 = p.pieces
+        meta = {"T0": t0, "T1": t1, "T2": t2, "BLOCK_W": BLOCK_W, "BLOCK_K": block_k, "GROUP_M": GROUP_M}
         return mid_kernel[(s.programs,)](
-            *tokens,
-            weight,
+            *(a for a, _ in descs),
+            descs[0][1],
             ops.c,
             self.workspace,
+            ops.scale_a,
+            ops.scale_b,
             ops.m,
             ops.n,
             ops.k,
@@ -239,30 +314,17 @@ class MidGemm(StreamKGemm):
             s.dp_tiles,
             s.sk_programs,
             s.sk_iters,
-            T0=t0,
-            T1=t1,
-            T2=t2,
-            BLOCK_W=BLOCK_W,
-            BLOCK_K=BLOCK_K,
-            GROUP_M=GROUP_M,
-            OUT_DTYPE=OUT_DTYPES[ops.dtype],
+            **meta,
+            B_K_MAJOR=ops.b_k_major,
+            **epilogue_kwargs(ops),
             SHARED=self.fixups > 0,
             num_warps=NUM_WARPS,
             num_stages=self.stages,
         )
 
 
-class MidModule(TwoPassModule):
-    """MidGemm for the registry: fp16 and bf16 only."""
-
-    dtypes = DTYPES
-
-    def skip_reason(self, dtype: str) -> str | None:
-        return None
-
-
 # mid_kernel + gemm_streamk's fix-up pass for the registry. compute-sanitizer, on 132 SMs: M = 140 (one token tile of
 # 144 = 128 + 16 rows) by 300 columns (3 weight tiles, the last partial; N not a multiple of 8: B through its padded
 # pitch), each tile in 3 shares of 16 K tiles, the last partial; and M = 341 (two token tiles of 176 = 128 + 32 + 16,
 # the second's rows past M zero fill) by 8960 columns: 140 tiles, a whole wave, then 8 tiles in 2 shares each
-KERNEL = MidModule(MidGemm, sanitize_sizes=((140, 300, 1000), (341, 8960, 520)))
+KERNEL = TwoPassModule(MidGemm, sanitize_sizes=((140, 300, 1000), (341, 8960, 520)))
