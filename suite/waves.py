@@ -78,13 +78,16 @@ def tail_split_count(tiles: int, k_tiles: int, slots: int, min_k_tiles: int) -> 
 # 128 weight rows x 208 tokens over two warpgroups, are 104 fp32 registers a thread, short of the 128-register tiles'
 # budget, which leaves the registers the swapped operand's descriptors and the epilogue take.
 MID_MOST_TOKENS = 208
+# Triton's fp8 form promotes each K tile's sum, keeping a second fp32 accumulator beside each piece's: at 208 tokens
+# the two (208 registers a thread) leave ptxas too few and it spills; at 176 there is room
+MID_MOST_TOKENS_FP8 = 176
 
 
-def mid_token_rows(m: int) -> int:
-    """Token rows per tile of the mid-M builds: M over the fewest tiles of at most MID_MOST_TOKENS rows, rounded up to
-    16 (wgmma's N step at 16-bit types here): M = 129 runs one tile of 144 rows, M = 341 two of 176, M = 256 two of
+def mid_token_rows(m: int, most: int = MID_MOST_TOKENS) -> int:
+    """Token rows per tile of the mid-M builds: M over the fewest tiles of at most ``most`` rows, rounded up to 16
+    (wgmma's N step at 16-bit types here): M = 129 runs one tile of 144 rows, M = 341 two of 176, M = 256 two of
     128."""
     if m < 1:
         raise ValueError(f"M must be >= 1 (got {m})")
-    rows = -(-m // -(-m // MID_MOST_TOKENS))
+    rows = -(-m // -(-m // most))
     return -(-rows // 16) * 16

@@ -110,13 +110,13 @@ def test_mid_token_tiles_pad_m_to_16_rows_not_to_the_rungs_128():
 
 def test_mid_plan_splits_only_the_last_partial_wave():
     # 576 weight tiles of 128 columns at M = 129: 4 whole waves on 132 SMs, then 48 tiles left, each in 2 shares
-    p = gemm_decode.mid_plan(129, 73728, 11008, 132, 4)
+    p = gemm_decode.mid_plan(129, 73728, 11008, 132)
     assert (p.block_t, p.block_w, p.block_k, p.tiles_w, p.tiles_t, p.splits, p.tail) == (144, 128, 64, 576, 1, 2, True)
-    assert gemm_decode.mid_plan(129, 4096 * 33, 4096, 132, 4).splits == 1  # 1056 tiles: whole waves, no tail
+    assert gemm_decode.mid_plan(129, 4096 * 33, 4096, 132).splits == 1  # 1056 tiles: whole waves, no tail
     for m in (100, 129, 200, 341, 529, 1000):
         for n in (1000, 4096, 14336, 73728):
             for k in (520, 4096, 36864):
-                p = gemm_decode.mid_plan(m, n, k, 132, 3)
+                p = gemm_decode.mid_plan(m, n, k, 132)
                 tiles = p.tiles_w * p.tiles_t
                 assert p.splits == 1 or tiles % 132, (m, n, k, p)  # whole waves only: nothing split
                 assert p.splits == 1 or -(-k // 64) // p.splits >= 4, (m, n, k, p)
@@ -132,9 +132,9 @@ def test_mid_refuses_fp8_unbuilt_depths_and_other_widths_before_launch():
     with pytest.raises(ValueError, match="this build takes fp16, bf16"):
         gemm_decode.Decode(fp8, GEMM.make_output(fp8), 3, kernel=gemm_decode.MID)
     with pytest.raises(ValueError, match="two consumer warpgroups"):
-        gemm_decode.mid_plan(130, 256, 64, 132, 3, consumers=1)
+        gemm_decode.mid_plan(130, 256, 64, 132, consumers=1)
     # forced splits where the tiles make whole waves: nothing to split, no workspace
-    assert gemm_decode.mid_plan(129, 128 * 264, 4096, 132, 3, splits=3).splits == 1
+    assert gemm_decode.mid_plan(129, 128 * 264, 4096, 132, splits=3).splits == 1
 
 
 @pytest.mark.parametrize("kernel", [gemm_decode.KERNEL, gemm_decode.MID], ids=["decode", "mid"])

@@ -62,31 +62,32 @@ def test_token_pieces_are_the_tiles_binary_digits():
             gemm_mid.token_pieces(bad)
 
 
-@pytest.mark.parametrize("seed", range(2))
-def test_plan_covers_m_with_the_fewest_tiles(seed):
-    """At any shape: tiles of at most 208 rows, the fewest that hold M, each padding M by less than 16 rows; every
-    output tile walked once, whole or in shares of K."""
-    rng = random.Random(seed)
+@pytest.mark.parametrize("dtype", ["fp16", "fp8e4m3"])
+def test_plan_covers_m_with_the_fewest_tiles(dtype):
+    """At any shape: tiles of at most 208 rows (fp8: 176), the fewest that hold M, each padding M by less than 16
+    rows; every output tile walked once, whole or in shares of 128 bytes of K."""
+    rng = random.Random(dtype)
+    most = waves.MID_MOST_TOKENS_FP8 if dtype == "fp8e4m3" else waves.MID_MOST_TOKENS
+    assert gemm_mid.most_tokens(dtype) == most
     for _ in range(300):
         m, n, k = rng.randint(1, 3000), rng.randint(1, 40000), rng.randint(1, 40000)
-        p = gemm_mid.plan(m, n, k, H200_SMS, 64)
-        most = waves.MID_MOST_TOKENS
+        p = gemm_mid.plan(dtype, m, n, k, H200_SMS)
         assert p.block_t % 16 == 0 and p.block_t <= most and p.tiles_t == -(-m // most), (m, p)
         assert p.tiles_t * p.block_t >= m > p.tiles_t * (p.block_t - 16), (m, p)
         s = p.schedule
         assert s.tiles == p.tiles_t * p.tiles_w == p.tiles_t * -(-n // gemm_mid.BLOCK_W), (m, n, s)
-        assert s.k_tiles == -(-k // 64), (k, s)
+        assert s.k_tiles == -(-k // (64 if dtype == "fp16" else 128)), (k, s)
         assert s.dp_tiles % H200_SMS == 0 and s.sk_iters == s.sk_tiles * s.k_tiles, s
         assert s.sk_programs % max(1, s.sk_tiles) == 0, s  # equal shares of each tail tile
 
 
 def test_plan_at_the_band_it_is_for():
     """M = 129 and 140 compute 144 rows where 256-row tiles compute 256; M = 341 two tiles of 176."""
-    assert gemm_mid.plan(129, 73728, 11008, H200_SMS, 64).pieces == (128, 16, 0)
-    p = gemm_mid.plan(140, 36864, 18944, H200_SMS, 64)
+    assert gemm_mid.plan("fp16", 129, 73728, 11008, H200_SMS).pieces == (128, 16, 0)
+    p = gemm_mid.plan("fp16", 140, 36864, 18944, H200_SMS)
     assert (p.block_t, p.tiles_t, p.tiles_w) == (144, 1, 288)
     assert p.schedule.dp_tiles == 2 * H200_SMS and p.schedule.sk_tiles == 24  # two whole waves, then shares
-    p = gemm_mid.plan(341, 6144, 11008, H200_SMS, 64)
+    p = gemm_mid.plan("fp16", 341, 6144, 11008, H200_SMS)
     assert (p.block_t, p.tiles_t, p.pieces) == (176, 2, (128, 32, 16))
 
 
@@ -122,7 +123,7 @@ def test_close_to_fp64(dtype, name, m, n, k, programs, pieces):
 def test_the_cases_cover_what_they_say():
     """The schedules the cases above run: shared tiles (a fix-up), a whole wave before the tail, several token
     tiles."""
-    plans = {c[0]: gemm_mid.plan(c[1], c[2], c[3], c[4], 64) for c in CASES}
+    plans = {c[0]: gemm_mid.plan("fp16", *c[1:5]) for c in CASES}
     assert plans["two pieces in shares of K"].schedule.cover > 1
     assert plans["144 rows in 3 shares"].schedule.cover == 3
     two_tiles = plans["two token tiles, a wave then shares"]
@@ -132,7 +133,7 @@ def test_the_cases_cover_what_they_say():
 def test_sanitizer_sizes_exercise_the_fix_up():
     """On 132 SMs: the first size's tiles in shares of K (what the fault's early fix-up reads) with B through a
     padded pitch; the second's a whole wave, then shared tiles, of two token tiles in three pieces."""
-    first, second = (gemm_mid.plan(*size, H200_SMS, 64) for size in gemm_mid.KERNEL.sanitize_sizes)
+    first, second = (gemm_mid.plan("fp16", *size, H200_SMS) for size in gemm_mid.KERNEL.sanitize_sizes)
     assert gemm_mid.KERNEL.faults[0].size == gemm_mid.KERNEL.sanitize_sizes[0]
     assert first.schedule.cover > 1 and gemm_mid.KERNEL.sanitize_sizes[0][1] % 8
     assert second.schedule.dp_tiles and second.schedule.cover > 1 and second.tiles_t == 2
@@ -177,7 +178,8 @@ def test_on_sm90():
 
     deepest, shallowest = max(gemm_mid.STAGES), min(gemm_mid.STAGES)
     cases = [("fp16", 32, deepest, True), ("bf16", 144, deepest, True), ("fp16", 208, deepest, True)]
-    cases += [("fp16", 208, shallowest, False), ("fp8e4m3", 144, deepest, True), ("fp8e4m3", 208, deepest, True)]
+    cases += [("fp16", 208, shallowest, False), ("fp8e4m3", 144, deepest, True)]
+    cases.append(("fp8e4m3", waves.MID_MOST_TOKENS_FP8, deepest, True))
     specs = []
     for dtype, block_t, stages, shared in cases:
         fp8, bk = dtype == "fp8e4m3", gemm_mid.block_k_for(dtype)

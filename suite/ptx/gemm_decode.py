@@ -187,21 +187,11 @@ def mid_block_t(m: int) -> int:
     return max(MID_BLOCK_TS[0], mid_token_rows(m))
 
 
-def mid_plan(
-    m: int,
-    n: int,
-    k: int,
-    sms: int,
-    stages: int,
-    splits: int | None = None,
-    consumers: int | None = None,
-    dtype: str = "fp16",
-) -> Plan:
-    """The mid-M build's plan: 128 weight columns (two consumer warpgroups) x ``mid_block_t(M)`` tokens x 64 of K per
-    stage, tiles in persistent waves and the last partial wave's split in K (gemm_tma.split_tail_plan, for one block
-    per SM; the launcher repeats it for the blocks an SM holds). ``splits`` forces the tail's split count (tests);
-    ``consumers``, if given, must be the build's 2."""
-    del stages, dtype  # one tile per M at every depth and 16-bit type
+def mid_plan(m: int, n: int, k: int, sms: int, splits: int | None = None, consumers: int | None = None) -> Plan:
+    """The mid-M build's plan (one tile per M at every depth and 16-bit type): 128 weight columns (two consumer
+    warpgroups) x ``mid_block_t(M)`` tokens x 64 of K per stage, tiles in persistent waves and the last partial wave's
+    split in K (gemm_tma.split_tail_plan, for one block per SM; the launcher repeats it for the blocks an SM holds).
+    ``splits`` forces the tail's split count (tests); ``consumers``, if given, must be the build's 2."""
     if consumers not in (None, 2):
         raise ValueError(f"consumers={consumers}: the mid-M build has two consumer warpgroups")
     block_t = mid_block_t(m)
@@ -421,8 +411,9 @@ class MidModule(DecodeModule):
     def shapes(self) -> tuple[tuple[int, int, int], ...]:
         return tuple((t, 2, 1) for t in sorted(MID_BLOCK_TS, key=lambda t: t != 144))  # describe's: 144 tokens
 
-    def plan(self, m: int, n: int, k: int, sms: int, stages: int, **options) -> Plan:
-        return mid_plan(m, n, k, sms, stages, **options)
+    def plan(self, m: int, n: int, k: int, sms: int, stages: int, dtype: str = "fp16", **forced) -> Plan:
+        """The mid-M rule: one tile per M at every depth and 16-bit type (``stages`` and ``dtype`` do not change it)."""
+        return mid_plan(m, n, k, sms, **forced)
 
     def config(self) -> str:
         return (

@@ -5,8 +5,8 @@ Between 128 and a few hundred rows the tile kernels pad M to whole tiles of 128 
 rows, and where the weight streams at about the rate the MMAs take it (M ~ 150 at 16-bit types on an H200) the
 padding is the kernel's time. Swapped, the weight's N runs along wgmma's M (128 weight rows per program, 64 per
 warpgroup, 8 warps) and the tokens along wgmma's N, which may be any multiple of 8: M goes into the fewest token tiles
-of at most 208 rows, rounded up to 16 (suite.waves.mid_token_rows, the PTX mid-M build's rule): M = 140 computes one
-tile of 144 rows, M = 341 two of 176.
+of at most 208 rows (fp8: 176), rounded up to 16 (suite.waves.mid_token_rows, the PTX mid-M build's rule): M = 140
+computes one tile of 144 rows, M = 341 two of 176.
 
 Triton's blocks are powers of two, so a token tile is computed in pieces: the binary digits of its rows
 (``token_pieces``: 144 = 128 + 16, 208 = 128 + 64 + 16), one ``tl.dot`` and one fp32 accumulator per piece, all on
@@ -39,10 +39,10 @@ import triton.language as tl
 
 from suite.triton._compiled import kernel_info
 from suite.triton.gemm_desc import ELEMENT_BYTES, GROUP_M, count, dtype_config, num_sms, rings_that_fit
-from suite.triton.gemm_parts import part_slot, store_tile, tile_coords, walk_start, walk_unit
+from suite.triton.gemm_parts import part_slot, store_tile, walk_start, walk_unit
 from suite.triton.gemm_splitk import TwoPassModule, epilogue_kwargs
 from suite.triton.gemm_streamk import FAULT_FIXUP_FIRST, Schedule, StreamKGemm, split_tail_schedule
-from suite.waves import MID_MOST_TOKENS, mid_token_rows
+from suite.waves import MID_MOST_TOKENS, MID_MOST_TOKENS_FP8, mid_token_rows
 
 BLOCK_W = 128  # weight rows (C's columns) per tile: wgmma's M, 64 per warpgroup
 K_BYTES = 128  # of K per stage: 128-byte rows (64 16-bit elements, 128 fp8), the swizzle's width
@@ -58,6 +58,12 @@ def stage_bytes(block_t: int) -> int:
 def block_k_for(dtype: str) -> int:
     """K elements per stage: K_BYTES of them."""
     return K_BYTES // ELEMENT_BYTES[dtype]
+
+
+def most_tokens(dtype: str) -> int:
+    """The most token rows of one tile at ``dtype`` (suite.waves: fp8's promotion needs registers for a second
+    accumulator)."""
+    return MID_MOST_TOKENS_FP8 if dtype == "fp8e4m3" else MID_MOST_TOKENS
 
 
 # Shared memory: the ring, up to 42 KiB a stage at 208 tokens, and Triton's barriers; the pieces leave from registers
@@ -91,12 +97,13 @@ class Plan:
         return token_pieces(self.block_t)
 
 
-def plan(m: int, n: int, k: int, sms: int, block_k: int) -> Plan:
-    """The rule, from the shape: ``mid_token_rows(M)`` tokens by BLOCK_W weight rows, walked by the split tail over
-    ``sms`` programs (one per SM) in K tiles of ``block_k`` (``block_k_for``: 64 at 16 bits, 128 for fp8)."""
-    block_t = mid_token_rows(m)
+def plan(dtype: str, m: int, n: int, k: int, sms: int) -> Plan:
+    """The rule, from the shape: ``mid_token_rows(M, most_tokens(dtype))`` tokens by BLOCK_W weight rows, walked by
+    the split tail over ``sms`` programs (one per SM) in K tiles of ``block_k_for(dtype)``."""
+    block_t = mid_token_rows(m, most_tokens(dtype))
     tiles_t, tiles_w = -(-m // block_t), -(-n // BLOCK_W)
-    return Plan(block_t, tiles_t, tiles_w, split_tail_schedule(tiles_t * tiles_w, -(-k // block_k), sms))
+    k_tiles = -(-k // block_k_for(dtype))
+    return Plan(block_t, tiles_t, tiles_w, split_tail_schedule(tiles_t * tiles_w, k_tiles, sms))
 
 
 @triton.jit
@@ -144,20 +151,19 @@ def mid_kernel(
     weight_desc,
     c,
     workspace,
-    # fp8 only: pointers to the per-tensor scales (one fp32 each); None otherwise
-    scale_a,
-    scale_b,
-    # sizes: tokens (M), weight rows (N), K
+    # sizes: tokens (M), weight rows (N), K; C's row pitch (elements)
     T,
     W,
     K,
-    # C's row pitch (elements)
     stride_cm,
-    # the schedule (gemm_streamk.split_tail_schedule)
+    # the schedule (gemm_streamk.split_tail_schedule): programs, whole tiles, programs sharing the tail, its K tiles
     num_programs,
     dp_tiles,
     sk_programs,
     sk_iters,
+    # fp8 only: pointers to the per-tensor scales (one fp32 each); None otherwise
+    scale_a,
+    scale_b,
     # meta-parameters
     T0: tl.constexpr,  # the token tile's pieces (token_pieces), largest first; 0: no such piece
     T1: tl.constexpr,
@@ -171,19 +177,15 @@ def mid_kernel(
     SHARED: tl.constexpr,  # some tile is shared by several programs: parts go to the workspace (else it is None)
 ):
     BLOCK_T: tl.constexpr = T0 + T1 + T2
-    pid = tl.program_id(0)
-    tiles_t = tl.cdiv(T, BLOCK_T)
-    tiles_w = tl.cdiv(W, BLOCK_W)
-    k_tiles = tl.cdiv(K, BLOCK_K)
 
-    # -- this program's units: its whole tiles round robin, then its share of the tail (gemm_parts.walk_unit) --
-    dp_units, it, end, first_tile = walk_start(pid, num_programs, dp_tiles, sk_programs, sk_iters, k_tiles)
-    unit = 0
+    # -- this program's units: its whole tiles round robin, then its share of the tail (gemm_parts.walk_unit); the
+    #    token tiles of one weight tile are neighbours in the walk (up to GROUP_M of them): it streams once --
+    unit, dp_units, it, end, first_tile, tiles_t, tiles_w, k_tiles, sched = walk_start(
+        T, W, K, BLOCK_T, BLOCK_W, BLOCK_K, num_programs, dp_tiles, sk_programs, sk_iters
+    )
     while (unit < dp_units) | (it < end):
-        tile, k_first, k_last, it = walk_unit(pid, unit, dp_units, it, end, num_programs, dp_tiles, k_tiles)
-        unit += 1
-        # the token tiles of one weight tile are neighbours in the walk (up to GROUP_M of them): it streams once
-        t0, w0 = tile_coords(tile, tiles_t, tiles_w, BLOCK_T, BLOCK_W, GROUP_M)
+        walk = (unit, dp_units, it, end, tiles_t, tiles_w, k_tiles, sched)
+        tile, t0, w0, k_first, k_last, it, unit = walk_unit(*walk, BLOCK_T, BLOCK_W, GROUP_M)
 
         # -- MAINLOOP: the weight box and the pieces' token boxes through the ring; one wgmma chain per piece on
         #    the same weight stage, the weight on wgmma's M side: each accumulator is C^T's [BLOCK_W, piece] --
@@ -212,7 +214,7 @@ def mid_kernel(
         whole = (k_first == 0) & (k_last == k_tiles)
         slot = workspace
         if SHARED:
-            slot = workspace + part_slot(pid, tile, dp_tiles, first_tile) * (BLOCK_T * BLOCK_W)
+            slot = workspace + part_slot(tile, dp_tiles, first_tile) * (BLOCK_T * BLOCK_W)
         _put(acc0, c, slot, t0, 0, w0, T, W, stride_cm, whole, scale_a, scale_b, T0, BLOCK_W, OUT_DTYPE, SCALED, SHARED)
         if T1:
             _put(
@@ -267,7 +269,7 @@ class MidGemm(StreamKGemm):
     def _plan(self, sms: int | None = None) -> None:
         ops = self.ops
         block_k = block_k_for(ops.dtype)
-        self.mid = p = plan(ops.m, ops.n, ops.k, sms or num_sms(ops.a.device), block_k)
+        self.mid = p = plan(ops.dtype, ops.m, ops.n, ops.k, sms or num_sms(ops.a.device))
         self.warps, self.tile = NUM_WARPS, (p.block_t, BLOCK_W, block_k)
         self.schedule = s = p.schedule
         self.fixups = s.sk_tiles if s.cover > 1 else 0
@@ -304,16 +306,10 @@ class MidGemm(StreamKGemm):
             descs[0][1],
             ops.c,
             self.workspace,
+            *(ops.m, ops.n, ops.k, ops.c.stride(0)),
+            *(s.programs, s.dp_tiles, s.sk_programs, s.sk_iters),
             ops.scale_a,
             ops.scale_b,
-            ops.m,
-            ops.n,
-            ops.k,
-            ops.c.stride(0),
-            s.programs,
-            s.dp_tiles,
-            s.sk_programs,
-            s.sk_iters,
             **meta,
             B_K_MAJOR=ops.b_k_major,
             **epilogue_kwargs(ops),
