@@ -31,7 +31,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from suite.waves import MID_MOST_TOKENS, MID_MOST_TOKENS_FP8, MIN_K_TILES_PER_SPLIT, mid_token_rows, tail_split_count
+from suite.waves import MID_MOST_TOKENS, MIN_K_TILES_PER_SPLIT, mid_token_rows, tail_split_count
 
 H200_SMS = 132  # the rule's SM count where no GPU says otherwise (the committed runs' GPU)
 FILL = 0.8  # tiles >= FILL x SMs: the output tiles alone keep the GPU busy
@@ -71,16 +71,14 @@ def _as_fallback(choice: Choice) -> Choice:
     return Choice(choice.kernel, choice.stages, "fallback: " + choice.why.removeprefix("fallback: "))
 
 
-def _mid_first(kernel: str, m: int, most: int, tile_most: int, behind: tuple[Choice, ...]) -> tuple[Choice, ...]:
-    """TALL_M / 2 < M <= ``most``: the swapped mid-M ``kernel`` (token tiles of at most ``tile_most`` rows), the
-    ``behind`` choices as its fallbacks."""
-    rows = mid_token_rows(m, tile_most)
-    tiles = math.ceil(m / rows)
+def _mid_first(kernel: str, m: int, most: int, behind: tuple[Choice, ...]) -> tuple[Choice, ...]:
+    """TALL_M / 2 < M <= ``most``: the swapped mid-M ``kernel`` (one token tile), the ``behind`` choices as its
+    fallbacks."""
     mid = Choice(
         kernel,
         4,
-        f"{TALL_M // 2} < M={m} <= {most}: swapped, {'one token tile' if tiles == 1 else f'{tiles} token tiles'} of "
-        f"{rows} rows where 256-row tiles pad to 256, split tail",
+        f"{TALL_M // 2} < M={m} <= {most}: swapped, one token tile of {mid_token_rows(m)} rows where 256-row tiles "
+        "pad to 256, split tail",
     )
     return (mid, *(_as_fallback(c) for c in behind))
 
@@ -197,7 +195,7 @@ def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
     if TALL_M // 2 < m < TALL_M:
         tall = _ptx_tall(m, n, k, dtype, sms, split_fallbacks)
         if sixteen and m <= PTX_MID_M:  # the mid-M build: no fp8 form
-            return _mid_first("mid-m swap-ab tma+wgmma", m, PTX_MID_M, MID_MOST_TOKENS, tall)
+            return _mid_first("mid-m swap-ab tma+wgmma", m, PTX_MID_M, tall)
         return tall
     few = t256 < FILL * sms and (not sixteen or t192 < FILL * sms)
     if few and (t128 <= sms or not sixteen):  # split-K's tiles in one wave (fp8: no narrower tile to turn to)
@@ -211,8 +209,7 @@ def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
 def _triton(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) -> tuple[Choice, ...]:
     rest = _triton_tiles(m, n, k, dtype, sms, hopper)
     if TALL_M // 2 < m <= TRITON_MID_M:  # the mid-M kernel, at every dtype
-        most = MID_MOST_TOKENS_FP8 if dtype == "fp8e4m3" else MID_MOST_TOKENS  # suite.triton.gemm_mid.most_tokens
-        return _mid_first("mid-m swap-ab desc", m, TRITON_MID_M, most, rest)
+        return _mid_first("mid-m swap-ab desc", m, TRITON_MID_M, rest)
     return rest
 
 

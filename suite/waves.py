@@ -74,20 +74,17 @@ def tail_split_count(tiles: int, k_tiles: int, slots: int, min_k_tiles: int) -> 
 
 
 # The mid-M builds of both backends (128 < M < a few hundred tokens, computed swapped: the weight on wgmma's M, the
-# tokens on its N, which may be any multiple of 16 up to 256): the most token rows of one tile. Their accumulators,
+# tokens on its N, which may be any multiple of 8 up to 256): the most token rows of one tile. Their accumulators,
 # 128 weight rows x 208 tokens over two warpgroups, are 104 fp32 registers a thread, short of the 128-register tiles'
-# budget, which leaves the registers the swapped operand's descriptors and the epilogue take.
+# budget, which leaves the registers the swapped operand's descriptors, fp8's promotion and the epilogue take.
 MID_MOST_TOKENS = 208
-# Triton's fp8 form promotes each K tile's sum, keeping a second fp32 accumulator beside each piece's: at 208 tokens
-# the two (208 registers a thread) leave ptxas too few and it spills; at 176 there is room
-MID_MOST_TOKENS_FP8 = 176
 
 
-def mid_token_rows(m: int, most: int = MID_MOST_TOKENS) -> int:
-    """Token rows per tile of the mid-M builds: M over the fewest tiles of at most ``most`` rows, rounded up to 16
-    (wgmma's N step at 16-bit types here): M = 129 runs one tile of 144 rows, M = 341 two of 176, M = 256 two of
-    128."""
+def mid_token_rows(m: int) -> int:
+    """Token rows per tile of the mid-M builds: M over the fewest tiles of at most MID_MOST_TOKENS rows, rounded up to
+    16 (Triton computes a tile as power-of-two tl.dot pieces of at least 16 rows; the PTX build takes the same
+    tiles): M = 129 runs one tile of 144 rows, M = 341 two of 176, M = 256 two of 128."""
     if m < 1:
         raise ValueError(f"M must be >= 1 (got {m})")
-    rows = -(-m // -(-m // most))
+    rows = -(-m // -(-m // MID_MOST_TOKENS))
     return -(-rows // 16) * 16

@@ -5,8 +5,8 @@ Between 128 and a few hundred rows the tile kernels pad M to whole tiles of 128 
 rows, and where the weight streams at about the rate the MMAs take it (M ~ 150 at 16-bit types on an H200) the
 padding is the kernel's time. Swapped, the weight's N runs along wgmma's M (128 weight rows per program, 64 per
 warpgroup, 8 warps) and the tokens along wgmma's N, which may be any multiple of 8: M goes into the fewest token tiles
-of at most 208 rows (fp8: 176), rounded up to 16 (suite.waves.mid_token_rows, the PTX mid-M build's rule): M = 140
-computes one tile of 144 rows, M = 341 two of 176.
+of at most 208 rows, rounded up to 16 (suite.waves.mid_token_rows, the PTX mid-M build's rule): M = 140 computes one
+tile of 144 rows, M = 341 two of 176.
 
 Triton's blocks are powers of two, so a token tile is computed in pieces: the binary digits of its rows
 (``token_pieces``: 144 = 128 + 16, 208 = 128 + 64 + 16), one ``tl.dot`` and one fp32 accumulator per piece, all on
@@ -42,7 +42,7 @@ from suite.triton.gemm_desc import ELEMENT_BYTES, GROUP_M, count, dtype_config, 
 from suite.triton.gemm_parts import part_slot, store_tile, walk_start, walk_unit
 from suite.triton.gemm_splitk import TwoPassModule, epilogue_kwargs
 from suite.triton.gemm_streamk import FAULT_FIXUP_FIRST, Schedule, StreamKGemm, split_tail_schedule
-from suite.waves import MID_MOST_TOKENS, MID_MOST_TOKENS_FP8, mid_token_rows
+from suite.waves import MID_MOST_TOKENS, mid_token_rows
 
 BLOCK_W = 128  # weight rows (C's columns) per tile: wgmma's M, 64 per warpgroup
 K_BYTES = 128  # of K per stage: 128-byte rows (64 16-bit elements, 128 fp8), the swizzle's width
@@ -58,12 +58,6 @@ def stage_bytes(block_t: int) -> int:
 def block_k_for(dtype: str) -> int:
     """K elements per stage: K_BYTES of them."""
     return K_BYTES // ELEMENT_BYTES[dtype]
-
-
-def most_tokens(dtype: str) -> int:
-    """The most token rows of one tile at ``dtype`` (suite.waves: fp8's promotion needs registers for a second
-    accumulator)."""
-    return MID_MOST_TOKENS_FP8 if dtype == "fp8e4m3" else MID_MOST_TOKENS
 
 
 # Shared memory: the ring, up to 42 KiB a stage at 208 tokens, and Triton's barriers; the pieces leave from registers
@@ -98,9 +92,9 @@ class Plan:
 
 
 def plan(dtype: str, m: int, n: int, k: int, sms: int) -> Plan:
-    """The rule, from the shape: ``mid_token_rows(M, most_tokens(dtype))`` tokens by BLOCK_W weight rows, walked by
-    the split tail over ``sms`` programs (one per SM) in K tiles of ``block_k_for(dtype)``."""
-    block_t = mid_token_rows(m, most_tokens(dtype))
+    """The rule, from the shape: ``mid_token_rows(M)`` tokens by BLOCK_W weight rows, walked by the split tail over
+    ``sms`` programs (one per SM) in K tiles of ``block_k_for(dtype)``."""
+    block_t = mid_token_rows(m)
     tiles_t, tiles_w = -(-m // block_t), -(-n // BLOCK_W)
     k_tiles = -(-k // block_k_for(dtype))
     return Plan(block_t, tiles_t, tiles_w, split_tail_schedule(tiles_t * tiles_w, k_tiles, sms))
@@ -277,9 +271,10 @@ class MidGemm(StreamKGemm):
         self.table = torch.tensor(s.fixup_table(), dtype=torch.int32, device=ops.c.device) if self.fixups else None
         pieces = " + ".join(str(t) for t in p.pieces if t)
         shares = s.sk_programs // max(1, s.sk_tiles)
+        waves = f"{s.dp_tiles} in whole waves of {s.programs}" if s.dp_tiles else "no whole wave"
         walk = (
-            f"{count(s.tiles, 'tile')}: {s.dp_tiles} in whole waves of {s.programs}, then {s.sk_tiles} x "
-            f"{count(shares, 'share')} of {count(s.k_tiles, 'K tile')}, the shares summed in K order by a fix-up pass"
+            f"{count(s.tiles, 'tile')}: {waves}, then {s.sk_tiles} x {count(shares, 'share')} of "
+            f"{count(s.k_tiles, 'K tile')}, the shares summed in K order by a fix-up pass"
             if self.fixups
             else f"{count(s.tiles, 'tile')} of {count(s.k_tiles, 'K tile')} on {count(s.programs, 'program')}"
         )
