@@ -68,12 +68,12 @@ assert STAGES == (2, 3, 4, 5)
 
 def token_pieces(block_t: int) -> tuple[int, int, int]:
     """A token tile's rows as the tl.dot pieces that compute it: its binary digits, largest first, padded with 0 to
-    MOST_PIECES (144 -> (128, 16, 0)). ``block_t`` is a multiple of 16 (wgmma's least N here) of at most
+    MOST_PIECES (144 -> (128, 16, 0)). ``block_t`` is a multiple of 16 (tl.dot's least N) of at most
     MID_MOST_TOKENS."""
     if block_t % 16 or not 16 <= block_t <= MID_MOST_TOKENS:
         raise ValueError(f"a token tile is a multiple of 16 within [16, {MID_MOST_TOKENS}] rows (got {block_t})")
     pieces = [1 << b for b in reversed(range(block_t.bit_length())) if block_t >> b & 1]
-    assert len(pieces) <= MOST_PIECES, block_t  # MID_MOST_TOKENS = 208 has three digits above 8
+    assert len(pieces) <= MOST_PIECES, block_t  # 208 = 128 + 64 + 16, and no multiple of 16 below has more
     return (*pieces, *(0,) * (MOST_PIECES - len(pieces)))
 
 
