@@ -31,10 +31,11 @@ GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU
         ("ptx", (2049, 22016, 24576), "bf16", "128x256 split-tail tma-store tma+wgmma"),  # 11 waves + 10 split
         ("ptx", (71, 37888, 24576), "fp16", "128x256 split-tail tma-store tma+wgmma"),  # one tile row
         ("ptx", (64, 22016, 5120), "fp16", "128x192 split-tail tma-store tma+wgmma"),  # 86 128x256 tiles, 115 here
-        ("ptx", (129, 14336, 4096), "fp16", "mid-m swap-ab tma+wgmma"),  # one token tile of 144 rows
+        ("ptx", (129, 14336, 8192), "fp16", "mid-m swap-ab tma+wgmma"),  # one token tile of 144 rows
         ("ptx", (129, 14336, 4096), "fp8e4m3", "128x256 split-tail tma-store tma+wgmma"),  # no fp8 mid-M build
         ("ptx", (512, 18944, 5120), "fp8e4m3", "128x256 split-tail tma-store tma+wgmma"),
-        ("ptx", (201, 18944, 5120), "fp16", "mid-m swap-ab tma+wgmma"),  # 208 rows, not 256
+        ("ptx", (201, 18944, 16384), "fp16", "mid-m swap-ab tma+wgmma"),  # 208 rows, not 256
+        ("ptx", (193, 12288, 3072), "fp16", "128x192 split-tail tma-store tma+wgmma"),  # K too short for mid-M
         ("ptx", (230, 18944, 5120), "fp16", "256x128 stream-k tma+wgmma"),  # 128 < M < 256: one tile row
         ("ptx", (129, 73728, 11008), "fp8e4m3", "256x128 stream-k tma+wgmma"),
         ("ptx", (230, 3584, 36864), "fp16", "128x256 split-tail tma-store tma+wgmma"),  # 28 256x128 tiles: at once
@@ -47,6 +48,7 @@ GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU
         ("triton", (230, 73728, 11008), "fp16", "stream-k desc"),  # 576 256x128 tiles
         ("triton", (230, 7168, 36864), "bf16", "split-k desc"),  # 56 256x128 tiles, one split
         ("triton", (143, 7168, 36864), "fp8e4m3", "mid-m swap-ab desc"),  # the Triton mid-M kernel takes fp8
+        ("triton", (193, 12288, 3072), "fp16", "split-k desc"),  # K too short for mid-M
         ("triton", (230, 7168, 36864), "fp8e4m3", "split-k desc"),
         ("triton", (623, 15360, 24576), "fp16", "split-tail desc"),  # 2 waves, then 36 tiles in 3 shares
         ("triton", (707, 27648, 29568), "fp16", "128x256x64 desc persistent host"),  # a tail of 120: not split
@@ -70,17 +72,30 @@ def test_rule_choices(backend, shape, dtype, kernel):
 def test_the_mid_m_kernel_keeps_the_tall_choices_behind_it(backend, mid, most, fp8):
     """128 < M <= PTX_MID_M (Triton: TRITON_MID_M) at 16 bits (Triton: fp8 too): the swapped mid-M kernel first, the
     tall band's choices behind it in their own order, as fallbacks (what runs where the mid-M kernel refused the
-    shape); above that M, and at fp8 for PTX (no fp8 build), no mid-M kernel."""
+    shape); above that M, below MID_LEAST_K, and at fp8 for PTX (no fp8 build), no mid-M kernel."""
     most = getattr(gemm_rule, most)
-    for shape in ((129, 73728, 11008), (202, 3584, 36864), (most, 14336, 4096)):
+    for shape in ((129, 73728, 11008), (202, 3584, 36864), (most, 14336, gemm_rule.MID_LEAST_K)):
         with_mid = gemm_rule.choices(backend, *shape, "bf16", sms=132)
         at_fp8 = gemm_rule.choices(backend, *shape, "fp8e4m3", sms=132)
         assert with_mid[0].kernel == mid, shape
         assert f"token tile of {-(-shape[0] // 16) * 16} rows" in with_mid[0].why
         assert all(c.why.startswith("fallback: ") for c in with_mid[1:]), with_mid
         assert (at_fp8[0].kernel == mid) if fp8 else (mid not in {c.kernel for c in at_fp8}), at_fp8
-    assert gemm_rule.choose(backend, most + 1, 14336, 4096, "fp16", sms=132).kernel != mid
-    assert gemm_rule.choose(backend, 128, 14336, 4096, "fp16", sms=132).kernel != mid
+    assert gemm_rule.choose(backend, most + 1, 14336, 8192, "fp16", sms=132).kernel != mid
+    assert gemm_rule.choose(backend, 128, 14336, 8192, "fp16", sms=132).kernel != mid
+    short = gemm_rule.MID_LEAST_K - 64
+    assert mid not in {c.kernel for c in gemm_rule.choices(backend, 150, 14336, short, "fp16", sms=132)}
+
+
+@pytest.mark.parametrize("m, stages", [(129, 5), (144, 5), (145, 4), (176, 4), (208, 4)])
+def test_triton_mid_m_rings_deepen_for_small_token_tiles(m, stages):
+    """Triton's mid-M kernel takes 5 stages where its token tile holds up to TRITON_MID_DEEP_TOKENS rows, 4 above,
+    and every such depth is one the kernel builds."""
+    from suite.triton import gemm_mid
+
+    choice = gemm_rule.choose("triton", m, 14336, 8192, "fp16", sms=132)
+    assert (choice.kernel, choice.stages) == ("mid-m swap-ab desc", stages)
+    assert stages in gemm_mid.STAGES
 
 
 @pytest.mark.parametrize("tiles, k_tiles", [(1462, 384), (72, 172), (300, 384), (264, 100), (200, 172), (5, 3)])
