@@ -14,7 +14,10 @@ The regimes, each a reason a tile choice wins (the thresholds are the constants 
   128-row tiles read it twice, and the zero-filled rows past M cost no operand traffic (per N x K, the tiles pull
   1 + M / 128 operand bytes from L2 against 2 + M / 256 for 128x256 tiles): stream-K on 256x128 tiles where those
   tiles fill the SMs. Where they do not, every tile runs at once and the split tail's k-aligned shares have both
-  tile rows read each panel of the weight together (PTX); Triton's split-K takes 256x128 tiles for such M;
+  tile rows read each panel of the weight together (PTX); Triton's split-K takes 256x128 tiles for such M. PTX at
+  16 bits, up to ``PTX_MID_M`` (Triton, at every dtype: ``TRITON_MID_M``), with K of ``MID_LEAST_K`` or more: the
+  swapped mid-M kernel instead, whose one token tile pads M to a multiple of 16 where a 256-row tile computes 256
+  rows (at M = 129, 144 against 256);
 - few output tiles (fewer 128x256 tiles than ``FILL`` x SMs, and split-K's tiles within one wave): a wide tile leaves
   SMs idle, so K is split over blocks of smaller tiles (PTX: 64x128 while M <= 256 and those tiles fit one wave, else
   128x128);
@@ -29,13 +32,20 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from suite.waves import MIN_K_TILES_PER_SPLIT, tail_split_count
+from suite.waves import MID_MOST_TOKENS, MIN_K_TILES_PER_SPLIT, mid_token_rows, tail_split_count
 
 H200_SMS = 132  # the rule's SM count where no GPU says otherwise (the committed runs' GPU)
 FILL = 0.8  # tiles >= FILL x SMs: the output tiles alone keep the GPU busy
 PTX_NARROW_M = 256  # up to here 64x128 split-K tiles, while they fit one wave, beat 128x128 ones
 PTX_DECODE_M = 16  # up to here the swapped decode kernel streams the weight best
 TALL_M = 256  # M strictly between TALL_M / 2 and TALL_M: 256-row tiles (one tile row) read the weight once
+PTX_MID_M = MID_MOST_TOKENS  # up to here (one token tile of the mid-M build) the swapped tile pads M to 16 rows, not
+# to 256
+TRITON_MID_M = MID_MOST_TOKENS  # the same for Triton's mid-M kernel
+MID_LEAST_K = 6144  # below this K the mid-M kernels' fixed cost per tile (the transposed store, the fix-up) is not
+# paid back by the rows they do not pad; the tall band's tiles run instead
+TRITON_MID_DEEP_TOKENS = 144  # Triton's mid-M token tiles up to here take 5 stages: less MMA per stage, so a deeper
+# ring covers the same load latency; larger tiles take 4
 TRITON_TINY_M = 16  # up to here (one token tile): the Triton decode kernel streams any weight best
 TRITON_DECODE_M = 128  # the Triton decode kernel's token tiles hold up to 64 rows, two of them here
 TRITON_DECODE_N = 8192  # wider weights (above M = TRITON_TINY_M): split-K's 128x256 tiles fill the SMs better
@@ -59,6 +69,25 @@ class Choice:
 
     def line(self) -> str:
         return f"{self.kernel} at {self.stages} stages: {self.why}"
+
+
+def _as_fallback(choice: Choice) -> Choice:
+    """``choice`` behind another: its note says it is a fallback (once)."""
+    return Choice(choice.kernel, choice.stages, "fallback: " + choice.why.removeprefix("fallback: "))
+
+
+def _mid_first(kernel: str, m: int, k: int, most: int, stages: int, behind: tuple[Choice, ...]) -> tuple[Choice, ...]:
+    """TALL_M / 2 < M <= ``most`` and K >= MID_LEAST_K: the swapped mid-M ``kernel`` (one token tile) at ``stages``,
+    the ``behind`` choices as its fallbacks; ``behind`` alone at a shorter K."""
+    if k < MID_LEAST_K:
+        return behind
+    mid = Choice(
+        kernel,
+        stages,
+        f"{TALL_M // 2} < M={m} <= {most}, K={k} >= {MID_LEAST_K}: swapped, one token tile of {mid_token_rows(m)} "
+        "rows where 256-row tiles pad to 256, split tail",
+    )
+    return (mid, *(_as_fallback(c) for c in behind))
 
 
 def _tiles(m: int, n: int, bm: int, bn: int) -> int:
@@ -128,6 +157,28 @@ def _ptx_tail(m: int, n: int, k: int, dtype: str, sms: int, narrow: bool, lead: 
     return (mid, wide, persistent) if r192 < r256 else (wide, mid, persistent)
 
 
+def _ptx_tall(m: int, n: int, k: int, dtype: str, sms: int, fallbacks: tuple[Choice, ...]) -> tuple[Choice, ...]:
+    """TALL_M / 2 < M < TALL_M on the tile rungs: stream-K on 256x128 tiles where they fill the SMs, else every tile
+    at once through the split tail; ``fallbacks`` (split-K) behind."""
+    t_tall, t192 = _tiles(m, n, TALL_M, 128), _tiles(m, n, 128, 192)
+    sixteen = dtype != "fp8e4m3"
+    tall = f"{TALL_M // 2} < M={m} < {TALL_M}: "
+    if t_tall >= sms:
+        stream = Choice(
+            "256x128 stream-k tma+wgmma",
+            4,
+            f"{tall}one row of 256x128 tiles reads B once, stream-K over {t_tall} tiles >= {sms} SMs",
+        )
+        return (stream, *fallbacks)
+    # as many 128x256 tiles as 256x128 ones: all at once, so both tile rows read each panel of B together;
+    # 128x192 tiles (a third more) only where they too all fit
+    lead = f"{tall}{t_tall} 256x128 tiles < {sms} SMs, every tile at once (both tile rows read B together); "
+    return (
+        *_ptx_tail(m, n, k, dtype, sms, sixteen and t192 <= sms, lead),
+        *fallbacks,
+    )
+
+
 def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
     t256, t192 = _tiles(m, n, 128, 256), _tiles(m, n, 128, 192)
     few_tiles = f"128x256 tiles {math.ceil(m / 128)}x{math.ceil(n / 256)}={t256} < {FILL}x{sms} SMs"
@@ -149,22 +200,10 @@ def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
         )
         return (decode, *split)
     if TALL_M // 2 < m < TALL_M:
-        t_tall = _tiles(m, n, TALL_M, 128)
-        tall = f"{TALL_M // 2} < M={m} < {TALL_M}: "
-        if t_tall >= sms:
-            stream = Choice(
-                "256x128 stream-k tma+wgmma",
-                4,
-                f"{tall}one row of 256x128 tiles reads B once, stream-K over {t_tall} tiles >= {sms} SMs",
-            )
-            return (stream, *split_fallbacks)
-        # as many 128x256 tiles as 256x128 ones: all at once, so both tile rows read each panel of B together;
-        # 128x192 tiles (a third more) only where they too all fit
-        lead = f"{tall}{t_tall} 256x128 tiles < {sms} SMs, every tile at once (both tile rows read B together); "
-        return (
-            *_ptx_tail(m, n, k, dtype, sms, sixteen and t192 <= sms, lead),
-            *split_fallbacks,
-        )
+        tall = _ptx_tall(m, n, k, dtype, sms, split_fallbacks)
+        if sixteen and m <= PTX_MID_M:  # the mid-M build: no fp8 form
+            return _mid_first("mid-m swap-ab tma+wgmma", m, k, PTX_MID_M, 4, tall)
+        return tall
     few = t256 < FILL * sms and (not sixteen or t192 < FILL * sms)
     if few and (t128 <= sms or not sixteen):  # split-K's tiles in one wave (fp8: no narrower tile to turn to)
         return split
@@ -175,6 +214,15 @@ def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
 
 
 def _triton(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) -> tuple[Choice, ...]:
+    rest = _triton_tiles(m, n, k, dtype, sms, hopper)
+    if TALL_M // 2 < m <= TRITON_MID_M:  # the mid-M kernel, at every dtype
+        stages = 5 if mid_token_rows(m) <= TRITON_MID_DEEP_TOKENS else 4
+        return _mid_first("mid-m swap-ab desc", m, k, TRITON_MID_M, stages, rest)
+    return rest
+
+
+def _triton_tiles(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) -> tuple[Choice, ...]:
+    """The Triton choices but the mid-M kernel: decode, the tall band's, split-K, the split tail, persistent."""
     t256 = _tiles(m, n, 128, 256)
     host = Choice(
         "128x256x64 desc persistent host",

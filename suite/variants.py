@@ -362,6 +362,16 @@ GEMM_VARIANTS = (
         "plan)",
     ),
     (
+        "ptx",
+        "mid-m swap-ab tma+wgmma",
+        "suite.ptx.gemm_decode:MID",
+        needs_sm90a,
+        ("llm", "sweep"),
+        "a few hundred tokens: the decode kernel's swapped tile with 128 weight columns on wgmma's M and M over the "
+        "fewest token tiles of <= 208 rows, rounded up to 16, on its N (M = 129 computes 144 rows where the tile rungs "
+        "compute 256), 3-4 deep rings of 64 of K, persistent waves then a split tail (suite.ptx.gemm_decode.mid_plan)",
+    ),
+    (
         "triton",
         "128x256x64 desc",
         "suite.triton.gemm_desc:KERNELS[tile]",
@@ -438,6 +448,17 @@ GEMM_VARIANTS = (
         "the split tail through the stream-K kernel: whole waves of tiles round robin, then each tile of the last, "
         "partial wave in equal shares of K, one program each, k-aligned (programs that run together read the "
         "same K range of B); shared tiles summed in K order by the fix-up pass",
+    ),
+    (
+        "triton",
+        "mid-m swap-ab desc",
+        "suite.triton.gemm_mid:KERNEL",
+        gpu_or_interpreter,
+        ("llm", "sweep"),
+        "a few hundred tokens, swapped as the decode kernel: 128 weight rows on wgmma's M and M over the fewest token "
+        "tiles of <= 208 rows, rounded up to 16, on its N, each token tile as one tl.dot per binary digit (144 = 128 + "
+        "16) on the same weight box; 2-5 deep rings of 128 bytes of K (fp8 promoted per K tile), whole waves then a "
+        "split tail (suite.triton.gemm_mid)",
     ),
     (
         "triton",

@@ -71,3 +71,20 @@ def tail_split_count(tiles: int, k_tiles: int, slots: int, min_k_tiles: int) -> 
         return 1
     repaid = max(1, round(math.sqrt(k_tiles / TAIL_FIXUP_K_TILES)))
     return max(1, min(slots // tail, k_tiles // min_k_tiles, repaid))
+
+
+# The mid-M builds of both backends (128 < M < a few hundred tokens, computed swapped: the weight on wgmma's M, the
+# tokens on its N, which may be any multiple of 8 up to 256): the most token rows of one tile. Their accumulators,
+# 128 weight rows x 208 tokens over two warpgroups, are 104 fp32 registers a thread, short of the 128-register tiles'
+# budget, which leaves the registers the swapped operand's descriptors, fp8's promotion and the epilogue take.
+MID_MOST_TOKENS = 208
+
+
+def mid_token_rows(m: int) -> int:
+    """Token rows per tile of the mid-M builds: M over the fewest tiles of at most MID_MOST_TOKENS rows, rounded up to
+    16 (Triton computes a tile as power-of-two tl.dot pieces of at least 16 rows; the PTX build takes the same
+    tiles): M = 129 runs one tile of 144 rows, M = 341 two of 176, M = 256 two of 128."""
+    if m < 1:
+        raise ValueError(f"M must be >= 1 (got {m})")
+    rows = -(-m // -(-m // MID_MOST_TOKENS))
+    return -(-rows // 16) * 16

@@ -31,18 +31,25 @@ GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU
         ("ptx", (2049, 22016, 24576), "bf16", "128x256 split-tail tma-store tma+wgmma"),  # 11 waves + 10 split
         ("ptx", (71, 37888, 24576), "fp16", "128x256 split-tail tma-store tma+wgmma"),  # one tile row
         ("ptx", (64, 22016, 5120), "fp16", "128x192 split-tail tma-store tma+wgmma"),  # 86 128x256 tiles, 115 here
-        ("ptx", (129, 14336, 4096), "fp16", "128x256 split-tail tma-store tma+wgmma"),  # 150 128x192: not at once
+        ("ptx", (129, 14336, 8192), "fp16", "mid-m swap-ab tma+wgmma"),  # one token tile of 144 rows
+        ("ptx", (129, 14336, 4096), "fp8e4m3", "128x256 split-tail tma-store tma+wgmma"),  # no fp8 mid-M build
         ("ptx", (512, 18944, 5120), "fp8e4m3", "128x256 split-tail tma-store tma+wgmma"),
-        ("ptx", (201, 18944, 5120), "fp16", "256x128 stream-k tma+wgmma"),  # 128 < M < 256: one tile row
+        ("ptx", (201, 18944, 16384), "fp16", "mid-m swap-ab tma+wgmma"),  # 208 rows, not 256
+        ("ptx", (193, 12288, 3072), "fp16", "128x192 split-tail tma-store tma+wgmma"),  # K too short for mid-M
+        ("ptx", (230, 18944, 5120), "fp16", "256x128 stream-k tma+wgmma"),  # 128 < M < 256: one tile row
         ("ptx", (129, 73728, 11008), "fp8e4m3", "256x128 stream-k tma+wgmma"),
-        ("ptx", (202, 3584, 36864), "fp16", "128x256 split-tail tma-store tma+wgmma"),  # 28 256x128 tiles: at once
+        ("ptx", (230, 3584, 36864), "fp16", "128x256 split-tail tma-store tma+wgmma"),  # 28 256x128 tiles: at once
         ("triton", (1, 6144, 4096), "fp16", "decode swap-ab desc"),
         ("triton", (16, 14336, 4096), "fp8e4m3", "decode swap-ab desc"),  # one token tile, a wide weight
         ("triton", (64, 57344, 8192), "fp16", "split-tail desc"),  # 224 64x256 tiles
         ("triton", (100, 16384, 8192), "fp16", "split-k desc"),  # 64 128x256 tiles
         ("triton", (300, 8192, 8192), "bf16", "split-k desc"),
-        ("triton", (129, 73728, 11008), "fp16", "stream-k desc"),  # 576 256x128 tiles
-        ("triton", (143, 7168, 36864), "fp16", "split-k desc"),  # 56 256x128 tiles, one split
+        ("triton", (129, 73728, 11008), "fp16", "mid-m swap-ab desc"),  # one token tile of 144 rows
+        ("triton", (230, 73728, 11008), "fp16", "stream-k desc"),  # 576 256x128 tiles
+        ("triton", (230, 7168, 36864), "bf16", "split-k desc"),  # 56 256x128 tiles, one split
+        ("triton", (143, 7168, 36864), "fp8e4m3", "mid-m swap-ab desc"),  # the Triton mid-M kernel takes fp8
+        ("triton", (193, 12288, 3072), "fp16", "split-k desc"),  # K too short for mid-M
+        ("triton", (230, 7168, 36864), "fp8e4m3", "split-k desc"),
         ("triton", (623, 15360, 24576), "fp16", "split-tail desc"),  # 2 waves, then 36 tiles in 3 shares
         ("triton", (707, 27648, 29568), "fp16", "128x256x64 desc persistent host"),  # a tail of 120: not split
         ("triton", (4096, 4096, 4096), "fp16", "128x256x64 desc persistent host"),
@@ -56,6 +63,39 @@ def test_rule_choices(backend, shape, dtype, kernel):
     assert f"M={shape[0]}" in choice.why or "tiles" in choice.why  # it names what decided
     registered = {v.name for v in variants("gemm") if v.backend == backend}
     assert all(c.kernel in registered for c in gemm_rule.choices(backend, *shape, dtype))
+
+
+@pytest.mark.parametrize(
+    "backend, mid, most, fp8",
+    [("ptx", "mid-m swap-ab tma+wgmma", "PTX_MID_M", False), ("triton", "mid-m swap-ab desc", "TRITON_MID_M", True)],
+)
+def test_the_mid_m_kernel_keeps_the_tall_choices_behind_it(backend, mid, most, fp8):
+    """128 < M <= PTX_MID_M (Triton: TRITON_MID_M) at 16 bits (Triton: fp8 too): the swapped mid-M kernel first, the
+    tall band's choices behind it in their own order, as fallbacks (what runs where the mid-M kernel refused the
+    shape); above that M, below MID_LEAST_K, and at fp8 for PTX (no fp8 build), no mid-M kernel."""
+    most = getattr(gemm_rule, most)
+    for shape in ((129, 73728, 11008), (202, 3584, 36864), (most, 14336, gemm_rule.MID_LEAST_K)):
+        with_mid = gemm_rule.choices(backend, *shape, "bf16", sms=132)
+        at_fp8 = gemm_rule.choices(backend, *shape, "fp8e4m3", sms=132)
+        assert with_mid[0].kernel == mid, shape
+        assert f"token tile of {-(-shape[0] // 16) * 16} rows" in with_mid[0].why
+        assert all(c.why.startswith("fallback: ") for c in with_mid[1:]), with_mid
+        assert (at_fp8[0].kernel == mid) if fp8 else (mid not in {c.kernel for c in at_fp8}), at_fp8
+    assert gemm_rule.choose(backend, most + 1, 14336, 8192, "fp16", sms=132).kernel != mid
+    assert gemm_rule.choose(backend, 128, 14336, 8192, "fp16", sms=132).kernel != mid
+    short = gemm_rule.MID_LEAST_K - 64
+    assert mid not in {c.kernel for c in gemm_rule.choices(backend, 150, 14336, short, "fp16", sms=132)}
+
+
+@pytest.mark.parametrize("m, stages", [(129, 5), (144, 5), (145, 4), (176, 4), (208, 4)])
+def test_triton_mid_m_rings_deepen_for_small_token_tiles(m, stages):
+    """Triton's mid-M kernel takes 5 stages where its token tile holds up to TRITON_MID_DEEP_TOKENS rows, 4 above,
+    and every such depth is one the kernel builds."""
+    from suite.triton import gemm_mid
+
+    choice = gemm_rule.choose("triton", m, 14336, 8192, "fp16", sms=132)
+    assert (choice.kernel, choice.stages) == ("mid-m swap-ab desc", stages)
+    assert stages in gemm_mid.STAGES
 
 
 @pytest.mark.parametrize("tiles, k_tiles", [(1462, 384), (72, 172), (300, 384), (264, 100), (200, 172), (5, 3)])
@@ -128,12 +168,13 @@ def test_every_kernel_the_rule_picks_is_one_the_auto_rows_can_run():
 
 
 def test_the_rule_and_the_triton_kernels_agree_on_tall_tiles():
-    """The rule's Triton regime of 256-row tiles is where split-K's tile has 256 rows (one threshold, written in the
-    pure rule and in the kernel module, tied here)."""
+    """The rule's Triton regime of 256-row tiles (behind the mid-M kernel where that leads) is where split-K's tile
+    has 256 rows (one threshold, written in the pure rule and in the kernel module, tied here)."""
     from suite.triton import gemm_splitk
 
     for dtype, m in itertools.product(("fp16", "bf16", "fp8e4m3"), range(100, 300)):
-        why = gemm_rule.choose("triton", m, 73728, 8192, dtype).why
+        tiles = [c for c in gemm_rule.choices("triton", m, 73728, 8192, dtype) if c.kernel != "mid-m swap-ab desc"]
+        why = tiles[0].why.removeprefix("fallback: ")
         assert why.startswith(f"{gemm_rule.TALL_M // 2} < M=") == (gemm_splitk.tile_for(dtype, m)[0] == 256), (dtype, m)
 
 

@@ -104,7 +104,7 @@ def test_every_hopper_module_passes_its_smem_figures():
     """Every Hopper GEMM module (and the fp16 ladder build) hands the kernel its shared-memory figures to check."""
     from suite.ptx import gemm_decode
 
-    modules = [*gemm_tma.KERNELS.values(), gemm_decode.KERNEL]
+    modules = [*gemm_tma.KERNELS.values(), gemm_decode.KERNEL, gemm_decode.MID]
     assert all(any(d.startswith("PIPESUITE_SMEM_FIGURES=") for d in m.defines()) for m in modules)
 
 

@@ -86,18 +86,70 @@ def test_an_atom_is_128_bytes_of_k_at_every_dtype():
     assert fp8.block_k == 2 * half.block_k and fp8.stage_bytes == half.stage_bytes
 
 
-def test_decode_builds_the_swapped_wgmma_on_a_tma_ring_without_spills():
+def test_mid_token_tiles_pad_m_to_16_rows_not_to_the_rungs_128():
+    assert [gemm_decode.mid_block_t(m) for m in (1, 112, 129, 140, 202, 208, 209, 256, 341, 529, 950)] == [
+        112,
+        112,
+        144,
+        144,
+        208,
+        208,
+        112,
+        128,
+        176,
+        192,
+        192,
+    ]
+    for m in range(1, 3000, 7):
+        t = gemm_decode.mid_block_t(m)
+        tiles = -(-m // t)
+        assert t in gemm_decode.MID_BLOCK_TS and tiles * t >= m, m
+        assert m <= t or tiles * t - m < 16 * tiles, (m, t)  # each tile pads less than 16 rows
+        assert tiles == -(-m // gemm_decode.MID_BLOCK_TS[-1])  # the fewest tiles of <= 208 rows
+
+
+def test_mid_plan_splits_only_the_last_partial_wave():
+    # 576 weight tiles of 128 columns at M = 129: 4 whole waves on 132 SMs, then 48 tiles left, each in 2 shares
+    p = gemm_decode.mid_plan(129, 73728, 11008, 132)
+    assert (p.block_t, p.block_w, p.block_k, p.tiles_w, p.tiles_t, p.splits, p.tail) == (144, 128, 64, 576, 1, 2, True)
+    assert gemm_decode.mid_plan(129, 4096 * 33, 4096, 132).splits == 1  # 1056 tiles: whole waves, no tail
+    for m in (100, 129, 200, 341, 529, 1000):
+        for n in (1000, 4096, 14336, 73728):
+            for k in (520, 4096, 36864):
+                p = gemm_decode.mid_plan(m, n, k, 132)
+                tiles = p.tiles_w * p.tiles_t
+                assert p.splits == 1 or tiles % 132, (m, n, k, p)  # whole waves only: nothing split
+                assert p.splits == 1 or -(-k // 64) // p.splits >= 4, (m, n, k, p)
+                assert max(p.smem_bytes(s) for s in gemm_decode.MID_STAGES) <= gemm_decode.SMEM_PER_BLOCK
+                assert (p.block_t, p.consumers, p.k_atoms) in gemm_decode.MID.shapes()
+
+
+def test_mid_refuses_fp8_unbuilt_depths_and_other_widths_before_launch():
+    a, b = torch.randn(130, 64).half(), torch.randn(64, 256).half()
+    with pytest.raises(ValueError, match="stages"):
+        gemm_decode.Decode((a, b), torch.empty(130, 256).half(), 2, kernel=gemm_decode.MID)
+    fp8 = GEMM.make_inputs((130, 256, 64), 1, torch.device("cpu"), "fp8e4m3")
+    with pytest.raises(ValueError, match="this build takes fp16, bf16"):
+        gemm_decode.Decode(fp8, GEMM.make_output(fp8), 3, kernel=gemm_decode.MID)
+    with pytest.raises(ValueError, match="two consumer warpgroups"):
+        gemm_decode.mid_plan(130, 256, 64, 132, consumers=1)
+    # forced splits where the tiles make whole waves: nothing to split, no workspace
+    assert gemm_decode.mid_plan(129, 128 * 264, 4096, 132, splits=3).splits == 1
+
+
+@pytest.mark.parametrize("kernel", [gemm_decode.KERNEL, gemm_decode.MID], ids=["decode", "mid"])
+def test_decode_builds_the_swapped_wgmma_on_a_tma_ring_without_spills(kernel):
     """Every instantiation: the transposed-A 16-bit wgmma (HGMMA ... tnspA) at N = BLOCK_T, BK / 16 of them chained per
     commit group, or fp8's K-major one (QGMMA ... E4M3, no transpose), 4 per group (one K atom, promoted), the first
     of each group overwriting its partial (RZ, !UPT); TMA loads of the weight and the tokens, mbarriers, no local
     memory; the fix-up's one integer atomic (the counter, acquire-release), no float atomics and no sequentially
     consistent fence."""
-    kernel = gemm_decode.KERNEL
     module = kernel.build("sm_90a")
     assert "C7510" not in module.log and "serializ" not in module.log.lower(), module.log
     per = split_functions(module.sass())
     expected = {e for s in kernel.stages for e in kernel.name_expressions(s)}
-    assert expected == set(module.symbols) and len(expected) == len(gemm_decode.DTYPES) * len(kernel.stages) * 8
+    assert expected == set(module.symbols)
+    assert len(expected) == len(kernel.dtypes) * len(kernel.stages) * len(kernel.shapes())
     for expr, symbol in module.symbols.items():
         sass, res = per[symbol], module.resources()[expr]
         assert res["local"] == 0 and res["stack"] == 0, (expr, res)
@@ -117,6 +169,12 @@ def test_decode_builds_the_swapped_wgmma_on_a_tma_ring_without_spills():
             assert all(("BF16" in line) == ("BF16" in expr) for line in hgmma), expr
             assert count and count == 4 * k_atoms * closing, (expr, count, closing)  # BK / 16 per stage, one group
         assert len(re.findall(r"ATOMG\.E\.ADD\.S32\.STRONG\.GPU", sass)) == 1, expr  # the counter: an integer add
+        # above 64 accumulators (two consumers): the producer's registers handed over. The consumers' TRY_ALLOC
+        # spins until the pool holds 232 each: the block must start at 168 (384 threads x 168 = the register file)
+        shifted = consumers == 2 and block_t > 128
+        assert ("USETMAXREG.DEALLOC.CTAPOOL 0x28" in sass) == shifted, expr
+        assert bool(re.search(r"USETMAXREG\.TRY_ALLOC\.CTAPOOL \w+, 0xe8", sass)) == shifted, expr
+        assert not shifted or res["registers"] == 168, (expr, res)
         assert not re.search(r"(ATOMG|RED)\.E\.ADD\.F32", sass) and "MEMBAR.SC" not in sass, expr
 
 
@@ -147,4 +205,38 @@ def test_decode_matches_fp64_at_the_edges_bit_reproducibly(stages, dtype):
         launch = gemm_decode.Decode(inputs, out, stages, splits=splits, consumers=consumers)
         assert splits is None or launch.plan.splits == splits
         valid_twice(launch, out, inputs, dtype, (stages, size, splits, consumers))
+        assert int(launch.counters.abs().sum()) == 0, (stages, size, "fix-up counters not reset")
+
+
+# The mid-M build on a GPU: one token tile of 144 (M = 129, K with a remainder, an edge weight tile), two of 160 with
+# a ring that wraps, the split tail after a whole wave (150 tiles on 132 SMs: the 18 left forced into 3 shares) at
+# 144 and at the widest build (208), the 176 and 192 builds, fewer rows than the smallest token tile with N % 8 != 0
+# (a padded B), two tiles of 128 (M = 256).
+MID_EDGES = [
+    ((129, 1000, 520), None),
+    ((300, 520, 4104), None),
+    ((129, 19200, 1040), 3),
+    ((208, 19200, 1040), 3),
+    ((176, 4000, 2056), None),
+    ((190, 520, 4104), None),
+    ((90, 260, 1032), None),
+    ((256, 4000, 2056), None),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", gemm_decode.MID.dtypes)
+@pytest.mark.parametrize("stages", gemm_decode.MID_STAGES)
+def test_mid_matches_fp64_at_the_edges_bit_reproducibly(stages, dtype):
+    for size, splits in MID_EDGES:
+        inputs = GEMM.make_inputs(size, sum(size) + stages, torch.device("cuda"), dtype)
+        out = GEMM.make_output(inputs)
+        sms = torch.cuda.get_device_properties(0).multi_processor_count
+        tiles = -(-size[1] // 128) * -(-size[0] // gemm_decode.mid_block_t(size[0]))
+        fits = splits is not None and tiles % sms and (tiles % sms) * splits <= sms
+        assert splits is None or fits or sms != 132, size  # the H100's and H200's 132 SMs: the forced tail runs
+        forced = splits if fits else None
+        launch = gemm_decode.Decode(inputs, out, stages, kernel=gemm_decode.MID, splits=forced)
+        assert forced is None or launch.plan.splits == forced
+        valid_twice(launch, out, inputs, dtype, (stages, size, splits))
         assert int(launch.counters.abs().sum()) == 0, (stages, size, "fix-up counters not reset")

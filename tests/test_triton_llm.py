@@ -23,7 +23,7 @@ from fp8_edges import cublas_promoted, fp8_edge_inputs, fp8_error
 
 from suite import waves
 from suite.problems import GEMM
-from suite.triton import gemm_decode, gemm_desc, gemm_splitk, gemm_streamk
+from suite.triton import gemm_decode, gemm_desc, gemm_mid, gemm_splitk, gemm_streamk
 from suite.triton._interp_dot import fp8_dot_unsupported
 
 DEVICE = torch.device("cuda" if HAS_GPU else "cpu")
@@ -373,6 +373,7 @@ KINDS = {
     "stream-k": (gemm_streamk.StreamKGemm, {"sms": 3}),
     "split-tail": (gemm_streamk.SplitTailGemm, {"sms": 4}),
     "decode": (gemm_decode.DecodeGemm, {"splits": 3}),
+    "mid": (gemm_mid.MidGemm, {"sms": 6}),  # 6 programs: shares of K at both sizes below
 }
 
 
@@ -393,7 +394,9 @@ def test_two_runs_are_bit_identical(kind):
 
 @pytest.mark.gpu
 @pytest.mark.parametrize("kind", KINDS)
-@pytest.mark.parametrize("size", [(16, 4096, 4096), (512, 512, 16384), (100, 1000, 3000)])
+@pytest.mark.parametrize(
+    "size", [(16, 4096, 4096), (512, 512, 16384), (100, 1000, 3000), (140, 36864, 4096), (341, 8960, 520)]
+)
 def test_bit_identical_on_the_gpu_at_llm_shapes(kind, size):
     """On the GPU, where programs finish in any order: the rule's own split counts and schedules, run three times,
     the same bits, and valid."""

@@ -398,40 +398,74 @@ __device__ __forceinline__ void setmaxnreg_dec() {
 #define WGMMA_O15(d) \
     "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123]), \
     "+f"(d[124]), "+f"(d[125]), "+f"(d[126]), "+f"(d[127])
+// WGMMA_Lr: the first r rows of 8 registers (%0 .. %(8r - 1)); WGMMA_Pr(d): their "+f" operands; WGMMA_AFTERr: the
+// operand numbers of the two descriptors that follow them.
+#define WGMMA_L1 WGMMA_R0
+#define WGMMA_L2 WGMMA_L1 ", " WGMMA_R1
+#define WGMMA_L3 WGMMA_L2 ", " WGMMA_R2
+#define WGMMA_L4 WGMMA_L3 ", " WGMMA_R3
+#define WGMMA_L5 WGMMA_L4 ", " WGMMA_R4
+#define WGMMA_L6 WGMMA_L5 ", " WGMMA_R5
+#define WGMMA_L7 WGMMA_L6 ", " WGMMA_R6
+#define WGMMA_L8 WGMMA_L7 ", " WGMMA_R7
+#define WGMMA_L9 WGMMA_L8 ", " WGMMA_R8
+#define WGMMA_L10 WGMMA_L9 ", " WGMMA_R9
+#define WGMMA_L11 WGMMA_L10 ", " WGMMA_R10
+#define WGMMA_L12 WGMMA_L11 ", " WGMMA_R11
+#define WGMMA_L13 WGMMA_L12 ", " WGMMA_R12
+#define WGMMA_L14 WGMMA_L13 ", " WGMMA_R13
+#define WGMMA_L15 WGMMA_L14 ", " WGMMA_R14
+#define WGMMA_L16 WGMMA_L15 ", " WGMMA_R15
+#define WGMMA_P1(d) WGMMA_O0(d)
+#define WGMMA_P2(d) WGMMA_P1(d), WGMMA_O1(d)
+#define WGMMA_P3(d) WGMMA_P2(d), WGMMA_O2(d)
+#define WGMMA_P4(d) WGMMA_P3(d), WGMMA_O3(d)
+#define WGMMA_P5(d) WGMMA_P4(d), WGMMA_O4(d)
+#define WGMMA_P6(d) WGMMA_P5(d), WGMMA_O5(d)
+#define WGMMA_P7(d) WGMMA_P6(d), WGMMA_O6(d)
+#define WGMMA_P8(d) WGMMA_P7(d), WGMMA_O7(d)
+#define WGMMA_P9(d) WGMMA_P8(d), WGMMA_O8(d)
+#define WGMMA_P10(d) WGMMA_P9(d), WGMMA_O9(d)
+#define WGMMA_P11(d) WGMMA_P10(d), WGMMA_O10(d)
+#define WGMMA_P12(d) WGMMA_P11(d), WGMMA_O11(d)
+#define WGMMA_P13(d) WGMMA_P12(d), WGMMA_O12(d)
+#define WGMMA_P14(d) WGMMA_P13(d), WGMMA_O13(d)
+#define WGMMA_P15(d) WGMMA_P14(d), WGMMA_O14(d)
+#define WGMMA_P16(d) WGMMA_P15(d), WGMMA_O15(d)
+#define WGMMA_AFTER1 "%8, %9"
+#define WGMMA_AFTER2 "%16, %17"
+#define WGMMA_AFTER3 "%24, %25"
+#define WGMMA_AFTER4 "%32, %33"
+#define WGMMA_AFTER5 "%40, %41"
+#define WGMMA_AFTER6 "%48, %49"
+#define WGMMA_AFTER7 "%56, %57"
+#define WGMMA_AFTER8 "%64, %65"
+#define WGMMA_AFTER9 "%72, %73"
+#define WGMMA_AFTER10 "%80, %81"
+#define WGMMA_AFTER11 "%88, %89"
+#define WGMMA_AFTER12 "%96, %97"
+#define WGMMA_AFTER13 "%104, %105"
+#define WGMMA_AFTER14 "%112, %113"
+#define WGMMA_AFTER15 "%120, %121"
+#define WGMMA_AFTER16 "%128, %129"
 #define WGMMA_D4_REGS "{%0, %1, %2, %3}"
 #define WGMMA_D4_OPERANDS(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-#define WGMMA_D8_REGS "{" WGMMA_R0 "}"
-#define WGMMA_D8_OPERANDS(d) WGMMA_O0(d)
-#define WGMMA_D16_REGS "{" WGMMA_R0 ", " WGMMA_R1 "}"
-#define WGMMA_D16_OPERANDS(d) WGMMA_O0(d), WGMMA_O1(d)
-#define WGMMA_D32_REGS "{" WGMMA_R0 ", " WGMMA_R1 ", " WGMMA_R2 ", " WGMMA_R3 "}"
-#define WGMMA_D48_REGS "{" WGMMA_R0 ", " WGMMA_R1 ", " WGMMA_R2 ", " WGMMA_R3 ", " WGMMA_R4 ", " WGMMA_R5 "}"
-#define WGMMA_D64_REGS \
-    "{" WGMMA_R0 ", " WGMMA_R1 ", " WGMMA_R2 ", " WGMMA_R3 ", " WGMMA_R4 ", " WGMMA_R5 ", " \
-    WGMMA_R6 ", " WGMMA_R7 "}"
-#define WGMMA_D72_REGS \
-    "{" WGMMA_R0 ", " WGMMA_R1 ", " WGMMA_R2 ", " WGMMA_R3 ", " WGMMA_R4 ", " WGMMA_R5 ", " \
-    WGMMA_R6 ", " WGMMA_R7 ", " WGMMA_R8 "}"
-#define WGMMA_D96_REGS \
-    "{" WGMMA_R0 ", " WGMMA_R1 ", " WGMMA_R2 ", " WGMMA_R3 ", " WGMMA_R4 ", " WGMMA_R5 ", " \
-    WGMMA_R6 ", " WGMMA_R7 ", " WGMMA_R8 ", " WGMMA_R9 ", " WGMMA_R10 ", " WGMMA_R11 "}"
-#define WGMMA_D128_REGS \
-    "{" WGMMA_R0 ", " WGMMA_R1 ", " WGMMA_R2 ", " WGMMA_R3 ", " WGMMA_R4 ", " WGMMA_R5 ", " \
-    WGMMA_R6 ", " WGMMA_R7 ", " WGMMA_R8 ", " WGMMA_R9 ", " WGMMA_R10 ", " WGMMA_R11 ", " \
-    WGMMA_R12 ", " WGMMA_R13 ", " WGMMA_R14 ", " WGMMA_R15 "}"
-#define WGMMA_D32_OPERANDS(d) WGMMA_O0(d), WGMMA_O1(d), WGMMA_O2(d), WGMMA_O3(d)
-#define WGMMA_D48_OPERANDS(d) WGMMA_O0(d), WGMMA_O1(d), WGMMA_O2(d), WGMMA_O3(d), WGMMA_O4(d), WGMMA_O5(d)
-#define WGMMA_D64_OPERANDS(d) \
-    WGMMA_O0(d), WGMMA_O1(d), WGMMA_O2(d), WGMMA_O3(d), WGMMA_O4(d), WGMMA_O5(d), WGMMA_O6(d), WGMMA_O7(d)
-#define WGMMA_D72_OPERANDS(d) \
-    WGMMA_O0(d), WGMMA_O1(d), WGMMA_O2(d), WGMMA_O3(d), WGMMA_O4(d), WGMMA_O5(d), WGMMA_O6(d), WGMMA_O7(d), \
-    WGMMA_O8(d)
-#define WGMMA_D96_OPERANDS(d) \
-    WGMMA_O0(d), WGMMA_O1(d), WGMMA_O2(d), WGMMA_O3(d), WGMMA_O4(d), WGMMA_O5(d), WGMMA_O6(d), WGMMA_O7(d), \
-    WGMMA_O8(d), WGMMA_O9(d), WGMMA_O10(d), WGMMA_O11(d)
-#define WGMMA_D128_OPERANDS(d) \
-    WGMMA_O0(d), WGMMA_O1(d), WGMMA_O2(d), WGMMA_O3(d), WGMMA_O4(d), WGMMA_O5(d), WGMMA_O6(d), WGMMA_O7(d), \
-    WGMMA_O8(d), WGMMA_O9(d), WGMMA_O10(d), WGMMA_O11(d), WGMMA_O12(d), WGMMA_O13(d), WGMMA_O14(d), WGMMA_O15(d)
+#define WGMMA_D8_REGS "{" WGMMA_L1 "}"
+#define WGMMA_D8_OPERANDS(d) WGMMA_P1(d)
+#define WGMMA_D16_REGS "{" WGMMA_L2 "}"
+#define WGMMA_D16_OPERANDS(d) WGMMA_P2(d)
+#define WGMMA_D32_REGS "{" WGMMA_L4 "}"
+#define WGMMA_D32_OPERANDS(d) WGMMA_P4(d)
+#define WGMMA_D48_REGS "{" WGMMA_L6 "}"
+#define WGMMA_D48_OPERANDS(d) WGMMA_P6(d)
+#define WGMMA_D64_REGS "{" WGMMA_L8 "}"
+#define WGMMA_D64_OPERANDS(d) WGMMA_P8(d)
+#define WGMMA_D72_REGS "{" WGMMA_L9 "}"
+#define WGMMA_D72_OPERANDS(d) WGMMA_P9(d)
+#define WGMMA_D96_REGS "{" WGMMA_L12 "}"
+#define WGMMA_D96_OPERANDS(d) WGMMA_P12(d)
+#define WGMMA_D128_REGS "{" WGMMA_L16 "}"
+#define WGMMA_D128_OPERANDS(d) WGMMA_P16(d)
 
 // D(64 x N, fp32) += A(64 x 16, K-major, shared) * B(16 x N, N-major, shared), A and B fp16 or bf16 (TYPE), one
 // warpgroup. Immediates: scale-d 1 (accumulate), scale-a/b 1, A K-major (0), B N-major, i.e. transposed (1).
@@ -505,25 +539,39 @@ __device__ __forceinline__ void wgmma_m64nNk32_f32_e4m3(float (&d)[N / 2], unsig
 }
 
 // The decode kernel's swapped 16-bit form (gemm_decode.cu's gemm_tma_decode): D(64 x N, fp32) += A(64 x 16, M-major,
-// shared, read transposed) * B(16 x N, K-major, shared), N = 8, 16, 32 or 64 (N / 2 registers per thread). A is the
-// weight (B of C = A B, K x N row-major: its N runs along wgmma's M), B the tokens (A of C = A B, row-major: K-major).
-// Immediates: scale-d 1 (accumulate), scale-a/b 1, A transposed (1), B K-major (0).
+// shared, read transposed) * B(16 x N, K-major, shared), N = 8 or a multiple of 16 up to 256 (N / 2 registers per
+// thread). A is the weight (B of C = A B, K x N row-major: its N runs along wgmma's M), B the tokens (A of C = A B,
+// row-major: K-major). Immediates: scale-d 1 (accumulate), scale-a/b 1, A transposed (1), B K-major (0).
 #define WGMMA_K16_MMAJOR_A(N, TYPE, REGS, DESCS) \
     "{\n" \
     "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " " REGS ", " DESCS ", 1, 1, 1, 1, 0;\n" \
     "}\n"
+// The swapped form at N = 16 ROWS (ROWS rows of 8 accumulator registers), N written out (the instruction's text).
+#define WGMMA_MMAJOR_A_ROWS(N, ROWS) \
+    WGMMA_ASM_16BIT(IS_BF16, WGMMA_K16_MMAJOR_A, N, "{" WGMMA_L##ROWS "}", WGMMA_AFTER##ROWS, WGMMA_P##ROWS(d), \
+                    WGMMA_DESCS)
 template <int N, bool IS_BF16>
 __device__ __forceinline__ void wgmma_m64nNk16_f32_mmajor_a(float (&d)[N / 2], unsigned long long desc_a,
                                                        unsigned long long desc_b) {
-    static_assert(N == 8 || N == 16 || N == 32 || N == 64, "the decode form: n8, n16, n32 or n64");
+    static_assert(N == 8 || (N % 16 == 0 && N >= 16 && N <= 256), "the swapped form: n8, or n16 .. n256 by 16");
     if constexpr (N == 8)
         WGMMA_ASM_16BIT(IS_BF16, WGMMA_K16_MMAJOR_A, 8, WGMMA_D4_REGS, "%4, %5", WGMMA_D4_OPERANDS(d), WGMMA_DESCS);
-    else if constexpr (N == 16)
-        WGMMA_ASM_16BIT(IS_BF16, WGMMA_K16_MMAJOR_A, 16, WGMMA_D8_REGS, "%8, %9", WGMMA_D8_OPERANDS(d), WGMMA_DESCS);
-    else if constexpr (N == 32)
-        WGMMA_ASM_16BIT(IS_BF16, WGMMA_K16_MMAJOR_A, 32, WGMMA_D16_REGS, "%16, %17", WGMMA_D16_OPERANDS(d), WGMMA_DESCS);
-    else
-        WGMMA_ASM_16BIT(IS_BF16, WGMMA_K16_MMAJOR_A, 64, WGMMA_D32_REGS, "%32, %33", WGMMA_D32_OPERANDS(d), WGMMA_DESCS);
+    else if constexpr (N == 16) WGMMA_MMAJOR_A_ROWS(16, 1);
+    else if constexpr (N == 32) WGMMA_MMAJOR_A_ROWS(32, 2);
+    else if constexpr (N == 48) WGMMA_MMAJOR_A_ROWS(48, 3);
+    else if constexpr (N == 64) WGMMA_MMAJOR_A_ROWS(64, 4);
+    else if constexpr (N == 80) WGMMA_MMAJOR_A_ROWS(80, 5);
+    else if constexpr (N == 96) WGMMA_MMAJOR_A_ROWS(96, 6);
+    else if constexpr (N == 112) WGMMA_MMAJOR_A_ROWS(112, 7);
+    else if constexpr (N == 128) WGMMA_MMAJOR_A_ROWS(128, 8);
+    else if constexpr (N == 144) WGMMA_MMAJOR_A_ROWS(144, 9);
+    else if constexpr (N == 160) WGMMA_MMAJOR_A_ROWS(160, 10);
+    else if constexpr (N == 176) WGMMA_MMAJOR_A_ROWS(176, 11);
+    else if constexpr (N == 192) WGMMA_MMAJOR_A_ROWS(192, 12);
+    else if constexpr (N == 208) WGMMA_MMAJOR_A_ROWS(208, 13);
+    else if constexpr (N == 224) WGMMA_MMAJOR_A_ROWS(224, 14);
+    else if constexpr (N == 240) WGMMA_MMAJOR_A_ROWS(240, 15);
+    else WGMMA_MMAJOR_A_ROWS(256, 16);
 }
 
 // Keep the compiler from reusing the register `r` before this point: wgmma's register-A form reads its A fragments

@@ -16,6 +16,7 @@ _TMA = {  # registered name (suite/variants.py): gemm_tma.KERNELS key
     "64x128 split-k tma+wgmma": "64x128 split-k",
 }
 CANDIDATES = {name: gemm_tma.KERNELS[key] for name, key in _TMA.items()} | {
-    "decode swap-ab tma+wgmma": gemm_decode.KERNEL
+    "decode swap-ab tma+wgmma": gemm_decode.KERNEL,
+    "mid-m swap-ab tma+wgmma": gemm_decode.MID,
 }
 KERNEL = AutoGemm("ptx", CANDIDATES)

@@ -1,7 +1,7 @@
-// gemm_decode.cu: C = A * B for a few token rows (M = 1..256) against a wide weight, on Hopper (sm_90a), fp16, bf16
-// or fp8 e4m3 in, fp32 accumulate: gemm_tma.cu's ring, descriptors and element types (sm90_gemm.cuh), main loop
-// (sm90_mainloop.cuh's overlapped_mainloop; fp8: promoted, below) and fix-up arrival (sm90_fixup.cuh), the operands
-// swapped.
+// gemm_decode.cu: C = A * B for few token rows (M up to a few hundred) against a wide weight, on Hopper (sm_90a),
+// fp16, bf16 or fp8 e4m3 in, fp32 accumulate: gemm_tma.cu's ring, descriptors and element types (sm90_gemm.cuh), main
+// loop (sm90_mainloop.cuh's overlapped_mainloop; fp8: promoted, below) and fix-up arrival (sm90_fixup.cuh), the
+// operands swapped.
 
 #include "sm90_fixup.cuh"
 #include "sm90_mainloop.cuh"
@@ -9,15 +9,17 @@
 // The tiles above put C's M on wgmma's M side, at least 64 rows per warpgroup: at M = 16 three quarters of every
 // wgmma and of every A stage are padding. Swapped, the weight's N runs along wgmma's M (64 weight columns per
 // consumer warpgroup, read transposed from B's N-major box; fp8: B is given N x K, so its rows are wgmma's K-major A
-// as they are) and the tokens along wgmma's N (BLOCK_T = 8..64: wgmma's N may be any multiple of 8): every row of
-// every wgmma is real weight, and the ring holds weight, BK deep in K.
+// as they are) and the tokens along wgmma's N (BLOCK_T = 8, or 16..256 by 16; fp8: 8..64): every row of every wgmma
+// is real weight, and a token tile pads M to a multiple of 16, not of wgmma's 64 (the mid-M tiles: M = 129 runs 144
+// token rows where the tile rungs run 256).
 //
 //   units:  (weight tile of BW = 64 x CONSUMERS columns, token tile of BLOCK_T rows, split), split-major, then weight
 //           tile, then token tile (the token tiles of one weight tile are neighbours: they read the same weight boxes
 //           at about the same time, so it comes from DRAM about once). One block per SM at most walks units b, b +
 //           grid, ... (persistent: the ring runs on across units, so the producer streams the next unit's weight
 //           while the consumers store this one). Split s of K takes an equal share of the K stages (the first
-//           k_stages % splits one more).
+//           k_stages % splits one more). TAIL (the mid-M build): whole tiles in persistent waves and only the last,
+//           partial wave's tiles split (SplitTail), the same fix-up summing each one's shares.
 //   stage:  CONSUMERS weight boxes of BK rows (K) x 64 columns (N), 128-byte swizzled (B's N-major box, BK deep;
 //           fp8: K_ATOMS boxes of 64 rows (N) x 128 K each, B's K-major box), then K_ATOMS token boxes of BLOCK_T
 //           rows x one 128-byte swizzle row of K (A's K-major box: 64 of K, fp8 128).
@@ -28,7 +30,7 @@
 //   fp8:    promoted, as cuBLAS promotes by default: each K atom's 4 wgmma (128 of K) summed from zero into a
 //           partial, which is added to the fp32 accumulators once its group completes; the per-tensor scales
 //           multiply the sum before C's bf16 store.
-//   epilogue: the 64 x BLOCK_T accumulator is C^T's tile: stored transposed into C; with splits > 1, a serialized
+//   epilogue: the 64 x BLOCK_T accumulator is C^T's tile: stored transposed into C; for a split tile, a serialized
 //           fix-up in the kernel: each split stores its fp32 partial into its M x N slice of the workspace and
 //           arrives on the (tile, warpgroup) counter; the last to arrive sums every slice, its own too, in split
 //           order from zero and stores C, then zeroes the counter for the next launch. The order of the additions
@@ -36,7 +38,9 @@
 //           second kernel: at decode sizes its launch and pass would be a visible share of the call.
 template <int BLOCK_T, int CONSUMERS, int K_ATOMS, class E>
 struct DecodeTile {
-    static_assert(BLOCK_T == 8 || BLOCK_T == 16 || BLOCK_T == 32 || BLOCK_T == 64, "BLOCK_T: 8, 16, 32 or 64 tokens");
+    static_assert(BLOCK_T == 8 || (BLOCK_T % 16 == 0 && BLOCK_T <= 256), "BLOCK_T: 8, or 16 .. 256 tokens by 16");
+    static_assert(!E::PROMOTE || BLOCK_T == 8 || BLOCK_T == 16 || BLOCK_T == 32 || BLOCK_T == 64,
+                  "fp8's promoted form: 8, 16, 32 or 64 tokens");
     static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups (64 weight columns each)");
     static_assert(K_ATOMS == 1 || K_ATOMS == 2 || K_ATOMS == 4, "BK = 64, 128 or 256 (a TMA box has <= 256 rows)");
     static constexpr int BW = 64 * CONSUMERS;                   // weight columns (C's N) per unit: wgmma's M
@@ -51,6 +55,9 @@ struct DecodeTile {
     static constexpr int T_OFFSET = CONSUMERS * W_BOX_BYTES;    // the token boxes, after the weight's
     static constexpr int STAGE_BYTES = T_OFFSET + K_ATOMS * T_BOX_BYTES;  // every box a multiple of 1024 B
     static constexpr int ACC = BLOCK_T / 2;                     // fp32 accumulators per thread
+    // Above 64 accumulators per thread two consumer warpgroups need more than an even share of the register file
+    // (168 per thread at 384 threads): the producer gives its registers to them (setmaxnreg), as gemm_tma.cu's does.
+    static constexpr bool SHIFT_REGS = CONSUMERS == 2 && ACC > 64;
 };
 
 // A decode unit's weight and token tile origins: unit tile `tile` is weight tile tile / tiles_t, token tile
@@ -134,7 +141,19 @@ __device__ __forceinline__ void promoted_decode_mainloop(float (&acc)[T::ACC], c
 // PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT (the sanitizer's self-test only): the fix-up without its wait: split 0 sums
 // the slices as soon as its mainloop ends, before any split (itself included) has written its partial.
 
-template <int STAGES, int BLOCK_T, int CONSUMERS, int K_ATOMS, class E = F16>
+// The walk: split-major splits of every tile (SplitTiles: the decode rule's splits, which put weight bytes in
+// flight), or TAIL: whole tiles in persistent waves, then the last, partial wave's tiles split in K (SplitTail: the
+// mid-M tiles, whose pace is the tensor pipe's).
+template <bool TAIL>
+struct DecodeWalk {
+    using type = SplitTiles<true>;
+};
+template <>
+struct DecodeWalk<true> {
+    using type = SplitTail;
+};
+
+template <int STAGES, int BLOCK_T, int CONSUMERS, int K_ATOMS, class E, bool TAIL>
 __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::THREADS, 1)
     gemm_tma_decode(const __grid_constant__ TensorMap tmap_tokens, const __grid_constant__ TensorMap tmap_weight,
                     half_bits* __restrict__ C, int M, int N, int K, float* __restrict__ workspace,
@@ -150,8 +169,8 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
     const int tiles_t = (M + BLOCK_T - 1) / BLOCK_T;
     const int tiles = tiles_t * ((N + T::BW - 1) / T::BW);
     const int k_stages = (K + T::BK - 1) / T::BK;
-    // the units (tile, split) and their K stages, walked b, b + grid, ... by the producer and the consumers alike
-    const SplitTiles<true> sched{tiles, k_stages, splits, (int)blockIdx.x, (int)gridDim.x};
+    // the units (tile, split) and their K stages, walked by the producer and the consumers alike
+    const typename DecodeWalk<TAIL>::type sched{tiles, k_stages, splits, (int)blockIdx.x, (int)gridDim.x};
 
     if (threadIdx.x == 0) {
         init_ring_barriers<STAGES>(smem, CONSUMERS * 4);  // one arrive per consumer warp on empty[]
@@ -163,6 +182,7 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
     const int warpgroup = warpgroup_index();
     if (warpgroup == 0) {
         // PRODUCER: one thread streams every unit's weight and token boxes through the ring.
+        if constexpr (T::SHIFT_REGS) setmaxnreg_dec<PRODUCER_REGS>();  // the whole warpgroup, before 127 leave
         if (threadIdx.x != 0) return;
         RingPosition write;  // smem_write_stage and its lap's parity
         for (WorkUnit u = sched.first_unit(); u.valid(); u = sched.next_unit(u)) {
@@ -197,6 +217,7 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
     }
 
     // CONSUMER warpgroup wg: weight columns wg x 64 .. + 63 of each unit; per unit, MAINLOOP then EPILOGUE.
+    if constexpr (T::SHIFT_REGS) setmaxnreg_inc<CONSUMER_REGS>();
     const int wg = warpgroup - 1;
     const bool release = threadIdx.x % 32 == 0;  // one arrive per warp on empty[]
     RingPosition read;  // smem_read_stage and its lap's parity
@@ -225,7 +246,7 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
 
         // EPILOGUE: all of K here: C; else the split's partial, and the fix-up
         const int n0 = w0 + wg * 64;
-        if (splits == 1) {
+        if (u.contributors == 1) {
             for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long at) {
                 C[at] = (half_bits)(E::pack(acc[i] * alpha, 0.f) & 0xffffu);
             });
@@ -245,12 +266,12 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
         const int tid = threadIdx.x % WG_THREADS;
         int* counter = counters + u.tile * CONSUMERS + wg;
 #ifndef PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT
-        if (!fixup_arrive(counter, splits, smem.flag(wg), wg, tid)) continue;  // a later split sums
+        if (!fixup_arrive(counter, u.contributors, smem.flag(wg), wg, tid)) continue;  // a later split sums
 #endif
         // the last split: every slice in split order from zero (its own read back too): bit-reproducible. A slice's
         // loads all issue before their adds (one L2 round trip per slice, not one per element)
         sum_in_k_order<float[T::ACC]>(
-            splits,
+            u.contributors,
             [&](int s, float (&part)[T::ACC]) {
                 for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long at) {
                     part[i] = ld_global_cg_f32(workspace + s * slice + at);

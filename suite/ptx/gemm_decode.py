@@ -1,13 +1,14 @@
-"""Decode GEMM in hand PTX: C = A @ B for a few token rows (M = 1..256) against a wide weight B (K x N), computed
-swapped, C^T = B^T A^T, by ``gemm_decode.cu``'s ``gemm_tma_decode`` (TMA into an mbarrier ring, wgmma, a producer warp
-and one or two consumer warpgroups; sm_90a only; fp16, bf16 and fp8 e4m3, fp8 promoted per 128 of K as cuBLAS is).
+"""Decode GEMM in hand PTX: C = A @ B for few token rows (any M; built for up to a few hundred) against a wide weight
+B (K x N), computed swapped, C^T = B^T A^T, by ``gemm_decode.cu``'s ``gemm_tma_decode`` (TMA into an mbarrier ring,
+wgmma, a producer warp and one or two consumer warpgroups; sm_90a only; fp16, bf16 and fp8 e4m3, fp8 promoted per 128
+of K as cuBLAS is).
 
 The tile rungs and the 64 x 128 split-K put the tokens on wgmma's M side, 64 rows per warpgroup at least: at M = 16
 three quarters of every wgmma, and of every A stage, are padding. Swapped, the weight's N runs along wgmma's M (64
 weight columns per consumer warpgroup, read transposed from B's N-major box as the tile rungs read B; fp8's B, given N x
-K, is wgmma's K-major A as it is) and the tokens
-along wgmma's N (BLOCK_T = 8..64: wgmma's N may be any multiple of 8, where ``tl.dot`` takes 16 at least): every row
-of every wgmma is weight, and the ring holds weight, up to 256 deep in K per stage.
+K, is wgmma's K-major A as it is) and the tokens along wgmma's N (the decode build's BLOCK_T = 8..64, the mid-M
+build's 112..208: wgmma's N may be any multiple of 8, where ``tl.dot`` takes 16 at least): every row of every wgmma is
+weight, and the ring holds weight, up to 256 deep in K per stage.
 
 The rule (``plan``), from the shape only, as the Triton decode kernel's (suite.triton.gemm_decode.plan) but for
 wgmma's N of 8:
@@ -30,6 +31,11 @@ Splits > 1: each unit stores its fp32 partial into its split's M x N slice of a 
 arrives on its tile's counter; the last split to arrive sums the slices in split order and stores C (a serialized
 fix-up in the kernel, no second pass): bit-reproducible, no float atomics.
 
+The mid-M build (``MID``, ``mid_plan``; fp16 and bf16) is the same kernel for a few hundred tokens, where the tile
+rungs pad M to 128 or 256 rows: 128 weight columns x 112-208 tokens (M over the fewest such tiles, rounded up to 16),
+64 of K per stage, the producer's registers given to the two consumer warpgroups, and the split tail's walk (whole
+tiles in persistent waves, then the last partial wave's tiles split in K, summed by the same fix-up).
+
 K % 8 != 0 (fp8: K % 16) is refused (TMA needs 16-byte rows of A); N % 8 != 0 copies a 16-bit B to a padded pitch on
 every call (counted in the time, said in the row), as the tile rungs do (fp8's B, N x K, has K-byte rows). Any M runs
 (several token tiles of 64 above 64 rows), so the row exists at every shape of the llm and long-k sets; past a few
@@ -37,7 +43,7 @@ hundred tokens the tile rungs are the kernels for it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import numpy as np
@@ -59,7 +65,7 @@ from suite.ptx.gemm_tma import (
     SWIZZLE_BYTES,
     WG_THREADS,
 )
-from suite.waves import persistent_grid, wave_efficiency, wave_split_count
+from suite.waves import MID_MOST_TOKENS, mid_token_rows, persistent_grid, wave_efficiency, wave_split_count
 from suite.workspace import new_workspace
 
 SOURCE = Path(__file__).with_name("gemm_decode.cu")
@@ -71,6 +77,11 @@ K_ATOMS = (4, 2, 1)  # BK = 256, 128, 64: a TMA box has at most 256 rows; the de
 STAGE_LIMIT = 48 * 1024  # bytes of one stage at most (BK is chosen to fit it)
 SMEM_PER_BLOCK = 227 * 1024
 STAGES = (2, 3, 4)  # at <= 48 KiB stages every one fits 227 KiB; 5 would not
+# The mid-M build's token rows per tile (wgmma's N, by 16): up to 208, where the fix-up's partial (another 104
+# registers) still fits beside the accumulators; 112 and 128 for M = 209..256 as two tiles; below 112 rows the
+# tile rungs and the decode build already pad little
+MID_BLOCK_TS = tuple(range(112, MID_MOST_TOKENS + 1, 16))
+MID_STAGES = (3, 4)  # its stages are (128 + tokens) x 128 bytes, 30-42 KiB: 5 fit 227 KiB at 208 tokens
 MIN_K_STAGES_PER_SPLIT = 4  # fewer and a split's prologue and partial cost more than its mainloop
 MAX_SPLITS = 32
 WAVE_SLACK = 0.05  # a split count within 5% of the best wave efficiency is as good (fewer: less fix-up)
@@ -88,6 +99,7 @@ class Plan:
     tiles_w: int
     tiles_t: int
     atom_k: int = 64  # K per atom (128 bytes): 64 at 16 bits, 128 at fp8
+    tail: bool = False  # the walk: whole tiles in waves, then the last partial wave's tiles split (the mid-M build)
 
     @property
     def block_w(self) -> int:
@@ -113,7 +125,8 @@ class Plan:
         return stages * self.stage_bytes + 2 * stages * BARRIER_BYTES + FLAG_BYTES + ALIGN_SLACK
 
     def name_expression(self, stages: int, dtype: str) -> str:
-        return f"gemm_tma_decode<{stages}, {self.block_t}, {self.consumers}, {self.k_atoms}, {ELEMENT[dtype]}>"
+        walk = "true" if self.tail else "false"
+        return f"gemm_tma_decode<{stages}, {self.block_t}, {self.consumers}, {self.k_atoms}, {ELEMENT[dtype]}, {walk}>"
 
 
 def block_t_for(m: int) -> int:
@@ -169,6 +182,24 @@ def every_plan_shape() -> tuple[tuple[int, int, int], ...]:
     return tuple((t, c, k_atoms_for(c, t)) for t in BLOCK_TS for c in CONSUMERS)
 
 
+def mid_block_t(m: int) -> int:
+    """The mid-M build's token rows per tile: suite.waves.mid_token_rows, at least the smallest build's."""
+    return max(MID_BLOCK_TS[0], mid_token_rows(m))
+
+
+def mid_plan(m: int, n: int, k: int, sms: int, splits: int | None = None, consumers: int | None = None) -> Plan:
+    """The mid-M build's plan (one tile per M at every depth and 16-bit type): 128 weight columns (two consumer
+    warpgroups) x ``mid_block_t(M)`` tokens x 64 of K per stage, tiles in persistent waves and the last partial wave's
+    split in K (gemm_tma.split_tail_plan, for one block per SM; the launcher repeats it for the blocks an SM holds).
+    ``splits`` forces the tail's split count (tests); ``consumers``, if given, must be the build's 2."""
+    if consumers not in (None, 2):
+        raise ValueError(f"consumers={consumers}: the mid-M build has two consumer warpgroups")
+    block_t = mid_block_t(m)
+    tiles_t, tiles_w = -(-m // block_t), -(-n // 128)
+    _, s = gemm_tma.split_tail_plan(tiles_w * tiles_t, -(-k // 64), sms, splits)
+    return Plan(block_t, 2, 1, s, tiles_w, tiles_t, 64, tail=True)
+
+
 def refusal(size, dtype: str) -> str | None:
     return gemm_tma.shape_rule(size, dtype)
 
@@ -179,20 +210,29 @@ class Decode(gemm_tma.SplitLaunch):
     from this shape."""
 
     def __init__(self, inputs, c: torch.Tensor, stages: int, kernel: DecodeModule | None = None, **forced):
+        kernel = kernel or KERNEL
         ops = gemm_operands(tuple(inputs), c, DTYPES)
-        check_stages(stages, STAGES)
+        check_stages(stages, kernel.stages)
         m, n, k, dtype = ops.m, ops.n, ops.k, ops.dtype
         if rule := refusal((m, n, k), dtype):
             raise ValueError(rule)
         if forced.get("splits") is not None and forced["splits"] < 1:
             raise ValueError(f"splits must be >= 1 (got {forced['splits']})")
+        if dtype not in kernel.dtypes:
+            raise ValueError(f"{dtype}: this build takes {', '.join(kernel.dtypes)}")
         check_cuda(("a", ops.a), ("b", ops.b), ("c", c))
-        kernel = kernel or KERNEL
         module = kernel.build()
         sms = loader.num_sms()
-        self.plan = p = plan(m, n, k, sms, stages, dtype=dtype, **forced)
+        self.plan = p = kernel.plan(m, n, k, sms, stages, dtype=dtype, **forced)
         expr = p.name_expression(stages, dtype)
         blocks_per_sm = self._bind_kernel(module, expr, p.smem_bytes(stages), p.threads, stages)
+        k_stages = -(-k // p.block_k)
+        tiles = p.tiles_w * p.tiles_t
+        if p.tail:  # the split tail for the block slots the GPU holds
+            self.grid, splits = gemm_tma.split_tail_plan(tiles, k_stages, sms * blocks_per_sm, forced.get("splits"))
+            self.plan = p = replace(p, splits=splits)
+        else:
+            self.grid = persistent_grid(p.units, sms * blocks_per_sm)
         fp8 = dtype == "fp8e4m3"
         # B's rows at a 16-byte pitch for TMA: a padded copy where not (fp8's B is N x K: its rows are K bytes)
         b = self._bind_b(ops.b, pad=not fp8 and n % 8 != 0)
@@ -201,7 +241,6 @@ class Decode(gemm_tma.SplitLaunch):
         # consumer warpgroup and K atom): every box row 128 bytes, the swizzle's width
         self.tmap_tokens = gemm_tma._tensor_map(ops.a, (p.block_t, p.atom_k))
         self.tmap_weight = gemm_tma._tensor_map(b, (64, p.atom_k) if fp8 else (p.block_k, 64))
-        self.grid = persistent_grid(p.units, sms * blocks_per_sm)
         self.reduce, self.reduce_first = None, False  # no second pass: the fix-up is in the kernel
         # This launcher's own workspace and counters, from this shape (never another's): one fp32 M x N slice per
         # split, and a counter per (tile, consumer warpgroup) that the kernel leaves at zero after every launch. Under
@@ -224,12 +263,23 @@ class Decode(gemm_tma.SplitLaunch):
             (ops.scale_a if fp8 else self.workspace).data_ptr(),
             (ops.scale_b if fp8 else self.workspace).data_ptr(),
         )
-        k_stages = -(-k // p.block_k)
+        if p.tail:
+            tail = tiles % self.grid
+            walk = (
+                f"{tiles} tiles: {tiles - tail} in {tiles // self.grid} whole waves of {self.grid}, then {tail} x "
+                f"{p.splits} splits of {k_stages} K stages"
+                if p.splits > 1
+                else f"{tiles} tiles of {k_stages} K stages on {self.grid} blocks"
+            )
+        else:
+            walk = (
+                f"{tiles} tiles x {p.splits} split{'s' if p.splits > 1 else ''} of {k_stages} K stages = "
+                f"{p.units} units on {self.grid} blocks"
+            )
         note = (
             f"swapped (C^T = B^T A^T): {p.block_w} weight columns x {p.block_t} tokens x {p.block_k} K per unit, 1 "
             f"producer warp + {p.consumers} consumer warpgroup{'s' if p.consumers > 1 else ''}, "
-            f"{p.stage_bytes // 1024} KiB stages, {p.tiles_w * p.tiles_t} tiles x {p.splits} "
-            f"split{'s' if p.splits > 1 else ''} of {k_stages} K stages = {p.units} units on {self.grid} blocks"
+            f"{p.stage_bytes // 1024} KiB stages, {walk}"
             + (", fp32 workspace [splits, M, N] summed in split order by the last split in" if p.splits > 1 else "")
             + (", N % 8 != 0: B copied to a padded pitch per call" if n % 8 and not fp8 else "")
             + (", promoted per 128 of K (each K atom's sum added in fp32), scales on the sum" if fp8 else "")
@@ -285,11 +335,16 @@ class DecodeModule(NvrtcModule):
     def __init__(self, faults: tuple[Fault, ...] = ()):
         self.faults = faults
 
+    tail = False  # the walk its plans take (Plan.tail)
+
+    def shapes(self) -> tuple[tuple[int, int, int], ...]:
+        """(BLOCK_T, consumers, K atoms) of every plan it can make: what it compiles (the first: describe's)."""
+        return every_plan_shape()
+
     def defines(self) -> tuple[str, ...]:
-        figures = []
-        for t, c, k_atoms in every_plan_shape():
-            plan = Plan(t, c, k_atoms, 1, 1, 1)
-            figures += [((s, t, c, k_atoms), plan.smem_bytes(s)) for s in self.stages]
+        figures = [
+            ((s, t, c, a), Plan(t, c, a, 1, 1, 1).smem_bytes(s)) for t, c, a in self.shapes() for s in self.stages
+        ]
         return DEFINES + (gemm_tma.smem_define(figures),) + super().defines()
 
     def build(self, arch: str | None = None):
@@ -298,11 +353,17 @@ class DecodeModule(NvrtcModule):
 
     def name_expressions(self, stages: int) -> tuple[str, ...]:
         return tuple(
-            Plan(t, c, a, 1, 1, 1).name_expression(stages, d) for d in DTYPES for t, c, a in every_plan_shape()
+            Plan(t, c, a, 1, 1, 1, tail=self.tail).name_expression(stages, d)
+            for d in self.dtypes
+            for t, c, a in self.shapes()
         )
 
     def refuses(self, size, dtype: str) -> str | None:
         return refusal(size, dtype)
+
+    def plan(self, m: int, n: int, k: int, sms: int, stages: int, **options) -> Plan:
+        """This build's plan for the shape (the decode rule; the mid-M build overrides it)."""
+        return plan(m, n, k, sms, stages, **options)
 
     def config(self) -> str:
         return (
@@ -325,3 +386,40 @@ class DecodeModule(NvrtcModule):
 
 
 KERNEL = DecodeModule(faults=(SKIP_EMPTY_WAIT, NO_FIXUP_WAIT))
+
+
+class MidModule(DecodeModule):
+    """The same kernel for the mid M that the tile rungs pad most (a few hundred tokens): 128 weight columns x 112-208
+    token rows (M over the fewest such tiles, rounded up to 16, where the rungs round it up to 128 or 256: M = 129
+    runs 144 rows, not 256), 64 of K per stage, two consumer warpgroups given the producer's registers, the split
+    tail's walk (``mid_plan``)."""
+
+    stages = MID_STAGES
+    dtypes = ("fp16", "bf16")  # fp8's promoted swapped form holds 64 tokens at most
+    threads = 3 * WG_THREADS
+    stage_bytes = (128 + 144) * ATOM_BYTES_K  # the describe figure: the 144-token build's
+    # M = 129 (one token tile of 144, an edge weight tile, a K remainder); M = 300 (two of 160, 10 tiles: a split
+    # tail of 10 x 7 shares) with a ring that wraps; the split tail after a whole wave at the widest build (208 rows:
+    # 150 tiles on 132 SMs, the 18 left split in 3); N % 8 != 0 (a padded B) and M < 112
+    sanitize_sizes = ((129, 1000, 520), (300, 520, 4104), (208, 19200, 1040), (90, 260, 1032))
+
+    tail = True
+
+    def __init__(self):
+        super().__init__(faults=())  # the decode build's faults cover the source both builds share
+
+    def shapes(self) -> tuple[tuple[int, int, int], ...]:
+        return tuple((t, 2, 1) for t in sorted(MID_BLOCK_TS, key=lambda t: t != 144))  # describe's: 144 tokens
+
+    def plan(self, m: int, n: int, k: int, sms: int, stages: int, dtype: str = "fp16", **forced) -> Plan:
+        """The mid-M rule: one tile per M at every depth and 16-bit type (``stages`` and ``dtype`` do not change it)."""
+        return mid_plan(m, n, k, sms, **forced)
+
+    def config(self) -> str:
+        return (
+            "swapped mid-M: 128 weight columns on wgmma's M, 112-208 tokens (M rounded up to 16) on its N, 64 of K per "
+            "stage, persistent waves then a split tail"
+        )
+
+
+MID = MidModule()

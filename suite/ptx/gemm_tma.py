@@ -314,7 +314,7 @@ def split_tail_plan(tiles: int, k_tiles: int, slots: int, splits: int | None = N
         splits = tail_split_count(tiles, k_tiles, slots, MIN_K_TILES_PER_SPLIT)
     elif splits < 1 or (tiles % slots) * splits > slots:
         raise ValueError(f"splits={splits}: the tail's {tiles % slots} tiles x splits must fit the {slots} block slots")
-    if splits < 2:
+    if splits < 2 or tiles % slots == 0:  # whole waves only: nothing to split
         return persistent_grid(tiles, slots), 1
     return (slots if tiles >= slots else tiles * splits), splits
 

@@ -5,10 +5,11 @@ Gluon kernel, so the interpreter runs what it picks."""
 from __future__ import annotations
 
 from suite.gemm_auto import AutoGemm
-from suite.triton import gemm_decode, gemm_desc, gemm_gluon, gemm_splitk, gemm_streamk
+from suite.triton import gemm_decode, gemm_desc, gemm_gluon, gemm_mid, gemm_splitk, gemm_streamk
 
 CANDIDATES = {
     "decode swap-ab desc": gemm_decode.KERNEL,
+    "mid-m swap-ab desc": gemm_mid.KERNEL,
     "split-k desc": gemm_splitk.KERNEL,
     "stream-k desc": gemm_streamk.KERNEL,
     "split-tail desc": gemm_streamk.SPLIT_TAIL,

@@ -51,6 +51,71 @@ def stream_k_unit(it, end, k_tiles):
     return t, kb, tl.minimum(k_tiles, kb + end - it)
 
 
+@triton.jit
+def walk_start(
+    M,
+    N,
+    K,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    BLOCK_K: tl.constexpr,
+    num_programs,
+    dp_tiles,
+    sk_programs,
+    sk_iters,
+):
+    """Where this persistent program starts its walk of a stream-K schedule (gemm_streamk.Schedule: its programs,
+    data-parallel tiles, stream-K programs and iterations) over M x N x K in BLOCK_M x BLOCK_N tiles and BLOCK_K
+    steps: the walk's state, (its first unit, 0; this program's data-parallel tiles; its stream-K range [it, end)
+    (empty past the stream-K programs); the range's first tile (counted from the data-parallel tiles, for
+    ``part_slot``); the tile grid and its K tiles; the schedule as one tuple), for ``walk_unit``."""
+    pid = tl.program_id(0)
+    dp_units = tl.cdiv(tl.maximum(dp_tiles - pid, 0), num_programs)
+    k_tiles = tl.cdiv(K, BLOCK_K)
+    it, end = stream_k_range(pid.to(tl.int64), sk_iters, sk_programs)
+    it, end = it.to(tl.int32), end.to(tl.int32)
+    sched = (num_programs, dp_tiles, sk_programs, sk_iters)
+    return 0, dp_units, it, end, it // k_tiles, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), k_tiles, sched
+
+
+@triton.jit
+def walk_unit(
+    unit,
+    dp_units,
+    it,
+    end,
+    tiles_m,
+    tiles_n,
+    k_tiles,
+    sched,
+    BLOCK_M: tl.constexpr,
+    BLOCK_N: tl.constexpr,
+    GROUP_M: tl.constexpr,
+):
+    """This program's unit ``unit`` of its walk (``walk_start``'s state): its data-parallel tiles first, whole and
+    round robin (``unit`` < ``dp_units``), then the units of its stream-K range [it, end). Returns (the tile, its
+    first row and column of C (``tile_coords``), its K tiles [k_first, k_last), the range's next iteration, the
+    next unit)."""
+    num_programs, dp_tiles = sched[0], sched[1]
+    tile = tl.program_id(0) + unit * num_programs
+    k_first = k_tiles * 0
+    k_last = k_tiles
+    if unit >= dp_units:
+        t, k_first, k_last = stream_k_unit(it, end, k_tiles)
+        tile = dp_tiles + t
+        it += k_last - k_first
+    m0, n0 = tile_coords(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
+    return tile, m0, n0, k_first, k_last, it, unit + 1
+
+
+@triton.jit
+def part_slot(tile, dp_tiles, first_tile):
+    """The workspace slot of this program's part of a shared tile: 2 x its program id for the first tile of its
+    stream-K range (``first_tile``, counted from ``dp_tiles``), one more for its last (a range holds at most two
+    partial tiles); 64-bit, to be scaled by the tile's elements."""
+    return (tl.program_id(0) * 2 + (tile - dp_tiles != first_tile).to(tl.int32)).to(tl.int64)
+
+
 # -- the main loop -------------------------------------------------------------------------------------------------
 
 

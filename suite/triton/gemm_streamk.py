@@ -35,7 +35,15 @@ import triton.language as tl
 
 from suite.triton._compiled import kernel_info
 from suite.triton.gemm_desc import GROUP_M, count, dtype_config, num_sms, stage_bytes
-from suite.triton.gemm_parts import add_in_order, mac_loop, store_tile, stream_k_range, stream_k_unit, tile_coords
+from suite.triton.gemm_parts import (
+    add_in_order,
+    mac_loop,
+    part_slot,
+    store_tile,
+    tile_coords,
+    walk_start,
+    walk_unit,
+)
 from suite.triton.gemm_splitk import STAGES, TwoPassGemm, TwoPassModule, epilogue_kwargs
 from suite.waves import MIN_K_TILES_PER_SPLIT, tail_split_count
 
@@ -155,29 +163,15 @@ def streamk_kernel(
     SCALED: tl.constexpr,
     SHARED: tl.constexpr,  # some tile is shared by several programs: parts go to the workspace (else it is None)
 ):
-    pid = tl.program_id(0)
-    tiles_m = tl.cdiv(M, BLOCK_M)
-    tiles_n = tl.cdiv(N, BLOCK_N)
-    k_tiles = tl.cdiv(K, BLOCK_K)
-
     # -- this program's units, one main loop for all (a second instance of fp8's promoted main loop does not fit
     #    in registers beside the first): its data-parallel tiles, whole and round robin, then its contiguous range
     #    of stream-K iterations (empty past sk_programs), one unit per tile it touches --
-    dp_units = tl.cdiv(tl.maximum(dp_tiles - pid, 0), num_programs)
-    it, end = stream_k_range(pid.to(tl.int64), sk_iters, sk_programs)
-    it, end = it.to(tl.int32), end.to(tl.int32)
-    first_tile = it // k_tiles
-    unit = 0
+    unit, dp_units, it, end, first_tile, tiles_m, tiles_n, k_tiles, sched = walk_start(
+        M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, num_programs, dp_tiles, sk_programs, sk_iters
+    )
     while (unit < dp_units) | (it < end):
-        tile = pid + unit * num_programs  # a data-parallel tile, whole
-        k_first = k_tiles * 0
-        k_last = k_tiles
-        if unit >= dp_units:  # a stream-K unit
-            t, k_first, k_last = stream_k_unit(it, end, k_tiles)
-            tile = dp_tiles + t
-            it += k_last - k_first
-        unit += 1
-        m0, n0 = tile_coords(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
+        walk = (unit, dp_units, it, end, tiles_m, tiles_n, k_tiles, sched)
+        tile, m0, n0, k_first, k_last, it, unit = walk_unit(*walk, BLOCK_M, BLOCK_N, GROUP_M)
         acc = mac_loop(a_desc, b_desc, m0, n0, k_first, k_last, BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR)
         if (k_first == 0) & (k_last == k_tiles):  # the whole tile: no one else touches it
             c_ptrs, inside = _c_tile(c, m0, n0, M, N, stride_cm, BLOCK_M, BLOCK_N)
@@ -185,7 +179,7 @@ def streamk_kernel(
         elif SHARED:  # (never taken when no tile is shared: then there is no workspace to compile this against)
             # a part: into this program's slot (0 for its range's first tile, 1 for its last), whole tile, for
             # the fix-up pass
-            slot = (pid * 2 + (tile - dp_tiles != first_tile).to(tl.int32)).to(tl.int64) * (BLOCK_M * BLOCK_N)
+            slot = part_slot(tile, dp_tiles, first_tile) * (BLOCK_M * BLOCK_N)
             offs = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
             tl.store(workspace + slot + offs, acc)
 
