@@ -127,11 +127,7 @@ __device__ __forceinline__ void promoted_decode_mainloop(float (&acc)[T::ACC], c
                         smem_descriptor_at(t, a * T::T_BOX_BYTES + kk * 32, 16, ATOM_BYTES), kk == 0);
             });
             wgmma_wait<0>();  // this atom's group has completed: its partial is final
-#pragma unroll
-            for (int i = 0; i < T::ACC; ++i) {
-                fence_operand(part[i]);  // read only after the wait that completed its group
-                acc[i] += part[i];
-            }
+            promote_half(acc, part, 0);  // the whole accumulator: part holds as many registers as acc
         }
         if (release) consumer_release(smem.empty(smem_read_stage));  // every wgmma reading it has completed
         read.advance<STAGES>();
