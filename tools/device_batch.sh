@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Device batches, each one call of the device tool (10 minutes at most). Everything lands under $OUT, results folders
 # as tarballs (the tool brings back at most 8 files). Usage: tools/device_batch.sh STEP...
-#   tests     the whole test suite (pytest -n 8 -v: correctness only, workers may share the GPU; failures listed as
+#   tests     the whole test suite (pytest -n $TEST_WORKERS (8) -v: correctness only, workers may share the GPU; failures listed as
 #             they happen, so a run cut short still names them)
 #   sanitize  compute-sanitizer, the four tools in parallel (correctness only), faults included; SAN_ARGS adds
 #             arguments (e.g. --variant NAME), SAN_TOOLS picks tools (racecheck alone takes the longest)
@@ -35,7 +35,8 @@
 #             to the machine) holding shard-I/ folders of cut shards, each finished with --resume instead of run anew
 #   pair      python -m suite.run $SUITE_ARGS twice back to back (issue 20's evidence: on a fresh machine the first
 #             is the fresh-cache run), each cut by SIGINT at SUITE_LIMIT seconds (360: a cold default run on an H100
-#             took over 300), then tools/agreement.py back-to-back and ceilings; both folders in pair-<stamp>.tgz
+#             took over 300), then tools/agreement.py back-to-back and ceilings, and --compare of run 1 with run 2 and of run 2 with itself;
+#             both folders in pair-<stamp>.tgz
 set -u
 export PYTHONUNBUFFERED=1 PIPESUITE_SANITIZER_TIMEOUT=${PIPESUITE_SANITIZER_TIMEOUT:-400}
 OUT=${OUT:-device-out}
@@ -44,7 +45,7 @@ stamp=$(date +%Y%m%d-%H%M%S)
 for step in "$@"; do
   case $step in
     tests)
-      timeout ${TEST_LIMIT:-560} python3 -m pytest -v -n 8 -rfE -p no:cacheprovider --durations=30 \
+      timeout ${TEST_LIMIT:-560} python3 -m pytest -v -n ${TEST_WORKERS:-8} -rfE -p no:cacheprovider --durations=30 \
         > "$OUT/pytest.log" 2>&1
       echo "pytest rc=$?"; grep -E "(FAILED|ERROR) " "$OUT/pytest.log" | head -20; tail -3 "$OUT/pytest.log" ;;
     plugin)
@@ -100,7 +101,13 @@ for step in "$@"; do
         "/tmp/$stamp-run2/results.json" > "$OUT/pair-agreement.txt" 2>&1
       PYTHONPATH=. timeout 90 python3 tools/agreement.py ceilings "/tmp/$stamp-run2/results.json" \
         >> "$OUT/pair-agreement.txt" 2>&1
-      cat "$OUT/pair-agreement.txt"; tar czf "$OUT/pair-$stamp.tgz" -C /tmp "$stamp-run1" "$stamp-run2" ;;
+      cat "$OUT/pair-agreement.txt"
+      for pair in "run1 run2" "run2 run2"; do  # the gate: the two runs, and a run against itself (issue 53)
+        set -- $pair
+        timeout 60 python3 -m suite.run --compare "/tmp/$stamp-$1" "/tmp/$stamp-$2" > "$OUT/compare-$1-$2.txt" 2>&1
+        echo "compare $1 $2 rc=$?"; tail -4 "$OUT/compare-$1-$2.txt"
+      done
+      tar czf "$OUT/pair-$stamp.tgz" -C /tmp "$stamp-run1" "$stamp-run2" ;;
     gpus)
       eval "timeout ${GPUS_LIMIT:-200} python3 -m suite.run --gpus all --no-progress --out /tmp/$stamp-gpus ${SUITE_ARGS:-}" \
         > "$OUT/gpus.log" 2>&1
