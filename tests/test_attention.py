@@ -74,6 +74,38 @@ def test_a_fully_masked_row_is_zero_in_the_reference():
     assert ref[:, :, 30:].abs().amin(-1).gt(0).all()  # every other row has something
 
 
+def _flash_rounding(inputs, block: int = 128, drop_last_block: bool = False) -> torch.Tensor:
+    """O as a FlashAttention kernel computes it (non-causal, no GQA): scores and the online softmax in fp32 over blocks
+    of keys, each block's P rounded to the input type for the P V product, O rounded at the end; or with the last
+    block of keys left out (a wrong key block)."""
+    q, k, v, _ = inputs
+    t, d, skv = q.dtype, q.shape[-1], k.shape[2]
+    s = (q.float() @ k.float().transpose(-1, -2)) / d**0.5
+    m = torch.full(s.shape[:-1] + (1,), -float("inf"))
+    row_sum, acc = torch.zeros_like(m), torch.zeros(q.shape)
+    for j in range(0, skv - block if drop_last_block else skv, block):
+        sb = s[..., j : j + block]
+        new_m = torch.maximum(m, sb.amax(-1, keepdim=True))
+        p, alpha = torch.exp(sb - new_m), torch.exp(m - new_m)
+        row_sum = row_sum * alpha + p.sum(-1, keepdim=True)
+        acc = acc * alpha + p.to(t).float() @ v[..., j : j + block, :].float()
+        m = new_m
+    return (acc / row_sum).to(t)
+
+
+@pytest.mark.parametrize("dtype", ["bf16", "fp16"])
+def test_the_tolerance_takes_flash_rounding_and_catches_a_wrong_key_block(dtype):
+    """The tolerance's derivation (attention_problem.py): the one rounding a FlashAttention kernel adds, P to 16 bits,
+    passes over 2^18 outputs of order 1 at 16k keys, while leaving out one 64-key block of the 16k fails."""
+    size = (1, 4, 4, 512, 16384, 128, 0)
+    inputs = ATTENTION.make_inputs(size, 11, CPU, dtype)
+    ref = ATTENTION.reference(inputs)
+    good = ATTENTION.check(_flash_rounding(inputs), ref, dtype)
+    assert good.valid, good.message
+    wrong = ATTENTION.check(_flash_rounding(inputs, block=64, drop_last_block=True), ref, dtype)
+    assert not wrong.valid
+
+
 def _triton():
     return next(v for v in variants("attention") if v.backend == "triton")
 
