@@ -15,7 +15,7 @@ from suite.driver import plots, report
 from suite.nvrtc import cache, loader
 
 ROOT = Path(__file__).resolve().parents[1]
-H200_GEMM = ROOT / "results" / "NVIDIA-H200" / "dtypes"  # a committed GEMM-only run (bf16 and fp8 square shapes)
+H200_RUN = ROOT / "results" / "NVIDIA-H200" / "default"  # a committed run: vector, GEMM (fp16, bf16, fp8), attention
 HAS_GPU = __import__("torch").cuda.is_available()
 
 
@@ -27,7 +27,9 @@ def _run(*args, cwd=None, env=None):
 
 
 def _h200_rows() -> list[dict]:
-    return json.loads((H200_GEMM / "results.json").read_text())["rows"]
+    """The committed run's bf16 and fp8 GEMM rows (the square shapes, every variant with a build for the dtype)."""
+    rows = json.loads((H200_RUN / "results.json").read_text())["rows"]
+    return [r for r in rows if r["problem"] == "gemm" and not r["dtype"].startswith("fp16")]
 
 
 # -- 14. compile errors ----------------------------------------------------------------------------------------------
@@ -341,20 +343,24 @@ def test_tile_counts_are_pluralized():
 def test_report_renders_a_committed_run_without_a_gpu(tmp_path, capsys):
     from suite.report import main
 
-    assert main([str(H200_GEMM), "--out", str(tmp_path / "again")]) == 0
+    assert main([str(H200_RUN), "--out", str(tmp_path / "again")]) == 0
     out = capsys.readouterr().out
     assert sorted(p.name for p in (tmp_path / "again").iterdir()) == [
+        "attention.png",
         "gemm-ratio-vs-m.png",
         "gemm.png",
         "results.csv",
         "results.json",
         "table.md",
+        "vector-depth.png",
+        "vector.png",
     ]
     assert (tmp_path / "again" / "gemm.png").read_bytes()[:4] == b"\x89PNG"
-    assert "ptx:128x256x64 ws 2wg tma+wgmma" in out and max(map(len, out.splitlines())) <= 160
+    tables = [line for line in out.splitlines() if not line.startswith("wrote ")]  # the last line names a path
+    assert "ptx:128x256x64 ws 2wg tma+wgmma" in out and max(map(len, tables)) <= 160
     # in place: the tables and plots again, the record untouched
     copy = tmp_path / "copy"
-    shutil.copytree(H200_GEMM, copy)
+    shutil.copytree(H200_RUN, copy)
     (copy / "table.md").unlink()
     before = (copy / "results.json").read_bytes()
     assert main([str(copy), "--in-place"]) == 0

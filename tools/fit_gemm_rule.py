@@ -2,7 +2,7 @@
 that backend, and the ratio to the ceiling the rule's choice reached where the run has that exact row (variant and
 stage count). Offline, no GPU: it reads results.json files, so the rule can be refitted on sweep runs.
 
-    python -m tools.fit_gemm_rule results/NVIDIA-H200/{llm,default,dtypes}/results.json
+    python -m tools.fit_gemm_rule results/NVIDIA-H200/{llm,default}/results.json
 """
 
 from __future__ import annotations
