@@ -103,9 +103,9 @@ for step in "$@"; do
         >> "$OUT/pair-agreement.txt" 2>&1
       cat "$OUT/pair-agreement.txt"
       for pair in "run1 run2" "run2 run2"; do  # the gate: the two runs, and a run against itself (issue 53)
-        set -- $pair
-        timeout 60 python3 -m suite.run --compare "/tmp/$stamp-$1" "/tmp/$stamp-$2" > "$OUT/compare-$1-$2.txt" 2>&1
-        echo "compare $1 $2 rc=$?"; tail -4 "$OUT/compare-$1-$2.txt"
+        read -r old new <<< "$pair"
+        timeout 60 python3 -m suite.run --compare "/tmp/$stamp-$old" "/tmp/$stamp-$new" > "$OUT/compare-$old-$new.txt" 2>&1
+        echo "compare $old $new rc=$?"; tail -4 "$OUT/compare-$old-$new.txt"
       done
       tar czf "$OUT/pair-$stamp.tgz" -C /tmp "$stamp-run1" "$stamp-run2" ;;
     gpus)
