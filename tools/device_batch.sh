@@ -19,7 +19,8 @@
 #             SAN_ARGS='--variant "ptx:64x128 split-k tma+wgmma"')
 #   readme-tests  the README's test command as written (python -m pytest: every core), timed, with the 60 slowest
 #             tests listed (issue 20's 5-minute target on the H200)
-#   suite     python -m suite.run $SUITE_ARGS (timed: alone on the GPU), the results folder as suite-<stamp>.tgz
+#   suite     python -m suite.run $SUITE_ARGS (timed: alone on the GPU; cut by SIGINT at SUITE_LIMIT seconds, its
+#             measured rows kept), the results folder as suite-<stamp>.tgz
 #   probe     the Triton tuning probes: tools/tune_vector.py --triton-desc --quick, tools/tune_gemm_triton.py --extra
 #             at 4096^3 and 4000x3000x1000 (timed: alone on the GPU)
 #   probe-gemm  tools/tune_gemm_ptx.py $PROBE_ARGS: split counts, split-K tiles and stream-K policies at the sweep's
@@ -155,7 +156,7 @@ for step in "$@"; do
         tar czf "$OUT/shard-$i-$stamp.tgz" -C "$(dirname "$dir")" "$(basename "$dir")"
       done ;;
     suite)
-      eval "timeout ${SUITE_LIMIT:-400} python3 -m suite.run --no-progress --out /tmp/$stamp-suite ${SUITE_ARGS:-}" \
+      eval "timeout -s INT ${SUITE_LIMIT:-400} python3 -m suite.run --no-progress --out /tmp/$stamp-suite ${SUITE_ARGS:-}" \
         > "$OUT/suite.log" 2>&1
       echo "suite rc=$?"; tar czf "$OUT/suite-$stamp.tgz" -C /tmp "$stamp-suite" ;;
     *) echo "unknown step $step"; exit 2 ;;
