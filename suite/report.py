@@ -3,11 +3,12 @@
 DIR is a results directory (what python -m suite.run printed, or a committed one under results/) or its results.json.
 The terminal shows what the run showed (the tables when something was timed, the compact summary when nothing was;
 --verbose for the tables always). table.md, results.csv, the plots and a copy of the results.json are written into a
-new directory, results/<gpu>/<timestamp>-report-<DIR's name>/ (scratch, like suite.run's own timestamped runs), or into
---out OUT; with --in-place, into DIR itself, its results.json (the record of the run) left exactly as it is and the
-plot files an earlier rendering left there and this one did not write removed. Nothing is run and no GPU is needed:
-this is how the plots of a GPU run are drawn again after the plotting code changed. Exit status: 0; 1 when a file
-could not be written; 2 on bad input (one line naming the file and the rule).
+new directory, results/<gpu>/<timestamp>-report-<DIR's name>/ (scratch, like suite.run's own timestamped runs), or
+into --out OUT (refused where OUT holds a run's results already, unless --overwrite: as suite.run's --out); with
+--in-place, into DIR itself, its results.json (the record of the run) left exactly as it is and the plot files an
+earlier rendering left there and this one did not write removed. Nothing is run and no GPU is needed: this is how the
+plots of a GPU run are drawn again after the plotting code changed. Exit status: 0; 1 when a file could not be
+written; 2 on bad input (one line naming the file and the rule).
 
 Examples:
   python -m suite.report results/NVIDIA-H200/RUN
@@ -63,6 +64,7 @@ def load(path: str | Path) -> tuple[dict, list[dict], Path]:
 
 
 OUT_HELP = "write table.md, results.csv, the plots and a copy of results.json here (default: a new directory)"
+OVERWRITE_HELP = "let --out be a directory that holds a run's results: they and their plots are removed first"
 IN_PLACE_HELP = (
     "write table.md, results.csv and the plots into DIR itself, leaving its results.json as it is, and remove the "
     "plot files an earlier rendering left there and this one did not write"
@@ -98,10 +100,13 @@ def main(argv=None) -> int:
     where = p.add_mutually_exclusive_group()
     where.add_argument("--out", type=Path, metavar="OUT", help=OUT_HELP)
     where.add_argument("--in-place", action="store_true", help=IN_PLACE_HELP)
+    p.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     p.add_argument("--verbose", action="store_true", help="the full tables even when nothing was timed")
     args = p.parse_args(argv)
+    if args.overwrite and not args.out:
+        p.error("--overwrite goes with --out")
 
-    from suite.driver import report
+    from suite.driver import report, results_io
 
     try:
         meta, rows, file = load(args.dir)
@@ -113,6 +118,15 @@ def main(argv=None) -> int:
         print(f"error: {'--out' if args.out else out}: {why}", file=sys.stderr)
         return 2
     in_place = out.resolve() == file.parent.resolve()
+    if args.out and not in_place and results_io.holds_results(out):
+        if not args.overwrite:
+            print(f"error: --out: {out} holds a run's results (--overwrite replaces them)", file=sys.stderr)
+            return 2
+        try:
+            results_io.clear_results(out)
+        except OSError as e:
+            print(f"error: --out: could not remove {e.filename}: {e.strerror or e}", file=sys.stderr)
+            return 1
     removed: list[Path] = []
     try:
         if not (args.in_place or args.out):

@@ -368,6 +368,27 @@ def test_report_renders_a_committed_run_without_a_gpu(tmp_path, capsys):
     assert "(results.json as it was)" in capsys.readouterr().out
 
 
+def test_report_out_keeps_another_runs_results_unless_told(tmp_path, capsys):
+    """--out into a folder that holds a run's results is refused in one line, the record untouched, as suite.run's
+    --out is; --overwrite replaces them, an earlier rendering's plots included."""
+    from suite.report import main
+
+    other = tmp_path / "other"
+    other.mkdir()
+    (other / "results.json").write_text('{"meta": {}, "rows": []}')
+    (other / "stale.png").write_bytes(b"\x89PNG")
+    assert main([str(H200_RUN), "--out", str(other)]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "holds a run's results (--overwrite replaces them)" in err, err
+    assert (other / "results.json").read_text() == '{"meta": {}, "rows": []}'
+    assert main([str(H200_RUN), "--out", str(other), "--overwrite"]) == 0
+    assert (other / "results.json").read_bytes() == (H200_RUN / "results.json").read_bytes()
+    assert not (other / "stale.png").exists()
+    with pytest.raises(SystemExit) as exit_:
+        main([str(H200_RUN), "--overwrite"])
+    assert exit_.value.code == 2 and "--overwrite goes with --out" in capsys.readouterr().err
+
+
 @pytest.mark.parametrize(
     "make, why",
     [
