@@ -56,6 +56,11 @@ def parse_size(text: str) -> tuple:
         raise ValueError(f"{text!r}: every dimension must be >= 1")
     if max(dims) >= 2**31:
         raise ValueError(f"{text!r}: every dimension must be below 2^31")
+    _, hq, hkv, _, _, d = dims
+    if hq % hkv:  # the rules of attention_operands that a size alone decides, told before any work
+        raise ValueError(f"{text!r}: HQ must be a multiple of HKV (grouped-query attention; got {hq} and {hkv})")
+    if d not in HEAD_DIMS:
+        raise ValueError(f"{text!r}: D (head_dim) must be one of {HEAD_DIMS} (got {d})")
     return (*dims, int(bool(m[2])))
 
 

@@ -28,9 +28,19 @@ def test_shape_label_parses_back(size):
     assert " " not in ATTENTION.shape(size)
 
 
-@pytest.mark.parametrize("text", ["4x32x8x4096x4096", "4x32x8x0x4096x128", "a", "4x32x8x4096x4096x128-full"])
-def test_bad_size_text_is_refused(text):
-    with pytest.raises(ValueError, match="attention size|>= 1"):
+@pytest.mark.parametrize(
+    "text, rule",
+    [
+        ("4x32x8x4096x4096", "attention size"),
+        ("4x32x8x0x4096x128", ">= 1"),
+        ("a", "attention size"),
+        ("4x32x8x4096x4096x128-full", "attention size"),
+        ("1x4x3x64x64x64", "HQ must be a multiple of HKV"),  # the operands' rules a size alone decides, at parse
+        ("1x4x2x64x64x65-causal", r"D \(head_dim\) must be one of \(64, 128\)"),
+    ],
+)
+def test_bad_size_text_is_refused(text, rule):
+    with pytest.raises(ValueError, match=rule):
         ATTENTION.parse_size(text)
 
 
