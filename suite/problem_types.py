@@ -139,7 +139,9 @@ class Problem:
         try:
             torch.testing.assert_close(out.to(ref.dtype), ref, **self.dtype_of(dtype).tolerance, equal_nan=False)
         except AssertionError as e:
-            return Check(False, max_abs, rel, str(e).strip().splitlines()[0] if str(e).strip() else "mismatch")
+            # assert_close's lines in one: what failed, how many elements, the worst difference and what is allowed
+            lines = [line.strip() for line in str(e).splitlines() if line.strip()]
+            return Check(False, max_abs, rel, "; ".join(lines) or "mismatch")
         return Check(True, max_abs, rel)
 
     def parse_size(self, text: str):

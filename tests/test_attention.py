@@ -114,6 +114,9 @@ def test_the_tolerance_takes_flash_rounding_and_catches_a_wrong_key_block(dtype)
     assert good.valid, good.message
     wrong = ATTENTION.check(_flash_rounding(inputs, block=64, drop_last_block=True), ref, dtype)
     assert not wrong.valid
+    # the row's note says by how much, in one line: the elements that missed, the worst difference and its bound
+    assert "\n" not in wrong.message and "Mismatched elements" in wrong.message, wrong.message
+    assert "Greatest absolute difference" in wrong.message and "allowed" in wrong.message, wrong.message
 
 
 def _triton():
