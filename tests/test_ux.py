@@ -368,6 +368,19 @@ def test_report_renders_a_committed_run_without_a_gpu(tmp_path, capsys):
     assert "(results.json as it was)" in capsys.readouterr().out
 
 
+def test_table_md_marks_the_cells_the_terminal_marks_and_says_what_they_mean():
+    rows = json.loads((H200_RUN / "results.json").read_text())["rows"]
+    timed = [r for r in rows if r.get("measured") and r.get("valid") is not False and r["stages"] is not None]
+    steady, spread = next(r for r in timed if r["spread"] < 0.005), next(r for r in timed if r["spread"] > 0.01)
+    throttled = dict(steady, variant=steady["variant"] + " (throttled)", throttled=True)
+    md = report.table([steady, spread, throttled])
+    digits = 0 if steady["unit"] == "GB/s" else 1
+    assert f"{spread['throughput']:.{digits}f}~" in md and f"{throttled['throughput']:.{digits}f}*" in md, md
+    assert f"| {steady['throughput']:.{digits}f} " in md, md  # no mark
+    legend = md.split("Marks after a throughput:\n", 1)[1]
+    assert "~ samples spread" in legend and "* the GPU reported a clock slowdown" in legend and "^" not in legend
+
+
 def test_report_out_keeps_another_runs_results_unless_told(tmp_path, capsys):
     """--out into a folder that holds a run's results is refused in one line, the record untouched, as suite.run's
     --out is; --overwrite replaces them, an earlier rendering's plots included."""

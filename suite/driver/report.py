@@ -80,7 +80,7 @@ def _perf(row: dict) -> str:
         return "FAIL"
     if row.get("measured"):
         digits = 0 if row["unit"] == "GB/s" else 1
-        return f"{row['throughput']:.{digits}f}" + (" (throttled)" if row.get("throttled") else "")
+        return f"{row['throughput']:.{digits}f}{_marks(row)}"
     if row.get("valid"):
         return "valid, not timed"
     if row.get("built_for"):
@@ -230,6 +230,9 @@ def table(rows: list[dict], fmt: str = "github", width: int = MD_WIDTH) -> str:
                 )
             )
         blocks.append("\n\n".join(parts))
+    timed = [r for r in rows if r.get("measured") and r.get("valid") is not False]
+    if explained := legend(rows, {m for r in timed for m in _marks(r)}):
+        blocks.append("Marks after a throughput:\n" + "\n".join(f"- {line}" for line in explained))
     return "\n\n".join(blocks)
 
 
@@ -283,18 +286,45 @@ def _profile_note() -> str:
 THROTTLED, NOISY, LAUNCH_BOUND = "*", "~", "^"  # marks in the terminal table's cells
 
 
-def _cell(r: dict, noisy_above: float) -> str:
+def _marks(r: dict) -> str:
+    """A timed row's marks, in the terminal's cells and table.md's: the GPU throttled, the samples spread, the row
+    is launch-bound."""
+    from suite.driver.bench import MAX_SPREAD
+
+    return (
+        (THROTTLED if r.get("throttled") else "")
+        + (NOISY if (r.get("spread") or 0) > MAX_SPREAD else "")
+        + (LAUNCH_BOUND if r.get("launch_bound") else "")
+    )
+
+
+def legend(rows: list[dict], marks: set[str]) -> list[str]:
+    """What each of ``marks`` (those that appear in the tables of ``rows``) means, one line each."""
+    from suite.driver.bench import LAUNCH_BOUND_SHARE, MAX_SPREAD
+
+    lines = []
+    if THROTTLED in marks:
+        lines.append(f"{THROTTLED} the GPU reported a clock slowdown (power/thermal) at the end of timing")
+    if NOISY in marks:
+        lines.append(f"{NOISY} samples spread (IQR / median) above {100 * MAX_SPREAD:g}%")
+    if LAUNCH_BOUND in marks:
+        graphed = any(r.get("launch_bound") and r.get("launch") == "graph" for r in rows)
+        lines.append(
+            f"{LAUNCH_BOUND} launch-bound: the host's time to enqueue a call from Python is at least "
+            f"{100 * LAUNCH_BOUND_SHARE:g}% of the GPU's median"
+            + (" (timed from a CUDA graph, which leaves the host out" if graphed else " (the time is partly the host's")
+            + "; the row's note says which)"
+        )
+    return lines
+
+
+def _cell(r: dict) -> str:
     """One variant at one stage count, compactly: throughput and % of the ceiling (with a mark when the GPU throttled
     or the samples spread), or what happened instead."""
     if r.get("measured") and r.get("valid") is not False:
         digits = 0 if r["unit"] == "GB/s" else 1
-        marks = (
-            (THROTTLED if r.get("throttled") else "")
-            + (NOISY if (r.get("spread") or 0) > noisy_above else "")
-            + (LAUNCH_BOUND if r.get("launch_bound") else "")
-        )
         pct = "" if r.get("ratio_to_ceiling") is None else f" {_pct(r)}"
-        return f"{r['throughput']:.{digits}f}{marks}{pct}"
+        return f"{r['throughput']:.{digits}f}{_marks(r)}{pct}"
     if r.get("valid") is None and r.get("built_for"):
         return f"built {r['built_for']}: {r.get('sass') or 'no SASS classes'}"
     return _perf(r)
@@ -353,8 +383,6 @@ def terminal_table(rows: list[dict], width: int = 160) -> str:
     marks for throttling and spread), split into several tables when the variants do not fit ``width`` columns
     side by side; the unstaged variants; the notes that explain a failure or a skip; and, for a multi-shape run,
     the summary per backend (suite.driver.summary). Resources, SASS and every note are in table.md and results.csv."""
-    from suite.driver.bench import LAUNCH_BOUND_SHARE, MAX_SPREAD
-
     blocks, marks = [], set()
     for (problem, (shape, _), group_name), group in _groups(rows).items():
         unit = group[0]["unit"]
@@ -366,7 +394,7 @@ def terminal_table(rows: list[dict], width: int = 160) -> str:
         others = [r for k, rs in by_variant.items() if k not in swept for r in rs]
         where = f"{problem} {shape} ({group[0]['dtype']})" + (f", {group_name}" if group_name else "")
         parts = [_clip(f"{where}: {unit}, % of {_label(ceiling) if ceiling else 'ceiling'}", width)]
-        cells = {id(r): _cell(r, MAX_SPREAD) for r in group}
+        cells = {id(r): _cell(r) for r in group}
         marks |= {m for c in cells.values() for m in (THROTTLED, NOISY, LAUNCH_BOUND) if m in c.split(" ")[0]}
         why = _profiled(group)
         if swept:
@@ -402,24 +430,12 @@ def terminal_table(rows: list[dict], width: int = 160) -> str:
         if problems:
             parts.append("\n".join(_fill(p, width) for p in problems))
         blocks.append("\n\n".join(parts))
-    legend = []
-    if THROTTLED in marks:
-        legend.append(f"{THROTTLED} the GPU reported a clock slowdown (power/thermal) at the end of timing")
-    if NOISY in marks:
-        legend.append(f"{NOISY} samples spread (IQR / median) above {100 * MAX_SPREAD:g}%")
-    if LAUNCH_BOUND in marks:
-        graphed = any(r.get("launch_bound") and r.get("launch") == "graph" for r in rows)
-        legend.append(
-            f"{LAUNCH_BOUND} launch-bound: the host's time to enqueue a call from Python is at least "
-            f"{100 * LAUNCH_BOUND_SHARE:g}% of the GPU's median"
-            + (" (timed from a CUDA graph, which leaves the host out" if graphed else " (the time is partly the host's")
-            + "; the row's note says which)"
-        )
+    explained = legend(rows, marks)
     if any(r.get("profile") for r in rows):
-        legend.append(_profile_note())
+        explained.append(_profile_note())
     if text := summary.table(rows, width=width, heading=""):
         blocks.append(text)
-    footer = textwrap.fill("; ".join(legend + ["resources, SASS and all notes: table.md"]), width)
+    footer = textwrap.fill("; ".join(explained + ["resources, SASS and all notes: table.md"]), width)
     return "\n\n".join(blocks + [footer])
 
 
