@@ -92,6 +92,24 @@ def test_one_panel_per_shape_and_dtype_each_with_its_own_ceiling_in_files_of_bou
             assert len({d for _, d in line}) == 1
 
 
+def test_a_png_is_a_palette_image_that_looks_like_the_full_colour_rendering():
+    import io
+
+    import numpy as np
+    from PIL import Image
+
+    (fig,) = plots.figures(_run(["64x4096x4096", "128x4096x4096"]), "gemm")
+    full = io.BytesIO()
+    fig.savefig(full, format="png", dpi=plots.DPI, bbox_inches="tight", pad_inches=0.1, facecolor="white")
+    small = plots.png(fig)
+    rgb = np.asarray(Image.open(full).convert("RGB"), dtype=np.int16)
+    image = Image.open(io.BytesIO(small))
+    assert image.mode == "P" and image.size == (rgb.shape[1], rgb.shape[0])
+    diff = np.abs(np.asarray(image.convert("RGB"), dtype=np.int16) - rgb)
+    assert diff.mean() < 0.2 and np.quantile(diff.max(axis=2), 0.999) < 8, (diff.mean(), diff.max())
+    assert len(small) < 0.6 * len(full.getvalue())
+
+
 def test_styles_colour_per_backend_style_per_variant_and_coinciding_variants_stay_apart():
     rows = _run(["64x4096x4096", "128x4096x4096"], dtypes=(FP16,))
     rows.append(_row("64x4096x4096", FP16, "ptx", "broken", 3, 1e6, valid=False))  # a failed row is not drawn
