@@ -485,8 +485,8 @@ def test_a_row_the_host_cannot_feed_is_marked_launch_bound(monkeypatch):
     assert row["launch_bound"] is True and "launch-bound: the host takes 90 us" in row["note"]
     assert fast["launch_bound"] is False and "launch-bound" not in fast["note"]
     row.update(unit="GB/s", valid=True)
-    assert report._cell(row, 1.0).split(" ")[0].endswith(report.LAUNCH_BOUND)
-    assert not report._cell({**fast, "unit": "GB/s", "valid": True}, 1.0).split(" ")[0].endswith(report.LAUNCH_BOUND)
+    assert report._cell(row).split(" ")[0].endswith(report.LAUNCH_BOUND)
+    assert not report._cell({**fast, "unit": "GB/s", "valid": True}).split(" ")[0].endswith(report.LAUNCH_BOUND)
 
 
 def test_host_timed_reads_the_fast_tenth_of_the_calls():
