@@ -33,7 +33,10 @@
 #   shards    python -m suite.run $SUITE_ARGS --shard I/$SHARD_COUNT for each I in $SHARDS (e.g. SHARDS="1 2"
 #             SHARD_COUNT=3), each cut by SIGINT at SHARD_LIMIT seconds (its measured rows kept, meta.complete false),
 #             each folder as shard-I-<stamp>.tgz: merge them here with python -m suite.merge; RESUME_DIR: a folder (carried
-#             to the machine) holding shard-I/ folders of cut shards, each finished with --resume instead of run anew
+#             to the machine) holding shard-I/ folders of cut shards, each finished with --resume instead of run anew;
+#             CALL_LIMIT: the seconds the whole batch may take (the call's timeout): each shard is cut at what is left
+#             of it, and a shard with less than SHARD_MIN (60) seconds left is not started (said in the log), so that
+#             many small shards fill a call one after another (end with pack: each shard leaves a tarball and a log)
 #   pair      python -m suite.run $SUITE_ARGS twice back to back (issue 20's evidence: on a fresh machine the first
 #             is the fresh-cache run), each cut by SIGINT at SUITE_LIMIT seconds (360: a cold default run on an H100
 #             took over 300), then tools/agreement.py back-to-back and ceilings, and --compare of run 1 with run 2 and of run 2 with itself;
@@ -42,7 +45,7 @@ set -u
 export PYTHONUNBUFFERED=1 PIPESUITE_SANITIZER_TIMEOUT=${PIPESUITE_SANITIZER_TIMEOUT:-400}
 OUT=${OUT:-device-out}
 mkdir -p "$OUT"
-stamp=$(date +%Y%m%d-%H%M%S)
+stamp=$(date +%Y%m%d-%H%M%S) begin=$(date +%s)
 for step in "$@"; do
   case $step in
     tests)
@@ -150,7 +153,13 @@ for step in "$@"; do
         if [ -n "${RESUME_DIR:-}" ] && [ -f "$RESUME_DIR/shard-$i/results.json" ]; then
           dir="$RESUME_DIR/shard-$i" resume="--resume"  # a cut shard carried back: only its unfinished jobs run
         fi
-        eval "timeout -s INT ${SHARD_LIMIT:-280} python3 -m suite.run --no-progress --out \"$dir\" $resume \
+        limit=${SHARD_LIMIT:-280}
+        if [ -n "${CALL_LIMIT:-}" ]; then  # what the batch has left, 20 s kept for the tarballs and the transfer
+          left=$(( CALL_LIMIT - ($(date +%s) - begin) - 20 ))
+          if [ $left -lt ${SHARD_MIN:-60} ]; then echo "shard $i/${SHARD_COUNT:-1}: not started ($left s left)"; continue; fi
+          [ $left -lt "$limit" ] && limit=$left
+        fi
+        eval "timeout -s INT $limit python3 -m suite.run --no-progress --out \"$dir\" $resume \
           --shard $i/${SHARD_COUNT:-1} ${SUITE_ARGS:-}" > "$OUT/shard-$i.log" 2>&1
         echo "shard $i/${SHARD_COUNT:-1} rc=$?"; tail -2 "$OUT/shard-$i.log"
         tar czf "$OUT/shard-$i-$stamp.tgz" -C "$(dirname "$dir")" "$(basename "$dir")"
