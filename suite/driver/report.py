@@ -283,7 +283,7 @@ def _profile_note() -> str:
     return f"why: {TIMED_NOTE} (how to read it: docs/method.md, --profile)"
 
 
-THROTTLED, NOISY, LAUNCH_BOUND = "*", "~", "^"  # marks in the terminal table's cells
+THROTTLED, NOISY, LAUNCH_BOUND = "*", "~", "^"  # marks after a throughput, in the terminal and in table.md
 
 
 def _marks(r: dict) -> str:
