@@ -574,17 +574,18 @@ register_kernel(
     "ptx",
     "128x128 wgmma ws",
     "suite.ptx.attention_sm90:KERNEL",
-    gate=needs_gpu((9, 0)),
+    gate=needs_sm90a,
     description="the Hopper form: TMA loads of Q once and of 128-key K / V tiles into an S-deep mbarrier ring, a "
-    "producer warp and two consumer warpgroups of 64 query rows (setmaxnreg), S = Q K^T and O += P V on wgmma (P from "
-    "registers, V read transposed), online softmax in registers with exp2; each warpgroup serial (S, softmax, P V)",
+    "producer warpgroup and two consumer warpgroups of 64 query rows (setmaxnreg), S = Q K^T and O += P V on wgmma "
+    "(P from registers, V read transposed), online softmax in registers with exp2; each warpgroup serial (S, softmax, "
+    "P V)",
 )
 register_kernel(
     "attention",
     "ptx",
     "128x128 wgmma ws ping-pong",
     "suite.ptx.attention_sm90:KERNEL_PINGPONG",
-    gate=needs_gpu((9, 0)),
+    gate=needs_sm90a,
     description="the Hopper form with FlashAttention-3's ping-pong: the two consumer warpgroups take turns at the "
     "tensor pipe on named barriers, each turn issuing one warpgroup's O += P V of its last tile and S = Q K^T of its "
     "next while the other runs its softmax; S-deep ring, S = 2-3",

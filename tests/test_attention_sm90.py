@@ -22,7 +22,7 @@ EXPRS = [
     for form, kernel in KERNELS.items()
     for s in kernel.stages
     for d in mod.HEAD_DIMS
-    for t in mod.DTYPES
+    for t in kernel.dtypes
 ]
 
 
@@ -110,7 +110,7 @@ GPU_CASES = [
     pytest.param(form, stages, dtype, size, id=f"{form}-s{stages}-{dtype}-{ATTENTION.shape(size)}")
     for form, kernel in KERNELS.items()
     for stages in kernel.stages
-    for dtype in mod.DTYPES
+    for dtype in kernel.dtypes
     for size in GPU_SIZES
 ]
 

@@ -19,7 +19,7 @@
 // of row r stored at chunk c ^ (r & 7): the 8 rows an ldmatrix phase reads land in 8 distinct 16-byte slots of the bank
 // lines, and so do the 8 chunks a cp.async phase writes.
 
-#include "attention_epilogue.cuh"
+#include "attention_common.cuh"
 #include "ring.cuh"
 
 constexpr int BLOCK_M = 64;   // query rows per block
@@ -93,8 +93,8 @@ struct SoftmaxState {
 // `q_row` / `key0`: the absolute index of this thread's first row and of the tile's first key.
 template <int D, bool BF16>
 __device__ __forceinline__ void attend_tile(SoftmaxState<D>& st, const unsigned (&q_frag)[AttnTile<D>::K_STEPS][4],
-                                            unsigned stage, int lane, bool masked, int q_row, int key0, int skv,
-                                            int diagonal, bool causal, float scale_log2) {
+                                            unsigned stage, int lane, bool masked, int q_row, int key0, int sq,
+                                            int skv, bool causal, float scale_log2) {
     using T = AttnTile<D>;
     const unsigned k_tile = stage, v_tile = stage + T::TILE_BYTES;
 
@@ -117,42 +117,12 @@ __device__ __forceinline__ void attend_tile(SoftmaxState<D>& st, const unsigned 
             mma16816<BF16>(s[2 * nj + 1], q_frag[kk], b[2], b[3]);
         }
 
-    // Mask: keys past skv, and (causal) past each row's diagonal, become -inf.
-    if (masked) {
-#pragma unroll
-        for (int nt = 0; nt < 8; ++nt)
-#pragma unroll
-            for (int v = 0; v < 4; ++v) {
-                const int key = key0 + nt * 8 + (lane & 3) * 2 + (v & 1);
-                const int row = q_row + (v >> 1) * 8;
-                if (key >= skv || (causal && key > row + diagonal)) s[nt][v] = -__int_as_float(0x7f800000);
-            }
-    }
-
-    // Online softmax per row: the tile's max (over the thread's 16 values, then its quad of 4 lanes, which together
-    // hold the row), taken on the raw scores and then scaled into log2 units (the scale is positive, so the max
-    // commutes with it); the rescale of what was summed so far; P = 2^(s * scale - max), one FFMA and one ex2 each.
+    // Mask (keys past skv, and causal past each row's diagonal, become -inf) and the online softmax's step
+    // (attention_common.cuh), on S as the flat C-fragment array it is: s[nt][v] is element 4 nt + v.
+    auto& flat = reinterpret_cast<float(&)[32]>(s);
+    if (masked) mask_scores<8>(flat, key0, q_row, (lane & 3) * 2, sq, skv, causal);
     float alpha[2];
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        float mx = -__int_as_float(0x7f800000);
-#pragma unroll
-        for (int nt = 0; nt < 8; ++nt) mx = fmaxf(mx, fmaxf(s[nt][2 * h], s[nt][2 * h + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        mx = fmaxf(st.m[h], mx * scale_log2);  // the running max, in log2 units
-        const float ref = mx == -__int_as_float(0x7f800000) ? 0.f : mx;  // no key yet: every 2^(-inf) is 0, not NaN
-        alpha[h] = ex2_approx(st.m[h] - ref);
-        st.m[h] = mx;
-        float sum = 0.f;
-#pragma unroll
-        for (int nt = 0; nt < 8; ++nt) {
-            s[nt][2 * h] = ex2_approx(fmaf(s[nt][2 * h], scale_log2, -ref));
-            s[nt][2 * h + 1] = ex2_approx(fmaf(s[nt][2 * h + 1], scale_log2, -ref));
-            sum += s[nt][2 * h] + s[nt][2 * h + 1];
-        }
-        st.l[h] = st.l[h] * alpha[h] + sum;  // this thread's part; the quad's parts are added in the epilogue
-    }
+    softmax_step<8>(flat, st.m, st.l, alpha, scale_log2);
 #pragma unroll
     for (int dt = 0; dt < T::D_TILES; ++dt) {
         st.o[dt][0] *= alpha[0];
@@ -184,7 +154,8 @@ __global__ void __launch_bounds__(THREADS)
     attention_fwd(const half_bits* __restrict__ Q, const half_bits* __restrict__ K, const half_bits* __restrict__ V,
                   half_bits* __restrict__ O, int hq, int group, int sq, int skv, float scale_log2, int causal) {
     using T = AttnTile<D>;
-    static_assert(STAGES >= 1 && STAGES <= 7, "STAGES must be in 1..7 (the prologue's wait takes STAGES - 1)");
+    static_assert(STAGES >= 1 && STAGES - 1 <= 7, "STAGES must be in 1..8 (the prologue's wait leaves STAGES - 1 "
+                                                 "groups pending, and cp.async.wait_group takes 0..7)");
     extern __shared__ __align__(128) unsigned char smem[];  // [Q tile | STAGES x (K tile, V tile)], swizzled
     const unsigned q_smem = smem_u32(smem);
     const unsigned ring = q_smem + T::TILE_BYTES;
@@ -192,15 +163,13 @@ __global__ void __launch_bounds__(THREADS)
     const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
     const int m0 = (gridDim.x - 1 - blockIdx.x) * BLOCK_M;  // last query tiles first: under a causal mask the longest
     const int bh = blockIdx.y;                              // batch * hq + query head
-    const int kv_bh = (bh / hq) * (hq / group) + (bh % hq) / group;  // its key / value head
+    const int kv_bh = kv_head(bh, hq, group);                 // its key / value head
     const half_bits* q_src = Q + (long long)bh * sq * D;
     const half_bits* k_src = K + (long long)kv_bh * skv * D;
     const half_bits* v_src = V + (long long)kv_bh * skv * D;
 
-    // The key tiles this block walks: all of them, or (causal) up to the last one its last row sees.
-    const int diagonal = skv - sq;
-    const int keys_seen = causal ? min(skv, max(0, m0 + BLOCK_M + diagonal)) : skv;
-    const int num_tiles = (keys_seen + BLOCK_N - 1) / BLOCK_N;
+    const int num_tiles = key_tiles(m0, BLOCK_M, BLOCK_N, sq, skv, causal != 0);  // the key tiles this block walks
+    const int diagonal = skv - sq;  // row i sees key j when j <= i + diagonal (causal)
 
     int tile_next = 0;         // next K / V tile the producer fetches
     int smem_write_stage = 0;  // ring stage the producer fills next
@@ -264,8 +233,8 @@ __global__ void __launch_bounds__(THREADS)
         }
         const int key0 = tile * BLOCK_N;
         const bool masked = key0 + BLOCK_N > skv || (causal && key0 + BLOCK_N - 1 > m0 + diagonal);
-        attend_tile<D, BF16>(st, q_frag, ring + smem_read_stage * T::STAGE_BYTES, lane, masked, q_row, key0, skv,
-                             diagonal, causal != 0, scale_log2);
+        attend_tile<D, BF16>(st, q_frag, ring + smem_read_stage * T::STAGE_BYTES, lane, masked, q_row, key0, sq, skv,
+                             causal != 0, scale_log2);
         advance_stage<STAGES>(smem_read_stage);  // wraps back to the start of the ring
         if constexpr (STAGES == 1) {
 #ifndef PIPESUITE_FAULT_NO_REUSE_BARRIER  // fault injection for the sanitizer self-test (suite/sanitize.py) only

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from suite.attention_problem import cuda_launch_operands, grid_limit_bad_inputs
+from suite.attention_problem import TORCH_DTYPES, cuda_launch_operands, grid_limit_bad_inputs
 from suite.checks import check_stages
 from suite.kernel import Fault, NvrtcModule
 from suite.nvrtc import loader
@@ -15,8 +15,7 @@ from suite.problems import BadInput
 SOURCE = Path(__file__).with_name("attention.cu")
 STAGES = (1, 2, 3, 4)
 BLOCK_M, BLOCK_N, THREADS = 64, 64, 128
-HEAD_DIMS = (64, 128)
-DTYPES = ("bf16", "fp16")
+DTYPES = tuple(TORCH_DTYPES)  # bf16 and fp16: the problem's own
 FAULT_SIZE = (1, 2, 1, 64, 512, 64, 0)  # one 64-row query tile per head against 8 key tiles
 # for compute-sanitizer: odd lengths, a causal mask with fully masked rows, GQA, d = 128
 SANITIZE_EDGES = (1, 4, 1, 130, 45, 128, 1)

@@ -40,7 +40,7 @@
 //
 // Build for sm_90a with NDEBUG (sm90_gemm.cuh: a call inside the wgmma region serializes every wgmma).
 
-#include "attention_epilogue.cuh"
+#include "attention_common.cuh"
 #include "sm90_gemm.cuh"
 
 constexpr int BLOCK_M = 128;  // query rows per block: one m64 tile per consumer warpgroup
@@ -111,17 +111,11 @@ __device__ __forceinline__ void producer(const TensorMap& tmap_q, const TensorMa
 // ---------------------------------------------------------------------------------------------------------------
 // consumer: one warpgroup's 64 query rows against every K / V tile of the block
 // ---------------------------------------------------------------------------------------------------------------
-template <int N>
-__device__ __forceinline__ void fence_array(float (&r)[N]) {
-#pragma unroll
-    for (int i = 0; i < N; ++i) fence_operand(r[i]);
-}
-
 // S = Q K^T for this warpgroup's rows against the K tile of `stage`: D / 16 k-steps, the first overwriting S.
 template <int STAGES, int D, bool IS_BF16>
 __device__ __forceinline__ void issue_scores(float (&s)[BLOCK_N / 2], const AttnSmem<D, STAGES>& smem, int stage,
                                              int wg) {
-    fence_array(s);
+    fence_accumulators(s);
     wgmma_fence();  // S's last reads (the previous tile's softmax) are ordered before these wgmma overwrite it
 #pragma unroll
     for (int kk = 0; kk < D / 16; ++kk) {
@@ -139,7 +133,7 @@ template <int STAGES, int D, bool IS_BF16>
 __device__ __forceinline__ void issue_pv(float (&o)[D / 2], unsigned (&p)[BLOCK_N / 16][4],
                                          const AttnSmem<D, STAGES>& smem, int stage) {
     using L = AttnSmem<D, STAGES>;
-    fence_array(o);
+    fence_accumulators(o);
     wgmma_fence();  // P's packing and O's rescale (register writes) are ordered before these wgmma read them
 #pragma unroll
     for (int t = 0; t < BLOCK_N / 16; ++t)
@@ -159,52 +153,24 @@ struct RowState {
     int row0, col, wg_row0;         // this thread's first row and column, its warpgroup's first row
 };
 
-// S of key tile `tile` (completed) -> P: mask (keys past skv and, causal, past each row's diagonal, become -inf);
-// per row the tile's max (this thread's values, then its quad of 4 lanes, which together hold the row), taken on the
-// raw scores and then scaled into log2 units (the scale is positive, so the max commutes with it); O and the sum
-// rescaled by 2^(old max - new max); P = 2^(s * scale - max), one FFMA and one ex2 per score, rounded to 16 bits in
+// S of key tile `tile` (completed) -> P: masked (keys past skv and, causal, past each row's diagonal, become -inf),
+// the online softmax's step (attention_common.cuh), O rescaled by 2^(old max - new max), P rounded to 16 bits in
 // registers.
 template <int D, bool IS_BF16>
 __device__ __forceinline__ void online_softmax(RowState<D>& st, int tile, int sq, int skv, float scale_log2,
                                                bool causal) {
-    const float NEG_INF = -__int_as_float(0x7f800000);
-    const int key0 = tile * BLOCK_N, diagonal = skv - sq;
-    const bool masked = key0 + BLOCK_N > skv || (causal && key0 + BLOCK_N - 1 > st.wg_row0 + diagonal);
-    if (masked) {
+    const int key0 = tile * BLOCK_N;
+    if (key0 + BLOCK_N > skv || (causal && key0 + BLOCK_N - 1 > st.wg_row0 + skv - sq))
+        mask_scores<BLOCK_N / 8>(st.s, key0, st.row0, st.col, sq, skv, causal);
+    float alpha[2];
+    softmax_step<BLOCK_N / 8>(st.s, st.m, st.l, alpha, scale_log2);
 #pragma unroll
-        for (int i = 0; i < BLOCK_N / 2; ++i) {
-            const int key = key0 + i / 4 * 8 + st.col + i % 2;
-            const int row = st.row0 + i % 4 / 2 * 8;
-            if (key >= skv || (causal && key > row + diagonal)) st.s[i] = NEG_INF;
-        }
-    }
-#pragma unroll
-    for (int h = 0; h < 2; ++h) {
-        float mx = NEG_INF;
-#pragma unroll
-        for (int j = 0; j < BLOCK_N / 8; ++j) mx = fmaxf(mx, fmaxf(st.s[4 * j + 2 * h], st.s[4 * j + 2 * h + 1]));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 1));
-        mx = fmaxf(mx, __shfl_xor_sync(0xffffffffu, mx, 2));
-        mx = fmaxf(st.m[h], mx * scale_log2);  // the running max, in log2 units
-        const float ref = mx == NEG_INF ? 0.f : mx;  // no key yet: every 2^(-inf) is 0, not NaN
-        const float alpha = ex2_approx(st.m[h] - ref);
-        st.m[h] = mx;
-        float sum = 0.f;
-#pragma unroll
-        for (int j = 0; j < BLOCK_N / 8; ++j)
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                float& x = st.s[4 * j + 2 * h + e];
-                x = ex2_approx(fmaf(x, scale_log2, -ref));
-                sum += x;
-            }
-        st.l[h] = st.l[h] * alpha + sum;  // this thread's part; the quad's parts are added in the epilogue
+    for (int h = 0; h < 2; ++h)
 #pragma unroll
         for (int j = 0; j < D / 8; ++j) {
-            st.o[4 * j + 2 * h] *= alpha;
-            st.o[4 * j + 2 * h + 1] *= alpha;
+            st.o[4 * j + 2 * h] *= alpha[h];
+            st.o[4 * j + 2 * h + 1] *= alpha[h];
         }
-    }
     // k-step t of P V is S's 8-column blocks 2t and 2t + 1: registers (row0, block 2t), (row0 + 8, block 2t),
     // (row0, block 2t + 1), (row0 + 8, block 2t + 1), i.e. s[8t + 2r], s[8t + 2r + 1] for r = 0 .. 3
 #pragma unroll
@@ -216,7 +182,7 @@ __device__ __forceinline__ void online_softmax(RowState<D>& st, int tile, int sq
 // After the wait that completed O += P V: O final for that tile, P's registers no longer read.
 template <int D>
 __device__ __forceinline__ void fence_pv(RowState<D>& st) {
-    fence_array(st.o);
+    fence_accumulators(st.o);
 #pragma unroll
     for (int t = 0; t < BLOCK_N / 16; ++t)
 #pragma unroll
@@ -242,7 +208,7 @@ __device__ __forceinline__ void mainloop_serial(RowState<D>& st, const AttnSmem<
 #endif
         issue_scores<STAGES, D, IS_BF16>(st.s, smem, stage, wg);
         wgmma_wait<0>();  // S is final: the softmax reads it
-        fence_array(st.s);
+        fence_accumulators(st.s);
         online_softmax<D, IS_BF16>(st, tile, sq, skv, scale_log2, causal);
         issue_pv<STAGES, D, IS_BF16>(st.o, st.p, smem, stage);
         wgmma_wait<0>();  // O += P V has completed: P and the stage are no longer read
@@ -274,13 +240,13 @@ __device__ __forceinline__ void mainloop_pingpong(RowState<D>& st, const AttnSme
     RingPosition read;           // smem_read_stage and its lap's parity
     // PROLOGUE: S of the first tile, then its softmax
     consumer_wait(smem.full(read.stage), read);  // the TMA bytes of the first K / V tile have all landed
-    take_turn(wg);                               // the other warpgroup has issued its GEMMs of this turn
+    take_turn(wg);  // warpgroup 0: warpgroup 1's first hand-over; warpgroup 1: warpgroup 0 has issued its first S
     issue_scores<STAGES, D, IS_BF16>(st.s, smem, read.stage, wg);
-    hand_over(wg);
+    hand_over(wg);  // S issued: the tensor pipe passes to the other warpgroup
     wgmma_wait<0>();  // S is final: the softmax reads it
-    fence_array(st.s);
+    fence_accumulators(st.s);
     online_softmax<D, IS_BF16>(st, 0, sq, skv, scale_log2, causal);
-    int pv_stage = read.stage;  // the stage whose V the pending O += P V reads
+    int smem_pv_stage = read.stage;  // the stage whose V the pending O += P V reads
     read.advance<STAGES>();
     // MAINLOOP: O += P V of tile - 1 and S of tile in one turn, then the softmax of tile under the other's turn
     for (int tile = 1; tile < num_tiles; ++tile) {
@@ -288,25 +254,25 @@ __device__ __forceinline__ void mainloop_pingpong(RowState<D>& st, const AttnSme
         consumer_wait(smem.full(read.stage), read);  // the TMA bytes of this K / V tile have all landed
 #endif
         take_turn(wg);  // the other warpgroup has issued its GEMMs: the tensor pipe is ours
-        issue_pv<STAGES, D, IS_BF16>(st.o, st.p, smem, pv_stage);
+        issue_pv<STAGES, D, IS_BF16>(st.o, st.p, smem, smem_pv_stage);
         issue_scores<STAGES, D, IS_BF16>(st.s, smem, read.stage, wg);
-        hand_over(wg);
+        hand_over(wg);  // both GEMMs issued: the tensor pipe passes to the other warpgroup
         wgmma_wait<1>();  // O += P V (the older group) has completed: O is final for tile - 1, its stage is read
         fence_pv(st);
-        release_stage(smem, pv_stage);  // both wgmma that read tile - 1's stage completed: the producer may refill it
+        release_stage(smem, smem_pv_stage);  // both wgmma that read tile - 1's stage completed: it may be refilled
         wgmma_wait<0>();  // S of this tile is final (and O += P V before it): the softmax reads both
-        fence_array(st.s);
+        fence_accumulators(st.s);
         online_softmax<D, IS_BF16>(st, tile, sq, skv, scale_log2, causal);
-        pv_stage = read.stage;
+        smem_pv_stage = read.stage;
         read.advance<STAGES>();  // wraps back to the start of the ring, flipping the parity
     }
-    // the last tile's O += P V, in a last turn; warpgroup 1's is the last of all, handed to no one
-    take_turn(wg);
-    issue_pv<STAGES, D, IS_BF16>(st.o, st.p, smem, pv_stage);
-    if (wg == 0) hand_over(wg);
+    // EPILOGUE: the last tile's O += P V, in a last turn; warpgroup 1's is the last of all, handed to no one
+    take_turn(wg);  // the other warpgroup has issued its GEMMs: the tensor pipe is ours
+    issue_pv<STAGES, D, IS_BF16>(st.o, st.p, smem, smem_pv_stage);
+    if (wg == 0) hand_over(wg);  // warpgroup 1's last turn follows this one
     wgmma_wait<0>();  // O += P V has completed: O is final, the last stage is read
     fence_pv(st);
-    release_stage(smem, pv_stage);
+    release_stage(smem, smem_pv_stage);  // as every stage read is released (no producer waits on this last one)
 }
 
 template <int STAGES, int D, bool IS_BF16, bool PINGPONG>
@@ -349,10 +315,8 @@ __global__ void __launch_bounds__(THREADS, 1)
 
     const int m0 = (gridDim.x - 1 - blockIdx.x) * BLOCK_M;  // last query tiles first: under a causal mask the longest
     const int bh = blockIdx.y;                              // batch * hq + query head
-    const int kv_bh = bh / hq * (hq / group) + bh % hq / group;  // its key / value head
-    // The key tiles this block walks: all of them, or (causal) up to the last one its last row sees.
-    const int keys_seen = causal ? min(skv, max(0, m0 + BLOCK_M + skv - sq)) : skv;
-    const int num_tiles = (keys_seen + BLOCK_N - 1) / BLOCK_N;
+    const int kv_bh = kv_head(bh, hq, group);                 // its key / value head
+    const int num_tiles = key_tiles(m0, BLOCK_M, BLOCK_N, sq, skv, causal);  // the key tiles this block walks
 
     if (threadIdx.x == 0) {
         mbarrier_init(smem.q_full(), 1);  // the producer's one arrive, plus Q's bytes

@@ -1,16 +1,26 @@
 """Attention forward (suite.attention_problem) in the Hopper form of ``attention_sm90.cu``: TMA loads of Q once and of
-128-key K / V tiles into a STAGES-deep mbarrier ring, a producer warp and two consumer warpgroups of 64 query rows
-each, S = Q K^T and O += P V on wgmma (P from registers), the online softmax in registers (sm_90a only)."""
+128-key K / V tiles into a STAGES-deep mbarrier ring, a producer warpgroup (one thread issues the copies) and two
+consumer warpgroups of 64 query rows each, S = Q K^T and O += P V on wgmma (P from registers), the online softmax in
+registers (sm_90a only)."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
-from suite.attention_problem import cuda_launch_operands
+from suite.attention_problem import HEAD_DIMS, cuda_launch_operands
 from suite.checks import check_stages
 from suite.kernel import Fault
 from suite.ptx.attention import SANITIZE_EDGES, AttentionModule
-from suite.ptx.gemm_tma import ALIGN_SLACK, ARCH, DEFINES, SMEM_PER_BLOCK, SWIZZLE_BYTES, _tensor_map, smem_define
+from suite.ptx.gemm_tma import (
+    ALIGN_SLACK,
+    ARCH,
+    BARRIER_BYTES,
+    DEFINES,
+    SMEM_PER_BLOCK,
+    SWIZZLE_BYTES,
+    _tensor_map,
+    smem_define,
+)
 
 SOURCE = Path(__file__).with_name("attention_sm90.cu")
 # At d = 128 a stage is 64 KiB: three and the Q tile fill the 227 KiB a block may take. Ping-pong holds one tile's
@@ -19,10 +29,7 @@ STAGES = (1, 2, 3)
 PINGPONG_STAGES = (2, 3)
 BLOCK_M, BLOCK_N, CONSUMERS = 128, 128, 2
 THREADS = (1 + CONSUMERS) * 128  # a producer warpgroup and two consumer warpgroups
-HEAD_DIMS = (64, 128)
-DTYPES = ("bf16", "fp16")
 BOX_COLS = SWIZZLE_BYTES // 2  # 16-bit columns per TMA box row
-BARRIER_BYTES = 8
 # one 128-row query tile per head against 32 key tiles: every stage of a 2-deep ring refilled many times
 FAULT_SIZE = (1, 2, 1, 128, 4096, 64, 0)
 
@@ -106,8 +113,8 @@ class AttentionWgmma(AttentionModule):
 
     def config(self, d: int = 128) -> str:
         return (
-            f"{BLOCK_M} query rows x {BLOCK_N}-key tiles, d={d}, 1 producer warp (TMA) + 2 consumer warpgroups of 64 "
-            "rows (wgmma, P from registers)" + (", ping-pong" if self.pingpong else ", no ping-pong")
+            f"{BLOCK_M} query rows x {BLOCK_N}-key tiles, d={d}, 1 producer warpgroup (TMA) + 2 consumer warpgroups "
+            "of 64 rows (wgmma, P from registers)" + (", ping-pong" if self.pingpong else ", no ping-pong")
         )
 
     def launch(self, inputs, out, stages):

@@ -24,7 +24,9 @@ that the tensor pipe alternates between the two and each softmax runs under the 
 
 Operands as 2-D views, (batch x heads x seq, head_dim): a block of K / V rows past a head's skv reads the next head's
 keys (or zeros past the tensor's end), which the masked blocks score -inf; a Q block past sq reads rows that are
-never stored. Causal (bottom-right) and GQA as in suite.triton.attention.
+never stored. A known defect of that: P is 0 on those keys, but a non-finite value in the next head's V rows still
+reaches this head's output (0 x inf); 3-D descriptors, as attention_desc.py has, would zero-fill them instead.
+Causal (bottom-right) and GQA as in suite.triton.attention.
 
 Needs a GPU of compute capability 9.0 (wgmma); the Triton interpreter does not run Gluon."""
 
