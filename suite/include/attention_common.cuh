@@ -84,7 +84,7 @@ __device__ __forceinline__ void store_normalized_o(half_bits* O, int bh, int sq,
 #pragma unroll
         for (int j = 0; j < D / 8; ++j) {
             const float lo = acc(j, 2 * h) * inv, hi = acc(j, 2 * h + 1) * inv;
-            *reinterpret_cast<half2_bits*>(dst + 8 * j) = BF16 ? pack_bf16x2(lo, hi) : pack_half2(lo, hi);
+            *reinterpret_cast<half2_bits*>(dst + 8 * j) = pack_16bit<BF16>(lo, hi);
         }
     }
 }

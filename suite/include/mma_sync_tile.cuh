@@ -360,7 +360,7 @@ __device__ __forceinline__ void store_accumulators(half_bits* C, int M, int N, i
                 const int col = col0 + ni * MMA_N + (lane & 3) * 2;
                 if (row >= M) continue;
                 const float lo = acc[mi][ni][2 * half], hi = acc[mi][ni][2 * half + 1];
-                store_pair(C + (long long)row * N + col, col, N, BF16 ? pack_bf16x2(lo, hi) : pack_half2(lo, hi));
+                store_pair(C + (long long)row * N + col, col, N, pack_16bit<BF16>(lo, hi));
             }
 }
 

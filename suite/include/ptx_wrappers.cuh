@@ -116,6 +116,12 @@ __device__ __forceinline__ half2_bits pack_bf16x2(float lo, float hi) {
     return packed;
 }
 
+// Either of the two, by the 16-bit output type (bf16 or fp16).
+template <bool BF16>
+__device__ __forceinline__ half2_bits pack_16bit(float lo, float hi) {
+    return BF16 ? pack_bf16x2(lo, hi) : pack_half2(lo, hi);
+}
+
 // 16-byte global load that bypasses L1 (.cg: cached in L2 only), for data another block wrote during this launch:
 // L1 is not coherent across SMs, L2 is.
 __device__ __forceinline__ void ld_global_cg_v4(const void* gmem_src, float& r0, float& r1, float& r2, float& r3) {

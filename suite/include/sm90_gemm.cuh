@@ -83,9 +83,7 @@ template <bool IS_BF16>
 struct Half16 {
     static constexpr int BYTES = 2, K_STEP = 16;
     static constexpr bool B_K_MAJOR = false, SCALED = false, PROMOTE = false;
-    __device__ __forceinline__ static half2_bits pack(float lo, float hi) {
-        return IS_BF16 ? pack_bf16x2(lo, hi) : pack_half2(lo, hi);
-    }
+    __device__ __forceinline__ static half2_bits pack(float lo, float hi) { return pack_16bit<IS_BF16>(lo, hi); }
     template <int N>
     __device__ __forceinline__ static void mma(float (&d)[N / 2], unsigned long long da, unsigned long long db) {
         wgmma_m64nNk16_f32_nmajor<N, IS_BF16>(d, da, db);

@@ -75,11 +75,6 @@ __device__ __forceinline__ void mma16816(float (&d)[4], const unsigned (&a)[4], 
         mma_m16n8k16(d, a, b0, b1);
 }
 
-template <bool BF16>
-__device__ __forceinline__ unsigned pack2(float lo, float hi) {
-    return BF16 ? pack_bf16x2(lo, hi) : pack_half2(lo, hi);
-}
-
 // Per-warp state of the online softmax and the output, for the two rows a thread holds (lane / 4 and lane / 4 + 8 of
 // the warp's 16): running max (in log2 units), this thread's part of the running sum, O's accumulators.
 template <int D>
@@ -135,9 +130,9 @@ __device__ __forceinline__ void attend_tile(SoftmaxState<D>& st, const unsigned 
     // d) row-major, the "row" B operand, so ldmatrix.trans gives its "col" fragments, as for the GEMM's B.
 #pragma unroll
     for (int t = 0; t < 4; ++t) {
-        const unsigned a[4] = {pack2<BF16>(s[2 * t][0], s[2 * t][1]), pack2<BF16>(s[2 * t][2], s[2 * t][3]),
-                               pack2<BF16>(s[2 * t + 1][0], s[2 * t + 1][1]),
-                               pack2<BF16>(s[2 * t + 1][2], s[2 * t + 1][3])};
+        const unsigned a[4] = {
+            pack_16bit<BF16>(s[2 * t][0], s[2 * t][1]), pack_16bit<BF16>(s[2 * t][2], s[2 * t][3]),
+            pack_16bit<BF16>(s[2 * t + 1][0], s[2 * t + 1][1]), pack_16bit<BF16>(s[2 * t + 1][2], s[2 * t + 1][3])};
 #pragma unroll
         for (int dj = 0; dj < T::D_TILES / 2; ++dj) {
             unsigned b[4];
