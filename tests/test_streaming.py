@@ -149,9 +149,12 @@ def test_depth_plot_and_columns(tmp_path):
     for column in ("tile_bytes", "resident_blocks_per_sm", "bytes_in_flight_per_sm", "effective_latency_ns"):
         assert column in header
     # without a measured latency (or without SMs) the plot is still drawn, without the Little's-law line
-    assert depth_plot.plot(rows, {"memory_latency_ns": "unavailable (no GPU)"}, "vector", tmp_path / "x.png")
-    assert not depth_plot.plot([_row(measured=False)], {}, "vector", tmp_path / "y.png")
-    assert not (tmp_path / "y.png").exists()
+    import matplotlib.pyplot as plt
+
+    fig = depth_plot.figure(rows, {"memory_latency_ns": "unavailable (no GPU)"}, "vector")
+    assert fig is not None and fig.axes
+    plt.close(fig)
+    assert depth_plot.figure([_row(measured=False)], {}, "vector") is None
 
 
 def test_groups_get_their_own_table_against_the_shape_ceiling():

@@ -19,7 +19,6 @@ in flight per SM, hence how many stages of a given tile, the GPU needs.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 LATENCY_KEY = "memory_latency_ns"
 _TILE_SUFFIX = re.compile(r"\s*\d+\s*KiB$")
@@ -55,20 +54,6 @@ def family(row: dict) -> str:
 
 MAX_COLS = 4  # panels per row
 FAMILY_SPREAD = 0.12  # log2 units: the kernels' points spread over this much around each bytes-in-flight value
-
-
-def plot(rows: list[dict], meta: dict, problem: str, path: Path) -> bool:
-    """Write ``figure`` as a PNG at ``path``; False (nothing written) when there is nothing to draw."""
-    fig = figure(rows, meta, problem)
-    if fig is None:
-        return False
-    import matplotlib.pyplot as plt
-
-    try:
-        fig.savefig(path, dpi=120, bbox_inches="tight")
-    finally:
-        plt.close(fig)
-    return True
 
 
 def figure(rows: list[dict], meta: dict, problem: str):
