@@ -12,7 +12,7 @@
 #             (PROFILE_PROBLEMS picks: "gemm", "vector" or both, the default)
 #   gpus      python -m suite.run --gpus all $SUITE_ARGS, then tools/agreement.py gpus against this batch's pair run 2
 #             when there is one (run the pair first in the same batch), the folder as gpus-<stamp>.tgz
-#   pack      every file under $OUT but the tarballs into one logs-<stamp>.tgz (the device tool brings back at most 8
+#   pack      every file under $OUT, logs and tarballs, into one batch-<stamp>.tar (the device tool brings back at most 8
 #             files: end a batch with it when its steps leave more)
 #   pytest    python -m pytest $PYTEST_ARGS (a chosen subset, e.g. one test file; PYTEST_ARGS, SAN_ARGS and SUITE_ARGS
 #             are read as shell words, so quotes in them hold: PYTEST_ARGS='-k "a or b"',
@@ -123,7 +123,7 @@ for step in "$@"; do
       fi
       tar czf "$OUT/gpus-$stamp.tgz" -C /tmp "$stamp-gpus" ;;
     pack)
-      (cd "$OUT" && find . -type f ! -name '*.tgz' -print0 | tar czf "logs-$stamp.tgz" --null -T - --remove-files)
+      (cd "$OUT" && find . -type f ! -name "batch-$stamp.tar" -print0 | tar cf "batch-$stamp.tar" --null -T - --remove-files)
       ls "$OUT" ;;
     readme-tests)
       start=$(date +%s)
