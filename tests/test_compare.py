@@ -396,13 +396,11 @@ COMMITTED = sorted(
     for p in RESULTS.glob("*/**/results.json")
     if p.relative_to(RESULTS).parts[0] != "cpu" and not p.parent.name[:1].isdigit()
 )
-NO_PLAN = {"profile-vector"}  # committed before runs recorded their plan: compared with --force
 
 
 @pytest.mark.parametrize("run", COMMITTED, ids=[f"{p.parent.name}/{p.name}" for p in COMMITTED])
 def test_every_committed_run_compared_with_itself_passes(run, capsys):
-    force = ["--force"] if run.name in NO_PLAN else []
-    assert main(["--compare", str(run), str(run), *force]) == 0, capsys.readouterr().out[-2000:]
+    assert main(["--compare", str(run), str(run)]) == 0, capsys.readouterr().out[-2000:]
     assert capsys.readouterr().out.rstrip().endswith("; exit 0")
 
 
