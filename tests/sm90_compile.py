@@ -8,13 +8,14 @@ its stdout (a process per call cost two seconds of imports each, eight times a r
 A spec names the kernel ("package.module:function"), its signature (argument -> Triton type string, "constexpr" for
 meta-parameters), the constexpr values, the arguments to specialize as 16-divisible (pointers aligned to 16 bytes,
 pitches a multiple of 16 elements, as a launch would see them), and the compile options. Constexpr values given as
-"tl.NAME" are Triton dtypes. A signature entry {"gluon_desc": [type, [rows, cols], "gl.NAME"]} is a Gluon tensor
-descriptor with the default NVMMA shared layout for that box. "ones" names integer arguments given as 1, specialized as
-Triton's launcher would (a constexpr unless the kernel marks it do_not_specialize). Returns, per spec: SASS instruction
-classes (suite.sass.INSTRUCTION_CLASSES), shared memory bytes, the wgmma chain (suite.sass.wgmma_chain: the HGMMA /
-QGMMA instructions and how many of them close a group), the pending-group counts of its wgmma waits in program order,
-the mbarrier try-waits issued while a wgmma group runs (between the group's closing instruction and its wait), the
-PTX's line count of a few instructions, and the SASS's sha256 (two builds' machine code told apart)."""
+"tl.NAME" are Triton dtypes. A signature entry {"gluon_desc": [type, box, "gl.NAME"]} is a Gluon tensor descriptor
+with the default NVMMA shared layout for that box (2 or 3 extents). "ones" names integer arguments given as 1,
+specialized as Triton's launcher would (a constexpr unless the kernel marks it do_not_specialize). Returns, per spec:
+SASS instruction classes (suite.sass.INSTRUCTION_CLASSES), shared memory bytes, the wgmma chain
+(suite.sass.wgmma_chain: the HGMMA / QGMMA instructions and how many of them close a group), the pending-group counts
+of its wgmma waits in program order, the mbarrier try-waits issued while a wgmma group runs (between the group's
+closing instruction and its wait), the PTX's line count of a few instructions, and the SASS's sha256 (two builds'
+machine code told apart)."""
 
 from __future__ import annotations
 
@@ -48,7 +49,7 @@ def compile_one(spec):
             from triton.experimental.gluon import language as gl
             dtype, box, element = ty["gluon_desc"]
             layout = gl.NVMMASharedLayout.get_default_for(box, getattr(gl, element[3:]))
-            ty = f"tensordesc<{dtype}[{box[0]},{box[1]}],{layout!r}>"
+            ty = f"tensordesc<{dtype}[{','.join(map(str, box))}],{layout!r}>"
         signature[arg] = ty
     constexprs = {k: value(v) for k, v in spec["constexprs"].items()}
     # arguments a launch passes as 1: Triton's launcher makes an integer 1 a constexpr unless the kernel says

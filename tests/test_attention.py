@@ -175,6 +175,33 @@ def test_gpu_kernel_matches_the_reference(variant, dtype, stages, size):
         assert torch.equal(masked, torch.zeros_like(masked))
 
 
+def _own_kernels():
+    for v in variants("attention"):
+        if not isinstance(v.kernel, LibraryOp):
+            yield pytest.param(v, id=v.label)
+
+
+@pytest.mark.parametrize("variant", list(_own_kernels()))
+def test_a_head_reads_no_other_heads_keys_or_values(variant):
+    """A key block past a head's skv must read zeros, not the next head's rows: P is 0 there, but 0 times an inf or
+    NaN is NaN. With the second KV head's K and V non-finite, the query heads of the first stay within tolerance.
+    Every kernel of the suite, at its deepest ring, on a GPU; without one, those the interpreter runs."""
+    if why := variant.skip_reason():
+        pytest.skip(why)
+    device = torch.device("cuda") if HAS_GPU else CPU
+    dtype = variant.dtypes[0]
+    size = (2, 2, 2, 70, 130, 64, 0)  # 130 keys: a head's last 128-key block runs 126 rows into the next head's
+    if rule := variant.kernel.refuses(size, dtype):
+        pytest.skip(rule)
+    q, k, v, causal = ATTENTION.make_inputs(size, 17, device, dtype)
+    ref = ATTENTION.reference((q, k, v, causal))
+    k[:, 1], v[:, 1] = float("inf"), float("nan")  # the second KV head of each batch, its first rows included
+    out = torch.full_like(q, float("nan"))
+    variant.kernel.launch((q, k, v, causal), out, variant.stages_for(dtype)[-1])()
+    own = ATTENTION.check(out[:, :1], ref[:, :1], dtype)  # query head 0 of each batch: KV head 0's
+    assert own.valid, (variant.label, own.message)
+
+
 def test_faster_of_takes_a_candidate_that_accepts_and_names_every_refusal():
     from suite.ceilings import faster_of
 

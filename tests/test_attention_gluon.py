@@ -30,7 +30,7 @@ def _spec(dtype: str, d: int, causal: bool, stages: int, mainloop: int = 0) -> d
         "fn": "suite.triton.attention_gluon:attention_gluon_kernel",
         "gluon": True,
         "signature": {
-            **{name: {"gluon_desc": [dtype, [rows, d], ELEMENT[dtype]]} for name, rows in boxes.items()},
+            **{name: {"gluon_desc": [dtype, [1, rows, d], ELEMENT[dtype]]} for name, rows in boxes.items()},
             "o_ptr": f"*{dtype}",
             **{name: "i32" for name in ("HQ", "GROUP", "SQ", "SKV")},
             "qk_scale": "fp32",

@@ -22,11 +22,9 @@ softmax; PINGPONG, FlashAttention-3's ping-pong (the PTX ping-pong form's order,
 barriers): each warpgroup issues its wgmma only on its turn and hands the turn to the other once they are issued, so
 that the tensor pipe alternates between the two and each softmax runs under the other's matrix products.
 
-Operands as 2-D views, (batch x heads x seq, head_dim): a block of K / V rows past a head's skv reads the next head's
-keys (or zeros past the tensor's end), which the masked blocks score -inf; a Q block past sq reads rows that are
-never stored. A known defect of that: P is 0 on those keys, but a non-finite value in the next head's V rows still
-reaches this head's output (0 x inf); 3-D descriptors, as attention_desc.py has, would zero-fill them instead.
-Causal (bottom-right) and GQA as in suite.triton.attention.
+Operands as 3-D views, (batch x heads, seq, head_dim), boxed one head's rows at a time: the TMA unit zero-fills a
+box's rows past the head's sq or skv, so no block reads another head's rows (whose non-finite values would reach this
+head's output through P = 0 times V). Causal (bottom-right) and GQA as in suite.triton.attention.
 
 Needs a GPU of compute capability 9.0 (wgmma); the Triton interpreter does not run Gluon."""
 
@@ -72,34 +70,40 @@ GL_DTYPES = {"fp16": gl.float16, "bf16": gl.bfloat16}
 
 
 @gluon.jit
+def _box(buffers, i, desc):
+    """Buffer ``i`` of ``buffers`` (2-D, [rows, d]) as the TMA destination of ``desc``'s box ([1, rows, d]: one
+    head's rows); the leading unit dimension changes no byte of the swizzled layout."""
+    return buffers.index(i).reshape(desc.block_type.shape)
+
+
+@gluon.jit
 def _producer(q_desc, k_desc, v_desc, q_smem, q_ready, ring, HQ, GROUP, SQ, SKV, CAUSAL: gl.constexpr):
     """The producer partition: Q once, then every K / V block of [0, hi) into the ring, bounded only by the ring."""
     k_ring, v_ring, k_ready, v_ready, k_empty, v_empty = ring
-    WG_ROWS: gl.constexpr = q_desc.block_type.shape[0]
+    WG_ROWS: gl.constexpr = q_desc.block_type.shape[1]
     CONSUMERS: gl.constexpr = q_smem.type.shape[0]
     BLOCK_M: gl.constexpr = CONSUMERS * WG_ROWS
-    BLOCK_N: gl.constexpr = k_desc.block_type.shape[0]
+    BLOCK_N: gl.constexpr = k_desc.block_type.shape[1]
     STAGES: gl.constexpr = k_ring.type.shape[0]
     pid_m = gl.program_id(0)
     pid_bh = gl.program_id(1)
     kv_bh = (pid_bh // HQ) * (HQ // GROUP) + (pid_bh % HQ) // GROUP  # the key / value head (GQA)
     mbarrier.expect(q_ready, CONSUMERS * q_desc.block_type.nbytes)  # each consumer's rows of Q, one box each
     for wg in gl.static_range(CONSUMERS):
-        tma_load(q_desc, [pid_bh * SQ + pid_m * BLOCK_M + wg * WG_ROWS, 0], q_ready, q_smem.index(wg))
+        tma_load(q_desc, [pid_bh, pid_m * BLOCK_M + wg * WG_ROWS, 0], q_ready, _box(q_smem, wg, q_desc))
     _, hi = key_range(pid_m, SQ, SKV, BLOCK_M, BLOCK_N, CAUSAL)
     smem_write_stage = 0
     lap = 0
     for start in range(0, hi, BLOCK_N):
-        row = kv_bh * SKV + start
         # wait until both consumers released K's half of this stage (Q Kᵀ of its previous lap has read it); on the
         # first lap the parity of the phase before the barrier's first one passes at once
         mbarrier.wait(k_empty.index(smem_write_stage), lap ^ 1)
         mbarrier.expect(k_ready.index(smem_write_stage), k_desc.block_type.nbytes)
-        tma_load(k_desc, [row, 0], k_ready.index(smem_write_stage), k_ring.index(smem_write_stage))
+        tma_load(k_desc, [kv_bh, start, 0], k_ready.index(smem_write_stage), _box(k_ring, smem_write_stage, k_desc))
         # the same for V's half (P V of its previous lap has read it)
         mbarrier.wait(v_empty.index(smem_write_stage), lap ^ 1)
         mbarrier.expect(v_ready.index(smem_write_stage), v_desc.block_type.nbytes)
-        tma_load(v_desc, [row, 0], v_ready.index(smem_write_stage), v_ring.index(smem_write_stage))
+        tma_load(v_desc, [kv_bh, start, 0], v_ready.index(smem_write_stage), _box(v_ring, smem_write_stage, v_desc))
         smem_write_stage, lap = next_stage(smem_write_stage, lap, STAGES)
 
 
@@ -391,7 +395,7 @@ def _consumer(
 
 @gluon.jit
 def attention_gluon_kernel(
-    q_desc,  # descriptors over (b x heads x seq, d), boxed [BLOCK_M / CONSUMERS or BLOCK_N, d]
+    q_desc,  # descriptors over (b x heads, seq, d), boxed [1, BLOCK_M / CONSUMERS or BLOCK_N, d]
     k_desc,
     v_desc,
     o_ptr,
@@ -410,9 +414,15 @@ def attention_gluon_kernel(
     num_warps: gl.constexpr,  # one consumer partition's
 ):
     dtype: gl.constexpr = q_desc.dtype
-    q_smem = gl.allocate_shared_memory(dtype, [CONSUMERS] + q_desc.block_type.shape, q_desc.layout)
-    k_ring = gl.allocate_shared_memory(dtype, [STAGES] + k_desc.block_type.shape, k_desc.layout)
-    v_ring = gl.allocate_shared_memory(dtype, [STAGES] + v_desc.block_type.shape, v_desc.layout)
+    # 2-D buffers ([rows, d], as wgmma reads them) for the descriptors' [1, rows, d] boxes
+    WG_ROWS: gl.constexpr = q_desc.block_type.shape[1]
+    BLOCK_N: gl.constexpr = k_desc.block_type.shape[1]
+    HEAD_DIM: gl.constexpr = q_desc.block_type.shape[2]
+    q_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([WG_ROWS, HEAD_DIM], dtype)
+    kv_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([BLOCK_N, HEAD_DIM], dtype)
+    q_smem = gl.allocate_shared_memory(dtype, [CONSUMERS, WG_ROWS, HEAD_DIM], q_layout)
+    k_ring = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], kv_layout)
+    v_ring = gl.allocate_shared_memory(dtype, [STAGES, BLOCK_N, HEAD_DIM], kv_layout)
     q_ready = gl.allocate_shared_memory(gl.int64, [1], mbarrier.MBarrierLayout())
     k_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
     v_ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -449,12 +459,11 @@ def attention_gluon_kernel(
 
 
 def descriptor(t: torch.Tensor, rows: int, dtype: str) -> TensorDescriptor:
-    """``t`` (b, heads, seq, d), contiguous, as the 2-D (b x heads x seq, d) boxed [rows, d], in the 128-byte
-    swizzled shared layout wgmma reads."""
-    d = t.shape[-1]
-    flat = t.view(-1, d)
-    layout = gl.NVMMASharedLayout.get_default_for([rows, d], GL_DTYPES[dtype])
-    return TensorDescriptor(flat, list(flat.shape), [d, 1], [rows, d], layout)
+    """``t`` (b, heads, seq, d), contiguous, as the 3-D (b x heads, seq, d) boxed [1, rows, d], in the 128-byte
+    swizzled shared layout wgmma reads: a box never crosses into the next head (rows past seq are zero-filled)."""
+    b, h, s, d = t.shape
+    layout = gl.NVMMASharedLayout.get_default_for([1, rows, d], GL_DTYPES[dtype])
+    return TensorDescriptor(t.view(b * h, s, d), [b * h, s, d], [s * d, d, 1], [1, rows, d], layout)
 
 
 class GluonAttention:
