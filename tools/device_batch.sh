@@ -32,11 +32,15 @@
 #             the attention rows at the default sizes with the FA4 row among them (SUITE_ARGS adds arguments)
 #   shards    python -m suite.run $SUITE_ARGS --shard I/$SHARD_COUNT for each I in $SHARDS (e.g. SHARDS="1 2"
 #             SHARD_COUNT=3), each cut by SIGINT at SHARD_LIMIT seconds (its measured rows kept, meta.complete false),
-#             each folder as shard-I-<stamp>.tgz: merge them here with python -m suite.merge; RESUME_DIR: a folder (carried
-#             to the machine) holding shard-I/ folders of cut shards, each finished with --resume instead of run anew;
+#             each folder as shard-I-<stamp>.tgz: merge them here with python -m suite.merge. The folders stay on the
+#             machine under SHARD_ROOT (default: /tmp/shards-<hash of SUITE_ARGS and SHARD_COUNT>): the same command
+#             in the next call on a warm machine skips finished shards and resumes a cut one (--resume); on a fresh
+#             machine, RESUME_DIR (a folder carried to it, holding shard-I/ folders) brings cut shards back.
 #             CALL_LIMIT: the seconds the whole batch may take (the call's timeout): each shard is cut at what is left
 #             of it, and a shard with less than SHARD_MIN (60) seconds left is not started (said in the log), so that
-#             many small shards fill a call one after another (end with pack: each shard leaves a tarball and a log)
+#             many small shards fill a call one after another (end with pack: each shard leaves a tarball and a log).
+#             SUITE_DIR: run the suite from another copy of it (e.g. an older commit's suite/, to finish a sweep
+#             begun at that code; suite.merge refuses parts of different suite sources)
 #   pair      python -m suite.run $SUITE_ARGS twice back to back (issue 20's evidence: on a fresh machine the first
 #             is the fresh-cache run), each cut by SIGINT at SUITE_LIMIT seconds (360: a cold default run on an H100
 #             took over 300), then tools/agreement.py back-to-back and ceilings, and --compare of run 1 with run 2 and of run 2 with itself;
@@ -45,6 +49,7 @@ set -u
 export PYTHONUNBUFFERED=1 PIPESUITE_SANITIZER_TIMEOUT=${PIPESUITE_SANITIZER_TIMEOUT:-400}
 OUT=${OUT:-device-out}
 mkdir -p "$OUT"
+OUT=$(cd "$OUT" && pwd)  # absolute: steps may run from another directory (SUITE_DIR)
 stamp=$(date +%Y%m%d-%H%M%S) begin=$(date +%s)
 for step in "$@"; do
   case $step in
@@ -147,11 +152,21 @@ for step in "$@"; do
         --out /tmp/$stamp-fa4 ${SUITE_ARGS:-}" > "$OUT/fa4.log" 2>&1
       echo "fa4 suite rc=$?"; grep -i "fa4" "$OUT/fa4.log" | head -20; tar czf "$OUT/fa4-$stamp.tgz" -C /tmp "$stamp-fa4" ;;
     shards)
+      # one folder per shard under a root named for the sweep (its arguments and shard count), kept on the machine:
+      # the same command again, in the next call, skips the shards that finished and resumes the one that was cut
+      root=${SHARD_ROOT:-/tmp/shards-$(printf '%s' "${SUITE_ARGS:-} ${SHARD_COUNT:-1}" | md5sum | cut -c1-10)}
+      mkdir -p "$root"
       for i in ${SHARDS:-1}; do
-        dir="/tmp/$stamp/shard-$i" resume=""  # each tarball holds shard-I/: tar xzf it into a RESUME_DIR as it is
-        mkdir -p "/tmp/$stamp"
-        if [ -n "${RESUME_DIR:-}" ] && [ -f "$RESUME_DIR/shard-$i/results.json" ]; then
-          dir="$RESUME_DIR/shard-$i" resume="--resume"  # a cut shard carried back: only its unfinished jobs run
+        dir="$root/shard-$i" resume=""
+        if [ ! -f "$dir/results.json" ] && [ -n "${RESUME_DIR:-}" ] && [ -f "$RESUME_DIR/shard-$i/results.json" ]; then
+          cp -r "$RESUME_DIR/shard-$i" "$root/"  # a cut shard carried to a fresh machine (its tarball, untarred)
+        fi
+        if [ -f "$dir/results.json" ]; then
+          if python3 -c 'import json, sys; sys.exit(not json.load(open(sys.argv[1]))["meta"].get("complete"))' \
+            "$dir/results.json"; then
+            echo "shard $i/${SHARD_COUNT:-1}: complete in $root (an earlier call's)"; continue
+          fi
+          resume="--resume"  # only its unfinished jobs run
         fi
         limit=${SHARD_LIMIT:-280}
         if [ -n "${CALL_LIMIT:-}" ]; then  # what the batch has left, 20 s kept for the tarballs and the transfer
@@ -159,10 +174,10 @@ for step in "$@"; do
           if [ $left -lt ${SHARD_MIN:-60} ]; then echo "shard $i/${SHARD_COUNT:-1}: not started ($left s left)"; continue; fi
           [ $left -lt "$limit" ] && limit=$left
         fi
-        eval "timeout -s INT $limit python3 -m suite.run --no-progress --out \"$dir\" $resume \
-          --shard $i/${SHARD_COUNT:-1} ${SUITE_ARGS:-}" > "$OUT/shard-$i.log" 2>&1
+        (cd "${SUITE_DIR:-.}" && eval "timeout -s INT $limit python3 -m suite.run --no-progress --out \"$dir\" $resume \
+          --shard $i/${SHARD_COUNT:-1} ${SUITE_ARGS:-}") > "$OUT/shard-$i.log" 2>&1
         echo "shard $i/${SHARD_COUNT:-1} rc=$?"; tail -2 "$OUT/shard-$i.log"
-        tar czf "$OUT/shard-$i-$stamp.tgz" -C "$(dirname "$dir")" "$(basename "$dir")"
+        tar czf "$OUT/shard-$i-$stamp.tgz" -C "$root" "shard-$i"
       done ;;
     suite)
       eval "timeout -s INT ${SUITE_LIMIT:-400} python3 -m suite.run --no-progress --out /tmp/$stamp-suite ${SUITE_ARGS:-}" \
