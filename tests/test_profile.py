@@ -149,6 +149,8 @@ def test_why_cell():
     vec = _row(problem="vector", profile={**profile.profile_of(kernels[VECTOR])})
     mma = _row(profile={**profile.profile_of(kernels[MMA32])})
     assert profile.why(gemm) == "tensor 80%; long_sb 30%, barrier 28%"
+    measured = _row(profile={**profile.profile_of(kernels[TMA_STORE]), "smem_throughput_pct": 41.2})
+    assert profile.why(measured) == "tensor 80%, smem 41%; long_sb 30%, barrier 28%"
     assert profile.why(mma) == "tensor 62%; wait 46%, math_throttle 21%"
     assert profile.why(vec) == "dram 82%; long_sb 62%, short_sb 15%; bank conflicts 12%"
     assert profile.why(_row()) == "-"
@@ -264,7 +266,8 @@ def test_profile_pass_with_a_fake_ncu(tmp_path, monkeypatch):
         "--page",
         "raw",
     ]
-    assert argv[argv.index("--metrics") + 1].split(",") == list(profile.METRICS)
+    assert argv[argv.index("--metrics") + 1].split(",") == list(profile.METRICS + profile.EXTRA_METRICS)
+    assert f"{len(profile.METRICS) + len(profile.EXTRA_METRICS)} metrics;" in line
     worker = argv[argv.index("--metrics") + 2 :]
     assert worker[:3] == [sys.executable, "-m", "suite.driver.profile_worker"]
     assert worker[3:] == [
@@ -281,6 +284,36 @@ def test_profile_pass_with_a_fake_ncu(tmp_path, monkeypatch):
     assert rows[0]["profile"]["kernel"] == "scale2_pipeline<3>"
     assert rows[1]["profile"]["kernels"] == 2 and rows[2]["profile"]["tensor_pipe_pct"] == 54.55
     assert "profile" not in rows[3]
+
+
+def test_an_extra_metric_ncu_refuses_is_dropped_for_the_rest_of_the_run(tmp_path, monkeypatch):
+    """An ncu that does not know the shared-memory throughput metric: the first group is profiled again without it,
+    the next is asked without it, every row gets its profile (no smem figure), and the metadata's line says so."""
+    bindir, calls = tmp_path / "bin", tmp_path / "calls.jsonl"
+    bindir.mkdir()
+    (tmp_path / "stdout.txt").write_text(_sample_with_ranges([0, 1, 1, 2, 2, 2, 2]))
+    script = bindir / "ncu"
+    script.write_text(f"""#!{sys.executable}
+import json, sys
+if sys.argv[1:] == ["--version"]:
+    print("Version 2099.1.0.0")
+    sys.exit(0)
+metrics = sys.argv[sys.argv.index("--metrics") + 1].split(",")
+open({str(calls)!r}, "a").write(json.dumps(metrics) + "\\n")
+if {profile.SMEM_THROUGHPUT!r} in metrics:
+    print("==ERROR== Failed to find metric {profile.SMEM_THROUGHPUT}")
+    sys.exit(1)
+sys.stdout.write(open({str(tmp_path / "stdout.txt")!r}).read())
+""")
+    script.chmod(0o755)
+    monkeypatch.delenv("PIPESUITE_NCU", raising=False)
+    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
+    rows = _gemm_rows() + [_row(variant="128x256x32 mma.sync", stages=3, shape="8192x8192x8192")]
+    line = profile.add_profiles(rows, on_gpu=True, progress=False)
+    asked = [json.loads(c) for c in calls.read_text().splitlines()]
+    assert [profile.SMEM_THROUGHPUT in m for m in asked] == [True, False, False]  # 2 groups, the first asked twice
+    assert all(r["profile"].get("kernel") and r["profile"]["smem_throughput_pct"] is None for r in rows[:3])
+    assert f"{len(profile.METRICS)} metrics (this ncu refused {profile.SMEM_THROUGHPUT})" in line
 
 
 @pytest.mark.parametrize("status", [0, 1])

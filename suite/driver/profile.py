@@ -13,9 +13,11 @@ cuBLAS handles), then calls it once more between cudaProfilerStart and cudaProfi
   relying on launch order or kernel names;
 - ``--clock-control none``: the suite never changes the GPU's clocks (ncu would lock them to base by default), so
   the profile sees the clocks the timings saw;
-- ``--csv --page raw --metrics METRICS``: a small fixed set (below). ncu replays the kernel once per pass over the
-  metric groups (a pass per group of metrics the hardware counts together), restoring the memory it writes and
-  flushing the caches before each pass (``--cache-control all``, ncu's default), like the timing's flushed L2.
+- ``--csv --page raw --metrics METRICS``: a small fixed set (below), and EXTRA_METRICS where this ncu knows them
+  (refused once, they are dropped for the rest of the run, and the metadata's line says so). ncu replays the kernel
+  once per pass over the metric groups (a pass per group of metrics the hardware counts together), restoring the
+  memory it writes and flushing the caches before each pass (``--cache-control all``, ncu's default), like the
+  timing's flushed L2.
 
 Without a GPU, without ncu, or without permission to read the GPU's performance counters (ERR_NVGPUCTRPERM),
 ``add_profiles`` raises ``Unavailable`` with a one-line reason and leaves the rows as they are.
@@ -76,6 +78,12 @@ WARPS_ELIGIBLE = "smsp__warps_eligible.avg.per_cycle_active"
 # There is no separate wgmma cycles metric; the row's SASS classes (HMMA / HGMMA) tell which it was.
 TENSOR_PIPE = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
 DURATION = "gpu__time_duration.sum"  # only to pick the longest kernel of a multi-kernel call; never reported
+# The shared-memory data pipe's wavefronts as a share of its peak rate: ncu's "Shared Memory" throughput (Memory
+# Workload Analysis). Not in the committed sample, so asked for as an extra (EXTRA_METRICS): an ncu that refuses it
+# profiles without it.
+SMEM_THROUGHPUT = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed"
+EXTRA_METRICS = (SMEM_THROUGHPUT,)
+UNKNOWN_METRIC = "Failed to find metric"  # ncu's error for a metric name this ncu or GPU does not have
 SMEM = {  # shared memory, loads (LDS, and ldmatrix's wavefronts) and stores (STS)
     "ld_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
     "st_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_st.sum",
@@ -233,6 +241,7 @@ def profile_of(kernel: dict) -> dict:
         "dram_throughput_pct": v.get(DRAM_THROUGHPUT),
         "achieved_occupancy_pct": v.get(OCCUPANCY),
         "tensor_pipe_pct": v.get(TENSOR_PIPE),
+        "smem_throughput_pct": v.get(SMEM_THROUGHPUT),
         "warps_per_scheduler": {"active": v.get(WARPS_ACTIVE), "eligible": v.get(WARPS_ELIGIBLE)},
         "top_stalls": [{"reason": r, "share_pct": round(100 * x / total, 1), "warps_per_issue": x} for r, x in top],
         "stalls": stalls,
@@ -245,10 +254,10 @@ def _pct(x) -> str:
 
 
 def why(row: dict) -> str:
-    """The compact cell: what the kernel keeps busy (the tensor pipe for a TFLOP/s problem, DRAM for a GB/s one),
-    the two largest stall reasons with their share of stall cycles, and shared-memory bank conflicts when they add
-    5% or more of the wavefronts. E.g. 'tensor 66%; wait 42%, long_sb 12%' (no '|': the cell sits in Markdown
-    tables). '-' for a row without a profile."""
+    """The compact cell: what the kernel keeps busy (the tensor pipe for a TFLOP/s problem, DRAM for a GB/s one; and
+    the shared-memory data pipe where it was measured), the two largest stall reasons with their share of stall
+    cycles, and shared-memory bank conflicts when they add 5% or more of the wavefronts. E.g. 'tensor 66%, smem 41%;
+    wait 42%, long_sb 12%' (no '|': the cell sits in Markdown tables). '-' for a row without a profile."""
     p = row.get("profile")
     if not p:
         return "-"
@@ -259,6 +268,8 @@ def why(row: dict) -> str:
         if row.get("unit") == "TFLOP/s"
         else f"dram {_pct(p.get('dram_throughput_pct'))}"
     )
+    if p.get("smem_throughput_pct") is not None:
+        lead += f", smem {_pct(p['smem_throughput_pct'])}"
     stalls = ", ".join(f"{SHORT.get(s['reason'], s['reason'])} {s['share_pct']:.0f}%" for s in p["top_stalls"][:2])
     cell = lead + (f"; {stalls}" if stalls else "")
     conflict = (p.get("smem") or {}).get("bank_conflict_pct")
@@ -274,6 +285,7 @@ CSV_FIELDS = (
     "profile_dram_throughput_pct",
     "profile_achieved_occupancy_pct",
     "profile_tensor_pipe_pct",
+    "profile_smem_throughput_pct",
     "profile_warps_active_per_scheduler",
     "profile_warps_eligible_per_scheduler",
     "profile_stall_1",
@@ -306,6 +318,7 @@ def flat(row: dict) -> dict:
             "dram_throughput_pct",
             "achieved_occupancy_pct",
             "tensor_pipe_pct",
+            "smem_throughput_pct",
         )
     }
     out["profile_warps_active_per_scheduler"] = p["warps_per_scheduler"]["active"]
@@ -348,7 +361,8 @@ def ncu_version(ncu: str) -> str:
     return versions[-1] if versions else (out.strip().splitlines() or ["unknown"])[-1]
 
 
-def ncu_command(ncu: str, worker_args: list[str]) -> list[str]:
+def ncu_command(ncu: str, worker_args: list[str], extras: bool = True) -> list[str]:
+    """ncu over the profile worker, asking for METRICS, and EXTRA_METRICS with ``extras``."""
     return [
         ncu,
         "--clock-control",
@@ -360,7 +374,7 @@ def ncu_command(ncu: str, worker_args: list[str]) -> list[str]:
         "--page",
         "raw",
         "--metrics",
-        ",".join(METRICS),
+        ",".join(METRICS + (EXTRA_METRICS if extras else ())),
         sys.executable,
         "-m",
         "suite.driver.profile_worker",
@@ -383,47 +397,61 @@ def _item(row: dict, stages_swept: bool) -> str:
 
 
 def profile_group(
-    ncu: str, problem: str, shape: str, rows: list[dict], seed: int = 0, timeout_s: float | None = None, dtype: str = ""
-) -> None:
+    ncu: str,
+    problem: str,
+    shape: str,
+    rows: list[dict],
+    seed: int = 0,
+    timeout_s: float | None = None,
+    dtype: str = "",
+    extras: bool = True,
+) -> bool:
     """Profile ``rows`` (all of one problem and shape) in one worker process under ncu and set each row's
-    ``profile``: the profile object, or {"error": why} for a row whose kernel ncu did not profile. Raises
-    Unavailable when ncu cannot profile at all (no permission, a metric ncu does not know, ...)."""
+    ``profile``: the profile object, or {"error": why} for a row whose kernel ncu did not profile. With ``extras``,
+    EXTRA_METRICS are asked for too, and once more without them if ncu refuses a metric name. Returns whether the
+    extras were collected. Raises Unavailable when ncu cannot profile at all (no permission, a metric of METRICS
+    ncu does not know, ...)."""
+    from suite.problems import PROBLEMS
     from suite.registry import variants
 
     swept = {v.label: v.stages != (None,) for v in variants(problem)}
     items = [_item(r, swept.get(f"{r['backend']}:{r['variant']}", True)) for r in rows]
-    with tempfile.TemporaryDirectory(prefix="pipesuite-profile-") as tmp:
-        manifest_path = Path(tmp) / "manifest.json"
-        from suite.problems import PROBLEMS
-
-        name = next((d.name for d in PROBLEMS[problem].dtypes.values() if d.label == dtype), "")
-        cmd = ncu_command(
-            ncu,
-            ["--seed", str(10_000 + seed), "--manifest", str(manifest_path)]
-            + (["--dtype", name] if name else [])
-            + [problem, shape, *items],
-        )
-        env = dict(os.environ)
-        root = str(Path(__file__).resolve().parents[2])  # the repository root, so the worker imports this suite
-        env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
-        try:
-            done = subprocess.run(
-                cmd, capture_output=True, text=True, env=env, timeout=timeout_s or 120 + 30 * len(rows)
+    name = next((d.name for d in PROBLEMS[problem].dtypes.values() if d.label == dtype), "")
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[2])  # the repository root, so the worker imports this suite
+    env["PYTHONPATH"] = os.pathsep.join([root] + ([env["PYTHONPATH"]] if env.get("PYTHONPATH") else []))
+    while True:
+        with tempfile.TemporaryDirectory(prefix="pipesuite-profile-") as tmp:
+            manifest_path = Path(tmp) / "manifest.json"
+            cmd = ncu_command(
+                ncu,
+                ["--seed", str(10_000 + seed), "--manifest", str(manifest_path)]
+                + (["--dtype", name] if name else [])
+                + [problem, shape, *items],
+                extras=extras,
             )
-        except subprocess.TimeoutExpired as e:
-            raise Unavailable(f"ncu did not finish {problem} {shape} in {e.timeout:.0f} s") from None
-        manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else []
-    output = done.stdout + "\n" + done.stderr
-    if PERMISSION_ERROR in output:
-        raise Unavailable(
-            f"no permission to read the GPU's performance counters ({PERMISSION_ERROR}: "
-            "developer.nvidia.com/ERR_NVGPUCTRPERM)"
-        )
-    try:
-        kernels = read_raw_csv(done.stdout)
-    except ValueError:
-        raise Unavailable(f"ncu profiled nothing (exit status {done.returncode}): {_first_error(output)}") from None
-    assign(rows, kernels, manifest, shape, worker_error=None if done.returncode == 0 else _first_error(done.stderr))
+            try:
+                done = subprocess.run(
+                    cmd, capture_output=True, text=True, env=env, timeout=timeout_s or 120 + 30 * len(rows)
+                )
+            except subprocess.TimeoutExpired as e:
+                raise Unavailable(f"ncu did not finish {problem} {shape} in {e.timeout:.0f} s") from None
+            manifest = json.loads(manifest_path.read_text()) if manifest_path.exists() else []
+        output = done.stdout + "\n" + done.stderr
+        if PERMISSION_ERROR in output:
+            raise Unavailable(
+                f"no permission to read the GPU's performance counters ({PERMISSION_ERROR}: "
+                "developer.nvidia.com/ERR_NVGPUCTRPERM)"
+            )
+        try:
+            kernels = read_raw_csv(done.stdout)
+        except ValueError:
+            if extras and UNKNOWN_METRIC in output:
+                extras = False  # this ncu does not know an extra metric: the fixed set alone
+                continue
+            raise Unavailable(f"ncu profiled nothing (exit status {done.returncode}): {_first_error(output)}") from None
+        assign(rows, kernels, manifest, shape, worker_error=None if done.returncode == 0 else _first_error(done.stderr))
+        return extras
 
 
 def assign(
@@ -494,6 +522,7 @@ def add_profiles(rows: list[dict], on_gpu: bool, seed: int = 0, progress: bool =
     if not timed:
         raise Unavailable("no row was timed, so nothing is profiled")
     ncu = find_ncu()
+    extras = True  # until ncu refuses one of EXTRA_METRICS
     groups: dict[tuple[str, str, str], list[dict]] = {}
     for r in timed:  # one worker per (problem, shape, dtype): the rows of one group share their inputs
         groups.setdefault((r["problem"], r["shape"], r.get("dtype") or ""), []).append(r)
@@ -504,7 +533,9 @@ def add_profiles(rows: list[dict], on_gpu: bool, seed: int = 0, progress: bool =
                 f"profiling {problem} {shape}: {len(group)} launches under ncu ...", end="", file=sys.stderr, flush=True
             )
         try:
-            profile_group(ncu, problem, shape, group, seed, timeout_s=group_timeout(), dtype=dtype)
+            extras = profile_group(
+                ncu, problem, shape, group, seed, timeout_s=group_timeout(), dtype=dtype, extras=extras
+            )
         except Unavailable as e:
             if progress:
                 print(" failed", file=sys.stderr)
@@ -515,4 +546,6 @@ def add_profiles(rows: list[dict], on_gpu: bool, seed: int = 0, progress: bool =
             continue
         if progress:
             print(f" {time.time() - t0:.0f} s", file=sys.stderr)
-    return f"ncu {ncu_version(ncu)}, --clock-control none, {len(METRICS)} metrics; {TIMED_NOTE}"
+    count = len(METRICS) + (len(EXTRA_METRICS) if extras else 0)
+    refused = "" if extras else f" (this ncu refused {', '.join(EXTRA_METRICS)})"
+    return f"ncu {ncu_version(ncu)}, --clock-control none, {count} metrics{refused}; {TIMED_NOTE}"
