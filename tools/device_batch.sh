@@ -9,7 +9,8 @@
 #   gemm      python -m suite.run --problem gemm (timed: alone on the GPU)
 #   vector    python -m suite.run --problem vector (timed: alone on the GPU)
 #   profile   python -m suite.run --profile --problem gemm --size 4096, then --profile --problem vector
-#             (PROFILE_PROBLEMS picks: "gemm", "vector" or both, the default)
+#             (PROFILE_PROBLEMS picks: "gemm", "vector", "attention" or several; gemm and vector the default),
+#             PROFILE_ARGS added to each (e.g. --dtype bf16), each cut at PROFILE_LIMIT (280) seconds
 #   gpus      python -m suite.run --gpus all $SUITE_ARGS, then tools/agreement.py gpus against this batch's pair run 2
 #             when there is one (run the pair first in the same batch), the folder as gpus-<stamp>.tgz
 #   pack      every file under $OUT, logs and tarballs, into one batch-<stamp>.tar (the device tool brings back at most 8
@@ -79,8 +80,8 @@ for step in "$@"; do
       dirs=()
       for p in ${PROFILE_PROBLEMS:-gemm vector}; do
         size=(); [ "$p" = gemm ] && size=(--size 4096)
-        timeout 280 python3 -m suite.run --profile --problem $p "${size[@]}" --no-progress \
-          --out "/tmp/$stamp-profile-$p" > "$OUT/profile-$p.log" 2>&1
+        eval "timeout ${PROFILE_LIMIT:-280} python3 -m suite.run --profile --problem $p ${size[*]} --no-progress \
+          --out /tmp/$stamp-profile-$p ${PROFILE_ARGS:-}" > "$OUT/profile-$p.log" 2>&1
         echo "profile $p rc=$?"; dirs+=("$stamp-profile-$p")
       done
       tar czf "$OUT/profile-$stamp.tgz" -C /tmp "${dirs[@]}" ;;
