@@ -191,7 +191,7 @@ def test_a_head_reads_no_other_heads_keys_or_values(variant):
         pytest.skip(why)
     device = torch.device("cuda") if HAS_GPU else CPU
     dtype = variant.dtypes[0]
-    size = (2, 2, 2, 70, 130, 64, 0)  # 130 keys: a head's last 128-key block runs 126 rows into the next head's
+    size = (2, 4, 2, 70, 130, 64, 0)  # 130 keys: a head's last 64- or 128-key block runs into the next head's rows
     if rule := variant.kernel.refuses(size, dtype):
         pytest.skip(rule)
     q, k, v, causal = ATTENTION.make_inputs(size, 17, device, dtype)
@@ -199,7 +199,7 @@ def test_a_head_reads_no_other_heads_keys_or_values(variant):
     k[:, 1], v[:, 1] = float("inf"), float("nan")  # the second KV head of each batch, its first rows included
     out = torch.full_like(q, float("nan"))
     variant.kernel.launch((q, k, v, causal), out, variant.stages_for(dtype)[-1])()
-    own = ATTENTION.check(out[:, :1], ref[:, :1], dtype)  # query head 0 of each batch: KV head 0's
+    own = ATTENTION.check(out[:, :2], ref[:, :2], dtype)  # query heads 0 and 1 of each batch: KV head 0's (GQA)
     assert own.valid, (variant.label, own.message)
 
 

@@ -13,8 +13,8 @@
 #             PROFILE_ARGS added to each (e.g. --dtype bf16), each cut at PROFILE_LIMIT (280) seconds
 #   gpus      python -m suite.run --gpus all $SUITE_ARGS, then tools/agreement.py gpus against this batch's pair run 2
 #             when there is one (run the pair first in the same batch), the folder as gpus-<stamp>.tgz
-#   pack      every file under $OUT, logs and tarballs, into one batch-<stamp>.tar (the device tool brings back at most 8
-#             files: end a batch with it when its steps leave more)
+#   pack      every file under $OUT, logs and tarballs, into one batch-<stamp>.tgz, in 15 MiB parts when larger (the
+#             device tool brings back at most 8 files of 16 MiB: end a batch with it when its steps leave more)
 #   pytest    python -m pytest $PYTEST_ARGS (a chosen subset, e.g. one test file; PYTEST_ARGS, SAN_ARGS and SUITE_ARGS
 #             are read as shell words, so quotes in them hold: PYTEST_ARGS='-k "a or b"',
 #             SAN_ARGS='--variant "ptx:64x128 split-k tma+wgmma"')
@@ -129,8 +129,11 @@ for step in "$@"; do
       fi
       tar czf "$OUT/gpus-$stamp.tgz" -C /tmp "$stamp-gpus" ;;
     pack)
-      (cd "$OUT" && find . -type f ! -name "batch-$stamp.tar" -print0 | tar cf "batch-$stamp.tar" --null -T - --remove-files)
-      ls "$OUT" ;;
+      (cd "$OUT" && find . -type f ! -name "batch-$stamp.tgz" -print0 | tar czf "batch-$stamp.tgz" --null -T - --remove-files
+        # the tool brings back files of 16 MiB at most: a larger bundle in 15 MiB parts (cat batch-*.part-* to join)
+        if [ "$(stat -c %s "batch-$stamp.tgz")" -gt $((15 << 20)) ]; then
+          split -b 15M "batch-$stamp.tgz" "batch-$stamp.tgz.part-" && rm "batch-$stamp.tgz"; fi)
+      ls -s "$OUT" ;;
     readme-tests)
       start=$(date +%s)
       timeout ${TEST_LIMIT:-540} python3 -m pytest -p no:cacheprovider --durations=60 > "$OUT/readme-tests.log" 2>&1
@@ -153,21 +156,25 @@ for step in "$@"; do
         --out /tmp/$stamp-fa4 ${SUITE_ARGS:-}" > "$OUT/fa4.log" 2>&1
       echo "fa4 suite rc=$?"; grep -i "fa4" "$OUT/fa4.log" | head -20; tar czf "$OUT/fa4-$stamp.tgz" -C /tmp "$stamp-fa4" ;;
     shards)
-      # one folder per shard under a root named for the sweep (its arguments and shard count), kept on the machine:
-      # the same command again, in the next call, skips the shards that finished and resumes the one that was cut
-      root=${SHARD_ROOT:-/tmp/shards-$(printf '%s' "${SUITE_ARGS:-} ${SHARD_COUNT:-1}" | md5sum | cut -c1-10)}
-      mkdir -p "$root"
+      # one folder per shard under a root named for the sweep (its arguments, shard count and suite source), kept on
+      # the machine: the same command again, in the next call, skips the shards that finished and resumes the one
+      # that was cut; other code gets another root (suite.merge refuses parts of different suite sources)
+      source_hash=$(cd "${SUITE_DIR:-.}" && python3 -c 'from suite.driver.meta import suite_source; print(suite_source())')
+      root=${SHARD_ROOT:-/tmp/shards-$(printf '%s' "${SUITE_ARGS:-} ${SHARD_COUNT:-1} $source_hash" | md5sum | cut -c1-10)}
+      mkdir -p "$root" && root=$(cd "$root" && pwd)
       for i in ${SHARDS:-1}; do
         dir="$root/shard-$i" resume=""
         if [ ! -f "$dir/results.json" ] && [ -n "${RESUME_DIR:-}" ] && [ -f "$RESUME_DIR/shard-$i/results.json" ]; then
           cp -r "$RESUME_DIR/shard-$i" "$root/"  # a cut shard carried to a fresh machine (its tarball, untarred)
         fi
         if [ -f "$dir/results.json" ]; then
-          if python3 -c 'import json, sys; sys.exit(not json.load(open(sys.argv[1]))["meta"].get("complete"))' \
-            "$dir/results.json"; then
-            echo "shard $i/${SHARD_COUNT:-1}: complete in $root (an earlier call's)"; continue
-          fi
-          resume="--resume"  # only its unfinished jobs run
+          state=$(python3 -c 'import json, sys; m = json.load(open(sys.argv[1]))["meta"]
+print("complete" if m.get("complete") else "cut" if m.get("plan") else "unplanned")' "$dir/results.json")
+          case $state in
+            complete) echo "shard $i/${SHARD_COUNT:-1}: complete in $root (an earlier call's)"; continue ;;
+            cut) resume="--resume" ;;  # only its unfinished jobs run
+            *) rm -rf "$dir" ;;  # cut before its plan was made: nothing to resume, run it anew
+          esac
         fi
         limit=${SHARD_LIMIT:-280}
         if [ -n "${CALL_LIMIT:-}" ]; then  # what the batch has left, 20 s kept for the tarballs and the transfer
