@@ -5,8 +5,8 @@ a whole run, or an earlier merge. The output is what suite.run writes (table.md,
 through suite.driver.report.write), rows in plan order, with metadata saying which parts it was merged from.
 
 It refuses, with exit 2 and one line naming the rule:
-- results of different plans (the plan's id: another selection, sizes, seed, timer, launch, --quick, or another
-  version of a plugin's code);
+- results of different plans (the plan's id: another selection, sizes, seed, timer, launch, --quick, other
+  registered variants, as another commit's, or another version of a plugin's code);
 - results of different GPU models (``--by gpu`` puts them side by side instead);
 - results of different software (Python, torch, Triton, cuda-core / cuda-bindings, NVRTC, the driver, the CUDA
   runtime, or the suite's own source);
@@ -190,7 +190,8 @@ def same_plan(parts: list[Part]) -> None:
         if part.plan["id"] != first.plan["id"]:
             raise MergeError(
                 f"mixed plans: {first.dir} ran plan {first.plan['id']}, {part.dir} plan "
-                f"{part.plan['id']} (another selection, sizes, seed, timer, launch or --quick)"
+                f"{part.plan['id']} (another selection, sizes, seed, timer, launch or --quick, or other registered "
+                "variants: a run of another commit, or with another plugin)"
             )
 
 

@@ -132,9 +132,10 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--size",
         nargs="+",
         metavar="SIZE",
-        help="problem sizes: vector n ('268435456' or '2^28'), gemm 'M' (a cube) or 'MxNxK'. "
-        "Needs a single --problem. Without a GPU, limited to what the interpreter runs in seconds "
-        "(vector n <= 2^24, gemm M*N*K <= 2^28)",
+        help="problem sizes: vector n ('268435456' or '2^28'), gemm 'M' (a cube) or 'MxNxK', attention "
+        "'BxHQxHKVxSQxSKVxD', '-causal' appended for a causal mask. Needs a single --problem. Without a GPU, limited "
+        "to what the interpreter runs in seconds (vector n <= 2^24, gemm M*N*K <= 2^28, attention "
+        "4*B*HQ*SQ*SKV*D <= 2^30)",
     )
     p.add_argument(
         "--shapes",
@@ -142,7 +143,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         metavar="NAME",
         help="named shape sets instead of the default sizes (gemm: square, llm: Llama-3 8B/70B "
         "projections at decode and prefill M, long-k: fewer output tiles than SMs, sweep: --sweep-count shapes drawn "
-        "with --sweep-seed from public model dimensions)",
+        "with --sweep-seed from public model dimensions; attention: attn-8b, attn-70b, attn-d64: Llama-3 8B's and "
+        "70B's heads and a d = 64 model's at 512 to 16k tokens)",
     )
     p.add_argument(
         "--sweep-seed",
@@ -163,7 +165,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--dtype",
         nargs="+",
         metavar="DTYPE",
-        help="only these input types (vector: fp32; gemm: fp16, bf16, fp8e4m3; default: all)",
+        help="only these input types (vector: fp32; gemm: fp16, bf16, fp8e4m3; attention: bf16, fp16; default: all)",
     )
     p.add_argument(
         "--out",

@@ -115,7 +115,7 @@ def test_parse_shard(text, shard):
     [
         ("0/3", "between 1 and N"),
         ("4/3", "between 1 and N"),
-        ("1/0", "between"),
+        ("1/0", "N must be at least 1"),
         ("3", "a shard is I/N"),
         ("a/b", "a shard is I/N"),
         ("-1/3", "I/N"),
@@ -192,6 +192,7 @@ def _cli(*argv, env=None):
     "argv, env, says",
     [
         (["--shard", "4/3"], {}, "error: argument --shard: '4/3': I must be between 1 and N"),
+        (["--shard", "1/0"], {}, "error: argument --shard: '1/0': N must be at least 1"),
         (["--shard", "x"], {}, "error: argument --shard: 'x': a shard is I/N"),
         ([], _slurm(3, 3), "error: SLURM_ARRAY_TASK_*: SLURM_ARRAY_TASK_ID=3 is not one of COUNT=3"),
         (["--gpus", "all"], {}, "error: --gpus all: no CUDA GPU here"),

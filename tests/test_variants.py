@@ -135,6 +135,31 @@ def test_builds_without_spills_with_its_sass(variant, arch):
     assert not problems, f"{variant.label} built for {arch}:\n  " + "\n  ".join(problems)
 
 
+def _fp8_cases():
+    for v in VARIANTS:
+        if isinstance(v.kernel, NvrtcModule) and any(d.startswith("fp8") for d in v.dtypes) and len(v.dtypes) > 1:
+            yield pytest.param(v, id=v.label)
+
+
+@pytest.mark.parametrize("variant", list(_fp8_cases()))
+def test_a_cpu_description_of_an_fp8_row_is_of_its_fp8_build(variant):
+    """Without a GPU a row is described by its dtype's build: an fp8 row's description (each depth's kernel, its
+    configuration and SASS) is not a 16-bit build's (HGMMA where its own has QGMMA)."""
+    from suite.driver.precompile import describe
+
+    problem = PROBLEMS[variant.problem]
+    build = variant.kernel.build_for(problem.default_sizes[0])
+
+    def seen(dtype):
+        described = describe(variant, problem, dtype, build)
+        return {s: (info.config, sorted(dict(info.sass).items())) for s, info in described.items()}
+
+    fp8 = [d for d in variant.dtypes if d.startswith("fp8")]
+    wide = [d for d in variant.dtypes if not d.startswith("fp8")]
+    for d in fp8:
+        assert all(seen(d) != seen(w) for w in wide), f"{variant.label}: {d} described as a 16-bit build"
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # Bad input: refused with a ValueError that names the rule, before anything is launched
 # ---------------------------------------------------------------------------------------------------------------

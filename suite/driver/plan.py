@@ -398,7 +398,9 @@ def parse_shard(text: str) -> tuple[int, int]:
     if not m:
         raise ValueError(f"{text!r}: a shard is I/N, e.g. 2/3 (the second of three)")
     index, count = int(m[1]), int(m[2])
-    if count < 1 or not 1 <= index <= count:
+    if count < 1:
+        raise ValueError(f"{text!r}: N must be at least 1 (the number of shards)")
+    if not 1 <= index <= count:
         raise ValueError(f"{text!r}: I must be between 1 and N (shards are numbered 1/N to N/N)")
     return index, count
 

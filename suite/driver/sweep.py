@@ -35,7 +35,8 @@ def _kept_jobs(record: dict, plan, jobs: list, index: int, count: int) -> dict[i
     if was != plan.id:
         raise ResumeError(
             f"the earlier run is of plan {was}, this one of plan {plan.id} (another selection, sizes, seed, timer, "
-            "launch or --quick): resume it with its own arguments (its results.json's meta.command)"
+            "launch or --quick, or other registered variants): resume it with its own arguments (its results.json's "
+            "meta.command) and code"
         )
     shard = meta.get("shard") or {}
     if (shard.get("index"), shard.get("count")) != (index, count):

@@ -50,7 +50,7 @@ import numpy as np
 import torch
 
 from suite.checks import check_cuda, check_stages, gemm_operands
-from suite.kernel import Fault, NvrtcModule
+from suite.kernel import Fault, KernelInfo, NvrtcModule
 from suite.nvrtc import loader
 from suite.problem_types import meta_tensor
 from suite.problems import BadInput
@@ -357,6 +357,22 @@ class DecodeModule(NvrtcModule):
             for d in self.dtypes
             for t, c, a in self.shapes()
         )
+
+    def describe(self, arch: str, dtype: str | None = None) -> dict[int, KernelInfo]:
+        """Every depth's kernel of the first plan shape at ``dtype`` (default: the module's first dtype)."""
+        dtype = dtype or self.dtypes[0]
+        plan = Plan(*self.shapes()[0], 1, 1, 1, tail=self.tail)
+        built = self.build(arch)
+        return {
+            s: built.kernel_info(
+                plan.name_expression(s, dtype),
+                self.stage_bytes,
+                s,
+                threads=self.threads,
+                config=f"{arch} cubin, {plan.name_expression(s, dtype)}; {self.config()}",
+            )
+            for s in self.stages
+        }
 
     def refuses(self, size, dtype: str) -> str | None:
         return refusal(size, dtype)
