@@ -8,6 +8,8 @@ next candidate of the rule is taken; a shape every candidate refuses is refused 
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import torch
 
 from suite import gemm_rule
@@ -38,9 +40,24 @@ class AutoGemm(KernelModule):
             d for d in ("fp16", "bf16", "fp8e4m3") if any(d in (c.dtypes or ()) for c in candidates.values())
         )
 
-    def _describe(self, arch: str, dtype: str | None = None) -> dict[None, KernelInfo]:
-        """Without a GPU: every candidate NVRTC builds, compiled for ``arch`` (the shape picks which one a launch
-        runs; the row's note says which), as one description of its one row."""
+    def build_for(self, size) -> tuple | None:
+        """The shape itself, where a candidate is an NVRTC build: the rule picks the kernel a row runs from it, and
+        ``describe(..., build=size)`` describes that kernel."""
+        return tuple(size) if any(isinstance(c, NvrtcModule) for c in self.candidates.values()) else None
+
+    def _describe(self, arch: str, dtype: str | None = None, build: tuple | None = None) -> dict[None, KernelInfo]:
+        """Without a GPU: the kernel the rule picks for the shape ``build`` at ``dtype``, compiled for ``arch`` and
+        described at the depth it picks, as the description of its one row; without a shape (or where the pick is
+        not an NVRTC build), every candidate NVRTC builds, compiled."""
+        dtype = dtype or self.dtypes[0]
+        if build is not None:
+            try:
+                choice, kernel, stages = self.pick(build, dtype)
+            except ValueError:
+                kernel = None
+            if isinstance(kernel, NvrtcModule):
+                info = kernel.describe(arch, dtype)[stages]
+                return {None: replace(info, config=f"{choice.kernel} at {stages} stages; {info.config}")}
         built = [name for name, c in self.candidates.items() if isinstance(c, NvrtcModule) and c.build(arch)]
         return {None: KernelInfo(config=f"{arch} cubins of every candidate: {', '.join(built)}")}
 

@@ -186,6 +186,21 @@ def test_auto_rows_registered_with_one_unstaged_row():
         assert v.kernel.choice((67, 45, 48), "fp16").count("\n") == 0
 
 
+@pytest.mark.parametrize("dtype", ["fp16", "fp8e4m3"])
+@pytest.mark.parametrize("size", [(16, 4096, 4096), (256, 512, 1024), (4096, 4096, 4096)])
+def test_ptx_auto_is_described_as_its_pick_without_a_gpu(size, dtype):
+    """A CPU run's ptx:auto row shows the build the rule picks for its shape and dtype: that kernel's SASS and
+    resources at the depth picked, its name first in the configuration."""
+    from suite.driver.precompile import CPU_ARCH, describe
+
+    v = next(v for v in variants("gemm") if v.label == "ptx:auto")
+    choice, kernel, stages = v.kernel.pick(size, dtype)
+    info = describe(v, GEMM, dtype, v.kernel.build_for(size))[None]
+    own = kernel.describe(CPU_ARCH, dtype)[stages]
+    assert info.config.startswith(f"{choice.kernel} at {stages} stages; ")
+    assert dict(info.sass) == dict(own.sass) and info.registers == own.registers and dict(info.sass)
+
+
 @pytest.mark.parametrize("size", GEMM.cpu_sizes)
 def test_triton_auto_validates_in_the_interpreter(size):
     v = next(v for v in variants("gemm") if v.label == "triton:auto")
