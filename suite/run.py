@@ -187,7 +187,11 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     p.add_argument("--quick", action="store_true", help="a short smoke run: smaller sizes, fewer repetitions")
     p.add_argument("--seed", type=int, default=0, help="base seed; every validation draws a fresh one from it")
-    p.add_argument("--list", action="store_true", help="print the registered variants with their gates and exit")
+    p.add_argument(
+        "--list",
+        action="store_true",
+        help="print the registered variants with their gates and exit (--problem, --backend and --variant narrow it)",
+    )
     p.add_argument(
         "--plugin",
         action="append",
@@ -358,7 +362,7 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
     if args.list:
         from suite.driver.report import variant_table
 
-        print(variant_table())
+        print(variant_table(problems=args.problem, backends=args.backend, names=args.variant))
         return 0
     default_out = None  # results/<gpu>/ (a directory per run is made in it at the end): checked now, not after the run
     if args.out is None:

@@ -324,6 +324,18 @@ def test_list_shows_gates(capsys):
     assert "cp.async ring" in out and "a CUDA GPU of compute capability >= 8.0" in " ".join(out.split())
 
 
+def test_list_is_narrowed_by_the_run_filters(capsys):
+    assert main(["--list", "--problem", "attention", "--backend", "ptx"]) == 0
+    table = capsys.readouterr().out.split("\n\n")[0]
+    body = [line.split("|")[1:4] for line in table.splitlines()[2:]]
+    assert body and all(p.strip() == "attention" and b.strip() == "ptx" for p, b, _ in body)
+    assert main(["--list", "--variant", "torch:copy_", "mul"]) == 0
+    table = capsys.readouterr().out.split("\n\n")[0]
+    assert sorted(line.split("|")[3].strip() for line in table.splitlines()[2:]) == ["copy_", "mul"]
+    assert main(["--list", "--variant", "no such kernel"]) == 0
+    assert "no registered variant matches" in capsys.readouterr().out
+
+
 def test_driver_timing_logic_with_a_fake_clock(monkeypatch):
     """The GPU path of the driver with do_bench and nvidia-smi replaced by fakes (on CPU tensors without a GPU), so
     the ratios, the interleaved ceiling, re-timing of noisy rows and the flags are checked for real."""

@@ -556,9 +556,15 @@ def _runs_here(v, on_gpu: bool) -> str:
     return f"no: {reason}"
 
 
-def variant_table(width: int = 160) -> str:
+def variant_table(
+    width: int = 160,
+    problems: tuple[str, ...] | None = None,
+    backends: tuple[str, ...] | None = None,
+    names: tuple[str, ...] | None = None,
+) -> str:
     """The registered variants (--list): problem, backend, name, stage sweep, role and whether each runs here, in a
-    table that fits ``width``; then each variant's description and gate, wrapped to ``width``."""
+    table that fits ``width``; then each variant's description and gate, wrapped to ``width``. ``problems``,
+    ``backends`` and ``names`` (a name or backend:name) narrow it as they narrow a run (None: all)."""
     import torch
 
     from suite.registry import variants
@@ -566,6 +572,10 @@ def variant_table(width: int = 160) -> str:
     on_gpu = torch.cuda.is_available()
     rows, about = [], []
     for v in variants():
+        if (problems and v.problem not in problems) or (backends and v.backend not in backends):
+            continue
+        if names and v.name not in names and v.label not in names:
+            continue
         rows.append(
             [
                 v.problem,
@@ -580,6 +590,8 @@ def variant_table(width: int = 160) -> str:
         text = (v.description.rstrip(".") + ". " if v.description else "") + f"Runs on: {gate}"
         about.append(_fill(f"{v.label} ({v.problem}): {text}", width))
     headers = ["problem", "backend", "variant", "stages", "role", "runs here"]
+    if not rows:
+        return "no registered variant matches these filters"
     room = width - _width(headers[:-1], [line[:-1] for line in rows]) - 5
     rows = [line[:-1] + [_clip(line[-1], max(room, 24))] for line in rows]
     return _github(headers, rows) + "\n\n" + "\n".join(about)
