@@ -403,8 +403,14 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
         known = variant_names()
         unknown = [n for n in args.variant if n not in known]
         if unknown:
+            import difflib
+
+            folded = {k.lower(): k for k in known}
+            close = [folded[c] for n in unknown for c in difflib.get_close_matches(n.lower(), folded, n=1)]
+            hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
             return _usage_error(
-                "--variant", f"unknown {', '.join(map(repr, unknown))} (python -m suite.run --list shows the variants)"
+                "--variant",
+                f"unknown {', '.join(map(repr, unknown))}{hint} (python -m suite.run --list shows the variants)",
             )
     for flag, value in (("--sweep-seed", args.sweep_seed), ("--sweep-count", args.sweep_count)):
         if value is not None and "sweep" not in (args.shapes or ()):

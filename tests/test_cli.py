@@ -147,7 +147,8 @@ def _cli(*argv, cpu=False, timeout=600):
 
 BAD_ARGUMENTS = [
     (["--problem", "nope"], "--problem", "invalid choice"),
-    (["--variant", "nope"], "--variant", "unknown 'nope'"),
+    (["--variant", "nope"], "--variant", "unknown 'nope' (python -m suite.run --list"),
+    (["--variant", "cp.async ring 2kib"], "--variant", "did you mean 'cp.async ring 2KiB'?"),
     (["--size", "8"], "--size", "needs exactly one --problem"),
     (["--problem", "vector", "--size", "-5"], "--size", "every dimension must be >= 1"),
     (["--problem", "vector", "--size", "0"], "--size", "every dimension must be >= 1"),
