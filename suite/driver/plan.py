@@ -106,7 +106,20 @@ def check_options(opts: Options, on_gpu: bool) -> list[tuple[Problem, Variant, t
     """
     plan = selected(opts)
     if not plan:
-        raise OptionError("variants", "no registered variant matches these filters together (see --list)")
+        said = f"problem {', '.join(opts.problems)}" + (
+            f", backend {', '.join(opts.backends)}" if opts.backends else ""
+        )
+        for name in opts.variants or ():  # where each named variant is registered
+            found = sorted(
+                {
+                    f"{v.problem} {v.backend}:{v.name}"
+                    for p in PROBLEMS
+                    for v in variants(p)
+                    if name in (v.name, v.label)
+                }
+            )
+            said += f"; {name!r} is registered as {' and '.join(found)}"
+        raise OptionError("variants", f"no registered variant matches these filters together ({said}; see --list)")
     if opts.stages is not None:
         unstaged = selected(replace(opts, stages=None))
         swept = {s for _, v, stages in unstaged for s in stages if s is not None}
