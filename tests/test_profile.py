@@ -495,6 +495,8 @@ def test_profile_pass_on_the_gpu(tmp_path):
         assert "error" not in r["profile"], (r["variant"], r["profile"])
         assert r["profile"]["kernels"] == 1 and r["profile"]["dram_throughput_pct"] > 1
         assert len(r["profile"]["top_stalls"]) == 3 and profile.why(r).startswith("dram ")
+        # the ring's cp.async writes and LDS reads go through the shared-memory data pipe: its extra metric is read
+        assert r["profile"]["smem_throughput_pct"] > 0 and ", smem " in profile.why(r), r["profile"]
     assert HAS_GPU
 
 
