@@ -235,6 +235,10 @@ def test_nothing_comparable_is_an_error(tmp_path, capsys):
     cpu_run = _write(tmp_path / "cpu.json", [_row(measured=False, median_ms=None)])
     assert main(["--compare", str(cpu_run), str(old)]) == 2
     assert "no timed, valid row" in capsys.readouterr().err
+    # a CPU run records no GPU: that it has nothing timed is said first (--force would not help)
+    bare_cpu = _write(tmp_path / "bare.json", [_row(measured=False, median_ms=None)], meta={"mode": "cpu"})
+    assert main(["--compare", str(bare_cpu), str(bare_cpu)]) == 2
+    assert "no timed, valid row" in capsys.readouterr().err
 
 
 def test_a_run_compared_with_itself_is_all_same(tmp_path, capsys):

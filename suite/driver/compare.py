@@ -353,6 +353,8 @@ def compare(
     share no row."""
     old_meta, old_rows = load(old_path)
     new_meta, new_rows = load(new_path)
+    if not any(_timed(r) for r in old_rows):  # first: neither --force nor --allow-different would help
+        raise CompareError(f"{old_path}: no timed, valid row (a CPU run?): nothing to hold NEW against")
     notes = comparable(
         old_meta,
         new_meta,
@@ -361,8 +363,6 @@ def compare(
         allow_different=allow_different,
         force=force,
     )
-    if not any(_timed(r) for r in old_rows):
-        raise CompareError(f"{old_path}: no timed, valid row (a CPU run?): nothing to hold NEW against")
     results = compare_rows(old_rows, new_rows)
     if not any(r["matched"] for r in results):
         raise CompareError(f"{old_path} and {new_path} share no (problem, shape, dtype, variant): nothing to compare")
