@@ -555,7 +555,7 @@ def _write(args, parts: list[Part], groups, merged) -> int:
         all_rows = [r for rows, _ in groups.values() for r in rows]
     else:
         rows, meta = merged
-        print(report.terminal_table(rows, WIDTH))
+        print(report.terminal(rows, WIDTH))
         all_rows = rows
         if meta["merge"]["partial"]:
             print(

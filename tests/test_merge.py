@@ -108,6 +108,17 @@ def test_three_shards_rebuild_the_full_run(gemm_plan, tmp_path):
     assert "merged 3 result(s)" in out
 
 
+def test_merged_cpu_shards_print_the_cpu_summary(gemm_plan, tmp_path):
+    """Shards that timed nothing (CPU runs) merge to what suite.run prints for such a run: the compact summary."""
+    from suite.driver import report
+
+    shards = [_part(tmp_path / f"s{i}", gemm_plan, i, 2, measured=False) for i in (1, 2)]
+    code, out, err = _merge(*shards, "--out", tmp_path / "merged")
+    assert code == 0, err
+    rows = json.loads((tmp_path / "merged" / "results.json").read_text())["rows"]
+    assert out.startswith(report.cpu_summary(rows, merge.WIDTH)) and "merged 2 result(s)" in out
+
+
 def test_each_parts_roofline_is_kept_where_the_parts_differ(gemm_plan, tmp_path):
     """Shards timed on two boards: the merged metadata lists each part's roofline and board, not the first part's
     alone (its rows' ratio_to_roofline were computed from their own part's); figures all parts share stay."""
