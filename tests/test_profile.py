@@ -218,8 +218,9 @@ def test_a_profiled_config_other_than_the_timed_one_is_noted():
 # ---------------------------------------------------------------------------------------------------------------
 
 
-def _fake_ncu(tmp_path, monkeypatch, stdout: str, status: int = 0) -> Path:
-    """An executable named ncu, first on PATH, that records its arguments and prints ``stdout``."""
+def _fake_ncu(tmp_path, monkeypatch, stdout: str, status: int = 0, unknown: str = "") -> Path:
+    """An executable named ncu, first on PATH, that records its arguments (the last call's in argv.json, every call's
+    metric list in metrics.jsonl) and prints ``stdout``; asked for the metric ``unknown``, it refuses it as ncu does."""
     bindir = tmp_path / "bin"
     bindir.mkdir()
     (tmp_path / "stdout.txt").write_text(stdout)
@@ -230,6 +231,11 @@ if sys.argv[1:] == ["--version"]:
     print("NVIDIA (R) Nsight Compute Command Line Profiler\\nVersion 2099.1.0.0 (build 1)")
     sys.exit(0)
 open({str(tmp_path / "argv.json")!r}, "w").write(json.dumps(sys.argv[1:]))
+metrics = sys.argv[sys.argv.index("--metrics") + 1].split(",") if "--metrics" in sys.argv else []
+open({str(tmp_path / "metrics.jsonl")!r}, "a").write(json.dumps(metrics) + "\\n")
+if {unknown!r} and {unknown!r} in metrics:
+    print("==ERROR== Failed to find metric {unknown}")
+    sys.exit(1)
 sys.stdout.write(open({str(tmp_path / "stdout.txt")!r}).read())
 sys.exit({status})
 """)
@@ -289,28 +295,10 @@ def test_profile_pass_with_a_fake_ncu(tmp_path, monkeypatch):
 def test_an_extra_metric_ncu_refuses_is_dropped_for_the_rest_of_the_run(tmp_path, monkeypatch):
     """An ncu that does not know the shared-memory throughput metric: the first group is profiled again without it,
     the next is asked without it, every row gets its profile (no smem figure), and the metadata's line says so."""
-    bindir, calls = tmp_path / "bin", tmp_path / "calls.jsonl"
-    bindir.mkdir()
-    (tmp_path / "stdout.txt").write_text(_sample_with_ranges([0, 1, 1, 2, 2, 2, 2]))
-    script = bindir / "ncu"
-    script.write_text(f"""#!{sys.executable}
-import json, sys
-if sys.argv[1:] == ["--version"]:
-    print("Version 2099.1.0.0")
-    sys.exit(0)
-metrics = sys.argv[sys.argv.index("--metrics") + 1].split(",")
-open({str(calls)!r}, "a").write(json.dumps(metrics) + "\\n")
-if {profile.SMEM_THROUGHPUT!r} in metrics:
-    print("==ERROR== Failed to find metric {profile.SMEM_THROUGHPUT}")
-    sys.exit(1)
-sys.stdout.write(open({str(tmp_path / "stdout.txt")!r}).read())
-""")
-    script.chmod(0o755)
-    monkeypatch.delenv("PIPESUITE_NCU", raising=False)
-    monkeypatch.setenv("PATH", f"{bindir}{os.pathsep}{os.environ.get('PATH', '')}")
+    _fake_ncu(tmp_path, monkeypatch, _sample_with_ranges([0, 1, 1, 2, 2, 2, 2]), unknown=profile.SMEM_THROUGHPUT)
     rows = _gemm_rows() + [_row(variant="128x256x32 mma.sync", stages=3, shape="8192x8192x8192")]
     line = profile.add_profiles(rows, on_gpu=True, progress=False)
-    asked = [json.loads(c) for c in calls.read_text().splitlines()]
+    asked = [json.loads(c) for c in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [profile.SMEM_THROUGHPUT in m for m in asked] == [True, False, False]  # 2 groups, the first asked twice
     assert all(r["profile"].get("kernel") and r["profile"]["smem_throughput_pct"] is None for r in rows[:3])
     assert f"{len(profile.METRICS)} metrics (this ncu refused {profile.SMEM_THROUGHPUT})" in line
