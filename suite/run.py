@@ -108,16 +108,24 @@ def parse_args(argv=None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1],
     )
+    # the list options accumulate: "--variant A --variant B" selects both, as "--variant A B" does
     p.add_argument(
         "--problem",
         nargs="+",
+        action="extend",
         metavar="PROBLEM",
         help="problems to run (default: all; see --list)",
     )
-    p.add_argument("--backend", nargs="+", help="backends to run, e.g. torch triton ptx (default: all; see --list)")
+    p.add_argument(
+        "--backend",
+        nargs="+",
+        action="extend",
+        help="backends to run, e.g. torch triton ptx (default: all; see --list)",
+    )
     p.add_argument(
         "--stages",
         nargs="+",
+        action="extend",
         type=_stage_count,
         metavar="S",
         help="stage counts to sweep (default: each variant's own; unstaged variants always run)",
@@ -125,12 +133,14 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument(
         "--variant",
         nargs="+",
+        action="extend",
         metavar="NAME",
         help="only these variants, by name or backend:name (see --list); the ceiling of each problem that runs is kept",
     )
     p.add_argument(
         "--size",
         nargs="+",
+        action="extend",
         metavar="SIZE",
         help="problem sizes: vector n ('268435456' or '2^28'), gemm 'M' (a cube) or 'MxNxK', attention "
         "'BxHQxHKVxSQxSKVxD', '-causal' appended for a causal mask. Needs a single --problem. Without a GPU, limited "
@@ -140,6 +150,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument(
         "--shapes",
         nargs="+",
+        action="extend",
         metavar="NAME",
         help="named shape sets instead of the default sizes (gemm: square, llm: Llama-3 8B/70B "
         "projections at decode and prefill M, long-k: fewer output tiles than SMs, sweep: --sweep-count shapes drawn "
@@ -164,6 +175,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     p.add_argument(
         "--dtype",
         nargs="+",
+        action="extend",
         metavar="DTYPE",
         help="only these input types (vector: fp32; gemm: fp16, bf16, fp8e4m3; attention: bf16, fp16; default: all)",
     )

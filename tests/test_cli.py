@@ -333,6 +333,13 @@ def test_list_is_narrowed_by_the_run_filters(capsys):
     assert main(["--list", "--variant", "torch:copy_", "mul"]) == 0
     table = capsys.readouterr().out.split("\n\n")[0]
     assert sorted(line.split("|")[3].strip() for line in table.splitlines()[2:]) == ["copy_", "mul"]
+    # a repeated flag adds to the selection (argparse's default for nargs="+" keeps only the last)
+    assert main(["--list", "--variant", "torch:copy_", "--variant", "mul", "--problem", "vector"]) == 0
+    table = capsys.readouterr().out.split("\n\n")[0]
+    assert sorted(line.split("|")[3].strip() for line in table.splitlines()[2:]) == ["copy_", "mul"]
+    assert main(["--list", "--backend", "ptx", "--backend", "triton", "--problem", "attention"]) == 0
+    table = capsys.readouterr().out.split("\n\n")[0]
+    assert {line.split("|")[2].strip() for line in table.splitlines()[2:]} == {"ptx", "triton"}
     assert main(["--list", "--variant", "no such kernel"]) == 0
     assert "no registered variant matches" in capsys.readouterr().out
 
