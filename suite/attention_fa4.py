@@ -10,6 +10,7 @@ it. Its first call compiles the kernel for the shape (the DSL's JIT) in the fact
 
 from __future__ import annotations
 
+import importlib
 import importlib.util
 
 import torch
@@ -34,6 +35,11 @@ def available() -> str | None:
         return f"importing flash_attn failed ({type(e).__name__}: {e})"
     if not found:
         return f"the optional {PACKAGE} package is not installed (pip install 'pipesuite[fa4]')"
+    try:  # found is not importable: the CuTe DSL's cutlass package is put on sys.path by a .pth file, which only a site
+        # directory reads (a --target install reached through PYTHONPATH has flash_attn but no cutlass)
+        importlib.import_module(MODULE)
+    except Exception as e:  # noqa: BLE001 - the gate says why, it does not fail the listing
+        return f"importing {MODULE} failed ({type(e).__name__}: {e})"
     return None
 
 

@@ -368,6 +368,26 @@ def test_a_broken_flash_attn_install_is_the_gates_reason_not_a_crash(monkeypatch
     assert attention_fa4.available().startswith("importing flash_attn failed (ImportError: libcudart.so.12")
 
 
+def test_a_flash_attn_found_but_not_importable_is_the_gates_reason(monkeypatch):
+    """flash_attn.cute found on the path while its own imports fail (the CuTe DSL's cutlass package missing, as in a
+    --target install reached through PYTHONPATH): the row is not run, saying why, rather than failing every shape."""
+    import importlib
+    import importlib.util
+
+    from suite import attention_fa4
+
+    def no_cutlass(name):
+        raise ModuleNotFoundError("No module named 'cutlass'")
+
+    monkeypatch.setattr(attention_fa4.torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(attention_fa4.torch.cuda, "get_device_capability", lambda: (9, 0))
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: object())
+    monkeypatch.setattr(importlib, "import_module", no_cutlass)
+    assert attention_fa4.available() == (
+        "importing flash_attn.cute failed (ModuleNotFoundError: No module named 'cutlass')"
+    )
+
+
 @pytest.mark.skipif(HAS_GPU, reason="describes the builds without a GPU; on a GPU the rows are timed instead")
 def test_a_cpu_row_is_described_by_its_own_head_dims_build():
     """Without a GPU each PTX row reports the build its size launches: a stage of K and V tiles is half as large at

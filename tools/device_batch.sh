@@ -30,7 +30,8 @@
 #   fa4-a     the first half of the flash-attn-4 wheels (tools/fa4_wheels.sh made them; call with carry [".whl/a"]):
 #             kept in /tmp/fa4-wheels for fa4-b, the next call on the same (still warm) machine
 #   fa4-b     the second half (carry [".whl/b"]): the big wheel joined, everything installed into /tmp/site, then
-#             the attention rows at the default sizes with the FA4 row among them (SUITE_ARGS adds arguments)
+#             the attention rows at the default sizes with the FA4 row among them (SUITE_ARGS adds arguments); later
+#             steps reach the package with PYTHONPATH=/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages
 #   shards    python -m suite.run $SUITE_ARGS --shard I/$SHARD_COUNT for each I in $SHARDS (e.g. SHARDS="1 2"
 #             SHARD_COUNT=3), each cut by SIGINT at SHARD_LIMIT seconds (its measured rows kept, meta.complete false),
 #             each folder as shard-I-<stamp>.tgz: merge them here with python -m suite.merge. The folders stay on the
@@ -152,7 +153,9 @@ for step in "$@"; do
         cat "${big%.part-aa}".part-* > "${big%.part-aa}" && rm "${big%.part-aa}".part-*; done
       python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade --target /tmp/site \
         /tmp/fa4-wheels/*.whl > "$OUT/fa4-install.log" 2>&1; echo "fa4 install rc=$?"
-      eval "PYTHONPATH=/tmp/site timeout ${SUITE_LIMIT:-400} python3 -m suite.run --problem attention --no-progress \
+      # the DSL's cutlass package sits where its .pth file points, which only a site directory reads: on the path too
+      eval "PYTHONPATH=/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages timeout ${SUITE_LIMIT:-400} \
+        python3 -m suite.run --problem attention --no-progress \
         --out /tmp/$stamp-fa4 ${SUITE_ARGS:-}" > "$OUT/fa4.log" 2>&1
       echo "fa4 suite rc=$?"; grep -i "fa4" "$OUT/fa4.log" | head -20; tar czf "$OUT/fa4-$stamp.tgz" -C /tmp "$stamp-fa4" ;;
     shards)
