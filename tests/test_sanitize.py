@@ -174,6 +174,28 @@ def test_racecheck_catches_every_declared_fault(tmp_path):
         )
 
 
+@pytest.mark.gpu
+@pytest.mark.long
+@pytest.mark.skipif(not shutil.which("compute-sanitizer"), reason="needs compute-sanitizer")
+@pytest.mark.parametrize("tool", ["memcheck", "initcheck"])
+def test_memcheck_and_initcheck_catch_every_declared_fault(tool, tmp_path):
+    """Each declared memcheck or initcheck fault, run alone as python -m suite.sanitize runs it, is reported: attributed
+    to the instantiations it broke or, failing that, in the process's error total (the runner's rule: a launch-order
+    fault's finding may name the kernel that read, not the one whose launch moved)."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    declared = faults(tool)
+    assert declared
+    with ThreadPoolExecutor(len(declared)) as pool:
+        reports = list(pool.map(lambda i: run_tool(tool, "fault", tmp_path, fault=i), range(len(declared))))
+    for (v, fault), (total, per_kernel, report) in zip(declared, reports):
+        names = {normalize(n) for s in fault.stages for n in v.kernel.kernel_names(s)}
+        cases = "\n".join(line for line in report.splitlines() if line.startswith("CASE"))
+        assert sum(per_kernel.get(n, 0) for n in names) or total, (
+            f"{v.label} {fault.define}: not reported by {tool}; cases:\n{cases}\nreport's last lines:\n{report[-1500:]}"
+        )
+
+
 def test_a_fault_worker_needs_its_fault():
     with pytest.raises(ValueError, match="one fault"):
         run_tool("racecheck", "fault", Path("."))

@@ -96,7 +96,9 @@ __device__ __forceinline__ void producer(const TensorMap& tmap_q, const TensorMa
     for (int tile = 0; tile < num_tiles; ++tile) {
         // every consumer warp released the stage (both wgmma that read its previous tile completed); a fresh ring's
         // first lap waits on the phase before the barrier's first, which counts as complete
+#ifndef PIPESUITE_FAULT_SKIP_EMPTY_WAIT  // fault injection for the sanitizer self-test (suite/sanitize.py) only
         producer_acquire(smem.empty(write.stage), write);
+#endif
         const unsigned full = smem.full(write.stage);
         producer_commit(full, L::STAGE_BYTES);  // the phase completes when the K and V boxes have all landed
 #pragma unroll
@@ -203,9 +205,7 @@ __device__ __forceinline__ void mainloop_serial(RowState<D>& st, const AttnSmem<
     RingPosition read;  // smem_read_stage and its lap's parity
     for (int tile = 0; tile < num_tiles; ++tile) {
         const int stage = read.stage;
-#ifndef PIPESUITE_FAULT_NO_FULL_WAIT  // fault injection for the sanitizer self-test (suite/sanitize.py) only
         consumer_wait(smem.full(stage), read);  // the TMA bytes of this K / V tile have all landed
-#endif
         issue_scores<STAGES, D, IS_BF16>(st.s, smem, stage, wg);
         wgmma_wait<0>();  // S is final: the softmax reads it
         fence_accumulators(st.s);
@@ -250,9 +250,7 @@ __device__ __forceinline__ void mainloop_pingpong(RowState<D>& st, const AttnSme
     read.advance<STAGES>();
     // MAINLOOP: O += P V of tile - 1 and S of tile in one turn, then the softmax of tile under the other's turn
     for (int tile = 1; tile < num_tiles; ++tile) {
-#ifndef PIPESUITE_FAULT_NO_FULL_WAIT  // fault injection for the sanitizer self-test (suite/sanitize.py) only
         consumer_wait(smem.full(read.stage), read);  // the TMA bytes of this K / V tile have all landed
-#endif
         take_turn(wg);  // the other warpgroup has issued its GEMMs: the tensor pipe is ours
         issue_pv<STAGES, D, IS_BF16>(st.o, st.p, smem, smem_pv_stage);
         issue_scores<STAGES, D, IS_BF16>(st.s, smem, read.stage, wg);

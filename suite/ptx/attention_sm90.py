@@ -34,18 +34,20 @@ BOX_COLS = SWIZZLE_BYTES // 2  # 16-bit columns per TMA box row
 FAULT_SIZE = (1, 2, 1, 128, 4096, 64, 0)
 
 
-# The consumers then run ahead of the copies and release stages whose bytes have not landed: the producer
-# re-arms a full barrier whose phase is not done and the copy engine writes a stage being read, as with the
-# GEMM's SKIP_EMPTY_WAIT, which memcheck reports
-NO_FULL_WAIT = Fault(
-    "the consumers' wait on the full barrier removed (a stage read before its TMA bytes landed)",
-    "PIPESUITE_FAULT_NO_FULL_WAIT",
+# The producer then laps the consumers: it re-arms a stage's full barrier whose phase is not done and its copies
+# overwrite K / V tiles the consumers' wgmma may still read, as the GEMM's SKIP_EMPTY_WAIT, which memcheck reports.
+SKIP_EMPTY_WAIT = Fault(
+    "the producer's wait on the empty barrier removed (a K / V stage refilled while the consumers may still read it)",
+    "PIPESUITE_FAULT_SKIP_EMPTY_WAIT",
     (2,),
     tool="memcheck",
     size=FAULT_SIZE,
 )
-# No fault for a stage released before the O += P V that reads it completes: that race is between two async-proxy
-# operations (wgmma's shared-memory read, TMA's write), which no compute-sanitizer tool tracks.
+# No fault for the consumers' wait on the full barrier (a stage read before its bytes land): wgmma reads shared memory
+# through the async proxy, which no compute-sanitizer tool tracks, and under instrumentation the consumers trail the
+# copy engine, so the build computes the right result and nothing is reported (docs/sanitizer.md). Nor for a stage
+# released before the O += P V that reads it completes: a race between two async-proxy operations (wgmma's read,
+# TMA's write).
 
 
 def tile_bytes(rows: int, d: int) -> int:
@@ -85,7 +87,7 @@ class AttentionWgmma(AttentionModule):
     sass_requires = {"tma": 3, "wgmma": 64 // 16 + BLOCK_N // 16, "mbarrier": 1}
     # a long non-causal row of 9 key tiles, so the ring wraps
     sanitize_sizes = (SANITIZE_EDGES, (1, 2, 1, 70, 1100, 64, 0))
-    faults = (NO_FULL_WAIT,)
+    faults = (SKIP_EMPTY_WAIT,)
 
     def __init__(self, pingpong: bool = False):
         self.pingpong = pingpong
