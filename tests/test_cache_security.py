@@ -354,3 +354,50 @@ def test_cuobjdump_listings_are_kept_by_content_and_checked_like_cubins(cache_di
     assert len(runs) == 3 and runs[-1] == ["-res-usage"]
     entries[0].write_bytes(entries[0].read_bytes().replace(b"listing 1", b"listing 9"))
     assert sass._cuobjdump(b"cubin one", "-sass") == "listing 4 -sass" and len(runs) == 4
+
+
+# -- 6. one process compiles a key; the others wait for its entry ----------------------------------------------------
+
+
+def test_a_process_missing_a_key_being_compiled_waits_and_reads_the_entry(cache_dir, cu_file):
+    """While one process holds a key's compile lock, another that misses the same key waits for it and loads the
+    entry it wrote, instead of compiling the same kernel again (pytest-xdist workers, concurrent runs)."""
+    _build(cu_file)
+    entry_path = _entry(cache_dir)
+    saved = entry_path.read_bytes()
+    entry_path.unlink()  # a miss again, for the other process
+    script = textwrap.dedent(f"""
+        import os, sys
+        from suite.nvrtc import loader
+        print("started", flush=True)
+        m = loader.compile_cu({str(cu_file)!r}, ("tiny<1>",), arch="sm_90")
+        print("from_cache", m.from_cache, flush=True)
+    """)
+    with cache.Entry(entry_path.name, "", []).compiling():  # as the compiling process holds it
+        proc = subprocess.Popen(
+            [sys.executable, "-c", script],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+            cwd=ROOT,
+            env={**os.environ, "PIPESUITE_CACHE_DIR": str(cache_dir)},
+        )
+        assert proc.stdout.readline().strip() == "started"
+        threading.Event().wait(2.0)  # past its read of the missing entry, before this test writes it
+        entry_path.write_bytes(saved)  # what the compiling process writes before it lets go
+    out, err = proc.communicate(timeout=120)
+    assert proc.returncode == 0, err[-2000:]
+    assert out.strip() == "from_cache True", (out, err[-2000:])
+    assert sorted(p.name for p in cache_dir.iterdir()) == [entry_path.name]  # the lock file went with the lock
+
+
+def test_a_symlink_planted_at_the_lock_is_not_followed(cache_dir, cu_file, tmp_path):
+    _build(cu_file)
+    entry_path = _entry(cache_dir)
+    entry_path.unlink()
+    target = tmp_path / "victim"
+    target.write_text("untouched")
+    (cache_dir / f".{entry_path.name}.lock").symlink_to(target)
+    built = _build(cu_file)  # compiled without the lock
+    assert not built.from_cache and _entry(cache_dir) == entry_path
+    assert target.read_text() == "untouched" and (cache_dir / f".{entry_path.name}.lock").is_symlink()

@@ -56,9 +56,12 @@ stamp=$(date +%Y%m%d-%H%M%S) begin=$(date +%s)
 for step in "$@"; do
   case $step in
     tests)
+      # each line stamped with the seconds since the start: a run cut at its limit still shows where the time went
       timeout ${TEST_LIMIT:-560} python3 -m pytest -v -n ${TEST_WORKERS:-8} -rfE -p no:cacheprovider --durations=30 \
-        > "$OUT/pytest.log" 2>&1
-      echo "pytest rc=$?"; grep -E "(FAILED|ERROR) " "$OUT/pytest.log" | head -20; tail -3 "$OUT/pytest.log" ;;
+        2>&1 | python3 -u -c 'import sys, time
+t0 = time.time()
+for line in sys.stdin: sys.stdout.write(f"{time.time() - t0:6.1f} {line}")' > "$OUT/pytest.log"
+      echo "pytest rc=${PIPESTATUS[0]}"; grep -E "(FAILED|ERROR) " "$OUT/pytest.log" | head -20; tail -3 "$OUT/pytest.log" ;;
     plugin)
       timeout 300 python3 -m suite.sanitize --plugin tests/plugins/example_plugin.py --variant "cuda:plugin prefetch" \
         --tools memcheck racecheck --out "/tmp/sanitizer-$stamp-plugin" > "$OUT/plugin-sanitize.log" 2>&1

@@ -15,12 +15,17 @@ opened directory with O_NOFOLLOW and O_NONBLOCK and must be regular files of at 
 FIFO or a device is refused, never followed, waited on or read. A failed write (a read-only or full disk, no home
 directory, a directory where the entry goes) leaves the compiled cubin in use and warns once.
 
+One compile per key: a process that misses an entry compiles it holding an exclusive flock on ``.NAME.lock`` beside it
+(created 0600, never followed), and reads the cache again once it holds it; so of several processes missing one key
+(test workers, concurrent runs) one compiles and the others load its entry.
+
 So the cache is private: it cannot be shared between users (each has their own: ~/.cache/pipesuite/cubin, or
 $PIPESUITE_CACHE_DIR); it can be deleted at any time. Nothing here runs at import time.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
@@ -232,6 +237,54 @@ class Entry:
             return cubin, dict(symbols), str(meta.get("log", ""))
         except (ValueError, KeyError, TypeError, AttributeError):
             return None
+
+    # -- one compiler per key ----------------------------------------------------------------------------------------
+
+    @contextlib.contextmanager
+    def compiling(self):
+        """Held while this process compiles the entry: an exclusive lock (flock) on a lock file beside it, so that
+        of several processes missing the same key (pytest-xdist workers, concurrent runs) one compiles and the others
+        wait, then read its entry. The holder removes the lock file as it lets go; a waiter that then holds a removed
+        file's lock opens the path again. A cache that cannot take the lock file, or a system without flock, compiles
+        unlocked, as before."""
+        try:
+            import fcntl
+        except ImportError:  # not a POSIX system
+            yield
+            return
+        dfd = self._open_dir(create=True)
+        if dfd is None:
+            yield
+            return
+        lock, fd = f".{self.name}.lock", None
+        try:
+            for _ in range(100):  # each retry means another process held the lock and finished: the entry is there
+                try:
+                    fd = os.open(
+                        lock, os.O_RDWR | os.O_CREAT | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, 0o600, dir_fd=dfd
+                    )
+                except OSError:  # a symlink or something else planted there: no lock, never followed
+                    break
+                fcntl.flock(fd, fcntl.LOCK_EX)
+                try:
+                    same = os.stat(lock, dir_fd=dfd, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
+                except FileNotFoundError:
+                    same = False
+                if same and stat.S_ISREG(os.fstat(fd).st_mode):
+                    break
+                os.close(fd)
+                fd = None
+            try:
+                yield
+            finally:
+                if fd is not None:
+                    try:
+                        os.unlink(lock, dir_fd=dfd)
+                    except OSError:
+                        pass
+                    os.close(fd)  # lets go of the lock
+        finally:
+            os.close(dfd)
 
     # -- write -------------------------------------------------------------------------------------------------------
 

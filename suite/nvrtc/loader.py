@@ -180,8 +180,7 @@ def compile_cu(
     name_expressions = tuple(name_expressions)
     own_headers = (str(path.parent), str(INCLUDE_DIR))
     include_path = tuple(str(Path(d).resolve()) for d in include_path)
-    from cuda.core import Program, ProgramOptions
-    from cuda.core._utils.cuda_utils import NVRTCError
+    from cuda.core import ProgramOptions
 
     program_options = ProgramOptions(
         name=str(path),
@@ -195,6 +194,18 @@ def compile_cu(
     if use_cache and (hit := entry.read()) is not None:
         cubin, symbols, log = hit
         return CompiledModule(path, arch, cubin, symbols, from_cache=True, log=log)
+    if not use_cache:
+        return _compile(path, arch, program_options, name_expressions, entry, use_cache)
+    with entry.compiling():  # one process compiles a key at a time; the others wait here for its entry
+        if (hit := entry.read()) is not None:  # compiled by another process while this one waited
+            cubin, symbols, log = hit
+            return CompiledModule(path, arch, cubin, symbols, from_cache=True, log=log)
+        return _compile(path, arch, program_options, name_expressions, entry, use_cache)
+
+
+def _compile(path: Path, arch: str, program_options, name_expressions, entry, use_cache: bool) -> CompiledModule:
+    from cuda.core import Program
+    from cuda.core._utils.cuda_utils import NVRTCError
 
     source = path.read_text()
     program = Program(source, code_type="c++", options=program_options)
