@@ -135,7 +135,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         nargs="+",
         action="extend",
         metavar="NAME",
-        help="only these variants, by name or backend:name (see --list); the ceiling of each problem that runs is kept",
+        help="only these variants, by name or backend:name (see --list); the ceiling of each problem that runs is "
+        "kept. This and the other list options add up when repeated (--variant A --variant B is --variant A B)",
     )
     p.add_argument(
         "--size",
@@ -296,6 +297,9 @@ def parse_args(argv=None) -> argparse.Namespace:
         "out (its cost per call is recorded as host_enqueue_us); eager: time the calls as Python makes them",
     )
     args = p.parse_args(argv)
+    for name in ("problem", "backend", "stages", "variant", "size", "shapes", "dtype"):
+        if values := getattr(args, name):  # a value given twice (the flag repeated) counts once
+            setattr(args, name, list(dict.fromkeys(values)))
     if args.size and (not args.problem or len(args.problem) != 1):
         p.error("--size needs exactly one --problem (sizes mean different things per problem)")
     if args.allow_different and not args.compare:

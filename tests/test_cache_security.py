@@ -360,16 +360,17 @@ def test_cuobjdump_listings_are_kept_by_content_and_checked_like_cubins(cache_di
 
 
 def test_a_process_missing_a_key_being_compiled_waits_and_reads_the_entry(cache_dir, cu_file):
-    """While one process holds a key's compile lock, another that misses the same key waits for it and loads the
-    entry it wrote, instead of compiling the same kernel again (pytest-xdist workers, concurrent runs)."""
+    """While one process holds a key's compile lock, another that misses the same key waits for it (and says so) and
+    loads the entry it wrote, instead of compiling the same kernel again (pytest-xdist workers, concurrent runs)."""
+    import select
+    import time
+
     _build(cu_file)
     entry_path = _entry(cache_dir)
     saved = entry_path.read_bytes()
     entry_path.unlink()  # a miss again, for the other process
     script = textwrap.dedent(f"""
-        import os, sys
         from suite.nvrtc import loader
-        print("started", flush=True)
         m = loader.compile_cu({str(cu_file)!r}, ("tiny<1>",), arch="sm_90")
         print("from_cache", m.from_cache, flush=True)
     """)
@@ -382,10 +383,23 @@ def test_a_process_missing_a_key_being_compiled_waits_and_reads_the_entry(cache_
             cwd=ROOT,
             env={**os.environ, "PIPESUITE_CACHE_DIR": str(cache_dir)},
         )
-        assert proc.stdout.readline().strip() == "started"
-        threading.Event().wait(2.0)  # past its read of the missing entry, before this test writes it
-        entry_path.write_bytes(saved)  # what the compiling process writes before it lets go
-    out, err = proc.communicate(timeout=120)
+        try:
+            deadline, said = time.monotonic() + 120, ""
+            while "waiting for another process compiling" not in said and time.monotonic() < deadline:
+                if select.select([proc.stderr], [], [], 1.0)[0]:
+                    line = proc.stderr.readline()  # "waiting ...": it missed the entry and waits for the lock
+                    if not line:  # it ended without waiting
+                        break
+                    said += line
+            assert "waiting for another process compiling" in said, said
+            entry_path.write_bytes(saved)  # what the compiling process writes before it lets go
+        except BaseException:
+            proc.kill()
+            raise
+    try:
+        out, err = proc.communicate(timeout=120)
+    finally:
+        proc.kill()
     assert proc.returncode == 0, err[-2000:]
     assert out.strip() == "from_cache True", (out, err[-2000:])
     assert sorted(p.name for p in cache_dir.iterdir()) == [entry_path.name]  # the lock file went with the lock
@@ -395,9 +409,36 @@ def test_a_symlink_planted_at_the_lock_is_not_followed(cache_dir, cu_file, tmp_p
     _build(cu_file)
     entry_path = _entry(cache_dir)
     entry_path.unlink()
-    target = tmp_path / "victim"
-    target.write_text("untouched")
+    target = tmp_path / "victim"  # does not exist: a followed link would create it
     (cache_dir / f".{entry_path.name}.lock").symlink_to(target)
     built = _build(cu_file)  # compiled without the lock
     assert not built.from_cache and _entry(cache_dir) == entry_path
-    assert target.read_text() == "untouched" and (cache_dir / f".{entry_path.name}.lock").is_symlink()
+    assert not target.exists() and (cache_dir / f".{entry_path.name}.lock").is_symlink()
+
+
+def test_a_file_system_without_flock_compiles_unlocked(cache_dir, cu_file, monkeypatch, capsys):
+    import errno
+    import fcntl
+
+    def no_locks(fd, op):
+        raise OSError(errno.ENOLCK, "No locks available")
+
+    monkeypatch.setattr(fcntl, "flock", no_locks)
+    built = _build(cu_file)
+    assert not built.from_cache and _build(cu_file).from_cache  # compiled, stored, read back
+    warnings = _warnings(capsys)
+    assert len(warnings) == 1 and "cannot lock" in warnings[0] and "No locks available" in warnings[0], warnings
+    assert [p.name for p in cache_dir.iterdir()] == [_entry(cache_dir).name]  # no lock file left behind
+
+
+def test_a_holder_that_never_finishes_is_waited_for_only_so_long(cache_dir, cu_file, monkeypatch, capsys):
+    """A holder stopped or stuck in the compiler: after LOCK_WAIT_S the waiter compiles the kernel itself."""
+    _build(cu_file)
+    entry_path = _entry(cache_dir)
+    entry_path.unlink()
+    monkeypatch.setattr(cache, "LOCK_WAIT_S", 0.5)
+    with cache.Entry(entry_path.name, "", []).compiling():  # held here, by another open of the lock file
+        built = _build(cu_file)
+    assert not built.from_cache and _entry(cache_dir) == entry_path
+    err = capsys.readouterr().err
+    assert "waiting for another process compiling" in err and "compiling it here too" in err, err

@@ -12,7 +12,7 @@ import torch
 from conftest import HAS_GPU, main_here
 
 from suite.driver import plots, report
-from suite.run import main
+from suite.run import main, parse_args
 
 
 def _row(**kw):
@@ -340,6 +340,8 @@ def test_list_is_narrowed_by_the_run_filters(capsys):
     assert main(["--list", "--backend", "ptx", "--backend", "triton", "--problem", "attention"]) == 0
     table = capsys.readouterr().out.split("\n\n")[0]
     assert {line.split("|")[2].strip() for line in table.splitlines()[2:]} == {"ptx", "triton"}
+    args = parse_args(["--problem", "vector", "--problem", "vector", "--size", "2^20", "--size", "2^20", "2^21"])
+    assert args.problem == ["vector"] and args.size == ["2^20", "2^21"]  # a value given twice counts once
     assert main(["--list", "--variant", "no such kernel"]) == 0
     assert "no registered variant matches" in capsys.readouterr().out
 

@@ -30,8 +30,9 @@
 #   fa4-a     the first half of the flash-attn-4 wheels (tools/fa4_wheels.sh made them; call with carry [".whl/a"]):
 #             kept in /tmp/fa4-wheels for fa4-b, the next call on the same (still warm) machine
 #   fa4-b     the second half (carry [".whl/b"]): the big wheel joined, everything installed into /tmp/site, then
-#             the attention rows at the default sizes with the FA4 row among them (SUITE_ARGS adds arguments); later
-#             steps reach the package with PYTHONPATH=/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages
+#             the attention rows at the default sizes with the FA4 row among them (SUITE_ARGS adds arguments); other
+#             steps see the package only when the command exports
+#             PYTHONPATH=/tmp/site:/tmp/site/nvidia_cutlass_dsl/dsl_packages first
 #   shards    python -m suite.run $SUITE_ARGS --shard I/$SHARD_COUNT for each I in $SHARDS (e.g. SHARDS="1 2"
 #             SHARD_COUNT=3), each cut by SIGINT at SHARD_LIMIT seconds (its measured rows kept, meta.complete false),
 #             each folder as shard-I-<stamp>.tgz: merge them here with python -m suite.merge. The folders stay on the

@@ -35,10 +35,14 @@ import stat
 import sys
 import tempfile
 import threading
+import time
 from pathlib import Path
 
 CACHE_FORMAT = 2
 MAGIC = b"PIPESUITE-CUBIN-2"
+# A process that misses a key another one is compiling waits at most this long for its entry (a holder stopped or stuck
+# in the compiler would otherwise hold every other process back), polling every LOCK_POLL_S.
+LOCK_WAIT_S, LOCK_POLL_S = 600.0, 0.05
 MAX_ENTRY_BYTES = 256 * 1024 * 1024  # a cubin of the suite is well under 10 MiB; anything larger is not an entry
 _INCLUDE_RE = re.compile(r'^\s*#\s*include\s*"([^"]+)"', re.MULTILINE)
 _O_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
@@ -245,8 +249,9 @@ class Entry:
         """Held while this process compiles the entry: an exclusive lock (flock) on a lock file beside it, so that
         of several processes missing the same key (pytest-xdist workers, concurrent runs) one compiles and the others
         wait, then read its entry. The holder removes the lock file as it lets go; a waiter that then holds a removed
-        file's lock opens the path again. A cache that cannot take the lock file, or a system without flock, compiles
-        unlocked, as before."""
+        file's lock opens the path again. No lock (a cache that cannot take the lock file, a file system without
+        flock, a system without fcntl) or a wait past LOCK_WAIT_S (a holder stopped or stuck): the compile goes on
+        unlocked, as without the cache."""
         try:
             import fcntl
         except ImportError:  # not a POSIX system
@@ -256,24 +261,9 @@ class Entry:
         if dfd is None:
             yield
             return
-        lock, fd = f".{self.name}.lock", None
+        lock = f".{self.name}.lock"
         try:
-            for _ in range(100):  # each retry means another process held the lock and finished: the entry is there
-                try:
-                    fd = os.open(
-                        lock, os.O_RDWR | os.O_CREAT | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, 0o600, dir_fd=dfd
-                    )
-                except OSError:  # a symlink or something else planted there: no lock, never followed
-                    break
-                fcntl.flock(fd, fcntl.LOCK_EX)
-                try:
-                    same = os.stat(lock, dir_fd=dfd, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
-                except FileNotFoundError:
-                    same = False
-                if same and stat.S_ISREG(os.fstat(fd).st_mode):
-                    break
-                os.close(fd)
-                fd = None
+            fd = self._lock(fcntl, dfd, lock)
             try:
                 yield
             finally:
@@ -285,6 +275,53 @@ class Entry:
                     os.close(fd)  # lets go of the lock
         finally:
             os.close(dfd)
+
+    def _lock(self, fcntl, dfd: int, lock: str) -> int | None:
+        """The lock file's descriptor, locked and still the file at its name; None to compile unlocked."""
+        deadline = time.monotonic() + LOCK_WAIT_S
+        said = False
+        while time.monotonic() < deadline:
+            try:
+                fd = os.open(lock, os.O_RDWR | os.O_CREAT | _O_NOFOLLOW | _O_NONBLOCK | _O_CLOEXEC, 0o600, dir_fd=dfd)
+            except OSError:  # a symlink or something else planted there: no lock, never followed
+                return None
+            try:
+                if not stat.S_ISREG(os.fstat(fd).st_mode):
+                    os.close(fd)
+                    return None
+                locked = False
+                while not locked:
+                    try:
+                        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                        locked = True
+                    except BlockingIOError:  # another process compiles this key
+                        if not said:
+                            print(f"waiting for another process compiling {self.name}", file=sys.stderr, flush=True)
+                            said = True
+                        if time.monotonic() >= deadline:
+                            break
+                        time.sleep(LOCK_POLL_S)
+                if not locked:
+                    os.close(fd)
+                    break
+                try:
+                    same = os.stat(lock, dir_fd=dfd, follow_symlinks=False).st_ino == os.fstat(fd).st_ino
+                except FileNotFoundError:  # its holder finished and removed it: the entry is there, or another lock
+                    same = False
+            except OSError as e:  # a file system without flock (ENOLCK, ENOSYS, EOPNOTSUPP): unlocked, as before
+                os.close(fd)
+                with contextlib.suppress(OSError):  # nobody can hold a lock there: the file is of no use
+                    os.unlink(lock, dir_fd=dfd)
+                _warn("lock", f"cannot lock {self.dir / lock} ({e.strerror or e}): compiling unlocked")
+                return None
+            except BaseException:
+                os.close(fd)
+                raise
+            if same:
+                return fd
+            os.close(fd)
+        _warn("lock", f"waited {LOCK_WAIT_S:.0f} s for another process compiling {self.name}: compiling it here too")
+        return None
 
     # -- write -------------------------------------------------------------------------------------------------------
 
