@@ -72,7 +72,26 @@ def pytest_runtest_protocol(item, nextitem):
             os.environ.pop(TURN_HELD, None)
 
 
+TEST_PART = "PIPESUITE_TEST_PART"  # "I/N": run only part I of N of the collected tests (a time-limited machine)
+
+
+def part_indices(spec: str, count: int) -> list[int]:
+    """The indices of the collected tests that part ``spec`` ("I/N", 1 <= I <= N) runs: every N-th from I - 1, so
+    that the parts share each file's tests, the slow ones among them, evenly. Refuses a malformed spec."""
+    try:
+        index, parts = (int(x) for x in spec.split("/"))
+    except ValueError:
+        raise pytest.UsageError(f"{TEST_PART} must be I/N with integers (got {spec!r})") from None
+    if not 1 <= index <= parts:
+        raise pytest.UsageError(f"{TEST_PART} must be I/N with 1 <= I <= N (got {spec!r})")
+    return list(range(index - 1, count, parts))
+
+
 def pytest_collection_modifyitems(config, items):
+    if spec := os.environ.get(TEST_PART):
+        keep = set(part_indices(spec, len(items)))
+        config.hook.pytest_deselected(items=[item for i, item in enumerate(items) if i not in keep])
+        items[:] = [item for i, item in enumerate(items) if i in keep]
     if HAS_GPU:
         # The tests marked long first, at every other place (xdist hands each worker two at a time: pyproject.toml's
         # --maxschedchunk), so that each starts at once on a worker of its own and the rest runs beside them; the

@@ -492,3 +492,17 @@ def test_compare_of_a_committed_run_without_its_metadata_exits_2(tmp_path):
     forced = _run("-m", "suite.run", "--compare", str(run), str(bare), "--force")
     assert forced.returncode == 0, forced.stdout[-2000:]
     assert forced.stdout.startswith("note: compared without knowing whether they are comparable (--force)")
+
+
+def test_the_parts_of_the_test_suite_run_every_test_once():
+    """PIPESUITE_TEST_PART=I/N (a machine whose calls are time-limited runs the suite in N calls): the N parts
+    together run each collected test exactly once, each part every N-th test (each file's slow tests shared out)."""
+    from conftest import part_indices
+
+    for count, parts in ((5262, 2), (5262, 3), (7, 7), (2, 5)):
+        chosen = [i for p in range(1, parts + 1) for i in part_indices(f"{p}/{parts}", count)]
+        assert sorted(chosen) == list(range(count))
+        assert max(len(part_indices(f"{p}/{parts}", count)) for p in range(1, parts + 1)) <= -(-count // parts)
+    for bad in ("0/2", "3/2", "1", "a/b", "1/2/3"):
+        with pytest.raises(pytest.UsageError, match="PIPESUITE_TEST_PART"):
+            part_indices(bad, 10)

@@ -2,7 +2,8 @@
 # Device batches, each one call of the device tool (10 minutes at most). Everything lands under $OUT, results folders
 # as tarballs (the tool brings back at most 8 files). Usage: tools/device_batch.sh STEP...
 #   tests     the whole test suite (pytest -n $TEST_WORKERS (8) -v: correctness only, workers may share the GPU; failures listed as
-#             they happen, so a run cut short still names them)
+#             they happen, so a run cut short still names them, each line stamped with its second); TEST_PART=I/N runs
+#             part I of N (tests/conftest.py: every N-th test), the suite in N calls
 #   sanitize  compute-sanitizer, the four tools in parallel (correctness only), faults included; SAN_ARGS adds
 #             arguments (e.g. --variant NAME), SAN_TOOLS picks tools (racecheck alone takes the longest)
 #   plugin    the example plugin's variant under memcheck and racecheck (suite.sanitize --plugin ... --variant ...)
@@ -58,11 +59,12 @@ for step in "$@"; do
   case $step in
     tests)
       # each line stamped with the seconds since the start: a run cut at its limit still shows where the time went
-      timeout ${TEST_LIMIT:-560} python3 -m pytest -v -n ${TEST_WORKERS:-8} -rfE -p no:cacheprovider --durations=30 \
-        2>&1 | python3 -u -c 'import sys, time
+      log="$OUT/pytest${TEST_PART:+-part-${TEST_PART%/*}}.log"
+      PIPESUITE_TEST_PART=${TEST_PART:-} timeout ${TEST_LIMIT:-560} python3 -m pytest -v -n ${TEST_WORKERS:-8} -rfE \
+        -p no:cacheprovider --durations=30 2>&1 | python3 -u -c 'import sys, time
 t0 = time.time()
-for line in sys.stdin: sys.stdout.write(f"{time.time() - t0:6.1f} {line}")' > "$OUT/pytest.log"
-      echo "pytest rc=${PIPESTATUS[0]}"; grep -E "(FAILED|ERROR) " "$OUT/pytest.log" | head -20; tail -3 "$OUT/pytest.log" ;;
+for line in sys.stdin: sys.stdout.write(f"{time.time() - t0:6.1f} {line}")' > "$log"
+      echo "pytest ${TEST_PART:+part $TEST_PART }rc=${PIPESTATUS[0]}"; grep -E "(FAILED|ERROR) " "$log" | head -20; tail -3 "$log" ;;
     plugin)
       timeout 300 python3 -m suite.sanitize --plugin tests/plugins/example_plugin.py --variant "cuda:plugin prefetch" \
         --tools memcheck racecheck --out "/tmp/sanitizer-$stamp-plugin" > "$OUT/plugin-sanitize.log" 2>&1
