@@ -6,8 +6,9 @@ stream-K with the persistent rung's policies (warpgroup index in uniform registe
 Triton split-K at forced split counts and its split tail. Every candidate is checked against torch before it is
 timed. Used to choose registered configurations and split rules; not part of the suite's results.
 
-Run from the repository root: PYTHONPATH=. python3 tools/tune_gemm_ptx.py [--shape MxNxK ...] [--quick]
---quick: the registered rows and two split counts only (a first look in under two minutes)."""
+Run from the repository root: PYTHONPATH=. python3 tools/tune_gemm_ptx.py [--quick] [--match TEXT] [--shape MxNxK ...]
+--quick: the registered rows and two split counts only (a first look in under two minutes); --match TEXT: the
+candidates whose label holds TEXT, beside the five registered rows (--shape last: it takes the rest of the line)."""
 
 from __future__ import annotations
 
@@ -54,6 +55,12 @@ def candidates(quick: bool) -> list[tuple[str, g.Config | str, int, int | None]]
     rows += [(f"128x192 split-k s4 x{s}", split192, 4, s) for s in (1, 2, 3, 4)]
     sk = dataclasses.replace(reg["128x256 stream-k"], uniform_warpgroup=True, group_m=16)
     rows += [("128x256 stream-k s4 uniform g16", sk, 4, None), ("128x256 stream-k s3 uniform g16", sk, 3, None)]
+    # stream-K on the narrower tiles: where 128x192 tiles are fewer than the SMs (341 x 6144: 96 tiles on 132 SMs,
+    # which the split tail leaves whole) every block takes an equal share of all the tiles' K iterations
+    sk192 = dataclasses.replace(reg["128x192x64 ws 2wg persistent tma-store"], tma_store=False, schedule="stream-k")
+    sk128 = g.Config(128, 2, True, False, (4, 6), schedule="stream-k")
+    rows += [(f"128x192 stream-k s{st}", sk192, st, None) for st in (3, 4)]
+    rows += [(f"128x128 stream-k s{st}", sk128, st, None) for st in (4, 6)]
     # the split tail (the plan's split count) on the registered 128x256 rung, and on 128x192 and 128x128 tiles
     tail = reg["128x256 split-tail"]
     tail192 = reg["128x192 split-tail"]
@@ -76,6 +83,9 @@ def main() -> None:
         wanted = sys.argv[sys.argv.index("--shape") + 1 :]
         shapes = tuple(tuple(map(int, w.split("x"))) for w in wanted if "x" in w)
     rows = candidates("--quick" in sys.argv)
+    if "--match" in sys.argv:  # only the candidates whose label holds this text (and the registered rows, to compare)
+        text = sys.argv[sys.argv.index("--match") + 1]
+        rows = [r for i, r in enumerate(rows) if text in r[0] or i < 5]
     modules: dict[g.Config, g.TmaGemm] = {}
     torch.manual_seed(0)
     for m, n, k in shapes:
