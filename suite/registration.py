@@ -90,6 +90,10 @@ class Variant:
     def label(self) -> str:
         return f"{self.backend}:{self.name}"
 
+    def is_named(self, names) -> bool:
+        """Whether ``names`` (as --variant takes them) name this variant: by its name or its backend:name label."""
+        return self.name in names or self.label in names
+
     @property
     def kernel(self) -> KernelModule:
         """The kernel module this variant was registered with (imported on first use)."""

@@ -108,7 +108,6 @@ def parse_args(argv=None) -> argparse.Namespace:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1],
     )
-    # the list options accumulate: "--variant A --variant B" selects both, as "--variant A B" does
     p.add_argument(
         "--problem",
         nargs="+",

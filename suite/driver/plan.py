@@ -74,7 +74,7 @@ def selected(opts: Options) -> list[tuple[Problem, Variant, tuple]]:
         for v in variants(name):
             if opts.backends and v.backend not in opts.backends:
                 continue
-            if opts.variants and v.name not in opts.variants and v.label not in opts.variants:
+            if opts.variants and not v.is_named(opts.variants):
                 continue
             stages = v.stages
             if opts.stages is not None and stages != (None,):
@@ -111,12 +111,7 @@ def check_options(opts: Options, on_gpu: bool) -> list[tuple[Problem, Variant, t
         )
         for name in opts.variants or ():  # where each named variant is registered
             found = sorted(
-                {
-                    f"{v.problem} {v.backend}:{v.name}"
-                    for p in PROBLEMS
-                    for v in variants(p)
-                    if name in (v.name, v.label)
-                }
+                {f"{v.problem} {v.backend}:{v.name}" for p in PROBLEMS for v in variants(p) if v.is_named((name,))}
             )
             said += f"; {name!r} is registered as {' and '.join(found)}"
         raise OptionError("variants", f"no registered variant matches these filters together ({said}; see --list)")

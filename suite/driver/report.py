@@ -574,7 +574,7 @@ def variant_table(
     for v in variants():
         if (problems and v.problem not in problems) or (backends and v.backend not in backends):
             continue
-        if names and v.name not in names and v.label not in names:
+        if names and not v.is_named(names):
             continue
         rows.append(
             [
