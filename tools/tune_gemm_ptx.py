@@ -15,6 +15,7 @@ from __future__ import annotations
 import dataclasses
 import statistics
 import sys
+from concurrent.futures import ThreadPoolExecutor
 
 import torch
 from triton.testing import do_bench
@@ -73,6 +74,14 @@ def candidates(quick: bool) -> list[tuple[str, g.Config | str, int, int | None]]
     return rows
 
 
+def _build_error(module) -> str | None:
+    try:
+        module.build()
+    except Exception as e:  # noqa: BLE001 - its rows fail at their launch with the same error, listed there
+        return f"{type(e).__name__}: {str(e)[:200]}"
+    return None
+
+
 def med(fn) -> float:
     return statistics.median(do_bench(fn, warmup=25, rep=100, return_mode="all"))
 
@@ -86,7 +95,17 @@ def main() -> None:
     if "--match" in sys.argv:  # only the candidates whose label holds this text (and the registered rows, to compare)
         text = sys.argv[sys.argv.index("--match") + 1]
         rows = [r for i, r in enumerate(rows) if text in r[0] or i < 5]
-    modules: dict[g.Config, g.TmaGemm] = {}
+    # each PTX candidate built once, fp16 at its probed depth only, all in parallel threads before anything is timed
+    # (NVRTC releases the GIL; a module compiled on a candidate's first call would hold the GPU idle for it)
+    rows = [
+        (label, c if isinstance(c, str) else dataclasses.replace(c, dtypes=("fp16",), stages=(st,)), st, s)
+        for label, c, st, s in rows
+    ]
+    modules = {c: g.TmaGemm(c) for _, c, _, _ in rows if not isinstance(c, str)}
+    with ThreadPoolExecutor() as pool:
+        for config, error in zip(modules, pool.map(_build_error, modules.values())):
+            if error:
+                print(f"build of {config} failed: {error}", file=sys.stderr)
     torch.manual_seed(0)
     for m, n, k in shapes:
         a = torch.randn(m, k, device="cuda", dtype=torch.float16)
@@ -103,8 +122,7 @@ def main() -> None:
                 elif config == "triton split-tail":
                     launch = gemm_streamk.SplitTailGemm((a, b), c, stages)
                 else:
-                    module = modules.setdefault(config, g.TmaGemm(config))
-                    launch = g.Gemm((a, b), c, config, stages, kernel=module, splits=splits)
+                    launch = g.Gemm((a, b), c, config, stages, kernel=modules[config], splits=splits)
                 c.fill_(float("nan"))
                 launch()
                 torch.cuda.synchronize()
