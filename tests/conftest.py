@@ -72,7 +72,9 @@ def pytest_runtest_protocol(item, nextitem):
             os.environ.pop(TURN_HELD, None)
 
 
-TEST_PART = "PIPESUITE_TEST_PART"  # "I/N": run only part I of N of the collected tests (a time-limited machine)
+# "--test-part I/N": run only part I of N of the collected tests (a time-limited machine). An option, not an
+# environment variable: the tests that run pytest in a subprocess must see their whole selection, not a part of it.
+TEST_PART = "--test-part"
 
 
 def part_indices(spec: str, count: int) -> list[int]:
@@ -88,7 +90,7 @@ def part_indices(spec: str, count: int) -> list[int]:
 
 
 def pytest_collection_modifyitems(config, items):
-    if spec := os.environ.get(TEST_PART):
+    if spec := config.getoption(TEST_PART):
         keep = set(part_indices(spec, len(items)))
         config.hook.pytest_deselected(items=[item for i, item in enumerate(items) if i not in keep])
         items[:] = [item for i, item in enumerate(items) if i in keep]
@@ -144,9 +146,16 @@ def pytest_addoption(parser):
         help="load a pipesuite plugin (suite.plugins) before collection: the registry-wide tests "
         "cover its variants too",
     )
+    parser.addoption(
+        TEST_PART,
+        metavar="I/N",
+        help="run part I of N of the collected tests (every N-th from the I-th): the whole suite in N runs",
+    )
 
 
 def pytest_configure(config):
+    if spec := config.getoption(TEST_PART):
+        part_indices(spec, 0)  # a malformed part refused here, before xdist's workers collect
     plugins = config.getoption("--suite-plugin")
     if plugins:
         from suite.plugins import load_plugins

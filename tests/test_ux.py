@@ -495,7 +495,7 @@ def test_compare_of_a_committed_run_without_its_metadata_exits_2(tmp_path):
 
 
 def test_the_parts_of_the_test_suite_run_every_test_once():
-    """PIPESUITE_TEST_PART=I/N (a machine whose calls are time-limited runs the suite in N calls): the N parts
+    """--test-part I/N (a machine whose calls are time-limited runs the suite in N calls): the N parts
     together run each collected test exactly once, each part every N-th test (each file's slow tests shared out)."""
     from conftest import part_indices
 
@@ -504,5 +504,5 @@ def test_the_parts_of_the_test_suite_run_every_test_once():
         assert sorted(chosen) == list(range(count))
         assert max(len(part_indices(f"{p}/{parts}", count)) for p in range(1, parts + 1)) <= -(-count // parts)
     for bad in ("0/2", "3/2", "1", "a/b", "1/2/3"):
-        with pytest.raises(pytest.UsageError, match="PIPESUITE_TEST_PART"):
+        with pytest.raises(pytest.UsageError, match="--test-part"):
             part_indices(bad, 10)

@@ -3,7 +3,7 @@
 # as tarballs (the tool brings back at most 8 files). Usage: tools/device_batch.sh STEP...
 #   tests     the whole test suite (pytest -n $TEST_WORKERS (8) -v: correctness only, workers may share the GPU; failures listed as
 #             they happen, so a run cut short still names them, each line stamped with its second); TEST_PART=I/N runs
-#             part I of N (tests/conftest.py: every N-th test), the suite in N calls
+#             part I of N (pytest --test-part I/N, tests/conftest.py: every N-th test), the suite in N calls
 #   sanitize  compute-sanitizer, the four tools in parallel (correctness only), faults included; SAN_ARGS adds
 #             arguments (e.g. --variant NAME), SAN_TOOLS picks tools (racecheck alone takes the longest)
 #   plugin    the example plugin's variant under memcheck and racecheck (suite.sanitize --plugin ... --variant ...)
@@ -60,7 +60,7 @@ for step in "$@"; do
     tests)
       # each line stamped with the seconds since the start: a run cut at its limit still shows where the time went
       log="$OUT/pytest${TEST_PART:+-part-${TEST_PART%/*}}.log"
-      PIPESUITE_TEST_PART=${TEST_PART:-} timeout ${TEST_LIMIT:-560} python3 -m pytest -v -n ${TEST_WORKERS:-8} -rfE \
+      timeout ${TEST_LIMIT:-560} python3 -m pytest -v -n ${TEST_WORKERS:-8} -rfE ${TEST_PART:+--test-part $TEST_PART} \
         -p no:cacheprovider --durations=30 2>&1 | python3 -u -c 'import sys, time
 t0 = time.time()
 for line in sys.stdin: sys.stdout.write(f"{time.time() - t0:6.1f} {line}")' > "$log"

@@ -126,15 +126,11 @@ def _build_and_list(builder: Callable[[str], object], arch: str) -> object:
 
 
 def _import_compilers() -> None:
-    """Import what the builds import, here, before the threads start: two threads importing cuda.core at once can
-    see it half-initialized ("cannot import name 'Program' from 'cuda.core.cu13'")."""
+    """Import what the builds import, here, before the threads start (the loader also guards its own import)."""
     try:
-        import cuda.core  # noqa: F401
-        from cuda.core import Program, ProgramOptions  # noqa: F401
-        from cuda.core._utils.cuda_utils import NVRTCError  # noqa: F401
-
         from suite.nvrtc import loader
 
+        loader.import_compiler()
         loader.nvrtc_version()
     except Exception:  # noqa: BLE001 - each build then reports its own error
         return

@@ -19,6 +19,7 @@ import functools
 import io
 import re
 import sys
+import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -160,6 +161,18 @@ class CompiledModule:
         return {expr: usage.get(sym, {}) for expr, sym in self.symbols.items()}
 
 
+_import_lock = threading.Lock()
+
+
+def import_compiler() -> None:
+    """Import NVRTC's front end (cuda.core's Program and ProgramOptions), one thread at a time: builds run in
+    parallel threads, and two threads importing cuda.core at once can see it half-initialized ("cannot import name
+    'ProgramOptions' from 'cuda.core.cu13'")."""
+    with _import_lock:
+        from cuda.core import Program, ProgramOptions  # noqa: F401
+        from cuda.core._utils.cuda_utils import NVRTCError  # noqa: F401
+
+
 def compile_cu(
     path: str | Path,
     name_expressions: tuple[str, ...],
@@ -180,6 +193,7 @@ def compile_cu(
     name_expressions = tuple(name_expressions)
     own_headers = (str(path.parent), str(INCLUDE_DIR))
     include_path = tuple(str(Path(d).resolve()) for d in include_path)
+    import_compiler()
     from cuda.core import ProgramOptions
 
     program_options = ProgramOptions(
