@@ -11,6 +11,7 @@ it. Its first call compiles the kernel for the shape (the DSL's JIT) in the fact
 from __future__ import annotations
 
 import importlib
+import importlib.metadata
 import importlib.util
 
 import torch
@@ -46,6 +47,14 @@ def available() -> str | None:
 available.__doc__ = f"a CUDA GPU of compute capability >= 9.0 with the optional {PACKAGE} package"
 
 
+def _installed_version() -> str:
+    """The package's version as installed (a row's config names it: the library's kernels change between betas)."""
+    try:
+        return importlib.metadata.version(PACKAGE)
+    except importlib.metadata.PackageNotFoundError:  # importable without its metadata (a path, a source tree)
+        return "(version unknown)"
+
+
 def fa4(inputs, out):
     """The LibraryOp function: FlashAttention-4's forward at these inputs. Like SDPA it has no ``out=`` in its public
     call: the result reaches the problem's output on the first call (the one validation checks), and later calls leave
@@ -74,5 +83,5 @@ def fa4(inputs, out):
             copied.append(True)
 
     gqa = f", GQA {ops.hq} / {ops.hkv} heads native" if ops.group > 1 else ""
-    run.info = KernelInfo(config=f"{PACKAGE} flash_attn_func on (b, s, h, d) views{gqa}")
+    run.info = KernelInfo(config=f"{PACKAGE} {_installed_version()} flash_attn_func on (b, s, h, d) views{gqa}")
     return run
