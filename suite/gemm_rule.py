@@ -15,9 +15,9 @@ The regimes, each a reason a tile choice wins (the thresholds are the constants 
   1 + M / 128 operand bytes from L2 against 2 + M / 256 for 128x256 tiles): stream-K on 256x128 tiles where those
   tiles fill the SMs. Where they do not, every tile runs at once and the split tail's k-aligned shares have both
   tile rows read each panel of the weight together (PTX); Triton's split-K takes 256x128 tiles for such M. PTX at
-  16 bits, up to ``PTX_MID_M`` (Triton, at every dtype: ``TRITON_MID_M``), with K of ``MID_LEAST_K`` or more: the
-  swapped mid-M kernel instead, whose one token tile pads M to a multiple of 16 where a 256-row tile computes 256
-  rows (at M = 129, 144 against 256);
+  16 bits, up to ``PTX_MID_M`` against a weight of ``PTX_MID_LEAST_WEIGHT`` elements or more (Triton, at every
+  dtype: up to ``TRITON_MID_M``), with K of ``MID_LEAST_K`` or more: the swapped mid-M kernel instead, whose one
+  token tile pads M to a multiple of 16 where a 256-row tile computes 256 rows (at M = 129, 144 against 256);
 - few output tiles (fewer 128x256 tiles than ``FILL`` x SMs, and split-K's tiles within one wave): a wide tile leaves
   SMs idle, so K is split over blocks of smaller tiles (PTX: 64x128 while M <= 256 and those tiles fit one wave, else
   128x128);
@@ -41,7 +41,10 @@ PTX_DECODE_M = 16  # up to here the swapped decode kernel streams the weight bes
 TALL_M = 256  # M strictly between TALL_M / 2 and TALL_M: 256-row tiles (one tile row) read the weight once
 PTX_MID_M = MID_MOST_TOKENS  # up to here (one token tile of the mid-M build) the swapped tile pads M to 16 rows, not
 # to 256
-TRITON_MID_M = MID_MOST_TOKENS  # the same for Triton's mid-M kernel
+PTX_MID_LEAST_WEIGHT = 192 << 20  # N x K: against a smaller weight the PTX mid-M kernel's fixed costs per tile (the
+# fix-up, the transposed store) are not paid back and the tall band's split tail runs instead (fitted between the
+# largest weight it lost at and the smallest it won at, none of them a sweep shape: git log of this file)
+TRITON_MID_M = MID_MOST_TOKENS  # the same for Triton's mid-M kernel, against any weight
 MID_LEAST_K = 6144  # below this K the mid-M kernels' fixed cost per tile (the transposed store, the fix-up) is not
 # paid back by the rows they do not pad; the tall band's tiles run instead
 TRITON_MID_DEEP_TOKENS = 144  # Triton's mid-M token tiles up to here take 5 stages: less MMA per stage, so a deeper
@@ -76,16 +79,19 @@ def _as_fallback(choice: Choice) -> Choice:
     return Choice(choice.kernel, choice.stages, "fallback: " + choice.why.removeprefix("fallback: "))
 
 
-def _mid_first(kernel: str, m: int, k: int, most: int, stages: int, behind: tuple[Choice, ...]) -> tuple[Choice, ...]:
+def _mid_first(
+    kernel: str, m: int, k: int, most: int, stages: int, behind: tuple[Choice, ...], weight: str = ""
+) -> tuple[Choice, ...]:
     """TALL_M / 2 < M <= ``most`` and K >= MID_LEAST_K: the swapped mid-M ``kernel`` (one token tile) at ``stages``,
-    the ``behind`` choices as its fallbacks; ``behind`` alone at a shorter K."""
+    the ``behind`` choices as its fallbacks; ``behind`` alone at a shorter K. ``weight``: the caller's weight condition,
+    met, for the note."""
     if k < MID_LEAST_K:
         return behind
     mid = Choice(
         kernel,
         stages,
-        f"{TALL_M // 2} < M={m} <= {most}, K={k} >= {MID_LEAST_K}: swapped, one token tile of {mid_token_rows(m)} "
-        "rows where 256-row tiles pad to 256, split tail",
+        f"{TALL_M // 2} < M={m} <= {most}, K={k} >= {MID_LEAST_K}{weight}: swapped, one token tile of "
+        f"{mid_token_rows(m)} rows where 256-row tiles pad to 256, split tail",
     )
     return (mid, *(_as_fallback(c) for c in behind))
 
@@ -201,8 +207,9 @@ def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
         return (decode, *split)
     if TALL_M // 2 < m < TALL_M:
         tall = _ptx_tall(m, n, k, dtype, sms, split_fallbacks)
-        if sixteen and m <= PTX_MID_M:  # the mid-M build: no fp8 form
-            return _mid_first("mid-m swap-ab tma+wgmma", m, k, PTX_MID_M, 4, tall)
+        if sixteen and m <= PTX_MID_M and n * k >= PTX_MID_LEAST_WEIGHT:  # the mid-M build: no fp8 form
+            weight = f", N x K = {n * k / 2**20:.0f} Mi >= {PTX_MID_LEAST_WEIGHT >> 20} Mi"
+            return _mid_first("mid-m swap-ab tma+wgmma", m, k, PTX_MID_M, 4, tall, weight)
         return tall
     few = t256 < FILL * sms and (not sixteen or t192 < FILL * sms)
     if few and (t128 <= sms or not sixteen):  # split-K's tiles in one wave (fp8: no narrower tile to turn to)

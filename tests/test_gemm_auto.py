@@ -31,7 +31,8 @@ GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU
         ("ptx", (2049, 22016, 24576), "bf16", "128x256 split-tail tma-store tma+wgmma"),  # 11 waves + 10 split
         ("ptx", (71, 37888, 24576), "fp16", "128x256 split-tail tma-store tma+wgmma"),  # one tile row
         ("ptx", (64, 22016, 5120), "fp16", "128x192 split-tail tma-store tma+wgmma"),  # 86 128x256 tiles, 115 here
-        ("ptx", (129, 14336, 8192), "fp16", "mid-m swap-ab tma+wgmma"),  # one token tile of 144 rows
+        ("ptx", (129, 24576, 11008), "fp16", "mid-m swap-ab tma+wgmma"),  # one token tile of 144 rows
+        ("ptx", (176, 8192, 14336), "fp16", "128x256 split-tail tma-store tma+wgmma"),  # weight too small for mid-M
         ("ptx", (129, 14336, 4096), "fp8e4m3", "128x256 split-tail tma-store tma+wgmma"),  # no fp8 mid-M build
         ("ptx", (512, 18944, 5120), "fp8e4m3", "128x256 split-tail tma-store tma+wgmma"),
         ("ptx", (201, 18944, 16384), "fp16", "mid-m swap-ab tma+wgmma"),  # 208 rows, not 256
@@ -74,7 +75,7 @@ def test_the_mid_m_kernel_keeps_the_tall_choices_behind_it(backend, mid, most, f
     tall band's choices behind it in their own order, as fallbacks (what runs where the mid-M kernel refused the
     shape); above that M, below MID_LEAST_K, and at fp8 for PTX (no fp8 build), no mid-M kernel."""
     most = getattr(gemm_rule, most)
-    for shape in ((129, 73728, 11008), (202, 3584, 36864), (most, 14336, gemm_rule.MID_LEAST_K)):
+    for shape in ((129, 73728, 11008), (202, 7168, 36864), (most, 65536, gemm_rule.MID_LEAST_K)):
         with_mid = gemm_rule.choices(backend, *shape, "bf16", sms=132)
         at_fp8 = gemm_rule.choices(backend, *shape, "fp8e4m3", sms=132)
         assert with_mid[0].kernel == mid, shape
@@ -85,6 +86,20 @@ def test_the_mid_m_kernel_keeps_the_tall_choices_behind_it(backend, mid, most, f
     assert gemm_rule.choose(backend, 128, 14336, 8192, "fp16", sms=132).kernel != mid
     short = gemm_rule.MID_LEAST_K - 64
     assert mid not in {c.kernel for c in gemm_rule.choices(backend, 150, 14336, short, "fp16", sms=132)}
+
+
+def test_the_ptx_mid_m_kernel_needs_a_large_weight():
+    """PTX's mid-M kernel only against N x K >= PTX_MID_LEAST_WEIGHT, saying so; below it the tall band's choices
+    (the split tail) run, with no mid-M fallback. Triton's mid-M kernel takes the smaller weights too."""
+    least = gemm_rule.PTX_MID_LEAST_WEIGHT
+    k = 16384
+    big, small = (150, -(-least // k), k), (150, least // k - 128, k)
+    chosen = gemm_rule.choose("ptx", *big, "fp16", sms=132)
+    assert chosen.kernel == "mid-m swap-ab tma+wgmma" and f">= {least >> 20} Mi" in chosen.why
+    below = gemm_rule.choices("ptx", *small, "fp16", sms=132)
+    assert "mid-m swap-ab tma+wgmma" not in {c.kernel for c in below}
+    assert below[0].kernel.endswith("split-tail tma-store tma+wgmma"), below
+    assert gemm_rule.choose("triton", *small, "fp16", sms=132).kernel == "mid-m swap-ab desc"
 
 
 @pytest.mark.parametrize("m, stages", [(129, 5), (144, 5), (145, 4), (176, 4), (208, 4)])
