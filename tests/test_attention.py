@@ -308,12 +308,31 @@ def test_the_flashattention_4_row_hands_the_library_its_own_layout(monkeypatch, 
     """The FA4 row's adapter (b x h x s x d in, the library's b x s x h x d views, GQA, the bottom-right causal mask,
     the result back into the problem's output) against the problem's fp64 reference, through a stand-in of the
     library's call: on CPU the row's own code runs, but not the library."""
+    from suite import attention_fa4
+
     _fake_flash_attn_4(monkeypatch)
+    monkeypatch.setattr(attention_fa4, "_installed_version", lambda: "9.9.9")  # the stand-in's, installed or not
     (variant,) = [v for v in variants("attention") if v.backend == "fa4"]
     result = validate(variant, None, size, seed=3, device=CPU, dtype="bf16")
     assert result.check.valid, result.check.message
-    # no package metadata behind the stand-in: the config says so where the installed version goes
-    assert result.fn.info.config.startswith("flash-attn-4 (version unknown) flash_attn_func on (b, s, h, d) views")
+    assert result.fn.info.config.startswith("flash-attn-4 9.9.9 flash_attn_func on (b, s, h, d) views")
+
+
+def test_the_flashattention_4_rows_version_is_the_installed_packages(monkeypatch):
+    """The row's config names the installed package's version, or says it is unknown (an import path without the
+    package's metadata)."""
+    import importlib.metadata
+
+    from suite import attention_fa4
+
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: {"flash-attn-4": "4.0.0b36"}[name])
+    assert attention_fa4._installed_version() == "4.0.0b36"
+
+    def missing(name):
+        raise importlib.metadata.PackageNotFoundError(name)
+
+    monkeypatch.setattr(importlib.metadata, "version", missing)
+    assert attention_fa4._installed_version() == "(version unknown)"
 
 
 def test_the_flashattention_4_row_says_how_to_get_the_package(monkeypatch):

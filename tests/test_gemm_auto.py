@@ -37,6 +37,7 @@ GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU
         ("ptx", (512, 18944, 5120), "fp8e4m3", "128x256 split-tail tma-store tma+wgmma"),
         ("ptx", (201, 18944, 16384), "fp16", "mid-m swap-ab tma+wgmma"),  # 208 rows, not 256
         ("ptx", (193, 12288, 3072), "fp16", "128x192 split-tail tma-store tma+wgmma"),  # K too short for mid-M
+        ("ptx", (193, 65536, 3072), "fp16", "256x128 stream-k tma+wgmma"),  # so here, against a large weight too
         ("ptx", (230, 18944, 5120), "fp16", "256x128 stream-k tma+wgmma"),  # 128 < M < 256: one tile row
         ("ptx", (129, 73728, 11008), "fp8e4m3", "256x128 stream-k tma+wgmma"),
         ("ptx", (230, 3584, 36864), "fp16", "128x256 split-tail tma-store tma+wgmma"),  # 28 256x128 tiles: at once
@@ -82,10 +83,12 @@ def test_the_mid_m_kernel_keeps_the_tall_choices_behind_it(backend, mid, most, f
         assert f"token tile of {-(-shape[0] // 16) * 16} rows" in with_mid[0].why
         assert all(c.why.startswith("fallback: ") for c in with_mid[1:]), with_mid
         assert (at_fp8[0].kernel == mid) if fp8 else (mid not in {c.kernel for c in at_fp8}), at_fp8
-    assert gemm_rule.choose(backend, most + 1, 14336, 8192, "fp16", sms=132).kernel != mid
-    assert gemm_rule.choose(backend, 128, 14336, 8192, "fp16", sms=132).kernel != mid
+    # the bounds of M and K, against a weight large enough for either backend's mid-M kernel
+    assert gemm_rule.choose(backend, most + 1, 65536, 8192, "fp16", sms=132).kernel != mid
+    assert gemm_rule.choose(backend, 128, 65536, 8192, "fp16", sms=132).kernel != mid
+    assert gemm_rule.choose(backend, 150, 65536, 8192, "fp16", sms=132).kernel == mid
     short = gemm_rule.MID_LEAST_K - 64
-    assert mid not in {c.kernel for c in gemm_rule.choices(backend, 150, 14336, short, "fp16", sms=132)}
+    assert mid not in {c.kernel for c in gemm_rule.choices(backend, 150, 65536, short, "fp16", sms=132)}
 
 
 def test_the_ptx_mid_m_kernel_needs_a_large_weight():
