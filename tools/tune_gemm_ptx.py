@@ -77,7 +77,7 @@ def candidates(quick: bool) -> list[tuple[str, g.Config | str, int, int | None]]
 def _build_error(module) -> str | None:
     try:
         module.build()
-    except Exception as e:  # noqa: BLE001 - its rows fail at their launch with the same error, listed there
+    except Exception as e:  # noqa: BLE001 - its rows are listed with this error, not launched
         return f"{type(e).__name__}: {str(e)[:200]}"
     return None
 
