@@ -288,15 +288,21 @@ class NvrtcModule(KernelModule):
     def describe(self, arch: str, dtype: str | None = None) -> dict[int, KernelInfo]:
         """Without a GPU: compile for ``arch`` and report each stage count's kernel (registers, spills, SASS); the
         first instantiation of each depth (a module with several dtypes overrides this to pick ``dtype``'s)."""
+        return self.describe_depths(
+            arch,
+            lambda stages: self.name_expressions(stages)[0],
+            lambda expr: f"{arch} cubin, {expr}" + (f"; {self.config()}" if self.config() else ""),
+        )
+
+    def describe_depths(
+        self, arch: str, expression: Callable[[int], str], config: Callable[[str], str]
+    ) -> dict[int, KernelInfo]:
+        """Each stage count's kernel, from the build for ``arch``: ``expression(stages)`` names the instantiation,
+        ``config(expression)`` is its config line (what describe overrides pick and say)."""
         built = self.build(arch)
-        out = {}
-        for stages in self.stages:
-            expr = self.name_expressions(stages)[0]
-            out[stages] = built.kernel_info(
-                expr,
-                self.stage_bytes,
-                stages,
-                threads=self.threads,
-                config=f"{arch} cubin, {expr}" + (f"; {self.config()}" if self.config() else ""),
+        return {
+            s: built.kernel_info(
+                (expr := expression(s)), self.stage_bytes, s, threads=self.threads, config=config(expr)
             )
-        return out
+            for s in self.stages
+        }

@@ -84,17 +84,9 @@ class GemmMmaSync(NvrtcModule):
         return tuple(self.name_expression(stages, aligned, d) for d in self.dtypes for aligned in (True, False))
 
     def describe(self, arch: str, dtype: str = "fp16") -> dict:
-        built = self.build(arch)
-        return {
-            s: built.kernel_info(
-                self.name_expression(s, True, dtype),
-                self.stage_bytes,
-                s,
-                threads=self.threads,
-                config=f"{arch} cubin; {self.config()}",
-            )
-            for s in self.stages
-        }
+        return self.describe_depths(
+            arch, lambda s: self.name_expression(s, True, dtype), lambda _: f"{arch} cubin; {self.config()}"
+        )
 
     def config(self) -> str:
         return f"{BLOCK_M}x{BLOCK_N}x{self.block_k}, 8 warps 2x4, 64x64 warp tile"

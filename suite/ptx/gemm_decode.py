@@ -362,17 +362,9 @@ class DecodeModule(NvrtcModule):
         """Every depth's kernel of the first plan shape at ``dtype`` (default: the module's first dtype)."""
         dtype = dtype or self.dtypes[0]
         plan = Plan(*self.shapes()[0], 1, 1, 1, tail=self.tail)
-        built = self.build(arch)
-        return {
-            s: built.kernel_info(
-                plan.name_expression(s, dtype),
-                self.stage_bytes,
-                s,
-                threads=self.threads,
-                config=f"{arch} cubin, {plan.name_expression(s, dtype)}; {self.config()}",
-            )
-            for s in self.stages
-        }
+        return self.describe_depths(
+            arch, lambda s: plan.name_expression(s, dtype), lambda expr: f"{arch} cubin, {expr}; {self.config()}"
+        )
 
     def refuses(self, size, dtype: str) -> str | None:
         return refusal(size, dtype)

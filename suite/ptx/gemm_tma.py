@@ -406,17 +406,11 @@ class TmaGemm(NvrtcModule):
     def describe(self, arch: str, dtype: str | None = None) -> dict[int, KernelInfo]:
         """Every depth's kernel at ``dtype`` (default: fp16, or the module's first dtype where it has no fp16)."""
         dtype = dtype or ("fp16" if "fp16" in self.dtypes else self.dtypes[0])
-        built = self.build(arch)
-        return {
-            s: built.kernel_info(
-                self.gemm_config.name_expression(s, dtype),
-                self.stage_bytes,
-                s,
-                threads=self.threads,
-                config=f"{arch} cubin; {self.gemm_config.describe(dtype)}",
-            )
-            for s in self.stages
-        }
+        return self.describe_depths(
+            arch,
+            lambda s: self.gemm_config.name_expression(s, dtype),
+            lambda _: f"{arch} cubin; {self.gemm_config.describe(dtype)}",
+        )
 
     def launch(self, inputs, out, stages):
         return Gemm(inputs, out, self.gemm_config, stages, kernel=self)
