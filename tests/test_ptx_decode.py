@@ -86,33 +86,41 @@ def test_an_atom_is_128_bytes_of_k_at_every_dtype():
     assert fp8.block_k == 2 * half.block_k and fp8.stage_bytes == half.stage_bytes
 
 
-def test_mid_token_tiles_pad_m_to_16_rows_not_to_the_rungs_128():
-    assert [gemm_decode.mid_block_t(m) for m in (1, 112, 129, 140, 202, 208, 209, 256, 341, 529, 950)] == [
-        112,
-        112,
-        144,
-        144,
-        208,
-        208,
-        112,
-        128,
-        176,
-        192,
-        192,
-    ]
+def test_mid_token_tiles_pad_m_to_8_rows_per_tile_not_to_the_rungs_128():
+    assert gemm_decode.mid_token_tiles(341, 2) == [176, 120, 88, 72, 64]
+    assert gemm_decode.mid_token_tiles(341, 3) == [120, 88, 72, 64]
+    assert gemm_decode.mid_token_tiles(129, 2) == [136, 72] and gemm_decode.mid_token_tiles(20, 3) == [64]
     for m in range(1, 3000, 7):
-        t = gemm_decode.mid_block_t(m)
-        tiles = -(-m // t)
-        assert t in gemm_decode.MID_BLOCK_TS and tiles * t >= m, m
-        assert m <= t or tiles * t - m < 16 * tiles, (m, t)  # each tile pads less than 16 rows
-        assert tiles == -(-m // gemm_decode.MID_BLOCK_TS[-1])  # the fewest tiles of <= 208 rows
+        for consumers in gemm_decode.MID_CONSUMERS:
+            rows = gemm_decode.mid_token_tiles(m, consumers)
+            assert rows and len(set(rows)) == len(rows), (m, consumers)
+            for t in rows:
+                tiles = -(-m // t)
+                assert gemm_decode.mid_tile_ok(t, consumers) and tiles * t >= m, (m, t)
+                assert m <= t or tiles * t - m < 8 * tiles, (m, t)  # each tile pads less than 8 rows
+    assert not gemm_decode.mid_tile_ok(136, 3) and not gemm_decode.mid_tile_ok(100, 2)
+    assert not gemm_decode.mid_tile_ok(56, 2) and not gemm_decode.mid_tile_ok(216, 2)
+    assert gemm_decode.mid_tile_ok(128, 3) and gemm_decode.mid_tile_ok(208, 2) and gemm_decode.mid_tile_ok(64, 3)
+
+
+def test_mid_plan_takes_the_tile_of_the_fewest_modelled_rounds():
+    """The model's choice is the cheapest of every candidate tile, whichever the forced width; 341 x 6144 x 11008
+    (the sweep's weakest shape) takes one wave of 128 tiles of 192 x 88 rather than the 96 tiles of 128 x 176."""
+    for shape in ((341, 6144, 11008), (529, 10240, 11008), (202, 3584, 36864), (129, 73728, 11008)):
+        p = gemm_decode.mid_plan(*shape, 132)
+        cost = gemm_decode.mid_rounds(*shape, 132, p.block_t, p.consumers)
+        for c in gemm_decode.MID_CONSUMERS:
+            for t in gemm_decode.mid_token_tiles(shape[0], c):
+                assert cost <= gemm_decode.mid_rounds(*shape, 132, t, c), (shape, t, c)
+                forced = gemm_decode.mid_plan(*shape, 132, consumers=c, block_t=t)
+                assert (forced.block_t, forced.consumers) == (t, c)
 
 
 def test_mid_plan_splits_only_the_last_partial_wave():
     # 576 weight tiles of 128 columns at M = 129: 4 whole waves on 132 SMs, then 48 tiles left, each in 2 shares
-    p = gemm_decode.mid_plan(129, 73728, 11008, 132)
-    assert (p.block_t, p.block_w, p.block_k, p.tiles_w, p.tiles_t, p.splits, p.tail) == (144, 128, 64, 576, 1, 2, True)
-    assert gemm_decode.mid_plan(129, 4096 * 33, 4096, 132).splits == 1  # 1056 tiles: whole waves, no tail
+    p = gemm_decode.mid_plan(129, 73728, 11008, 132, consumers=2)
+    assert (p.block_t, p.block_w, p.block_k, p.tiles_w, p.tiles_t, p.splits, p.tail) == (136, 128, 64, 576, 1, 2, True)
+    assert gemm_decode.mid_plan(129, 4096 * 33, 4096, 132, consumers=2).splits == 1  # 1056 tiles: whole waves
     for m in (100, 129, 200, 341, 529, 1000):
         for n in (1000, 4096, 14336, 73728):
             for k in (520, 4096, 36864):
@@ -121,7 +129,7 @@ def test_mid_plan_splits_only_the_last_partial_wave():
                 assert p.splits == 1 or tiles % 132, (m, n, k, p)  # whole waves only: nothing split
                 assert p.splits == 1 or -(-k // 64) // p.splits >= 4, (m, n, k, p)
                 assert max(p.smem_bytes(s) for s in gemm_decode.MID_STAGES) <= gemm_decode.SMEM_PER_BLOCK
-                assert (p.block_t, p.consumers, p.k_atoms) in gemm_decode.MID.shapes()
+                assert gemm_decode.mid_tile_ok(p.block_t, p.consumers) and p.k_atoms == 1, (m, n, k, p)
 
 
 def test_mid_refuses_fp8_unbuilt_depths_and_other_widths_before_launch():
@@ -131,13 +139,21 @@ def test_mid_refuses_fp8_unbuilt_depths_and_other_widths_before_launch():
     fp8 = GEMM.make_inputs((130, 256, 64), 1, torch.device("cpu"), "fp8e4m3")
     with pytest.raises(ValueError, match="this build takes fp16, bf16"):
         gemm_decode.Decode(fp8, GEMM.make_output(fp8), 3, kernel=gemm_decode.MID)
-    with pytest.raises(ValueError, match="two consumer warpgroups"):
+    with pytest.raises(ValueError, match="2 or 3 consumer warpgroups"):
         gemm_decode.mid_plan(130, 256, 64, 132, consumers=1)
+    with pytest.raises(ValueError, match="block_t=136: the mid-M build takes"):
+        gemm_decode.mid_plan(130, 256, 64, 132, consumers=3, block_t=136)
+    with pytest.raises(ValueError, match="not a mid-M tile"):
+        gemm_decode.MidModule((90, 2))
     # forced splits where the tiles make whole waves: nothing to split, no workspace
-    assert gemm_decode.mid_plan(129, 128 * 264, 4096, 132, splits=3).splits == 1
+    assert gemm_decode.mid_plan(129, 128 * 264, 4096, 132, splits=3, consumers=2).splits == 1
 
 
-@pytest.mark.parametrize("kernel", [gemm_decode.KERNEL, gemm_decode.MID], ids=["decode", "mid"])
+@pytest.mark.parametrize(
+    "kernel",
+    [gemm_decode.KERNEL, gemm_decode.MID, gemm_decode.MID.tile_module(88, 3), gemm_decode.MID.tile_module(128, 3)],
+    ids=["decode", "mid", "mid-192x88", "mid-192x128"],
+)
 def test_decode_builds_the_swapped_wgmma_on_a_tma_ring_without_spills(kernel):
     """Every instantiation: the transposed-A 16-bit wgmma (HGMMA ... tnspA) at N = BLOCK_T, BK / 16 of them chained per
     commit group, or fp8's K-major one (QGMMA ... E4M3, no transpose), 4 per group (one K atom, promoted), the first
@@ -169,12 +185,14 @@ def test_decode_builds_the_swapped_wgmma_on_a_tma_ring_without_spills(kernel):
             assert all(("BF16" in line) == ("BF16" in expr) for line in hgmma), expr
             assert count and count == 4 * k_atoms * closing, (expr, count, closing)  # BK / 16 per stage, one group
         assert len(re.findall(r"ATOMG\.E\.ADD\.S32\.STRONG\.GPU", sass)) == 1, expr  # the counter: an integer add
-        # above 64 accumulators (two consumers): the producer's registers handed over. The consumers' TRY_ALLOC
-        # spins until the pool holds 232 each: the block must start at 168 (384 threads x 168 = the register file)
-        shifted = consumers == 2 and block_t > 128
+        # above 64 accumulators (two consumers; three: 32): the producer's registers handed over. The consumers'
+        # TRY_ALLOC spins until the pool holds 232 each (three: 152): the block must start with the whole register
+        # file, 168 a thread at 384 threads (128 at 512)
+        shifted = (consumers == 2 and block_t > 128) or (consumers == 3 and block_t > 64)
         assert ("USETMAXREG.DEALLOC.CTAPOOL 0x28" in sass) == shifted, expr
-        assert bool(re.search(r"USETMAXREG\.TRY_ALLOC\.CTAPOOL \w+, 0xe8", sass)) == shifted, expr
-        assert not shifted or res["registers"] == 168, (expr, res)
+        each = {2: "0xe8", 3: "0x98"}.get(consumers)
+        assert bool(re.search(rf"USETMAXREG\.TRY_ALLOC\.CTAPOOL \w+, {each}", sass)) == shifted, expr
+        assert not shifted or res["registers"] == 65536 // ((1 + consumers) * 128) // 8 * 8, (expr, res)
         assert not re.search(r"(ATOMG|RED)\.E\.ADD\.F32", sass) and "MEMBAR.SC" not in sass, expr
 
 
@@ -208,19 +226,23 @@ def test_decode_matches_fp64_at_the_edges_bit_reproducibly(stages, dtype):
         assert int(launch.counters.abs().sum()) == 0, (stages, size, "fix-up counters not reset")
 
 
-# The mid-M build on a GPU: one token tile of 144 (M = 129, K with a remainder, an edge weight tile), two of 160 with
-# a ring that wraps, the split tail after a whole wave (150 tiles on 132 SMs: the 18 left forced into 3 shares) at
-# 144 and at the widest build (208), the 176 and 192 builds, fewer rows than the smallest token tile with N % 8 != 0
-# (a padded B), two tiles of 128 (M = 256).
+# The mid-M build on a GPU: one token tile (M = 129, K with a remainder, an edge weight tile), two of 160 with a ring
+# that wraps, the split tail after a whole wave (150 tiles on 132 SMs: the 18 left forced into 3 shares) at 144 and at
+# the widest build (208), fewer rows than the smallest token tile with N % 8 != 0 (a padded B), two tiles of 128 (M =
+# 256); three consumer warpgroups: four tiles of 88 with an edge weight tile (1000 = 5 x 192 + 40), the widest (128
+# tokens, the producer's registers handed over), and a split tail (272 tiles of 192 x 104: 8 left, in 3 shares).
 MID_EDGES = [
-    ((129, 1000, 520), None),
-    ((300, 520, 4104), None),
-    ((129, 19200, 1040), 3),
-    ((208, 19200, 1040), 3),
-    ((176, 4000, 2056), None),
-    ((190, 520, 4104), None),
-    ((90, 260, 1032), None),
-    ((256, 4000, 2056), None),
+    ((129, 1000, 520), None, None),
+    ((300, 520, 4104), None, (160, 2)),
+    ((129, 19200, 1040), 3, (144, 2)),
+    ((208, 19200, 1040), 3, (208, 2)),
+    ((176, 4000, 2056), None, None),
+    ((190, 520, 4104), None, None),
+    ((90, 260, 1032), None, (96, 2)),
+    ((256, 4000, 2056), None, (128, 2)),
+    ((341, 1000, 1040), None, (88, 3)),
+    ((129, 1000, 2056), None, (128, 3)),
+    ((200, 26000, 1040), 3, (104, 3)),
 ]
 
 
@@ -228,15 +250,18 @@ MID_EDGES = [
 @pytest.mark.parametrize("dtype", gemm_decode.MID.dtypes)
 @pytest.mark.parametrize("stages", gemm_decode.MID_STAGES)
 def test_mid_matches_fp64_at_the_edges_bit_reproducibly(stages, dtype):
-    for size, splits in MID_EDGES:
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for size, splits, tile in MID_EDGES:
         inputs = GEMM.make_inputs(size, sum(size) + stages, torch.device("cuda"), dtype)
         out = GEMM.make_output(inputs)
-        sms = torch.cuda.get_device_properties(0).multi_processor_count
-        tiles = -(-size[1] // 128) * -(-size[0] // gemm_decode.mid_block_t(size[0]))
+        shape = {} if tile is None else {"block_t": tile[0], "consumers": tile[1]}
+        p = gemm_decode.mid_plan(*size, sms, **shape)
+        tiles = p.tiles_w * p.tiles_t
         fits = splits is not None and tiles % sms and (tiles % sms) * splits <= sms
         assert splits is None or fits or sms != 132, size  # the H100's and H200's 132 SMs: the forced tail runs
         forced = splits if fits else None
-        launch = gemm_decode.Decode(inputs, out, stages, kernel=gemm_decode.MID, splits=forced)
+        launch = gemm_decode.Decode(inputs, out, stages, kernel=gemm_decode.MID, splits=forced, **shape)
         assert forced is None or launch.plan.splits == forced
-        valid_twice(launch, out, inputs, dtype, (stages, size, splits))
+        assert tile is None or (launch.plan.block_t, launch.plan.consumers) == tile
+        valid_twice(launch, out, inputs, dtype, (stages, size, splits, tile))
         assert int(launch.counters.abs().sum()) == 0, (stages, size, "fix-up counters not reset")

@@ -27,6 +27,7 @@
 #             at 4096^3 and 4000x3000x1000 (timed: alone on the GPU)
 #   probe-gemm  tools/tune_gemm_ptx.py $PROBE_ARGS: split counts, split-K tiles and stream-K policies at the sweep's
 #             weakest shapes, against cuBLAS (timed: alone on the GPU)
+#   probe-mid  tools/tune_gemm_mid.py $PROBE_ARGS: the PTX mid-M kernel at forced tiles and depths, against cuBLAS
 #   ptx-decode  the PTX swapped decode kernel's GPU tests
 #   fa4-a     the first half of the flash-attn-4 wheels (tools/fa4_wheels.sh made them; call with carry [".whl/a"]):
 #             kept in /tmp/fa4-wheels for fa4-b, the next call on the same (still warm) machine
@@ -103,6 +104,10 @@ for line in sys.stdin: sys.stdout.write(f"{time.time() - t0:6.1f} {line}")' > "$
       eval "PYTHONPATH=. timeout ${PROBE_LIMIT:-540} python3 tools/tune_gemm_ptx.py ${PROBE_ARGS:-}" \
         > "$OUT/probe-gemm.txt" 2> "$OUT/probe-gemm.err"
       echo "gemm probe rc=$?"; cat "$OUT/probe-gemm.txt"; tail -3 "$OUT/probe-gemm.err" ;;
+    probe-mid)
+      eval "PYTHONPATH=. timeout ${PROBE_LIMIT:-540} python3 tools/tune_gemm_mid.py ${PROBE_ARGS:-}" \
+        > "$OUT/probe-mid.txt" 2> "$OUT/probe-mid.err"
+      echo "mid-M probe rc=$?"; cat "$OUT/probe-mid.txt"; tail -3 "$OUT/probe-mid.err" ;;
     ptx-decode)
       timeout 200 python3 -m pytest -q -n 4 -rfE -p no:cacheprovider tests/test_ptx_decode.py \
         > "$OUT/ptx-decode-test.log" 2>&1

@@ -30,12 +30,12 @@ def describe_key(variant: Variant, job) -> tuple:
     return (variant.label, job.dtype, variant.kernel.build_for(job.size))
 
 
-def _nvrtc_builder(kernel) -> Callable[[str], object] | None:
-    """What compiles the cubins a launch of ``kernel`` loads, for an arch: its ``build``; None for a kernel NVRTC
-    does not build."""
+def _nvrtc_module(kernel, size):
+    """The NVRTC module whose build a launch of ``kernel`` at ``size`` loads (``module_for``); None for a kernel
+    NVRTC does not build."""
     from suite.kernel import NvrtcModule
 
-    return kernel.build if isinstance(kernel, NvrtcModule) else None
+    return kernel.module_for(size) if isinstance(kernel, NvrtcModule) else None
 
 
 def precompile(
@@ -55,6 +55,8 @@ def precompile(
     returns what is called with each module's name as it finishes (a progress line: a cold cache takes a minute or
     more)."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
+
+    from suite.kernel import NvrtcModule
 
     work: dict[tuple, Callable[[], object]] = {}
     names: dict[tuple, str] = {}  # what the progress line calls each
@@ -79,18 +81,19 @@ def precompile(
                 continue
             if not on_gpu:
                 continue
-            builder = _nvrtc_builder(variant.kernel)
-            if builder is None:
-                continue
-            if arch is None:
+            if arch is None and isinstance(variant.kernel, NvrtcModule):
                 try:
                     from suite.nvrtc import loader
 
                     arch = loader.current_arch()
                 except Exception:  # noqa: BLE001 - no GPU to ask (a test on a CPU): each launch compiles for itself
                     return {}
-            work.setdefault(("build", id(variant.kernel)), lambda b=builder, a=arch: _build_and_list(b, a))
-            names.setdefault(("build", id(variant.kernel)), f"{variant.label} for {arch}")
+            module = _nvrtc_module(variant.kernel, job.size)
+            if module is None:
+                continue
+            work.setdefault(("build", id(module)), lambda b=module.build, a=arch: _build_and_list(b, a))
+            tile = "" if module is variant.kernel else f" ({module.all_name_expressions()[0]} ...)"
+            names.setdefault(("build", id(module)), f"{variant.label}{tile} for {arch}")
     if not work:
         return {}
     _import_compilers()

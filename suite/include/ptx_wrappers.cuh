@@ -472,6 +472,53 @@ __device__ __forceinline__ void setmaxnreg_dec() {
 #define WGMMA_D96_OPERANDS(d) WGMMA_P12(d)
 #define WGMMA_D128_REGS "{" WGMMA_L16 "}"
 #define WGMMA_D128_OPERANDS(d) WGMMA_P16(d)
+// Half a row of 8 (4 registers) after r whole rows, for N = 16 r + 8: WGMMA_Hr the registers (%(8r) .. %(8r + 3)),
+// WGMMA_PHr(d) every "+f" operand of the r rows and the half, WGMMA_AFTERHr the two descriptors' operand numbers.
+#define WGMMA_H1 "%8, %9, %10, %11"
+#define WGMMA_PH1(d) WGMMA_P1(d), "+f"(d[8]), "+f"(d[9]), "+f"(d[10]), "+f"(d[11])
+#define WGMMA_AFTERH1 "%12, %13"
+#define WGMMA_H2 "%16, %17, %18, %19"
+#define WGMMA_PH2(d) WGMMA_P2(d), "+f"(d[16]), "+f"(d[17]), "+f"(d[18]), "+f"(d[19])
+#define WGMMA_AFTERH2 "%20, %21"
+#define WGMMA_H3 "%24, %25, %26, %27"
+#define WGMMA_PH3(d) WGMMA_P3(d), "+f"(d[24]), "+f"(d[25]), "+f"(d[26]), "+f"(d[27])
+#define WGMMA_AFTERH3 "%28, %29"
+#define WGMMA_H4 "%32, %33, %34, %35"
+#define WGMMA_PH4(d) WGMMA_P4(d), "+f"(d[32]), "+f"(d[33]), "+f"(d[34]), "+f"(d[35])
+#define WGMMA_AFTERH4 "%36, %37"
+#define WGMMA_H5 "%40, %41, %42, %43"
+#define WGMMA_PH5(d) WGMMA_P5(d), "+f"(d[40]), "+f"(d[41]), "+f"(d[42]), "+f"(d[43])
+#define WGMMA_AFTERH5 "%44, %45"
+#define WGMMA_H6 "%48, %49, %50, %51"
+#define WGMMA_PH6(d) WGMMA_P6(d), "+f"(d[48]), "+f"(d[49]), "+f"(d[50]), "+f"(d[51])
+#define WGMMA_AFTERH6 "%52, %53"
+#define WGMMA_H7 "%56, %57, %58, %59"
+#define WGMMA_PH7(d) WGMMA_P7(d), "+f"(d[56]), "+f"(d[57]), "+f"(d[58]), "+f"(d[59])
+#define WGMMA_AFTERH7 "%60, %61"
+#define WGMMA_H8 "%64, %65, %66, %67"
+#define WGMMA_PH8(d) WGMMA_P8(d), "+f"(d[64]), "+f"(d[65]), "+f"(d[66]), "+f"(d[67])
+#define WGMMA_AFTERH8 "%68, %69"
+#define WGMMA_H9 "%72, %73, %74, %75"
+#define WGMMA_PH9(d) WGMMA_P9(d), "+f"(d[72]), "+f"(d[73]), "+f"(d[74]), "+f"(d[75])
+#define WGMMA_AFTERH9 "%76, %77"
+#define WGMMA_H10 "%80, %81, %82, %83"
+#define WGMMA_PH10(d) WGMMA_P10(d), "+f"(d[80]), "+f"(d[81]), "+f"(d[82]), "+f"(d[83])
+#define WGMMA_AFTERH10 "%84, %85"
+#define WGMMA_H11 "%88, %89, %90, %91"
+#define WGMMA_PH11(d) WGMMA_P11(d), "+f"(d[88]), "+f"(d[89]), "+f"(d[90]), "+f"(d[91])
+#define WGMMA_AFTERH11 "%92, %93"
+#define WGMMA_H12 "%96, %97, %98, %99"
+#define WGMMA_PH12(d) WGMMA_P12(d), "+f"(d[96]), "+f"(d[97]), "+f"(d[98]), "+f"(d[99])
+#define WGMMA_AFTERH12 "%100, %101"
+#define WGMMA_H13 "%104, %105, %106, %107"
+#define WGMMA_PH13(d) WGMMA_P13(d), "+f"(d[104]), "+f"(d[105]), "+f"(d[106]), "+f"(d[107])
+#define WGMMA_AFTERH13 "%108, %109"
+#define WGMMA_H14 "%112, %113, %114, %115"
+#define WGMMA_PH14(d) WGMMA_P14(d), "+f"(d[112]), "+f"(d[113]), "+f"(d[114]), "+f"(d[115])
+#define WGMMA_AFTERH14 "%116, %117"
+#define WGMMA_H15 "%120, %121, %122, %123"
+#define WGMMA_PH15(d) WGMMA_P15(d), "+f"(d[120]), "+f"(d[121]), "+f"(d[122]), "+f"(d[123])
+#define WGMMA_AFTERH15 "%124, %125"
 
 // D(64 x N, fp32) += A(64 x 16, K-major, shared) * B(16 x N, N-major, shared), A and B fp16 or bf16 (TYPE), one
 // warpgroup. Immediates: scale-d 1 (accumulate), scale-a/b 1, A K-major (0), B N-major, i.e. transposed (1).
@@ -545,38 +592,57 @@ __device__ __forceinline__ void wgmma_m64nNk32_f32_e4m3(float (&d)[N / 2], unsig
 }
 
 // The decode kernel's swapped 16-bit form (gemm_decode.cu's gemm_tma_decode): D(64 x N, fp32) += A(64 x 16, M-major,
-// shared, read transposed) * B(16 x N, K-major, shared), N = 8 or a multiple of 16 up to 256 (N / 2 registers per
-// thread). A is the weight (B of C = A B, K x N row-major: its N runs along wgmma's M), B the tokens (A of C = A B,
-// row-major: K-major). Immediates: scale-d 1 (accumulate), scale-a/b 1, A transposed (1), B K-major (0).
+// shared, read transposed) * B(16 x N, K-major, shared), N any multiple of 8 up to 256 (N / 2 registers per thread).
+// A is the weight (B of C = A B, K x N row-major: its N runs along wgmma's M), B the tokens (A of C = A B, row-major:
+// K-major). Immediates: scale-d 1 (accumulate), scale-a/b 1, A transposed (1), B K-major (0).
 #define WGMMA_K16_MMAJOR_A(N, TYPE, REGS, DESCS) \
     "{\n" \
     "wgmma.mma_async.sync.aligned.m64n" #N "k16.f32." TYPE "." TYPE " " REGS ", " DESCS ", 1, 1, 1, 1, 0;\n" \
     "}\n"
-// The swapped form at N = 16 ROWS (ROWS rows of 8 accumulator registers), N written out (the instruction's text).
+// The swapped form at N = 16 ROWS (ROWS rows of 8 accumulator registers), N written out (the instruction's text);
+// _HALF: at N = 16 ROWS + 8 (half a row more).
 #define WGMMA_MMAJOR_A_ROWS(N, ROWS) \
     WGMMA_ASM_16BIT(IS_BF16, WGMMA_K16_MMAJOR_A, N, "{" WGMMA_L##ROWS "}", WGMMA_AFTER##ROWS, WGMMA_P##ROWS(d), \
                     WGMMA_DESCS)
+#define WGMMA_MMAJOR_A_HALF(N, ROWS) \
+    WGMMA_ASM_16BIT(IS_BF16, WGMMA_K16_MMAJOR_A, N, "{" WGMMA_L##ROWS ", " WGMMA_H##ROWS "}", WGMMA_AFTERH##ROWS, \
+                    WGMMA_PH##ROWS(d), WGMMA_DESCS)
 template <int N, bool IS_BF16>
 __device__ __forceinline__ void wgmma_m64nNk16_f32_mmajor_a(float (&d)[N / 2], unsigned long long desc_a,
                                                        unsigned long long desc_b) {
-    static_assert(N == 8 || (N % 16 == 0 && N >= 16 && N <= 256), "the swapped form: n8, or n16 .. n256 by 16");
+    static_assert(N % 8 == 0 && N >= 8 && N <= 256, "the swapped form: n8 .. n256 by 8");
     if constexpr (N == 8)
         WGMMA_ASM_16BIT(IS_BF16, WGMMA_K16_MMAJOR_A, 8, WGMMA_D4_REGS, "%4, %5", WGMMA_D4_OPERANDS(d), WGMMA_DESCS);
     else if constexpr (N == 16) WGMMA_MMAJOR_A_ROWS(16, 1);
+    else if constexpr (N == 24) WGMMA_MMAJOR_A_HALF(24, 1);
     else if constexpr (N == 32) WGMMA_MMAJOR_A_ROWS(32, 2);
+    else if constexpr (N == 40) WGMMA_MMAJOR_A_HALF(40, 2);
     else if constexpr (N == 48) WGMMA_MMAJOR_A_ROWS(48, 3);
+    else if constexpr (N == 56) WGMMA_MMAJOR_A_HALF(56, 3);
     else if constexpr (N == 64) WGMMA_MMAJOR_A_ROWS(64, 4);
+    else if constexpr (N == 72) WGMMA_MMAJOR_A_HALF(72, 4);
     else if constexpr (N == 80) WGMMA_MMAJOR_A_ROWS(80, 5);
+    else if constexpr (N == 88) WGMMA_MMAJOR_A_HALF(88, 5);
     else if constexpr (N == 96) WGMMA_MMAJOR_A_ROWS(96, 6);
+    else if constexpr (N == 104) WGMMA_MMAJOR_A_HALF(104, 6);
     else if constexpr (N == 112) WGMMA_MMAJOR_A_ROWS(112, 7);
+    else if constexpr (N == 120) WGMMA_MMAJOR_A_HALF(120, 7);
     else if constexpr (N == 128) WGMMA_MMAJOR_A_ROWS(128, 8);
+    else if constexpr (N == 136) WGMMA_MMAJOR_A_HALF(136, 8);
     else if constexpr (N == 144) WGMMA_MMAJOR_A_ROWS(144, 9);
+    else if constexpr (N == 152) WGMMA_MMAJOR_A_HALF(152, 9);
     else if constexpr (N == 160) WGMMA_MMAJOR_A_ROWS(160, 10);
+    else if constexpr (N == 168) WGMMA_MMAJOR_A_HALF(168, 10);
     else if constexpr (N == 176) WGMMA_MMAJOR_A_ROWS(176, 11);
+    else if constexpr (N == 184) WGMMA_MMAJOR_A_HALF(184, 11);
     else if constexpr (N == 192) WGMMA_MMAJOR_A_ROWS(192, 12);
+    else if constexpr (N == 200) WGMMA_MMAJOR_A_HALF(200, 12);
     else if constexpr (N == 208) WGMMA_MMAJOR_A_ROWS(208, 13);
+    else if constexpr (N == 216) WGMMA_MMAJOR_A_HALF(216, 13);
     else if constexpr (N == 224) WGMMA_MMAJOR_A_ROWS(224, 14);
+    else if constexpr (N == 232) WGMMA_MMAJOR_A_HALF(232, 14);
     else if constexpr (N == 240) WGMMA_MMAJOR_A_ROWS(240, 15);
+    else if constexpr (N == 248) WGMMA_MMAJOR_A_HALF(248, 15);
     else WGMMA_MMAJOR_A_ROWS(256, 16);
 }
 

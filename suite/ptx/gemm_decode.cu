@@ -9,9 +9,9 @@
 // The tiles above put C's M on wgmma's M side, at least 64 rows per warpgroup: at M = 16 three quarters of every
 // wgmma and of every A stage are padding. Swapped, the weight's N runs along wgmma's M (64 weight columns per
 // consumer warpgroup, read transposed from B's N-major box; fp8: B is given N x K, so its rows are wgmma's K-major A
-// as they are) and the tokens along wgmma's N (BLOCK_T = 8, or 16..256 by 16; fp8: 8..64): every row of every wgmma
-// is real weight, and a token tile pads M to a multiple of 16, not of wgmma's 64 (the mid-M tiles: M = 129 runs 144
-// token rows where the tile rungs run 256).
+// as they are) and the tokens along wgmma's N (BLOCK_T = 8..256 by 8; fp8: 8, 16, 32 or 64): every row of every wgmma
+// is real weight, and a token tile pads M to a multiple of 8, not of wgmma's 64 (the mid-M tiles: M = 341 runs four
+// token tiles of 88 rows where the tile rungs run three of 128).
 //
 //   units:  (weight tile of BW = 64 x CONSUMERS columns, token tile of BLOCK_T rows, split), split-major, then weight
 //           tile, then token tile (the token tiles of one weight tile are neighbours: they read the same weight boxes
@@ -38,10 +38,10 @@
 //           second kernel: at decode sizes its launch and pass would be a visible share of the call.
 template <int BLOCK_T, int CONSUMERS, int K_ATOMS, class E>
 struct DecodeTile {
-    static_assert(BLOCK_T == 8 || (BLOCK_T % 16 == 0 && BLOCK_T <= 256), "BLOCK_T: 8, or 16 .. 256 tokens by 16");
+    static_assert(BLOCK_T % 8 == 0 && BLOCK_T >= 8 && BLOCK_T <= 256, "BLOCK_T: 8 .. 256 tokens by 8");
     static_assert(!E::PROMOTE || BLOCK_T == 8 || BLOCK_T == 16 || BLOCK_T == 32 || BLOCK_T == 64,
                   "fp8's promoted form: 8, 16, 32 or 64 tokens");
-    static_assert(CONSUMERS == 1 || CONSUMERS == 2, "one or two consumer warpgroups (64 weight columns each)");
+    static_assert(CONSUMERS >= 1 && CONSUMERS <= 3, "one to three consumer warpgroups (64 weight columns each)");
     static_assert(K_ATOMS == 1 || K_ATOMS == 2 || K_ATOMS == 4, "BK = 64, 128 or 256 (a TMA box has <= 256 rows)");
     static constexpr int BW = 64 * CONSUMERS;                   // weight columns (C's N) per unit: wgmma's M
     static constexpr int ATOM_K = SWIZZLE_BYTES / E::BYTES;     // K per 128-byte swizzled row: 64 (fp8 128)
@@ -55,9 +55,12 @@ struct DecodeTile {
     static constexpr int T_OFFSET = CONSUMERS * W_BOX_BYTES;    // the token boxes, after the weight's
     static constexpr int STAGE_BYTES = T_OFFSET + K_ATOMS * T_BOX_BYTES;  // every box a multiple of 1024 B
     static constexpr int ACC = BLOCK_T / 2;                     // fp32 accumulators per thread
-    // Above 64 accumulators per thread two consumer warpgroups need more than an even share of the register file
-    // (168 per thread at 384 threads): the producer gives its registers to them (setmaxnreg), as gemm_tma.cu's does.
-    static constexpr bool SHIFT_REGS = CONSUMERS == 2 && ACC > 64;
+    // Above 64 accumulators per thread two consumer warpgroups (above 32, three) need more than an even share of the
+    // register file (168 per thread at 384 threads, 128 at 512): the producer gives its registers to them
+    // (setmaxnreg), as gemm_tma.cu's does; three consumers share what the producer leaves.
+    static constexpr bool SHIFT_REGS = (CONSUMERS == 2 && ACC > 64) || (CONSUMERS == 3 && ACC > 32);
+    static constexpr int CONSUMER_REGS_EACH = CONSUMERS == 3 ? 152 : CONSUMER_REGS;
+    static_assert(WG_THREADS * (PRODUCER_REGS + CONSUMERS * CONSUMER_REGS_EACH) <= 65536, "the registers fit 64 K");
 };
 
 // A decode unit's weight and token tile origins: unit tile `tile` is weight tile tile / tiles_t, token tile
@@ -213,7 +216,7 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
     }
 
     // CONSUMER warpgroup wg: weight columns wg x 64 .. + 63 of each unit; per unit, MAINLOOP then EPILOGUE.
-    if constexpr (T::SHIFT_REGS) setmaxnreg_inc<CONSUMER_REGS>();
+    if constexpr (T::SHIFT_REGS) setmaxnreg_inc<T::CONSUMER_REGS_EACH>();
     const int wg = warpgroup - 1;
     const bool release = threadIdx.x % 32 == 0;  // one arrive per warp on empty[]
     RingPosition read;  // smem_read_stage and its lap's parity

@@ -65,7 +65,13 @@ from suite.ptx.gemm_tma import (
     SWIZZLE_BYTES,
     WG_THREADS,
 )
-from suite.waves import MID_MOST_TOKENS, mid_token_rows, persistent_grid, wave_efficiency, wave_split_count
+from suite.waves import (
+    MID_MOST_TOKENS,
+    persistent_grid,
+    tail_split_count,
+    wave_efficiency,
+    wave_split_count,
+)
 from suite.workspace import new_workspace
 
 SOURCE = Path(__file__).with_name("gemm_decode.cu")
@@ -77,11 +83,15 @@ K_ATOMS = (4, 2, 1)  # BK = 256, 128, 64: a TMA box has at most 256 rows; the de
 STAGE_LIMIT = 48 * 1024  # bytes of one stage at most (BK is chosen to fit it)
 SMEM_PER_BLOCK = 227 * 1024
 STAGES = (2, 3, 4)  # at <= 48 KiB stages every one fits 227 KiB; 5 would not
-# The mid-M build's token rows per tile (wgmma's N, by 16): up to 208, where the fix-up's partial (another 104
-# registers) still fits beside the accumulators; 112 and 128 for M = 209..256 as two tiles; below 112 rows the
-# tile rungs and the decode build already pad little
-MID_BLOCK_TS = tuple(range(112, MID_MOST_TOKENS + 1, 16))
-MID_STAGES = (3, 4)  # its stages are (128 + tokens) x 128 bytes, 30-42 KiB: 5 fit 227 KiB at 208 tokens
+# The mid-M build's tiles (``mid_plan``): 64 x consumers weight columns x BLOCK_T tokens (wgmma's N, by 8). Two
+# consumer warpgroups take up to 208 tokens, where the fix-up's partial (another 104 registers) still fits beside the
+# accumulators in the producer's registers; three (192 weight columns, 152 registers each) up to 128. Below 64 tokens
+# an m64nN wgmma reads more weight from shared memory than it multiplies with.
+MID_CONSUMERS = (2, 3)
+MID_MOST_TOKENS_FOR = {2: MID_MOST_TOKENS, 3: 128}
+MID_LEAST_TOKENS = 64
+MID_STAGES = (3, 4)  # its stages are (64 x consumers + tokens) x 128 bytes, 24-42 KiB: 5 fit 227 KiB at every tile
+MID_DESCRIBE_TILE = (144, 2)  # the tile ``describe`` reports where no size picks one
 MIN_K_STAGES_PER_SPLIT = 4  # fewer and a split's prologue and partial cost more than its mainloop
 MAX_SPLITS = 32
 WAVE_SLACK = 0.05  # a split count within 5% of the best wave efficiency is as good (fewer: less fix-up)
@@ -182,22 +192,72 @@ def every_plan_shape() -> tuple[tuple[int, int, int], ...]:
     return tuple((t, c, k_atoms_for(c, t)) for t in BLOCK_TS for c in CONSUMERS)
 
 
-def mid_block_t(m: int) -> int:
-    """The mid-M build's token rows per tile: suite.waves.mid_token_rows, at least the smallest build's."""
-    return max(MID_BLOCK_TS[0], mid_token_rows(m))
+def mid_tile_ok(block_t: int, consumers: int) -> bool:
+    """Whether the mid-M build makes (and compiles on demand) a tile of ``block_t`` tokens x 64 x ``consumers``
+    weight columns."""
+    most = MID_MOST_TOKENS_FOR.get(consumers, 0)
+    return block_t % 8 == 0 and MID_LEAST_TOKENS <= block_t <= most
 
 
-def mid_plan(m: int, n: int, k: int, sms: int, splits: int | None = None, consumers: int | None = None) -> Plan:
-    """The mid-M build's plan (one tile per M at every depth and 16-bit type): 128 weight columns (two consumer
-    warpgroups) x ``mid_block_t(M)`` tokens x 64 of K per stage, tiles in persistent waves and the last partial wave's
-    split in K (gemm_tma.split_tail_plan, for one block per SM; the launcher repeats it for the blocks an SM holds).
-    ``splits`` forces the tail's split count (tests); ``consumers``, if given, must be the build's 2."""
-    if consumers not in (None, 2):
-        raise ValueError(f"consumers={consumers}: the mid-M build has two consumer warpgroups")
-    block_t = mid_block_t(m)
-    tiles_t, tiles_w = -(-m // block_t), -(-n // 128)
+def mid_token_tiles(m: int, consumers: int) -> list[int]:
+    """The token tiles (rows) the mid-M rule weighs at ``consumers``: M over 1, 2, ... tiles, rounded up to 8, within
+    the build's bounds (one tile of the least where M is smaller)."""
+    if m <= MID_LEAST_TOKENS:
+        return [MID_LEAST_TOKENS]
+    rows, tiles = [], 1
+    while (t := -(-(-(-m // tiles)) // 8) * 8) >= MID_LEAST_TOKENS:
+        if mid_tile_ok(t, consumers) and t not in rows:
+            rows.append(t)
+        tiles += 1
+    return rows
+
+
+# The mid-M rule's model of a tile's pace: an m64nNk16 wgmma reads its 64 x 16 weight operand from shared memory
+# whatever N, worth MID_FIXED_TOKENS tokens of MMA time; a block's time per K stage is that plus its tokens, for each
+# consumer warpgroup (they share the SM's tensor pipe).
+MID_FIXED_TOKENS = 24
+
+
+def mid_rounds(m: int, n: int, k: int, sms: int, block_t: int, consumers: int) -> float:
+    """The model's time of the mid-M walk at a tile, in K-stage times of a one-token, one-warpgroup tile: the split
+    tail's rounds (whole waves, then the last partial wave's share of a tile) x a tile's time."""
+    tiles = -(-n // (64 * consumers)) * -(-m // block_t)
+    k_stages = -(-k // 64)
+    splits = tail_split_count(tiles, k_stages, sms, MIN_K_STAGES_PER_SPLIT)
+    rounds = tiles // sms + (1 / splits if tiles % sms else 0)
+    return rounds * k_stages * consumers * (block_t + MID_FIXED_TOKENS)
+
+
+def mid_plan(
+    m: int,
+    n: int,
+    k: int,
+    sms: int,
+    splits: int | None = None,
+    consumers: int | None = None,
+    block_t: int | None = None,
+) -> Plan:
+    """The mid-M build's plan (one per shape at every depth and 16-bit type): of every tile ``mid_token_tiles`` gives
+    at two and three consumer warpgroups, the one the model (``mid_rounds``) walks fastest (ties: the fewer
+    tiles); 64 of K per stage; tiles in persistent waves and the last partial wave's split in K
+    (gemm_tma.split_tail_plan, for one block per SM; the launcher repeats it for the blocks an SM holds).
+    ``consumers``, ``block_t`` and ``splits`` force a choice (tests, probes)."""
+    if consumers is not None and consumers not in MID_CONSUMERS:
+        raise ValueError(f"consumers={consumers}: the mid-M build has 2 or 3 consumer warpgroups")
+    if block_t is not None and not any(mid_tile_ok(block_t, c) for c in ((consumers,) if consumers else MID_CONSUMERS)):
+        raise ValueError(f"block_t={block_t}: the mid-M build takes 64 .. 208 tokens by 8 (three consumers: 128)")
+    options = [
+        (t, c)
+        for c in ((consumers,) if consumers else MID_CONSUMERS)
+        for t in ((block_t,) if block_t else mid_token_tiles(m, c))
+        if mid_tile_ok(t, c)
+    ]
+    block_t, consumers = min(
+        options, key=lambda o: (mid_rounds(m, n, k, sms, *o), -(-n // (64 * o[1])) * -(-m // o[0]))
+    )
+    tiles_t, tiles_w = -(-m // block_t), -(-n // (64 * consumers))
     _, s = gemm_tma.split_tail_plan(tiles_w * tiles_t, -(-k // 64), sms, splits)
-    return Plan(block_t, 2, 1, s, tiles_w, tiles_t, 64, tail=True)
+    return Plan(block_t, consumers, 1, s, tiles_w, tiles_t, 64, tail=True)
 
 
 def refusal(size, dtype: str) -> str | None:
@@ -221,9 +281,9 @@ class Decode(gemm_tma.SplitLaunch):
         if dtype not in kernel.dtypes:
             raise ValueError(f"{dtype}: this build takes {', '.join(kernel.dtypes)}")
         check_cuda(("a", ops.a), ("b", ops.b), ("c", c))
-        module = kernel.build()
         sms = loader.num_sms()
         self.plan = p = kernel.plan(m, n, k, sms, stages, dtype=dtype, **forced)
+        module = kernel.build_of(p)
         expr = p.name_expression(stages, dtype)
         blocks_per_sm = self._bind_kernel(module, expr, p.smem_bytes(stages), p.threads, stages)
         k_stages = -(-k // p.block_k)
@@ -373,6 +433,10 @@ class DecodeModule(NvrtcModule):
         """This build's plan for the shape (the decode rule; the mid-M build overrides it)."""
         return plan(m, n, k, sms, stages, **options)
 
+    def build_of(self, plan: Plan):
+        """The build that holds ``plan``'s kernel, for this GPU: every plan's, here (the mid-M build: its tile's)."""
+        return self.build()
+
     def config(self) -> str:
         return (
             "swapped decode: 64 or 128 weight columns on wgmma's M, 8-64 tokens on its N, stages of <= 48 KiB, "
@@ -397,27 +461,67 @@ KERNEL = DecodeModule(faults=(SKIP_EMPTY_WAIT, NO_FIXUP_WAIT))
 
 
 class MidModule(DecodeModule):
-    """The same kernel for the mid M that the tile rungs pad most (a few hundred tokens): 128 weight columns x 112-208
-    token rows (M over the fewest such tiles, rounded up to 16, where the rungs round it up to 128 or 256: M = 129
-    runs 144 rows, not 256), 64 of K per stage, two consumer warpgroups given the producer's registers, the split
-    tail's walk (``mid_plan``)."""
+    """The same kernel for the mid M that the tile rungs pad most (a few hundred tokens): 128 or 192 weight columns x
+    64-208 token rows by 8 (``mid_plan``: M over a few tiles, rounded up to 8, where the rungs round it up to 128 or
+    256: M = 341 runs four tiles of 88 rows on 192 weight columns), 64 of K per stage, the consumer warpgroups given
+    the producer's registers, the split tail's walk.
+
+    Tiles are many (two widths x 19 token counts): each is compiled on demand, the first time a launch or a precompile
+    asks for it (``build_of``, ``module_for``), and kept in the cubin cache. ``MidModule(tile=(block_t, consumers))``
+    is one tile's build; the registered one (``MID``, tile None) builds and describes ``MID_DESCRIBE_TILE``'s."""
 
     stages = MID_STAGES
     dtypes = ("fp16", "bf16")  # fp8's promoted swapped form holds 64 tokens at most
-    threads = 3 * WG_THREADS
-    stage_bytes = (128 + 144) * ATOM_BYTES_K  # the describe figure: the 144-token build's
-    # M = 129 (one token tile of 144, an edge weight tile, a K remainder); M = 300 (two of 160, 10 tiles: a split
-    # tail of 10 x 7 shares) with a ring that wraps; the split tail after a whole wave at the widest build (208 rows:
-    # 150 tiles on 132 SMs, the 18 left split in 3); N % 8 != 0 (a padded B) and M < 112
-    sanitize_sizes = ((129, 1000, 520), (300, 520, 4104), (208, 19200, 1040), (90, 260, 1032))
+    # M = 129 (one token tile, an edge weight tile, a K remainder); M = 300 (a split tail) with a ring that wraps; the
+    # split tail after a whole wave at the widest build (208 rows: 150 tiles on 132 SMs, the 18 left split in 3); N %
+    # 8 != 0 (a padded B) and M < 64; M = 341 (four tiles of 88 on three consumers)
+    sanitize_sizes = ((129, 1000, 520), (300, 520, 4104), (208, 19200, 1040), (90, 260, 1032), (341, 1000, 1040))
 
     tail = True
 
-    def __init__(self):
+    def __init__(self, tile: tuple[int, int] | None = None):
         super().__init__(faults=())  # the decode build's faults cover the source both builds share
+        if tile is not None and not mid_tile_ok(*tile):
+            raise ValueError(f"tile={tile}: not a mid-M tile (block_t 64 .. 208 by 8; three consumers: up to 128)")
+        self.tile = tile
+
+    @property
+    def threads(self) -> int:  # the described tile's
+        return (1 + self.shapes()[0][1]) * WG_THREADS
+
+    @property
+    def stage_bytes(self) -> int:  # the described tile's
+        block_t, consumers, _ = self.shapes()[0]
+        return (64 * consumers + block_t) * ATOM_BYTES_K
 
     def shapes(self) -> tuple[tuple[int, int, int], ...]:
-        return tuple((t, 2, 1) for t in sorted(MID_BLOCK_TS, key=lambda t: t != 144))  # describe's: 144 tokens
+        """What this build compiles: its tile's (BLOCK_T, consumers, 1 K atom)."""
+        block_t, consumers = self.tile or MID_DESCRIBE_TILE
+        return ((block_t, consumers, 1),)
+
+    def tile_module(self, block_t: int, consumers: int) -> MidModule:
+        """The build of one tile, with this build's depths and defines (made once, then shared)."""
+        if self.tile == (block_t, consumers):
+            return self
+        tiles = self.__dict__.setdefault("_tiles", {})
+        if (block_t, consumers) not in tiles:
+            other = MidModule((block_t, consumers))
+            other.stages, other.extra_defines = self.stages, self.extra_defines
+            tiles[(block_t, consumers)] = other
+        return tiles[(block_t, consumers)]
+
+    def with_defines(self, *defines: str, stages: tuple[int, ...] | None = None) -> MidModule:
+        other = super().with_defines(*defines, stages=stages)
+        other.__dict__.pop("_tiles", None)  # the copy's tiles are built with its own defines
+        return other
+
+    def build_of(self, plan: Plan):
+        return self.tile_module(plan.block_t, plan.consumers).build()
+
+    def module_for(self, size) -> MidModule:
+        m, n, k = size[:3]
+        plan = mid_plan(m, n, k, loader.num_sms())
+        return self.tile_module(plan.block_t, plan.consumers)
 
     def plan(self, m: int, n: int, k: int, sms: int, stages: int, dtype: str = "fp16", **forced) -> Plan:
         """The mid-M rule: one tile per M at every depth and 16-bit type (``stages`` and ``dtype`` do not change it)."""
@@ -425,8 +529,8 @@ class MidModule(DecodeModule):
 
     def config(self) -> str:
         return (
-            "swapped mid-M: 128 weight columns on wgmma's M, 112-208 tokens (M rounded up to 16) on its N, 64 of K per "
-            "stage, persistent waves then a split tail"
+            "swapped mid-M: 128 or 192 weight columns on wgmma's M, 64-208 tokens by 8 on its N (the fewest padded "
+            "rows and waves, mid_plan), 64 of K per stage, persistent waves then a split tail"
         )
 
 
