@@ -1,10 +1,11 @@
 """Time the PTX mid-M kernel (suite.ptx.gemm_decode.MidModule) at forced tiles: every token tile the rule weighs
 (``mid_token_tiles``) at two and three consumer warpgroups, at 3 to 6 stages where the ring fits, each between two
 cuBLAS timings (its ratio is against their mean), beside the tile the rule picks. Every candidate is checked against
-torch before it is timed. Used to fit ``mid_plan``'s model and the auto rule's mid-M band; not part of the suite's
-results.
+torch before it is timed. With --rungs, the registered PTX tile rungs (the auto row's other candidates) at every depth
+too, as the mid-M kernel's competition. Used to fit ``mid_plan``'s model and the auto rule's mid-M band; not part of
+the suite's results.
 
-Run from the repository root: PYTHONPATH=. python3 tools/tune_gemm_mid.py [--shape MxNxK ...]"""
+Run from the repository root: PYTHONPATH=. python3 tools/tune_gemm_mid.py [--rungs] [--shape MxNxK ...]"""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 from triton.testing import do_bench
 
+from suite.ptx import gemm_auto
 from suite.ptx import gemm_decode as g
 
 # the weak band of the seed-1 fp16 sweep on the H100, the mid-M kernel's own band, and shapes it lost at before
@@ -30,7 +32,7 @@ SHAPES = (
     (200, 3072, 24576),
     (208, 14336, 8192),
 )
-STAGES = (3, 4, 5, 6)
+STAGES = (4, 5, 6)
 
 
 def tile_module(block_t: int, consumers: int) -> g.MidModule:
@@ -63,8 +65,12 @@ def main() -> None:
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     tiles = {(t, c) for m, _, _ in shapes for c in g.MID_CONSUMERS for t in g.mid_token_tiles(m, c)}
     modules = {tile: tile_module(*tile) for tile in sorted(tiles)}
+    rungs = {}
+    if "--rungs" in sys.argv:  # the auto row's candidates but the swapped kernels
+        rungs = {name: k for name, k in gemm_auto.CANDIDATES.items() if "swap-ab" not in name}
     with ThreadPoolExecutor() as pool:  # every tile built once, in parallel, before anything is timed
         failed = {t: e for t, e in zip(modules, pool.map(_build_error, modules.values())) if e}
+        failed |= {n: e for n, e in zip(rungs, pool.map(_build_error, rungs.values())) if e}
     for tile, error in failed.items():
         print(f"build of {tile} failed: {error}", file=sys.stderr)
     torch.manual_seed(0)
@@ -81,7 +87,8 @@ def main() -> None:
             for t in g.mid_token_tiles(m, c_):
                 module = modules[(t, c_)]
                 for stages in module.stages:
-                    label = f"{64 * c_}x{t} s{stages}" + (" (rule)" if (t, c_) == (rule.block_t, rule.consumers) else "")
+                    ruled = (t, c_) == (rule.block_t, rule.consumers)
+                    label = f"{64 * c_}x{t} s{stages}" + (" (rule)" if ruled else "")
                     if (t, c_) in failed:
                         out.append((label, None, "build failed"))
                         continue
@@ -102,6 +109,23 @@ def main() -> None:
                         f"{launch.grid}, model {model:.0f}"
                     )
                     out.append((label, (before + after) / 2 / time, note))
+        for name, kernel in rungs.items():
+            for stages in kernel.stages_for("fp16"):
+                label = f"{name.removesuffix(' tma+wgmma')} s{stages}"
+                if name in failed:
+                    out.append((label, None, "build failed"))
+                    continue
+                try:
+                    launch = kernel.launch((a, b), c, stages)
+                    c.fill_(float("nan"))
+                    launch()
+                    torch.cuda.synchronize()
+                    torch.testing.assert_close(c, ref, rtol=2e-2, atol=2e-2 * k**0.5)
+                except Exception as e:  # noqa: BLE001 - a candidate that fails is listed with why
+                    out.append((label, None, f"{type(e).__name__}: {str(e).splitlines()[0][:100]}"))
+                    continue
+                before, time, after = med(cublas), med(launch), med(cublas)
+                out.append((label, (before + after) / 2 / time, f"{flop / time / 1e9:.0f} TFLOP/s (rung)"))
         print(f"\n{m}x{n}x{k} fp16: % of cuBLAS (rule: {64 * rule.consumers}x{rule.block_t})")
         for label, ratio, note in sorted(out, key=lambda r: -(r[1] or 0)):
             print(f"  {'-' if ratio is None else f'{100 * ratio:5.1f}'}  {label:24s} {note}")
