@@ -275,10 +275,11 @@ class NvrtcModule(KernelModule):
             )
         return builds[arch]
 
-    def module_for(self, size) -> NvrtcModule:
-        """The module whose ``build`` holds the kernel a launch at ``size`` loads (on this GPU): this one, unless a
-        module compiles its instantiations on demand (suite.ptx.gemm_decode.MidModule: one build per tile)."""
-        return self
+    def modules_for(self, size) -> tuple[NvrtcModule, ...]:
+        """The modules whose ``build`` holds the kernels launches at ``size`` load (on this GPU, at every depth): this
+        one, unless a module compiles its instantiations on demand (suite.ptx.gemm_decode.MidModule: a build per
+        tile)."""
+        return (self,)
 
     def with_defines(self, *defines: str, stages: tuple[int, ...] | None = None) -> NvrtcModule:
         """The same kernel built with more defines (e.g. a fault for the sanitizer), compiled separately; ``stages``

@@ -73,18 +73,97 @@ def tail_split_count(tiles: int, k_tiles: int, slots: int, min_k_tiles: int) -> 
     return max(1, min(slots // tail, k_tiles // min_k_tiles, repaid))
 
 
-# The mid-M builds of both backends (128 < M < a few hundred tokens, computed swapped: the weight on wgmma's M, the
-# tokens on its N, which may be any multiple of 8 up to 256): the most token rows of one tile. Their accumulators,
-# 128 weight rows x 208 tokens over two warpgroups, are 104 fp32 registers a thread, short of the 128-register tiles'
-# budget, which leaves the registers the swapped operand's descriptors, fp8's promotion and the epilogue take.
+# The mid-M builds of both backends (128 < M < a few hundred tokens, computed swapped: the weight on the MMA's M, the
+# tokens on its N): the most token rows of one Triton tile. Its accumulators, 128 weight rows x 208 tokens over two
+# warpgroups, are 104 fp32 registers a thread, short of the 128-register tiles' budget, which leaves the registers the
+# swapped operand's descriptors, fp8's promotion and the epilogue take.
 MID_MOST_TOKENS = 208
 
 
 def mid_token_rows(m: int) -> int:
-    """Token rows per tile of the mid-M builds: M over the fewest tiles of at most MID_MOST_TOKENS rows, rounded up to
-    16 (Triton computes a tile as power-of-two tl.dot pieces of at least 16 rows; the PTX build takes the same
-    tiles): M = 129 runs one tile of 144 rows, M = 341 two of 176, M = 256 two of 128."""
+    """Token rows per tile of the Triton mid-M build: M over the fewest tiles of at most MID_MOST_TOKENS rows, rounded
+    up to 16 (Triton computes a tile as power-of-two tl.dot pieces of at least 16 rows): M = 129 runs one tile of 144
+    rows, M = 341 two of 176, M = 256 two of 128."""
     if m < 1:
         raise ValueError(f"M must be >= 1 (got {m})")
     rows = -(-m // -(-m // MID_MOST_TOKENS))
     return -(-rows // 16) * 16
+
+
+# The PTX mid-M build's tiles (suite.ptx.gemm_decode.MidModule): 64 x consumers weight columns x block_t tokens
+# (wgmma's N, by 8), a K stage of 64. Two consumer warpgroups take up to 208 tokens, where the fix-up's partial
+# (another 104 registers) still fits beside the accumulators in the producer's registers; three (192 weight columns,
+# 152 registers each) up to 128. Below 64 tokens an m64nN wgmma reads more weight from shared memory than it
+# multiplies with.
+MID_CONSUMERS = (2, 3)
+MID_MOST_TOKENS_FOR = {2: MID_MOST_TOKENS, 3: 128}
+MID_LEAST_TOKENS = 64
+MID_DEEPEST = 6  # its deepest ring; deeper ones were not faster
+MID_SMEM = 227 * 1024  # an SM's shared memory for one block
+# The model of a tile's pace (``mid_time``), fitted on forced tiles at shapes outside the judged sweeps
+# (tools/tune_gemm_mid.py): an m64nNk16 wgmma reads its 64 x 16 weight operand from shared memory whatever N, worth
+# MID_FIXED_TOKENS tokens of MMA time; three consumer warpgroups run MID_THREE_RATE times two's pace per token (more
+# warps to cover each other's waits); the split tail's fix-up costs MID_SPLIT_ROUNDS of a round per share past one.
+MID_FIXED_TOKENS = 64
+MID_THREE_RATE = 1.15
+MID_SPLIT_ROUNDS = 0.12
+
+
+def mid_tile_ok(block_t: int, consumers: int) -> bool:
+    """Whether the PTX mid-M build makes a tile of ``block_t`` tokens x 64 x ``consumers`` weight columns."""
+    most = MID_MOST_TOKENS_FOR.get(consumers, 0)
+    return block_t % 8 == 0 and MID_LEAST_TOKENS <= block_t <= most
+
+
+def mid_ring_bytes(block_t: int, consumers: int, stages: int) -> int:
+    """The PTX mid-M block's dynamic shared memory: the ring of (64 x consumers + block_t) rows of 128 bytes per stage,
+    its full and empty barriers, the fix-up's verdicts and the 1024-byte alignment's slack."""
+    return stages * (64 * consumers + block_t) * 128 + 2 * stages * 8 + 16 + 1024
+
+
+def mid_deepest(block_t: int, consumers: int) -> int:
+    """The deepest ring of at most MID_DEEPEST stages that the tile fits in an SM's shared memory."""
+    return max(s for s in range(2, MID_DEEPEST + 1) if mid_ring_bytes(block_t, consumers, s) <= MID_SMEM)
+
+
+def mid_token_tiles(m: int, consumers: int) -> list[int]:
+    """The token tiles (rows) the mid-M rule weighs at ``consumers``: M over 1, 2, ... tiles, rounded up to 8, within
+    the build's bounds (one tile of the least where M is smaller)."""
+    if m <= MID_LEAST_TOKENS:
+        return [MID_LEAST_TOKENS]
+    rows, tiles = [], 1
+    while (t := (-(-m // tiles) + 7) // 8 * 8) >= MID_LEAST_TOKENS:
+        if mid_tile_ok(t, consumers) and t not in rows:
+            rows.append(t)
+        tiles += 1
+    return rows
+
+
+def mid_time(m: int, n: int, k: int, sms: int, block_t: int, consumers: int) -> float:
+    """The model's time of the PTX mid-M walk at a tile, in K-stage times of one token on one warpgroup: the split
+    tail's rounds (whole waves, then the last partial wave's share of a tile and its fix-up; where that wave is not
+    split, a whole round) x a tile's time."""
+    tiles = -(-n // (64 * consumers)) * -(-m // block_t)
+    k_stages = -(-k // 64)
+    splits = tail_split_count(tiles, k_stages, sms, MIN_K_TILES_PER_SPLIT)
+    if tiles % sms and splits > 1:
+        rounds = tiles // sms + 1 / splits + MID_SPLIT_ROUNDS * (splits - 1)
+    else:
+        rounds = -(-tiles // sms)
+    rate = MID_THREE_RATE if consumers == 3 else 1.0
+    return rounds * k_stages * consumers * (block_t + MID_FIXED_TOKENS) / rate
+
+
+def mid_tile(m: int, n: int, k: int, sms: int, stages: int | None = None) -> tuple[int, int]:
+    """The PTX mid-M rule's tile, (block_t, consumers): of every tile ``mid_token_tiles`` gives at two and three
+    consumer warpgroups (whose ring fits ``stages`` deep, if given), the one ``mid_time`` walks fastest (ties: the
+    fewer tiles)."""
+    options = [
+        (t, c)
+        for c in MID_CONSUMERS
+        for t in mid_token_tiles(m, c)
+        if stages is None or mid_ring_bytes(t, c, stages) <= MID_SMEM
+    ]
+    if not options:
+        raise ValueError(f"stages={stages}: no mid-M tile's ring fits {MID_SMEM} bytes")
+    return min(options, key=lambda o: (mid_time(m, n, k, sms, *o), -(-n // (64 * o[1])) * -(-m // o[0])))

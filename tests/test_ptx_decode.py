@@ -8,6 +8,7 @@ import pytest
 import torch
 from gemm_checks import valid_twice
 
+from suite import waves
 from suite.problems import GEMM
 from suite.ptx import gemm_decode
 from suite.sass import instruction_classes, split_functions, wgmma_chain
@@ -87,40 +88,63 @@ def test_an_atom_is_128_bytes_of_k_at_every_dtype():
 
 
 def test_mid_token_tiles_pad_m_to_8_rows_per_tile_not_to_the_rungs_128():
-    assert gemm_decode.mid_token_tiles(341, 2) == [176, 120, 88, 72, 64]
-    assert gemm_decode.mid_token_tiles(341, 3) == [120, 88, 72, 64]
-    assert gemm_decode.mid_token_tiles(129, 2) == [136, 72] and gemm_decode.mid_token_tiles(20, 3) == [64]
+    assert waves.mid_token_tiles(341, 2) == [176, 120, 88, 72, 64]
+    assert waves.mid_token_tiles(341, 3) == [120, 88, 72, 64]
+    assert waves.mid_token_tiles(129, 2) == [136, 72] and waves.mid_token_tiles(20, 3) == [64]
     for m in range(1, 3000, 7):
-        for consumers in gemm_decode.MID_CONSUMERS:
-            rows = gemm_decode.mid_token_tiles(m, consumers)
+        for consumers in waves.MID_CONSUMERS:
+            rows = waves.mid_token_tiles(m, consumers)
             assert rows and len(set(rows)) == len(rows), (m, consumers)
             for t in rows:
                 tiles = -(-m // t)
-                assert gemm_decode.mid_tile_ok(t, consumers) and tiles * t >= m, (m, t)
+                assert waves.mid_tile_ok(t, consumers) and tiles * t >= m, (m, t)
                 assert m <= t or tiles * t - m < 8 * tiles, (m, t)  # each tile pads less than 8 rows
-    assert not gemm_decode.mid_tile_ok(136, 3) and not gemm_decode.mid_tile_ok(100, 2)
-    assert not gemm_decode.mid_tile_ok(56, 2) and not gemm_decode.mid_tile_ok(216, 2)
-    assert gemm_decode.mid_tile_ok(128, 3) and gemm_decode.mid_tile_ok(208, 2) and gemm_decode.mid_tile_ok(64, 3)
+    assert not waves.mid_tile_ok(136, 3) and not waves.mid_tile_ok(100, 2)
+    assert not waves.mid_tile_ok(56, 2) and not waves.mid_tile_ok(216, 2)
+    assert waves.mid_tile_ok(128, 3) and waves.mid_tile_ok(208, 2) and waves.mid_tile_ok(64, 3)
 
 
-def test_mid_plan_takes_the_tile_of_the_fewest_modelled_rounds():
-    """The model's choice is the cheapest of every candidate tile, whichever the forced width; 341 x 6144 x 11008
-    (the sweep's weakest shape) takes one wave of 128 tiles of 192 x 88 rather than the 96 tiles of 128 x 176."""
+def test_mid_plan_takes_the_modelled_fastest_tile_that_fits_the_ring():
+    """The model's choice is the cheapest of every candidate tile whose ring fits the depth; forced tiles are taken
+    as given; 341 x 6144 x 11008 (the sweep's weakest shape) takes one wave of 128 tiles of 192 x 88 rather than the
+    96 tiles of 128 x 176."""
+    assert (
+        gemm_decode.mid_plan(341, 6144, 11008, 132).block_t,
+        gemm_decode.mid_plan(341, 6144, 11008, 132).consumers,
+    ) == (88, 3)
     for shape in ((341, 6144, 11008), (529, 10240, 11008), (202, 3584, 36864), (129, 73728, 11008)):
-        p = gemm_decode.mid_plan(*shape, 132)
-        cost = gemm_decode.mid_rounds(*shape, 132, p.block_t, p.consumers)
-        for c in gemm_decode.MID_CONSUMERS:
-            for t in gemm_decode.mid_token_tiles(shape[0], c):
-                assert cost <= gemm_decode.mid_rounds(*shape, 132, t, c), (shape, t, c)
-                forced = gemm_decode.mid_plan(*shape, 132, consumers=c, block_t=t)
-                assert (forced.block_t, forced.consumers) == (t, c)
+        for stages in (None, *gemm_decode.MID_STAGES):
+            p = gemm_decode.mid_plan(*shape, 132, stages)
+            assert stages is None or p.smem_bytes(stages) <= gemm_decode.SMEM_PER_BLOCK
+            cost = waves.mid_time(*shape, 132, p.block_t, p.consumers)
+            for c in waves.MID_CONSUMERS:
+                for t in waves.mid_token_tiles(shape[0], c):
+                    fits = stages is None or waves.mid_ring_bytes(t, c, stages) <= waves.MID_SMEM
+                    assert not fits or cost <= waves.mid_time(*shape, 132, t, c), (shape, stages, t, c)
+    forced = gemm_decode.mid_plan(341, 6144, 11008, 132, consumers=2, block_t=176)
+    assert (forced.block_t, forced.consumers) == (176, 2)
+    with pytest.raises(ValueError, match="does not fit"):
+        gemm_decode.mid_plan(341, 6144, 11008, 132, 6, consumers=2, block_t=208)
+    with pytest.raises(ValueError, match="both block_t and consumers"):
+        gemm_decode.mid_plan(341, 6144, 11008, 132, block_t=88)
+
+
+def test_mid_ring_bytes_is_the_launchers_figure():
+    for t, c in ((64, 2), (88, 3), (128, 3), (208, 2)):
+        for s in (2, 4, 6):
+            assert waves.mid_ring_bytes(t, c, s) == gemm_decode.Plan(t, c, 1, 1, 1, 1, tail=True).smem_bytes(s)
+        assert waves.mid_ring_bytes(t, c, waves.mid_deepest(t, c)) <= waves.MID_SMEM
+        deeper = waves.mid_deepest(t, c) + 1
+        assert deeper > waves.MID_DEEPEST or waves.mid_ring_bytes(t, c, deeper) > waves.MID_SMEM
+    assert waves.MID_SMEM == gemm_decode.SMEM_PER_BLOCK
 
 
 def test_mid_plan_splits_only_the_last_partial_wave():
     # 576 weight tiles of 128 columns at M = 129: 4 whole waves on 132 SMs, then 48 tiles left, each in 2 shares
-    p = gemm_decode.mid_plan(129, 73728, 11008, 132, consumers=2)
+    p = gemm_decode.mid_plan(129, 73728, 11008, 132, consumers=2, block_t=136)
     assert (p.block_t, p.block_w, p.block_k, p.tiles_w, p.tiles_t, p.splits, p.tail) == (136, 128, 64, 576, 1, 2, True)
-    assert gemm_decode.mid_plan(129, 4096 * 33, 4096, 132, consumers=2).splits == 1  # 1056 tiles: whole waves
+    # 1056 tiles: whole waves
+    assert gemm_decode.mid_plan(129, 4096 * 33, 4096, 132, consumers=2, block_t=136).splits == 1
     for m in (100, 129, 200, 341, 529, 1000):
         for n in (1000, 4096, 14336, 73728):
             for k in (520, 4096, 36864):
@@ -128,8 +152,8 @@ def test_mid_plan_splits_only_the_last_partial_wave():
                 tiles = p.tiles_w * p.tiles_t
                 assert p.splits == 1 or tiles % 132, (m, n, k, p)  # whole waves only: nothing split
                 assert p.splits == 1 or -(-k // 64) // p.splits >= 4, (m, n, k, p)
-                assert max(p.smem_bytes(s) for s in gemm_decode.MID_STAGES) <= gemm_decode.SMEM_PER_BLOCK
-                assert gemm_decode.mid_tile_ok(p.block_t, p.consumers) and p.k_atoms == 1, (m, n, k, p)
+                assert p.smem_bytes(waves.mid_deepest(p.block_t, p.consumers)) <= gemm_decode.SMEM_PER_BLOCK
+                assert waves.mid_tile_ok(p.block_t, p.consumers) and p.k_atoms == 1, (m, n, k, p)
 
 
 def test_mid_refuses_fp8_unbuilt_depths_and_other_widths_before_launch():
@@ -138,7 +162,7 @@ def test_mid_refuses_fp8_unbuilt_depths_and_other_widths_before_launch():
         gemm_decode.Decode((a, b), torch.empty(130, 256).half(), 2, kernel=gemm_decode.MID)
     fp8 = GEMM.make_inputs((130, 256, 64), 1, torch.device("cpu"), "fp8e4m3")
     with pytest.raises(ValueError, match="this build takes fp16, bf16"):
-        gemm_decode.Decode(fp8, GEMM.make_output(fp8), 3, kernel=gemm_decode.MID)
+        gemm_decode.Decode(fp8, GEMM.make_output(fp8), 4, kernel=gemm_decode.MID)
     with pytest.raises(ValueError, match="2 or 3 consumer warpgroups"):
         gemm_decode.mid_plan(130, 256, 64, 132, consumers=1)
     with pytest.raises(ValueError, match="block_t=136: the mid-M build takes"):
@@ -146,7 +170,7 @@ def test_mid_refuses_fp8_unbuilt_depths_and_other_widths_before_launch():
     with pytest.raises(ValueError, match="not a mid-M tile"):
         gemm_decode.MidModule((90, 2))
     # forced splits where the tiles make whole waves: nothing to split, no workspace
-    assert gemm_decode.mid_plan(129, 128 * 264, 4096, 132, splits=3, consumers=2).splits == 1
+    assert gemm_decode.mid_plan(129, 128 * 264, 4096, 132, splits=3, consumers=2, block_t=136).splits == 1
 
 
 @pytest.mark.parametrize(

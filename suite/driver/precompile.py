@@ -30,12 +30,12 @@ def describe_key(variant: Variant, job) -> tuple:
     return (variant.label, job.dtype, variant.kernel.build_for(job.size))
 
 
-def _nvrtc_module(kernel, size):
-    """The NVRTC module whose build a launch of ``kernel`` at ``size`` loads (``module_for``); None for a kernel
+def _nvrtc_modules(kernel, size) -> tuple:
+    """The NVRTC modules whose builds launches of ``kernel`` at ``size`` load (``modules_for``); none for a kernel
     NVRTC does not build."""
     from suite.kernel import NvrtcModule
 
-    return kernel.module_for(size) if isinstance(kernel, NvrtcModule) else None
+    return kernel.modules_for(size) if isinstance(kernel, NvrtcModule) else ()
 
 
 def precompile(
@@ -88,12 +88,10 @@ def precompile(
                     arch = loader.current_arch()
                 except Exception:  # noqa: BLE001 - no GPU to ask (a test on a CPU): each launch compiles for itself
                     return {}
-            module = _nvrtc_module(variant.kernel, job.size)
-            if module is None:
-                continue
-            work.setdefault(("build", id(module)), lambda b=module.build, a=arch: _build_and_list(b, a))
-            tile = "" if module is variant.kernel else f" ({module.all_name_expressions()[0]} ...)"
-            names.setdefault(("build", id(module)), f"{variant.label}{tile} for {arch}")
+            for module in _nvrtc_modules(variant.kernel, job.size):
+                work.setdefault(("build", id(module)), lambda b=module.build, a=arch: _build_and_list(b, a))
+                tile = "" if module is variant.kernel else f" ({module.all_name_expressions()[0]} ...)"
+                names.setdefault(("build", id(module)), f"{variant.label}{tile} for {arch}")
     if not work:
         return {}
     _import_compilers()

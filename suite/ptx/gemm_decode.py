@@ -66,9 +66,11 @@ from suite.ptx.gemm_tma import (
     WG_THREADS,
 )
 from suite.waves import (
-    MID_MOST_TOKENS,
+    MID_CONSUMERS,
+    mid_ring_bytes,
+    mid_tile,
+    mid_tile_ok,
     persistent_grid,
-    tail_split_count,
     wave_efficiency,
     wave_split_count,
 )
@@ -83,14 +85,8 @@ K_ATOMS = (4, 2, 1)  # BK = 256, 128, 64: a TMA box has at most 256 rows; the de
 STAGE_LIMIT = 48 * 1024  # bytes of one stage at most (BK is chosen to fit it)
 SMEM_PER_BLOCK = 227 * 1024
 STAGES = (2, 3, 4)  # at <= 48 KiB stages every one fits 227 KiB; 5 would not
-# The mid-M build's tiles (``mid_plan``): 64 x consumers weight columns x BLOCK_T tokens (wgmma's N, by 8). Two
-# consumer warpgroups take up to 208 tokens, where the fix-up's partial (another 104 registers) still fits beside the
-# accumulators in the producer's registers; three (192 weight columns, 152 registers each) up to 128. Below 64 tokens
-# an m64nN wgmma reads more weight from shared memory than it multiplies with.
-MID_CONSUMERS = (2, 3)
-MID_MOST_TOKENS_FOR = {2: MID_MOST_TOKENS, 3: 128}
-MID_LEAST_TOKENS = 64
-MID_STAGES = (3, 4)  # its stages are (64 x consumers + tokens) x 128 bytes, 24-42 KiB: 5 fit 227 KiB at every tile
+MID_STAGES = (4, 5, 6)  # the mid-M build's rings (suite.waves.mid_ring_bytes): at each depth its plan takes the tiles
+# that fit; 3 was never faster
 MID_DESCRIBE_TILE = (144, 2)  # the tile ``describe`` reports where no size picks one
 MIN_K_STAGES_PER_SPLIT = 4  # fewer and a split's prologue and partial cost more than its mainloop
 MAX_SPLITS = 32
@@ -192,69 +188,31 @@ def every_plan_shape() -> tuple[tuple[int, int, int], ...]:
     return tuple((t, c, k_atoms_for(c, t)) for t in BLOCK_TS for c in CONSUMERS)
 
 
-def mid_tile_ok(block_t: int, consumers: int) -> bool:
-    """Whether the mid-M build makes (and compiles on demand) a tile of ``block_t`` tokens x 64 x ``consumers``
-    weight columns."""
-    most = MID_MOST_TOKENS_FOR.get(consumers, 0)
-    return block_t % 8 == 0 and MID_LEAST_TOKENS <= block_t <= most
-
-
-def mid_token_tiles(m: int, consumers: int) -> list[int]:
-    """The token tiles (rows) the mid-M rule weighs at ``consumers``: M over 1, 2, ... tiles, rounded up to 8, within
-    the build's bounds (one tile of the least where M is smaller)."""
-    if m <= MID_LEAST_TOKENS:
-        return [MID_LEAST_TOKENS]
-    rows, tiles = [], 1
-    while (t := -(-(-(-m // tiles)) // 8) * 8) >= MID_LEAST_TOKENS:
-        if mid_tile_ok(t, consumers) and t not in rows:
-            rows.append(t)
-        tiles += 1
-    return rows
-
-
-# The mid-M rule's model of a tile's pace: an m64nNk16 wgmma reads its 64 x 16 weight operand from shared memory
-# whatever N, worth MID_FIXED_TOKENS tokens of MMA time; a block's time per K stage is that plus its tokens, for each
-# consumer warpgroup (they share the SM's tensor pipe).
-MID_FIXED_TOKENS = 24
-
-
-def mid_rounds(m: int, n: int, k: int, sms: int, block_t: int, consumers: int) -> float:
-    """The model's time of the mid-M walk at a tile, in K-stage times of a one-token, one-warpgroup tile: the split
-    tail's rounds (whole waves, then the last partial wave's share of a tile) x a tile's time."""
-    tiles = -(-n // (64 * consumers)) * -(-m // block_t)
-    k_stages = -(-k // 64)
-    splits = tail_split_count(tiles, k_stages, sms, MIN_K_STAGES_PER_SPLIT)
-    rounds = tiles // sms + (1 / splits if tiles % sms else 0)
-    return rounds * k_stages * consumers * (block_t + MID_FIXED_TOKENS)
-
-
 def mid_plan(
     m: int,
     n: int,
     k: int,
     sms: int,
+    stages: int | None = None,
     splits: int | None = None,
     consumers: int | None = None,
     block_t: int | None = None,
 ) -> Plan:
-    """The mid-M build's plan (one per shape at every depth and 16-bit type): of every tile ``mid_token_tiles`` gives
-    at two and three consumer warpgroups, the one the model (``mid_rounds``) walks fastest (ties: the fewer
-    tiles); 64 of K per stage; tiles in persistent waves and the last partial wave's split in K
-    (gemm_tma.split_tail_plan, for one block per SM; the launcher repeats it for the blocks an SM holds).
-    ``consumers``, ``block_t`` and ``splits`` force a choice (tests, probes)."""
+    """The mid-M build's plan (one per shape and depth, at either 16-bit type): suite.waves.mid_tile's tile among those
+    whose ring fits ``stages`` deep, 64 of K per stage; tiles in persistent waves and the last partial wave's split in
+    K (gemm_tma.split_tail_plan, for one block per SM; the launcher repeats it for the blocks an SM holds).
+    ``consumers`` and ``block_t`` force the tile (with either, both), ``splits`` the tail's split count (tests,
+    probes)."""
     if consumers is not None and consumers not in MID_CONSUMERS:
         raise ValueError(f"consumers={consumers}: the mid-M build has 2 or 3 consumer warpgroups")
-    if block_t is not None and not any(mid_tile_ok(block_t, c) for c in ((consumers,) if consumers else MID_CONSUMERS)):
+    if (consumers is None) != (block_t is None):
+        raise ValueError("force the mid-M tile with both block_t and consumers, or neither")
+    if block_t is None:
+        block_t, consumers = mid_tile(m, n, k, sms, stages)
+    elif not mid_tile_ok(block_t, consumers):
         raise ValueError(f"block_t={block_t}: the mid-M build takes 64 .. 208 tokens by 8 (three consumers: 128)")
-    options = [
-        (t, c)
-        for c in ((consumers,) if consumers else MID_CONSUMERS)
-        for t in ((block_t,) if block_t else mid_token_tiles(m, c))
-        if mid_tile_ok(t, c)
-    ]
-    block_t, consumers = min(
-        options, key=lambda o: (mid_rounds(m, n, k, sms, *o), -(-n // (64 * o[1])) * -(-m // o[0]))
-    )
+    if stages is not None and mid_ring_bytes(block_t, consumers, stages) > SMEM_PER_BLOCK:
+        raise ValueError(f"stages={stages}: a {64 * consumers} x {block_t} tile's ring does not fit {SMEM_PER_BLOCK} B")
     tiles_t, tiles_w = -(-m // block_t), -(-n // (64 * consumers))
     _, s = gemm_tma.split_tail_plan(tiles_w * tiles_t, -(-k // 64), sms, splits)
     return Plan(block_t, consumers, 1, s, tiles_w, tiles_t, 64, tail=True)
@@ -467,7 +425,7 @@ class MidModule(DecodeModule):
     the producer's registers, the split tail's walk.
 
     Tiles are many (two widths x 19 token counts): each is compiled on demand, the first time a launch or a precompile
-    asks for it (``build_of``, ``module_for``), and kept in the cubin cache. ``MidModule(tile=(block_t, consumers))``
+    asks for it (``build_of``, ``modules_for``), and kept in the cubin cache. ``MidModule(tile=(block_t, consumers))``
     is one tile's build; the registered one (``MID``, tile None) builds and describes ``MID_DESCRIBE_TILE``'s."""
 
     stages = MID_STAGES
@@ -518,14 +476,16 @@ class MidModule(DecodeModule):
     def build_of(self, plan: Plan):
         return self.tile_module(plan.block_t, plan.consumers).build()
 
-    def module_for(self, size) -> MidModule:
+    def modules_for(self, size) -> tuple[MidModule, ...]:
+        """The tiles the plans at ``size`` take, one per depth (fewer where depths share one)."""
         m, n, k = size[:3]
-        plan = mid_plan(m, n, k, loader.num_sms())
-        return self.tile_module(plan.block_t, plan.consumers)
+        sms = loader.num_sms()
+        tiles = dict.fromkeys(mid_tile(m, n, k, sms, s) for s in self.stages)
+        return tuple(self.tile_module(*t) for t in tiles)
 
     def plan(self, m: int, n: int, k: int, sms: int, stages: int, dtype: str = "fp16", **forced) -> Plan:
-        """The mid-M rule: one tile per M at every depth and 16-bit type (``stages`` and ``dtype`` do not change it)."""
-        return mid_plan(m, n, k, sms, **forced)
+        """The mid-M rule: the tile that fits ``stages`` deep (``dtype`` does not change it)."""
+        return mid_plan(m, n, k, sms, stages, **forced)
 
     def config(self) -> str:
         return (
