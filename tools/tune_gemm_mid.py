@@ -16,6 +16,7 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 from triton.testing import do_bench
 
+from suite import waves
 from suite.ptx import gemm_auto
 from suite.ptx import gemm_decode as g
 
@@ -63,7 +64,7 @@ def main() -> None:
         wanted = sys.argv[sys.argv.index("--shape") + 1 :]
         shapes = tuple(tuple(map(int, w.split("x"))) for w in wanted if "x" in w)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    tiles = {(t, c) for m, _, _ in shapes for c in g.MID_CONSUMERS for t in g.mid_token_tiles(m, c)}
+    tiles = {(t, c) for m, _, _ in shapes for c in waves.MID_CONSUMERS for t in waves.mid_token_tiles(m, c)}
     modules = {tile: tile_module(*tile) for tile in sorted(tiles)}
     rungs = {}
     if "--rungs" in sys.argv:  # the auto row's candidates but the swapped kernels
@@ -83,8 +84,8 @@ def main() -> None:
         flop = 2 * m * n * k
         rule = g.mid_plan(m, n, k, sms)
         out = []
-        for c_ in g.MID_CONSUMERS:
-            for t in g.mid_token_tiles(m, c_):
+        for c_ in waves.MID_CONSUMERS:
+            for t in waves.mid_token_tiles(m, c_):
                 module = modules[(t, c_)]
                 for stages in module.stages:
                     ruled = (t, c_) == (rule.block_t, rule.consumers)
@@ -103,7 +104,7 @@ def main() -> None:
                         continue
                     before, time, after = med(cublas), med(launch), med(cublas)
                     p = launch.plan
-                    model = g.mid_rounds(m, n, k, sms, t, c_)
+                    model = waves.mid_time(m, n, k, sms, t, c_)
                     note = (
                         f"{flop / time / 1e9:.0f} TFLOP/s, {p.tiles_w * p.tiles_t} tiles x {p.splits}, grid "
                         f"{launch.grid}, model {model:.0f}"
