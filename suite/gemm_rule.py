@@ -14,10 +14,12 @@ The regimes, each a reason a tile choice wins (the thresholds are the constants 
   128-row tiles read it twice, and the zero-filled rows past M cost no operand traffic (per N x K, the tiles pull
   1 + M / 128 operand bytes from L2 against 2 + M / 256 for 128x256 tiles): stream-K on 256x128 tiles where those
   tiles fill the SMs. Where they do not, every tile runs at once and the split tail's k-aligned shares have both
-  tile rows read each panel of the weight together (PTX); Triton's split-K takes 256x128 tiles for such M. PTX at
-  16 bits, up to ``PTX_MID_M`` against a weight of ``PTX_MID_LEAST_WEIGHT`` elements or more (Triton, at every
-  dtype: up to ``TRITON_MID_M``), with K of ``MID_LEAST_K`` or more: the swapped mid-M kernel instead, whose one
-  token tile pads M to a multiple of 16 where a 256-row tile computes 256 rows (at M = 129, 144 against 256);
+  tile rows read each panel of the weight together (PTX); Triton's split-K takes 256x128 tiles for such M. Triton,
+  at every dtype, up to ``TRITON_MID_M`` with K of ``MID_LEAST_K`` or more: the swapped mid-M kernel instead, whose
+  one token tile pads M to a multiple of 16 where a 256-row tile computes 256 rows (at M = 129, 144 against 256);
+- PTX at 16 bits, 128 < M <= ``PTX_MID_M`` with K of ``MID_LEAST_K`` or more: the swapped mid-M kernel, where the
+  model of its walk (suite.waves.mid_time: 128 or 192 weight columns x token tiles by 8 that divide M nearly
+  exactly, the tail's splits and fix-up) is no slower than that of the tile rungs' split tail (``ptx_mid_ratio``);
 - few output tiles (fewer 128x256 tiles than ``FILL`` x SMs, and split-K's tiles within one wave): a wide tile leaves
   SMs idle, so K is split over blocks of smaller tiles (PTX: 64x128 while M <= 256 and those tiles fit one wave, else
   128x128);
@@ -32,18 +34,23 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from suite.waves import MID_MOST_TOKENS, MIN_K_TILES_PER_SPLIT, mid_token_rows, tail_split_count
+from suite.waves import (
+    MID_FIXED_TOKENS,
+    MID_MOST_TOKENS,
+    MIN_K_TILES_PER_SPLIT,
+    mid_tile,
+    mid_time,
+    mid_token_rows,
+    tail_split_count,
+)
 
 H200_SMS = 132  # the rule's SM count where no GPU says otherwise (the committed runs' GPU)
 FILL = 0.8  # tiles >= FILL x SMs: the output tiles alone keep the GPU busy
 PTX_NARROW_M = 256  # up to here 64x128 split-K tiles, while they fit one wave, beat 128x128 ones
 PTX_DECODE_M = 16  # up to here the swapped decode kernel streams the weight best
 TALL_M = 256  # M strictly between TALL_M / 2 and TALL_M: 256-row tiles (one tile row) read the weight once
-PTX_MID_M = MID_MOST_TOKENS  # up to here (one token tile of the mid-M build) the swapped tile pads M to 16 rows, not
-# to 256
-PTX_MID_LEAST_WEIGHT = 192 << 20  # N x K: against a smaller weight the PTX mid-M kernel's fixed costs per tile (the
-# fix-up, the transposed store) are not paid back and the tall band's split tail runs instead (fitted between the
-# largest weight it lost at and the smallest it won at, none of them a sweep shape: git log of this file)
+PTX_MID_M = 1024  # up to here the PTX mid-M kernel is weighed against the tile rungs (no larger M was timed)
+PTX_MID_STAGES = 5  # every mid-M tile's ring fits 5 deep; 5 was the best depth at most timed shapes
 TRITON_MID_M = MID_MOST_TOKENS  # the same for Triton's mid-M kernel, against any weight
 MID_LEAST_K = 6144  # below this K the mid-M kernels' fixed cost per tile (the transposed store, the fix-up) is not
 # paid back by the rows they do not pad; the tall band's tiles run instead
@@ -79,18 +86,15 @@ def _as_fallback(choice: Choice) -> Choice:
     return Choice(choice.kernel, choice.stages, "fallback: " + choice.why.removeprefix("fallback: "))
 
 
-def _mid_first(
-    kernel: str, m: int, k: int, most: int, stages: int, behind: tuple[Choice, ...], weight: str = ""
-) -> tuple[Choice, ...]:
+def _mid_first(kernel: str, m: int, k: int, most: int, stages: int, behind: tuple[Choice, ...]) -> tuple[Choice, ...]:
     """TALL_M / 2 < M <= ``most`` and K >= MID_LEAST_K: the swapped mid-M ``kernel`` (one token tile) at ``stages``,
-    the ``behind`` choices as its fallbacks; ``behind`` alone at a shorter K. ``weight``: the caller's weight condition,
-    met, for the note."""
+    the ``behind`` choices as its fallbacks; ``behind`` alone at a shorter K."""
     if k < MID_LEAST_K:
         return behind
     mid = Choice(
         kernel,
         stages,
-        f"{TALL_M // 2} < M={m} <= {most}, K={k} >= {MID_LEAST_K}{weight}: swapped, one token tile of "
+        f"{TALL_M // 2} < M={m} <= {most}, K={k} >= {MID_LEAST_K}: swapped, one token tile of "
         f"{mid_token_rows(m)} rows where 256-row tiles pad to 256, split tail",
     )
     return (mid, *(_as_fallback(c) for c in behind))
@@ -163,6 +167,16 @@ def _ptx_tail(m: int, n: int, k: int, dtype: str, sms: int, narrow: bool, lead: 
     return (mid, wide, persistent) if r192 < r256 else (wide, mid, persistent)
 
 
+def ptx_mid_ratio(m: int, n: int, k: int, sms: int) -> float:
+    """The PTX mid-M kernel's modelled time at its tile (suite.waves.mid_time) over the tile rungs' split tail's: the
+    rounds of the faster of 128x256 and 128x192 tiles (``tail_rounds``, in 128x256 tiles' time) x a 128x256 tile's
+    time in the same units, two warpgroups x (256 + MID_FIXED_TOKENS) per K stage."""
+    kt = k_tiles(k, "fp16")
+    t256, t192 = _tiles(m, n, 128, 256), _tiles(m, n, 128, 192)
+    rounds = min(tail_rounds(t256, kt, sms), tail_rounds(t192, kt, sms) * 192 / 256 / NARROW_TILE_RATE)
+    return mid_time(m, n, k, sms, *mid_tile(m, n, k, sms)) / (rounds * kt * 2 * (256 + MID_FIXED_TOKENS))
+
+
 def _ptx_tall(m: int, n: int, k: int, dtype: str, sms: int, fallbacks: tuple[Choice, ...]) -> tuple[Choice, ...]:
     """TALL_M / 2 < M < TALL_M on the tile rungs: stream-K on 256x128 tiles where they fill the SMs, else every tile
     at once through the split tail; ``fallbacks`` (split-K) behind."""
@@ -186,6 +200,24 @@ def _ptx_tall(m: int, n: int, k: int, dtype: str, sms: int, fallbacks: tuple[Cho
 
 
 def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
+    rest = _ptx_tiles(m, n, k, dtype, sms)
+    if dtype == "fp8e4m3" or not TALL_M // 2 < m <= PTX_MID_M or k < MID_LEAST_K:  # the mid-M build: no fp8 form
+        return rest
+    ratio = ptx_mid_ratio(m, n, k, sms)
+    if ratio > 1:
+        return rest
+    block_t, consumers = mid_tile(m, n, k, sms)
+    mid = Choice(
+        "mid-m swap-ab tma+wgmma",
+        PTX_MID_STAGES,
+        f"{TALL_M // 2} < M={m} <= {PTX_MID_M}, K={k} >= {MID_LEAST_K}: swapped, {block_t}-token tiles (x "
+        f"{-(-m // block_t)}) on {64 * consumers} weight columns, modelled at {ratio:.2f} of the tile rungs' split tail",
+    )
+    return (mid, *(_as_fallback(c) for c in rest))
+
+
+def _ptx_tiles(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
+    """The PTX choices but the mid-M kernel: decode, the tall band's, split-K, the split tail."""
     t256, t192 = _tiles(m, n, 128, 256), _tiles(m, n, 128, 192)
     few_tiles = f"128x256 tiles {math.ceil(m / 128)}x{math.ceil(n / 256)}={t256} < {FILL}x{sms} SMs"
     t64, t128 = _tiles(m, n, 64, 128), _tiles(m, n, 128, 128)
@@ -206,11 +238,7 @@ def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
         )
         return (decode, *split)
     if TALL_M // 2 < m < TALL_M:
-        tall = _ptx_tall(m, n, k, dtype, sms, split_fallbacks)
-        if sixteen and m <= PTX_MID_M and n * k >= PTX_MID_LEAST_WEIGHT:  # the mid-M build: no fp8 form
-            weight = f", N x K = {n * k / 2**20:.0f} Mi >= {PTX_MID_LEAST_WEIGHT >> 20} Mi"
-            return _mid_first("mid-m swap-ab tma+wgmma", m, k, PTX_MID_M, 4, tall, weight)
-        return tall
+        return _ptx_tall(m, n, k, dtype, sms, split_fallbacks)
     few = t256 < FILL * sms and (not sixteen or t192 < FILL * sms)
     if few and (t128 <= sms or not sixteen):  # split-K's tiles in one wave (fp8: no narrower tile to turn to)
         return split

@@ -367,9 +367,10 @@ GEMM_VARIANTS = (
         "suite.ptx.gemm_decode:MID",
         needs_sm90a,
         ("llm", "sweep"),
-        "a few hundred tokens: the decode kernel's swapped tile with 128 weight columns on wgmma's M and M over the "
-        "fewest token tiles of <= 208 rows, rounded up to 16, on its N (M = 129 computes 144 rows where the tile rungs "
-        "compute 256), 3-4 deep rings of 64 of K, persistent waves then a split tail (suite.ptx.gemm_decode.mid_plan)",
+        "a few hundred tokens: the decode kernel's swapped tile, 128 or 192 weight columns on wgmma's M and token "
+        "tiles by 8 that divide M nearly exactly on its N (M = 341: four of 88 where the tile rungs compute 384 rows), "
+        "the tile of the fastest modelled walk (suite.waves.mid_tile), 4-6 deep rings of 64 of K, persistent waves "
+        "then a split tail (suite.ptx.gemm_decode.mid_plan)",
     ),
     (
         "triton",

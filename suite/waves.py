@@ -100,13 +100,12 @@ MID_MOST_TOKENS_FOR = {2: MID_MOST_TOKENS, 3: 128}
 MID_LEAST_TOKENS = 64
 MID_DEEPEST = 6  # its deepest ring; deeper ones were not faster
 MID_SMEM = 227 * 1024  # an SM's shared memory for one block
-# The model of a tile's pace (``mid_time``), fitted on forced tiles at shapes outside the judged sweeps
-# (tools/tune_gemm_mid.py): an m64nNk16 wgmma reads its 64 x 16 weight operand from shared memory whatever N, worth
-# MID_FIXED_TOKENS tokens of MMA time; three consumer warpgroups run MID_THREE_RATE times two's pace per token (more
-# warps to cover each other's waits); the split tail's fix-up costs MID_SPLIT_ROUNDS of a round per share past one.
-MID_FIXED_TOKENS = 64
-MID_THREE_RATE = 1.15
-MID_SPLIT_ROUNDS = 0.12
+# The model of a tile's pace (``mid_time``), fitted on forced tiles at 14 shapes of sweep seeds 3-7 with 128 < M < 900
+# (tools/tune_gemm_mid.py; none of the judged sweeps' shapes): an m64nNk16 wgmma reads its 64 x 16 weight operand from
+# shared memory whatever N, worth MID_FIXED_TOKENS tokens of MMA time; the split tail's fix-up costs MID_SPLIT_ROUNDS
+# of a round per share past one (the last share in reads every other one's partial tile).
+MID_FIXED_TOKENS = 32
+MID_SPLIT_ROUNDS = 0.16
 
 
 def mid_tile_ok(block_t: int, consumers: int) -> bool:
@@ -139,19 +138,21 @@ def mid_token_tiles(m: int, consumers: int) -> list[int]:
     return rows
 
 
-def mid_time(m: int, n: int, k: int, sms: int, block_t: int, consumers: int) -> float:
-    """The model's time of the PTX mid-M walk at a tile, in K-stage times of one token on one warpgroup: the split
-    tail's rounds (whole waves, then the last partial wave's share of a tile and its fix-up; where that wave is not
-    split, a whole round) x a tile's time."""
-    tiles = -(-n // (64 * consumers)) * -(-m // block_t)
-    k_stages = -(-k // 64)
+def tail_walk_rounds(tiles: int, k_stages: int, sms: int) -> float:
+    """The split tail's rounds in the mid-M model: whole waves, then the last partial wave's share of a tile and its
+    fix-up (MID_SPLIT_ROUNDS per share past one); where that wave is not split, a whole round."""
     splits = tail_split_count(tiles, k_stages, sms, MIN_K_TILES_PER_SPLIT)
     if tiles % sms and splits > 1:
-        rounds = tiles // sms + 1 / splits + MID_SPLIT_ROUNDS * (splits - 1)
-    else:
-        rounds = -(-tiles // sms)
-    rate = MID_THREE_RATE if consumers == 3 else 1.0
-    return rounds * k_stages * consumers * (block_t + MID_FIXED_TOKENS) / rate
+        return tiles // sms + 1 / splits + MID_SPLIT_ROUNDS * (splits - 1)
+    return -(-tiles // sms)
+
+
+def mid_time(m: int, n: int, k: int, sms: int, block_t: int, consumers: int) -> float:
+    """The model's time of the PTX mid-M walk at a tile, in K-stage times of one token on one warpgroup: the split
+    tail's rounds (``tail_walk_rounds``) x a tile's time, consumers x (block_t + MID_FIXED_TOKENS)."""
+    tiles = -(-n // (64 * consumers)) * -(-m // block_t)
+    k_stages = -(-k // 64)
+    return tail_walk_rounds(tiles, k_stages, sms) * k_stages * consumers * (block_t + MID_FIXED_TOKENS)
 
 
 def mid_tile(m: int, n: int, k: int, sms: int, stages: int | None = None) -> tuple[int, int]:

@@ -25,17 +25,20 @@ GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU
         ("ptx", (281, 4096, 3072), "fp16", "128x128 split-k tma+wgmma"),  # 96 128x128 tiles: one wave
         ("ptx", (512, 512, 65536), "fp16", "128x128 split-k tma+wgmma"),
         # 144 128x128 tiles would make split-K's second wave of 12: the split tail, on the tile with fewer rounds
-        ("ptx", (341, 6144, 11008), "fp16", "128x192 split-tail tma-store tma+wgmma"),
+        ("ptx", (341, 6144, 4096), "fp16", "128x192 split-tail tma-store tma+wgmma"),
+        ("ptx", (341, 6144, 11008), "fp16", "mid-m swap-ab tma+wgmma"),  # 4 token tiles of 88: one wave of 128
         ("ptx", (2048, 8192, 8192), "fp16", "128x256 split-tail tma-store tma+wgmma"),
-        ("ptx", (529, 10240, 11008), "fp16", "128x192 split-tail tma-store tma+wgmma"),  # 2 waves + 6 split
+        ("ptx", (529, 10240, 4096), "fp16", "128x192 split-tail tma-store tma+wgmma"),  # 2 waves + 6 split
+        ("ptx", (529, 10240, 11008), "fp16", "mid-m swap-ab tma+wgmma"),  # 3 token tiles of 184
         ("ptx", (2049, 22016, 24576), "bf16", "128x256 split-tail tma-store tma+wgmma"),  # 11 waves + 10 split
         ("ptx", (71, 37888, 24576), "fp16", "128x256 split-tail tma-store tma+wgmma"),  # one tile row
         ("ptx", (64, 22016, 5120), "fp16", "128x192 split-tail tma-store tma+wgmma"),  # 86 128x256 tiles, 115 here
-        ("ptx", (129, 24576, 11008), "fp16", "mid-m swap-ab tma+wgmma"),  # one token tile of 144 rows
-        ("ptx", (176, 8192, 14336), "fp16", "128x256 split-tail tma-store tma+wgmma"),  # weight too small for mid-M
+        ("ptx", (129, 24576, 11008), "fp16", "mid-m swap-ab tma+wgmma"),  # one token tile of 136 rows
+        ("ptx", (176, 8192, 14336), "fp16", "mid-m swap-ab tma+wgmma"),
+        ("ptx", (176, 8192, 4096), "fp16", "128x256 split-tail tma-store tma+wgmma"),  # K too short for mid-M
         ("ptx", (129, 14336, 4096), "fp8e4m3", "128x256 split-tail tma-store tma+wgmma"),  # no fp8 mid-M build
         ("ptx", (512, 18944, 5120), "fp8e4m3", "128x256 split-tail tma-store tma+wgmma"),
-        ("ptx", (201, 18944, 16384), "fp16", "mid-m swap-ab tma+wgmma"),  # 208 rows, not 256
+        ("ptx", (201, 18944, 16384), "fp16", "256x128 stream-k tma+wgmma"),  # mid-M modelled slower
         ("ptx", (193, 12288, 3072), "fp16", "128x192 split-tail tma-store tma+wgmma"),  # K too short for mid-M
         ("ptx", (193, 65536, 3072), "fp16", "256x128 stream-k tma+wgmma"),  # so here, against a large weight too
         ("ptx", (230, 18944, 5120), "fp16", "256x128 stream-k tma+wgmma"),  # 128 < M < 256: one tile row
@@ -67,42 +70,51 @@ def test_rule_choices(backend, shape, dtype, kernel):
     assert all(c.kernel in registered for c in gemm_rule.choices(backend, *shape, dtype))
 
 
-@pytest.mark.parametrize(
-    "backend, mid, most, fp8",
-    [("ptx", "mid-m swap-ab tma+wgmma", "PTX_MID_M", False), ("triton", "mid-m swap-ab desc", "TRITON_MID_M", True)],
-)
-def test_the_mid_m_kernel_keeps_the_tall_choices_behind_it(backend, mid, most, fp8):
-    """128 < M <= PTX_MID_M (Triton: TRITON_MID_M) at 16 bits (Triton: fp8 too): the swapped mid-M kernel first, the
-    tall band's choices behind it in their own order, as fallbacks (what runs where the mid-M kernel refused the
-    shape); above that M, below MID_LEAST_K, and at fp8 for PTX (no fp8 build), no mid-M kernel."""
-    most = getattr(gemm_rule, most)
+def test_the_triton_mid_m_kernel_keeps_the_tall_choices_behind_it():
+    """128 < M <= TRITON_MID_M at any dtype: the swapped mid-M kernel first, the tall band's choices behind it in their
+    own order, as fallbacks (what runs where the mid-M kernel refused the shape); above that M and below MID_LEAST_K,
+    no mid-M kernel."""
+    mid, most = "mid-m swap-ab desc", gemm_rule.TRITON_MID_M
     for shape in ((129, 73728, 11008), (202, 7168, 36864), (most, 65536, gemm_rule.MID_LEAST_K)):
-        with_mid = gemm_rule.choices(backend, *shape, "bf16", sms=132)
-        at_fp8 = gemm_rule.choices(backend, *shape, "fp8e4m3", sms=132)
-        assert with_mid[0].kernel == mid, shape
-        assert f"token tile of {-(-shape[0] // 16) * 16} rows" in with_mid[0].why
-        assert all(c.why.startswith("fallback: ") for c in with_mid[1:]), with_mid
-        assert (at_fp8[0].kernel == mid) if fp8 else (mid not in {c.kernel for c in at_fp8}), at_fp8
-    # the bounds of M and K, against a weight large enough for either backend's mid-M kernel
-    assert gemm_rule.choose(backend, most + 1, 65536, 8192, "fp16", sms=132).kernel != mid
-    assert gemm_rule.choose(backend, 128, 65536, 8192, "fp16", sms=132).kernel != mid
-    assert gemm_rule.choose(backend, 150, 65536, 8192, "fp16", sms=132).kernel == mid
+        for dtype in ("bf16", "fp8e4m3"):
+            with_mid = gemm_rule.choices("triton", *shape, dtype, sms=132)
+            assert with_mid[0].kernel == mid, shape
+            assert f"token tile of {-(-shape[0] // 16) * 16} rows" in with_mid[0].why
+            assert all(c.why.startswith("fallback: ") for c in with_mid[1:]), with_mid
+    assert gemm_rule.choose("triton", most + 1, 65536, 8192, "fp16", sms=132).kernel != mid
+    assert gemm_rule.choose("triton", 128, 65536, 8192, "fp16", sms=132).kernel != mid
+    assert gemm_rule.choose("triton", 150, 65536, 8192, "fp16", sms=132).kernel == mid
     short = gemm_rule.MID_LEAST_K - 64
-    assert mid not in {c.kernel for c in gemm_rule.choices(backend, 150, 65536, short, "fp16", sms=132)}
+    assert mid not in {c.kernel for c in gemm_rule.choices("triton", 150, 65536, short, "fp16", sms=132)}
 
 
-def test_the_ptx_mid_m_kernel_needs_a_large_weight():
-    """PTX's mid-M kernel only against N x K >= PTX_MID_LEAST_WEIGHT, saying so; below it the tall band's choices
-    (the split tail) run, with no mid-M fallback. Triton's mid-M kernel takes the smaller weights too."""
-    least = gemm_rule.PTX_MID_LEAST_WEIGHT
-    k = 16384
-    big, small = (150, -(-least // k), k), (150, least // k - 128, k)
-    chosen = gemm_rule.choose("ptx", *big, "fp16", sms=132)
-    assert chosen.kernel == "mid-m swap-ab tma+wgmma" and f">= {least >> 20} Mi" in chosen.why
-    below = gemm_rule.choices("ptx", *small, "fp16", sms=132)
-    assert "mid-m swap-ab tma+wgmma" not in {c.kernel for c in below}
-    assert below[0].kernel.endswith("split-tail tma-store tma+wgmma"), below
-    assert gemm_rule.choose("triton", *small, "fp16", sms=132).kernel == "mid-m swap-ab desc"
+def test_the_ptx_mid_m_kernel_runs_where_its_model_beats_the_tile_rungs():
+    """PTX at 16 bits, 128 < M <= PTX_MID_M, K >= MID_LEAST_K: the mid-M kernel first exactly where its modelled walk
+    is no slower than the tile rungs' (ptx_mid_ratio <= 1), its note naming its tile, with the rule's other choices
+    behind it as fallbacks in their own order; elsewhere, and at fp8 (no fp8 build), no mid-M kernel."""
+    from suite import waves
+
+    mid = "mid-m swap-ab tma+wgmma"
+    seen = set()
+    for m in (128, 129, 200, 256, 341, 600, 1024, 1025):
+        for n in (3584, 6144, 18944, 65536):
+            for k in (gemm_rule.MID_LEAST_K - 64, gemm_rule.MID_LEAST_K, 16384):
+                chosen = gemm_rule.choices("ptx", m, n, k, "bf16", sms=132)
+                rest = gemm_rule._ptx_tiles(m, n, k, "bf16", 132)
+                takes = 128 < m <= gemm_rule.PTX_MID_M and k >= gemm_rule.MID_LEAST_K
+                expect = takes and gemm_rule.ptx_mid_ratio(m, n, k, 132) <= 1
+                seen.add(expect)
+                assert (chosen[0].kernel == mid) == expect, (m, n, k)
+                assert mid not in {c.kernel for c in gemm_rule.choices("ptx", m, n, k, "fp8e4m3", sms=132)}
+                if not expect:
+                    assert chosen == rest, (m, n, k)
+                    continue
+                block_t, consumers = waves.mid_tile(m, n, k, 132)
+                assert f"{block_t}-token tiles (x {-(-m // block_t)}) on {64 * consumers} weight" in chosen[0].why
+                assert chosen[0].stages == gemm_rule.PTX_MID_STAGES
+                assert [c.kernel for c in chosen[1:]] == [c.kernel for c in rest]
+                assert all(c.why.startswith("fallback: ") for c in chosen[1:]), chosen
+    assert seen == {True, False}  # both sides of the model's comparison are met
 
 
 @pytest.mark.parametrize("m, stages", [(129, 5), (144, 5), (145, 4), (176, 4), (208, 4)])

@@ -7,7 +7,7 @@ The tile rungs and the 64 x 128 split-K put the tokens on wgmma's M side, 64 row
 three quarters of every wgmma, and of every A stage, are padding. Swapped, the weight's N runs along wgmma's M (64
 weight columns per consumer warpgroup, read transposed from B's N-major box as the tile rungs read B; fp8's B, given N x
 K, is wgmma's K-major A as it is) and the tokens along wgmma's N (the decode build's BLOCK_T = 8..64, the mid-M
-build's 112..208: wgmma's N may be any multiple of 8, where ``tl.dot`` takes 16 at least): every row of every wgmma is
+build's 64..208 by 8: wgmma's N may be any multiple of 8, where ``tl.dot`` takes 16 at least): every row of every wgmma is
 weight, and the ring holds weight, up to 256 deep in K per stage.
 
 The rule (``plan``), from the shape only, as the Triton decode kernel's (suite.triton.gemm_decode.plan) but for
@@ -32,9 +32,12 @@ arrives on its tile's counter; the last split to arrive sums the slices in split
 fix-up in the kernel, no second pass): bit-reproducible, no float atomics.
 
 The mid-M build (``MID``, ``mid_plan``; fp16 and bf16) is the same kernel for a few hundred tokens, where the tile
-rungs pad M to 128 or 256 rows: 128 weight columns x 112-208 tokens (M over the fewest such tiles, rounded up to 16),
-64 of K per stage, the producer's registers given to the two consumer warpgroups, and the split tail's walk (whole
-tiles in persistent waves, then the last partial wave's tiles split in K, summed by the same fix-up).
+rungs pad M to a multiple of 128 rows and their tile counts fall between waves: 128 or 192 weight columns (two or
+three consumer warpgroups, given the producer's registers) x 64-208 tokens by 8 (M over a few tiles, rounded up to
+8), the tile whose walk suite.waves.mid_tile models fastest (M = 341 x N = 6144: four token tiles of 88 on 192
+weight columns, 128 tiles in one wave, where 128x192 rungs make 96), 64 of K per stage, and the split tail's walk
+(whole tiles in persistent waves, then the last partial wave's tiles split in K, summed by the same fix-up). Each
+tile is compiled on demand (``MidModule``).
 
 K % 8 != 0 (fp8: K % 16) is refused (TMA needs 16-byte rows of A); N % 8 != 0 copies a 16-bit B to a padded pitch on
 every call (counted in the time, said in the row), as the tile rungs do (fp8's B, N x K, has K-byte rows). Any M runs
