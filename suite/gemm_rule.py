@@ -211,7 +211,8 @@ def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
         "mid-m swap-ab tma+wgmma",
         PTX_MID_STAGES,
         f"{TALL_M // 2} < M={m} <= {PTX_MID_M}, K={k} >= {MID_LEAST_K}: swapped, {block_t}-token tiles (x "
-        f"{-(-m // block_t)}) on {64 * consumers} weight columns, modelled at {ratio:.2f} of the tile rungs' split tail",
+        f"{-(-m // block_t)}) on {64 * consumers} weight columns, modelled at {ratio:.2f} of the tile rungs' "
+        "split tail",
     )
     return (mid, *(_as_fallback(c) for c in rest))
 

@@ -7,8 +7,8 @@ The tile rungs and the 64 x 128 split-K put the tokens on wgmma's M side, 64 row
 three quarters of every wgmma, and of every A stage, are padding. Swapped, the weight's N runs along wgmma's M (64
 weight columns per consumer warpgroup, read transposed from B's N-major box as the tile rungs read B; fp8's B, given N x
 K, is wgmma's K-major A as it is) and the tokens along wgmma's N (the decode build's BLOCK_T = 8..64, the mid-M
-build's 64..208 by 8: wgmma's N may be any multiple of 8, where ``tl.dot`` takes 16 at least): every row of every wgmma is
-weight, and the ring holds weight, up to 256 deep in K per stage.
+build's 64..208 by 8: wgmma's N may be any multiple of 8, where ``tl.dot`` takes 16 at least): every row of every
+wgmma is weight, and the ring holds weight, up to 256 deep in K per stage.
 
 The rule (``plan``), from the shape only, as the Triton decode kernel's (suite.triton.gemm_decode.plan) but for
 wgmma's N of 8:
