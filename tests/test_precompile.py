@@ -164,3 +164,23 @@ def test_a_lost_gpu_sends_rows_back_without_pending_listings(monkeypatch):
     sent = lost.value.rows
     assert len(sent) == 2 and not any("_sass" in r or "_final" in r for r in sent)
     assert sent[0]["sass"] == "UTMALDG" and sent[1]["valid"] is False and "SASS listing" in sent[1]["note"]
+
+
+def test_the_mid_m_kernels_tiles_are_compiled_up_front_as_their_launches_load_them(fake_sm90, monkeypatch):
+    """The PTX mid-M kernel builds one module per tile, on demand: up front, precompile builds the tile the plan takes
+    at each depth of a size (here one: 341 x 6144 x 11008 takes 192 x 88 at 4, 5 and 6 stages), and a launch's
+    build_of loads that very module's build, not the registered module's describe tile."""
+    from suite.ptx import gemm_decode
+
+    monkeypatch.setattr(loader, "num_sms", lambda: 132)
+    size = (341, 6144, 11008)
+    opts = bench.Options(problems=("gemm",), variants=("ptx:mid-m swap-ab tma+wgmma",), sizes={"gemm": (size,)})
+    jobs = planning.build(opts, on_gpu=True).jobs
+    assert gemm_decode.MID.modules_for(size) == (gemm_decode.MID.tile_module(88, 3),)
+    assert bench.precompile(jobs, on_gpu=True) == {}
+    built = [names for _, names, _ in fake_sm90]
+    assert any("gemm_tma_decode<5, 88, 3, 1, F16, true>" in names for names in built), built
+    assert not any("gemm_tma_decode<5, 144, 2, 1, F16, true>" in names for names in built)  # the describe tile's
+    plans = {s: gemm_decode.mid_plan(*size, 132, s) for s in gemm_decode.MID_STAGES}
+    for plan in plans.values():
+        assert gemm_decode.MID.build_of(plan) is gemm_decode.MID.tile_module(88, 3).build("sm_90")
