@@ -289,3 +289,14 @@ def test_mid_matches_fp64_at_the_edges_bit_reproducibly(stages, dtype):
         assert tile is None or (launch.plan.block_t, launch.plan.consumers) == tile
         valid_twice(launch, out, inputs, dtype, (stages, size, splits, tile))
         assert int(launch.counters.abs().sum()) == 0, (stages, size, "fix-up counters not reset")
+
+
+def test_the_sanitizer_sees_every_kind_of_mid_m_walk():
+    """At every depth, the mid-M sanitizer sizes take both widths, a three-consumer tile above 64 tokens (the
+    producer's registers handed over), and whole waves followed by a split tail."""
+    for stages in gemm_decode.MID.stages:
+        plans = [gemm_decode.mid_plan(*size, 132, stages) for size in gemm_decode.MID.sanitize_sizes]
+        assert {p.consumers for p in plans} == {2, 3}, stages
+        assert any(p.consumers == 3 and p.block_t > 64 and p.splits > 1 for p in plans), stages
+        assert any(p.consumers == 3 and p.splits == 1 for p in plans), stages
+        assert any(p.tiles_w * p.tiles_t > 132 and p.splits > 1 for p in plans), stages

@@ -433,10 +433,17 @@ class MidModule(DecodeModule):
 
     stages = MID_STAGES
     dtypes = ("fp16", "bf16")  # fp8's promoted swapped form holds 64 tokens at most
-    # M = 129 (one token tile, an edge weight tile, a K remainder); M = 300 (a split tail) with a ring that wraps; the
-    # split tail after a whole wave at the widest build (208 rows: 150 tiles on 132 SMs, the 18 left split in 3); N %
-    # 8 != 0 (a padded B) and M < 64; M = 341 (four tiles of 88 on three consumers)
-    sanitize_sizes = ((129, 1000, 520), (300, 520, 4104), (208, 19200, 1040), (90, 260, 1032), (341, 1000, 1040))
+    # M = 129 (two token tiles, an edge weight tile, a K remainder); M = 300 (a split tail) with a ring that wraps; the
+    # split tail after whole waves (300 tiles of 128 x 104); N % 8 != 0 (a padded B) and M < 64; three consumers (the
+    # producer's registers handed over): four token tiles of 88 in one wave, and two of 104 with a split tail
+    sanitize_sizes = (
+        (129, 1000, 520),
+        (300, 520, 4104),
+        (208, 19200, 1040),
+        (90, 260, 1032),
+        (341, 6144, 520),
+        (200, 6144, 520),
+    )
 
     tail = True
 
