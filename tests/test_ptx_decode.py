@@ -270,12 +270,20 @@ MID_EDGES = [
 ]
 
 
+def test_every_mid_edge_runs_at_two_depths_at_least():
+    for _, _, tile in MID_EDGES:
+        if tile is not None:
+            assert sum(s <= waves.mid_deepest(*tile) for s in gemm_decode.MID_STAGES) >= 2, tile
+
+
 @pytest.mark.gpu
 @pytest.mark.parametrize("dtype", gemm_decode.MID.dtypes)
 @pytest.mark.parametrize("stages", gemm_decode.MID_STAGES)
 def test_mid_matches_fp64_at_the_edges_bit_reproducibly(stages, dtype):
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for size, splits, tile in MID_EDGES:
+        if tile is not None and stages > waves.mid_deepest(*tile):  # (208 tokens on 128 columns: 5 deep at most)
+            continue
         inputs = GEMM.make_inputs(size, sum(size) + stages, torch.device("cuda"), dtype)
         out = GEMM.make_output(inputs)
         shape = {} if tile is None else {"block_t": tile[0], "consumers": tile[1]}
