@@ -56,7 +56,9 @@ class AutoGemm(KernelModule):
             except ValueError:
                 kernel = None
             if isinstance(kernel, NvrtcModule):
-                info = kernel.describe(arch, dtype)[stages]
+                size = kernel.build_for(build)  # the shape picks the candidate's build too (the PTX mid-M tiles)
+                described = kernel.describe(arch, dtype) if size is None else kernel.describe(arch, dtype, build=size)
+                info = described[stages]
                 return {None: replace(info, config=f"{choice.kernel} at {stages} stages; {info.config}")}
         built = [name for name, c in self.candidates.items() if isinstance(c, NvrtcModule) and c.build(arch)]
         return {None: KernelInfo(config=f"{arch} cubins of every candidate: {', '.join(built)}")}

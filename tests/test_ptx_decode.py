@@ -308,3 +308,19 @@ def test_the_sanitizer_sees_every_kind_of_mid_m_walk():
         assert any(p.consumers == 3 and p.block_t > 64 and p.splits > 1 for p in plans), stages
         assert any(p.consumers == 3 and p.splits == 1 for p in plans), stages
         assert any(p.tiles_w * p.tiles_t > 132 and p.splits > 1 for p in plans), stages
+
+
+def test_without_a_gpu_a_mid_m_row_is_described_by_the_tile_its_depth_takes():
+    """The registered mid-M build describes a shape's rows by the tile each depth's plan takes (192 x 88 at 341 x
+    6144 x 11008; 591 x 10240 x 11008 takes 128 x 200 at 4 and 5 stages, and a tile whose ring fits at 6), and a tile's
+    own build has only the depths its ring fits."""
+    assert gemm_decode.MID.build_for((341, 6144, 11008, 0)) == (341, 6144, 11008)
+    for size in ((341, 6144, 11008), (591, 10240, 11008)):
+        described = gemm_decode.MID.describe("sm_90a", "fp16", build=size)
+        assert set(described) == set(gemm_decode.MID_STAGES)
+        for stages, info in described.items():
+            p = gemm_decode.mid_plan(*size, 132, stages)
+            assert f"gemm_tma_decode<{stages}, {p.block_t}, {p.consumers}, 1, F16, true>" in info.config, info.config
+            assert info.smem_total >= p.stage_bytes * stages and info.spill_bytes == 0
+    wide = gemm_decode.MID.tile_module(208, 2)
+    assert wide.stages == (4, 5) and wide.build_for((1, 2, 3)) is None

@@ -91,6 +91,7 @@ STAGES = (2, 3, 4)  # at <= 48 KiB stages every one fits 227 KiB; 5 would not
 MID_STAGES = (4, 5, 6)  # the mid-M build's rings (suite.waves.mid_ring_bytes): at each depth its plan takes the tiles
 # that fit; 3 was never faster
 MID_DESCRIBE_TILE = (144, 2)  # the tile ``describe`` reports where no size picks one
+RULE_SMS = 132  # the SMs a description without a GPU plans for (suite.gemm_rule.H200_SMS: the committed runs' GPU)
 MIN_K_STAGES_PER_SPLIT = 4  # fewer and a split's prologue and partial cost more than its mainloop
 MAX_SPLITS = 32
 WAVE_SLACK = 0.05  # a split count within 5% of the best wave efficiency is as good (fewer: less fix-up)
@@ -468,15 +469,30 @@ class MidModule(DecodeModule):
         return ((block_t, consumers, 1),)
 
     def tile_module(self, block_t: int, consumers: int) -> MidModule:
-        """The build of one tile, with this build's depths and defines (made once, then shared)."""
+        """The build of one tile, at this build's depths that its ring fits and with its defines (made once, then
+        shared)."""
         if self.tile == (block_t, consumers):
             return self
         tiles = self.__dict__.setdefault("_tiles", {})
         if (block_t, consumers) not in tiles:
             other = MidModule((block_t, consumers))
-            other.stages, other.extra_defines = self.stages, self.extra_defines
+            other.stages = tuple(s for s in self.stages if mid_ring_bytes(block_t, consumers, s) <= SMEM_PER_BLOCK)
+            other.extra_defines = self.extra_defines
             tiles[(block_t, consumers)] = other
         return tiles[(block_t, consumers)]
+
+    def build_for(self, size) -> tuple[int, int, int] | None:
+        """The shape, for the registered build: each depth's plan picks its tile from it, and ``describe(...,
+        build=size)`` describes those tiles; None for a tile's own build."""
+        return None if self.tile else tuple(size[:3])
+
+    def describe(self, arch: str, dtype: str | None = None, build: tuple | None = None) -> dict[int, KernelInfo]:
+        """Without a shape, this build's tile at every depth; with one (``build_for``), each depth's kernel is the tile
+        its plan takes there, on the rule's GPU of 132 SMs (no GPU to ask)."""
+        if build is None:
+            return super().describe(arch, dtype)
+        m, n, k = build
+        return {s: self.tile_module(*mid_tile(m, n, k, RULE_SMS, s)).describe(arch, dtype)[s] for s in self.stages}
 
     def with_defines(self, *defines: str, stages: tuple[int, ...] | None = None) -> MidModule:
         other = super().with_defines(*defines, stages=stages)
