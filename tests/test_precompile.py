@@ -173,6 +173,7 @@ def test_the_mid_m_kernels_tiles_are_compiled_up_front_as_their_launches_load_th
     from suite.ptx import gemm_decode
 
     monkeypatch.setattr(loader, "num_sms", lambda: 132)
+    monkeypatch.delitem(gemm_decode.MID.__dict__, "_tiles", raising=False)  # tiles built in memory by earlier tests
     size = (341, 6144, 11008)
     opts = bench.Options(problems=("gemm",), variants=("ptx:mid-m swap-ab tma+wgmma",), sizes={"gemm": (size,)})
     jobs = planning.build(opts, on_gpu=True).jobs
