@@ -13,15 +13,13 @@ candidates whose label holds TEXT, beside the five registered rows (--shape last
 from __future__ import annotations
 
 import dataclasses
-import statistics
 import sys
-from concurrent.futures import ThreadPoolExecutor
 
 import torch
-from triton.testing import do_bench
 
 from suite.ptx import gemm_tma as g
 from suite.triton import gemm_splitk, gemm_streamk
+from tools.gemm_probe import build_all, probe, shapes_from_argv
 
 # the sweep's weakest fp16 cells on the H100 (best row / cuBLAS 0.75-0.86), and a named shape as a control
 SHAPES = (
@@ -74,38 +72,19 @@ def candidates(quick: bool) -> list[tuple[str, g.Config | str, int, int | None]]
     return rows
 
 
-def _build_error(module) -> str | None:
-    try:
-        module.build()
-    except Exception as e:  # noqa: BLE001 - its rows are listed with this error, not launched
-        return f"{type(e).__name__}: {str(e)[:200]}"
-    return None
-
-
-def med(fn) -> float:
-    return statistics.median(do_bench(fn, warmup=25, rep=100, return_mode="all"))
-
-
 def main() -> None:
-    shapes = SHAPES
-    if "--shape" in sys.argv:
-        wanted = sys.argv[sys.argv.index("--shape") + 1 :]
-        shapes = tuple(tuple(map(int, w.split("x"))) for w in wanted if "x" in w)
+    shapes = shapes_from_argv(SHAPES)
     rows = candidates("--quick" in sys.argv)
     if "--match" in sys.argv:  # only the candidates whose label holds this text (and the registered rows, to compare)
         text = sys.argv[sys.argv.index("--match") + 1]
         rows = [r for i, r in enumerate(rows) if text in r[0] or i < 5]
-    # each PTX candidate built once, fp16 at its probed depth only, all in parallel threads before anything is timed
-    # (NVRTC releases the GIL; a module compiled on a candidate's first call would hold the GPU idle for it)
+    # each PTX candidate built once, fp16 at its probed depth only
     rows = [
         (label, c if isinstance(c, str) else dataclasses.replace(c, dtypes=("fp16",), stages=(st,)), st, s)
         for label, c, st, s in rows
     ]
     modules = {c: g.TmaGemm(c) for _, c, _, _ in rows if not isinstance(c, str)}
-    with ThreadPoolExecutor() as pool:
-        failed = {c: e for c, e in zip(modules, pool.map(_build_error, modules.values())) if e}
-    for config, error in failed.items():
-        print(f"build of {config} failed: {error}", file=sys.stderr)
+    failed = build_all(modules)
     torch.manual_seed(0)
     for m, n, k in shapes:
         a = torch.randn(m, k, device="cuda", dtype=torch.float16)
@@ -113,33 +92,18 @@ def main() -> None:
         c = torch.empty(m, n, device="cuda", dtype=torch.float16)
         ref = (a.float() @ b.float()).half()
         cublas = lambda: torch.matmul(a, b, out=c)  # noqa: E731
-        flop = 2 * m * n * k
-        out = []
+        timed = []  # (label, build key, make_launch, note(launcher))
         for label, config, stages, splits in rows:
-            if config in failed:  # listed with its build's error, not compiled again at each shape
-                out.append((label, None, f"build failed: {failed[config][:100]}"))
-                continue
-            try:
+
+            def make_launch(config=config, stages=stages, splits=splits):
                 if config == "triton split-k":
-                    launch = gemm_splitk.SplitKGemm((a, b), c, stages, splits=splits)
-                elif config == "triton split-tail":
-                    launch = gemm_streamk.SplitTailGemm((a, b), c, stages)
-                else:
-                    launch = g.Gemm((a, b), c, config, stages, kernel=modules[config], splits=splits)
-                c.fill_(float("nan"))
-                launch()
-                torch.cuda.synchronize()
-                torch.testing.assert_close(c, ref, rtol=2e-2, atol=2e-2 * k**0.5)
-            except Exception as e:  # noqa: BLE001 - a candidate that fails is listed with why, the rest go on
-                out.append((label, None, f"{type(e).__name__}: {str(e).splitlines()[0][:100]}"))
-                continue
-            before, t, after = med(cublas), med(launch), med(cublas)
-            ratio = (before + after) / 2 / t
-            out.append((label, ratio, f"{flop / t / 1e9:.0f} TFLOP/s, grid {getattr(launch, 'grid', '-')}"))
-        print(f"\n{m}x{n}x{k} fp16: % of cuBLAS")
-        for label, ratio, note in sorted(out, key=lambda r: -(r[1] or 0)):
-            print(f"  {'-' if ratio is None else f'{100 * ratio:5.1f}'}  {label:40s} {note}")
-        sys.stdout.flush()
+                    return gemm_splitk.SplitKGemm((a, b), c, stages, splits=splits)
+                if config == "triton split-tail":
+                    return gemm_streamk.SplitTailGemm((a, b), c, stages)
+                return g.Gemm((a, b), c, config, stages, kernel=modules[config], splits=splits)
+
+            timed.append((label, config, make_launch, lambda launch: f"grid {getattr(launch, 'grid', '-')}"))
+        probe(f"{m}x{n}x{k} fp16: % of cuBLAS", timed, failed, c, ref, k, cublas, 2 * m * n * k)
 
 
 if __name__ == "__main__":

@@ -1,0 +1,80 @@
+"""What the GEMM probes (tools/tune_gemm_ptx.py, tools/tune_gemm_mid.py) share: the shapes given on the command line,
+every candidate module built once, in parallel threads, before anything is timed (NVRTC releases the GIL; a module
+compiled on a candidate's first call would hold the GPU idle for it), and each candidate checked against torch, then
+timed between two cuBLAS timings (its ratio is against their mean)."""
+
+from __future__ import annotations
+
+import statistics
+import sys
+from concurrent.futures import ThreadPoolExecutor
+
+import torch
+from triton.testing import do_bench
+
+
+def shapes_from_argv(default: tuple) -> tuple:
+    """``--shape MxNxK ...`` (last on the line: it takes the rest), else ``default``."""
+    if "--shape" not in sys.argv:
+        return default
+    wanted = sys.argv[sys.argv.index("--shape") + 1 :]
+    return tuple(tuple(map(int, w.split("x"))) for w in wanted if "x" in w)
+
+
+def _build_error(module) -> str | None:
+    try:
+        module.build()
+    except Exception as e:  # noqa: BLE001 - its rows are listed with this error, not launched
+        return f"{type(e).__name__}: {str(e)[:200]}"
+    return None
+
+
+def build_all(modules: dict) -> dict:
+    """Build every module of ``modules`` (key -> NVRTC module) in parallel; key -> error of those that failed, each
+    also printed to stderr."""
+    with ThreadPoolExecutor() as pool:
+        failed = {key: e for key, e in zip(modules, pool.map(_build_error, modules.values())) if e}
+    for key, error in failed.items():
+        print(f"build of {key} failed: {error}", file=sys.stderr)
+    return failed
+
+
+def med(fn) -> float:
+    return statistics.median(do_bench(fn, warmup=25, rep=100, return_mode="all"))
+
+
+def checked_ratio(make_launch, c: torch.Tensor, ref: torch.Tensor, k: int, cublas) -> tuple[float | None, object]:
+    """``make_launch()``'s launcher, run once on ``c`` poisoned with NaN and checked against ``ref``, then timed
+    between two timings of ``cublas``: (its ratio to cuBLAS, (the launcher, its median ms)), or (None, why it
+    failed)."""
+    try:
+        launch = make_launch()
+        c.fill_(float("nan"))
+        launch()
+        torch.cuda.synchronize()
+        torch.testing.assert_close(c, ref, rtol=2e-2, atol=2e-2 * k**0.5)
+    except Exception as e:  # noqa: BLE001 - a candidate that fails is listed with why, the rest go on
+        return None, f"{type(e).__name__}: {str(e).splitlines()[0][:100]}"
+    before, time, after = med(cublas), med(launch), med(cublas)
+    return (before + after) / 2 / time, (launch, time)
+
+
+def probe(title: str, candidates: list, failed: dict, c: torch.Tensor, ref: torch.Tensor, k: int, cublas, flop: int):
+    """Check and time each candidate, (label, build key, make_launch, note(launcher) -> str), one whose build failed
+    (its key in ``failed``) listed with the error instead; print them best first under ``title``."""
+    out = []
+    for label, key, make_launch, note in candidates:
+        if key in failed:  # listed with its build's error, not compiled again at each shape
+            out.append((label, None, f"build failed: {failed[key][:100]}"))
+            continue
+        ratio, got = checked_ratio(make_launch, c, ref, k, cublas)
+        if ratio is None:
+            out.append((label, None, got))
+            continue
+        launch, ms = got
+        out.append((label, ratio, f"{flop / ms / 1e9:.0f} TFLOP/s, {note(launch)}"))
+    width = max((len(label) for label, _, _ in out), default=0)
+    print(f"\n{title}")
+    for label, ratio, text in sorted(out, key=lambda r: -(r[1] or 0)):
+        print(f"  {'-' if ratio is None else f'{100 * ratio:5.1f}'}  {label:{width}s} {text}")
+    sys.stdout.flush()
