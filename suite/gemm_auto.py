@@ -95,6 +95,14 @@ class AutoGemm(KernelModule):
             return choice, kernel, stages
         raise ValueError(f"{self.backend}:auto: no candidate takes {m}x{n}x{k} {dtype} ({refusals[0]})")
 
+    def modules_for(self, size, dtype: str) -> tuple:
+        """The NVRTC modules of the candidate the rule picks for ``size`` at ``dtype`` (none where none takes it)."""
+        try:
+            _, kernel, _ = self.pick(size, dtype)
+        except ValueError:
+            return ()
+        return kernel.modules_for(size, dtype)
+
     def refuses(self, size, dtype: str) -> str | None:
         try:
             self.pick(size, dtype)

@@ -49,9 +49,11 @@ FILL = 0.8  # tiles >= FILL x SMs: the output tiles alone keep the GPU busy
 PTX_NARROW_M = 256  # up to here 64x128 split-K tiles, while they fit one wave, beat 128x128 ones
 PTX_DECODE_M = 16  # up to here the swapped decode kernel streams the weight best
 TALL_M = 256  # M strictly between TALL_M / 2 and TALL_M: 256-row tiles (one tile row) read the weight once
-PTX_MID_M = 1024  # up to here the PTX mid-M kernel is weighed against the tile rungs (no larger M was timed)
-PTX_MID_STAGES = 5  # every mid-M tile's ring fits 5 deep; 5 was the best depth at most timed shapes
-TRITON_MID_M = MID_MOST_TOKENS  # the same for Triton's mid-M kernel, against any weight
+PTX_MID_M = 1024  # up to here the PTX mid-M kernel is weighed against the tile rungs: above, 128-row tiles pad M by
+# at most an eighth, and the rungs' own waves decide
+PTX_MID_STAGES = 5  # the deepest ring every mid-M tile fits (suite.waves.mid_deepest): its plan at 5 is the model's
+# first choice
+TRITON_MID_M = MID_MOST_TOKENS  # Triton's mid-M kernel: one token tile of at most this many rows, against any weight
 MID_LEAST_K = 6144  # below this K the mid-M kernels' fixed cost per tile (the transposed store, the fix-up) is not
 # paid back by the rows they do not pad; the tall band's tiles run instead
 TRITON_MID_DEEP_TOKENS = 144  # Triton's mid-M token tiles up to here take 5 stages: less MMA per stage, so a deeper
@@ -170,7 +172,10 @@ def _ptx_tail(m: int, n: int, k: int, dtype: str, sms: int, narrow: bool, lead: 
 def ptx_mid_ratio(m: int, n: int, k: int, sms: int) -> float:
     """The PTX mid-M kernel's modelled time at its tile (suite.waves.mid_time) over the tile rungs' split tail's: the
     rounds of the faster of 128x256 and 128x192 tiles (``tail_rounds``, in 128x256 tiles' time) x a 128x256 tile's
-    time in the same units, two warpgroups x (256 + MID_FIXED_TOKENS) per K stage."""
+    time in the same units, two warpgroups x (256 + MID_FIXED_TOKENS) per K stage. The two sides are not alike on
+    purpose: the fix-up term is the mid-M model's own, fitted with it, and the rungs' side is always the split tail's
+    rounds, as ``_ptx_tail`` weighs them, whichever rung the rule would run; the comparison's threshold (1) was fitted
+    with exactly these two sides (tools/tune_gemm_mid.py --rungs)."""
     kt = k_tiles(k, "fp16")
     t256, t192 = _tiles(m, n, 128, 256), _tiles(m, n, 128, 192)
     rounds = min(tail_rounds(t256, kt, sms), tail_rounds(t192, kt, sms) * 192 / 256 / NARROW_TILE_RATE)

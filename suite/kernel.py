@@ -107,6 +107,11 @@ class KernelModule:
         """The kernel instantiations a launch at ``stages`` may run, as the sanitizer's reports name them."""
         return ()
 
+    def modules_for(self, size, dtype: str) -> tuple:
+        """The NVRTC modules whose builds launches at ``size`` and ``dtype`` load (on this GPU, at every depth), for
+        compiling them up front: none for a kernel NVRTC does not build."""
+        return ()
+
     def choice(self, size, dtype: str) -> str | None:
         """One line saying what a module that picks among kernels by the shape runs at ``size`` and ``dtype``, and
         why (the driver puts it in the row's note); None for a module that is one kernel."""
@@ -275,10 +280,9 @@ class NvrtcModule(KernelModule):
             )
         return builds[arch]
 
-    def modules_for(self, size) -> tuple[NvrtcModule, ...]:
-        """The modules whose ``build`` holds the kernels launches at ``size`` load (on this GPU, at every depth): this
-        one, unless a module compiles its instantiations on demand (suite.ptx.gemm_decode.MidModule: a build per
-        tile)."""
+    def modules_for(self, size, dtype: str) -> tuple[NvrtcModule, ...]:
+        """This one, unless a module compiles its instantiations on demand (suite.ptx.gemm_decode.MidModule: a build
+        per tile)."""
         return (self,)
 
     def with_defines(self, *defines: str, stages: tuple[int, ...] | None = None) -> NvrtcModule:

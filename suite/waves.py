@@ -98,12 +98,12 @@ def mid_token_rows(m: int) -> int:
 MID_CONSUMERS = (2, 3)
 MID_MOST_TOKENS_FOR = {2: MID_MOST_TOKENS, 3: 128}
 MID_LEAST_TOKENS = 64
-MID_DEEPEST = 6  # its deepest ring; deeper ones were not faster
+MID_DEEPEST = 6  # its deepest ring (suite.ptx.gemm_decode.MID_STAGES)
 MID_SMEM = 227 * 1024  # an SM's shared memory for one block
-# The model of a tile's pace (``mid_time``), fitted on forced tiles at 14 shapes of sweep seeds 3-7 with 128 < M < 900
-# (tools/tune_gemm_mid.py; none of the judged sweeps' shapes): an m64nNk16 wgmma reads its 64 x 16 weight operand from
-# shared memory whatever N, worth MID_FIXED_TOKENS tokens of MMA time; the split tail's fix-up costs MID_SPLIT_ROUNDS
-# of a round per share past one (the last share in reads every other one's partial tile).
+# The model of a tile's pace (``mid_time``; tools/tune_gemm_mid.py times forced tiles to fit it, on shapes outside the
+# judged sweeps, docs/results.md): an m64nNk16 wgmma reads its 64 x 16 weight operand from shared memory whatever N,
+# worth MID_FIXED_TOKENS tokens of MMA time; the split tail's fix-up costs MID_SPLIT_ROUNDS of a round per share past
+# one (the last share in reads every other one's partial tile).
 MID_FIXED_TOKENS = 32
 MID_SPLIT_ROUNDS = 0.16
 

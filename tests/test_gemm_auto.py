@@ -231,6 +231,21 @@ def test_ptx_auto_is_described_as_its_pick_without_a_gpu(size, dtype):
     assert dict(info.sass) == dict(own.sass) and info.registers == own.registers and dict(info.sass)
 
 
+def test_ptx_auto_is_described_by_the_mid_m_tile_its_shape_takes():
+    """Where ptx:auto picks the mid-M kernel, its CPU description is the tile the shape's plan takes at the depth
+    picked (192 x 88 at 341 x 6144 x 11008), not the mid-M build's describe tile."""
+    from suite.driver.precompile import CPU_ARCH, describe
+
+    size = (341, 6144, 11008)
+    v = next(v for v in variants("gemm") if v.label == "ptx:auto")
+    choice, kernel, stages = v.kernel.pick(size, "fp16")
+    assert choice.kernel == "mid-m swap-ab tma+wgmma"
+    info = describe(v, GEMM, "fp16", v.kernel.build_for(size))[None]
+    own = kernel.tile_module(88, 3).describe(CPU_ARCH, "fp16")[stages]
+    assert f"gemm_tma_decode<{stages}, 88, 3, 1, F16, true>" in info.config
+    assert dict(info.sass) == dict(own.sass) and info.registers == own.registers == 128
+
+
 @pytest.mark.parametrize("size", GEMM.cpu_sizes)
 def test_triton_auto_validates_in_the_interpreter(size):
     v = next(v for v in variants("gemm") if v.label == "triton:auto")

@@ -177,7 +177,7 @@ def test_the_mid_m_kernels_tiles_are_compiled_up_front_as_their_launches_load_th
     size = (341, 6144, 11008)
     opts = bench.Options(problems=("gemm",), variants=("ptx:mid-m swap-ab tma+wgmma",), sizes={"gemm": (size,)})
     jobs = planning.build(opts, on_gpu=True).jobs
-    assert gemm_decode.MID.modules_for(size) == (gemm_decode.MID.tile_module(88, 3),)
+    assert gemm_decode.MID.modules_for(size, "fp16") == (gemm_decode.MID.tile_module(88, 3),)
     assert bench.precompile(jobs, on_gpu=True) == {}
     built = [names for _, names, _ in fake_sm90]
     assert any("gemm_tma_decode<5, 88, 3, 1, F16, true>" in names for names in built), built
@@ -185,3 +185,18 @@ def test_the_mid_m_kernels_tiles_are_compiled_up_front_as_their_launches_load_th
     plans = {s: gemm_decode.mid_plan(*size, 132, s) for s in gemm_decode.MID_STAGES}
     for plan in plans.values():
         assert gemm_decode.MID.build_of(plan) is gemm_decode.MID.tile_module(88, 3).build("sm_90")
+
+
+def test_the_auto_rows_pick_is_compiled_up_front(fake_sm90, monkeypatch):
+    """ptx:auto alone in a run: its pick's modules are built up front (at 341 x 6144 x 11008, the mid-M kernel's 192 x
+    88 tile), as they would be for the picked variant's own row."""
+    from suite.ptx import gemm_decode
+
+    monkeypatch.setattr(loader, "num_sms", lambda: 132)
+    monkeypatch.delitem(gemm_decode.MID.__dict__, "_tiles", raising=False)
+    size = (341, 6144, 11008)
+    opts = bench.Options(problems=("gemm",), variants=("ptx:auto",), sizes={"gemm": (size,)}, dtypes=("fp16",))
+    jobs = planning.build(opts, on_gpu=True).jobs
+    assert bench.precompile(jobs, on_gpu=True) == {}
+    built = [names for _, names, _ in fake_sm90]
+    assert any("gemm_tma_decode<5, 88, 3, 1, F16, true>" in names for names in built), built

@@ -106,7 +106,7 @@ def test_mid_token_tiles_pad_m_to_8_rows_per_tile_not_to_the_rungs_128():
 
 def test_mid_plan_takes_the_modelled_fastest_tile_that_fits_the_ring():
     """The model's choice is the cheapest of every candidate tile whose ring fits the depth; forced tiles are taken
-    as given; 341 x 6144 x 11008 (the sweep's weakest shape) takes one wave of 128 tiles of 192 x 88 rather than the
+    as given; 341 x 6144 x 11008 takes one wave of 128 tiles of 192 x 88 rather than the
     96 tiles of 128 x 176."""
     assert (
         gemm_decode.mid_plan(341, 6144, 11008, 132).block_t,
@@ -250,11 +250,12 @@ def test_decode_matches_fp64_at_the_edges_bit_reproducibly(stages, dtype):
         assert int(launch.counters.abs().sum()) == 0, (stages, size, "fix-up counters not reset")
 
 
-# The mid-M build on a GPU: one token tile (M = 129, K with a remainder, an edge weight tile), two of 160 with a ring
-# that wraps, the split tail after a whole wave (150 tiles on 132 SMs: the 18 left forced into 3 shares) at 144 and at
-# the widest build (208), fewer rows than the smallest token tile with N % 8 != 0 (a padded B), two tiles of 128 (M =
-# 256); three consumer warpgroups: four tiles of 88 with an edge weight tile (1000 = 5 x 192 + 40), the widest (128
-# tokens, the producer's registers handed over), and a split tail (272 tiles of 192 x 104: 8 left, in 3 shares).
+# The mid-M build on a GPU: the rule's tile at M = 129 (two of 72, K with a remainder, an edge weight tile), two of 160
+# with a ring that wraps, the split tail after a whole wave (150 tiles on 132 SMs: the 18 left forced into 3 shares) at
+# 144 and at the widest build (208), fewer rows than the smallest token tile with N % 8 != 0 (a padded B), two tiles of
+# 128 (M = 256), two of 136 (half a row of 8 registers past 8 rows, the producer's registers handed over); three
+# consumer warpgroups: four tiles of 88 with an edge weight tile (1000 = 5 x 192 + 40), the widest (128 tokens, the
+# producer's registers handed over), and a split tail (272 tiles of 192 x 104: 8 left, in 3 shares).
 MID_EDGES = [
     ((129, 1000, 520), None, None),
     ((300, 520, 4104), None, (160, 2)),
@@ -264,6 +265,7 @@ MID_EDGES = [
     ((190, 520, 4104), None, None),
     ((90, 260, 1032), None, (96, 2)),
     ((256, 4000, 2056), None, (128, 2)),
+    ((260, 3000, 2056), None, (136, 2)),
     ((341, 1000, 1040), None, (88, 3)),
     ((129, 1000, 2056), None, (128, 3)),
     ((200, 26000, 1040), 3, (104, 3)),
@@ -324,3 +326,59 @@ def test_without_a_gpu_a_mid_m_row_is_described_by_the_tile_its_depth_takes():
             assert info.smem_total >= p.stage_bytes * stages and info.spill_bytes == 0
     wide = gemm_decode.MID.tile_module(208, 2)
     assert wide.stages == (4, 5) and wide.build_for((1, 2, 3)) is None
+
+
+def test_every_n_of_the_swapped_wgmma_form_binds_its_registers():
+    """wgmma_m64nNk16_f32_mmajor_a at every N = 8 .. 256 by 8 (half rows of 8 registers for N % 16 == 8): one
+    transposed-A HGMMA of that N each, no local memory (a wrong register list fails to assemble or spills)."""
+    from pathlib import Path
+
+    from suite.nvrtc import loader
+
+    names = tuple(f"swapped_form<{n}>" for n in range(8, 257, 8))
+    module = loader.compile_cu(Path(__file__).parent / "data" / "wgmma_swapped_forms.cu", names, arch="sm_90a")
+    per = split_functions(module.sass())
+    for name in names:
+        n = int(name.split("<")[1].rstrip(">"))
+        sass, res = per[module.symbols[name]], module.resources()[name]
+        hgmma = [line for line in sass.splitlines() if "HGMMA." in line]
+        assert len(hgmma) == 1 and f"HGMMA.64x{n}x16.F32" in hgmma[0] and "tnspA" in hgmma[0], (name, hgmma)
+        assert res["local"] == 0 and res["stack"] == 0, (name, res)
+
+
+def test_the_mid_m_model_picks_these_tiles():
+    """Pinned choices of the model (suite.waves.mid_tile) at mid-M shapes, so that a change to its constants shows
+    here: the tile, its ring depth limits, and a depth that no tile fits."""
+    expected = {
+        (341, 6144, 11008): (88, 3),
+        (529, 10240, 11008): (184, 2),
+        (140, 36864, 18944): (72, 3),
+        (307, 24576, 6144): (160, 2),
+        (129, 73728, 11008): (136, 2),
+        (202, 3584, 36864): (104, 2),
+    }
+    for shape, tile in expected.items():
+        assert waves.mid_tile(*shape, 132) == tile, shape
+        assert waves.mid_tile(*shape, 132, 5) == tile, shape  # the auto rule's depth: every tile fits it
+    assert waves.mid_tile(529, 10240, 11008, 132, 6) != (184, 2)  # 128 x 184 does not fit 6 deep
+    assert waves.mid_deepest(184, 2) == 5 and waves.mid_deepest(88, 3) == 6
+    with pytest.raises(ValueError, match="stages=10: no mid-M tile's ring fits"):
+        waves.mid_tile(300, 4096, 8192, 132, 10)
+
+
+def test_the_mid_m_sanitizer_names_every_tile_a_depth_may_run():
+    for stages in gemm_decode.MID.stages:
+        names = set(gemm_decode.MID.kernel_names(stages))
+        for size in gemm_decode.MID.sanitize_sizes:
+            p = gemm_decode.mid_plan(*size, 132, stages)
+            for dtype in gemm_decode.MID.dtypes:
+                assert p.name_expression(stages, dtype) in names, (stages, size)
+        assert "gemm_tma_decode<6, 208, 2, 1, F16, true>" not in names  # its ring does not fit 6 deep
+    tile = gemm_decode.MID.tile_module(88, 3)
+    assert set(tile.kernel_names(4)) == {
+        "gemm_tma_decode<4, 88, 3, 1, F16, true>",
+        "gemm_tma_decode<4, 88, 3, 1, BF16, true>",
+    }
+    assert gemm_decode.MID.tile_module(*gemm_decode.MID_DESCRIBE_TILE) is gemm_decode.MID
+    # a tile's own build plans its own tile whatever the shape
+    assert (tile.plan(529, 10240, 11008, 132, 4).block_t, tile.plan(529, 10240, 11008, 132, 4).consumers) == (88, 3)

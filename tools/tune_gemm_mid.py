@@ -1,5 +1,5 @@
 """Time the PTX mid-M kernel (suite.ptx.gemm_decode.MidModule) at forced tiles: every token tile the rule weighs
-(``mid_token_tiles``) at two and three consumer warpgroups, at 3 to 6 stages where the ring fits, each between two
+(``mid_token_tiles``) at two and three consumer warpgroups, at 4 to 6 stages where the ring fits, each between two
 cuBLAS timings (its ratio is against their mean), beside the tile the rule picks. Every candidate is checked against
 torch before it is timed. With --rungs, the registered PTX tile rungs (the auto row's other candidates) at every depth
 too, as the mid-M kernel's competition. Used to fit ``mid_plan``'s model and the auto rule's mid-M band; not part of

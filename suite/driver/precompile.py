@@ -30,14 +30,6 @@ def describe_key(variant: Variant, job) -> tuple:
     return (variant.label, job.dtype, variant.kernel.build_for(job.size))
 
 
-def _nvrtc_modules(kernel, size) -> tuple:
-    """The NVRTC modules whose builds launches of ``kernel`` at ``size`` load (``modules_for``); none for a kernel
-    NVRTC does not build."""
-    from suite.kernel import NvrtcModule
-
-    return kernel.modules_for(size) if isinstance(kernel, NvrtcModule) else ()
-
-
 def precompile(
     jobs,
     on_gpu: bool,
@@ -56,7 +48,7 @@ def precompile(
     more)."""
     from concurrent.futures import ThreadPoolExecutor, as_completed
 
-    from suite.kernel import NvrtcModule
+    from suite.kernel import KernelModule
 
     work: dict[tuple, Callable[[], object]] = {}
     names: dict[tuple, str] = {}  # what the progress line calls each
@@ -81,14 +73,16 @@ def precompile(
                 continue
             if not on_gpu:
                 continue
-            if arch is None and isinstance(variant.kernel, NvrtcModule):
+            kernel = variant.kernel  # (a plugin's kernel need not be a KernelModule: it compiles for itself)
+            modules = kernel.modules_for(job.size, job.dtype) if isinstance(kernel, KernelModule) else ()
+            if modules and arch is None:
                 try:
                     from suite.nvrtc import loader
 
                     arch = loader.current_arch()
                 except Exception:  # noqa: BLE001 - no GPU to ask (a test on a CPU): each launch compiles for itself
                     return {}
-            for module in _nvrtc_modules(variant.kernel, job.size):
+            for module in modules:
                 work.setdefault(("build", id(module)), lambda b=module.build, a=arch: _build_and_list(b, a))
                 tile = "" if module is variant.kernel else f" ({module.all_name_expressions()[0]} ...)"
                 names.setdefault(("build", id(module)), f"{variant.label}{tile} for {arch}")

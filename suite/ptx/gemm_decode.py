@@ -1,6 +1,6 @@
 """Decode GEMM in hand PTX: C = A @ B for few token rows (any M; built for up to a few hundred) against a wide weight
 B (K x N), computed swapped, C^T = B^T A^T, by ``gemm_decode.cu``'s ``gemm_tma_decode`` (TMA into an mbarrier ring,
-wgmma, a producer warp and one or two consumer warpgroups; sm_90a only; fp16, bf16 and fp8 e4m3, fp8 promoted per 128
+wgmma, a producer warp and one to three consumer warpgroups; sm_90a only; fp16, bf16 and fp8 e4m3, fp8 promoted per 128
 of K as cuBLAS is).
 
 The tile rungs and the 64 x 128 split-K put the tokens on wgmma's M side, 64 rows per warpgroup at least: at M = 16
@@ -70,6 +70,8 @@ from suite.ptx.gemm_tma import (
 )
 from suite.waves import (
     MID_CONSUMERS,
+    MID_LEAST_TOKENS,
+    MID_MOST_TOKENS_FOR,
     mid_ring_bytes,
     mid_tile,
     mid_tile_ok,
@@ -89,7 +91,7 @@ STAGE_LIMIT = 48 * 1024  # bytes of one stage at most (BK is chosen to fit it)
 SMEM_PER_BLOCK = 227 * 1024
 STAGES = (2, 3, 4)  # at <= 48 KiB stages every one fits 227 KiB; 5 would not
 MID_STAGES = (4, 5, 6)  # the mid-M build's rings (suite.waves.mid_ring_bytes): at each depth its plan takes the tiles
-# that fit; 3 was never faster
+# that fit; a 3-deep ring leaves too little of K in flight to cover the load latency at these tiles' MMA per stage
 MID_DESCRIBE_TILE = (144, 2)  # the tile ``describe`` reports where no size picks one
 RULE_SMS = 132  # the SMs a description without a GPU plans for (suite.gemm_rule.H200_SMS: the committed runs' GPU)
 MIN_K_STAGES_PER_SPLIT = 4  # fewer and a split's prologue and partial cost more than its mainloop
@@ -205,7 +207,7 @@ def mid_plan(
     """The mid-M build's plan (one per shape and depth, at either 16-bit type): suite.waves.mid_tile's tile among those
     whose ring fits ``stages`` deep, 64 of K per stage; tiles in persistent waves and the last partial wave's split in
     K (gemm_tma.split_tail_plan, for one block per SM; the launcher repeats it for the blocks an SM holds).
-    ``consumers`` and ``block_t`` force the tile (with either, both), ``splits`` the tail's split count (tests,
+    ``consumers`` and ``block_t`` force the tile (both or neither), ``splits`` the tail's split count (tests,
     probes)."""
     if consumers is not None and consumers not in MID_CONSUMERS:
         raise ValueError(f"consumers={consumers}: the mid-M build has 2 or 3 consumer warpgroups")
@@ -428,15 +430,17 @@ class MidModule(DecodeModule):
     256: M = 341 runs four tiles of 88 rows on 192 weight columns), 64 of K per stage, the consumer warpgroups given
     the producer's registers, the split tail's walk.
 
-    Tiles are many (two widths x 19 token counts): each is compiled on demand, the first time a launch or a precompile
-    asks for it (``build_of``, ``modules_for``), and kept in the cubin cache. ``MidModule(tile=(block_t, consumers))``
-    is one tile's build; the registered one (``MID``, tile None) builds and describes ``MID_DESCRIBE_TILE``'s."""
+    Tiles are many (19 token counts on two consumer warpgroups, 9 on three): each is compiled on demand, the first time
+    a launch or a precompile asks for it (``build_of``, ``modules_for``), and kept in the cubin cache.
+    ``MidModule(tile=(block_t, consumers))`` is one tile's build, whose plans take that tile; the registered one
+    (``MID``, tile None) plans any tile, and builds and describes ``MID_DESCRIBE_TILE``'s."""
 
     stages = MID_STAGES
     dtypes = ("fp16", "bf16")  # fp8's promoted swapped form holds 64 tokens at most
     # M = 129 (two token tiles, an edge weight tile, a K remainder); M = 300 (a split tail) with a ring that wraps; the
-    # split tail after whole waves (300 tiles of 128 x 104); N % 8 != 0 (a padded B) and M < 64; three consumers (the
-    # producer's registers handed over): four token tiles of 88 in one wave, and two of 104 with a split tail
+    # split tail after whole waves (300 tiles of 128 x 104); N % 8 != 0 (a padded B) and one token tile of 96; the
+    # producer's registers handed over: three consumers, four token tiles of 88 in one wave and two of 104 with a split
+    # tail; two consumers, two token tiles of 136
     sanitize_sizes = (
         (129, 1000, 520),
         (300, 520, 4104),
@@ -444,6 +448,7 @@ class MidModule(DecodeModule):
         (90, 260, 1032),
         (341, 6144, 520),
         (200, 6144, 520),
+        (260, 8192, 520),
     )
 
     tail = True
@@ -470,8 +475,8 @@ class MidModule(DecodeModule):
 
     def tile_module(self, block_t: int, consumers: int) -> MidModule:
         """The build of one tile, at this build's depths that its ring fits and with its defines (made once, then
-        shared)."""
-        if self.tile == (block_t, consumers):
+        shared): this module for its own tile (the registered one's: MID_DESCRIBE_TILE, which fits every depth)."""
+        if (block_t, consumers) == (self.tile or MID_DESCRIBE_TILE):
             return self
         tiles = self.__dict__.setdefault("_tiles", {})
         if (block_t, consumers) not in tiles:
@@ -502,7 +507,7 @@ class MidModule(DecodeModule):
     def build_of(self, plan: Plan):
         return self.tile_module(plan.block_t, plan.consumers).build()
 
-    def modules_for(self, size) -> tuple[MidModule, ...]:
+    def modules_for(self, size, dtype: str) -> tuple[MidModule, ...]:
         """The tiles the plans at ``size`` take, one per depth (fewer where depths share one)."""
         m, n, k = size[:3]
         sms = loader.num_sms()
@@ -510,13 +515,29 @@ class MidModule(DecodeModule):
         return tuple(self.tile_module(*t) for t in tiles)
 
     def plan(self, m: int, n: int, k: int, sms: int, stages: int, dtype: str = "fp16", **forced) -> Plan:
-        """The mid-M rule: the tile that fits ``stages`` deep (``dtype`` does not change it)."""
+        """The mid-M rule: the tile that fits ``stages`` deep (``dtype`` does not change it); a tile's own build, its
+        tile."""
+        if self.tile and forced.get("block_t") is None and forced.get("consumers") is None:
+            forced = {**forced, "block_t": self.tile[0], "consumers": self.tile[1]}
         return mid_plan(m, n, k, sms, stages, **forced)
+
+    def kernel_names(self, stages: int) -> tuple[str, ...]:
+        """Every instantiation a launch at ``stages`` may run: each tile whose ring fits that deep (a tile's own build:
+        its own), as the sanitizer attributes findings."""
+        if self.tile:
+            return self.name_expressions(stages)
+        return tuple(
+            Plan(t, c, 1, 1, 1, 1, tail=True).name_expression(stages, d)
+            for d in self.dtypes
+            for c in MID_CONSUMERS
+            for t in range(MID_LEAST_TOKENS, MID_MOST_TOKENS_FOR[c] + 1, 8)
+            if mid_ring_bytes(t, c, stages) <= SMEM_PER_BLOCK
+        )
 
     def config(self) -> str:
         return (
-            "swapped mid-M: 128 or 192 weight columns on wgmma's M, 64-208 tokens by 8 on its N (the fewest padded "
-            "rows and waves, mid_plan), 64 of K per stage, persistent waves then a split tail"
+            "swapped mid-M: 128 or 192 weight columns on wgmma's M, 64-208 tokens by 8 on its N (the fastest modelled "
+            "walk, mid_plan), 64 of K per stage, persistent waves then a split tail"
         )
 
 

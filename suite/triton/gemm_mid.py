@@ -5,8 +5,8 @@ Between 128 and a few hundred rows the tile kernels pad M to whole tiles of 128 
 rows, and where the weight streams at about the rate the MMAs take it (M ~ 150 at 16-bit types on an H200) the
 padding is the kernel's time. Swapped, the weight's N runs along wgmma's M (128 weight rows per program, 64 per
 warpgroup, 8 warps) and the tokens along wgmma's N, which may be any multiple of 8: M goes into the fewest token tiles
-of at most 208 rows, rounded up to 16 (suite.waves.mid_token_rows, the PTX mid-M build's rule): M = 140 computes one
-tile of 144 rows, M = 341 two of 176.
+of at most 208 rows, rounded up to 16 (suite.waves.mid_token_rows): M = 140 computes one tile of 144 rows, M = 341 two
+of 176.
 
 Triton's blocks are powers of two, so a token tile is computed in pieces: the binary digits of its rows
 (``token_pieces``: 144 = 128 + 16, 208 = 128 + 64 + 16), one ``tl.dot`` and one fp32 accumulator per piece, all on
