@@ -312,18 +312,22 @@ def test_the_sanitizer_sees_every_kind_of_mid_m_walk():
         assert any(p.tiles_w * p.tiles_t > 132 and p.splits > 1 for p in plans), stages
 
 
-def test_without_a_gpu_a_mid_m_row_is_described_by_the_tile_its_depth_takes():
-    """The registered mid-M build describes a shape's rows by the tile each depth's plan takes (192 x 88 at 341 x
-    6144 x 11008; 591 x 10240 x 11008 takes 128 x 200 at 4 and 5 stages, and a tile whose ring fits at 6), and a tile's
-    own build has only the depths its ring fits."""
+def test_without_a_gpu_a_mid_m_row_is_described_by_the_tile_its_depth_takes(monkeypatch):
+    """The registered mid-M build describes a shape's rows by the tile each depth's plan takes (192 x 88 at 341 x 6144
+    x 11008 at every depth; where the depths' plans differ, each its own), and a tile's own build has only the depths
+    its ring fits."""
     assert gemm_decode.MID.build_for((341, 6144, 11008, 0)) == (341, 6144, 11008)
-    for size in ((341, 6144, 11008), (591, 10240, 11008)):
-        described = gemm_decode.MID.describe("sm_90a", "fp16", build=size)
-        assert set(described) == set(gemm_decode.MID_STAGES)
-        for stages, info in described.items():
-            p = gemm_decode.mid_plan(*size, 132, stages)
-            assert f"gemm_tma_decode<{stages}, {p.block_t}, {p.consumers}, 1, F16, true>" in info.config, info.config
-            assert info.smem_total >= p.stage_bytes * stages and info.spill_bytes == 0
+    described = gemm_decode.MID.describe("sm_90a", "fp16", build=(341, 6144, 11008))
+    assert set(described) == set(gemm_decode.MID_STAGES)
+    for stages, info in described.items():
+        assert f"gemm_tma_decode<{stages}, 88, 3, 1, F16, true>" in info.config, info.config
+        assert info.smem_total >= (192 + 88) * 128 * stages and info.spill_bytes == 0
+    # depths whose plans differ (the tiles other tests build: no compile of its own)
+    picks = {4: (128, 3), 5: (144, 2), 6: (88, 3)}
+    monkeypatch.setattr(gemm_decode, "mid_tile", lambda m, n, k, sms, stages=None: picks[stages])
+    for stages, info in gemm_decode.MID.describe("sm_90a", "bf16", build=(1, 2, 3)).items():
+        t, c = picks[stages]
+        assert f"gemm_tma_decode<{stages}, {t}, {c}, 1, BF16, true>" in info.config, info.config
     wide = gemm_decode.MID.tile_module(208, 2)
     assert wide.stages == (4, 5) and wide.build_for((1, 2, 3)) is None
 
