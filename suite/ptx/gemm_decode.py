@@ -46,6 +46,7 @@ hundred tokens the tile rungs are the kernels for it."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import dataclass, replace
 from pathlib import Path
 
@@ -424,6 +425,9 @@ class DecodeModule(NvrtcModule):
 KERNEL = DecodeModule(faults=(SKIP_EMPTY_WAIT, NO_FIXUP_WAIT))
 
 
+_TILES_LOCK = threading.Lock()
+
+
 class MidModule(DecodeModule):
     """The same kernel for the mid M that the tile rungs pad most (a few hundred tokens): 128 or 192 weight columns x
     64-208 token rows by 8 (``mid_plan``: M over a few tiles, rounded up to 8, where the rungs round it up to 128 or
@@ -478,13 +482,14 @@ class MidModule(DecodeModule):
         shared): this module for its own tile (the registered one's: MID_DESCRIBE_TILE, which fits every depth)."""
         if (block_t, consumers) == (self.tile or MID_DESCRIBE_TILE):
             return self
-        tiles = self.__dict__.setdefault("_tiles", {})
-        if (block_t, consumers) not in tiles:
-            other = MidModule((block_t, consumers))
-            other.stages = tuple(s for s in self.stages if mid_ring_bytes(block_t, consumers, s) <= SMEM_PER_BLOCK)
-            other.extra_defines = self.extra_defines
-            tiles[(block_t, consumers)] = other
-        return tiles[(block_t, consumers)]
+        with _TILES_LOCK:  # precompile's threads describe and build tiles at once: one module per tile
+            tiles = self.__dict__.setdefault("_tiles", {})
+            if (block_t, consumers) not in tiles:
+                other = MidModule((block_t, consumers))
+                other.stages = tuple(s for s in self.stages if mid_ring_bytes(block_t, consumers, s) <= SMEM_PER_BLOCK)
+                other.extra_defines = self.extra_defines
+                tiles[(block_t, consumers)] = other
+            return tiles[(block_t, consumers)]
 
     def build_for(self, size) -> tuple[int, int, int] | None:
         """The shape, for the registered build: each depth's plan picks its tile from it, and ``describe(...,
