@@ -115,6 +115,12 @@ def test_the_ptx_mid_m_kernel_runs_where_its_model_beats_the_tile_rungs():
                 assert [c.kernel for c in chosen[1:]] == [c.kernel for c in rest]
                 assert all(c.why.startswith("fallback: ") for c in chosen[1:]), chosen
     assert seen == {True, False}  # both sides of the model's comparison are met
+    # the auto row's depth: every mid-M tile's ring fits it, so the plan there is the model's first choice
+    from suite.ptx import gemm_decode
+
+    tiles = [(t, c) for c in waves.MID_CONSUMERS for t in range(64, 257, 8) if waves.mid_tile_ok(t, c)]
+    assert len(tiles) == 28 and min(waves.mid_deepest(*tile) for tile in tiles) == gemm_rule.PTX_MID_STAGES
+    assert gemm_rule.PTX_MID_STAGES in gemm_decode.MID.stages
 
 
 @pytest.mark.parametrize("m, stages", [(129, 5), (144, 5), (145, 4), (176, 4), (208, 4)])
