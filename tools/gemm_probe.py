@@ -39,6 +39,14 @@ def build_all(modules: dict) -> dict:
     return failed
 
 
+def fp16_problem(m: int, n: int, k: int):
+    """Fresh random fp16 operands on the GPU: (a, b, c, the fp32 product rounded to fp16, cuBLAS writing c)."""
+    a = torch.randn(m, k, device="cuda", dtype=torch.float16)
+    b = torch.randn(k, n, device="cuda", dtype=torch.float16)
+    c = torch.empty(m, n, device="cuda", dtype=torch.float16)
+    return a, b, c, (a.float() @ b.float()).half(), lambda: torch.matmul(a, b, out=c)
+
+
 def med(fn) -> float:
     return statistics.median(do_bench(fn, warmup=25, rep=100, return_mode="all"))
 

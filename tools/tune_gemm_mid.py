@@ -16,7 +16,7 @@ import torch
 from suite import waves
 from suite.ptx import gemm_auto
 from suite.ptx import gemm_decode as g
-from tools.gemm_probe import build_all, probe, shapes_from_argv
+from tools.gemm_probe import build_all, fp16_problem, probe, shapes_from_argv
 
 # the weak band of the seed-1 fp16 sweep on the H100, the mid-M kernel's own band, and shapes it lost at before
 SHAPES = (
@@ -53,11 +53,7 @@ def main() -> None:
     failed = build_all(modules | rungs)
     torch.manual_seed(0)
     for m, n, k in shapes:
-        a = torch.randn(m, k, device="cuda", dtype=torch.float16)
-        b = torch.randn(k, n, device="cuda", dtype=torch.float16)
-        c = torch.empty(m, n, device="cuda", dtype=torch.float16)
-        ref = (a.float() @ b.float()).half()
-        cublas = lambda: torch.matmul(a, b, out=c)  # noqa: E731
+        a, b, c, ref, cublas = fp16_problem(m, n, k)
         rule = g.mid_plan(m, n, k, sms)
         candidates = []  # (label, build key, make_launch, note(launcher))
         for c_ in waves.MID_CONSUMERS:

@@ -19,7 +19,7 @@ import torch
 
 from suite.ptx import gemm_tma as g
 from suite.triton import gemm_splitk, gemm_streamk
-from tools.gemm_probe import build_all, probe, shapes_from_argv
+from tools.gemm_probe import build_all, fp16_problem, probe, shapes_from_argv
 
 # the sweep's weakest fp16 cells on the H100 (best row / cuBLAS 0.75-0.86), and a named shape as a control
 SHAPES = (
@@ -87,11 +87,7 @@ def main() -> None:
     failed = build_all(modules)
     torch.manual_seed(0)
     for m, n, k in shapes:
-        a = torch.randn(m, k, device="cuda", dtype=torch.float16)
-        b = torch.randn(k, n, device="cuda", dtype=torch.float16)
-        c = torch.empty(m, n, device="cuda", dtype=torch.float16)
-        ref = (a.float() @ b.float()).half()
-        cublas = lambda: torch.matmul(a, b, out=c)  # noqa: E731
+        a, b, c, ref, cublas = fp16_problem(m, n, k)
         timed = []  # (label, build key, make_launch, note(launcher))
         for label, config, stages, splits in rows:
 
