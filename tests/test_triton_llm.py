@@ -143,7 +143,8 @@ STREAM_CASES = [
     ("M=1, tile shared by 3", 1, 70, 6, 3),
     ("M odd, ranges end mid-tile", 13, 300, 5, 3),  # 2 tiles x 5 K tiles over 3 programs
     ("more programs than iterations", 20, 50, 2, 7),
-    ("data-parallel phase", 70, 600, 3, 2),  # 2 x 3 = 6 tiles on 2 programs: 2 whole tiles each, then shared
+    ("data-parallel phase", 300, 600, 3, 2),  # 3 tile rows on 2 programs: the hybrid, 6 of 9 tiles whole, 3 shared
+    ("rows in lockstep", 300, 600, 4, 6),  # 3 rows x 3 tiles x 5 K tiles over 2 programs a row: 7.5 K tiles each
     ("K below one tile", 9, 40, 0, 3),  # K = 8: one partial K tile
 ]
 
@@ -158,6 +159,10 @@ def test_stream_k_cases_cover_what_they_say():
     assert s.sk_programs == 3 and s.programs == 3  # one program per iteration, no idle program launched
     s = gemm_streamk.schedule(tiles=6, k_tiles=4, sms=2)
     assert s.dp_tiles == 4 and s.sk_tiles == 2
+    s = gemm_streamk.stream_k_schedule(tiles_m=3, tiles_n=3, k_tiles=4, sms=2)  # 3 rows > 2 programs: the hybrid
+    assert s.dp_tiles == 6 and s.group_m == gemm_streamk.GROUP_M
+    s = gemm_streamk.stream_k_schedule(tiles_m=3, tiles_n=3, k_tiles=5, sms=6)
+    assert s.group_m == 1 and s.sk_programs == 6 and s.first_iter(1) % 5 != 0  # lockstep, ranges end mid-tile
 
 
 # (name, M, N, K tiles, programs): the split tail (the programs stand for the SMs; K past the K tiles: a partial one)
@@ -310,9 +315,12 @@ def test_stream_k_schedule_partitions_the_iterations(seed):
     rng = random.Random(200 + seed)
     for _ in range(60):
         tiles, k_tiles, sms = rng.randint(1, 700), rng.randint(1, 40), rng.choice((3, 7, 132))
-        s = gemm_streamk.schedule(tiles, k_tiles, sms)
+        tiles_m = rng.choice([d for d in range(1, 20) if tiles % d == 0])
+        s = gemm_streamk.stream_k_schedule(tiles_m, tiles // tiles_m, k_tiles, sms)
         assert s.programs <= sms and s.sk_programs <= s.sk_iters
-        if s.dp_tiles:
+        if s.group_m == 1:  # lockstep: no data-parallel phase, the same number of programs in each row
+            assert not s.dp_tiles and (s.sk_programs % tiles_m == 0 or s.sk_programs == s.sk_iters)
+        elif s.dp_tiles:
             assert s.dp_tiles % sms == 0 and sms <= s.sk_tiles < 2 * sms
         else:
             assert tiles < 2 * sms
@@ -350,10 +358,13 @@ def test_sanitizer_sizes_exercise_the_fix_up():
         m, n, k = size
         bm, bn, bk, _ = gemm_splitk.tile_for("fp16", m)
         tiles_seen.add((bm, bn))
-        assert gemm_streamk.schedule(-(-m // bm) * -(-n // bn), -(-k // bk), H200_SMS).cover > 1
+        s = gemm_streamk.stream_k_schedule(-(-m // bm), -(-n // bn), -(-k // bk), H200_SMS)
+        assert s.cover > 1 and s.group_m == 1, (size, s)  # rows in lockstep, the ranges ending mid-tile
     assert tiles_seen == {(256, 128), (128, 256)}, tiles_seen
+    m, n, k = gemm_streamk.KERNEL.sanitize_sizes[1]
+    assert -(-m // 128) > 1  # lockstep across several tile rows
     m, n, k = gemm_streamk.KERNEL.sanitize_sizes[-1]
-    assert gemm_streamk.schedule(-(-m // 128) * -(-n // 256), -(-k // 64), H200_SMS).dp_tiles > 0
+    assert gemm_streamk.stream_k_schedule(-(-m // 128), -(-n // 256), -(-k // 64), H200_SMS).dp_tiles > 0
     tails = []  # the split tail's: shares of K on both sizes, one after a whole wave
     for m, n, k in gemm_streamk.SPLIT_TAIL.sanitize_sizes:
         bm, bn, bk, _ = gemm_splitk.tile_for("fp16", m)

@@ -2,15 +2,20 @@
 evenly, whatever the tile count, and a deterministic second pass fixes up the tiles that several programs shared.
 
 Split-K balances the work only when tiles x splits is close to a multiple of the SMs; stream-K balances it always.
-One iteration is one K tile of one output tile (a BLOCK_K step of the mainloop). The schedule (``schedule``), a
-data-parallel + stream-K hybrid:
+One iteration is one K tile of one output tile (a BLOCK_K step of the mainloop). The schedule (``stream_k_schedule``):
 
-* **data-parallel phase**: while two or more full waves of tiles remain, whole tiles are dealt round robin to the
-  programs (each stored straight to C), leaving between one and two waves' worth of tiles;
-* **stream-K phase**: the remaining tiles' iterations (``sk_iters`` = tiles x K tiles) are cut into one contiguous,
-  balanced range per program (program p: [p S / P, (p + 1) S / P)). A program walks its range tile by tile; a tile it
-  covers whole it stores to C, a tile it covers in part it stores as an fp32 partial into its own workspace slot
-  (slot 0 for the first tile of its range, slot 1 for the last: a range holds at most two partial tiles);
+* **tile rows in lockstep** (``lockstep_schedule``), where the tile rows divide the SMs closely: each row's
+  iterations (its tiles in order x K tiles) cut into one contiguous, balanced range for each of q programs, the same
+  q ranges in every row, so the programs of all rows read the same K range of the same B columns at the same time
+  and B streams from DRAM once (ranges that start anywhere in K have each row read B at its own time);
+* else a data-parallel + stream-K hybrid (``schedule``): while two or more full waves of tiles remain, whole tiles
+  are dealt round robin to the programs (each stored straight to C), leaving between one and two waves' worth of
+  tiles, whose iterations (``sk_iters`` = tiles x K tiles) are cut into one contiguous, balanced range per program
+  (program p: [p S / P, (p + 1) S / P));
+
+* **the walk**: a program takes its range tile by tile; a tile it covers whole it stores to C, a tile it covers in
+  part it stores as an fp32 partial into its own workspace slot (slot 0 for the first tile of its range, slot 1 for
+  the last: a range holds at most two partial tiles);
 * **fix-up pass** (``streamk_fixup_kernel``, launched after it on the same stream, counted in the time): for each
   tile that several programs covered (always contiguous programs, p_first..p_last), the partials are added in program
   order, scaled (fp8), cast and stored to C. The programs covering a tile follow from the range formula alone, so the
@@ -65,6 +70,7 @@ class Schedule:
     dp_tiles: int  # the first dp_tiles tiles (in tile order), whole, round robin
     sk_programs: int  # programs sharing the rest
     sk_iters: int  # (tiles - dp_tiles) x k_tiles
+    group_m: int = GROUP_M  # tile rows per group of the tile order (gemm_parts.tile_coords); 1: row by row
 
     @property
     def sk_tiles(self) -> int:
@@ -106,6 +112,30 @@ def schedule(tiles: int, k_tiles: int, sms: int) -> Schedule:
     sk_iters = (tiles - dp_tiles) * k_tiles
     sk_programs = min(sms, sk_iters)
     return Schedule(tiles, k_tiles, sms if dp_tiles else sk_programs, dp_tiles, sk_programs, sk_iters)
+
+
+# Lockstep stream-K takes the SMs in whole multiples of the tile rows, leaving at most 1 - this share of them idle
+LOCKSTEP_MIN_SHARE = 0.95
+
+
+def lockstep_schedule(tiles_m: int, tiles_n: int, k_tiles: int, sms: int) -> Schedule | None:
+    """Stream-K with the tile rows in lockstep: every iteration shared (no data-parallel phase) by q = sms // tiles_m
+    programs per tile row, the tiles in row order (group_m 1), so that program p + j q walks row j's tiles exactly
+    as program p walks row 0's. The programs of all rows then read the same K range of the same B columns at once
+    and B streams from DRAM once, where stream-K's ranges, started anywhere in K, have each tile row read a B panel
+    at its own time. None where the rows would leave more than 1 - LOCKSTEP_MIN_SHARE of the SMs idle."""
+    q = sms // tiles_m
+    if not q or tiles_m * q < LOCKSTEP_MIN_SHARE * sms:
+        return None
+    tiles = tiles_m * tiles_n
+    sk_programs = min(tiles_m * q, tiles * k_tiles)
+    return Schedule(tiles, k_tiles, sk_programs, 0, sk_programs, tiles * k_tiles, group_m=1)
+
+
+def stream_k_schedule(tiles_m: int, tiles_n: int, k_tiles: int, sms: int) -> Schedule:
+    """The stream-K kernel's schedule: the tile rows in lockstep where they divide the SMs closely enough
+    (``lockstep_schedule``), else the data-parallel + stream-K hybrid (``schedule``)."""
+    return lockstep_schedule(tiles_m, tiles_n, k_tiles, sms) or schedule(tiles_m * tiles_n, k_tiles, sms)
 
 
 def split_tail_schedule(tiles: int, k_tiles: int, sms: int) -> Schedule:
@@ -242,18 +272,22 @@ class StreamKGemm(TwoPassGemm):
     kernels = ("streamk_kernel", "streamk_fixup_kernel")
     fault = (FAULT_FIXUP_FIRST, "the fix-up pass launched before the stream-K pass")
 
-    rule = staticmethod(schedule)  # the schedule's rule: stream-K's (SplitTailGemm: the split tail's)
+    # the schedule's rule, of (tile rows, tile columns, K tiles, SMs): stream-K's (SplitTailGemm: the split tail's)
+    rule = staticmethod(stream_k_schedule)
 
     def _plan(self, sms: int | None = None) -> None:
         tiles, k_tiles = self._tile_for()
         ops, (bm, bn, bk) = self.ops, self.tile
-        self.schedule = s = self.rule(tiles, k_tiles, sms or num_sms(ops.a.device))
+        tiles_m = triton.cdiv(ops.m, bm)
+        self.schedule = s = self.rule(tiles_m, tiles // tiles_m, k_tiles, sms or num_sms(ops.a.device))
         self.fixups = s.sk_tiles if s.cover > 1 else 0
         self._workspace(s.sk_programs * 2 if self.fixups else 0, bm, bn)
         self.table = torch.tensor(s.fixup_table(), dtype=torch.int32, device=ops.c.device) if self.fixups else None
         self.config = (
             f"{bm}x{bn}x{bk}, num_warps={self.warps}, num_stages={self.stages}, stream-K: "
-            f"{count(s.programs, 'program')}, {s.dp_tiles} of {count(tiles, 'tile')} data-parallel, then "
+            f"{count(s.programs, 'program')}"
+            + (f" ({s.sk_programs // tiles_m} per tile row, rows in lockstep)" if s.group_m == 1 else "")
+            + f", {s.dp_tiles} of {count(tiles, 'tile')} data-parallel, then "
             f"{count(s.sk_iters, 'iteration')} "
             f"({count(s.sk_tiles, 'tile')} x {count(s.k_tiles, 'K tile')}) shared, "
             + (
@@ -270,7 +304,7 @@ class StreamKGemm(TwoPassGemm):
         bm, bn, _ = self.tile
         ops, s = self.ops, self.schedule
         rows = fixup_rows(bn)
-        meta = {"BLOCK_M": bm, "BLOCK_N": bn, "GROUP_M": GROUP_M, "ROWS": rows, "UNROLL": FIXUP_UNROLL}
+        meta = {"BLOCK_M": bm, "BLOCK_N": bn, "GROUP_M": s.group_m, "ROWS": rows, "UNROLL": FIXUP_UNROLL}
         streamk_fixup_kernel[(s.sk_tiles, bm // rows)](
             *(self.workspace, ops.c, self.table, ops.scale_a, ops.scale_b, ops.m, ops.n, ops.c.stride(0)),
             s.dp_tiles,
@@ -283,21 +317,22 @@ class StreamKGemm(TwoPassGemm):
         bm, bn, bk = self.tile
         s = self.schedule
         sched = (s.programs, s.dp_tiles, s.sk_programs, s.sk_iters)
-        meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": GROUP_M, "SHARED": self.fixups > 0}
+        meta = {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk, "GROUP_M": s.group_m, "SHARED": self.fixups > 0}
         return self._launch_main(streamk_kernel, s.programs, self._mac_box(), self.ops.c.stride(0), *sched, **meta)
 
 
 class SplitTailGemm(StreamKGemm):
     """The split tail (split_tail_schedule) through the stream-K kernel and its fix-up pass."""
 
-    rule = staticmethod(split_tail_schedule)
+    rule = staticmethod(lambda tiles_m, tiles_n, k_tiles, sms: split_tail_schedule(tiles_m * tiles_n, k_tiles, sms))
 
 
 # streamk_kernel + streamk_fixup_kernel for the registry. compute-sanitizer: tiles shared by several programs, ranges
 # that start and end mid-tile, edge tiles in M and N, a partial K tile, N not a multiple of 8 (B through its padded
-# pitch), on tall tiles (M = 200: 256 x 128 at 16-bit types) and on 128 x 256 ones (M = 300); and a shape with a
-# data-parallel phase (more than two waves of 128x256 tiles: 2432 x 3840 is 19 x 15 = 285 tiles on 132 SMs)
-KERNEL = TwoPassModule(StreamKGemm, sanitize_sizes=((200, 300, 1000), (300, 300, 1000), (2432, 3840, 136)))
+# pitch), on tall tiles (M = 200: 256 x 128 at 16-bit types) and on 128 x 256 ones, their 3 rows in lockstep (M = 300,
+# 44 programs a row); and the hybrid's data-parallel phase (19 tile rows do not divide 132 SMs closely: 2432 x 3840 is
+# 19 x 15 = 285 tiles of 128 x 256)
+KERNEL = TwoPassModule(StreamKGemm, sanitize_sizes=((200, 300, 1000), (300, 2996, 1000), (2432, 3840, 136)))
 # The split tail's sanitizer sizes, on 132 SMs: 6 tiles of 128 x 256 each in 3 shares of K (300 x 300 x 1000: no
 # whole wave), and a whole wave then 21 tiles in 3 shares (1100 x 4104 x 1040: 9 x 17 = 153 tiles; fp8, 2 shares)
 SPLIT_TAIL = TwoPassModule(SplitTailGemm, sanitize_sizes=((300, 300, 1000), (1100, 4104, 1040)))
