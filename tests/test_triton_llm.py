@@ -165,6 +165,24 @@ def test_stream_k_cases_cover_what_they_say():
     assert s.group_m == 1 and s.sk_programs == 6 and s.first_iter(1) % 5 != 0  # lockstep, ranges end mid-tile
 
 
+def test_lockstep_rows_walk_the_same_b_panels_at_the_same_k():
+    """Lockstep stream-K: program p + j q's range is program p's moved down j tile rows, so at every step of the walk
+    the programs of all rows stand at the same tile column and K tile (they read the same B panel together); one tile
+    row, or rows that divide the SMs badly, take the hybrid."""
+    for tiles_m, tiles_n, k_tiles, sms in ((3, 24, 172, 132), (5, 40, 172, 132), (9, 86, 384, 132), (2, 3, 5, 6)):
+        s = gemm_streamk.stream_k_schedule(tiles_m, tiles_n, k_tiles, sms)
+        q = sms // tiles_m
+        assert s.group_m == 1 and s.sk_programs == tiles_m * q and not s.dp_tiles, s
+        row = tiles_n * k_tiles
+        for p in range(q):
+            for j in range(tiles_m):
+                assert s.first_iter(p + j * q) == s.first_iter(p) + j * row
+                assert s.first_iter(p + j * q + 1) == s.first_iter(p + 1) + j * row
+    assert gemm_streamk.lockstep_schedule(1, 28, 576, 132) is None  # one row: nothing to align
+    assert gemm_streamk.lockstep_schedule(17, 172, 384, 132) is None  # 7 programs a row: 119 of 132 SMs
+    assert gemm_streamk.stream_k_schedule(17, 172, 384, 132).group_m == gemm_streamk.GROUP_M
+
+
 # (name, M, N, K tiles, programs): the split tail (the programs stand for the SMs; K past the K tiles: a partial one)
 TAIL_CASES = [
     ("no room for two shares", 130, 300, 9, 4),  # 3 tall tiles (fp8: 4 of 128 x 256) on 4 programs: whole, one each
@@ -318,8 +336,8 @@ def test_stream_k_schedule_partitions_the_iterations(seed):
         tiles_m = rng.choice([d for d in range(1, 20) if tiles % d == 0])
         s = gemm_streamk.stream_k_schedule(tiles_m, tiles // tiles_m, k_tiles, sms)
         assert s.programs <= sms and s.sk_programs <= s.sk_iters
-        if s.group_m == 1:  # lockstep: no data-parallel phase, the same number of programs in each row
-            assert not s.dp_tiles and (s.sk_programs % tiles_m == 0 or s.sk_programs == s.sk_iters)
+        if s.group_m == 1:  # lockstep: rows share the programs evenly, no data-parallel phase
+            assert tiles_m > 1 and not s.dp_tiles and (s.sk_programs % tiles_m == 0 or s.sk_programs == s.sk_iters)
         elif s.dp_tiles:
             assert s.dp_tiles % sms == 0 and sms <= s.sk_tiles < 2 * sms
         else:
@@ -358,11 +376,10 @@ def test_sanitizer_sizes_exercise_the_fix_up():
         m, n, k = size
         bm, bn, bk, _ = gemm_splitk.tile_for("fp16", m)
         tiles_seen.add((bm, bn))
-        s = gemm_streamk.stream_k_schedule(-(-m // bm), -(-n // bn), -(-k // bk), H200_SMS)
-        assert s.cover > 1 and s.group_m == 1, (size, s)  # rows in lockstep, the ranges ending mid-tile
+        assert gemm_streamk.stream_k_schedule(-(-m // bm), -(-n // bn), -(-k // bk), H200_SMS).cover > 1, size
     assert tiles_seen == {(256, 128), (128, 256)}, tiles_seen
-    m, n, k = gemm_streamk.KERNEL.sanitize_sizes[1]
-    assert -(-m // 128) > 1  # lockstep across several tile rows
+    m, n, k = gemm_streamk.KERNEL.sanitize_sizes[1]  # 3 tile rows in lockstep
+    assert gemm_streamk.stream_k_schedule(-(-m // 128), -(-n // 256), -(-k // 64), H200_SMS).group_m == 1
     m, n, k = gemm_streamk.KERNEL.sanitize_sizes[-1]
     assert gemm_streamk.stream_k_schedule(-(-m // 128), -(-n // 256), -(-k // 64), H200_SMS).dp_tiles > 0
     tails = []  # the split tail's: shares of K on both sizes, one after a whole wave

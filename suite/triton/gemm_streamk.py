@@ -4,7 +4,7 @@ evenly, whatever the tile count, and a deterministic second pass fixes up the ti
 Split-K balances the work only when tiles x splits is close to a multiple of the SMs; stream-K balances it always.
 One iteration is one K tile of one output tile (a BLOCK_K step of the mainloop). The schedule (``stream_k_schedule``):
 
-* **tile rows in lockstep** (``lockstep_schedule``), where the tile rows divide the SMs closely: each row's
+* **tile rows in lockstep** (``lockstep_schedule``), where two or more tile rows divide the SMs closely: each row's
   iterations (its tiles in order x K tiles) cut into one contiguous, balanced range for each of q programs, the same
   q ranges in every row, so the programs of all rows read the same K range of the same B columns at the same time
   and B streams from DRAM once (ranges that start anywhere in K have each row read B at its own time);
@@ -123,9 +123,10 @@ def lockstep_schedule(tiles_m: int, tiles_n: int, k_tiles: int, sms: int) -> Sch
     programs per tile row, the tiles in row order (group_m 1), so that program p + j q walks row j's tiles exactly
     as program p walks row 0's. The programs of all rows then read the same K range of the same B columns at once
     and B streams from DRAM once, where stream-K's ranges, started anywhere in K, have each tile row read a B panel
-    at its own time. None where the rows would leave more than 1 - LOCKSTEP_MIN_SHARE of the SMs idle."""
+    at its own time. None for one tile row (nothing to align: the hybrid's data-parallel phase is worth more), or
+    where the rows would leave more than 1 - LOCKSTEP_MIN_SHARE of the SMs idle."""
     q = sms // tiles_m
-    if not q or tiles_m * q < LOCKSTEP_MIN_SHARE * sms:
+    if tiles_m < 2 or not q or tiles_m * q < LOCKSTEP_MIN_SHARE * sms:
         return None
     tiles = tiles_m * tiles_n
     sk_programs = min(tiles_m * q, tiles * k_tiles)
