@@ -1,6 +1,7 @@
-"""Time the Triton split tail, stream-K and split-K kernels at forced tiles against cuBLAS, at the mid-M band's shapes:
-which tile and schedule a rule should take where 128-row tiles pad M and leave the SMs a ragged wave. Every
-candidate is checked against torch before it is timed (tools/gemm_probe.py). Not part of the suite's results.
+"""Time the Triton split tail at forced tiles, beside split-K and the mid-M kernel, against cuBLAS, at the mid-M
+band's shapes: which tile the split tail should take where 128-row tiles leave the SMs a ragged wave (it fits
+suite.waves.NARROW_TAIL_RATE). Every candidate is checked against torch before it is timed (tools/gemm_probe.py).
+Not part of the suite's results.
 
 Run from the repository root: PYTHONPATH=. python3 tools/probe_triton_tiles.py [--shape MxNxK ...]"""
 
@@ -37,22 +38,14 @@ def main() -> None:
         a, b, c, ref, cublas = fp16_problem(m, n, k)
         candidates = []
         for tile in TILES:
-            depths = (3, 4) if tile[:2] == (128, 256) else (4, 5)
             name = "x".join(map(str, tile[:3])) + f" w{tile[3]}"
-            for kind, base in (("split-tail", gemm_streamk.SplitTailGemm), ("stream-k", gemm_streamk.StreamKGemm)):
-                for s in depths:
-                    cls = forced(base, tile)
-                    candidates.append(
-                        (f"{kind} {name} s{s}", None, lambda cls=cls, s=s: cls((a, b), c, s), lambda r: r.config[:150])
-                    )
-        for s in (3, 4):
-            candidates.append(
-                (f"split-k s{s}", None, lambda s=s: gemm_splitk.SplitKGemm((a, b), c, s), lambda r: r.config[:150])
-            )
-        for s in (4, 5):
-            candidates.append(
-                (f"mid-m s{s}", None, lambda s=s: gemm_mid.MidGemm((a, b), c, s), lambda r: r.config[:150])
-            )
+            for s in (3, 4) if tile[:2] == (128, 256) else (4, 5):
+                cls = forced(gemm_streamk.SplitTailGemm, tile)
+                candidates.append(
+                    (f"split-tail {name} s{s}", None, lambda cls=cls, s=s: cls((a, b), c, s), lambda r: r.config[:150])
+                )
+        for kind, cls, s in (("split-k", gemm_splitk.SplitKGemm, 4), ("mid-m", gemm_mid.MidGemm, 4)):
+            candidates.append((f"{kind} s{s}", None, lambda cls=cls, s=s: cls((a, b), c, s), lambda r: r.config[:150]))
         probe(f"{m}x{n}x{k}", candidates, {}, c, ref, k, cublas, 2 * m * n * k)
 
 
