@@ -25,10 +25,8 @@ The regimes, each a reason a tile choice wins (the thresholds are the constants 
   128x128);
 - otherwise the split tail: persistent, warp-specialized waves of whole tiles (the epilogue overlaps the next
   tile's mainloop), then the last, partial wave's tiles cut into shares of K (``tail_rounds``). PTX weighs 128x256
-  tiles against 128x192 ones by the rounds each walk takes (above one tile row of M); Triton at 16 bits weighs
-  128x256 tiles against 128x128 ones the same way (suite.waves.tail_tile) and takes the split tail wherever the
-  narrow tiles win (twice the tiles split a last wave that the wide ones leave ragged: M = 341 x N = 6144), else
-  where the tail is split or M <= 128, its persistent kernel otherwise.
+  tiles against 128x192 ones by the rounds each walk takes (above one tile row of M); Triton takes it where the
+  tail is split or M <= 128, its persistent kernel otherwise.
 """
 
 from __future__ import annotations
@@ -43,9 +41,7 @@ from suite.waves import (
     mid_tile,
     mid_time,
     mid_token_rows,
-    tail_rounds,
     tail_split_count,
-    tail_tile,
 )
 
 H200_SMS = 132  # the rule's SM count where no GPU says otherwise (the committed runs' GPU)
@@ -113,6 +109,13 @@ def _tiles(m: int, n: int, bm: int, bn: int) -> int:
 def k_tiles(k: int, dtype: str) -> int:
     """K tiles of the split tail's kernels: 128 bytes of K each (64 elements of 16 bits, 128 of fp8)."""
     return math.ceil(k / (128 if dtype == "fp8e4m3" else 64))
+
+
+def tail_rounds(tiles: int, k_tiles: int, sms: int) -> float:
+    """How long the split tail walks ``tiles`` output tiles, in rounds of one whole tile on every SM: its whole
+    waves, then the last, partial wave's share of a tile (a whole tile where that wave is not split)."""
+    splits = tail_split_count(tiles, k_tiles, sms, TAIL_MIN_K_TILES)
+    return tiles // sms + (1 / splits if tiles % sms else 0)
 
 
 def _check(backend: str, m: int, n: int, k: int, dtype: str, sms: int) -> None:
@@ -294,25 +297,20 @@ def _triton_tiles(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) ->
             f">= {sms} SMs",
         )
         return (stream, tall, host_fallback)
-    # the split tail on the split-K and stream-K kernels' tile (gemm_splitk.tile_for): 64 rows up to M = 64; at 16
-    # bits 128 x 256 or 128 x 128, whichever's split tail walks the shape faster (the kernel's own tile rule)
-    kt = k_tiles(k, dtype)
-    bm, bn = (64, 256) if m <= 64 else (128, 256) if dtype == "fp8e4m3" else tail_tile(m, n, kt, sms)
-    tiles = _tiles(m, n, bm, bn)
-    shares = tail_split_count(tiles, kt, sms, TAIL_MIN_K_TILES)
+    # the split tail on the split-K and stream-K kernels' tile (gemm_splitk.tile_for): 64 rows up to M = 64
+    bm = 64 if m <= 64 else 128
+    tiles = _tiles(m, n, bm, 256)
+    shares = tail_split_count(tiles, k_tiles(k, dtype), sms, TAIL_MIN_K_TILES)
     tail = Choice(
         "split-tail desc",
         3,
-        f"M={m}, {tiles} {bm}x{bn} tiles {'>=' if tiles >= sms else '<'} {sms} SMs: whole waves, "
+        f"M={m}, {tiles} {bm}x256 tiles >= {sms} SMs: whole waves, "
         + (
             f"then the last wave's {tiles % sms} tiles in {shares} share{'s' if shares > 1 else ''} of K (split tail)"
             if tiles % sms
             else "no tail (the split tail's walk)"
-        )
-        + (", 128x128 tiles: the last wave splits where 128x256 ones leave SMs idle" if bn == 128 else ""),
+        ),
     )
-    if bn == 128 and m > TALL_M // 2:  # the narrow tiles' split tail beats every wide tile's walk
-        return (tail, host, fallback)
     if TRITON_TINY_M < m <= TRITON_DECODE_M and tiles >= sms:
         return (tail, fallback, decode, host)
     if m <= TRITON_DECODE_M or (m <= TRITON_SPLIT_M and t256 < sms) or t256 < FILL * sms:

@@ -73,33 +73,6 @@ def tail_split_count(tiles: int, k_tiles: int, slots: int, min_k_tiles: int) -> 
     return max(1, min(slots // tail, k_tiles // min_k_tiles, repaid))
 
 
-def tail_rounds(tiles: int, k_tiles: int, sms: int) -> float:
-    """How long the split tail walks ``tiles`` output tiles, in rounds of one whole tile on every SM: its whole
-    waves, then the last, partial wave's share of a tile (a whole tile where that wave is not split)."""
-    splits = tail_split_count(tiles, k_tiles, sms, MIN_K_TILES_PER_SPLIT)
-    return tiles // sms + (1 / splits if tiles % sms else 0)
-
-
-# The Triton split tail's tiles at 16 bits above 128 rows (suite.triton.gemm_streamk.SplitTailGemm), widest first, as
-# (BLOCK_M, BLOCK_N, their MMA rate against 128 x 256's): a 128 x 128 tile moves more operand bytes per MAC, and makes
-# twice the tiles, whose last wave splits where the wide tiles' does not (M = 341 x N = 6144: 144 tiles, one wave and
-# 12 tiles in 11 shares, against 72 tiles that leave 60 SMs idle)
-NARROW_TAIL_RATE = 0.85
-TRITON_TAIL_TILES = ((128, 256, 1.0), (128, 128, NARROW_TAIL_RATE))
-
-
-def tail_tile(m: int, n: int, k_tiles: int, sms: int, tiles=TRITON_TAIL_TILES) -> tuple[int, int]:
-    """Of ``tiles`` ((BLOCK_M, BLOCK_N, MMA rate), the first the reference), the (BLOCK_M, BLOCK_N) whose split tail
-    walks M x N fastest: its rounds (``tail_rounds``) x the tile's MACs over its rate (ties: the earlier)."""
-
-    def time(tile):
-        bm, bn, rate = tile
-        return tail_rounds(-(-m // bm) * -(-n // bn), k_tiles, sms) * bm * bn / rate
-
-    bm, bn, _ = min(tiles, key=time)
-    return bm, bn
-
-
 # The mid-M builds of both backends (128 < M < a few hundred tokens, computed swapped: the weight on the MMA's M, the
 # tokens on its N): the most token rows of one Triton tile. Its accumulators, 128 weight rows x 208 tokens over two
 # warpgroups, are 104 fp32 registers a thread, short of the 128-register tiles' budget, which leaves the registers the

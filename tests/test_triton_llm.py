@@ -21,7 +21,7 @@ import torch
 from conftest import HAS_GPU
 from fp8_edges import cublas_promoted, fp8_edge_inputs, fp8_error
 
-from suite import gemm_rule, waves
+from suite import waves
 from suite.problems import GEMM
 from suite.triton import gemm_decode, gemm_desc, gemm_mid, gemm_splitk, gemm_streamk
 from suite.triton._interp_dot import fp8_dot_unsupported
@@ -187,8 +187,7 @@ def test_lockstep_rows_walk_the_same_b_panels_at_the_same_k():
 TAIL_CASES = [
     ("no room for two shares", 130, 300, 9, 4),  # 3 tall tiles (fp8: 4 of 128 x 256) on 4 programs: whole, one each
     ("tall tiles in 2 shares", 130, 300, 9, 7),  # 3 x 2 shares of 10 K tiles (fp8: 4 tiles, whole)
-    ("a whole wave, then 1 tile in 3 shares", 300, 512, 12, 5),  # 6 tiles on 5 programs, 13 K tiles: 4, 4 and 5
-    ("128x128 tiles: a wave, then 2 in 3 shares", 300, 300, 12, 7),  # 16 bits: 9 narrow tiles (fp8: 6 wide, whole)
+    ("a whole wave, then 1 tile in 3 shares", 300, 300, 12, 5),  # 6 tiles on 5 programs, 13 K tiles: 4, 4 and 5
     ("K shares of unequal length", 13, 300, 10, 5),  # 2 tiles of 64 x 256 x 2 shares of 11 K tiles: 5 and 6
 ]
 
@@ -206,23 +205,6 @@ def test_stream_k_schedules_close_to_fp64(launcher, dtype, name, m, n, k_tiles, 
     seed = zlib.crc32(f"{launcher.__name__} {dtype} {size}".encode())
     inputs, out, run = _run(launcher, size, dtype, seed, sms=programs)
     _assert_valid(inputs, out, dtype, f"{launcher.__name__} {size} {dtype} {run.schedule}")
-
-
-def test_split_tail_takes_the_tile_whose_walk_is_faster():
-    """At 16 bits the split tail runs 128x256 tiles or 128x128 ones, as suite.waves.tail_tile models their walks
-    (the rule's note names the same tile); fp8 keeps its 128x256 tile."""
-    # (M, N, K), SMs: 6 wide tiles on 5 SMs take 1 + 1/3 rounds, 9 narrow ones 2 of half the MACs; 8 wide tiles on 4
-    # SMs make two whole waves, 16 narrow ones four
-    narrow, wide = ((300, 300, 1000), 5), ((256, 1024, 256), 4)
-    cases = [(narrow, "fp16", (128, 128)), (wide, "fp16", (128, 256)), (narrow, "fp8e4m3", (128, 256))]
-    for ((m, n, k), sms), dtype, tile in cases:
-        if dtype == "fp16":
-            assert waves.tail_tile(m, n, -(-k // 64), sms) == tile
-        inputs = GEMM.make_inputs((m, n, k), 7, DEVICE, dtype)
-        run = gemm_streamk.SplitTailGemm(inputs, GEMM.make_output(inputs), 3, sms=sms)
-        assert run.tile[:2] == tile and run.config.startswith(f"{tile[0]}x{tile[1]}x"), run.config
-    choice = gemm_rule.choose("triton", 341, 6144, 11008, "fp16", sms=H200_SMS)
-    assert choice.kernel == "split-tail desc" and "144 128x128 tiles" in choice.why, choice.line()
 
 
 def test_split_tail_schedule_deals_whole_waves_then_k_aligned_shares():
@@ -402,10 +384,9 @@ def test_sanitizer_sizes_exercise_the_fix_up():
     assert gemm_streamk.stream_k_schedule(-(-m // 128), -(-n // 256), -(-k // 64), H200_SMS).dp_tiles > 0
     tails = []  # the split tail's: shares of K on both sizes, one after a whole wave
     for m, n, k in gemm_streamk.SPLIT_TAIL.sanitize_sizes:
-        bm, bn = waves.tail_tile(m, n, -(-k // 64), H200_SMS)  # the kernel's tile at 16 bits
-        tails.append(((bm, bn), gemm_streamk.split_tail_schedule(-(-m // bm) * -(-n // bn), -(-k // 64), H200_SMS)))
-    assert all(t.sk_programs > t.sk_tiles for _, t in tails) and any(t.dp_tiles for _, t in tails), tails
-    assert {tile for tile, _ in tails} == {(128, 128), (128, 256)}, tails  # both of its tiles
+        bm, bn, bk, _ = gemm_splitk.tile_for("fp16", m)
+        tails.append(gemm_streamk.split_tail_schedule(-(-m // bm) * -(-n // bn), -(-k // bk), H200_SMS))
+    assert all(t.sk_programs > t.sk_tiles for t in tails) and any(t.dp_tiles for t in tails), tails
     for size in (gemm_decode.KERNEL.sanitize_sizes[0], gemm_decode.KERNEL.faults[0].size):
         p = gemm_decode.plan("fp16", *size, H200_SMS)
         assert p.splits > 1 and -(-size[2] // p.block_k) % p.splits, (size, p)

@@ -1,7 +1,7 @@
-"""Time the Triton split tail at forced tiles, beside split-K and the mid-M kernel, against cuBLAS, at the mid-M
-band's shapes: which tile the split tail should take where 128-row tiles leave the SMs a ragged wave (it fits
-suite.waves.NARROW_TAIL_RATE). Every candidate is checked against torch before it is timed (tools/gemm_probe.py).
-Not part of the suite's results.
+"""Time the Triton split tail at forced tiles (128x256, 128x128 and 64x256), beside split-K and the mid-M kernel,
+against cuBLAS, at the mid-M band's shapes: whether narrower tiles, whose last wave splits where 128x256 tiles leave
+SMs idle, pay for the operand bytes they move per MAC (docs/tuning.md). Every candidate is checked against torch
+before it is timed (tools/gemm_probe.py). Not part of the suite's results.
 
 Run from the repository root: PYTHONPATH=. python3 tools/probe_triton_tiles.py [--shape MxNxK ...]"""
 

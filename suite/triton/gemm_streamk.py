@@ -49,8 +49,8 @@ from suite.triton.gemm_parts import (
     walk_start,
     walk_unit,
 )
-from suite.triton.gemm_splitk import STAGES, TwoPassGemm, TwoPassModule, epilogue_kwargs, tile_for
-from suite.waves import MIN_K_TILES_PER_SPLIT, tail_split_count, tail_tile
+from suite.triton.gemm_splitk import STAGES, TwoPassGemm, TwoPassModule, epilogue_kwargs
+from suite.waves import MIN_K_TILES_PER_SPLIT, tail_split_count
 
 FIXUP_ELEMENTS = 512  # of a tile per fix-up program (2 rows of 256, 4 of 128): over 4 warps, one 16-byte load per
 # thread and partial
@@ -276,16 +276,11 @@ class StreamKGemm(TwoPassGemm):
     # the schedule's rule, of (tile rows, tile columns, K tiles, SMs): stream-K's (SplitTailGemm: the split tail's)
     rule = staticmethod(stream_k_schedule)
 
-    def _tile_rule(self, sms: int) -> tuple[int, int, int, int] | None:
-        """The tile (BLOCK_M, BLOCK_N, BLOCK_K, warps) on ``sms`` SMs; None: gemm_splitk.tile_for's."""
-        return None
-
     def _plan(self, sms: int | None = None) -> None:
-        sms = sms or num_sms(self.ops.a.device)
-        tiles, k_tiles = self._tile_for(self._tile_rule(sms))
+        tiles, k_tiles = self._tile_for()
         ops, (bm, bn, bk) = self.ops, self.tile
         tiles_m = triton.cdiv(ops.m, bm)
-        self.schedule = s = self.rule(tiles_m, tiles // tiles_m, k_tiles, sms)
+        self.schedule = s = self.rule(tiles_m, tiles // tiles_m, k_tiles, sms or num_sms(ops.a.device))
         self.fixups = s.sk_tiles if s.cover > 1 else 0
         self._workspace(s.sk_programs * 2 if self.fixups else 0, bm, bn)
         self.table = torch.tensor(s.fixup_table(), dtype=torch.int32, device=ops.c.device) if self.fixups else None
@@ -332,15 +327,6 @@ class SplitTailGemm(StreamKGemm):
 
     rule = staticmethod(lambda tiles_m, tiles_n, k_tiles, sms: split_tail_schedule(tiles_m * tiles_n, k_tiles, sms))
 
-    def _tile_rule(self, sms: int) -> tuple[int, int, int, int] | None:
-        """tile_for's, but at 16 bits its 128 x 256 tile or 128 x 128, whichever's split tail walks the shape faster
-        (suite.waves.tail_tile: twice the tiles can split a last wave the wide ones leave ragged)."""
-        ops = self.ops
-        bm, bn, bk, warps = tile_for(ops.dtype, ops.m)
-        if (bm, bn) != (128, 256) or ops.dtype == "fp8e4m3":
-            return None
-        return (*tail_tile(ops.m, ops.n, triton.cdiv(ops.k, bk), sms), bk, warps)
-
 
 # streamk_kernel + streamk_fixup_kernel for the registry. compute-sanitizer: tiles shared by several programs, ranges
 # that start and end mid-tile, edge tiles in M and N, a partial K tile, N not a multiple of 8 (B through its padded
@@ -348,7 +334,6 @@ class SplitTailGemm(StreamKGemm):
 # 44 programs a row); and the hybrid's data-parallel phase (19 tile rows do not divide 132 SMs closely: 2432 x 3840 is
 # 19 x 15 = 285 tiles of 128 x 256)
 KERNEL = TwoPassModule(StreamKGemm, sanitize_sizes=((200, 300, 1000), (300, 2996, 1000), (2432, 3840, 136)))
-# The split tail's sanitizer sizes, on 132 SMs: 9 tiles of 128 x 128 each in 3 shares of K (300 x 300 x 1000, 16 bits:
-# no whole wave; fp8: 6 tiles of 128 x 256), and a whole wave of 128 x 256 tiles then 21 in 3 shares (1100 x 4104 x
-# 1040: 9 x 17 = 153 tiles; fp8, 2 shares)
+# The split tail's sanitizer sizes, on 132 SMs: 6 tiles of 128 x 256 each in 3 shares of K (300 x 300 x 1000: no
+# whole wave), and a whole wave then 21 tiles in 3 shares (1100 x 4104 x 1040: 9 x 17 = 153 tiles; fp8, 2 shares)
 SPLIT_TAIL = TwoPassModule(SplitTailGemm, sanitize_sizes=((300, 300, 1000), (1100, 4104, 1040)))
