@@ -436,9 +436,10 @@ GEMM_VARIANTS = (
         "suite.triton.gemm_streamk:KERNEL",
         gpu_or_interpreter,
         ("llm", "long-k", "sweep"),
-        "stream-K: one program per SM, whole tiles round robin while two waves remain, the rest's tiles x "
-        "K-tiles iterations in one balanced contiguous range per program; shared tiles summed in program "
-        "order by a fix-up pass",
+        "stream-K: 2-16 tile rows in lockstep where they divide the SMs closely (the same balanced contiguous "
+        "ranges of tiles x K tiles in every row, so all rows read B together), else one program per SM, whole "
+        "tiles round robin while two waves remain, the rest's iterations in one balanced contiguous range per "
+        "program; shared tiles summed in program order by a fix-up pass",
     ),
     (
         "triton",

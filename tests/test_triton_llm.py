@@ -143,22 +143,21 @@ STREAM_CASES = [
     ("M=1, tile shared by 3", 1, 70, 6, 3),
     ("M odd, ranges end mid-tile", 13, 300, 5, 3),  # 2 tiles x 5 K tiles over 3 programs
     ("more programs than iterations", 20, 50, 2, 7),
-    ("data-parallel phase", 300, 600, 3, 2),  # 3 tile rows on 2 programs: the hybrid, 6 of 9 tiles whole, 3 shared
-    ("rows in lockstep", 300, 600, 4, 6),  # 3 rows x 3 tiles x 5 K tiles over 2 programs a row: 7.5 K tiles each
+    ("data-parallel phase", 300, 600, 3, 2),  # 3 tile rows on 2 programs: the hybrid, 6 of 9 tiles whole, 3 after
+    ("rows in lockstep", 300, 600, 4, 6),  # 3 rows x 3 tiles x 5 K tiles over 2 programs a row: 7 and 8 K tiles
     ("K below one tile", 9, 40, 0, 3),  # K = 8: one partial K tile
 ]
 
 
 def test_stream_k_cases_cover_what_they_say():
-    """The cases above do share tiles, run a data-parallel phase, and have more programs than iterations."""
+    """The cases above do share tiles, run a data-parallel phase, run tile rows in lockstep, and have more programs
+    than iterations."""
     s = gemm_streamk.schedule(tiles=1, k_tiles=7, sms=3)
     assert s.cover == 3 and s.dp_tiles == 0
     s = gemm_streamk.schedule(tiles=2, k_tiles=6, sms=3)
     assert s.cover == 2 and s.first_iter(1) % 6 != 0  # program 1 starts mid-tile
     s = gemm_streamk.schedule(tiles=1, k_tiles=3, sms=7)
     assert s.sk_programs == 3 and s.programs == 3  # one program per iteration, no idle program launched
-    s = gemm_streamk.schedule(tiles=6, k_tiles=4, sms=2)
-    assert s.dp_tiles == 4 and s.sk_tiles == 2
     s = gemm_streamk.stream_k_schedule(tiles_m=3, tiles_n=3, k_tiles=4, sms=2)  # 3 rows > 2 programs: the hybrid
     assert s.dp_tiles == 6 and s.group_m == gemm_streamk.GROUP_M
     s = gemm_streamk.stream_k_schedule(tiles_m=3, tiles_n=3, k_tiles=5, sms=6)
@@ -180,6 +179,7 @@ def test_lockstep_rows_walk_the_same_b_panels_at_the_same_k():
                 assert s.first_iter(p + j * q + 1) == s.first_iter(p + 1) + j * row
     assert gemm_streamk.lockstep_schedule(1, 28, 576, 132) is None  # one row: nothing to align
     assert gemm_streamk.lockstep_schedule(17, 172, 384, 132) is None  # 7 programs a row: 119 of 132 SMs
+    assert gemm_streamk.lockstep_schedule(32, 16, 64, 128) is None  # 32 rows: past LOCKSTEP_MOST_ROWS
     assert gemm_streamk.stream_k_schedule(17, 172, 384, 132).group_m == gemm_streamk.GROUP_M
 
 
@@ -336,8 +336,12 @@ def test_stream_k_schedule_partitions_the_iterations(seed):
         tiles_m = rng.choice([d for d in range(1, 20) if tiles % d == 0])
         s = gemm_streamk.stream_k_schedule(tiles_m, tiles // tiles_m, k_tiles, sms)
         assert s.programs <= sms and s.sk_programs <= s.sk_iters
-        if s.group_m == 1:  # lockstep: rows share the programs evenly, no data-parallel phase
-            assert tiles_m > 1 and not s.dp_tiles and (s.sk_programs % tiles_m == 0 or s.sk_programs == s.sk_iters)
+        if s.group_m == 1:  # lockstep: rows share the programs evenly, no data-parallel phase, no range across rows
+            assert 1 < tiles_m <= gemm_streamk.LOCKSTEP_MOST_ROWS and not s.dp_tiles
+            if s.sk_programs < s.sk_iters:
+                q = s.sk_programs // tiles_m
+                assert s.sk_programs == q * tiles_m
+                assert all(s.first_iter(j * q) == j * (tiles // tiles_m) * k_tiles for j in range(tiles_m))
         elif s.dp_tiles:
             assert s.dp_tiles % sms == 0 and sms <= s.sk_tiles < 2 * sms
         else:

@@ -1,7 +1,7 @@
-"""What the GEMM probes (tools/tune_gemm_ptx.py, tools/tune_gemm_mid.py) share: the shapes given on the command line,
-every candidate module built once, in parallel threads, before anything is timed (NVRTC releases the GIL; a module
-compiled on a candidate's first call would hold the GPU idle for it), and each candidate checked against torch, then
-timed between two cuBLAS timings (its ratio is against their mean)."""
+"""What the GEMM probes (tools/tune_gemm_ptx.py, tools/tune_gemm_mid.py, tools/probe_triton_tiles.py) share: the
+shapes given on the command line, every candidate module built once, in parallel threads, before anything is timed
+(NVRTC releases the GIL; a module compiled on a candidate's first call would hold the GPU idle for it), and each
+candidate checked against torch, then timed between two cuBLAS timings (its ratio is against their mean)."""
 
 from __future__ import annotations
 

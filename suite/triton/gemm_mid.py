@@ -38,7 +38,7 @@ import triton
 import triton.language as tl
 
 from suite.triton._compiled import kernel_info
-from suite.triton.gemm_desc import ELEMENT_BYTES, GROUP_M, count, dtype_config, num_sms, rings_that_fit
+from suite.triton.gemm_desc import ELEMENT_BYTES, count, dtype_config, num_sms, rings_that_fit
 from suite.triton.gemm_parts import part_slot, store_tile, walk_start, walk_unit
 from suite.triton.gemm_splitk import TwoPassModule, epilogue_kwargs
 from suite.triton.gemm_streamk import FAULT_FIXUP_FIRST, Schedule, StreamKGemm, split_tail_schedule
@@ -295,7 +295,7 @@ class MidGemm(StreamKGemm):
         # The weight's box: [block_k, BLOCK_W] of a K x N B, [BLOCK_W, block_k] of fp8's N x K
         descs = [self.operands.ab_descriptors(t or p.pieces[0], BLOCK_W, block_k) for t in p.pieces]
         t0, t1, t2 = p.pieces
-        meta = {"T0": t0, "T1": t1, "T2": t2, "BLOCK_W": BLOCK_W, "BLOCK_K": block_k, "GROUP_M": GROUP_M}
+        meta = {"T0": t0, "T1": t1, "T2": t2, "BLOCK_W": BLOCK_W, "BLOCK_K": block_k, "GROUP_M": s.group_m}
         return mid_kernel[(s.programs,)](
             *(a for a, _ in descs),
             descs[0][1],

@@ -4,10 +4,11 @@ evenly, whatever the tile count, and a deterministic second pass fixes up the ti
 Split-K balances the work only when tiles x splits is close to a multiple of the SMs; stream-K balances it always.
 One iteration is one K tile of one output tile (a BLOCK_K step of the mainloop). The schedule (``stream_k_schedule``):
 
-* **tile rows in lockstep** (``lockstep_schedule``), where two or more tile rows divide the SMs closely: each row's
+* **tile rows in lockstep** (``lockstep_schedule``), where 2-16 tile rows divide the SMs closely: each row's
   iterations (its tiles in order x K tiles) cut into one contiguous, balanced range for each of q programs, the same
-  q ranges in every row, so the programs of all rows read the same K range of the same B columns at the same time
-  and B streams from DRAM once (ranges that start anywhere in K have each row read B at its own time);
+  q ranges in every row, so the programs of all rows, running the same work at the same rate, read the same K range
+  of the same B columns together and B streams from DRAM about once (ranges that start anywhere in K have each row
+  read B at its own time);
 * else a data-parallel + stream-K hybrid (``schedule``): while two or more full waves of tiles remain, whole tiles
   are dealt round robin to the programs (each stored straight to C), leaving between one and two waves' worth of
   tiles, whose iterations (``sk_iters`` = tiles x K tiles) are cut into one contiguous, balanced range per program
@@ -66,7 +67,7 @@ class Schedule:
 
     tiles: int
     k_tiles: int
-    programs: int  # the grid (one program per SM, fewer when there is less work)
+    programs: int  # the grid (one program per SM; fewer where there is less work, or lockstep's rows leave SMs over)
     dp_tiles: int  # the first dp_tiles tiles (in tile order), whole, round robin
     sk_programs: int  # programs sharing the rest
     sk_iters: int  # (tiles - dp_tiles) x k_tiles
@@ -114,19 +115,26 @@ def schedule(tiles: int, k_tiles: int, sms: int) -> Schedule:
     return Schedule(tiles, k_tiles, sms if dp_tiles else sk_programs, dp_tiles, sk_programs, sk_iters)
 
 
-# Lockstep stream-K takes the SMs in whole multiples of the tile rows, leaving at most 1 - this share of them idle
+# Lockstep stream-K takes the SMs in whole multiples of the tile rows: it runs where that leaves at most 1 - this
+# share of them idle (an idle SM is its share of the time lost outright, which aligned B reads do not repay for a
+# tenth of the SMs)
 LOCKSTEP_MIN_SHARE = 0.95
+# and for at most this many tile rows (8 programs a row at least): with more rows, each row's A panel is read by few
+# programs at once and A outgrows L2, where the hybrid's grouped waves (GROUP_M rows at a time) read both operands
+# from L2
+LOCKSTEP_MOST_ROWS = 16
 
 
 def lockstep_schedule(tiles_m: int, tiles_n: int, k_tiles: int, sms: int) -> Schedule | None:
     """Stream-K with the tile rows in lockstep: every iteration shared (no data-parallel phase) by q = sms // tiles_m
     programs per tile row, the tiles in row order (group_m 1), so that program p + j q walks row j's tiles exactly
-    as program p walks row 0's. The programs of all rows then read the same K range of the same B columns at once
-    and B streams from DRAM once, where stream-K's ranges, started anywhere in K, have each tile row read a B panel
-    at its own time. None for one tile row (nothing to align: the hybrid's data-parallel phase is worth more), or
-    where the rows would leave more than 1 - LOCKSTEP_MIN_SHARE of the SMs idle."""
+    as program p walks row 0's. Running the same work at the same rate, the programs of all rows read the same K
+    range of the same B columns together, and B streams from DRAM about once, where stream-K's ranges, started
+    anywhere in K, have each tile row read a B panel at its own time. None for one tile row (nothing to align: the
+    hybrid's data-parallel phase is worth more), more than LOCKSTEP_MOST_ROWS, or rows that would leave more than
+    1 - LOCKSTEP_MIN_SHARE of the SMs idle."""
     q = sms // tiles_m
-    if tiles_m < 2 or not q or tiles_m * q < LOCKSTEP_MIN_SHARE * sms:
+    if not 2 <= tiles_m <= LOCKSTEP_MOST_ROWS or tiles_m * q < LOCKSTEP_MIN_SHARE * sms:
         return None
     tiles = tiles_m * tiles_n
     sk_programs = min(tiles_m * q, tiles * k_tiles)
@@ -134,7 +142,7 @@ def lockstep_schedule(tiles_m: int, tiles_n: int, k_tiles: int, sms: int) -> Sch
 
 
 def stream_k_schedule(tiles_m: int, tiles_n: int, k_tiles: int, sms: int) -> Schedule:
-    """The stream-K kernel's schedule: the tile rows in lockstep where they divide the SMs closely enough
+    """The stream-K kernel's schedule: 2-16 tile rows in lockstep where they divide the SMs closely enough
     (``lockstep_schedule``), else the data-parallel + stream-K hybrid (``schedule``)."""
     return lockstep_schedule(tiles_m, tiles_n, k_tiles, sms) or schedule(tiles_m * tiles_n, k_tiles, sms)
 
@@ -179,7 +187,7 @@ def streamk_kernel(
     K,
     # C's row pitch (elements)
     stride_cm,
-    # the schedule (suite.triton.gemm_streamk.schedule)
+    # the schedule (a Schedule: stream_k_schedule's, or split_tail_schedule's)
     num_programs,
     dp_tiles,
     sk_programs,
