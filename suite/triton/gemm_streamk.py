@@ -13,7 +13,6 @@ One iteration is one K tile of one output tile (a BLOCK_K step of the mainloop).
   are dealt round robin to the programs (each stored straight to C), leaving between one and two waves' worth of
   tiles, whose iterations (``sk_iters`` = tiles x K tiles) are cut into one contiguous, balanced range per program
   (program p: [p S / P, (p + 1) S / P));
-
 * **the walk**: a program takes its range tile by tile; a tile it covers whole it stores to C, a tile it covers in
   part it stores as an fp32 partial into its own workspace slot (slot 0 for the first tile of its range, slot 1 for
   the last: a range holds at most two partial tiles);
