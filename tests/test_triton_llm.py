@@ -167,7 +167,7 @@ def test_stream_k_cases_cover_what_they_say():
 def test_lockstep_rows_walk_the_same_b_panels_at_the_same_k():
     """Lockstep stream-K: program p + j q's range is program p's moved down j tile rows, so at every step of the walk
     the programs of all rows stand at the same tile column and K tile (they read the same B panel together); one tile
-    row, or rows that divide the SMs badly, take the hybrid."""
+    row, more than 16, or rows that divide the SMs badly, take the hybrid."""
     for tiles_m, tiles_n, k_tiles, sms in ((3, 24, 172, 132), (5, 40, 172, 132), (9, 86, 384, 132), (2, 3, 5, 6)):
         s = gemm_streamk.stream_k_schedule(tiles_m, tiles_n, k_tiles, sms)
         q = sms // tiles_m
