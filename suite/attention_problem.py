@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
+from suite.checks import check_no_overlap
 from suite.problem_types import BadInput, DType, Problem, meta_tensor
 
 Inputs = tuple  # (q, k, v, causal)
@@ -233,6 +234,7 @@ def attention_operands(inputs, out, dtypes: tuple[str, ...] = tuple(TORCH_DTYPES
         raise ValueError(f"hq must be a multiple of hkv (grouped-query attention; got hq={hq}, hkv={hkv})")
     if tuple(out.shape) != tuple(q.shape):
         raise ValueError(f"out must have shape {tuple(q.shape)} (got {tuple(out.shape)})")
+    check_no_overlap("out", out, ("q", q), ("k", k), ("v", v))
     return AttentionOperands(q, k, v, out, causal, b, hq, hkv, sq, skv, d, dtype)
 
 
@@ -272,6 +274,7 @@ def _bad_inputs() -> list[BadInput]:
 
     q, kv = (1, 2, 8, 64), (1, 1, 8, 64)
     unaligned = torch.randn(1 * 2 * 8 * 64 + 1).bfloat16()[1:].view(q)
+    shared = h(3 * 8 * 64)  # v its first 512 elements, out 1024 from the 256th
     return [
         BadInput((h(2, 8, 64), h(*kv), h(*kv), False), h(2, 8, 64), "rank 4", "q 3-D"),
         BadInput((h(*q), h(1, 1, 8, 128), h(1, 1, 8, 128), False), h(*q), "head_dim mismatch", "k d=128"),
@@ -282,6 +285,12 @@ def _bad_inputs() -> list[BadInput]:
         BadInput((h(1, 2, 8, 32), h(1, 1, 8, 32), h(1, 1, 8, 32), False), h(1, 2, 8, 32), "head_dim must be", "d=32"),
         BadInput((h(*q), h(*kv), h(*kv), False), h(1, 2, 9, 64), "out must have shape", "out longer"),
         BadInput((h(*q), h(*kv), h(*kv)), h(*q), r"\(q, k, v, causal\)", "no causal flag"),
+        BadInput(
+            (h(*q), h(*kv), shared[:512].view(kv), False),
+            shared[256:1280].view(q),
+            "must not overlap v",
+            "out overlaps v",
+        ),
     ]
 
 

@@ -46,6 +46,24 @@ def check_shape(t: torch.Tensor, name: str, shape: tuple[int, ...]) -> None:
         raise ValueError(f"{name} must have shape {tuple(shape)} (got {tuple(t.shape)})")
 
 
+def _byte_span(t: torch.Tensor) -> tuple[int, int] | None:
+    """[first, last + 1) of the bytes ``t`` addresses; None for a tensor with no elements or no memory (meta)."""
+    if t.numel() == 0 or t.device.type == "meta":
+        return None
+    last = sum((size - 1) * stride for size, stride in zip(t.shape, t.stride()))
+    return t.data_ptr(), t.data_ptr() + (last + 1) * t.element_size()
+
+
+def check_no_overlap(out_name: str, out: torch.Tensor, *named: tuple[str, torch.Tensor]) -> None:
+    """``out`` must share no byte with an input: a kernel reads its inputs while it writes its output, so an output
+    laid over an input would read what it had already written (conservative for strided views: byte ranges)."""
+    span = _byte_span(out)
+    for name, t in named:
+        other = _byte_span(t) if t.device == out.device else None
+        if span and other and span[0] < other[1] and other[0] < span[1]:
+            raise ValueError(f"{out_name} must not overlap {name} (the kernel reads {name} while it writes {out_name})")
+
+
 def check_cuda(*named: tuple[str, torch.Tensor]) -> None:
     """Every tensor must live on a CUDA device (the PTX backend launches on the GPU, never on host memory)."""
     for name, t in named:
@@ -72,7 +90,7 @@ def check_gemm_operands(
     a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, dtype: torch.dtype = torch.float16
 ) -> tuple[int, int, int]:
     """C = A @ B: ``dtype`` in and out, 2-D, contiguous, 16-byte aligned, same device, A (M x K), B (K x N),
-    C (M x N), all >= 1. Returns (M, N, K)."""
+    C (M x N), all >= 1, C apart from A and B. Returns (M, N, K)."""
     if isinstance(a, torch.Tensor) and isinstance(b, torch.Tensor) and a.dtype != b.dtype:
         raise ValueError(f"a and b must have the same dtype (a is {a.dtype}, b is {b.dtype})")
     for name, t in (("a", a), ("b", b), ("c", c)):
@@ -84,6 +102,7 @@ def check_gemm_operands(
     check_shape(c, "c", (m, n))
     if min(m, n, k) < 1:
         raise ValueError(f"M, N and K must be >= 1 (got M={m}, N={n}, K={k})")
+    check_no_overlap("c", c, ("a", a), ("b", b))
     return m, n, k
 
 
@@ -117,7 +136,8 @@ def gemm_operands(inputs: tuple, c: torch.Tensor, dtypes: tuple[str, ...] = ("fp
     * fp16 / bf16: (A, B) with B as K x N; output of the same type;
     * fp8e4m3: (A, B, scale_a, scale_b) with B as N x K, K-major (contiguous), and per-tensor scales (one fp32
       element each); bf16 output;
-    * as every GEMM: 2-D, contiguous, 16-byte aligned, one device, matching sizes, all >= 1."""
+    * as every GEMM: 2-D, contiguous, 16-byte aligned, one device, matching sizes, all >= 1, C apart from every
+      input."""
     if not isinstance(inputs, (tuple, list)) or not inputs or not isinstance(inputs[0], torch.Tensor):
         raise ValueError("a GEMM takes (a, b) or, for fp8, (a, b, scale_a, scale_b)")
     a = inputs[0]
@@ -157,4 +177,5 @@ def gemm_operands(inputs: tuple, c: torch.Tensor, dtypes: tuple[str, ...] = ("fp
     check_shape(c, "c", (m, n))
     if min(m, n, k) < 1:
         raise ValueError(f"M, N and K must be >= 1 (got M={m}, N={n}, K={k})")
+    check_no_overlap("c", c, ("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b))
     return GemmOperands(a, b, c, m, n, k, dtype, scale_a, scale_b)

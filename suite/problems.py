@@ -127,6 +127,7 @@ def _h(*shape: int) -> torch.Tensor:
 
 
 def _gemm_bad_inputs() -> list[BadInput]:
+    same, shared = _h(16, 16), _h(24, 16)  # C as A itself; C over B's last 8 rows
     return [
         BadInput((torch.randn(16, 16), _h(16, 16)), _h(16, 16), "dtype", "a fp32"),
         BadInput((_h(16), _h(16, 16)), _h(16, 16), "rank 2", "a 1-D"),
@@ -141,6 +142,8 @@ def _gemm_bad_inputs() -> list[BadInput]:
             "a misaligned",
         ),
         BadInput((_h(16, 16), torch.randn(16, 16).bfloat16()), _h(16, 16), "same dtype", "a fp16, b bf16"),
+        BadInput((same, _h(16, 16)), same, "must not overlap a", "c aliases a"),
+        BadInput((_h(16, 16), shared[:16]), shared[8:], "must not overlap b", "c overlaps b"),
     ]
 
 

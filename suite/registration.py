@@ -47,7 +47,7 @@ def needs_gpu(min_capability: tuple[int, int] = (8, 0)) -> Callable[[], str | No
 
 
 def needs_sm90a() -> str | None:
-    """Kernels built for sm_90a (wgmma, setmaxnreg): that code runs on compute capability 9.0 exactly."""
+    """a GPU of compute capability 9.0 exactly (the code is built for sm_90a: wgmma, setmaxnreg)"""
     if not torch.cuda.is_available():
         return "needs a CUDA GPU of compute capability 9.0 (sm_90a: wgmma, setmaxnreg)"
     cc = torch.cuda.get_device_capability()
@@ -96,8 +96,15 @@ class Variant:
 
     @property
     def kernel(self) -> KernelModule:
-        """The kernel module this variant was registered with (imported on first use)."""
-        return resolve_kernel(self.kernel_ref)
+        """The kernel module this variant was registered with (imported on first use). KernelLoadError, naming the
+        variant, where its reference does not import."""
+        try:
+            return resolve_kernel(self.kernel_ref)
+        except (ImportError, AttributeError, KeyError, ValueError) as e:
+            raise KernelLoadError(
+                f"variant {self.label} ({self.problem}): its kernel {self.kernel_ref!r} does not load: "
+                f"{type(e).__name__}: {e}"
+            ) from e
 
     @property
     def stages(self) -> tuple:
@@ -140,6 +147,10 @@ class Variant:
 
     def skip_reason(self) -> str | None:
         return self.gate()
+
+
+class KernelLoadError(RuntimeError):
+    """A registered kernel reference that does not import: its module fails to import or lacks the name."""
 
 
 _REGISTRY: list[Variant] = []

@@ -287,6 +287,35 @@ def test_gemm_refuses_bad_input_before_launch(backend):
         suite.gemm(_fp16(8, device=device), _fp16(8, 8, device=device), backend=backend)
     with pytest.raises(ValueError, match="K must be a multiple of 8|a's columns must equal b's rows"):
         suite.gemm(_fp16(16, 12, device=device), _fp16(16, 16, device=device), backend=backend)
+    a, b = _fp16(64, 64, device=device), _fp16(64, 64, device=device)
+    e5m2 = a.to(torch.float8_e5m2)
+    with pytest.raises(ValueError, match=r"a must have dtype .*float8_e4m3fn \(got torch.float8_e5m2\)"):
+        suite.gemm(e5m2, e5m2, backend=backend, scales=(torch.ones(()), torch.ones(())))
+    with pytest.raises(ValueError, match="need scales"):
+        suite.gemm(a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn), backend=backend)
+    with pytest.raises(ValueError, match=r"out must have shape \(64, 64\) \(got \(64, 65\)\)"):
+        suite.gemm(a, b, backend=backend, out=_fp16(64, 65, device=device))
+    with pytest.raises(ValueError, match="out must have dtype torch.float16"):
+        suite.gemm(a, b, backend=backend, out=torch.empty(64, 64, device=device))
+    # C written over an input: the kernel would read what it had written (the result silently wrong)
+    for name, over in (("a", a), ("b", b)):
+        with pytest.raises(ValueError, match=f"out must not overlap {name}"):
+            suite.gemm(a, b, backend=backend, out=over)
+    both = _fp16(128, 64, device=device)
+    suite.gemm(both[:64], b, backend=backend, out=both[64:])  # adjacent, apart: taken
+    torch.testing.assert_close(both[64:].double(), both[:64].double() @ b.double(), rtol=2e-3, atol=2e-3)
+
+
+def test_gemm_on_host_tensors_names_the_interpreter(monkeypatch):
+    """CPU tensors: the PTX backend points to the Triton one, and the Triton one outside its interpreter says how to
+    turn it on, before anything is imported or compiled."""
+    import suite
+
+    with pytest.raises(ValueError, match="backend='triton' and TRITON_INTERPRET=1"):
+        suite.gemm(_fp16(8, 8), _fp16(8, 8), backend="ptx")
+    monkeypatch.delenv("TRITON_INTERPRET", raising=False)
+    with pytest.raises(ValueError, match="set TRITON_INTERPRET=1 before the first call"):
+        suite.gemm(_fp16(8, 8), _fp16(8, 8), backend="triton")
 
 
 def test_gemm_triton_in_the_interpreter():

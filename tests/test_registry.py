@@ -109,9 +109,15 @@ def test_a_kernel_registration_derives_from_its_module(scratch_registry, monkeyp
 
 def test_a_kernel_is_imported_only_when_needed(scratch_registry):
     registry.register_kernel("vector", "test", "lazy", "pipesuite_no_such_module:KERNEL")  # registering imports nothing
+    registry.register_kernel("vector", "test", "typo", "suite.triton.vector:KERNELX")
     (v,) = [v for v in registry.variants() if v.label == "test:lazy"]
-    with pytest.raises(ModuleNotFoundError, match="pipesuite_no_such_module"):
+    # a reference that does not load names the variant, the reference and why, wherever it is first reached
+    said = r"variant test:lazy \(vector\): its kernel 'pipesuite_no_such_module:KERNEL' does not load: ModuleNotFound"
+    with pytest.raises(registration.KernelLoadError, match=said):
         _ = v.stages
+    (typo,) = [v for v in registry.variants() if v.label == "test:typo"]
+    with pytest.raises(registration.KernelLoadError, match="test:typo .*'suite.triton.vector:KERNELX'.*AttributeError"):
+        _ = typo.dtypes
     with pytest.raises(ValueError, match="package.module:NAME"):
         registry.resolve_kernel("no_colon_here")
 

@@ -296,7 +296,12 @@ class Entry:
                         locked = True
                     except BlockingIOError:  # another process compiles this key
                         if not said:
-                            print(f"waiting for another process compiling {self.name}", file=sys.stderr, flush=True)
+                            print(
+                                f"waiting for another process compiling {self.name} (one of this run's compile "
+                                "workers, or another run sharing the cache)",
+                                file=sys.stderr,
+                                flush=True,
+                            )
                             said = True
                         if time.monotonic() >= deadline:
                             break
