@@ -37,8 +37,12 @@ def gemm(a, b, backend: str = "ptx", out=None, scales=None):
         raise ValueError("fp8 e4m3 inputs need scales=(scale_a, scale_b): one fp32 element each")
     if not fp8 and scales is not None:
         raise ValueError(f"scales are for fp8 e4m3 inputs only (a and b are {a.dtype})")
-    if fp8 and (not isinstance(scales, (tuple, list)) or len(scales) != 2):
-        raise ValueError("scales must be a pair (scale_a, scale_b)")
+    if fp8 and (
+        not isinstance(scales, (tuple, list))
+        or len(scales) != 2
+        or not all(isinstance(s, torch.Tensor) and s.dtype == torch.float32 and s.numel() == 1 for s in scales)
+    ):
+        raise ValueError("scales must be a pair (scale_a, scale_b) of fp32 tensors of one element each")
     if a.device.type != "cuda" or b.device.type != "cuda":
         if backend == "ptx":
             raise ValueError(

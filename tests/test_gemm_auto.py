@@ -291,8 +291,11 @@ def test_gemm_refuses_bad_input_before_launch(backend):
     e5m2 = a.to(torch.float8_e5m2)
     with pytest.raises(ValueError, match=r"a must have dtype .*float8_e4m3fn \(got torch.float8_e5m2\)"):
         suite.gemm(e5m2, e5m2, backend=backend, scales=(torch.ones(()), torch.ones(())))
+    a8, b8 = a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn)
     with pytest.raises(ValueError, match="need scales"):
-        suite.gemm(a.to(torch.float8_e4m3fn), b.to(torch.float8_e4m3fn), backend=backend)
+        suite.gemm(a8, b8, backend=backend)
+    with pytest.raises(ValueError, match="fp32 tensors of one element"):
+        suite.gemm(a8, b8, backend=backend, scales=(1.0, 2.0), out=torch.empty(64, 64, device=device).bfloat16())
     with pytest.raises(ValueError, match=r"out must have shape \(64, 64\) \(got \(64, 65\)\)"):
         suite.gemm(a, b, backend=backend, out=_fp16(64, 65, device=device))
     with pytest.raises(ValueError, match="out must have dtype torch.float16"):
