@@ -68,6 +68,17 @@ def gemm(a, b, backend: str = "ptx", out=None, scales=None):
         from suite.ptx.gemm_auto import KERNEL
     else:
         from suite.triton.gemm_auto import KERNEL
+
+        if not a.is_cuda:
+            from suite.triton import interpreter_compat
+            from suite.triton.gemm_streamk import streamk_kernel
+
+            if not interpreter_compat.interpreting(streamk_kernel):
+                raise ValueError(
+                    "CPU tensors run only in Triton's interpreter, and the suite's Triton kernels were imported "
+                    "before TRITON_INTERPRET=1 was set: set it before the first call (or first import of suite.triton)"
+                )
+            interpreter_compat.install()
     # the rule reads the GPU's SM count and the launch takes the current stream: both the tensors' device's
     with torch.cuda.device(a.device) if a.is_cuda else contextlib.nullcontext():
         KERNEL.launch(inputs, out, None)()

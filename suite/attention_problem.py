@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import torch
 
-from suite.checks import check_no_overlap
+from suite.checks import canonical, check_no_overlap
 from suite.problem_types import BadInput, DType, Problem, meta_tensor
 
 Inputs = tuple  # (q, k, v, causal)
@@ -235,6 +235,7 @@ def attention_operands(inputs, out, dtypes: tuple[str, ...] = tuple(TORCH_DTYPES
     if tuple(out.shape) != tuple(q.shape):
         raise ValueError(f"out must have shape {tuple(q.shape)} (got {tuple(out.shape)})")
     check_no_overlap("out", out, ("q", q), ("k", k), ("v", v))
+    q, k, v, out = map(canonical, (q, k, v, out))  # a size-1 dimension's stride as its shape gives it
     return AttentionOperands(q, k, v, out, causal, b, hq, hkv, sq, skv, d, dtype)
 
 

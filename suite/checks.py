@@ -33,6 +33,18 @@ def check_tensor(
         )
 
 
+def canonical(t: torch.Tensor) -> torch.Tensor:
+    """A contiguous ``t`` with the strides of a contiguous tensor of its shape (the same memory, a view): torch calls
+    a tensor contiguous whatever the stride of a dimension of size 1 (``x[:, :4096]`` of a 1 x 4100 tensor keeps its
+    row pitch of 4100), and a descriptor built from that stride would describe another layout."""
+    strides, step = [], 1
+    for size in reversed(t.shape):
+        strides.append(step)
+        step *= max(size, 1)
+    strides = tuple(reversed(strides))
+    return t if t.stride() == strides else t.as_strided(t.shape, strides)
+
+
 def check_same_device(*named: tuple[str, torch.Tensor]) -> None:
     devices = {t.device for _, t in named}
     if len(devices) > 1:
@@ -77,13 +89,15 @@ def check_stages(stages, allowed: tuple[int, ...]) -> None:
 
 
 def check_vector_operands(x: torch.Tensor, y: torch.Tensor) -> None:
-    """y = 2 * x: x and y fp32, 1-D, contiguous, 16-byte aligned, same device and shape, at least one element."""
+    """y = 2 * x: x and y fp32, 1-D, contiguous, 16-byte aligned, same device and shape, at least one element, y
+    apart from x (a block's tile may be read after another block wrote over it)."""
     check_tensor(x, "x", dtype=torch.float32, ndim=1)
     check_tensor(y, "y", dtype=torch.float32, ndim=1)
     check_same_device(("x", x), ("y", y))
     check_shape(y, "y", tuple(x.shape))
     if x.numel() < 1:
         raise ValueError("x must hold at least one element")
+    check_no_overlap("y", y, ("x", x))
 
 
 def check_gemm_operands(
@@ -137,7 +151,9 @@ def gemm_operands(inputs: tuple, c: torch.Tensor, dtypes: tuple[str, ...] = ("fp
     * fp8e4m3: (A, B, scale_a, scale_b) with B as N x K, K-major (contiguous), and per-tensor scales (one fp32
       element each); bf16 output;
     * as every GEMM: 2-D, contiguous, 16-byte aligned, one device, matching sizes, all >= 1, C apart from every
-      input."""
+      input.
+
+    The operands come back ``canonical``: a dimension of size 1 with another stride is described by its shape."""
     if not isinstance(inputs, (tuple, list)) or not inputs or not isinstance(inputs[0], torch.Tensor):
         raise ValueError("a GEMM takes (a, b) or, for fp8, (a, b, scale_a, scale_b)")
     a = inputs[0]
@@ -150,7 +166,7 @@ def gemm_operands(inputs: tuple, c: torch.Tensor, dtypes: tuple[str, ...] = ("fp
                 f"a {dtype} GEMM takes (a, b): per-tensor scales are for fp8 operands only (got {len(inputs)} inputs)"
             )
         m, n, k = check_gemm_operands(a, inputs[1], c, GEMM_TORCH_DTYPES[dtype])
-        return GemmOperands(a, inputs[1], c, m, n, k, dtype)
+        return GemmOperands(canonical(a), canonical(inputs[1]), canonical(c), m, n, k, dtype)
     if len(inputs) != 4:
         raise ValueError(
             "an fp8 operand needs its scale: an fp8 GEMM takes (a, b, scale_a, scale_b), per-tensor "
@@ -178,4 +194,4 @@ def gemm_operands(inputs: tuple, c: torch.Tensor, dtypes: tuple[str, ...] = ("fp
     if min(m, n, k) < 1:
         raise ValueError(f"M, N and K must be >= 1 (got M={m}, N={n}, K={k})")
     check_no_overlap("c", c, ("a", a), ("b", b), ("scale_a", scale_a), ("scale_b", scale_b))
-    return GemmOperands(a, b, c, m, n, k, dtype, scale_a, scale_b)
+    return GemmOperands(canonical(a), canonical(b), canonical(c), m, n, k, dtype, scale_a, scale_b)

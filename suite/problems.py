@@ -35,6 +35,7 @@ def _f32(n: int, offset: int = 0) -> torch.Tensor:
 
 
 def _vector_bad_inputs() -> list[BadInput]:
+    shared = torch.randn(12)  # y 4 elements (16 bytes) past x
     return [
         BadInput((torch.randn(8, dtype=torch.float64),), torch.empty(8), "dtype torch.float32", "x fp64"),
         BadInput((torch.randn(4, 4),), torch.empty(4, 4), "rank 1", "x 2-D"),
@@ -42,6 +43,7 @@ def _vector_bad_inputs() -> list[BadInput]:
         BadInput((_f32(8, offset=1),), torch.empty(8), "16-byte boundary", "x misaligned"),
         BadInput((torch.randn(8),), torch.empty(9), r"shape \(8,\)", "y longer"),
         BadInput((torch.randn(8),), torch.empty(8, dtype=torch.float16), "dtype torch.float32", "y fp16"),
+        BadInput((shared[:8],), shared[4:], "y must not overlap x", "y overlaps x"),
     ]
 
 

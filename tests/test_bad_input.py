@@ -99,3 +99,40 @@ def test_ptx_gemm_accepts_the_largest_dimension_and_refuses_a_grid_past_2_31():
     m, n = 2**16 * 128, 2**15 * 256  # 2^31 tiles
     with pytest.raises(ValueError, match=r"the grid, ceil\(M/128\) \* ceil\(N/256\) blocks, must be <= 2\^31 - 1"):
         pgemm.check_inputs(_meta(m, 8), _meta(8, n), _meta(m, n), 3)
+
+
+def test_overlap_is_by_bytes_and_canonical_keeps_the_memory():
+    """check_no_overlap refuses any shared byte and takes neighbours; canonical gives a size-1 dimension the stride
+    its shape implies, as a view of the same memory (and leaves a tensor already so as it is)."""
+    from suite.checks import canonical, check_no_overlap
+
+    buf = torch.randn(32)
+    check_no_overlap("y", buf[16:], ("x", buf[:16]))  # adjacent: apart
+    for y in (buf[15:31], buf[:16], buf[8:9]):
+        with pytest.raises(ValueError, match="y must not overlap x"):
+            check_no_overlap("y", y, ("x", buf[:16]))
+    row = torch.randn(1, 20)[:, :16]
+    view = canonical(row)
+    assert row.stride() == (20, 1) and view.stride() == (16, 1)
+    assert view.data_ptr() == row.data_ptr() and torch.equal(view, row)
+    plain = torch.randn(3, 4)
+    assert canonical(plain) is plain
+
+
+def test_operands_come_back_with_the_strides_of_their_shape():
+    """What the launchers build descriptors from: a batch of one cut from a wider tensor (contiguous to torch, its
+    stride that of the wider one) comes back from attention_operands with the strides its shape gives, as A and C
+    of a 1 x K GEMM do from gemm_operands; the same memory."""
+    from suite.attention_problem import attention_operands
+    from suite.checks import gemm_operands
+
+    q = torch.randn(1, 3, 40, 64).bfloat16()[:, :2]
+    k, v = (torch.randn(1, 2, 56, 64).bfloat16()[:, :1] for _ in range(2))
+    out = torch.empty(1, 3, 40, 64).bfloat16()[:, :2]
+    ops = attention_operands((q, k, v, True), out)
+    assert q.is_contiguous() and q.stride(0) == 3 * 40 * 64
+    assert [t.stride(0) for t in (ops.q, ops.k, ops.v, ops.out)] == [2 * 40 * 64, 56 * 64, 56 * 64, 2 * 40 * 64]
+    assert [t.data_ptr() for t in (ops.q, ops.out)] == [q.data_ptr(), out.data_ptr()]
+    a, c = torch.randn(1, 40).half()[:, :32], torch.empty(1, 24).half()[:, :16]
+    ops = gemm_operands((a, torch.randn(32, 16).half()), c)
+    assert (ops.a.stride(), ops.c.stride()) == ((32, 1), (16, 1)) and ops.c.data_ptr() == c.data_ptr()

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import itertools
+import os
 import subprocess
 import sys
 
@@ -319,6 +320,15 @@ def test_gemm_on_host_tensors_names_the_interpreter(monkeypatch):
     monkeypatch.delenv("TRITON_INTERPRET", raising=False)
     with pytest.raises(ValueError, match="set TRITON_INTERPRET=1 before the first call"):
         suite.gemm(_fp16(8, 8), _fp16(8, 8), backend="triton")
+    # set too late: the kernels were defined compiled when their module was imported
+    late = (
+        "import os, torch, suite, suite.triton.gemm_auto; os.environ['TRITON_INTERPRET'] = '1'\n"
+        "try:\n    suite.gemm(torch.randn(8, 8).half(), torch.randn(8, 8).half(), backend='triton')\n"
+        "except ValueError as e:\n    print(e)"
+    )
+    env = {k: v for k, v in os.environ.items() if k != "TRITON_INTERPRET"}
+    said = subprocess.run([sys.executable, "-c", late], env=env, capture_output=True, text=True, check=True).stdout
+    assert "imported before TRITON_INTERPRET=1 was set" in said, said
 
 
 def test_gemm_triton_in_the_interpreter():
@@ -329,6 +339,21 @@ def test_gemm_triton_in_the_interpreter():
     out = torch.full((67, 45), float("nan"), dtype=torch.float16, device=device)
     c = suite.gemm(a, b, backend="triton", out=out)
     assert c is out
+    torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=2e-3, atol=2e-3)
+
+
+def test_gemm_reads_a_size_one_dimension_by_its_shape():
+    """A 1 x K row cut from a wider one is contiguous to torch whatever its row pitch (a size-1 dimension's stride
+    is not looked at): the descriptors take the pitch its shape gives (gemm_operands' canonical operands), for A and
+    for C, where the stride would describe another layout (or fail TMA's 16-byte rule)."""
+    import suite
+
+    device = "cuda" if torch.cuda.is_available() else "cpu"
+    a = torch.randn(1, 260, device=device).half()[:, :256]
+    b = _fp16(256, 48, device=device)
+    out = torch.full((1, 52), float("nan"), device=device).half()[:, :48]
+    assert a.is_contiguous() and a.stride(0) == 260 and out.is_contiguous() and out.stride(0) == 52
+    c = suite.gemm(a, b, backend="triton", out=out)
     torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=2e-3, atol=2e-3)
 
 

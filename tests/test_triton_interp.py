@@ -253,7 +253,10 @@ def _fp64_check(c, a, b):
 MUTANTS = {
     "last K tile's tail dropped": ("mask=ks[None, :] < K - k0,", "mask=ks[None, :] < K - k0 - 8,"),
     "last row of C never stored": ("(out_rows[:, None] < M)", "(out_rows[:, None] < M - 1)"),
-    "B read one column off": ("b_ptrs += BLOCK_K * stride_bk", "b_ptrs += BLOCK_K * stride_bk + stride_bn"),
+    "B read one column off": (
+        "b_ptrs += tl.full((), BLOCK_K, tl.int64) * stride_bk",
+        "b_ptrs += tl.full((), BLOCK_K, tl.int64) * stride_bk + stride_bn",
+    ),
     "accumulator restarted per K tile": ("acc = tl.dot(a, b, acc)", "acc = tl.dot(a, b)"),
 }
 

@@ -67,8 +67,9 @@ def gemm_kernel(
         a = tl.load(a_ptrs, mask=ks[None, :] < K - k0, other=0.0)
         b = tl.load(b_ptrs, mask=ks[:, None] < K - k0, other=0.0)
         acc = tl.dot(a, b, acc)
-        a_ptrs += BLOCK_K * stride_ak
-        b_ptrs += BLOCK_K * stride_bk
+        # the steps in 64 bits: BLOCK_K rows of B are past 2^31 elements once N >= 2^31 / BLOCK_K
+        a_ptrs += tl.full((), BLOCK_K, tl.int64) * stride_ak
+        b_ptrs += tl.full((), BLOCK_K, tl.int64) * stride_bk
 
     # -- write back, fp32 -> fp16, masked to the matrix --
     out_rows = m0 + tl.arange(0, BLOCK_M)

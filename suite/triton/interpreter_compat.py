@@ -1,4 +1,5 @@
-"""One fix for the Triton interpreter (TRITON_INTERPRET=1) of older Triton releases under NumPy >= 2.5.
+"""One fix for the Triton interpreter (TRITON_INTERPRET=1) of older Triton releases under NumPy >= 2.5, and whether
+a kernel was defined for the interpreter at all.
 
 The interpreter holds every scalar as a one-element 1-D NumPy array, and triton 3.6 turns one into a Python int
 (a loop bound: ``tl.range(0, my_tiles)``) with ``int(array)``, which NumPy deprecated in 1.25 and refuses since 2.5
@@ -38,3 +39,13 @@ def install() -> bool:
     patch_lang_tensor._pipesuite_squeezes = True
     interpreter._patch_lang_tensor = patch_lang_tensor
     return True
+
+
+def interpreting(kernel) -> bool:
+    """Whether ``kernel`` (a ``triton.jit`` function) runs in the interpreter: TRITON_INTERPRET=1 is read when a
+    kernel is defined, so a module imported before it was set keeps compiled kernels."""
+    try:
+        from triton.runtime.interpreter import InterpretedFunction
+    except ImportError:
+        return False
+    return isinstance(kernel, InterpretedFunction)
