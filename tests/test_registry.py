@@ -122,6 +122,16 @@ def test_a_kernel_is_imported_only_when_needed(scratch_registry):
         registry.resolve_kernel("no_colon_here")
 
 
+def test_the_list_names_a_kernel_that_does_not_load_and_goes_on(scratch_registry):
+    from suite.driver.report import variant_table
+
+    registry.register_kernel("vector", "test", "typo", "suite.triton.vector:KERNELX")
+    table = variant_table(width=400, problems=("vector",))
+    line = next(line for line in table.splitlines() if "| typo" in line)
+    assert line.split("|")[4].strip() == "?" and "does not load" in line and "KERNELX" in line
+    assert "cp.async ring" in table  # the others still listed
+
+
 NVRTC = [v for v in VARIANTS if isinstance(v.kernel, NvrtcModule)]
 
 

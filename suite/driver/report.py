@@ -567,6 +567,7 @@ def variant_table(
     ``backends`` and ``names`` (a name or backend:name) narrow it as they narrow a run (None: all)."""
     import torch
 
+    from suite.registration import KernelLoadError
     from suite.registry import variants
 
     on_gpu = torch.cuda.is_available()
@@ -576,14 +577,18 @@ def variant_table(
             continue
         if names and not v.is_named(names):
             continue
+        try:
+            stages, runs = ",".join("-" if s is None else str(s) for s in v.stages), _runs_here(v, on_gpu)
+        except KernelLoadError as e:  # listed with why: the other variants' lines still matter
+            stages, runs = "?", f"no: {e}"
         rows.append(
             [
                 v.problem,
                 v.backend,
                 v.name,
-                ",".join("-" if s is None else str(s) for s in v.stages),
+                stages,
                 " ".join(role for role, on in (("baseline", v.baseline), ("ceiling", v.ceiling)) if on),
-                _runs_here(v, on_gpu),
+                runs,
             ]
         )
         gate = (v.gate.__doc__ or v.gate.__name__).strip()
