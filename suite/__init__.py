@@ -22,6 +22,7 @@ def gemm(a, b, backend: str = "ptx", out=None, scales=None):
     import torch
 
     from suite.checks import GEMM_TORCH_DTYPES, check_no_overlap, check_shape, check_tensor
+    from suite.problems import gemm_output_dtype
 
     if not isinstance(a, torch.Tensor) or not isinstance(b, torch.Tensor):
         raise ValueError("a and b must be torch tensors")
@@ -57,9 +58,11 @@ def gemm(a, b, backend: str = "ptx", out=None, scales=None):
     inputs = (a, b, *scales) if fp8 else (a, b)
     m, n = a.shape[0], b.shape[0] if fp8 else b.shape[1]
     if out is None:
-        out = torch.empty(m, n, dtype=torch.float16 if a.dtype == torch.float16 else torch.bfloat16, device=a.device)
+        out = torch.empty(m, n, dtype=gemm_output_dtype(a.dtype), device=a.device)
     else:
-        check_tensor(out, "out", dtype=torch.float16 if a.dtype == torch.float16 else torch.bfloat16, ndim=2)
+        for name, t in (("a", a), ("b", b)):  # contiguous and aligned first: the overlap check reads byte ranges
+            check_tensor(t, name, dtype=a.dtype, ndim=2)
+        check_tensor(out, "out", dtype=gemm_output_dtype(a.dtype), ndim=2)
         check_shape(out, "out", (m, n))
         if out.device != a.device:
             raise ValueError(f"out must be on a's device, {a.device} (got {out.device})")
@@ -71,12 +74,12 @@ def gemm(a, b, backend: str = "ptx", out=None, scales=None):
 
         if not a.is_cuda:
             from suite.triton import interpreter_compat
-            from suite.triton.gemm_streamk import streamk_kernel
 
-            if not interpreter_compat.interpreting(streamk_kernel):
+            if compiled := interpreter_compat.compiled_kernels():
                 raise ValueError(
-                    "CPU tensors run only in Triton's interpreter, and the suite's Triton kernels were imported "
-                    "before TRITON_INTERPRET=1 was set: set it before the first call (or first import of suite.triton)"
+                    f"CPU tensors run only in Triton's interpreter, and {compiled[0]} (of {len(compiled)} kernels) was "
+                    "defined before TRITON_INTERPRET=1 was set: set it before the first call (or first import of "
+                    "suite.triton)"
                 )
             interpreter_compat.install()
     # the rule reads the GPU's SM count and the launch takes the current stream: both the tensors' device's

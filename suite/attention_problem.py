@@ -192,7 +192,8 @@ class AttentionOperands:
 def attention_operands(inputs, out, dtypes: tuple[str, ...] = tuple(TORCH_DTYPES)) -> AttentionOperands:
     """Check (q, k, v, causal) and the output: rank 4, one dtype of ``dtypes`` for all four tensors, contiguous,
     16-byte aligned, one device, head_dim 64 or 128 and equal in Q, K and V, K and V of one shape, hq a multiple of
-    hkv, batch equal, every dimension >= 1, O shaped as Q."""
+    hkv, batch equal, every dimension >= 1, O shaped as Q and apart from Q, K and V. The tensors come back with the
+    strides of their shape (suite.checks.canonical: a size-1 dimension's stride is not looked at by torch)."""
     if not isinstance(inputs, (tuple, list)) or len(inputs) != 4 or not isinstance(inputs[3], bool):
         raise ValueError("attention takes (q, k, v, causal): three tensors and a bool")
     q, k, v, causal = inputs

@@ -107,11 +107,15 @@ def gemm_dtype_of(inputs: Inputs) -> str:
     )
 
 
+def gemm_output_dtype(input_dtype: torch.dtype) -> torch.dtype:
+    """C's type: fp16 for fp16 inputs, bf16 for bf16 and fp8 ones."""
+    return torch.bfloat16 if input_dtype in (torch.bfloat16, torch.float8_e4m3fn) else torch.float16
+
+
 def _gemm_output(inputs: Inputs) -> torch.Tensor:
     a, b = inputs[0], inputs[1]
     n = b.shape[0] if len(inputs) == 4 else b.shape[1]  # fp8: B is N x K
-    out = torch.bfloat16 if a.dtype in (torch.bfloat16, torch.float8_e4m3fn) else torch.float16
-    return torch.empty(a.shape[0], n, dtype=out, device=a.device)
+    return torch.empty(a.shape[0], n, dtype=gemm_output_dtype(a.dtype), device=a.device)
 
 
 def _gemm_reference(inputs: Inputs) -> torch.Tensor:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from suite.registration import (
     Factory,
+    KernelLoadError,
     Variant,
     anywhere,
     gpu_or_interpreter,
@@ -24,6 +25,7 @@ from suite.registration import (
 
 __all__ = [
     "Factory",
+    "KernelLoadError",
     "Variant",
     "anywhere",
     "gpu_or_interpreter",

@@ -327,8 +327,12 @@ def _with_workers(args: argparse.Namespace, argv) -> int:
         from suite.driver import workers
 
         prestarted = workers.prestart(workers.gpu_count_hint(args.gpus), WORKER_PRELOAD)
+    from suite.registry import KernelLoadError
+
     try:
         return _main(args, argv, prestarted)
+    except KernelLoadError as e:  # a registration that names a kernel that does not import: the user's to fix
+        return _usage_error("registration", str(e))
     finally:
         if prestarted:
             workers.shutdown(prestarted)  # those run_jobs did not take, or all of them after an early exit

@@ -132,6 +132,15 @@ def test_the_list_names_a_kernel_that_does_not_load_and_goes_on(scratch_registry
     assert "cp.async ring" in table  # the others still listed
 
 
+def test_a_run_reaching_a_kernel_that_does_not_load_is_a_usage_error(scratch_registry, capsys, tmp_path):
+    from suite.run import main
+
+    registry.register_kernel("vector", "test", "typo", "suite.triton.vector:KERNELX")
+    assert main(["--problem", "vector", "--variant", "test:typo", "--no-progress", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: registration: variant test:typo (vector)") and "KERNELX" in err, err
+
+
 NVRTC = [v for v in VARIANTS if isinstance(v.kernel, NvrtcModule)]
 
 

@@ -96,6 +96,31 @@ def test_validates_at_odd_sizes(variant, dtype, stages, size):
     )
 
 
+GEMM_KERNELS = [v for v in KERNELS if v.problem == "gemm" and "fp16" in v.dtypes]
+
+
+@pytest.mark.parametrize("variant", GEMM_KERNELS, ids=lambda v: v.label)
+def test_gemm_rows_cut_from_wider_ones(variant):
+    """A and C of one row cut from wider rows: contiguous to torch (a size-1 dimension's stride is not looked at),
+    with the wider rows' pitch as their stride. The kernel reads and writes them by their shape (gemm_operands'
+    canonical operands), the C it stores included."""
+    if reason := variant.skip_reason():
+        pytest.skip(reason)
+    gemm = PROBLEMS["gemm"]
+    size = (1, 72, 64)
+    a, b = gemm.make_inputs(size, zlib.crc32(variant.label.encode()), DEVICE, "fp16")
+    # pitches that are not a multiple of 16 bytes: a descriptor built from them is refused
+    row = torch.empty(1, 68, dtype=a.dtype, device=DEVICE)[:, :64]
+    row.copy_(a)
+    out = torch.full((1, 76), float("nan"), dtype=torch.float16, device=DEVICE)[:, :72]
+    assert row.is_contiguous() and row.stride(0) == 68 and out.is_contiguous() and out.stride(0) == 76
+    if rule := variant.kernel.refuses(size, "fp16"):
+        pytest.skip(f"refuses {size}: {rule}")
+    variant.factory((row, b), out, variant.stages[0])()
+    check = gemm.check(out, gemm.reference((row, b)), "fp16")
+    assert check.valid, f"{variant.label}: {check.message}"
+
+
 # ---------------------------------------------------------------------------------------------------------------
 # NVRTC builds: every arch, no spills, the SASS the module declares
 # ---------------------------------------------------------------------------------------------------------------

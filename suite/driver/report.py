@@ -567,8 +567,7 @@ def variant_table(
     ``backends`` and ``names`` (a name or backend:name) narrow it as they narrow a run (None: all)."""
     import torch
 
-    from suite.registration import KernelLoadError
-    from suite.registry import variants
+    from suite.registry import KernelLoadError, variants
 
     on_gpu = torch.cuda.is_available()
     rows, about = [], []

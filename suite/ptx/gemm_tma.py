@@ -519,6 +519,7 @@ class Gemm(SplitLaunch):
         splits: int | None = None,
     ):
         ops = gemm_operands(tuple(inputs), c, config.dtypes)
+        c = ops.c  # with the strides of its shape (checks.canonical)
         check_stages(stages, config.stages)
         m, n, k, dtype = ops.m, ops.n, ops.k, ops.dtype
         if rule := shape_rule((m, n, k), dtype):

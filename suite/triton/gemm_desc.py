@@ -322,6 +322,7 @@ class DescGemm:
     def __init__(self, inputs, c: torch.Tensor, stages: int, persistent: bool, host_desc: bool = False):
         check_stages(stages, STAGES_PERSISTENT if persistent else STAGES)
         ops = gemm_operands(inputs, c, DTYPES)
+        c = ops.c  # with the strides of its shape (checks.canonical)
         widen_bf16_dot()  # the interpreter's bf16 dot (suite.triton._interp_dot); nothing on a GPU
         if not host_desc:
             triton.set_allocator(_alloc_scratch)
@@ -414,6 +415,7 @@ class TunedGemm:
 
     def __init__(self, inputs, c: torch.Tensor):
         ops = gemm_operands(inputs, c, DTYPES)
+        c = ops.c  # with the strides of its shape (checks.canonical)
         self.ops, self.tile, self.kernel = ops, TILES[ops.dtype], TUNED_KERNELS[ops.dtype]
         self.operands = Operands(ops.a, ops.b, c, b_k_major=ops.b_k_major)
         m, n = ops.m, ops.n

@@ -265,6 +265,7 @@ class GluonGemm:
 
     def __init__(self, inputs: tuple, c: torch.Tensor, stages: int, stream_k: bool = False, fault: bool = False):
         ops = gemm_operands(inputs, c, DTYPES)
+        c = ops.c  # with the strides of its shape (checks.canonical)
         if stream_k and not ops.b_k_major:
             raise ValueError("stream_k: built on the fp8 kernel's promoted halves only (not 16-bit types)")
         if fault and not stream_k:

@@ -235,6 +235,7 @@ class TwoPassGemm:
     def __init__(self, inputs, c: torch.Tensor, stages: int, faults: tuple = (), **counts):
         check_stages(stages, self.depths)
         ops = gemm_operands(inputs, c, DTYPES)
+        c = ops.c  # with the strides of its shape (checks.canonical)
         for name, value in counts.items():
             if value is not None and (not isinstance(value, int) or value < 1):
                 raise ValueError(f"{name} must be a whole number >= 1 (got {value!r})")

@@ -1,5 +1,5 @@
-"""One fix for the Triton interpreter (TRITON_INTERPRET=1) of older Triton releases under NumPy >= 2.5, and whether
-a kernel was defined for the interpreter at all.
+"""One fix for the Triton interpreter (TRITON_INTERPRET=1) of older Triton releases under NumPy >= 2.5, and which
+kernels were not defined for the interpreter at all.
 
 The interpreter holds every scalar as a one-element 1-D NumPy array, and triton 3.6 turns one into a Python int
 (a loop bound: ``tl.range(0, my_tiles)``) with ``int(array)``, which NumPy deprecated in 1.25 and refuses since 2.5
@@ -41,11 +41,18 @@ def install() -> bool:
     return True
 
 
-def interpreting(kernel) -> bool:
-    """Whether ``kernel`` (a ``triton.jit`` function) runs in the interpreter: TRITON_INTERPRET=1 is read when a
-    kernel is defined, so a module imported before it was set keeps compiled kernels."""
-    try:
-        from triton.runtime.interpreter import InterpretedFunction
-    except ImportError:
-        return False
-    return isinstance(kernel, InterpretedFunction)
+def compiled_kernels() -> list[str]:
+    """The ``triton.jit`` kernels of the suite's loaded Triton modules that do not run in the interpreter: where
+    TRITON_INTERPRET=1 was set after their module was imported (it is read when a kernel is defined). Gluon kernels
+    are compiled always and are not counted."""
+    import sys
+
+    from triton.runtime.jit import JITFunction
+
+    return [
+        f"{name}.{attr}"
+        for name, module in list(sys.modules.items())
+        if name.startswith("suite.triton.")
+        for attr, value in list(vars(module).items())
+        if type(value) is JITFunction  # (Gluon's is a subclass; the interpreter's is another class)
+    ]
