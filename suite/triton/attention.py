@@ -21,8 +21,8 @@ from suite.checks import check_stages
 from suite.kernel import TritonModule
 from suite.problem_types import meta_tensor
 from suite.problems import BadInput
-from suite.triton._compiled import kernel_info
 from suite.triton._interp_dot import widen_bf16_dot
+from suite.triton.compiled import kernel_info
 
 STAGES = (1, 2, 3, 4)
 BLOCK_M, BLOCK_N = 128, 64

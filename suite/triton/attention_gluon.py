@@ -43,8 +43,8 @@ from suite.attention_problem import LOG2E, attention_operands, check_grid_limits
 from suite.checks import check_stages
 from suite.kernel import TritonModule
 from suite.problems import BadInput
-from suite.triton._compiled import kernel_info
 from suite.triton.attention import key_range
+from suite.triton.compiled import kernel_info
 from suite.triton.gemm_desc import HOPPER_SASS
 from suite.triton.gemm_gluon_ring import next_stage, tma_load
 

@@ -11,7 +11,7 @@ import triton.language as tl
 
 from suite.checks import check_gemm_operands, check_stages
 from suite.kernel import TritonModule
-from suite.triton._compiled import kernel_info
+from suite.triton.compiled import kernel_info
 from suite.triton.gemm_parts import tile_coords
 
 STAGES = (1, 2, 3, 4, 5)

@@ -41,7 +41,7 @@ from dataclasses import dataclass
 import triton
 import triton.language as tl
 
-from suite.triton._compiled import kernel_info
+from suite.triton.compiled import kernel_info
 from suite.triton.gemm_desc import ELEMENT_BYTES, count, dtype_config, num_sms, rings_that_fit
 from suite.triton.gemm_parts import split_range, store_tile
 from suite.triton.gemm_splitk import (

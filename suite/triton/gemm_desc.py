@@ -32,8 +32,8 @@ from triton.tools.tensor_descriptor import TensorDescriptor
 
 from suite.checks import check_stages, gemm_operands
 from suite.kernel import TritonModule
-from suite.triton._compiled import kernel_info
 from suite.triton._interp_dot import fp8_dot_unsupported, widen_bf16_dot
+from suite.triton.compiled import kernel_info
 from suite.triton.gemm_parts import mac_loop, scaled, tile_coords
 from suite.waves import grid_note, persistent_grid
 

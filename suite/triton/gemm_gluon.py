@@ -50,7 +50,7 @@ from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
 from suite.checks import check_stages, gemm_operands
 from suite.kernel import Fault, TritonModule
-from suite.triton._compiled import kernel_info
+from suite.triton.compiled import kernel_info
 from suite.triton.gemm_desc import (
     DTYPES,
     FP8_ACCUMULATION,

@@ -37,7 +37,7 @@ import torch
 import triton
 import triton.language as tl
 
-from suite.triton._compiled import kernel_info
+from suite.triton.compiled import kernel_info
 from suite.triton.gemm_desc import ELEMENT_BYTES, count, dtype_config, num_sms, rings_that_fit
 from suite.triton.gemm_parts import part_slot, store_tile, walk_start, walk_unit
 from suite.triton.gemm_splitk import TwoPassModule, epilogue_kwargs

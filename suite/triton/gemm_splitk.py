@@ -38,8 +38,8 @@ import triton.language as tl
 from suite import workspace as workspaces
 from suite.checks import check_stages, gemm_operands
 from suite.kernel import Fault, TritonModule
-from suite.triton._compiled import kernel_info
 from suite.triton._interp_dot import fp8_dot_unsupported, widen_bf16_dot
+from suite.triton.compiled import kernel_info
 from suite.triton.gemm_desc import (
     DTYPES,
     FP8_ACCUMULATION,

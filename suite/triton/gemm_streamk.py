@@ -38,7 +38,7 @@ import torch
 import triton
 import triton.language as tl
 
-from suite.triton._compiled import kernel_info
+from suite.triton.compiled import kernel_info
 from suite.triton.gemm_desc import GROUP_M, count, dtype_config, num_sms, stage_bytes
 from suite.triton.gemm_parts import (
     add_in_order,

@@ -23,7 +23,7 @@ from suite.checks import check_stages, check_vector_operands
 from suite.info import KernelInfo
 from suite.kernel import TritonModule
 from suite.streaming import Schedule, bytes_in_flight_per_sm, kib
-from suite.triton._compiled import kernel_info
+from suite.triton.compiled import kernel_info
 
 STAGES = (1, 2, 3, 4, 5, 6, 7, 8)
 INTERPRETER_SMS = 3  # the SM count a persistent grid assumes in the interpreter (no GPU to ask)

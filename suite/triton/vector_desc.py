@@ -26,7 +26,7 @@ import triton.language as tl
 from suite.checks import check_stages, check_vector_operands
 from suite.info import KernelInfo
 from suite.streaming import Schedule, bytes_in_flight_per_sm, kib
-from suite.triton._compiled import kernel_info
+from suite.triton.compiled import kernel_info
 from suite.triton.vector import (
     StreamKernel,
     launch_stream,
