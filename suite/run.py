@@ -327,12 +327,16 @@ def _with_workers(args: argparse.Namespace, argv) -> int:
         from suite.driver import workers
 
         prestarted = workers.prestart(workers.gpu_count_hint(args.gpus), WORKER_PRELOAD)
-    from suite.registry import KernelLoadError
-
     try:
         return _main(args, argv, prestarted)
-    except KernelLoadError as e:  # a registration that names a kernel that does not import: the user's to fix
-        return _usage_error("registration", str(e))
+    except Exception as e:
+        # A registration that names a kernel that does not import is the user's to fix. Only suite.registration
+        # raises KernelLoadError, so it is loaded whenever one is raised; importing it here would import torch
+        # before --compare and the early refusals, which answer without it.
+        registration = sys.modules.get("suite.registration")
+        if registration is not None and isinstance(e, registration.KernelLoadError):
+            return _usage_error("registration", str(e))
+        raise
     finally:
         if prestarted:
             workers.shutdown(prestarted)  # those run_jobs did not take, or all of them after an early exit

@@ -538,3 +538,20 @@ def test_a_resume_cut_before_its_plan_leaves_the_cut_run_as_it_was(tmp_path, mon
     )
     assert code == 130 and "holds the cut run as it was" in err, err
     assert (tmp_path / "cut" / "results.json").read_bytes() == before
+
+
+@pytest.mark.parametrize("case", ["dangling --out", "--compare of a FIFO"])
+def test_the_early_refusals_import_no_torch(tmp_path, case):
+    """--compare and a bad --out answer from the files and flags alone: torch (seconds to import on a GPU machine,
+    more under load) is never imported on their way, so "at once" holds however busy the machine is."""
+    if case == "dangling --out":
+        out = tmp_path / "out"
+        out.symlink_to(tmp_path / "gone")
+        argv = (*QUICK, "--out", str(out))
+    else:
+        os.mkfifo(tmp_path / "fifo")
+        argv = ("--compare", str(tmp_path / "fifo"), str(tmp_path / "fifo"))
+    check = "import atexit, sys\natexit.register(lambda: print('torch' in sys.modules))"
+    proc = _cli(*argv, preamble=check)
+    assert proc.returncode == 2 and proc.stderr.startswith("error: "), proc.stderr
+    assert proc.stdout.strip() == "False", "torch was imported before the refusal"
