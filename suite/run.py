@@ -598,7 +598,8 @@ def _run(args, argv, prestarted, opts, on_gpu, shard, gpus, out: Path, resume: d
             return _usage_error(
                 "--resume", f"the cut run had {key} {was.get(key)}, this one {meta.get(key)}: the same is needed"
             )
-        earlier = {k: was.get(k) for k in ("date", "host", "command", "phase_seconds")}
+        # its GPU too: the kept rows ran there (each row also names it, gpu_uuid), and meta.gpus lists this run only
+        earlier = {k: was.get(k) for k in ("date", "host", "gpu_id", "command", "phase_seconds")}
         meta["resumed_from"] = [*(was.get("resumed_from") or []), {**earlier, "rows": len(resume["rows"])}]
     so_far: list[dict] = []
 

@@ -428,6 +428,8 @@ def test_resume_runs_only_what_a_cut_run_left_and_gives_the_whole_runs_rows(tmp_
     code, _, err = _main_here(*TWO_JOBS, "--out", str(full), cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)
     assert code == 0, err
     cut = _cut_copy(full, tmp_path / "cut", keep_jobs=1, keep_rows=3)
+    cut["meta"]["gpu_id"] = "GPU-of-the-cut-run"  # the resumed run may be on another board of the same model
+    (tmp_path / "cut" / "results.json").write_text(json.dumps(cut))
     ran = []
     real = running.run_jobs
     monkeypatch.setattr(
@@ -449,6 +451,7 @@ def test_resume_runs_only_what_a_cut_run_left_and_gives_the_whole_runs_rows(tmp_
     assert resumed["meta"]["complete"] is True and resumed["meta"]["resumed"] == {"kept_jobs": [0], "kept_rows": kept}
     assert resumed["meta"]["resumed_from"][0]["rows"] == kept + 3
     assert resumed["meta"]["resumed_from"][0]["date"] == cut["meta"]["date"]
+    assert resumed["meta"]["resumed_from"][0]["gpu_id"] == "GPU-of-the-cut-run"  # where the kept rows ran
     assert "### vector 8192" in (tmp_path / "cut" / "table.md").read_text()  # the report holds both parts
 
 
