@@ -467,6 +467,35 @@ def test_table_md_has_no_python_reprs(tmp_path):
     assert "- torch:mul: spread 1.5% > 1%" in text
 
 
+def test_table_md_opens_with_the_gpu_and_command_and_ends_with_the_record(tmp_path):
+    """The first lines say where and how the run was made; the tables follow at once; every field of meta (a
+    sweep's runs to dozens of lines) comes after them, under the heading the first lines point to."""
+    meta = {
+        "date": "2026-12-06T15:50:48+00:00",
+        "torch": "2.11.0+cu130",
+        "triton": "3.6.0",
+        "gpu": "NVIDIA H100 80GB HBM3",
+        "sms": 132,
+        "driver": "580.159.04",
+        "plan": {"id": "p", "jobs": 1},
+        "complete": True,
+        "command": "python -m suite.run --problem vector",
+    }
+    report.write(_rows(), meta, tmp_path / "out")
+    text = (tmp_path / "out" / "table.md").read_text()
+    lines = text.splitlines()
+    assert lines[2] == (
+        "NVIDIA H100 80GB HBM3 (132 SMs), driver 580.159.04; torch 2.11.0+cu130, Triton 3.6.0; "
+        "2026-12-06T15:50:48+00:00; complete: yes."
+    )
+    assert lines[4] == "`python -m suite.run --problem vector`" and "(#the-run)" in lines[6]
+    tables, record = text.split("\n" + report.RUN_HEADING + "\n")
+    assert "### vector 1024" in tables and "- plan:" not in tables
+    assert all(f"- {key}: " in record for key in meta) and "###" not in record
+    report.write(_rows(), {"gpu": None, "mode": "cpu"}, tmp_path / "cpu")
+    assert (tmp_path / "cpu" / "table.md").read_text().splitlines()[2].startswith("no GPU; torch -, Triton -; ")
+
+
 def _wide_rows():
     """Six swept variants with long names on two shapes, a throttled and a noisy cell, a failure with a long note,
     an autotuned variant with a long config."""

@@ -86,7 +86,7 @@ def _merge(*argv):
 
 def _body(path):
     text = (path / "table.md").read_text()
-    return text[text.index("###") :]
+    return text[text.index("###") : text.index(report.RUN_HEADING)]
 
 
 def test_three_shards_rebuild_the_full_run(gemm_plan, tmp_path):

@@ -673,6 +673,24 @@ class WriteError(OSError):
         super().__init__(text)
 
 
+RUN_HEADING = "## The run"  # table.md's last section: every field of meta, after the tables
+
+
+def headline(meta: dict) -> str:
+    """table.md's first lines: the GPU, driver, torch and Triton, the date and the command, with a pointer to the
+    whole record at the end (a sweep's meta runs to dozens of lines, which would push its tables off the first
+    screen)."""
+    gpu = meta.get("gpu")
+    where = f"{gpu} ({meta['sms']} SMs), driver {_text(meta.get('driver'))}" if gpu and meta.get("sms") else "no GPU"
+    text = (
+        f"{where}; torch {_text(meta.get('torch'))}, Triton {_text(meta.get('triton'))}; "
+        f"{_text(meta.get('date'))}; complete: {_text(meta.get('complete'))}."
+    )
+    if command := meta.get("command"):
+        text += f"\n\n`{command}`"
+    return text + "\n\nEverything the run recorded (software, timer, plan, phases): [the run](#the-run), at the end."
+
+
 def write(rows: list[dict], meta: dict, out_dir: Path, record: bool = True) -> list[Path]:
     """Write results.json (unless not ``record``: suite.report re-rendering a run in place leaves its record as it
     is), results.csv, table.md and the plots into ``out_dir``; returns the files written. Each is written to a
@@ -687,14 +705,16 @@ def write(rows: list[dict], meta: dict, out_dir: Path, record: bool = True) -> l
     depth_plot.annotate(rows, meta)  # each row's effective latency, for the files below
     md = (
         "# pipesuite results\n\n"
+        + headline(meta)
+        + "\n\n"
+        + table(rows)
+        + f"\n\n{RUN_HEADING}\n\n"
         + "\n".join(
             textwrap.fill(
                 f"- {k}: {_text(v)}", MD_WIDTH, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
             )
             for k, v in meta.items()
         )
-        + "\n\n"
-        + table(rows)
         + "\n"
     )
     files = (
