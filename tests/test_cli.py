@@ -494,6 +494,8 @@ def test_table_md_opens_with_the_gpu_and_command_and_ends_with_the_record(tmp_pa
     assert all(f"- {key}: " in record for key in meta) and "###" not in record
     report.write(_rows(), {"gpu": None, "mode": "cpu"}, tmp_path / "cpu")
     assert (tmp_path / "cpu" / "table.md").read_text().splitlines()[2].startswith("no GPU; torch -, Triton -; ")
+    report.write(_rows(), {"by": "gpu", "gpus": ["NVIDIA H100", "NVIDIA H200"]}, tmp_path / "by")
+    assert (tmp_path / "by" / "table.md").read_text().splitlines()[2].startswith("GPUs NVIDIA H100, NVIDIA H200; ")
 
 
 def _wide_rows():

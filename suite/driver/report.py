@@ -680,8 +680,13 @@ def headline(meta: dict) -> str:
     """table.md's first lines: the GPU, driver, torch and Triton, the date and the command, with a pointer to the
     whole record at the end (a sweep's meta runs to dozens of lines, which would push its tables off the first
     screen)."""
-    gpu = meta.get("gpu")
-    where = f"{gpu} ({meta['sms']} SMs), driver {_text(meta.get('driver'))}" if gpu and meta.get("sms") else "no GPU"
+    gpu, gpus = meta.get("gpu"), meta.get("gpus")
+    if gpu:
+        where = f"{gpu}{f' ({sms} SMs)' if (sms := meta.get('sms')) else ''}, driver {_text(meta.get('driver'))}"
+    elif gpus and all(isinstance(g, str) for g in gpus):  # suite.merge --by gpu: runs of several GPU models
+        where = f"GPUs {', '.join(gpus)}"
+    else:
+        where = "no GPU"
     text = (
         f"{where}; torch {_text(meta.get('torch'))}, Triton {_text(meta.get('triton'))}; "
         f"{_text(meta.get('date'))}; complete: {_text(meta.get('complete'))}."
