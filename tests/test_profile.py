@@ -6,6 +6,7 @@ import csv
 import io
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -189,6 +190,10 @@ def test_kernels_map_to_rows_by_nvtx_range():
     profile.assign(rows, kernels, manifest, "4096x4096x4096")  # row 5: not in the manifest (the worker died)
     assert rows[0]["profile"]["kernel"] == "gemm_f16_f32acc<3, 1, 32>"  # 47,712 ns against 47,136
     assert rows[0]["profile"]["kernels"] == 2 and "the longest shown" in rows[0]["profile"]["note"]
+    # each kernel's share of the call's time under ncu, in launch order: 47,712 / 47,136 ns; the four: 29/25/25/21%
+    assert [int(p) for p in re.findall(r" (\d+)%", rows[0]["profile"]["note"])] == [50, 50]
+    assert [int(p) for p in re.findall(r" (\d+)%", rows[3]["profile"]["note"])] == [29, 25, 25, 21]
+    assert rows[3]["profile"]["note"].startswith("4 kernels in one call (gemm_tma_wgmma<3, 128, 1, 0, 0> 29%, ")
     assert rows[1]["profile"] == {"error": "RuntimeError: boom"}
     assert rows[2]["profile"]["kernel"] == "scale2_pipeline<3>" and rows[2]["profile"]["note"] == ""
     assert rows[3]["profile"]["kernel"] == "gemm_tma_wgmma<3, 128, 1, 0, 0>"  # 37,184 ns: the longest of four

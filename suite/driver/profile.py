@@ -7,8 +7,8 @@ cuBLAS handles), then calls it once more between cudaProfilerStart and cudaProfi
 ``pipesuite#<i>``. ncu runs with
 
 - ``--profile-from-start off``: it profiles only the kernels launched between start and stop, i.e. exactly the
-  kernels of that one call (one launch for every Triton and PTX variant; a torch op that launches more than one
-  kernel shows its longest, and says so);
+  kernels of that one call (one kernel for most variants; a split-K or stream-K call, or a torch op, that launches
+  more than one shows its longest, and says so, with each kernel's share of their time);
 - ``--nvtx``: each kernel's row in the raw CSV names the range it ran in, which maps it to its table row without
   relying on launch order or kernel names;
 - ``--clock-control none``: the suite never changes the GPU's clocks (ncu would lock them to base by default), so
@@ -77,7 +77,9 @@ WARPS_ELIGIBLE = "smsp__warps_eligible.avg.per_cycle_active"
 # metric that counts both mma.sync and wgmma (the committed sample, tests/data, has it for both kinds of GEMM).
 # There is no separate wgmma cycles metric; the row's SASS classes (HMMA / HGMMA) tell which it was.
 TENSOR_PIPE = "sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"
-DURATION = "gpu__time_duration.sum"  # only to pick the longest kernel of a multi-kernel call; never reported
+# to pick the longest kernel of a multi-kernel call and give each kernel its share of the call: never reported as a
+# time (ncu replays each kernel with the caches flushed per pass, not as the timed run ran them)
+DURATION = "gpu__time_duration.sum"
 # The shared-memory data pipe's wavefronts as a share of its peak rate: ncu's "Shared Memory" throughput (Memory
 # Workload Analysis). Not in the committed sample, so asked for as an extra (EXTRA_METRICS): an ncu that refuses it
 # profiles without it.
@@ -490,8 +492,16 @@ def assign(
         main = max(found, key=lambda k: k["values"].get(DURATION) or 0)
         profile = {**profile_of(main), "shape": shape, "kernels": len(found)}
         notes = []
-        if len(found) > 1:
-            notes.append(f"{len(found)} kernels in one call; the longest shown")
+        if len(found) > 1:  # a split-K or stream-K pass and its fix-up: how the call's time divides between them
+            times = [k["values"].get(DURATION) for k in found]
+            shares = ""
+            if all(times) and (total := sum(times)):
+                shares = (
+                    " ("
+                    + ", ".join(f"{short_kernel_name(k['name'])} {100 * t / total:.0f}%" for k, t in zip(found, times))
+                    + " of their time under ncu)"
+                )
+            notes.append(f"{len(found)} kernels in one call{shares}; the longest shown")
         if entry.get("config") and row.get("config") and entry["config"] != row["config"]:
             notes.append(f"profiled config ({entry['config']}) differs from the timed one")
         profile["note"] = "; ".join(notes)
