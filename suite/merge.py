@@ -407,13 +407,8 @@ def write_by_gpu(groups: dict[str, tuple[list[dict], dict]], out: Path, command:
         "command": command,
         "runs": {name: str(dirs[name]) for name in groups},
     }
-    md = (
-        "# pipesuite results by GPU\n\n"
-        + "\n".join(f"- {k}: {report._text(v)}" for k, v in meta.items())
-        + "\n\n"
-        + side_by_side(runs)
-        + "\n"
-    )
+    md = "# pipesuite results by GPU\n\n" + report.headline(meta) + "\n\n" + side_by_side(runs) + "\n\n"
+    md += report.record_section(meta)
     rows = [dict(r, gpu=name) for name, rs in runs.items() for r in rs]
     buf = io.StringIO()
     fields = ("gpu",) + report.CSV_FIELDS

@@ -492,10 +492,19 @@ def test_table_md_opens_with_the_gpu_and_command_and_ends_with_the_record(tmp_pa
     tables, record = text.split("\n" + report.RUN_HEADING + "\n")
     assert "### vector 1024" in tables and "- plan:" not in tables
     assert all(f"- {key}: " in record for key in meta) and "###" not in record
-    report.write(_rows(), {"gpu": None, "mode": "cpu"}, tmp_path / "cpu")
-    assert (tmp_path / "cpu" / "table.md").read_text().splitlines()[2].startswith("no GPU; torch -, Triton -; ")
-    report.write(_rows(), {"by": "gpu", "gpus": ["NVIDIA H100", "NVIDIA H200"]}, tmp_path / "by")
-    assert (tmp_path / "by" / "table.md").read_text().splitlines()[2].startswith("GPUs NVIDIA H100, NVIDIA H200; ")
+    report.write(_rows(), {"gpu": None, "mode": "cpu", "torch": "2.13.0"}, tmp_path / "cpu")
+    assert (tmp_path / "cpu" / "table.md").read_text().splitlines()[2] == "no GPU; torch 2.13.0."
+    assert report.headline({"by": "gpu", "gpus": ["NVIDIA H100", "NVIDIA H200"]}).startswith(
+        "GPUs NVIDIA H100, NVIDIA H200.\n"
+    )
+    # a hand-edited record: any type renders as text (no repr, no crash), a backtick in the command stays in its span
+    odd = report.headline({"gpu": None, "gpus": 3, "command": ["python", "-m", "x"]}).splitlines()
+    assert odd[0] == "no GPU." and odd[2] == "`python, -m, x`"
+    assert report.headline({"gpus": "H100", "command": "run --out 'a`b'"}).splitlines()[:3] == [
+        "no GPU.",
+        "",
+        "`` run --out 'a`b' ``",
+    ]
 
 
 def _wide_rows():

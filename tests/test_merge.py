@@ -289,6 +289,9 @@ def test_by_gpu_puts_models_side_by_side(gemm_plan, tmp_path):
     table = (tmp_path / "by" / "table.md").read_text()
     assert "NVIDIA H200 TFLOP/s" in table and "NVIDIA H100 TFLOP/s" in table
     assert "NVIDIA H100 / NVIDIA H200" in table and "| 0.50x" in table
+    # the models first, the tables, then the record (as every table.md)
+    assert table.splitlines()[2] == "GPUs NVIDIA H200, NVIDIA H100."
+    assert table.index("| 0.50x") < table.index(report.RUN_HEADING) < table.index("- by: gpu")
     for name in ("NVIDIA-H200", "NVIDIA-H100"):  # each model's own merged results, plots included
         assert (tmp_path / "by" / name / "results.json").exists() and (tmp_path / "by" / name / "gemm.png").exists()
     rows = json.loads((tmp_path / "by" / "results.json").read_text())["rows"]

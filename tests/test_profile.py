@@ -111,6 +111,8 @@ def test_sample_parses_into_kernels():
         "gemm_tma_wgmma<3, 256, 2, 1, 1>",
     ]
     assert all(k["range"] is None for k in kernels)  # taken without --nvtx
+    softmax = "void at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>(float *, const float *, int)"
+    assert profile.short_kernel_name(softmax) == "at::native::(anonymous namespace)::cunn_SoftMaxForward<4, float>"
     assert kernels[MMA32]["values"][profile.SMEM["ld_wavefronts"]] == 4_227_072  # "4,227,072"
     assert kernels[VECTOR]["values"][profile.DURATION] == 129_152  # ns
 

@@ -167,8 +167,13 @@ def _number(text: str, unit: str = "") -> float | None:
     return value
 
 
+ANONYMOUS = "(anonymous namespace)"  # a part of a C++ name, not its argument list
+
+
 def short_kernel_name(name: str) -> str:
-    """'void gemm_tma_wgmma<3, 256, 2, 1, 1>(TensorMap, ...)' -> 'gemm_tma_wgmma<3, 256, 2, 1, 1>'."""
+    """'void gemm_tma_wgmma<3, 256, 2, 1, 1>(TensorMap, ...)' -> 'gemm_tma_wgmma<3, 256, 2, 1, 1>'; an
+    '(anonymous namespace)' inside the name is kept: 'void a::(anonymous namespace)::f<1>(int)' -> 'a::(anonymous
+    namespace)::f<1>'."""
     name = name.strip()
     if name.startswith("void "):
         name = name[5:]
@@ -178,7 +183,7 @@ def short_kernel_name(name: str) -> str:
             depth += 1
         elif ch == ">":
             depth -= 1
-        elif ch == "(" and depth == 0 and i > 0:
+        elif ch == "(" and depth == 0 and i > 0 and not name.startswith(ANONYMOUS, i):
             return name[:i]
     return name
 

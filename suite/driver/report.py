@@ -679,21 +679,40 @@ RUN_HEADING = "## The run"  # table.md's last section: every field of meta, afte
 def headline(meta: dict) -> str:
     """table.md's first lines: the GPU, driver, torch and Triton, the date and the command, with a pointer to the
     whole record at the end (a sweep's meta runs to dozens of lines, which would push its tables off the first
-    screen)."""
+    screen). Any value of any type renders as _text renders it (a hand-edited record included)."""
     gpu, gpus = meta.get("gpu"), meta.get("gpus")
     if gpu:
-        where = f"{gpu}{f' ({sms} SMs)' if (sms := meta.get('sms')) else ''}, driver {_text(meta.get('driver'))}"
-    elif gpus and all(isinstance(g, str) for g in gpus):  # suite.merge --by gpu: runs of several GPU models
-        where = f"GPUs {', '.join(gpus)}"
+        sms = f" ({_text(meta['sms'])} SMs)" if meta.get("sms") else ""
+        parts = [f"{_text(gpu)}{sms}, driver {_text(meta.get('driver'))}"]
+    elif isinstance(gpus, list) and gpus and all(isinstance(g, str) for g in gpus):  # suite.merge --by gpu
+        parts = [f"GPUs {', '.join(gpus)}"]
     else:
-        where = "no GPU"
-    text = (
-        f"{where}; torch {_text(meta.get('torch'))}, Triton {_text(meta.get('triton'))}; "
-        f"{_text(meta.get('date'))}; complete: {_text(meta.get('complete'))}."
-    )
+        parts = ["no GPU"]
+    if software := ", ".join(
+        f"{name} {_text(meta[key])}" for name, key in (("torch", "torch"), ("Triton", "triton")) if meta.get(key)
+    ):
+        parts.append(software)
+    parts += [_text(meta["date"])] if meta.get("date") else []
+    parts += [f"complete: {_text(meta['complete'])}"] if "complete" in meta else []
+    text = "; ".join(parts) + "."
     if command := meta.get("command"):
-        text += f"\n\n`{command}`"
+        command = _text(command)
+        # a code span fenced by more backticks than any run of them in the command (CommonMark), spaced when needed
+        fence = "`" * (max((len(run) for run in re.findall(r"`+", command)), default=0) + 1)
+        pad = " " if "`" in command else ""
+        text += f"\n\n{fence}{pad}{command}{pad}{fence}"
     return text + "\n\nEverything the run recorded (software, timer, plan, phases): [the run](#the-run), at the end."
+
+
+def record_section(meta: dict) -> str:
+    """table.md's last section: every field of ``meta``, one wrapped line each, under RUN_HEADING."""
+    lines = (
+        textwrap.fill(
+            f"- {k}: {_text(v)}", MD_WIDTH, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
+        )
+        for k, v in meta.items()
+    )
+    return f"{RUN_HEADING}\n\n" + "\n".join(lines) + "\n"
 
 
 def write(rows: list[dict], meta: dict, out_dir: Path, record: bool = True) -> list[Path]:
@@ -708,20 +727,7 @@ def write(rows: list[dict], meta: dict, out_dir: Path, record: bool = True) -> l
     except OSError as e:
         raise WriteError(out_dir, [], [("the directory", e)]) from None
     depth_plot.annotate(rows, meta)  # each row's effective latency, for the files below
-    md = (
-        "# pipesuite results\n\n"
-        + headline(meta)
-        + "\n\n"
-        + table(rows)
-        + f"\n\n{RUN_HEADING}\n\n"
-        + "\n".join(
-            textwrap.fill(
-                f"- {k}: {_text(v)}", MD_WIDTH, subsequent_indent="  ", break_long_words=False, break_on_hyphens=False
-            )
-            for k, v in meta.items()
-        )
-        + "\n"
-    )
+    md = "# pipesuite results\n\n" + headline(meta) + "\n\n" + table(rows) + "\n\n" + record_section(meta)
     files = (
         ("results.json", lambda: json.dumps({"meta": meta, "rows": rows}, indent=1, default=str)),
         ("results.csv", lambda: to_csv(rows)),
