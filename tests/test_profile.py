@@ -154,6 +154,8 @@ def test_why_cell():
     assert profile.why(gemm) == "tensor 80%; long_sb 30%, barrier 28%"
     measured = _row(profile={**profile.profile_of(kernels[TMA_STORE]), "smem_throughput_pct": 41.2})
     assert profile.why(measured) == "tensor 80%, smem 41%; long_sb 30%, barrier 28%"
+    both = _row(profile={**measured["profile"], "l2_throughput_pct": 63.6})
+    assert profile.why(both) == "tensor 80%, l2 64%, smem 41%; long_sb 30%, barrier 28%"
     assert profile.why(mma) == "tensor 62%; wait 46%, math_throttle 21%"
     assert profile.why(vec) == "dram 82%; long_sb 62%, short_sb 15%; bank conflicts 12%"
     assert profile.why(_row()) == "-"
@@ -308,7 +310,8 @@ def test_an_extra_metric_ncu_refuses_is_dropped_for_the_rest_of_the_run(tmp_path
     asked = [json.loads(c) for c in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [profile.SMEM_THROUGHPUT in m for m in asked] == [True, False, False]  # 2 groups, the first asked twice
     assert all(r["profile"].get("kernel") and r["profile"]["smem_throughput_pct"] is None for r in rows[:3])
-    assert f"{len(profile.METRICS)} metrics (this ncu refused {profile.SMEM_THROUGHPUT})" in line
+    assert all(r["profile"]["l2_throughput_pct"] is None and r["profile"]["dram_read_bytes"] is None for r in rows[:3])
+    assert f"{len(profile.METRICS)} metrics (this ncu refused {', '.join(profile.EXTRA_METRICS)})" in line
 
 
 @pytest.mark.parametrize("status", [0, 1])
@@ -492,6 +495,10 @@ def test_profile_pass_on_the_gpu(tmp_path):
         assert len(r["profile"]["top_stalls"]) == 3 and profile.why(r).startswith("dram ")
         # the ring's cp.async writes and LDS reads go through the shared-memory data pipe: its extra metric is read
         assert r["profile"]["smem_throughput_pct"] > 0 and ", smem " in profile.why(r), r["profile"]
+        # the other extras: the L2 slices' throughput, and DRAM reads of x at least (2**24 elements of 2 bytes or
+        # more; ncu flushes the caches before each pass, so x comes from DRAM)
+        assert r["profile"]["l2_throughput_pct"] > 0 and ", l2 " in profile.why(r), r["profile"]
+        assert r["profile"]["dram_read_bytes"] >= 2 * 2**24, r["profile"]
     assert HAS_GPU
 
 

@@ -84,7 +84,12 @@ DURATION = "gpu__time_duration.sum"
 # Workload Analysis). Not in the committed sample, so asked for as an extra (EXTRA_METRICS): an ncu that refuses it
 # profiles without it.
 SMEM_THROUGHPUT = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed"
-EXTRA_METRICS = (SMEM_THROUGHPUT,)
+# The L2 slices' throughput as a share of peak (Speed Of Light's "L2 Cache Throughput"): a tile whose operands come
+# from L2 faster than the tensor pipe takes them is bound here, not by DRAM. And the bytes read from DRAM, to set
+# against the problem's minimum: an operand read from DRAM more than once shows as a multiple of it. Extras too.
+L2_THROUGHPUT = "lts__throughput.avg.pct_of_peak_sustained_elapsed"
+DRAM_READ_BYTES = "dram__bytes_read.sum"
+EXTRA_METRICS = (SMEM_THROUGHPUT, L2_THROUGHPUT, DRAM_READ_BYTES)
 UNKNOWN_METRIC = "Failed to find metric"  # ncu's error for a metric name this ncu or GPU does not have
 SMEM = {  # shared memory, loads (LDS, and ldmatrix's wavefronts) and stores (STS)
     "ld_conflicts": "l1tex__data_bank_conflicts_pipe_lsu_mem_shared_op_ld.sum",
@@ -249,6 +254,8 @@ def profile_of(kernel: dict) -> dict:
         "achieved_occupancy_pct": v.get(OCCUPANCY),
         "tensor_pipe_pct": v.get(TENSOR_PIPE),
         "smem_throughput_pct": v.get(SMEM_THROUGHPUT),
+        "l2_throughput_pct": v.get(L2_THROUGHPUT),
+        "dram_read_bytes": v.get(DRAM_READ_BYTES),
         "warps_per_scheduler": {"active": v.get(WARPS_ACTIVE), "eligible": v.get(WARPS_ELIGIBLE)},
         "top_stalls": [{"reason": r, "share_pct": round(100 * x / total, 1), "warps_per_issue": x} for r, x in top],
         "stalls": stalls,
@@ -262,9 +269,10 @@ def _pct(x) -> str:
 
 def why(row: dict) -> str:
     """The compact cell: what the kernel keeps busy (the tensor pipe for a TFLOP/s problem, DRAM for a GB/s one; and
-    the shared-memory data pipe where it was measured), the two largest stall reasons with their share of stall
-    cycles, and shared-memory bank conflicts when they add 5% or more of the wavefronts. E.g. 'tensor 66%, smem 41%;
-    wait 42%, long_sb 12%' (no '|': the cell sits in Markdown tables). '-' for a row without a profile."""
+    the L2 slices and the shared-memory data pipe where they were measured), the two largest stall reasons with their
+    share of stall cycles, and shared-memory bank conflicts when they add 5% or more of the wavefronts. E.g.
+    'tensor 66%, l2 38%, smem 41%; wait 42%, long_sb 12%' (no '|': the cell sits in Markdown tables). '-' for a row
+    without a profile."""
     p = row.get("profile")
     if not p:
         return "-"
@@ -275,8 +283,9 @@ def why(row: dict) -> str:
         if row.get("unit") == "TFLOP/s"
         else f"dram {_pct(p.get('dram_throughput_pct'))}"
     )
-    if p.get("smem_throughput_pct") is not None:
-        lead += f", smem {_pct(p['smem_throughput_pct'])}"
+    for name, key in (("l2", "l2_throughput_pct"), ("smem", "smem_throughput_pct")):
+        if p.get(key) is not None:
+            lead += f", {name} {_pct(p[key])}"
     stalls = ", ".join(f"{SHORT.get(s['reason'], s['reason'])} {s['share_pct']:.0f}%" for s in p["top_stalls"][:2])
     cell = lead + (f"; {stalls}" if stalls else "")
     conflict = (p.get("smem") or {}).get("bank_conflict_pct")
@@ -293,6 +302,8 @@ CSV_FIELDS = (
     "profile_achieved_occupancy_pct",
     "profile_tensor_pipe_pct",
     "profile_smem_throughput_pct",
+    "profile_l2_throughput_pct",
+    "profile_dram_read_bytes",
     "profile_warps_active_per_scheduler",
     "profile_warps_eligible_per_scheduler",
     "profile_stall_1",
@@ -326,6 +337,8 @@ def flat(row: dict) -> dict:
             "achieved_occupancy_pct",
             "tensor_pipe_pct",
             "smem_throughput_pct",
+            "l2_throughput_pct",
+            "dram_read_bytes",
         )
     }
     out["profile_warps_active_per_scheduler"] = p["warps_per_scheduler"]["active"]
