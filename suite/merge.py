@@ -46,6 +46,7 @@ import csv
 import io
 import json
 import os
+import shlex
 import sys
 from collections import Counter
 from dataclasses import dataclass
@@ -494,7 +495,8 @@ def _main(args: argparse.Namespace, argv) -> int:
     if why := check_out(args.out):
         print(f"error: --out: {why}", file=sys.stderr)
         return 2
-    command = "python -m suite.merge " + " ".join(argv if argv is not None else sys.argv[1:])
+    # quoted as a shell reads it back (a path may have spaces): the record's command runs again as written
+    command = "python -m suite.merge " + shlex.join(argv if argv is not None else sys.argv[1:])
     try:
         parts = [load(d) for d in args.dirs]
         out = args.out.resolve()

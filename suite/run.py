@@ -27,6 +27,7 @@ import contextlib
 import datetime as dt
 import json
 import os
+import shlex
 import sys
 import textwrap
 from pathlib import Path
@@ -313,6 +314,12 @@ def parse_args(argv=None) -> argparse.Namespace:
 WORKER_PRELOAD = ("suite.driver.bench", "suite.variants")
 
 
+def command_line(argv: list[str] | tuple[str, ...]) -> str:
+    """The run's command as meta.command records it: quoted as a shell reads it back (a variant name has spaces), so
+    the record's command runs again as written."""
+    return "python -m suite.run " + shlex.join(argv)
+
+
 def main(argv=None) -> int:
     args = parse_args(argv)
     from suite.cli_exits import guarded
@@ -584,7 +591,7 @@ def _run(args, argv, prestarted, opts, on_gpu, shard, gpus, out: Path, resume: d
                 else ""
             )
         )
-    command = "python -m suite.run " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = command_line(argv if argv is not None else sys.argv[1:])
     phases = sweep.Phases(since_start=True)
     with phases("meta"):
         meta = run_meta.collect(on_gpu)

@@ -4,6 +4,7 @@ torch ceiling alone (seconds)."""
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 import textwrap
@@ -207,6 +208,19 @@ def test_an_out_holding_a_run_is_refused_unless_overwrite(tmp_path, monkeypatch,
     assert _main_here(*args, cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)[0] == 0
     assert not (out / "gemm.png").exists() and (out / "notes.txt").exists()
     assert "--seed 7" in json.loads((out / "results.json").read_text())["meta"]["command"]
+
+
+def test_the_recorded_command_is_quoted_as_a_shell_reads_it(tmp_path, monkeypatch, capsys):
+    """A variant name has spaces: meta.command quotes it, so the command runs again as written."""
+    from suite.run import command_line
+
+    out = tmp_path / "out"
+    args = ("--problem", "vector", "--variant", "torch:copy_", "--size", "4097", "--no-progress", "--out", str(out))
+    assert _main_here(*args, cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)[0] == 0
+    command = json.loads((out / "results.json").read_text())["meta"]["command"]
+    assert shlex.split(command)[3:] == list(args)
+    spaced = ("--problem", "gemm", "--variant", "ptx:128x256x64 ws 2wg persistent tma-store tma+wgmma")
+    assert shlex.split(command_line(spaced))[3:] == list(spaced)
 
 
 def test_an_out_another_run_holds_is_refused(tmp_path, monkeypatch, capsys):
