@@ -5,6 +5,7 @@ test, which merges real CPU shard runs of the CLI."""
 
 import json
 import os
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -383,7 +384,7 @@ def test_cli_merges_real_cpu_shards_into_the_unsharded_run(tmp_path):
             str(tmp_path / "s2"),
             str(tmp_path / "s1"),
             "--out",
-            str(tmp_path / "merged"),
+            str(tmp_path / "the merged"),  # a space: the record's command quotes it
         ],
         capture_output=True,
         text=True,
@@ -393,7 +394,7 @@ def test_cli_merges_real_cpu_shards_into_the_unsharded_run(tmp_path):
     )
     assert proc.returncode == 0, proc.stderr
     s1, s2, merged, full = (
-        json.loads((tmp_path / d / "results.json").read_text()) for d in ("s1", "s2", "merged", "full")
+        json.loads((tmp_path / d / "results.json").read_text()) for d in ("s1", "s2", "the merged", "full")
     )
     plan = planning.build(
         bench.Options(problems=("vector",), variants=("triton:tile loop",), sizes={"vector": (4097, 8195, 12289)}),
@@ -404,7 +405,9 @@ def test_cli_merges_real_cpu_shards_into_the_unsharded_run(tmp_path):
         assert shard["meta"]["plan"]["id"] == plan.id == full["meta"]["plan"]["id"]
         assert {r["job"] for r in shard["rows"]} == set(shard["meta"]["shard"]["jobs"])
     assert merged["rows"] == full["rows"]
-    assert _body(tmp_path / "merged") == _body(tmp_path / "full")
+    assert _body(tmp_path / "the merged") == _body(tmp_path / "full")
+    argv = [str(tmp_path / "s2"), str(tmp_path / "s1"), "--out", str(tmp_path / "the merged")]
+    assert shlex.split(merged["meta"]["command"]) == ["python", "-m", "suite.merge", *argv]  # runs again as written
     assert sorted(merged["meta"]["shard"]["parts"]) == ["1/2", "2/2"]
     phases = s2["meta"]["phase_seconds"]  # where the time went, and the timer's rule and power regime
     assert {"startup", "meta", "plan", "compile", "validate", "reports", "total"} <= set(phases)

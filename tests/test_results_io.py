@@ -211,10 +211,10 @@ def test_an_out_holding_a_run_is_refused_unless_overwrite(tmp_path, monkeypatch,
 
 
 def test_the_recorded_command_is_quoted_as_a_shell_reads_it(tmp_path, monkeypatch, capsys):
-    """A variant name has spaces: meta.command quotes it, so the command runs again as written."""
+    """A variant name or a path has spaces: meta.command quotes them, so the command runs again as written."""
     from suite.run import command_line
 
-    out = tmp_path / "out"
+    out = tmp_path / "out dir"
     args = ("--problem", "vector", "--variant", "torch:copy_", "--size", "4097", "--no-progress", "--out", str(out))
     assert _main_here(*args, cwd=tmp_path, monkeypatch=monkeypatch, capsys=capsys)[0] == 0
     command = json.loads((out / "results.json").read_text())["meta"]["command"]

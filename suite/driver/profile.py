@@ -84,9 +84,9 @@ DURATION = "gpu__time_duration.sum"
 # Workload Analysis). Not in the committed sample, so asked for as an extra (EXTRA_METRICS): an ncu that refuses it
 # profiles without it.
 SMEM_THROUGHPUT = "l1tex__data_pipe_lsu_wavefronts_mem_shared.sum.pct_of_peak_sustained_elapsed"
-# The L2 slices' throughput as a share of peak (Speed Of Light's "L2 Cache Throughput"): a tile whose operands come
-# from L2 faster than the tensor pipe takes them is bound here, not by DRAM. And the bytes read from DRAM, to set
-# against the problem's minimum: an operand read from DRAM more than once shows as a multiple of it. Extras too.
+# The L2 slices' throughput as a share of peak (Speed Of Light's "L2 Cache Throughput"): a kernel whose operands come
+# from L2 as fast as the L2 serves them is bound here, not by DRAM. And the bytes read from DRAM, to set against the
+# operands' bytes: an operand read from DRAM more than once shows as a multiple of them. Both asked for as extras.
 L2_THROUGHPUT = "lts__throughput.avg.pct_of_peak_sustained_elapsed"
 DRAM_READ_BYTES = "dram__bytes_read.sum"
 EXTRA_METRICS = (SMEM_THROUGHPUT, L2_THROUGHPUT, DRAM_READ_BYTES)
