@@ -302,16 +302,32 @@ def test_profile_pass_with_a_fake_ncu(tmp_path, monkeypatch):
 
 
 def test_an_extra_metric_ncu_refuses_is_dropped_for_the_rest_of_the_run(tmp_path, monkeypatch):
-    """An ncu that does not know the shared-memory throughput metric: the first group is profiled again without it,
-    the next is asked without it, every row gets its profile (no smem figure), and the metadata's line says so."""
+    """An ncu that does not know the shared-memory throughput metric: the first group is profiled again without it
+    (the other extras still asked), the next is asked without it, every row gets its profile (no smem figure), and the
+    metadata's line names the one refused."""
     _fake_ncu(tmp_path, monkeypatch, _sample_with_ranges([0, 1, 1, 2, 2, 2, 2]), unknown=profile.SMEM_THROUGHPUT)
     rows = _gemm_rows() + [_row(variant="128x256x32 mma.sync", stages=3, shape="8192x8192x8192")]
     line = profile.add_profiles(rows, on_gpu=True, progress=False)
     asked = [json.loads(c) for c in (tmp_path / "metrics.jsonl").read_text().splitlines()]
     assert [profile.SMEM_THROUGHPUT in m for m in asked] == [True, False, False]  # 2 groups, the first asked twice
+    assert all(profile.L2_THROUGHPUT in m and profile.DRAM_READ_BYTES in m for m in asked)
     assert all(r["profile"].get("kernel") and r["profile"]["smem_throughput_pct"] is None for r in rows[:3])
-    assert all(r["profile"]["l2_throughput_pct"] is None and r["profile"]["dram_read_bytes"] is None for r in rows[:3])
-    assert f"{len(profile.METRICS)} metrics (this ncu refused {', '.join(profile.EXTRA_METRICS)})" in line
+    kept = len(profile.METRICS) + len(profile.EXTRA_METRICS) - 1
+    assert f"{kept} metrics (this ncu refused {profile.SMEM_THROUGHPUT})" in line
+
+
+def test_the_l2_and_dram_read_extras_reach_the_profile_and_the_csv():
+    """The L2 slices' throughput and the DRAM bytes read, where ncu gave them: in the profile object, the why cell
+    and the CSV's columns."""
+    kernel = _kernels()[TMA_STORE]
+    values = {**kernel["values"], profile.L2_THROUGHPUT: 63.6, profile.DRAM_READ_BYTES: 2.5e8}
+    p = profile.profile_of({**kernel, "values": values})
+    assert p["l2_throughput_pct"] == 63.6 and p["dram_read_bytes"] == 2.5e8
+    row = _row(profile=p)
+    assert ", l2 64%" in profile.why(row)
+    flat = profile.flat(row)
+    assert flat["profile_l2_throughput_pct"] == 63.6 and flat["profile_dram_read_bytes"] == 2.5e8
+    assert set(flat) <= set(profile.CSV_FIELDS)
 
 
 @pytest.mark.parametrize("status", [0, 1])

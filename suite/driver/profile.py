@@ -381,8 +381,8 @@ def ncu_version(ncu: str) -> str:
     return versions[-1] if versions else (out.strip().splitlines() or ["unknown"])[-1]
 
 
-def ncu_command(ncu: str, worker_args: list[str], extras: bool = True) -> list[str]:
-    """ncu over the profile worker, asking for METRICS, and EXTRA_METRICS with ``extras``."""
+def ncu_command(ncu: str, worker_args: list[str], extras: tuple[str, ...] = EXTRA_METRICS) -> list[str]:
+    """ncu over the profile worker, asking for METRICS and ``extras`` (those of EXTRA_METRICS this ncu knows)."""
     return [
         ncu,
         "--clock-control",
@@ -394,7 +394,7 @@ def ncu_command(ncu: str, worker_args: list[str], extras: bool = True) -> list[s
         "--page",
         "raw",
         "--metrics",
-        ",".join(METRICS + (EXTRA_METRICS if extras else ())),
+        ",".join(METRICS + tuple(extras)),
         sys.executable,
         "-m",
         "suite.driver.profile_worker",
@@ -424,13 +424,13 @@ def profile_group(
     seed: int = 0,
     timeout_s: float | None = None,
     dtype: str = "",
-    extras: bool = True,
-) -> bool:
+    extras: tuple[str, ...] = EXTRA_METRICS,
+) -> tuple[str, ...]:
     """Profile ``rows`` (all of one problem and shape) in one worker process under ncu and set each row's
-    ``profile``: the profile object, or {"error": why} for a row whose kernel ncu did not profile. With ``extras``,
-    EXTRA_METRICS are asked for too, and once more without them if ncu refuses a metric name. Returns whether the
-    extras were collected. Raises Unavailable when ncu cannot profile at all (no permission, a metric of METRICS
-    ncu does not know, ...)."""
+    ``profile``: the profile object, or {"error": why} for a row whose kernel ncu did not profile. The ``extras``
+    (of EXTRA_METRICS) are asked for too; where ncu refuses a metric name, once more without the extras it named (all
+    of them if it named none of them). Returns the extras collected. Raises Unavailable when ncu cannot profile at all
+    (no permission, a metric of METRICS ncu does not know, ...)."""
     from suite.problems import PROBLEMS
     from suite.registry import variants
 
@@ -467,7 +467,9 @@ def profile_group(
             kernels = read_raw_csv(done.stdout)
         except ValueError:
             if extras and UNKNOWN_METRIC in output:
-                extras = False  # this ncu does not know an extra metric: the fixed set alone
+                # this ncu does not know an extra metric: ask again without the ones it names
+                refused = {m for m in extras if m in output} or set(extras)
+                extras = tuple(m for m in extras if m not in refused)
                 continue
             raise Unavailable(f"ncu profiled nothing (exit status {done.returncode}): {_first_error(output)}") from None
         assign(rows, kernels, manifest, shape, worker_error=None if done.returncode == 0 else _first_error(done.stderr))
@@ -550,7 +552,7 @@ def add_profiles(rows: list[dict], on_gpu: bool, seed: int = 0, progress: bool =
     if not timed:
         raise Unavailable("no row was timed, so nothing is profiled")
     ncu = find_ncu()
-    extras = True  # until ncu refuses one of EXTRA_METRICS
+    extras = EXTRA_METRICS  # less those ncu refuses
     groups: dict[tuple[str, str, str], list[dict]] = {}
     for r in timed:  # one worker per (problem, shape, dtype): the rows of one group share their inputs
         groups.setdefault((r["problem"], r["shape"], r.get("dtype") or ""), []).append(r)
@@ -574,6 +576,7 @@ def add_profiles(rows: list[dict], on_gpu: bool, seed: int = 0, progress: bool =
             continue
         if progress:
             print(f" {time.time() - t0:.0f} s", file=sys.stderr)
-    count = len(METRICS) + (len(EXTRA_METRICS) if extras else 0)
-    refused = "" if extras else f" (this ncu refused {', '.join(EXTRA_METRICS)})"
+    count = len(METRICS) + len(extras)
+    refused = [m for m in EXTRA_METRICS if m not in extras]
+    refused = f" (this ncu refused {', '.join(refused)})" if refused else ""
     return f"ncu {ncu_version(ncu)}, --clock-control none, {count} metrics{refused}; {TIMED_NOTE}"
