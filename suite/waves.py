@@ -97,6 +97,10 @@ def mid_token_rows(m: int) -> int:
 # multiplies with.
 MID_CONSUMERS = (2, 3)
 MID_MOST_TOKENS_FOR = {2: MID_MOST_TOKENS, 3: 128}
+# fp8 promotes each K stage's sum into the accumulators, two stages' partials in turn: three times the accumulator's
+# registers, which two consumer warpgroups hold without spilling up to 104 tokens (156 registers; ptxas spills from
+# 112), three at no tile of 64 or more
+MID_MOST_TOKENS_FP8 = {2: 104}
 MID_LEAST_TOKENS = 64
 MID_DEEPEST = 6  # its deepest ring (suite.ptx.gemm_decode.MID_STAGES)
 MID_SMEM = 227 * 1024  # an SM's shared memory for one block
@@ -108,10 +112,17 @@ MID_FIXED_TOKENS = 32
 MID_SPLIT_ROUNDS = 0.16
 
 
-def mid_tile_ok(block_t: int, consumers: int) -> bool:
-    """Whether the PTX mid-M build makes a tile of ``block_t`` tokens x 64 x ``consumers`` weight columns."""
-    most = MID_MOST_TOKENS_FOR.get(consumers, 0)
+def mid_tile_ok(block_t: int, consumers: int, dtype: str = "fp16") -> bool:
+    """Whether the PTX mid-M build makes a tile of ``block_t`` tokens x 64 x ``consumers`` weight columns at
+    ``dtype``."""
+    most = (MID_MOST_TOKENS_FP8 if dtype == "fp8e4m3" else MID_MOST_TOKENS_FOR).get(consumers, 0)
     return block_t % 8 == 0 and MID_LEAST_TOKENS <= block_t <= most
+
+
+def mid_stage_k(dtype: str = "fp16") -> int:
+    """K per stage of the PTX mid-M build: one 128-byte swizzled row, 64 of K at 16 bits, 128 at fp8 (the same MMA
+    time: fp8's wgmma runs twice the K per cycle)."""
+    return 128 if dtype == "fp8e4m3" else 64
 
 
 def mid_ring_bytes(block_t: int, consumers: int, stages: int) -> int:
@@ -125,14 +136,17 @@ def mid_deepest(block_t: int, consumers: int) -> int:
     return max(s for s in range(2, MID_DEEPEST + 1) if mid_ring_bytes(block_t, consumers, s) <= MID_SMEM)
 
 
-def mid_token_tiles(m: int, consumers: int) -> list[int]:
-    """The token tiles (rows) the mid-M rule weighs at ``consumers``: M over 1, 2, ... tiles, rounded up to 8, within
-    the build's bounds (one tile of the least where M is smaller)."""
+def mid_token_tiles(m: int, consumers: int, dtype: str = "fp16") -> list[int]:
+    """The token tiles (rows) the mid-M rule weighs at ``consumers`` and ``dtype``: M over 1, 2, ... tiles, rounded
+    up to 8, within the build's bounds (one tile of the least where M is smaller; none where ``consumers`` has no
+    tile at ``dtype``)."""
+    if not mid_tile_ok(MID_LEAST_TOKENS, consumers, dtype):
+        return []
     if m <= MID_LEAST_TOKENS:
         return [MID_LEAST_TOKENS]
     rows, tiles = [], 1
     while (t := (-(-m // tiles) + 7) // 8 * 8) >= MID_LEAST_TOKENS:
-        if mid_tile_ok(t, consumers) and t not in rows:
+        if mid_tile_ok(t, consumers, dtype) and t not in rows:
             rows.append(t)
         tiles += 1
     return rows
@@ -147,24 +161,24 @@ def tail_walk_rounds(tiles: int, k_stages: int, sms: int) -> float:
     return -(-tiles // sms)
 
 
-def mid_time(m: int, n: int, k: int, sms: int, block_t: int, consumers: int) -> float:
+def mid_time(m: int, n: int, k: int, sms: int, block_t: int, consumers: int, dtype: str = "fp16") -> float:
     """The model's time of the PTX mid-M walk at a tile, in K-stage times of one token on one warpgroup: the split
     tail's rounds (``tail_walk_rounds``) x a tile's time, consumers x (block_t + MID_FIXED_TOKENS)."""
     tiles = -(-n // (64 * consumers)) * -(-m // block_t)
-    k_stages = -(-k // 64)
+    k_stages = -(-k // mid_stage_k(dtype))
     return tail_walk_rounds(tiles, k_stages, sms) * k_stages * consumers * (block_t + MID_FIXED_TOKENS)
 
 
-def mid_tile(m: int, n: int, k: int, sms: int, stages: int | None = None) -> tuple[int, int]:
+def mid_tile(m: int, n: int, k: int, sms: int, stages: int | None = None, dtype: str = "fp16") -> tuple[int, int]:
     """The PTX mid-M rule's tile, (block_t, consumers): of every tile ``mid_token_tiles`` gives at two and three
-    consumer warpgroups (whose ring fits ``stages`` deep, if given), the one ``mid_time`` walks fastest (ties: the
-    fewer tiles)."""
+    consumer warpgroups and ``dtype`` (whose ring fits ``stages`` deep, if given), the one ``mid_time`` walks fastest
+    (ties: the fewer tiles)."""
     options = [
         (t, c)
         for c in MID_CONSUMERS
-        for t in mid_token_tiles(m, c)
+        for t in mid_token_tiles(m, c, dtype)
         if stages is None or mid_ring_bytes(t, c, stages) <= MID_SMEM
     ]
     if not options:
         raise ValueError(f"stages={stages}: no mid-M tile's ring fits {MID_SMEM} bytes")
-    return min(options, key=lambda o: (mid_time(m, n, k, sms, *o), -(-n // (64 * o[1])) * -(-m // o[0])))
+    return min(options, key=lambda o: (mid_time(m, n, k, sms, *o, dtype), -(-n // (64 * o[1])) * -(-m // o[0])))

@@ -156,13 +156,16 @@ def test_mid_plan_splits_only_the_last_partial_wave():
                 assert waves.mid_tile_ok(p.block_t, p.consumers) and p.k_atoms == 1, (m, n, k, p)
 
 
-def test_mid_refuses_fp8_unbuilt_depths_and_other_widths_before_launch():
+def test_mid_refuses_unbuilt_depths_fp8_tiles_and_other_widths_before_launch():
     a, b = torch.randn(130, 64).half(), torch.randn(64, 256).half()
     with pytest.raises(ValueError, match="stages"):
         gemm_decode.Decode((a, b), torch.empty(130, 256).half(), 2, kernel=gemm_decode.MID)
-    fp8 = GEMM.make_inputs((130, 256, 64), 1, torch.device("cpu"), "fp8e4m3")
-    with pytest.raises(ValueError, match="this build takes fp16, bf16"):
-        gemm_decode.Decode(fp8, GEMM.make_output(fp8), 4, kernel=gemm_decode.MID)
+    # fp8's promoted tiles: two consumer warpgroups, at most 104 tokens (the 16-bit tiles go to 208)
+    assert gemm_decode.mid_plan(130, 256, 64, 132, consumers=2, block_t=136).block_t == 136
+    with pytest.raises(ValueError, match="block_t=136: the mid-M build takes .* fp8: 104 on two"):
+        gemm_decode.mid_plan(130, 256, 64, 132, consumers=2, block_t=136, dtype="fp8e4m3")
+    with pytest.raises(ValueError, match="block_t=64: the mid-M build takes"):
+        gemm_decode.mid_plan(130, 256, 64, 132, consumers=3, block_t=64, dtype="fp8e4m3")
     with pytest.raises(ValueError, match="2 or 3 consumer warpgroups"):
         gemm_decode.mid_plan(130, 256, 64, 132, consumers=1)
     with pytest.raises(ValueError, match="block_t=136: the mid-M build takes"):
@@ -175,21 +178,28 @@ def test_mid_refuses_fp8_unbuilt_depths_and_other_widths_before_launch():
 
 @pytest.mark.parametrize(
     "kernel",
-    [gemm_decode.KERNEL, gemm_decode.MID, gemm_decode.MID.tile_module(88, 3), gemm_decode.MID.tile_module(128, 3)],
-    ids=["decode", "mid", "mid-192x88", "mid-192x128"],
+    [
+        gemm_decode.KERNEL,
+        gemm_decode.MID,
+        gemm_decode.MID.tile_module(88, 3),
+        gemm_decode.MID.tile_module(128, 3),
+        gemm_decode.MID.tile_module(*gemm_decode.MID_DESCRIBE_TILE_FP8),
+    ],
+    ids=["decode", "mid", "mid-192x88", "mid-192x128", "mid-128x104"],
 )
 def test_decode_builds_the_swapped_wgmma_on_a_tma_ring_without_spills(kernel):
     """Every instantiation: the transposed-A 16-bit wgmma (HGMMA ... tnspA) at N = BLOCK_T, BK / 16 of them chained per
-    commit group, or fp8's K-major one (QGMMA ... E4M3, no transpose), 4 per group (one K atom, promoted), the first
-    of each group overwriting its partial (RZ, !UPT); TMA loads of the weight and the tokens, mbarriers, no local
-    memory; the fix-up's one integer atomic (the counter, acquire-release), no float atomics and no sequentially
-    consistent fence."""
+    commit group, or fp8's K-major one (QGMMA ... E4M3, no transpose), 4 per group (one K atom, promoted; the mid-M
+    build's fp8 tiles, 128 x 104 here, in pairs of groups), the first of each group overwriting its partial (RZ,
+    !UPT); TMA loads of the weight and the tokens, mbarriers, no local memory; the fix-up's one integer atomic (the
+    counter, acquire-release), no float atomics and no sequentially consistent fence."""
     module = kernel.build("sm_90a")
     assert "C7510" not in module.log and "serializ" not in module.log.lower(), module.log
     per = split_functions(module.sass())
     expected = {e for s in kernel.stages for e in kernel.name_expressions(s)}
     assert expected == set(module.symbols)
-    assert len(expected) == len(kernel.dtypes) * len(kernel.stages) * len(kernel.shapes())
+    dtypes = kernel.tile_dtypes() if isinstance(kernel, gemm_decode.MidModule) else kernel.dtypes
+    assert len(expected) == len(dtypes) * len(kernel.stages) * len(kernel.shapes())
     for expr, symbol in module.symbols.items():
         sass, res = per[symbol], module.resources()[expr]
         assert res["local"] == 0 and res["stack"] == 0, (expr, res)
@@ -209,10 +219,12 @@ def test_decode_builds_the_swapped_wgmma_on_a_tma_ring_without_spills(kernel):
             assert all(("BF16" in line) == ("BF16" in expr) for line in hgmma), expr
             assert count and count == 4 * k_atoms * closing, (expr, count, closing)  # BK / 16 per stage, one group
         assert len(re.findall(r"ATOMG\.E\.ADD\.S32\.STRONG\.GPU", sass)) == 1, expr  # the counter: an integer add
-        # above 64 accumulators (two consumers; three: 32): the producer's registers handed over. The consumers'
-        # TRY_ALLOC spins until the pool holds 232 each (three: 152): the block must start with the whole register
-        # file, 168 a thread at 384 threads (128 at 512)
-        shifted = (consumers == 2 and block_t > 128) or (consumers == 3 and block_t > 64)
+        # above 64 registers of accumulators and fp8's partials (two consumers; three: 32): the producer's registers
+        # handed over. The consumers' TRY_ALLOC spins until the pool holds 232 each (three: 152): the block must
+        # start with the whole register file, 168 a thread at 384 threads (128 at 512)
+        fp8, mid = "E4M3" in expr, expr.endswith("true>")
+        acc_regs = block_t // 2 * (3 if fp8 and mid else 2 if fp8 else 1)
+        shifted = (consumers == 2 and acc_regs > 64) or (consumers == 3 and acc_regs > 32)
         assert ("USETMAXREG.DEALLOC.CTAPOOL 0x28" in sass) == shifted, expr
         each = {2: "0xe8", 3: "0x98"}.get(consumers)
         assert bool(re.search(rf"USETMAXREG\.TRY_ALLOC\.CTAPOOL \w+, {each}", sass)) == shifted, expr
@@ -324,7 +336,7 @@ def test_without_a_gpu_a_mid_m_row_is_described_by_the_tile_its_depth_takes(monk
         assert info.smem_total >= (192 + 88) * 128 * stages and info.spill_bytes == 0
     # depths whose plans differ (the tiles other tests build: no compile of its own)
     picks = {4: (128, 3), 5: (144, 2), 6: (88, 3)}
-    monkeypatch.setattr(gemm_decode, "mid_tile", lambda m, n, k, sms, stages=None: picks[stages])
+    monkeypatch.setattr(gemm_decode, "mid_tile", lambda m, n, k, sms, stages=None, dtype="fp16": picks[stages])
     for stages, info in gemm_decode.MID.describe("sm_90a", "bf16", build=(1, 2, 3)).items():
         t, c = picks[stages]
         assert f"gemm_tma_decode<{stages}, {t}, {c}, 1, BF16, true>" in info.config, info.config
@@ -347,6 +359,25 @@ def test_every_n_of_the_swapped_wgmma_form_binds_its_registers():
         sass, res = per[module.symbols[name]], module.resources()[name]
         hgmma = [line for line in sass.splitlines() if "HGMMA." in line]
         assert len(hgmma) == 1 and f"HGMMA.64x{n}x16.F32" in hgmma[0] and "tnspA" in hgmma[0], (name, hgmma)
+        assert res["local"] == 0 and res["stack"] == 0, (name, res)
+
+
+def test_every_n_of_the_fp8_wgmma_form_binds_its_registers():
+    """wgmma_m64nNk32_f32_e4m3 at every N = 8 .. 128 by 8 and 144 (the decode and mid-M kernels' tokens, the 128 x 144
+    rung): one K-major QGMMA of that N each, in both its overwriting and its accumulating form, no local memory."""
+    from pathlib import Path
+
+    from suite.nvrtc import loader
+
+    names = tuple(f"e4m3_form<{n}>" for n in (*range(8, 129, 8), 144))
+    module = loader.compile_cu(Path(__file__).parent / "data" / "wgmma_swapped_forms.cu", names, arch="sm_90a")
+    per = split_functions(module.sass())
+    for name in names:
+        n = int(name.split("<")[1].rstrip(">"))
+        sass, res = per[module.symbols[name]], module.resources()[name]
+        qgmma = [line for line in sass.splitlines() if "QGMMA." in line]  # (ptxas may add an empty HGMMA: RZ in, out)
+        assert len(qgmma) == 2 and all(f"QGMMA.64x{n}x32.F32.E4M3.E4M3" in q for q in qgmma), (name, qgmma)
+        assert sum("RZ, !UPT" in q for q in qgmma) == 1 and not any("tnsp" in q for q in qgmma), (name, qgmma)
         assert res["local"] == 0 and res["stack"] == 0, (name, res)
 
 
@@ -374,9 +405,12 @@ def test_the_mid_m_sanitizer_names_every_tile_a_depth_may_run():
     for stages in gemm_decode.MID.stages:
         names = set(gemm_decode.MID.kernel_names(stages))
         for size in gemm_decode.MID.sanitize_sizes:
-            p = gemm_decode.mid_plan(*size, 132, stages)
             for dtype in gemm_decode.MID.dtypes:
-                assert p.name_expression(stages, dtype) in names, (stages, size)
+                p = gemm_decode.mid_plan(*size, 132, stages, dtype=dtype)
+                assert p.name_expression(stages, dtype) in names, (stages, size, dtype)
+        assert f"gemm_tma_decode<{stages}, 104, 2, 1, E4M3, true>" in names  # fp8's widest tile
+        assert f"gemm_tma_decode<{stages}, 112, 2, 1, E4M3, true>" not in names  # its promoted form spills past 104
+        assert f"gemm_tma_decode<{stages}, 64, 3, 1, E4M3, true>" not in names  # and has no three-consumer tile
         assert "gemm_tma_decode<6, 208, 2, 1, F16, true>" not in names  # its ring does not fit 6 deep
     tile = gemm_decode.MID.tile_module(88, 3)
     assert set(tile.kernel_names(4)) == {

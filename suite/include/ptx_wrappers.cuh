@@ -456,18 +456,10 @@ __device__ __forceinline__ void setmaxnreg_dec() {
 #define WGMMA_AFTER16 "%128, %129"
 #define WGMMA_D4_REGS "{%0, %1, %2, %3}"
 #define WGMMA_D4_OPERANDS(d) "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-#define WGMMA_D8_REGS "{" WGMMA_L1 "}"
-#define WGMMA_D8_OPERANDS(d) WGMMA_P1(d)
-#define WGMMA_D16_REGS "{" WGMMA_L2 "}"
-#define WGMMA_D16_OPERANDS(d) WGMMA_P2(d)
 #define WGMMA_D32_REGS "{" WGMMA_L4 "}"
 #define WGMMA_D32_OPERANDS(d) WGMMA_P4(d)
-#define WGMMA_D48_REGS "{" WGMMA_L6 "}"
-#define WGMMA_D48_OPERANDS(d) WGMMA_P6(d)
 #define WGMMA_D64_REGS "{" WGMMA_L8 "}"
 #define WGMMA_D64_OPERANDS(d) WGMMA_P8(d)
-#define WGMMA_D72_REGS "{" WGMMA_L9 "}"
-#define WGMMA_D72_OPERANDS(d) WGMMA_P9(d)
 #define WGMMA_D96_REGS "{" WGMMA_L12 "}"
 #define WGMMA_D96_OPERANDS(d) WGMMA_P12(d)
 #define WGMMA_D128_REGS "{" WGMMA_L16 "}"
@@ -569,26 +561,34 @@ __device__ __forceinline__ void wgmma_m64nNk16_f32_nmajor(float (&d)[N / 2], uns
     } while (0)
 
 // D(64 x N, fp32) (+)= A(64 x 32, K-major, shared) * B(32 x N, K-major, shared), fp8 e4m3 operands: N = 128 or 144
-// (the GEMM's tiles: the 128 x 144 rung's whole warpgroup tile, promoted in pairs; 72 registers per thread) or N = 8,
-// 16, 32 or 64 (the decode kernel's tokens: the weight, K-major, on the M side). `first`: D = A * B, the first
-// k-step of a fresh partial sum (D's old values are ignored); otherwise D += A * B.
+// (the GEMM's tiles: the 128 x 144 rung's whole warpgroup tile, promoted in pairs; 72 registers per thread) or any
+// multiple of 8 up to 128 (the swapped decode and mid-M kernels' tokens: the weight, K-major, on the M side). `first`:
+// D = A * B, the first k-step of a fresh partial sum (D's old values are ignored); otherwise D += A * B.
+// The form at N = 16 ROWS (ROWS rows of 8 accumulator registers), and _HALF at N = 16 ROWS + 8 (half a row more).
+#define WGMMA_E4M3_ROWS(N, ROWS) WGMMA_ASM_E4M3(N, "{" WGMMA_L##ROWS "}", WGMMA_AFTER##ROWS, WGMMA_P##ROWS(d))
+#define WGMMA_E4M3_HALF(N, ROWS) \
+    WGMMA_ASM_E4M3(N, "{" WGMMA_L##ROWS ", " WGMMA_H##ROWS "}", WGMMA_AFTERH##ROWS, WGMMA_PH##ROWS(d))
 template <int N>
 __device__ __forceinline__ void wgmma_m64nNk32_f32_e4m3(float (&d)[N / 2], unsigned long long desc_a,
                                                        unsigned long long desc_b, bool first) {
-    static_assert(N == 8 || N == 16 || N == 32 || N == 64 || N == 128 || N == 144,
-                  "the fp8 forms here: n8, n16, n32, n64 (decode), n128 or n144");
-    if constexpr (N == 8)
-        WGMMA_ASM_E4M3(8, WGMMA_D4_REGS, "%4, %5", WGMMA_D4_OPERANDS(d));
-    else if constexpr (N == 16)
-        WGMMA_ASM_E4M3(16, WGMMA_D8_REGS, "%8, %9", WGMMA_D8_OPERANDS(d));
-    else if constexpr (N == 32)
-        WGMMA_ASM_E4M3(32, WGMMA_D16_REGS, "%16, %17", WGMMA_D16_OPERANDS(d));
-    else if constexpr (N == 64)
-        WGMMA_ASM_E4M3(64, WGMMA_D32_REGS, "%32, %33", WGMMA_D32_OPERANDS(d));
-    else if constexpr (N == 128)
-        WGMMA_ASM_E4M3(128, WGMMA_D64_REGS, "%64, %65", WGMMA_D64_OPERANDS(d));
-    else
-        WGMMA_ASM_E4M3(144, WGMMA_D72_REGS, "%72, %73", WGMMA_D72_OPERANDS(d));
+    static_assert(N % 8 == 0 && N >= 8 && (N <= 128 || N == 144), "the fp8 forms here: n8 .. n128 by 8, or n144");
+    if constexpr (N == 8) WGMMA_ASM_E4M3(8, WGMMA_D4_REGS, "%4, %5", WGMMA_D4_OPERANDS(d));
+    else if constexpr (N == 16) WGMMA_E4M3_ROWS(16, 1);
+    else if constexpr (N == 24) WGMMA_E4M3_HALF(24, 1);
+    else if constexpr (N == 32) WGMMA_E4M3_ROWS(32, 2);
+    else if constexpr (N == 40) WGMMA_E4M3_HALF(40, 2);
+    else if constexpr (N == 48) WGMMA_E4M3_ROWS(48, 3);
+    else if constexpr (N == 56) WGMMA_E4M3_HALF(56, 3);
+    else if constexpr (N == 64) WGMMA_E4M3_ROWS(64, 4);
+    else if constexpr (N == 72) WGMMA_E4M3_HALF(72, 4);
+    else if constexpr (N == 80) WGMMA_E4M3_ROWS(80, 5);
+    else if constexpr (N == 88) WGMMA_E4M3_HALF(88, 5);
+    else if constexpr (N == 96) WGMMA_E4M3_ROWS(96, 6);
+    else if constexpr (N == 104) WGMMA_E4M3_HALF(104, 6);
+    else if constexpr (N == 112) WGMMA_E4M3_ROWS(112, 7);
+    else if constexpr (N == 120) WGMMA_E4M3_HALF(120, 7);
+    else if constexpr (N == 128) WGMMA_E4M3_ROWS(128, 8);
+    else WGMMA_E4M3_ROWS(144, 9);
 }
 
 // The decode kernel's swapped 16-bit form (gemm_decode.cu's gemm_tma_decode): D(64 x N, fp32) += A(64 x 16, M-major,

@@ -9,9 +9,9 @@
 // The tiles above put C's M on wgmma's M side, at least 64 rows per warpgroup: at M = 16 three quarters of every
 // wgmma and of every A stage are padding. Swapped, the weight's N runs along wgmma's M (64 weight columns per
 // consumer warpgroup, read transposed from B's N-major box; fp8: B is given N x K, so its rows are wgmma's K-major A
-// as they are) and the tokens along wgmma's N (BLOCK_T = 8..256 by 8; fp8: 8, 16, 32 or 64): every row of every wgmma
-// is real weight, and a token tile pads M to a multiple of 8, not of wgmma's 64 (the mid-M tiles: M = 341 runs four
-// token tiles of 88 rows where the tile rungs run three of 128).
+// as they are) and the tokens along wgmma's N (BLOCK_T = 8..256 by 8; fp8: 8, 16, 32 or 64, the mid-M build's 64..104
+// by 8): every row of every wgmma is real weight, and a token tile pads M to a multiple of 8, not of wgmma's 64 (the
+// mid-M tiles: M = 341 runs four token tiles of 88 rows where the tile rungs run three of 128).
 //
 //   units:  (weight tile of BW = 64 x CONSUMERS columns, token tile of BLOCK_T rows, split), split-major, then weight
 //           tile, then token tile (the token tiles of one weight tile are neighbours: they read the same weight boxes
@@ -29,18 +29,23 @@
 //           token box kk / 4 + (kk % 4) x 32 B, SBO = 1024 B between 8-row (token) groups.
 //   fp8:    promoted, as cuBLAS promotes by default: each K atom's 4 wgmma (128 of K) summed from zero into a
 //           partial, which is added to the fp32 accumulators once its group completes; the per-tensor scales
-//           multiply the sum before C's bf16 store.
+//           multiply the sum before C's bf16 store. Decode waits for each atom before its adds (its pace is the
+//           weight's stream); the mid-M build (PAIRS), whose pace is the tensor pipe's, takes K stages in pairs: two
+//           partials, the first added while the second's wgmma run.
 //   epilogue: the 64 x BLOCK_T accumulator is C^T's tile: stored transposed into C; for a split tile, a serialized
 //           fix-up in the kernel: each split stores its fp32 partial into its M x N slice of the workspace and
 //           arrives on the (tile, warpgroup) counter; the last to arrive sums every slice, its own too, in split
 //           order from zero and stores C, then zeroes the counter for the next launch. The order of the additions
 //           is the same whoever arrives last (bit-reproducible), and only the counter is atomic (an integer). No
 //           second kernel: at decode sizes its launch and pass would be a visible share of the call.
-template <int BLOCK_T, int CONSUMERS, int K_ATOMS, class E>
+template <int BLOCK_T, int CONSUMERS, int K_ATOMS, class E, bool PAIRS = false>
 struct DecodeTile {
     static_assert(BLOCK_T % 8 == 0 && BLOCK_T >= 8 && BLOCK_T <= 256, "BLOCK_T: 8 .. 256 tokens by 8");
-    static_assert(!E::PROMOTE || BLOCK_T == 8 || BLOCK_T == 16 || BLOCK_T == 32 || BLOCK_T == 64,
-                  "fp8's promoted form: 8, 16, 32 or 64 tokens");
+    static_assert(!E::PROMOTE || (PAIRS ? BLOCK_T <= 104 && CONSUMERS == 2 && K_ATOMS == 1
+                                        : BLOCK_T == 8 || BLOCK_T == 16 || BLOCK_T == 32 || BLOCK_T == 64),
+                  "fp8's promoted form: 8, 16, 32 or 64 tokens; in pairs (the mid-M build), up to 104 tokens on two "
+                  "consumer warpgroups, one K atom per stage");
+    static_assert(!PAIRS || E::PROMOTE, "pairs of partials are fp8's promotion");
     static_assert(CONSUMERS >= 1 && CONSUMERS <= 3, "one to three consumer warpgroups (64 weight columns each)");
     static_assert(K_ATOMS == 1 || K_ATOMS == 2 || K_ATOMS == 4, "BK = 64, 128 or 256 (a TMA box has <= 256 rows)");
     static constexpr int BW = 64 * CONSUMERS;                   // weight columns (C's N) per unit: wgmma's M
@@ -55,10 +60,13 @@ struct DecodeTile {
     static constexpr int T_OFFSET = CONSUMERS * W_BOX_BYTES;    // the token boxes, after the weight's
     static constexpr int STAGE_BYTES = T_OFFSET + K_ATOMS * T_BOX_BYTES;  // every box a multiple of 1024 B
     static constexpr int ACC = BLOCK_T / 2;                     // fp32 accumulators per thread
-    // Above 64 accumulators per thread two consumer warpgroups (above 32, three) need more than an even share of the
+    static constexpr bool PROMOTE_IN_PAIRS = PAIRS;
+    // and their registers with the promoted partials beside them: one partial (decode's fp8), two (PAIRS)
+    static constexpr int ACC_REGS = ACC * (PAIRS ? 3 : E::PROMOTE ? 2 : 1);
+    // Above 64 such registers per thread two consumer warpgroups (above 32, three) need more than an even share of the
     // register file (168 per thread at 384 threads, 128 at 512): the producer gives its registers to them
     // (setmaxnreg), as gemm_tma.cu's does; three consumers share what the producer leaves.
-    static constexpr bool SHIFT_REGS = (CONSUMERS == 2 && ACC > 64) || (CONSUMERS == 3 && ACC > 32);
+    static constexpr bool SHIFT_REGS = (CONSUMERS == 2 && ACC_REGS > 64) || (CONSUMERS == 3 && ACC_REGS > 32);
     static constexpr int CONSUMER_REGS_EACH = CONSUMERS == 3 ? 152 : CONSUMER_REGS;
     static_assert(WG_THREADS * (PRODUCER_REGS + CONSUMERS * CONSUMER_REGS_EACH) <= 65536, "the registers fit 64 K");
 };
@@ -137,6 +145,52 @@ __device__ __forceinline__ void promoted_decode_mainloop(float (&acc)[T::ACC], c
     }
 }
 
+// The mid-M build's fp8 mainloop, promoted in pairs (one K atom per stage): two stages' wgmma issued into two
+// partials, the first added into the fp32 accumulators while the second runs, so the tensor pipe waits for this
+// warpgroup's adds once per two stages (as gemm_tma's consumer_mainloop does for its 128 x 144 rung).
+template <int STAGES, class T, class E, class Smem>
+__device__ __forceinline__ void promoted_pairs_mainloop(float (&acc)[T::ACC], const Smem& smem, RingPosition& read,
+                                                        int k_stages, int wg, bool release) {
+    static_assert(T::BK == T::ATOM_K, "one K atom per stage");
+    float part_a[T::ACC], part_b[T::ACC];
+    // one K atom's 4 wgmma (32 of K each, 32 bytes along both operands' 128-byte rows) from zero into `part`
+    auto issue = [&](float (&part)[T::ACC], int stage) {
+        const unsigned w = smem.stage(stage) + wg * T::W_BOX_BYTES, t = smem.stage(stage) + T::T_OFFSET;
+        wgmma_group(part, [&] {  // its fence: the partial's last adds come before these wgmma overwrite it
+#pragma unroll
+            for (int kk = 0; kk < 4; ++kk)
+                E::template mma_decode<2 * T::ACC>(part, smem_descriptor_at(w, kk * 32, 16, ATOM_BYTES),
+                                                   smem_descriptor_at(t, kk * 32, 16, ATOM_BYTES), kk == 0);
+        });
+    };
+    int ks = 0;
+    for (; ks + 1 < k_stages; ks += 2) {
+        const int first_stage = read.stage;
+        consumer_wait(smem.full(first_stage), read);  // the TMA bytes of this K stage have all landed
+        issue(part_a, first_stage);
+        read.advance<STAGES>();
+        const int second_stage = read.stage;
+        consumer_wait(smem.full(second_stage), read);  // the TMA bytes of the next K stage have all landed
+        issue(part_b, second_stage);
+        read.advance<STAGES>();
+        wgmma_wait<1>();  // the first stage's group has completed (the second runs): its stage is read, promote it
+        if (release) consumer_release(smem.empty(first_stage));
+        promote_half(acc, part_a, 0);
+        wgmma_wait<0>();  // the second's has completed too
+        if (release) consumer_release(smem.empty(second_stage));
+        promote_half(acc, part_b, 0);
+    }
+    if (ks < k_stages) {  // an odd count: the last K stage alone
+        const int smem_read_stage = read.stage;
+        consumer_wait(smem.full(smem_read_stage), read);  // the TMA bytes of this K stage have all landed
+        issue(part_a, smem_read_stage);
+        wgmma_wait<0>();  // it has completed: its stage is read
+        if (release) consumer_release(smem.empty(smem_read_stage));
+        promote_half(acc, part_a, 0);
+        read.advance<STAGES>();
+    }
+}
+
 // PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT (the sanitizer's self-test only): the fix-up without its wait: split 0 sums
 // the slices as soon as its mainloop ends, before any split (itself included) has written its partial.
 
@@ -153,12 +207,13 @@ struct DecodeWalk<true> {
 };
 
 template <int STAGES, int BLOCK_T, int CONSUMERS, int K_ATOMS, class E, bool TAIL>
-__global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::THREADS, 1)
+__global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E, TAIL && E::PROMOTE>::THREADS, 1)
     gemm_tma_decode(const __grid_constant__ TensorMap tmap_tokens, const __grid_constant__ TensorMap tmap_weight,
                     half_bits* __restrict__ C, int M, int N, int K, float* __restrict__ workspace,
                     int* __restrict__ counters, int splits, const float* __restrict__ scale_a,
                     const float* __restrict__ scale_b) {
-    using T = DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>;
+    // the mid-M build (TAIL) promotes fp8 in pairs: its pace is the tensor pipe's
+    using T = DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E, TAIL && E::PROMOTE>;
     static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be in 2..8");
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     using Smem = DecodeSmem<STAGES, T>;
@@ -228,7 +283,9 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E>::TH
         decode_origin<T>(u.tile, tiles_t, w0, t0);
 #pragma unroll
         for (int i = 0; i < T::ACC; ++i) acc[i] = 0.f;
-        if constexpr (E::PROMOTE) {
+        if constexpr (T::PROMOTE_IN_PAIRS) {
+            promoted_pairs_mainloop<STAGES, T, E>(acc, smem, read, u.k_tiles, wg, release);
+        } else if constexpr (E::PROMOTE) {
             promoted_decode_mainloop<STAGES, T, E>(acc, smem, read, u.k_tiles, wg, release);
         } else {
             overlapped_mainloop<STAGES>(acc, smem, read, u.k_tiles, release, [&](int s) {

@@ -74,6 +74,7 @@ from suite.waves import (
     MID_LEAST_TOKENS,
     MID_MOST_TOKENS_FOR,
     mid_ring_bytes,
+    mid_stage_k,
     mid_tile,
     mid_tile_ok,
     persistent_grid,
@@ -94,6 +95,7 @@ STAGES = (2, 3, 4)  # at <= 48 KiB stages every one fits 227 KiB; 5 would not
 MID_STAGES = (4, 5, 6)  # the mid-M build's rings (suite.waves.mid_ring_bytes): at each depth its plan takes the tiles
 # that fit; a 3-deep ring leaves too little of K in flight to cover the load latency at these tiles' MMA per stage
 MID_DESCRIBE_TILE = (144, 2)  # the tile ``describe`` reports where no size picks one
+MID_DESCRIBE_TILE_FP8 = (104, 2)  # and at fp8, whose promoted tiles take 104 tokens at most
 RULE_SMS = 132  # the SMs a description without a GPU plans for (suite.gemm_rule.H200_SMS: the committed runs' GPU)
 MIN_K_STAGES_PER_SPLIT = 4  # fewer and a split's prologue and partial cost more than its mainloop
 MAX_SPLITS = 32
@@ -204,25 +206,29 @@ def mid_plan(
     splits: int | None = None,
     consumers: int | None = None,
     block_t: int | None = None,
+    dtype: str = "fp16",
 ) -> Plan:
-    """The mid-M build's plan (one per shape and depth, at either 16-bit type): suite.waves.mid_tile's tile among those
-    whose ring fits ``stages`` deep, 64 of K per stage; tiles in persistent waves and the last partial wave's split in
-    K (gemm_tma.split_tail_plan, for one block per SM; the launcher repeats it for the blocks an SM holds).
-    ``consumers`` and ``block_t`` force the tile (both or neither), ``splits`` the tail's split count (tests,
-    probes)."""
+    """The mid-M build's plan (one per shape, depth and dtype): suite.waves.mid_tile's tile among those whose ring
+    fits ``stages`` deep, one 128-byte row of K per stage (64 of K, fp8 128); tiles in persistent waves and the last
+    partial wave's split in K (gemm_tma.split_tail_plan, for one block per SM; the launcher repeats it for the blocks
+    an SM holds). ``consumers`` and ``block_t`` force the tile (both or neither), ``splits`` the tail's split count
+    (tests, probes)."""
     if consumers is not None and consumers not in MID_CONSUMERS:
         raise ValueError(f"consumers={consumers}: the mid-M build has 2 or 3 consumer warpgroups")
     if (consumers is None) != (block_t is None):
         raise ValueError("force the mid-M tile with both block_t and consumers, or neither")
     if block_t is None:
-        block_t, consumers = mid_tile(m, n, k, sms, stages)
-    elif not mid_tile_ok(block_t, consumers):
-        raise ValueError(f"block_t={block_t}: the mid-M build takes 64 .. 208 tokens by 8 (three consumers: 128)")
+        block_t, consumers = mid_tile(m, n, k, sms, stages, dtype)
+    elif not mid_tile_ok(block_t, consumers, dtype):
+        raise ValueError(
+            f"block_t={block_t}: the mid-M build takes 64 .. 208 tokens by 8 (three consumers: 128; fp8: 104 on two)"
+        )
     if stages is not None and mid_ring_bytes(block_t, consumers, stages) > SMEM_PER_BLOCK:
         raise ValueError(f"stages={stages}: a {64 * consumers} x {block_t} tile's ring does not fit {SMEM_PER_BLOCK} B")
     tiles_t, tiles_w = -(-m // block_t), -(-n // (64 * consumers))
-    _, s = gemm_tma.split_tail_plan(tiles_w * tiles_t, -(-k // 64), sms, splits)
-    return Plan(block_t, consumers, 1, s, tiles_w, tiles_t, 64, tail=True)
+    atom_k = mid_stage_k(dtype)
+    _, s = gemm_tma.split_tail_plan(tiles_w * tiles_t, -(-k // atom_k), sms, splits)
+    return Plan(block_t, consumers, 1, s, tiles_w, tiles_t, atom_k, tail=True)
 
 
 def refusal(size, dtype: str) -> str | None:
@@ -434,17 +440,23 @@ class MidModule(DecodeModule):
     256: M = 341 runs four tiles of 88 rows on 192 weight columns), 64 of K per stage, the consumer warpgroups given
     the producer's registers, the split tail's walk.
 
+    fp8 (e4m3 in, bf16 out) promotes each K stage's sum (128 of K) into the fp32 accumulators, two stages' partials in
+    turn, so its tiles are those whose accumulators and two partials fit: up to 104 tokens on two consumer warpgroups.
+
     Tiles are many (19 token counts on two consumer warpgroups, 9 on three): each is compiled on demand, the first time
-    a launch or a precompile asks for it (``build_of``, ``modules_for``), and kept in the cubin cache.
+    a launch or a precompile asks for it (``build_of``, ``modules_for``), and kept in the cubin cache, with every dtype
+    it takes.
     ``MidModule(tile=(block_t, consumers))`` is one tile's build, whose plans take that tile; the registered one
     (``MID``, tile None) plans any tile, and builds and describes ``MID_DESCRIBE_TILE``'s."""
 
     stages = MID_STAGES
-    dtypes = ("fp16", "bf16")  # fp8's promoted swapped form holds 64 tokens at most
+    dtypes = DTYPES  # fp8 on the tiles mid_tile_ok takes at fp8
     # M = 129 (two token tiles, an edge weight tile, a K remainder); M = 300 (a split tail) with a ring that wraps; the
     # split tail after whole waves (300 tiles of 128 x 104); N % 8 != 0 (a padded B) and one token tile of 96; the
     # producer's registers handed over: three consumers, four token tiles of 88 in one wave and two of 104 with a split
-    # tail; two consumers, two token tiles of 136
+    # tail; two consumers, two token tiles of 136. fp8 (K % 16: only the third and the last): 208 x 19200 (fp8's
+    # tiles: two token tiles of 104, two whole waves and a split tail) and 156 x 8192 x 1040 (two token tiles of 80,
+    # 128 tiles, no split)
     sanitize_sizes = (
         (129, 1000, 520),
         (300, 520, 4104),
@@ -453,6 +465,7 @@ class MidModule(DecodeModule):
         (341, 6144, 520),
         (200, 6144, 520),
         (260, 8192, 520),
+        (156, 8192, 1040),
     )
 
     tail = True
@@ -477,6 +490,17 @@ class MidModule(DecodeModule):
         block_t, consumers = self.tile or MID_DESCRIBE_TILE
         return ((block_t, consumers, 1),)
 
+    def tile_dtypes(self) -> tuple[str, ...]:
+        """The dtypes this build's tile is compiled for: fp8 only where its promoted form fits the tile."""
+        block_t, consumers, _ = self.shapes()[0]
+        return tuple(d for d in self.dtypes if mid_tile_ok(block_t, consumers, d))
+
+    def name_expressions(self, stages: int) -> tuple[str, ...]:
+        block_t, consumers, k_atoms = self.shapes()[0]
+        return tuple(
+            Plan(block_t, consumers, k_atoms, 1, 1, 1, tail=True).name_expression(stages, d) for d in self.tile_dtypes()
+        )
+
     def tile_module(self, block_t: int, consumers: int) -> MidModule:
         """The build of one tile, at this build's depths that its ring fits and with its defines (made once, then
         shared): this module for its own tile (the registered one's: MID_DESCRIBE_TILE, which fits every depth)."""
@@ -497,12 +521,20 @@ class MidModule(DecodeModule):
         return None if self.tile else tuple(size[:3])
 
     def describe(self, arch: str, dtype: str | None = None, build: tuple | None = None) -> dict[int, KernelInfo]:
-        """Without a shape, this build's tile at every depth; with one (``build_for``), each depth's kernel is the tile
-        its plan takes there, on the rule's GPU of 132 SMs (no GPU to ask)."""
+        """Without a shape, this build's tile at every depth (the registered build at fp8: MID_DESCRIBE_TILE_FP8's);
+        with one (``build_for``), each depth's kernel is the tile its plan takes there, on the rule's GPU of 132 SMs
+        (no GPU to ask)."""
+        dtype = dtype or self.dtypes[0]
         if build is None:
+            if dtype not in self.tile_dtypes():
+                if self.tile:
+                    raise ValueError(f"the {self.tile} mid-M tile has no {dtype} build")
+                return self.tile_module(*MID_DESCRIBE_TILE_FP8).describe(arch, dtype)
             return super().describe(arch, dtype)
         m, n, k = build
-        return {s: self.tile_module(*mid_tile(m, n, k, RULE_SMS, s)).describe(arch, dtype)[s] for s in self.stages}
+        return {
+            s: self.tile_module(*mid_tile(m, n, k, RULE_SMS, s, dtype)).describe(arch, dtype)[s] for s in self.stages
+        }
 
     def with_defines(self, *defines: str, stages: tuple[int, ...] | None = None) -> MidModule:
         other = super().with_defines(*defines, stages=stages)
@@ -516,15 +548,14 @@ class MidModule(DecodeModule):
         """The tiles the plans at ``size`` take, one per depth (fewer where depths share one)."""
         m, n, k = size[:3]
         sms = loader.num_sms()
-        tiles = dict.fromkeys(mid_tile(m, n, k, sms, s) for s in self.stages)
+        tiles = dict.fromkeys(mid_tile(m, n, k, sms, s, dtype) for s in self.stages)
         return tuple(self.tile_module(*t) for t in tiles)
 
     def plan(self, m: int, n: int, k: int, sms: int, stages: int, dtype: str = "fp16", **forced) -> Plan:
-        """The mid-M rule: the tile that fits ``stages`` deep (``dtype`` does not change it); a tile's own build, its
-        tile."""
+        """The mid-M rule: the tile that fits ``stages`` deep at ``dtype``; a tile's own build, its tile."""
         if self.tile and forced.get("block_t") is None and forced.get("consumers") is None:
             forced = {**forced, "block_t": self.tile[0], "consumers": self.tile[1]}
-        return mid_plan(m, n, k, sms, stages, **forced)
+        return mid_plan(m, n, k, sms, stages, dtype=dtype, **forced)
 
     def kernel_names(self, stages: int) -> tuple[str, ...]:
         """Every instantiation a launch at ``stages`` may run: each tile whose ring fits that deep (a tile's own build:
@@ -536,13 +567,14 @@ class MidModule(DecodeModule):
             for d in self.dtypes
             for c in MID_CONSUMERS
             for t in range(MID_LEAST_TOKENS, MID_MOST_TOKENS_FOR[c] + 1, 8)
-            if mid_ring_bytes(t, c, stages) <= SMEM_PER_BLOCK
+            if mid_ring_bytes(t, c, stages) <= SMEM_PER_BLOCK and mid_tile_ok(t, c, d)
         )
 
     def config(self) -> str:
         return (
-            "swapped mid-M: 128 or 192 weight columns on wgmma's M, 64-208 tokens by 8 on its N (the fastest modelled "
-            "walk, mid_plan), 64 of K per stage, persistent waves then a split tail"
+            "swapped mid-M: 128 or 192 weight columns on wgmma's M, 64-208 tokens by 8 on its N (fp8: 64-104, "
+            "promoted in pairs of K stages; the fastest modelled walk, mid_plan), one 128-byte row of K per stage, "
+            "persistent waves then a split tail"
         )
 
 
