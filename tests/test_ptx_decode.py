@@ -282,10 +282,19 @@ MID_EDGES = [
     ((129, 1000, 2056), None, (128, 3)),
     ((200, 26000, 1040), 3, (104, 3)),
 ]
+# fp8 (K % 16; the tiles above that fp8 takes run too): its rule's tiles at M = 156 (two of 80, 128 tiles, no split),
+# its widest (104) with a split tail (300 tiles: 36 left, in 3 shares), an odd count of K stages (the pairs' last stage
+# alone: 2064 = 16 x 128 + 16), and fewer rows than its smallest tile with N % 8 != 0
+MID_FP8_EDGES = [
+    ((156, 8192, 1040), None, (80, 2)),
+    ((208, 19200, 1040), 3, (104, 2)),
+    ((129, 1000, 2064), None, (72, 2)),
+    ((40, 260, 1040), None, (64, 2)),
+]
 
 
 def test_every_mid_edge_runs_at_two_depths_at_least():
-    for _, _, tile in MID_EDGES:
+    for _, _, tile in MID_EDGES + MID_FP8_EDGES:
         if tile is not None:
             assert sum(s <= waves.mid_deepest(*tile) for s in gemm_decode.MID_STAGES) >= 2, tile
 
@@ -295,13 +304,15 @@ def test_every_mid_edge_runs_at_two_depths_at_least():
 @pytest.mark.parametrize("stages", gemm_decode.MID_STAGES)
 def test_mid_matches_fp64_at_the_edges_bit_reproducibly(stages, dtype):
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    for size, splits, tile in MID_EDGES:
+    for size, splits, tile in MID_EDGES + (MID_FP8_EDGES if dtype == "fp8e4m3" else []):
         if tile is not None and stages > waves.mid_deepest(*tile):  # (208 tokens on 128 columns: 5 deep at most)
             continue
+        if gemm_decode.refusal(size, dtype) or (tile is not None and not waves.mid_tile_ok(*tile, dtype)):
+            continue  # fp8: K % 16, and its tiles only
         inputs = GEMM.make_inputs(size, sum(size) + stages, torch.device("cuda"), dtype)
         out = GEMM.make_output(inputs)
         shape = {} if tile is None else {"block_t": tile[0], "consumers": tile[1]}
-        p = gemm_decode.mid_plan(*size, sms, **shape)
+        p = gemm_decode.mid_plan(*size, sms, dtype=dtype, **shape)
         tiles = p.tiles_w * p.tiles_t
         fits = splits is not None and tiles % sms and (tiles % sms) * splits <= sms
         assert splits is None or fits or sms != 132, size  # the H100's and H200's 132 SMs: the forced tail runs
