@@ -166,6 +166,12 @@ def test_mid_refuses_unbuilt_depths_fp8_tiles_and_other_widths_before_launch():
         gemm_decode.mid_plan(130, 256, 64, 132, consumers=2, block_t=136, dtype="fp8e4m3")
     with pytest.raises(ValueError, match="block_t=64: the mid-M build takes"):
         gemm_decode.mid_plan(130, 256, 64, 132, consumers=3, block_t=64, dtype="fp8e4m3")
+    # a tile's own build without an fp8 form refuses fp8 before anything else (three consumers: 16-bit only)
+    wide = gemm_decode.MID.tile_module(88, 3)
+    assert wide.dtypes == ("fp16", "bf16") and gemm_decode.MID.tile_module(80, 2).dtypes == gemm_decode.DTYPES
+    fp8 = GEMM.make_inputs((130, 256, 64), 1, torch.device("cpu"), "fp8e4m3")
+    with pytest.raises(ValueError, match="this build takes fp16, bf16"):
+        gemm_decode.Decode(fp8, GEMM.make_output(fp8), 4, kernel=wide)
     with pytest.raises(ValueError, match="2 or 3 consumer warpgroups"):
         gemm_decode.mid_plan(130, 256, 64, 132, consumers=1)
     with pytest.raises(ValueError, match="block_t=136: the mid-M build takes"):

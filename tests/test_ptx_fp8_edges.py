@@ -1,9 +1,10 @@
 """Every registered PTX fp8 GEMM (suite/ptx/gemm_tma.py's fp8 builds: the top tile rung, the fp8-only 128x128 and
-128x144 rungs, split-K and stream-K; suite/ptx/gemm_decode.py's decode and mid-M builds) on the edge inputs of issue 52 (rows of A at +-448, a saturated column of B, a
-zero row, a NaN, scales 0.5 and 3.0, the rest fresh N(0, 1)), on a poisoned output: NaN exactly where the fp64
-product has it, and elsewhere a worst error at most twice promoted cuBLAS's on the same inputs (torch._scaled_mm,
-use_fast_accum=False). A kernel that kept the products in wgmma's narrow accumulator across K misses that by orders
-of magnitude at long K. The Triton fp8 kernels' counterpart is in tests/test_triton_llm.py."""
+128x144 rungs, split-K and stream-K; suite/ptx/gemm_decode.py's decode and mid-M builds) on the edge inputs of issue
+52 (rows of A at +-448, a saturated column of B, a zero row, a NaN, scales 0.5 and 3.0, the rest fresh N(0, 1)), on a
+poisoned output: NaN exactly where the fp64 product has it, and elsewhere a worst error at most twice promoted
+cuBLAS's on the same inputs (torch._scaled_mm, use_fast_accum=False). A kernel that kept the products in wgmma's
+narrow accumulator across K misses that by orders of magnitude at long K. The Triton fp8 kernels' counterpart is in
+tests/test_triton_llm.py."""
 
 import zlib
 

@@ -31,13 +31,13 @@ Splits > 1: each unit stores its fp32 partial into its split's M x N slice of a 
 arrives on its tile's counter; the last split to arrive sums the slices in split order and stores C (a serialized
 fix-up in the kernel, no second pass): bit-reproducible, no float atomics.
 
-The mid-M build (``MID``, ``mid_plan``; fp16 and bf16) is the same kernel for a few hundred tokens, where the tile
-rungs pad M to a multiple of 128 rows and their tile counts fall between waves: 128 or 192 weight columns (two or
-three consumer warpgroups, given the producer's registers) x 64-208 tokens by 8 (M over a few tiles, rounded up to
-8), the tile whose walk suite.waves.mid_tile models fastest (M = 341 x N = 6144: four token tiles of 88 on 192
-weight columns, 128 tiles in one wave, where 128x192 rungs make 96), 64 of K per stage, and the split tail's walk
-(whole tiles in persistent waves, then the last partial wave's tiles split in K, summed by the same fix-up). Each
-tile is compiled on demand (``MidModule``).
+The mid-M build (``MID``, ``mid_plan``; fp16, bf16 and fp8) is the same kernel for a few hundred tokens, where the tile
+rungs pad M to a multiple of 128 rows and their tile counts fall between waves: 128 or 192 weight columns (two or three
+consumer warpgroups, given the producer's registers) x 64-208 tokens by 8 (M over a few tiles, rounded up to 8), the
+tile whose walk suite.waves.mid_tile models fastest (M = 341 x N = 6144: four token tiles of 88 on 192 weight columns,
+128 tiles in one wave, where 128x192 rungs make 96), 128 bytes of K per stage (64 of K, fp8 128: tiles up to 104 tokens,
+promoted in pairs of stages), and the split tail's walk (whole tiles in persistent waves, then the last partial wave's
+tiles split in K, summed by the same fix-up). Each tile is compiled on demand (``MidModule``).
 
 K % 8 != 0 (fp8: K % 16) is refused (TMA needs 16-byte rows of A); N % 8 != 0 copies a 16-bit B to a padded pitch on
 every call (counted in the time, said in the row), as the tile rungs do (fp8's B, N x K, has K-byte rows). Any M runs
@@ -437,8 +437,8 @@ _TILES_LOCK = threading.Lock()
 class MidModule(DecodeModule):
     """The same kernel for the mid M that the tile rungs pad most (a few hundred tokens): 128 or 192 weight columns x
     64-208 token rows by 8 (``mid_plan``: M over a few tiles, rounded up to 8, where the rungs round it up to 128 or
-    256: M = 341 runs four tiles of 88 rows on 192 weight columns), 64 of K per stage, the consumer warpgroups given
-    the producer's registers, the split tail's walk.
+    256: M = 341 runs four tiles of 88 rows on 192 weight columns), 128 bytes of K per stage (64 of K, fp8 128), the
+    consumer warpgroups given the producer's registers, the split tail's walk.
 
     fp8 (e4m3 in, bf16 out) promotes each K stage's sum (128 of K) into the fp32 accumulators, two stages' partials in
     turn, so its tiles are those whose accumulators and two partials fit: up to 104 tokens on two consumer warpgroups.
@@ -511,6 +511,7 @@ class MidModule(DecodeModule):
             if (block_t, consumers) not in tiles:
                 other = MidModule((block_t, consumers))
                 other.stages = tuple(s for s in self.stages if mid_ring_bytes(block_t, consumers, s) <= SMEM_PER_BLOCK)
+                other.dtypes = other.tile_dtypes()  # a launch at a dtype the tile has no build for: refused at once
                 other.extra_defines = self.extra_defines
                 tiles[(block_t, consumers)] = other
             return tiles[(block_t, consumers)]
