@@ -138,8 +138,8 @@ def mid_deepest(block_t: int, consumers: int) -> int:
 
 def mid_token_tiles(m: int, consumers: int, dtype: str = "fp16") -> list[int]:
     """The token tiles (rows) the mid-M rule weighs at ``consumers`` and ``dtype``: M over 1, 2, ... tiles, rounded
-    up to 8, within the build's bounds (one tile of the least where M is smaller; none where ``consumers`` has no
-    tile at ``dtype``)."""
+    up to 8, within the build's bounds (tiles of the least where M is smaller, or where no split of M falls within
+    them; none where ``consumers`` has no tile at ``dtype``)."""
     if not mid_tile_ok(MID_LEAST_TOKENS, consumers, dtype):
         return []
     if m <= MID_LEAST_TOKENS:
@@ -149,7 +149,8 @@ def mid_token_tiles(m: int, consumers: int, dtype: str = "fp16") -> list[int]:
         if mid_tile_ok(t, consumers, dtype) and t not in rows:
             rows.append(t)
         tiles += 1
-    return rows
+    # M past the most tokens but split below the least (fp8: 105-127): tiles of the least, the last one partly empty
+    return rows or [MID_LEAST_TOKENS]
 
 
 def tail_walk_rounds(tiles: int, k_stages: int, sms: int) -> float:

@@ -91,6 +91,12 @@ def test_mid_token_tiles_pad_m_to_8_rows_per_tile_not_to_the_rungs_128():
     assert waves.mid_token_tiles(341, 2) == [176, 120, 88, 72, 64]
     assert waves.mid_token_tiles(341, 3) == [120, 88, 72, 64]
     assert waves.mid_token_tiles(129, 2) == [136, 72] and waves.mid_token_tiles(20, 3) == [64]
+    # fp8 (104 tokens at most): 105-127 rows fall between one tile and two tiles of 64 or more: two tiles of 64
+    assert waves.mid_token_tiles(109, 2, "fp8e4m3") == [64] and waves.mid_token_tiles(104, 2, "fp8e4m3") == [104]
+    for m in range(1, 3000, 7):
+        rows = waves.mid_token_tiles(m, 2, "fp8e4m3")
+        assert rows and all(waves.mid_tile_ok(t, 2, "fp8e4m3") for t in rows), m
+        assert waves.mid_token_tiles(m, 3, "fp8e4m3") == []
     for m in range(1, 3000, 7):
         for consumers in waves.MID_CONSUMERS:
             rows = waves.mid_token_tiles(m, consumers)
@@ -296,6 +302,7 @@ MID_FP8_EDGES = [
     ((208, 19200, 1040), 3, (104, 2)),
     ((129, 1000, 2064), None, (72, 2)),
     ((40, 260, 1040), None, (64, 2)),
+    ((109, 3000, 1040), None, (64, 2)),  # between one tile's most tokens and two tiles' least: two of 64
 ]
 
 
