@@ -17,9 +17,10 @@ The regimes, each a reason a tile choice wins (the thresholds are the constants 
   tile rows read each panel of the weight together (PTX); Triton's split-K takes 256x128 tiles for such M. Triton,
   at every dtype, up to ``TRITON_MID_M`` with K of ``MID_LEAST_K`` or more: the swapped mid-M kernel instead, whose
   one token tile pads M to a multiple of 16 where a 256-row tile computes 256 rows (at M = 129, 144 against 256);
-- PTX at 16 bits, 128 < M <= ``PTX_MID_M`` with K of ``MID_LEAST_K`` or more: the swapped mid-M kernel, where the
-  model of its walk (suite.waves.mid_time: 128 or 192 weight columns x token tiles by 8 that divide M nearly
-  exactly, the tail's splits and fix-up) is no slower than that of the tile rungs' split tail (``ptx_mid_ratio``);
+- PTX, 128 < M <= ``PTX_MID_M`` with K of ``MID_LEAST_K`` or more: the swapped mid-M kernel, where the model of its
+  walk (suite.waves.mid_time: 128 or 192 weight columns x token tiles by 8 that divide M nearly exactly, the tail's
+  splits and fix-up) is no slower than that of the tile rungs' split tail (``ptx_mid_ratio``; fp8: 128 columns,
+  at most ``PTX_MID_FP8_RATIO`` of it);
 - few output tiles (fewer 128x256 tiles than ``FILL`` x SMs, and split-K's tiles within one wave): a wide tile leaves
   SMs idle, so K is split over blocks of smaller tiles (PTX: 64x128 while M <= 256 and those tiles fit one wave, else
   128x128);
@@ -53,6 +54,11 @@ PTX_MID_M = 1024  # up to here the PTX mid-M kernel is weighed against the tile 
 # at most an eighth, and the rungs' own waves decide
 PTX_MID_STAGES = 5  # the deepest ring every mid-M tile fits (suite.waves.mid_deepest): its plan at 5 is the model's
 # first choice
+# fp8: the mid-M kernel's promoted tiles (two consumer warpgroups, 64-104 tokens) run where their modelled walk takes
+# at most this share of the split tail's: fitted on fp8 shapes of sweep seeds 3 and 4, where the kernel won at
+# modelled ratios up to 0.94 and lost from 0.96 (it sums each K stage into registers, a cost the model leaves out)
+PTX_MID_FP8_RATIO = 0.95
+PTX_MID_FP8_DEEP_TOKENS = 88  # fp8 token tiles up to here take 6 stages, wider ones 5 (fitted on the same shapes)
 TRITON_MID_M = MID_MOST_TOKENS  # Triton's mid-M kernel: one token tile of at most this many rows, against any weight
 MID_LEAST_K = 6144  # below this K the mid-M kernels' fixed cost per tile (the transposed store, the fix-up) is not
 # paid back by the rows they do not pad; the tall band's tiles run instead
@@ -169,17 +175,22 @@ def _ptx_tail(m: int, n: int, k: int, dtype: str, sms: int, narrow: bool, lead: 
     return (mid, wide, persistent) if r192 < r256 else (wide, mid, persistent)
 
 
-def ptx_mid_ratio(m: int, n: int, k: int, sms: int) -> float:
-    """The PTX mid-M kernel's modelled time at its tile (suite.waves.mid_time) over the tile rungs' split tail's: the
-    rounds of the faster of 128x256 and 128x192 tiles (``tail_rounds``, in 128x256 tiles' time) x a 128x256 tile's
-    time in the same units, two warpgroups x (256 + MID_FIXED_TOKENS) per K stage. The two sides are not alike on
-    purpose: the fix-up term is the mid-M model's own, fitted with it, and the rungs' side is always the split tail's
-    rounds, as ``_ptx_tail`` weighs them, whichever rung the rule would run; the comparison's threshold (1) was fitted
-    with exactly these two sides (tools/tune_gemm_mid.py --rungs)."""
-    kt = k_tiles(k, "fp16")
+def ptx_mid_ratio(m: int, n: int, k: int, sms: int, dtype: str = "fp16") -> float:
+    """The PTX mid-M kernel's modelled time at its tile for ``dtype`` (suite.waves.mid_time) over the tile rungs'
+    split tail's: the rounds of the faster of 128x256 and 128x192 tiles (``tail_rounds``, in 128x256 tiles' time;
+    fp8: 128x256 alone, the 128x192 rung has no fp8 build) x a 128x256 tile's time in the same units, two warpgroups
+    x (256 + MID_FIXED_TOKENS) per K stage (128 bytes of K on both sides). The two sides are not alike on purpose: the
+    fix-up term is the mid-M model's own, fitted with it, and the rungs' side is always the split tail's rounds, as
+    ``_ptx_tail`` weighs them, whichever rung the rule would run; the comparison's thresholds were fitted with
+    exactly these two sides (1 at 16 bits, with tools/tune_gemm_mid.py --rungs; PTX_MID_FP8_RATIO at fp8, with suite
+    runs of the mid-M kernel and the split tail)."""
+    kt = k_tiles(k, dtype)
     t256, t192 = _tiles(m, n, 128, 256), _tiles(m, n, 128, 192)
-    rounds = min(tail_rounds(t256, kt, sms), tail_rounds(t192, kt, sms) * 192 / 256 / NARROW_TILE_RATE)
-    return mid_time(m, n, k, sms, *mid_tile(m, n, k, sms)) / (rounds * kt * 2 * (256 + MID_FIXED_TOKENS))
+    rounds = tail_rounds(t256, kt, sms)
+    if dtype != "fp8e4m3":
+        rounds = min(rounds, tail_rounds(t192, kt, sms) * 192 / 256 / NARROW_TILE_RATE)
+    tile = mid_tile(m, n, k, sms, dtype=dtype)
+    return mid_time(m, n, k, sms, *tile, dtype) / (rounds * kt * 2 * (256 + MID_FIXED_TOKENS))
 
 
 def _ptx_tall(m: int, n: int, k: int, dtype: str, sms: int, fallbacks: tuple[Choice, ...]) -> tuple[Choice, ...]:
@@ -206,17 +217,17 @@ def _ptx_tall(m: int, n: int, k: int, dtype: str, sms: int, fallbacks: tuple[Cho
 
 def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
     rest = _ptx_tiles(m, n, k, dtype, sms)
-    # fp8: the mid-M build's promoted tiles (up to 104 tokens) are not weighed by this rule: its model was fitted at
-    # 16 bits
-    if dtype == "fp8e4m3" or not TALL_M // 2 < m <= PTX_MID_M or k < MID_LEAST_K:
+    if not TALL_M // 2 < m <= PTX_MID_M or k < MID_LEAST_K:
         return rest
-    ratio = ptx_mid_ratio(m, n, k, sms)
-    if ratio > 1:
+    fp8 = dtype == "fp8e4m3"
+    ratio = ptx_mid_ratio(m, n, k, sms, dtype)
+    if ratio > (PTX_MID_FP8_RATIO if fp8 else 1):
         return rest
-    block_t, consumers = mid_tile(m, n, k, sms)
+    block_t, consumers = mid_tile(m, n, k, sms, dtype=dtype)
+    stages = (6 if block_t <= PTX_MID_FP8_DEEP_TOKENS else 5) if fp8 else PTX_MID_STAGES
     mid = Choice(
         "mid-m swap-ab tma+wgmma",
-        PTX_MID_STAGES,
+        stages,
         f"{TALL_M // 2} < M={m} <= {PTX_MID_M}, K={k} >= {MID_LEAST_K}: swapped, {block_t}-token tiles (x "
         f"{-(-m // block_t)}) on {64 * consumers} weight columns, modelled at {ratio:.2f} of the tile rungs' "
         "split tail",

@@ -37,13 +37,14 @@ GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU
         ("ptx", (129, 24576, 11008), "fp16", "mid-m swap-ab tma+wgmma"),  # one token tile of 136 rows
         ("ptx", (176, 8192, 14336), "fp16", "mid-m swap-ab tma+wgmma"),
         ("ptx", (176, 8192, 4096), "fp16", "128x256 split-tail tma-store tma+wgmma"),  # K too short for mid-M
-        ("ptx", (129, 14336, 4096), "fp8e4m3", "128x256 split-tail tma-store tma+wgmma"),  # no fp8 mid-M build
+        ("ptx", (129, 14336, 4096), "fp8e4m3", "128x256 split-tail tma-store tma+wgmma"),  # K too short for mid-M
         ("ptx", (512, 18944, 5120), "fp8e4m3", "128x256 split-tail tma-store tma+wgmma"),
         ("ptx", (201, 18944, 16384), "fp16", "256x128 stream-k tma+wgmma"),  # mid-M modelled slower
         ("ptx", (193, 12288, 3072), "fp16", "128x192 split-tail tma-store tma+wgmma"),  # K too short for mid-M
         ("ptx", (193, 65536, 3072), "fp16", "256x128 stream-k tma+wgmma"),  # so here, against a large weight too
         ("ptx", (230, 18944, 5120), "fp16", "256x128 stream-k tma+wgmma"),  # 128 < M < 256: one tile row
-        ("ptx", (129, 73728, 11008), "fp8e4m3", "256x128 stream-k tma+wgmma"),
+        ("ptx", (129, 73728, 11008), "fp8e4m3", "mid-m swap-ab tma+wgmma"),  # two 72-token tiles, not 256 rows
+        ("ptx", (230, 73728, 11008), "fp8e4m3", "256x128 stream-k tma+wgmma"),  # mid-M modelled too slow at fp8
         ("ptx", (230, 3584, 36864), "fp16", "128x256 split-tail tma-store tma+wgmma"),  # 28 256x128 tiles: at once
         ("triton", (1, 6144, 4096), "fp16", "decode swap-ab desc"),
         ("triton", (16, 14336, 4096), "fp8e4m3", "decode swap-ab desc"),  # one token tile, a wide weight
@@ -92,7 +93,7 @@ def test_the_triton_mid_m_kernel_keeps_the_tall_choices_behind_it():
 def test_the_ptx_mid_m_kernel_runs_where_its_model_beats_the_tile_rungs():
     """PTX at 16 bits, 128 < M <= PTX_MID_M, K >= MID_LEAST_K: the mid-M kernel first exactly where its modelled walk
     is no slower than the tile rungs' (ptx_mid_ratio <= 1), its note naming its tile, with the rule's other choices
-    behind it as fallbacks in their own order; elsewhere, and at fp8 (no fp8 build), no mid-M kernel."""
+    behind it as fallbacks in their own order; elsewhere no mid-M kernel at 16 bits (fp8: the tests below)."""
     from suite import waves
 
     mid = "mid-m swap-ab tma+wgmma"
@@ -106,7 +107,6 @@ def test_the_ptx_mid_m_kernel_runs_where_its_model_beats_the_tile_rungs():
                 expect = takes and gemm_rule.ptx_mid_ratio(m, n, k, 132) <= 1
                 seen.add(expect)
                 assert (chosen[0].kernel == mid) == expect, (m, n, k)
-                assert mid not in {c.kernel for c in gemm_rule.choices("ptx", m, n, k, "fp8e4m3", sms=132)}
                 if not expect:
                     assert chosen == rest, (m, n, k)
                     continue
@@ -122,6 +122,40 @@ def test_the_ptx_mid_m_kernel_runs_where_its_model_beats_the_tile_rungs():
     tiles = [(t, c) for c in waves.MID_CONSUMERS for t in range(64, 257, 8) if waves.mid_tile_ok(t, c)]
     assert len(tiles) == 28 and min(waves.mid_deepest(*tile) for tile in tiles) == gemm_rule.PTX_MID_STAGES
     assert gemm_rule.PTX_MID_STAGES in gemm_decode.MID.stages
+
+
+@pytest.mark.parametrize(
+    "shape, block_t, stages",
+    [
+        ((143, 10240, 11008), 72, 6),
+        ((176, 24576, 28672), 88, 6),
+        ((355, 7168, 36864), 96, 5),
+        ((389, 16384, 29568), 104, 5),
+    ],
+)
+def test_the_ptx_mid_m_kernel_runs_at_fp8_below_its_fitted_ratio(shape, block_t, stages):
+    """PTX at fp8, in the mid-M band: the mid-M kernel's promoted tiles (two consumer warpgroups) first where its
+    modelled walk is at most PTX_MID_FP8_RATIO of the split tail's, 6 stages up to PTX_MID_FP8_DEEP_TOKENS tokens,
+    5 above (depths the fp8 build makes); the fp8 model sees the fp8 tile, not the 16-bit one."""
+    from suite import waves
+    from suite.ptx import gemm_decode
+
+    chosen = gemm_rule.choices("ptx", *shape, "fp8e4m3", sms=132)
+    assert waves.mid_tile(*shape, 132, dtype="fp8e4m3") == (block_t, 2) != waves.mid_tile(*shape, 132)
+    assert gemm_rule.ptx_mid_ratio(*shape, 132, "fp8e4m3") <= gemm_rule.PTX_MID_FP8_RATIO
+    assert (chosen[0].kernel, chosen[0].stages) == ("mid-m swap-ab tma+wgmma", stages)
+    assert f"{block_t}-token tiles" in chosen[0].why and "on 128 weight columns" in chosen[0].why
+    assert [c.kernel for c in chosen[1:]] == [c.kernel for c in gemm_rule._ptx_tiles(*shape, "fp8e4m3", 132)]
+    assert all(c.why.startswith("fallback: ") for c in chosen[1:])
+    assert "fp8e4m3" in gemm_decode.MID.dtypes and stages in gemm_decode.MID.stages
+
+
+@pytest.mark.parametrize("shape", [(425, 22016, 11008), (622, 7168, 13824), (220, 6144, 16384), (193, 12288, 3072)])
+def test_the_ptx_mid_m_kernel_stays_out_at_fp8_above_its_ratio_or_below_its_k(shape):
+    """Where the fp8 model's ratio passes PTX_MID_FP8_RATIO, or K is under MID_LEAST_K, fp8 runs the tile rungs."""
+    assert gemm_rule.choices("ptx", *shape, "fp8e4m3", sms=132) == gemm_rule._ptx_tiles(*shape, "fp8e4m3", 132)
+    ratio = gemm_rule.ptx_mid_ratio(*shape, 132, "fp8e4m3")
+    assert shape[2] < gemm_rule.MID_LEAST_K or ratio > gemm_rule.PTX_MID_FP8_RATIO
 
 
 @pytest.mark.parametrize("m, stages", [(129, 5), (144, 5), (145, 4), (176, 4), (208, 4)])
