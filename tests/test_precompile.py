@@ -200,3 +200,25 @@ def test_the_auto_rows_pick_is_compiled_up_front(fake_sm90, monkeypatch):
     assert bench.precompile(jobs, on_gpu=True) == {}
     built = [names for _, names, _ in fake_sm90]
     assert any("gemm_tma_decode<5, 88, 3, 1, F16, true>" in names for names in built), built
+
+
+def test_a_size_a_module_cannot_plan_leaves_the_rest_compiled_and_the_run_to_go_on(fake_sm90, monkeypatch):
+    """A kernel module whose ``modules_for`` raises at a size (a planning bug, or a rule it states only at launch)
+    does not stop the run before anything is timed: the other variants' modules are still compiled up front, and the
+    row itself raises the error at its launch, where the driver records it in that row."""
+    from suite.ptx import gemm_decode
+
+    monkeypatch.setattr(loader, "num_sms", lambda: 132)
+    monkeypatch.delitem(gemm_decode.MID.__dict__, "_tiles", raising=False)
+
+    def unplannable(size, dtype):
+        raise ValueError(f"no plan for {size} at {dtype}")
+
+    monkeypatch.setattr(gemm_decode.MID, "modules_for", unplannable)
+    size = (341, 6144, 11008)
+    variants = ("ptx:mid-m swap-ab tma+wgmma", "ptx:128x256 split-tail tma-store tma+wgmma")
+    opts = bench.Options(problems=("gemm",), variants=variants, sizes={"gemm": (size,)}, dtypes=("fp16",))
+    jobs = planning.build(opts, on_gpu=True).jobs
+    assert bench.precompile(jobs, on_gpu=True) == {}
+    built = [names for _, names, _ in fake_sm90]
+    assert built and not any("gemm_tma_decode" in " ".join(names) for names in built), built

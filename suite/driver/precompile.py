@@ -74,7 +74,10 @@ def precompile(
             if not on_gpu:
                 continue
             kernel = variant.kernel  # (a plugin's kernel need not be a KernelModule: it compiles for itself)
-            modules = kernel.modules_for(job.size, job.dtype) if isinstance(kernel, KernelModule) else ()
+            try:
+                modules = kernel.modules_for(job.size, job.dtype) if isinstance(kernel, KernelModule) else ()
+            except Exception:  # noqa: BLE001 - a size the module cannot plan: its row's own build raises it, and
+                modules = ()  # the row says so (refused or failed) while the run goes on
             if modules and arch is None:
                 try:
                     from suite.nvrtc import loader
