@@ -405,7 +405,7 @@ GEMM_VARIANTS = (
         "128x256x64 gluon ws persistent",
         "suite.triton.gemm_gluon:KERNEL",
         needs_sm90a,
-        ("square",),
+        ("square", "llm", "sweep"),
         "Gluon (triton.experimental.gluon, Triton's lower-level language): the PTX TMA-store kernel's design,"
         " a 1-warp TMA producer and two wgmma warpgroups on an mbarrier ring, persistent, C stored with TMA",
     ),
@@ -414,7 +414,7 @@ GEMM_VARIANTS = (
         "128x256x64 gluon ws stream-k",
         "suite.triton.gemm_gluon:STREAM_K",
         needs_sm90a,
-        ("square",),
+        ("square", "llm", "sweep"),
         "the Gluon kernel (fp8) on every SM with stream-K for its ragged last wave: whole tiles round robin, then "
         "the remaining tiles' K iterations in one balanced range per program, shared tiles' partials added by the "
         "tile's first program in K order through a workspace and per-slot flags (suite.triton.gemm_gluon."

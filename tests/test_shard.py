@@ -212,3 +212,25 @@ def test_cli_refuses_bad_shards_and_gpus_in_one_line(argv, env, says, tmp_path, 
     assert code == 2 and err.strip().splitlines()[-1].startswith(says), err
     assert len([line for line in err.splitlines() if line.startswith("error")]) == 1
     assert not (tmp_path / "r").exists()
+
+
+def test_stages_pick_each_dtypes_own_depths():
+    """--stages keeps, at each dtype, the depths of that dtype it names: the Gluon GEMM sweeps 2-3 stages at 16-bit
+    types and 2-4 at fp8, so --stages 4 runs it at fp8 only (a depth of the default dtype alone once decided, and
+    dropped it), and --stages 2 3 does not add fp8's 4."""
+    gluon = "triton:128x256x64 gluon ws persistent"
+
+    def depths(stages):
+        opts = bench.Options(
+            problems=("gemm",),
+            dtypes=("fp16", "fp8e4m3"),
+            stages=stages,
+            variants=(gluon,),
+            sizes={"gemm": [(512,) * 3]},
+        )
+        groups = bench.plan_groups(bench.check_options(opts, True), opts, True)
+        return {dtype: [s for v, s in rows if v.label == gluon] for _, dtype, _, rows in groups}
+
+    assert depths((4,)) == {"fp16": [], "fp8e4m3": [4]}
+    assert depths((2, 3)) == {"fp16": [2, 3], "fp8e4m3": [2, 3]}
+    assert depths(None) == {"fp16": [2, 3], "fp8e4m3": [2, 3, 4]}

@@ -242,15 +242,16 @@ def test_gluon_stream_k_is_refused_off_the_fp8_halves():
 
 
 def test_gluon_stream_k_is_registered_for_fp8_with_a_fault_whose_finisher_reads_first():
-    """The registry's gluon ws stream-k: fp8 only (the 16-bit rows say why), the square set, sanitizer sizes whose
-    plans share tiles; its declared fault (the fix-up wait removed) runs in fp8 at a size where the finisher's own
-    share is shorter than each contributor's, so it reads their slots before they are written, and the module built
-    with the fault's define launches that build on fresh workspace memory. A fault without stream-K is refused."""
+    """The registry's gluon ws stream-k: fp8 only (the 16-bit rows say why), the square, llm and sweep sets,
+    sanitizer sizes whose plans share tiles; its declared fault (the fix-up wait removed) runs in fp8 at a size where
+    the finisher's own share is shorter than each contributor's, so it reads their slots before they are written, and
+    the module built with the fault's define launches that build on fresh workspace memory. A fault without stream-K
+    is refused."""
     from suite.registry import variants
     from suite.triton.gemm_gluon import FAULT_SK_NO_WAIT, STREAM_K, TILES, GluonGemm
 
     (v,) = [v for v in variants("gemm", "triton") if v.name == "128x256x64 gluon ws stream-k"]
-    assert v.kernel is STREAM_K and v.shape_sets == ("square",) and v.dtypes == ("fp8e4m3",)
+    assert v.kernel is STREAM_K and v.shape_sets == ("square", "llm", "sweep") and v.dtypes == ("fp8e4m3",)
     for d in ("fp16", "bf16"):
         assert "fp8 kernel's promoted halves only" in v.dtype_skip_reason(d), d
     bm, bn, bk = TILES["fp8e4m3"]

@@ -64,6 +64,14 @@ def variant_names() -> set[str]:
     return {v.name for v in variants()} | {v.label for v in variants()}
 
 
+def every_stage(v: Variant) -> tuple:
+    """The depths ``v`` sweeps at any of its dtypes, in order (the default dtype's first)."""
+    every = dict.fromkeys(v.stages)
+    for dtype in v.dtypes:
+        every.update(dict.fromkeys(v.stages_for(dtype)))
+    return tuple(every)
+
+
 def selected(opts: Options) -> list[tuple[Problem, Variant, tuple]]:
     """(problem, variant, stage counts) for everything the options select. A problem runs when the filters (backend,
     variant, stages) pick at least one of its variants; its ceiling then always runs too, whatever the filters say,
@@ -78,7 +86,9 @@ def selected(opts: Options) -> list[tuple[Problem, Variant, tuple]]:
                 continue
             stages = v.stages
             if opts.stages is not None and stages != (None,):
-                stages = tuple(s for s in stages if s in opts.stages)
+                # any dtype's depths: a depth only one dtype sweeps (fp8's 4 stages of the Gluon GEMM) is picked
+                # too, and plan_groups keeps each dtype's own
+                stages = tuple(s for s in every_stage(v) if s in opts.stages)
                 if not stages:
                     continue
             picked.append((v, stages))
@@ -117,7 +127,7 @@ def check_options(opts: Options, on_gpu: bool) -> list[tuple[Problem, Variant, t
         raise OptionError("variants", f"no registered variant matches these filters together ({said}; see --list)")
     if opts.stages is not None:
         unstaged = selected(replace(opts, stages=None))
-        swept = {s for _, v, stages in unstaged for s in stages if s is not None}
+        swept = {s for _, v, stages in unstaged for s in (every_stage(v) if stages != (None,) else ()) if s is not None}
         missing = [s for s in opts.stages if s not in swept]
         if missing:
             raise OptionError(
@@ -212,7 +222,9 @@ def plan_groups(plan: list[tuple[Problem, Variant, tuple]], opts: Options, on_gp
                         jobs.append((v, (None,)))
                         continue
                     at_dtype = v.stages_for(dtype)
-                    jobs.append((v, tuple(s for s in at_dtype if s in stages) if stages != v.stages else at_dtype))
+                    if opts.stages is not None and stages != (None,):  # this dtype's depths that --stages names
+                        at_dtype = tuple(s for s in at_dtype if s in stages)
+                    jobs.append((v, at_dtype))
                 groups.append((problem, dtype, size, [(v, s) for v, ss in jobs for s in ss]))
     return groups
 
