@@ -325,6 +325,17 @@ def test_list_shows_gates(capsys):
     assert "cp.async ring" in out and "a CUDA GPU of compute capability >= 8.0" in " ".join(out.split())
 
 
+def test_list_says_the_stages_of_each_dtype_where_they_differ(capsys):
+    """The table's stages are the default dtype's; a variant whose sweep differs by dtype (the Gluon GEMM's ring takes
+    4 stages at fp8 only) says each dtype's in its description, and one whose sweep does not says nothing more."""
+    assert main(["--list", "--variant", "triton:128x256x64 gluon ws persistent", "triton:split-k desc"]) == 0
+    table, about = capsys.readouterr().out.split("\n\n", 1)
+    assert [line.split("|")[4].strip() for line in table.splitlines()[2:]] == ["2,3", "2,3,4"]
+    about = " ".join(about.split())
+    assert "Stages by dtype: fp16 2,3; bf16 2,3; fp8e4m3 2,3,4" in about
+    assert about.count("Stages by dtype") == 1
+
+
 def test_list_is_narrowed_by_the_run_filters(capsys):
     assert main(["--list", "--problem", "attention", "--backend", "ptx"]) == 0
     table = capsys.readouterr().out.split("\n\n")[0]

@@ -556,6 +556,10 @@ def _runs_here(v, on_gpu: bool) -> str:
     return f"no: {reason}"
 
 
+def _stages_text(stages: tuple) -> str:
+    return ",".join("-" if s is None else str(s) for s in stages)
+
+
 def variant_table(
     width: int = 160,
     problems: tuple[str, ...] | None = None,
@@ -577,9 +581,10 @@ def variant_table(
         if names and not v.is_named(names):
             continue
         try:
-            stages, runs = ",".join("-" if s is None else str(s) for s in v.stages), _runs_here(v, on_gpu)
+            stages, runs = _stages_text(v.stages), _runs_here(v, on_gpu)
+            by_dtype = {d: v.stages_for(d) for d in v.dtypes}
         except KernelLoadError as e:  # listed with why: the other variants' lines still matter
-            stages, runs = "?", f"no: {e}"
+            stages, runs, by_dtype = "?", f"no: {e}", {}
         rows.append(
             [
                 v.problem,
@@ -592,6 +597,8 @@ def variant_table(
         )
         gate = (v.gate.__doc__ or v.gate.__name__).strip()
         text = (v.description.rstrip(".") + ". " if v.description else "") + f"Runs on: {gate}"
+        if len(set(by_dtype.values())) > 1:  # the table's column is the default dtype's sweep
+            text += ". Stages by dtype: " + "; ".join(f"{d} {_stages_text(ss)}" for d, ss in by_dtype.items())
         about.append(_fill(f"{v.label} ({v.problem}): {text}", width))
     headers = ["problem", "backend", "variant", "stages", "role", "runs here"]
     if not rows:
