@@ -127,7 +127,7 @@ def check_options(opts: Options, on_gpu: bool) -> list[tuple[Problem, Variant, t
         raise OptionError("variants", f"no registered variant matches these filters together ({said}; see --list)")
     if opts.stages is not None:
         unstaged = selected(replace(opts, stages=None))
-        swept = {s for _, v, stages in unstaged for s in (every_stage(v) if stages != (None,) else ()) if s is not None}
+        swept = {s for _, v, _ in unstaged for s in every_stage(v) if s is not None}
         missing = [s for s in opts.stages if s not in swept]
         if missing:
             raise OptionError(
