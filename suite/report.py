@@ -106,6 +106,7 @@ def main(argv=None) -> int:
     if args.overwrite and not args.out:
         p.error("--overwrite goes with --out")
 
+    from suite.cli_exits import reader_may_leave
     from suite.driver import report, results_io
 
     try:
@@ -141,14 +142,15 @@ def main(argv=None) -> int:
         written, unwritten = e.written, e
     except OSError as e:  # a stale plot that could not be removed
         unwritten = f"could not remove {e.filename}: {e.strerror or e}"
-    print(report.terminal(rows, WIDTH, verbose=args.verbose))
-    if written:
-        print(
-            f"\nwrote {', '.join(p.name for p in written)} in {out}/"
-            + (" (results.json as it was)" if in_place else "")
-        )
-    if removed:
-        print(f"removed {', '.join(p.name for p in removed)} (an earlier rendering's, not written this time)")
+    with reader_may_leave():  # | head: the files are written, the status is theirs
+        print(report.terminal(rows, WIDTH, verbose=args.verbose))
+        if written:
+            print(
+                f"\nwrote {', '.join(p.name for p in written)} in {out}/"
+                + (" (results.json as it was)" if in_place else "")
+            )
+        if removed:
+            print(f"removed {', '.join(p.name for p in removed)} (an earlier rendering's, not written this time)")
     if unwritten is not None:
         print(f"\nerror: {unwritten}", file=sys.stderr)
         return 1

@@ -2,7 +2,8 @@
 
 Examples:
   python -m suite.run                                   # everything, default sizes
-  python -m suite.run --problem gemm --size 8192        # one problem, one size
+  python -m suite.run --problem gemm --size 8192        # one problem, one size (its default dtype: --dtype for more)
+  python -m suite.run --problem gemm --size 96x80x64    # without a GPU: a size the interpreter runs in seconds
   python -m suite.run --problem vector --backend ptx --stages 1 3
   python -m suite.run --list                            # the registered variants and their gates
   python -m suite.run --problem gemm --size 4096 --profile   # and why: one more launch per row under ncu
@@ -18,6 +19,7 @@ Exit status:
        a --resume of a run of other arguments, software or GPU
   3    an internal error: one line (--debug shows the traceback)
   130  interrupted (Ctrl-C): the rows measured so far are in results.json, with meta.complete false
+  141  the reader of the output left early (| head), as for any command SIGPIPE ends; --compare keeps its 0 or 1
 """
 
 from __future__ import annotations
@@ -178,7 +180,8 @@ def parse_args(argv=None) -> argparse.Namespace:
         nargs="+",
         action="extend",
         metavar="DTYPE",
-        help="only these input types (vector: fp32; gemm: fp16, bf16, fp8e4m3; attention: bf16, fp16; default: all)",
+        help="only these input types (vector: fp32; gemm: fp16, bf16, fp8e4m3; attention: bf16, fp16). Default: every "
+        "type at the default sizes; the problem's first type alone with --size or --shapes",
     )
     p.add_argument(
         "--out",
@@ -351,14 +354,16 @@ def _with_workers(args: argparse.Namespace, argv) -> int:
 
 def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
     if args.compare:  # no torch, no plugins: the files alone
+        from suite.cli_exits import reader_may_leave
         from suite.driver.compare import CompareError, compare, exit_code, summary
 
         try:
             table, results = compare(*args.compare, allow_different=args.allow_different, force=args.force)
         except CompareError as e:
             return _usage_error("--compare", str(e))
-        print(table)
-        print(summary(results))
+        with reader_may_leave():  # | head keeps the gate's verdict
+            print(table)
+            print(summary(results))
         return exit_code(results)
     if args.out is not None and not args.list:  # before any work: a bad --out is known at once
         if why := check_out(args.out):

@@ -506,3 +506,43 @@ def test_the_parts_of_the_test_suite_run_every_test_once():
     for bad in ("0/2", "3/2", "1", "a/b", "1/2/3"):
         with pytest.raises(pytest.UsageError, match="--test-part"):
             part_indices(bad, 10)
+
+
+# -- output read by a reader that leaves early (| head) --------------------------------------------------------------
+
+
+def _reader_gone(*args):
+    """``python *args`` with standard output a pipe whose reader has already left: its first write fails (EPIPE)."""
+    read, write = os.pipe()
+    os.close(read)
+    env = {**os.environ, "CUDA_VISIBLE_DEVICES": ""}
+    try:
+        return subprocess.run(
+            [sys.executable, *args], stdout=write, stderr=subprocess.PIPE, text=True, cwd=ROOT, env=env, timeout=600
+        )
+    finally:
+        os.close(write)
+
+
+def _quiet(proc) -> None:
+    assert "Traceback" not in proc.stderr and "internal error" not in proc.stderr, proc.stderr
+    assert "BrokenPipeError" not in proc.stderr, proc.stderr  # not even the interpreter's flush at exit
+
+
+def test_list_into_a_closed_pipe_ends_quietly_as_sigpipe_would():
+    proc = _reader_gone("-m", "suite.run", "--list")
+    _quiet(proc)
+    assert proc.returncode == 141
+
+
+def test_the_gate_into_a_closed_pipe_keeps_its_verdict():
+    same = _reader_gone("-m", "suite.run", "--compare", str(H200_RUN), str(H200_RUN))
+    _quiet(same)
+    assert same.returncode == 0  # a run against itself passes (tests/test_compare.py), read or not
+
+
+def test_report_into_a_closed_pipe_writes_its_files_and_says_so_by_its_status(tmp_path):
+    proc = _reader_gone("-m", "suite.report", str(H200_RUN), "--out", str(tmp_path / "r"))
+    _quiet(proc)
+    assert proc.returncode == 0
+    assert (tmp_path / "r" / "table.md").read_text() == (H200_RUN / "table.md").read_text()
