@@ -8,7 +8,10 @@ def gemm(a, b, backend: str = "ptx", out=None, scales=None):
     * fp16 / bf16: A (M x K) and B (K x N), C of A's type.
     * fp8 e4m3 (``torch.float8_e4m3fn``): B given as N x K (K-major) and ``scales`` = (scale_a, scale_b), one fp32
       element each; C in bf16.
-    * ``out``: C's tensor (else a new one); it must not overlap an input.
+    * A, B and ``out``: contiguous, each starting on a 16-byte boundary (TMA's rule; ``.contiguous()`` first for a
+      view that is not). ``out``: C's tensor (else a new one); it must not overlap an input.
+    * No backward: under autograd (grad mode on), inputs that require grad are refused; call it under
+      ``torch.no_grad()`` or pass detached tensors.
     * ``backend="ptx"`` needs CUDA tensors and an sm_90 GPU. ``backend="triton"`` also takes CPU tensors when
       ``TRITON_INTERPRET=1`` was set before the first call (Triton's interpreter: slow, for small sizes).
 
@@ -33,6 +36,12 @@ def gemm(a, b, backend: str = "ptx", out=None, scales=None):
         raise ValueError(f"a and b must have the same dtype (a is {a.dtype}, b is {b.dtype})")
     if a.dim() != 2 or b.dim() != 2:
         raise ValueError(f"a and b must be rank 2 (matrices; got shapes {tuple(a.shape)} and {tuple(b.shape)})")
+    if a.device.type not in ("cuda", "cpu") or b.device.type not in ("cuda", "cpu"):
+        raise ValueError(f"a and b must be CUDA or CPU tensors (got a on {a.device}, b on {b.device})")
+    if torch.is_grad_enabled() and (a.requires_grad or b.requires_grad):
+        raise ValueError(
+            "a and b must not require grad: suite.gemm has no backward (call it under torch.no_grad(), or detach them)"
+        )
     fp8 = a.dtype == torch.float8_e4m3fn
     if fp8 and scales is None:
         raise ValueError("fp8 e4m3 inputs need scales=(scale_a, scale_b): one fp32 element each")

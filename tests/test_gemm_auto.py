@@ -307,6 +307,12 @@ def test_gemm_refuses_bad_input_before_launch(backend):
     device = "cuda" if torch.cuda.is_available() else "cpu"
     with pytest.raises(ValueError, match="backend"):
         suite.gemm(_fp16(8, 8), _fp16(8, 8), backend="cublas")
+    meta = torch.empty(8, 8, dtype=torch.float16, device="meta")
+    with pytest.raises(ValueError, match="must be CUDA or CPU tensors"):
+        suite.gemm(meta, meta, backend=backend)
+    trained = _fp16(8, 8).requires_grad_()
+    with pytest.raises(ValueError, match="must not require grad: suite.gemm has no backward"):
+        suite.gemm(trained, _fp16(8, 8), backend=backend)
     if backend == "ptx" and not torch.cuda.is_available():
         with pytest.raises(ValueError, match="CUDA tensors"):
             suite.gemm(_fp16(8, 8), _fp16(8, 8), backend=backend)
@@ -373,6 +379,9 @@ def test_gemm_triton_in_the_interpreter():
     out = torch.full((67, 45), float("nan"), dtype=torch.float16, device=device)
     c = suite.gemm(a, b, backend="triton", out=out)
     assert c is out
+    torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=2e-3, atol=2e-3)
+    with torch.no_grad():  # weights that require grad, at inference: taken
+        c = suite.gemm(a, b.clone().requires_grad_(), backend="triton")
     torch.testing.assert_close(c.double(), a.double() @ b.double(), rtol=2e-3, atol=2e-3)
 
 
