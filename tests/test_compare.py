@@ -261,7 +261,7 @@ def test_a_noisy_row_never_passes_as_same():
     to hold it against is said, not failed."""
     assert compare.classify(_row(), _row(median_ms=1.05, iqr_ms=0.3)) == (
         "NOISY",
-        "NEW samples spread 29% > 10% (IQR / median) and a slower median: time it again",
+        "NEW samples spread 28.6% > 10% (IQR / median) and a slower median: time it again",
         True,
     )
     assert compare.classify(_row(), _row(median_ms=1.0, iqr_ms=0.3))[::2] == ("NOISY", False)

@@ -284,7 +284,7 @@ def classify(old: dict | None, new: dict | None) -> tuple[str, str, bool]:
         return "NOT RUN", _reason(new), False
     for side, r in (("NEW", new), ("OLD", old)):
         if r is not None and _timed(r) and _spread(r) > NOISY_SPREAD:
-            spread = f"{side} samples spread {100 * _spread(r):.0f}% > {100 * NOISY_SPREAD:g}% (IQR / median)"
+            spread = f"{side} samples spread {100 * _spread(r):.1f}% > {100 * NOISY_SPREAD:g}% (IQR / median)"
             if old is None or not _timed(old):
                 return "NOISY", f"{spread}; nothing to hold it against", False
             if verdict(dict(old, iqr_ms=0), dict(new, iqr_ms=0)) == "SLOWER":
