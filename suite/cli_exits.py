@@ -9,6 +9,7 @@ parsing, which only a kernel or plugin raises): one line, the traceback only wit
 from __future__ import annotations
 
 import os
+import select
 import sys
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,6 +17,20 @@ from contextlib import contextmanager
 INTERRUPTED = 130
 INTERNAL = 3
 READER_LEFT = 141  # 128 + SIGPIPE
+
+
+def stdout_reader_left() -> bool:
+    """Whether standard output is a pipe whose reader has closed it (poll's POLLERR on the write end): a
+    BrokenPipeError is that reader's going only then, not a worker's pipe breaking."""
+    try:
+        fd = sys.stdout.fileno()
+    except (AttributeError, OSError, ValueError):  # not a file descriptor (a test's capture)
+        return False
+    if not hasattr(select, "poll"):
+        return False
+    poller = select.poll()
+    poller.register(fd, select.POLLOUT)
+    return any(events & select.POLLERR for _, events in poller.poll(0))
 
 
 def drop_stdout() -> None:
@@ -42,20 +57,26 @@ def reader_may_leave() -> Iterator[None]:
 
 
 def guarded(body: Callable[[], int], debug: bool, interrupted: str = "interrupted") -> int:
-    """``body()``'s exit status, or INTERRUPTED / INTERNAL with one line on stderr."""
+    """``body()``'s exit status, or INTERRUPTED / INTERNAL with one line on stderr, or READER_LEFT quietly."""
     try:
         return body()
     except KeyboardInterrupt:
         print(f"\n{interrupted}", file=sys.stderr)
         return INTERRUPTED
-    except BrokenPipeError:  # the reader of standard output left (| head): not a defect, nothing more to say
-        drop_stdout()
+    except BrokenPipeError as e:
+        if not stdout_reader_left():  # another pipe (a worker's): a defect
+            return _internal(e, debug)
+        drop_stdout()  # the reader of standard output left (| head): nothing more to say
         return READER_LEFT
     except SystemExit as e:  # never a success, whatever its code
         print(f"internal error: something the command called raised SystemExit({e.code!r})", file=sys.stderr)
         return INTERNAL
     except Exception as e:  # a defect, not bad input
-        if debug:
-            raise
-        print(f"internal error: {type(e).__name__}: {e} (--debug shows where)", file=sys.stderr)
-        return INTERNAL
+        return _internal(e, debug)
+
+
+def _internal(e: Exception, debug: bool) -> int:
+    if debug:
+        raise e
+    print(f"internal error: {type(e).__name__}: {e} (--debug shows where)", file=sys.stderr)
+    return INTERNAL

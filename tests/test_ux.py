@@ -546,3 +546,15 @@ def test_report_into_a_closed_pipe_writes_its_files_and_says_so_by_its_status(tm
     _quiet(proc)
     assert proc.returncode == 0
     assert (tmp_path / "r" / "table.md").read_text() == (H200_RUN / "table.md").read_text()
+
+
+def test_a_broken_pipe_that_is_not_stdouts_is_an_internal_error(capsys):
+    """A worker's pipe breaking is a defect, whatever its exception's class: exit 3 with its line, not the quiet 141
+    of a reader that left."""
+    from suite.cli_exits import INTERNAL, guarded
+
+    def body():
+        raise BrokenPipeError(32, "Broken pipe")
+
+    assert guarded(body, debug=False) == INTERNAL
+    assert "internal error: BrokenPipeError" in capsys.readouterr().err
