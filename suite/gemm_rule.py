@@ -27,7 +27,10 @@ The regimes, each a reason a tile choice wins (the thresholds are the constants 
 - otherwise the split tail: persistent, warp-specialized waves of whole tiles (the epilogue overlaps the next
   tile's mainloop), then the last, partial wave's tiles cut into shares of K (``tail_rounds``). PTX weighs 128x256
   tiles against 128x192 ones by the rounds each walk takes (above one tile row of M); Triton takes it where the
-  tail is split or M <= 128, its persistent kernel otherwise.
+  tail is split or M <= 128, its persistent kernel otherwise;
+- Triton at fp8 on sm_90a, M >= ``TRITON_GLUON_FP8_M`` with a wave of 128x256 tiles or more: the Gluon
+  warp-specialized persistent kernel (each K tile's sum promoted in registers, the epilogue under the next tile's
+  mainloop), or its stream-K form where the tiles' waves are less than ``TRITON_GLUON_SK_BELOW`` full.
 """
 
 from __future__ import annotations
@@ -43,6 +46,7 @@ from suite.waves import (
     mid_time,
     mid_token_rows,
     tail_split_count,
+    wave_efficiency,
 )
 
 H200_SMS = 132  # the rule's SM count where no GPU says otherwise (the committed runs' GPU)
@@ -70,6 +74,10 @@ TRITON_DECODE_N = 8192  # wider weights (above M = TRITON_TINY_M): split-K's 128
 TRITON_DECODE_K = 8192  # above M = TRITON_DECODE_M / 2, a longer K is split better by split-K
 TRITON_NARROW_M, TRITON_NARROW_N = 256, 4096  # a narrow weight keeps the decode kernel ahead up to this M
 TRITON_SPLIT_M = 512  # up to here split-K while 128x256 tiles are fewer than the SMs; above, only below FILL x SMs
+TRITON_GLUON_FP8_M = 256  # fp8 from here, with a wave of 128x256 tiles or more: the Gluon warp-specialized kernels
+# (promoted halves, the epilogue under the next tile's mainloop) against the split tail
+TRITON_GLUON_SK_BELOW = 0.9  # ... and where their waves are less full than this, its stream-K form evens the last one
+TRITON_GLUON_STAGES, TRITON_GLUON_SK_STAGES = 3, 4
 TAIL_MIN_K_TILES = MIN_K_TILES_PER_SPLIT  # the split tail's shares hold this many K tiles at least, as the kernels'
 NARROW_TILE_RATE = 0.97  # a 128x192 tile's MMA rate against a 128x256 one's (fewer MACs per operand byte)
 
@@ -329,6 +337,8 @@ def _triton_tiles(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) ->
     if m <= TRITON_DECODE_M or (m <= TRITON_SPLIT_M and t256 < sms) or t256 < FILL * sms:
         split = Choice("split-k desc", 4, f"M={m}, {t256} 128x256 tiles: too few for {sms} SMs alone, K split")
         return (split, host) if m > TRITON_DECODE_M else (split, decode, host)
+    if hopper and dtype == "fp8e4m3" and m >= TRITON_GLUON_FP8_M and t256 >= sms:
+        return _triton_gluon_fp8(m, t256, sms, host_fallback)
     if hopper and dtype in ("bf16", "fp8e4m3") and m > TRITON_SPLIT_M:
         gluon = Choice(
             "128x256x64 gluon ws persistent",
@@ -339,3 +349,21 @@ def _triton_tiles(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) ->
     if shares > 1:  # a tail to split: the split tail; else its walk is the persistent kernel's, which is faster
         return (tail, host, fallback)
     return (host, fallback)
+
+
+def _triton_gluon_fp8(m: int, t256: int, sms: int, host_fallback: Choice) -> tuple[Choice, ...]:
+    """fp8 with a wave of 128x256 tiles or more: the Gluon persistent kernel, or its stream-K form where the tiles'
+    last wave leaves too many SMs idle."""
+    waves, fill = math.ceil(t256 / sms), wave_efficiency(t256, sms)
+    head = f"M={m} >= {TRITON_GLUON_FP8_M}, {t256} 128x256 tiles in {waves} waves of {sms} SMs, {fill:.0%} full"
+    persistent = Choice(
+        "128x256x64 gluon ws persistent", TRITON_GLUON_STAGES, f"{head}: Gluon warp-specialized persistent"
+    )
+    if fill < TRITON_GLUON_SK_BELOW:
+        stream = Choice(
+            "128x256x64 gluon ws stream-k",
+            TRITON_GLUON_SK_STAGES,
+            f"{head} < {TRITON_GLUON_SK_BELOW:.0%}: Gluon stream-K",
+        )
+        return (stream, _as_fallback(persistent), host_fallback)
+    return (persistent, host_fallback)

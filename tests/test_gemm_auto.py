@@ -61,6 +61,7 @@ GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU
         ("triton", (707, 27648, 29568), "fp16", "128x256x64 desc persistent host"),  # a tail of 120: not split
         ("triton", (4096, 4096, 4096), "fp16", "128x256x64 desc persistent host"),
         ("triton", (4096, 4096, 4096), "fp8e4m3", "128x256x64 gluon ws persistent"),
+        ("triton", (623, 15360, 24576), "fp8e4m3", "128x256x64 gluon ws stream-k"),  # 300 tiles: 76% of 3 waves
     ],
 )
 def test_rule_choices(backend, shape, dtype, kernel):
@@ -209,6 +210,33 @@ def _tail_shares(tiles: int, k_tiles: int) -> int:
     from suite.waves import tail_split_count
 
     return tail_split_count(tiles, k_tiles, 132, gemm_rule.TAIL_MIN_K_TILES)
+
+
+def test_triton_fp8_takes_the_gluon_kernels_from_a_wave_of_tiles():
+    """fp8 on sm_90a, M >= TRITON_GLUON_FP8_M with a wave of 128x256 tiles or more: the Gluon persistent kernel, its
+    stream-K form first (the persistent one behind it) where the waves are less full than TRITON_GLUON_SK_BELOW;
+    below that M, or with fewer tiles than SMs, or at 16 bits below TRITON_SPLIT_M, not the fp8 Gluon regime."""
+    from suite.waves import wave_efficiency
+
+    persistent, stream = "128x256x64 gluon ws persistent", "128x256x64 gluon ws stream-k"
+    least = gemm_rule.TRITON_GLUON_FP8_M
+    for m, n, k in itertools.product(
+        (least - 1, least, 300, 623, 1085, 4096), (3072, 8192, 15360, 32768), (4096, 28672)
+    ):
+        got = gemm_rule.choices("triton", m, n, k, "fp8e4m3", sms=132)
+        tiles = -(-m // 128) * -(-n // 256)
+        if m < least or tiles < 132:
+            assert stream not in {c.kernel for c in got}, (m, n, k, got)
+            assert got[0].kernel != persistent or m > gemm_rule.TRITON_SPLIT_M, (m, n, k, got)
+            continue
+        assert f"{tiles} 128x256 tiles" in got[0].why, got[0]
+        if wave_efficiency(tiles, 132) < gemm_rule.TRITON_GLUON_SK_BELOW:
+            assert [c.kernel for c in got[:2]] == [stream, persistent], (m, n, k, got)
+            assert got[0].stages == gemm_rule.TRITON_GLUON_SK_STAGES and got[1].why.startswith("fallback: ")
+        else:
+            assert got[0].kernel == persistent and got[0].stages == gemm_rule.TRITON_GLUON_STAGES, (m, n, k, got)
+        assert stream not in {c.kernel for c in gemm_rule.choices("triton", m, n, k, "bf16", sms=132)}
+        assert all("gluon" not in c.kernel for c in gemm_rule.choices("triton", m, n, k, "fp8e4m3", hopper=False))
 
 
 def test_rule_leaves_out_gluon_without_sm90a():
@@ -408,7 +436,9 @@ def test_import_suite_is_cheap():
 @GPU
 @pytest.mark.parametrize("backend", ["ptx", "triton"])
 @pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp8e4m3"])
-@pytest.mark.parametrize("size", [(1, 6144, 4096), (67, 45, 48), (201, 3584, 5120), (2048, 4096, 4096)])
+@pytest.mark.parametrize(
+    "size", [(1, 6144, 4096), (67, 45, 48), (201, 3584, 5120), (300, 12288, 1024), (2048, 4096, 4096)]
+)
 def test_auto_validates_on_gpu(backend, dtype, size):
     import suite
 

@@ -15,5 +15,6 @@ CANDIDATES = {
     "split-tail desc": gemm_streamk.SPLIT_TAIL,
     "128x256x64 desc persistent host": gemm_desc.KERNELS["persistent host"],
     "128x256x64 gluon ws persistent": gemm_gluon.KERNEL,
+    "128x256x64 gluon ws stream-k": gemm_gluon.STREAM_K,
 }
 KERNEL = AutoGemm("triton", CANDIDATES)
