@@ -216,7 +216,9 @@ def attention_operands(inputs, out, dtypes: tuple[str, ...] = tuple(TORCH_DTYPES
         if t.data_ptr() % 16:
             raise ValueError(f"{name}'s data must start on a 16-byte boundary (address {t.data_ptr():#x})")
     if len({t.device for _, t in names}) != 1:
-        raise ValueError("q, k, v and out must be on one device (got " + ", ".join(str(t.device) for _, t in names))
+        raise ValueError(
+            "q, k, v and out must be on one device (got " + ", ".join(str(t.device) for _, t in names) + ")"
+        )
     b, hq, sq, d = q.shape
     if k.shape[-1] != d or v.shape[-1] != d:
         raise ValueError(

@@ -52,7 +52,7 @@ from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
 
-from suite.driver.results_io import SOFTWARE, InputError, in_plan_order, job_finished, read_json
+from suite.driver.results_io import SOFTWARE, InputError, in_plan_order, job_finished, path_argument, read_json
 
 WIDTH = 160
 # What each part measured of its own GPU and run. Where the parts agree the merged metadata keeps the value; where they
@@ -464,8 +464,10 @@ def parse_args(argv=None) -> argparse.Namespace:
         + __doc__[__doc__.index("Exit status:") :],
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("dirs", nargs="+", type=Path, metavar="DIR", help="results directories (or their results.json)")
-    p.add_argument("--out", type=Path, required=True, metavar="DIR", help="where to write the merged results")
+    p.add_argument(
+        "dirs", nargs="+", type=path_argument, metavar="DIR", help="results directories (or their results.json)"
+    )
+    p.add_argument("--out", type=path_argument, required=True, metavar="DIR", help="where to write the merged results")
     p.add_argument(
         "--allow-partial",
         action="store_true",

@@ -25,6 +25,8 @@ import re
 import sys
 from pathlib import Path
 
+from suite.driver.results_io import path_argument
+
 WIDTH = 160
 RENDERED_FIELDS = ("problem", "shape", "backend", "variant", "stages", "unit", "ceiling", "valid", "measured")
 
@@ -96,9 +98,9 @@ def main(argv=None) -> int:
         formatter_class=argparse.RawDescriptionHelpFormatter,
         epilog=__doc__.split("\n\n", 1)[1],
     )
-    p.add_argument("dir", type=Path, metavar="DIR", help="a results directory, or its results.json")
+    p.add_argument("dir", type=path_argument, metavar="DIR", help="a results directory, or its results.json")
     where = p.add_mutually_exclusive_group()
-    where.add_argument("--out", type=Path, metavar="OUT", help=OUT_HELP)
+    where.add_argument("--out", type=path_argument, metavar="OUT", help=OUT_HELP)
     where.add_argument("--in-place", action="store_true", help=IN_PLACE_HELP)
     p.add_argument("--overwrite", action="store_true", help=OVERWRITE_HELP)
     p.add_argument("--verbose", action="store_true", help="the full tables even when nothing was timed")

@@ -35,6 +35,7 @@ import textwrap
 from pathlib import Path
 
 from suite.driver import timing
+from suite.driver.results_io import path_argument
 
 
 def _problem_choices() -> dict[str, tuple[str, ...]]:
@@ -185,7 +186,7 @@ def parse_args(argv=None) -> argparse.Namespace:
     )
     p.add_argument(
         "--out",
-        type=Path,
+        type=path_argument,
         metavar="DIR",
         help="where to write table.md, results.csv, results.json and plots "
         "(default: results/<gpu>/<timestamp>/; results/cpu/<timestamp>/ without a GPU)",
@@ -219,7 +220,7 @@ def parse_args(argv=None) -> argparse.Namespace:
         "--compare",
         nargs=2,
         metavar=("OLD", "NEW"),
-        type=Path,
+        type=path_argument,
         help="compare two runs (their directories or results.json files) row by row (SAME / FASTER / "
         "SLOWER / NOISY / MISSING / INVALID / STILL INVALID / NOT RUN / NEW) and exit: 0 when no row fails the gate, "
         "1 when one is SLOWER, MISSING, INVALID or NOISY with a slower median, 2 on bad input, on a file without "
@@ -442,6 +443,7 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
 
             folded = {k.lower(): k for k in known}
             close = [folded[c] for n in unknown for c in difflib.get_close_matches(n.lower(), folded, n=1)]
+            close = list(dict.fromkeys(close))  # two typos of one name suggest it once
             hint = f"; did you mean {', '.join(map(repr, close))}?" if close else ""
             return _usage_error(
                 "--variant",

@@ -24,6 +24,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from suite.driver.results_io import path_argument
+
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 # One tool over every case; a worker that hangs is stopped and reported. $PIPESUITE_SANITIZER_TIMEOUT overrides it.
 TOOL_TIMEOUT_S = int(os.environ.get("PIPESUITE_SANITIZER_TIMEOUT", "420"))
@@ -375,7 +377,7 @@ def main(argv=None) -> int:
     p.add_argument("--tools", nargs="+", choices=TOOLS, default=list(TOOLS))
     p.add_argument(
         "--out",
-        type=Path,
+        type=path_argument,
         help="where to write sanitizer.md and the tools' logs (default: results/<gpu>/sanitizer-<timestamp>/)",
     )
     p.add_argument(

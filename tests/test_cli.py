@@ -149,6 +149,8 @@ BAD_ARGUMENTS = [
     (["--problem", "nope"], "--problem", "invalid choice"),
     (["--variant", "nope"], "--variant", "unknown 'nope' (python -m suite.run --list"),
     (["--variant", "cp.async ring 2kib"], "--variant", "did you mean 'cp.async ring 2KiB'?"),
+    # two typos of one name: suggested once
+    (["--variant", "cp.async ring 2kib", "cp.async ring 2kb"], "--variant", "did you mean 'cp.async ring 2KiB'? ("),
     (["--size", "8"], "--size", "needs exactly one --problem"),
     (["--problem", "vector", "--size", "-5"], "--size", "every dimension must be >= 1"),
     (["--problem", "vector", "--size", "0"], "--size", "every dimension must be >= 1"),
@@ -614,3 +616,19 @@ def test_missing_plots_say_why():
         "No gemm.png written: no gemm row was timed (each failed validation or was skipped; see table.md)."
     ]
     assert report.missing_plots(_rows(), on_gpu=True) == []
+
+
+@pytest.mark.parametrize("command", ["suite.run", "suite.report", "suite.merge"])
+def test_an_empty_out_is_refused_not_taken_for_the_current_directory(command, tmp_path, monkeypatch, capsys):
+    """``--out ""``: Path("") is the current directory, where a run would drop its files; each command refuses it in
+    argparse's one line (exit 2), and nothing is written where it runs."""
+    import importlib
+
+    monkeypatch.chdir(tmp_path)
+    argv = {"suite.run": ["--problem", "vector", "--backend", "torch"], "suite.report": ["somewhere"]}
+    argv = argv.get(command, ["a", "b"]) + ["--out", ""]
+    with pytest.raises(SystemExit) as e:
+        importlib.import_module(command).main(argv)
+    assert e.value.code == 2
+    assert "--out: an empty path" in capsys.readouterr().err
+    assert list(tmp_path.iterdir()) == []

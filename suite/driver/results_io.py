@@ -131,6 +131,16 @@ def fallback_dir(name: str) -> Path:
     return Path(tempfile.mkdtemp(prefix=f"pipesuite-{name}-"))
 
 
+def path_argument(text: str) -> Path:
+    """A command line's path (argparse's ``type``): an empty one is refused, where Path("") would quietly mean the
+    current directory."""
+    if not text.strip():
+        import argparse
+
+        raise argparse.ArgumentTypeError("an empty path: name a directory or file ('.' for the current directory)")
+    return Path(text)
+
+
 def check_out(out: Path) -> str | None:
     """Why results cannot be written to ``out``, or None: symlinks resolved (a dangling one is refused: the run would
     find out only when it writes), it must be a directory or creatable as one, and a file must be creatable in it (or
