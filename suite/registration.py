@@ -99,12 +99,17 @@ class Variant:
         """The kernel module this variant was registered with (imported on first use). KernelLoadError, naming the
         variant, where its reference does not import."""
         try:
-            return resolve_kernel(self.kernel_ref)
+            kernel = resolve_kernel(self.kernel_ref)
         except (ImportError, AttributeError, KeyError, ValueError) as e:
             raise KernelLoadError(
                 f"variant {self.label} ({self.problem}): its kernel {self.kernel_ref!r} does not load: "
                 f"{type(e).__name__}: {e}"
             ) from e
+        if (self.problem, id(kernel)) not in _CHECKED:
+            if why := contract_breach(kernel, self.problem):
+                raise KernelLoadError(f"variant {self.label} ({self.problem}): its kernel {why}")
+            _CHECKED.add((self.problem, id(kernel)))
+        return kernel
 
     @property
     def stages(self) -> tuple:
@@ -143,7 +148,13 @@ class Variant:
                 f"{self.label}: dtype {dtype} is not implemented by this kernel (it implements "
                 f"{', '.join(self.dtypes)})"
             )
-        return kernel.launch(inputs, out, stages)
+        run = kernel.launch(inputs, out, stages)
+        if not callable(run):
+            raise TypeError(
+                f"{self.label}: launch() must return the zero-argument callable that writes out "
+                f"(got {type(run).__name__})"
+            )
+        return run
 
     def skip_reason(self) -> str | None:
         return self.gate()
@@ -155,6 +166,31 @@ class KernelLoadError(RuntimeError):
 
 _REGISTRY: list[Variant] = []
 _KERNELS: dict[str, KernelModule] = {}
+_CHECKED: set[tuple[str, int]] = set()  # (problem, id of a kernel module) that passed contract_breach
+
+
+def contract_breach(kernel, problem: str) -> str | None:
+    """What of suite.kernel's contract a registered kernel module breaks, as the end of a sentence naming it, or
+    None: it must be a KernelModule, declare only its problem's dtypes, and sweep, at each of them, stage counts of
+    at least 1, or (None,) for a kernel without one (an empty sweep would run no row of it, silently)."""
+    from suite.kernel import KernelModule
+
+    if not isinstance(kernel, KernelModule):
+        return f"is not a suite.kernel.KernelModule (got {type(kernel).__name__})"
+    known = PROBLEMS[problem].dtypes
+    declared = kernel.dtypes if kernel.dtypes is not None else (PROBLEMS[problem].default_dtype,)
+    if not declared or any(d not in known for d in declared):
+        return f"declares dtypes {tuple(declared)}: each must be one of {problem}'s ({', '.join(known)})"
+    for dtype in declared:
+        depths = tuple(kernel.stages_for(dtype))
+        if depths == (None,):
+            continue
+        if not depths or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in depths):
+            return (
+                f"sweeps stage counts {depths} at {dtype}: give depths of at least 1, or (None,) for a kernel "
+                "without one"
+            )
+    return None
 
 
 def resolve_kernel(ref) -> KernelModule:

@@ -141,6 +141,57 @@ def test_a_run_reaching_a_kernel_that_does_not_load_is_a_usage_error(scratch_reg
     assert err.startswith("error: registration: variant test:typo (vector)") and "KERNELX" in err, err
 
 
+def _breaking(**attrs):
+    from suite.kernel import TritonModule
+
+    class Kernel(TritonModule):
+        stages = (2,)
+
+        def launch(self, inputs, out, stages):
+            return lambda: out.copy_(inputs[0] * 2)
+
+    for name, value in attrs.items():
+        setattr(Kernel, name, value)
+    return Kernel()
+
+
+@pytest.mark.parametrize(
+    "kernel, said",
+    [
+        (42, r"is not a suite.kernel.KernelModule \(got int\)"),
+        (_breaking(stages=()), r"sweeps stage counts \(\) at fp32: give depths of at least 1, or \(None,\)"),
+        (_breaking(stages=(2, 0)), r"sweeps stage counts \(2, 0\) at fp32"),
+        (_breaking(dtypes=("float16",)), r"declares dtypes \('float16',\): each must be one of vector's \(fp32\)"),
+    ],
+    ids=["not a module", "no stages", "a depth of 0", "a dtype typo"],
+)
+def test_a_kernel_module_that_breaks_the_contract_is_a_usage_error(scratch_registry, capsys, tmp_path, kernel, said):
+    """Refused where the variant is first reached, naming it and the rule, as a kernel that does not load is: a run
+    exits 2 in one line (before: no row and exit 0, a row skipped for a dtype it 'implements', or an internal
+    error), and --list names it and goes on."""
+    from suite.driver.report import variant_table
+    from suite.run import main
+
+    registry.register_kernel("vector", "test", "broken", kernel)
+    (v,) = [v for v in registry.variants() if v.label == "test:broken"]
+    with pytest.raises(registration.KernelLoadError, match=r"variant test:broken \(vector\): its kernel " + said):
+        _ = v.stages
+    assert main(["--problem", "vector", "--variant", "test:broken", "--no-progress", "--out", str(tmp_path / "r")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: registration: variant test:broken (vector)") and len(err.splitlines()) == 1, err
+    line = next(line for line in variant_table(width=400, problems=("vector",)).splitlines() if "| broken" in line)
+    assert "?" in line.split("|")[4]
+
+
+def test_launch_must_return_a_callable(scratch_registry):
+    registry.register_kernel("vector", "test", "eager", _breaking(launch=lambda self, inputs, out, stages: out))
+    (v,) = [v for v in registry.variants() if v.label == "test:eager"]
+    device = "cuda" if torch.cuda.is_available() else "cpu"  # compiled Triton modules refuse host tensors on a GPU
+    x = torch.randn(7, device=device)
+    with pytest.raises(TypeError, match=r"test:eager: launch\(\) must return the zero-argument callable .*got Tensor"):
+        v.factory((x,), torch.empty(7, device=device), 2)
+
+
 NVRTC = [v for v in VARIANTS if isinstance(v.kernel, NvrtcModule)]
 
 
