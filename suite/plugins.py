@@ -91,7 +91,7 @@ def load_plugin(spec: str) -> ModuleType:
     entry points. A plugin already loaded (under any name) is returned as it is."""
     load_builtin()  # the suite's own registrations, then the entry points: the tables list them first
     path = Path(spec)
-    if spec.endswith(".py") or path.is_file():
+    if spec.endswith(".py") or path.is_file() or "/" in spec or os.sep in spec:  # a path: no module name has a slash
         return _load_file(path, spec)
 
     def load():
@@ -111,6 +111,8 @@ def _load_file(path: Path, spec: str) -> ModuleType:
     path = path.resolve()
     if not path.is_file():
         raise PluginError(f"plugin file {path} does not exist")
+    if path.suffix != ".py":
+        raise PluginError(f"plugin file {path} is not a .py file (a plugin is a Python file or a dotted module name)")
     loaded = _loaded_from(path)
     if loaded is not None:
         return loaded

@@ -3,6 +3,7 @@ are covered by the registry-wide tests and are sanitized, through --plugin and t
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -65,6 +66,17 @@ def test_bad_plugin_is_one_clear_line():
     assert proc.returncode == 2
     assert "error: --plugin: plugin 'tests.plugins.no_such_plugin' failed to import" in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+@pytest.mark.parametrize("name, said", [("gone/vars.txt", "does not exist"), ("notes.txt", "is not a .py file")])
+def test_a_plugin_path_that_is_no_python_file_is_named_as_a_file(tmp_path, name, said):
+    """A path (it has a slash, or names a file) is a plugin file, whatever its suffix: refused as one, not imported
+    as a module named after the path."""
+    from suite.plugins import PluginError, load_plugin
+
+    (tmp_path / "notes.txt").write_text("x = 1\n")
+    with pytest.raises(PluginError, match=f"plugin file {re.escape(str(tmp_path))}/{re.escape(name)} {said}"):
+        load_plugin(str(tmp_path / name))
 
 
 def test_registry_wide_tests_cover_the_plugin():
