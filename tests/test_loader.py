@@ -82,6 +82,17 @@ def test_compile_error_carries_file_line_and_log(cache_dir, cu_file):
     assert not list(cache_dir.glob("*.cubin"))  # nothing cached for a failed build
 
 
+def test_a_wrappers_static_assert_names_the_line_that_instantiated_it(cache_dir, cu_file):
+    """An error inside a shared header's template (a wrapper's static_assert on its immediate) is placed at the
+    header, where NVRTC places it, and at the line of the compiled file that instantiated it."""
+    cu_file.write_text(KERNEL.replace("S * 1.0f;", "S * 1.0f; wgmma_wait<9>();"))
+    with pytest.raises(loader.KernelCompileError) as info:
+        loader.compile_cu(cu_file, ("tiny<1>",), arch="sm_90a")
+    first = info.value.first_error
+    assert "ptx_wrappers.cuh:" in first and "pending-group count in 0..7" in first, first
+    assert first.endswith(f"(instantiated at {cu_file}:4)"), first
+
+
 def test_unknown_name_expression_is_a_clear_error(cache_dir, cu_file):
     m = loader.compile_cu(cu_file, ("tiny<1>",), arch="sm_90")
     with pytest.raises(KeyError, match="tiny<7>"):

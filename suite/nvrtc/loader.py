@@ -65,7 +65,13 @@ class KernelCompileError(RuntimeError):
                 return loc
         m = _CXX_ERROR_RE.search(self.log)
         if m:
-            return f"{m['file']}:{m['line']}: error: {m['message'].strip()}"
+            # an error in a shared header (a wrapper's static_assert) reached from a template: the line of the file
+            # being compiled that instantiated it, from the note below the error (before the next diagnostic)
+            after = _CXX_ERROR_RE.split(self.log[m.end() :], maxsplit=1)[0]
+            sites = list(_INSTANTIATED_RE.finditer(after)) if Path(m["file"]) != self.path else []
+            where = next((w for w in sites if Path(w["file"]) == self.path), sites[0] if sites else None)
+            at = f" (instantiated at {where['file']}:{where['line']})" if where else ""
+            return f"{m['file']}:{m['line']}: error: {m['message'].strip()}{at}"
         lines = [line.strip() for line in self.log.splitlines() if line.strip()]
         return next(
             (line for line in lines if "error" in line.lower() and "NVRTC_ERROR" not in line),
@@ -81,6 +87,11 @@ class KernelCompileError(RuntimeError):
 _CXX_ERROR_RE = re.compile(
     r"^(?P<file>[^\n]+?)\((?P<line>\d+)\): (?:catastrophic )?error(?: #[\w-]+)?: (?P<message>.*)$", re.MULTILINE
 )
+
+
+# The notes under an error inside a template, innermost first: 'detected during instantiation of "..." at line 22 of
+# /path/x.cu', or 'detected during:' and one such line per level.
+_INSTANTIATED_RE = re.compile(r"instantiation of [^\n]* at line (?P<line>\d+) of (?P<file>\S+)")
 
 
 # ---------------------------------------------------------------------------------------------------------------
