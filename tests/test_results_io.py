@@ -454,6 +454,8 @@ def test_resume_runs_only_what_a_cut_run_left_and_gives_the_whole_runs_rows(tmp_
     )
     assert code == 0, err
     assert ran == [[1]]  # the finished job is kept, the half-done one runs again whole
+    kept_rows = sum(r["job"] == 0 for r in cut["rows"])
+    assert f"resuming: 1 of 2 jobs finished earlier ({kept_rows} rows kept), 1 to run" in err
     whole = json.loads((full / "results.json").read_text())
     resumed = json.loads((tmp_path / "cut" / "results.json").read_text())
     # the rows run again are measured again (on a GPU their notes carry the timing's spread), so they match the

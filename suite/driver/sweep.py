@@ -112,6 +112,11 @@ def execute(
         finished = _kept_jobs(resume, plan, jobs, index, count)
         jobs = [j for j in jobs if j.index not in finished]
         kept = [r for job_rows in finished.values() for r in job_rows]
+        print(
+            f"resuming: {len(finished)} of {len(shard_jobs)} jobs finished earlier ({len(kept)} rows kept), "
+            f"{len(jobs)} to run",
+            file=sys.stderr,
+        )
         if on_rows is not None:
             report = on_rows
 
