@@ -234,3 +234,14 @@ def test_stages_pick_each_dtypes_own_depths():
     assert depths((4,)) == {"fp16": [], "fp8e4m3": [4]}
     assert depths((2, 3)) == {"fp16": [2, 3], "fp8e4m3": [2, 3]}
     assert depths(None) == {"fp16": [2, 3], "fp8e4m3": [2, 3, 4]}
+
+
+def test_a_shard_with_no_jobs_says_so_and_prints_no_empty_table(tmp_path, capsys):
+    """A plan of one job in three shards: shard 3 runs nothing, says why on stderr, and prints one line in place of
+    a summary table of headers only; its results.json is written (for suite.merge)."""
+    argv = ["--problem", "vector", "--backend", "torch", "--size", "4096", "--shard", "3/3", "--no-progress"]
+    code, out, err = main_here([*argv, "--out", str(tmp_path / "r")], capsys)
+    assert code == 0, err
+    assert "shard 3/3 has no jobs: the plan has 1" in err
+    assert out.startswith("no rows: nothing ran") and "|" not in out, out
+    assert (tmp_path / "r" / "results.json").is_file()

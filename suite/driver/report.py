@@ -441,7 +441,9 @@ def terminal_table(rows: list[dict], width: int = 160) -> str:
 
 def terminal(rows: list[dict], width: int = 160, verbose: bool = False) -> str:
     """What the CLI prints: the tables (terminal_table) when something was timed or ``verbose``; for a run that timed
-    nothing (no GPU), the compact summary (cpu_summary)."""
+    nothing (no GPU), the compact summary (cpu_summary); a run without rows (a shard with no jobs) says so."""
+    if not rows:
+        return "no rows: nothing ran"
     if verbose or any(r.get("measured") for r in rows):
         return terminal_table(rows, width)
     return cpu_summary(rows, width)
