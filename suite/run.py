@@ -377,6 +377,8 @@ def _main(args: argparse.Namespace, argv, prestarted: list) -> int:
             return _usage_error("--out", f"{args.out} holds an earlier run's results (--overwrite replaces them)")
     elif args.resume and not args.list:
         return _usage_error("--resume", "needs --out DIR: the directory of the run to finish")
+    elif args.overwrite and not args.list:
+        return _usage_error("--overwrite", "goes with --out DIR: without it each run writes a new directory")
     if unknown := _unknown_choice(args):
         return _usage_error(*unknown)
     import torch

@@ -632,3 +632,11 @@ def test_an_empty_out_is_refused_not_taken_for_the_current_directory(command, tm
     assert e.value.code == 2
     assert "--out: an empty path" in capsys.readouterr().err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_overwrite_without_out_is_refused(tmp_path, monkeypatch, capsys):
+    """--overwrite replaces --out's earlier run: without --out (each run writes a new directory) it would do nothing,
+    so it is refused, and nothing is written."""
+    monkeypatch.chdir(tmp_path)
+    _assert_refused(*main_here(["--problem", "vector", "--overwrite"], capsys), "--overwrite", "goes with --out DIR")
+    assert list(tmp_path.iterdir()) == []
