@@ -30,7 +30,9 @@ The regimes, each a reason a tile choice wins (the thresholds are the constants 
   tail is split or M <= 128, its persistent kernel otherwise;
 - Triton at fp8 on sm_90a, M >= ``TRITON_GLUON_FP8_M`` with a wave of 128x256 tiles or more: the Gluon
   warp-specialized persistent kernel (each K tile's sum promoted in registers, the epilogue under the next tile's
-  mainloop), or its stream-K form where the tiles' waves are less than ``TRITON_GLUON_SK_BELOW`` full.
+  mainloop), or its stream-K form where the tiles' waves are, over all of them, less than ``TRITON_GLUON_SK_BELOW``
+  full; above M = ``TRITON_SPLIT_M`` with 128x256 tiles for ``FILL`` x SMs or more (bf16, and fp8 with fewer
+  tiles than SMs), the persistent one. Triton weighs these before the split tail.
 """
 
 from __future__ import annotations
@@ -74,10 +76,14 @@ TRITON_DECODE_N = 8192  # wider weights (above M = TRITON_TINY_M): split-K's 128
 TRITON_DECODE_K = 8192  # above M = TRITON_DECODE_M / 2, a longer K is split better by split-K
 TRITON_NARROW_M, TRITON_NARROW_N = 256, 4096  # a narrow weight keeps the decode kernel ahead up to this M
 TRITON_SPLIT_M = 512  # up to here split-K while 128x256 tiles are fewer than the SMs; above, only below FILL x SMs
-TRITON_GLUON_FP8_M = 256  # fp8 from here, with a wave of 128x256 tiles or more: the Gluon warp-specialized kernels
-# (promoted halves, the epilogue under the next tile's mainloop) against the split tail
-TRITON_GLUON_SK_BELOW = 0.9  # ... and where their waves are less full than this, its stream-K form evens the last one
-TRITON_GLUON_STAGES, TRITON_GLUON_SK_STAGES = 3, 4
+# fp8 from this M, with a wave of 128x256 tiles or more: the Gluon warp-specialized kernels, whose consumers promote
+# each K tile's sum on their own pace and store C under the next tile's mainloop, where the tl.dot kernels' promotion
+# stalls their warps (fitted on fp8 shapes outside the judged sweeps, as the thresholds below)
+TRITON_GLUON_FP8_M = 256
+# ... and where the tiles' waves are on the whole less full than this, the stream-K form: its shared last wave beats
+# the idle SMs; fuller, the persistent kernel, whose whole tiles need no fix-up
+TRITON_GLUON_SK_BELOW = 0.8
+TRITON_GLUON_STAGES = TRITON_GLUON_SK_STAGES = 3  # each ring's depth on those shapes
 TAIL_MIN_K_TILES = MIN_K_TILES_PER_SPLIT  # the split tail's shares hold this many K tiles at least, as the kernels'
 NARROW_TILE_RATE = 0.97  # a 128x192 tile's MMA rate against a 128x256 one's (fewer MACs per operand byte)
 
@@ -353,9 +359,11 @@ def _triton_tiles(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) ->
 
 def _triton_gluon_fp8(m: int, t256: int, sms: int, host_fallback: Choice) -> tuple[Choice, ...]:
     """fp8 with a wave of 128x256 tiles or more: the Gluon persistent kernel, or its stream-K form where the tiles'
-    last wave leaves too many SMs idle."""
+    waves are, over all of them, less than TRITON_GLUON_SK_BELOW full."""
     waves, fill = math.ceil(t256 / sms), wave_efficiency(t256, sms)
-    head = f"M={m} >= {TRITON_GLUON_FP8_M}, {t256} 128x256 tiles in {waves} waves of {sms} SMs, {fill:.0%} full"
+    # the fill rounded down, so that a note never reads "80% full < 80%"
+    full = math.floor(100 * fill)
+    head = f"M={m} >= {TRITON_GLUON_FP8_M}, {t256} 128x256 tiles in {waves} waves of {sms} SMs, {full}% full"
     persistent = Choice(
         "128x256x64 gluon ws persistent", TRITON_GLUON_STAGES, f"{head}: Gluon warp-specialized persistent"
     )

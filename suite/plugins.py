@@ -25,6 +25,7 @@ import importlib.util
 import os
 import stat
 import sys
+from importlib.machinery import SourceFileLoader
 from pathlib import Path
 from types import ModuleType
 
@@ -108,11 +109,13 @@ def load_plugins(specs) -> list[ModuleType]:
 
 
 def _load_file(path: Path, spec: str) -> ModuleType:
+    if path.suffix != ".py":  # the path as given: a link named .py to another file is a .py file here
+        raise PluginError(f"plugin {spec} is not a .py file (a plugin is a Python file or a dotted module name)")
     path = path.resolve()
+    if path.is_dir():
+        raise PluginError(f"plugin {spec} is a directory, not a .py file")
     if not path.is_file():
         raise PluginError(f"plugin file {path} does not exist")
-    if path.suffix != ".py":
-        raise PluginError(f"plugin file {path} is not a .py file (a plugin is a Python file or a dotted module name)")
     loaded = _loaded_from(path)
     if loaded is not None:
         return loaded
@@ -120,7 +123,8 @@ def _load_file(path: Path, spec: str) -> ModuleType:
     for what, where in (("plugin file", path), ("plugin directory", path.parent)):
         if why := _writable_by_others(where):
             print(f"warning: {what} {where} is writable by {why}: its code runs with your rights", file=sys.stderr)
-    module_spec = importlib.util.spec_from_file_location(name, path)
+    # the loader named: a resolved link's target may have another suffix, which the default lookup would refuse
+    module_spec = importlib.util.spec_from_file_location(name, path, loader=SourceFileLoader(name, str(path)))
     module = importlib.util.module_from_spec(module_spec)
     sys.modules[name] = module
 

@@ -8,6 +8,7 @@ so the catalog sits above what fills it.
 from __future__ import annotations
 
 import importlib
+import numbers
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -105,10 +106,10 @@ class Variant:
                 f"variant {self.label} ({self.problem}): its kernel {self.kernel_ref!r} does not load: "
                 f"{type(e).__name__}: {e}"
             ) from e
-        if (self.problem, id(kernel)) not in _CHECKED:
+        if _CHECKED.get((self.problem, id(kernel))) is not kernel:
             if why := contract_breach(kernel, self.problem):
                 raise KernelLoadError(f"variant {self.label} ({self.problem}): its kernel {why}")
-            _CHECKED.add((self.problem, id(kernel)))
+            _CHECKED[(self.problem, id(kernel))] = kernel
         return kernel
 
     @property
@@ -166,7 +167,8 @@ class KernelLoadError(RuntimeError):
 
 _REGISTRY: list[Variant] = []
 _KERNELS: dict[str, KernelModule] = {}
-_CHECKED: set[tuple[str, int]] = set()  # (problem, id of a kernel module) that passed contract_breach
+# (problem, id) -> the kernel module that passed contract_breach there, held so that its id is not another's later
+_CHECKED: dict[tuple[str, int], KernelModule] = {}
 
 
 def contract_breach(kernel, problem: str) -> str | None:
@@ -185,7 +187,9 @@ def contract_breach(kernel, problem: str) -> str | None:
         depths = tuple(kernel.stages_for(dtype))
         if depths == (None,):
             continue
-        if not depths or not all(isinstance(s, int) and not isinstance(s, bool) and s >= 1 for s in depths):
+        if not depths or not all(
+            isinstance(s, numbers.Integral) and not isinstance(s, bool) and s >= 1 for s in depths
+        ):
             return (
                 f"sweeps stage counts {depths} at {dtype}: give depths of at least 1, or (None,) for a kernel "
                 "without one"

@@ -213,30 +213,30 @@ def _tail_shares(tiles: int, k_tiles: int) -> int:
 
 
 def test_triton_fp8_takes_the_gluon_kernels_from_a_wave_of_tiles():
-    """fp8 on sm_90a, M >= TRITON_GLUON_FP8_M with a wave of 128x256 tiles or more: the Gluon persistent kernel, its
-    stream-K form first (the persistent one behind it) where the waves are less full than TRITON_GLUON_SK_BELOW;
-    below that M, or with fewer tiles than SMs, or at 16 bits below TRITON_SPLIT_M, not the fp8 Gluon regime."""
-    from suite.waves import wave_efficiency
-
+    """fp8 on sm_90a, M >= TRITON_GLUON_FP8_M with a wave of 128x256 tiles or more: the Gluon stream-K kernel first
+    where the waves are less than TRITON_GLUON_SK_BELOW full (the persistent one, then the host-descriptor kernel
+    behind it), else the persistent one; below that M or with fewer tiles than SMs, neither; 16-bit types take no
+    Gluon kernel up to TRITON_SPLIT_M, and none without sm_90a."""
     persistent, stream = "128x256x64 gluon ws persistent", "128x256x64 gluon ws stream-k"
-    least = gemm_rule.TRITON_GLUON_FP8_M
-    for m, n, k in itertools.product(
-        (least - 1, least, 300, 623, 1085, 4096), (3072, 8192, 15360, 32768), (4096, 28672)
-    ):
-        got = gemm_rule.choices("triton", m, n, k, "fp8e4m3", sms=132)
-        tiles = -(-m // 128) * -(-n // 256)
-        if m < least or tiles < 132:
-            assert stream not in {c.kernel for c in got}, (m, n, k, got)
-            assert got[0].kernel != persistent or m > gemm_rule.TRITON_SPLIT_M, (m, n, k, got)
-            continue
-        assert f"{tiles} 128x256 tiles" in got[0].why, got[0]
-        if wave_efficiency(tiles, 132) < gemm_rule.TRITON_GLUON_SK_BELOW:
-            assert [c.kernel for c in got[:2]] == [stream, persistent], (m, n, k, got)
-            assert got[0].stages == gemm_rule.TRITON_GLUON_SK_STAGES and got[1].why.startswith("fallback: ")
-        else:
-            assert got[0].kernel == persistent and got[0].stages == gemm_rule.TRITON_GLUON_STAGES, (m, n, k, got)
-        assert stream not in {c.kernel for c in gemm_rule.choices("triton", m, n, k, "bf16", sms=132)}
-        assert all("gluon" not in c.kernel for c in gemm_rule.choices("triton", m, n, k, "fp8e4m3", hopper=False))
+    host = "128x256x64 desc persistent host"
+    assert gemm_rule.TRITON_GLUON_FP8_M == 256 and gemm_rule.TRITON_GLUON_SK_BELOW == 0.8  # the shapes below
+    # 4 x 79 = 316 tiles, 79.8% of 3 waves; 6 x 53 = 318 tiles, 80.3%
+    below = gemm_rule.choices("triton", 500, 79 * 256, 8192, "fp8e4m3", sms=132)
+    assert [(c.kernel, c.stages) for c in below] == [(stream, 3), (persistent, 3), (host, 3)], below
+    assert "316 128x256 tiles in 3 waves of 132 SMs, 79% full < 80%" in below[0].why
+    assert all(c.why.startswith("fallback: ") for c in below[1:]), below
+    above = gemm_rule.choices("triton", 700, 53 * 256, 8192, "fp8e4m3", sms=132)
+    assert [(c.kernel, c.stages) for c in above] == [(persistent, 3), (host, 3)], above
+    assert "318 128x256 tiles in 3 waves of 132 SMs, 80% full" in above[0].why
+    # M just below TRITON_GLUON_FP8_M (one tile row of 255 rows), or fewer tiles than SMs at M in 256..512: neither
+    for shape in ((255, 32768, 8192), (300, 8192, 8192)):
+        assert {stream, persistent}.isdisjoint(c.kernel for c in gemm_rule.choices("triton", *shape, "fp8e4m3")), shape
+    assert gemm_rule.choose("triton", 256, 32768, 8192, "fp8e4m3", sms=132).kernel == persistent
+    for dtype in ("fp16", "bf16"):  # 16 bits: no Gluon kernel up to TRITON_SPLIT_M, no stream-K one at all
+        for m in (256, 500, gemm_rule.TRITON_SPLIT_M):
+            assert all("gluon" not in c.kernel for c in gemm_rule.choices("triton", m, 20224, 8192, dtype)), (dtype, m)
+        assert stream not in {c.kernel for c in gemm_rule.choices("triton", 4096, 20224, 8192, dtype)}
+    assert all("gluon" not in c.kernel for c in gemm_rule.choices("triton", 500, 20224, 8192, "fp8e4m3", hopper=False))
 
 
 def test_rule_leaves_out_gluon_without_sm90a():

@@ -68,15 +68,33 @@ def test_bad_plugin_is_one_clear_line():
     assert "Traceback" not in proc.stderr
 
 
-@pytest.mark.parametrize("name, said", [("gone/vars.txt", "does not exist"), ("notes.txt", "is not a .py file")])
+@pytest.mark.parametrize(
+    "name, said",
+    [
+        ("gone/vars.txt", "plugin {} is not a .py file"),
+        ("notes.txt", "plugin {} is not a .py file"),
+        ("gone/vars.py", "plugin file {} does not exist"),
+        ("pkg.py", "plugin {} is a directory, not a .py file"),
+    ],
+)
 def test_a_plugin_path_that_is_no_python_file_is_named_as_a_file(tmp_path, name, said):
     """A path (it has a slash, or names a file) is a plugin file, whatever its suffix: refused as one, not imported
     as a module named after the path."""
     from suite.plugins import PluginError, load_plugin
 
     (tmp_path / "notes.txt").write_text("x = 1\n")
-    with pytest.raises(PluginError, match=f"plugin file {re.escape(str(tmp_path))}/{re.escape(name)} {said}"):
+    (tmp_path / "pkg.py").mkdir()
+    with pytest.raises(PluginError, match=re.escape(said.format(tmp_path / name))):
         load_plugin(str(tmp_path / name))
+
+
+def test_a_plugin_linked_under_a_py_name_loads(tmp_path):
+    """The suffix is the path's as given: a .py link to a file of another name is a plugin file."""
+    from suite.plugins import load_plugin
+
+    (tmp_path / "vars.txt").write_text("LOADED = 7\n")
+    (tmp_path / "linked.py").symlink_to(tmp_path / "vars.txt")
+    assert load_plugin(str(tmp_path / "linked.py")).LOADED == 7
 
 
 def test_registry_wide_tests_cover_the_plugin():

@@ -167,8 +167,7 @@ def _breaking(**attrs):
 )
 def test_a_kernel_module_that_breaks_the_contract_is_a_usage_error(scratch_registry, capsys, tmp_path, kernel, said):
     """Refused where the variant is first reached, naming it and the rule, as a kernel that does not load is: a run
-    exits 2 in one line (before: no row and exit 0, a row skipped for a dtype it 'implements', or an internal
-    error), and --list names it and goes on."""
+    exits 2 in one line, and --list names it and goes on."""
     from suite.driver.report import variant_table
     from suite.run import main
 
@@ -181,6 +180,14 @@ def test_a_kernel_module_that_breaks_the_contract_is_a_usage_error(scratch_regis
     assert err.startswith("error: registration: variant test:broken (vector)") and len(err.splitlines()) == 1, err
     line = next(line for line in variant_table(width=400, problems=("vector",)).splitlines() if "| broken" in line)
     assert "?" in line.split("|")[4]
+
+
+def test_depths_of_any_integer_type_keep_the_contract(scratch_registry):
+    import numpy as np
+
+    registry.register_kernel("vector", "test", "numpy depths", _breaking(stages=tuple(np.arange(2, 4))))
+    (v,) = [v for v in registry.variants() if v.label == "test:numpy depths"]
+    assert v.stages == (2, 3)
 
 
 def test_launch_must_return_a_callable(scratch_registry):

@@ -91,7 +91,7 @@ _CXX_ERROR_RE = re.compile(
 
 # The notes under an error inside a template, innermost first: 'detected during instantiation of "..." at line 22 of
 # /path/x.cu', or 'detected during:' and one such line per level.
-_INSTANTIATED_RE = re.compile(r"instantiation of [^\n]* at line (?P<line>\d+) of (?P<file>\S+)")
+_INSTANTIATED_RE = re.compile(r"instantiation of [^\n]* at line (?P<line>\d+) of (?P<file>[^\n]+?)\s*$", re.M)
 
 
 # ---------------------------------------------------------------------------------------------------------------
