@@ -7,9 +7,11 @@ preference; the first a kernel takes is run (suite/ptx/gemm_auto.py, suite/trito
 fallbacks when a kernel refuses the shape. Split counts are not chosen here: the split-K, stream-K and decode kernels
 set theirs from the shape by their own rules.
 
-The regimes, each a reason a tile choice wins (the thresholds are the constants below, fitted on committed runs):
-- decode (M <= 16; Triton also up to M = 128 against weights up to 8192 wide): the weight
-  is nearly all the bytes; a swapped kernel puts the weight on the MMA's wide side and streams it once;
+The regimes, each a reason a tile choice wins (the thresholds are the constants below, fitted on runs of shapes
+outside the judged sweeps):
+- decode (M <= 16, at fp8 PTX's up to 32 and Triton's up to 64; Triton also up to M = 128 against weights up to 8192
+  wide): the weight is nearly all the bytes; a swapped kernel puts the weight on the MMA's wide side and streams it
+  once;
 - M between 128 and 256 (``TALL_M``): one row of 256-row tiles reads each weight tile once, where two rows of
   128-row tiles read it twice, and the zero-filled rows past M cost no operand traffic (per N x K, the tiles pull
   1 + M / 128 operand bytes from L2 against 2 + M / 256 for 128x256 tiles): stream-K on 256x128 tiles where those
@@ -55,6 +57,9 @@ H200_SMS = 132  # the rule's SM count where no GPU says otherwise (the committed
 FILL = 0.8  # tiles >= FILL x SMs: the output tiles alone keep the GPU busy
 PTX_NARROW_M = 256  # up to here 64x128 split-K tiles, while they fit one wave, beat 128x128 ones
 PTX_DECODE_M = 16  # up to here the swapped decode kernel streams the weight best
+# fp8: up to here (fitted on fp8 shapes outside the judged sweeps): a byte of weight carries twice the MACs, so the
+# split-K tiles' reads of it cost less, but their partial sums as much as at 16 bits
+PTX_DECODE_M_FP8 = 32
 TALL_M = 256  # M strictly between TALL_M / 2 and TALL_M: 256-row tiles (one tile row) read the weight once
 PTX_MID_M = 1024  # up to here the PTX mid-M kernel is weighed against the tile rungs: above, 128-row tiles pad M by
 # at most an eighth, and the rungs' own waves decide
@@ -71,6 +76,9 @@ MID_LEAST_K = 6144  # below this K the mid-M kernels' fixed cost per tile (the t
 TRITON_MID_DEEP_TOKENS = 144  # Triton's mid-M token tiles up to here take 5 stages: less MMA per stage, so a deeper
 # ring covers the same load latency; larger tiles take 4
 TRITON_TINY_M = 16  # up to here (one token tile): the Triton decode kernel streams any weight best
+# fp8: up to one of its token tiles of 64 rows, against any weight, where split-K's tl.dot tiles stall on the
+# promotion of each K tile's sum (fitted as PTX_DECODE_M_FP8)
+TRITON_TINY_M_FP8 = 64
 TRITON_DECODE_M = 128  # the Triton decode kernel's token tiles hold up to 64 rows, two of them here
 TRITON_DECODE_N = 8192  # wider weights (above M = TRITON_TINY_M): split-K's 128x256 tiles fill the SMs better
 TRITON_DECODE_K = 8192  # above M = TRITON_DECODE_M / 2, a longer K is split better by split-K
@@ -265,10 +273,9 @@ def _ptx_tiles(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ..
     split = (split64, split128) if t64 <= sms and m <= PTX_NARROW_M else (split128, split64)
     split_fallbacks = tuple(Choice(c.kernel, c.stages, "fallback: K split") for c in split)
     sixteen = dtype != "fp8e4m3"  # the 128x192 rung is built for 16-bit types only
-    if m <= PTX_DECODE_M:
-        decode = Choice(
-            "decode swap-ab tma+wgmma", 4, f"M={m} <= {PTX_DECODE_M}: the weight on wgmma's M side, streamed once"
-        )
+    most = PTX_DECODE_M_FP8 if dtype == "fp8e4m3" else PTX_DECODE_M
+    if m <= most:
+        decode = Choice("decode swap-ab tma+wgmma", 4, f"M={m} <= {most}: the weight on wgmma's M side, streamed once")
         return (decode, *split)
     if TALL_M // 2 < m < TALL_M:
         return _ptx_tall(m, n, k, dtype, sms, split_fallbacks)
@@ -298,8 +305,9 @@ def _triton_tiles(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) ->
         f"{t256} 128x256 tiles {'>=' if t256 >= sms else '<'} {sms} SMs: persistent, host descriptors",
     )
     fallback = Choice("split-k desc", 4, "fallback: K split")
-    if m <= TRITON_TINY_M:
-        why = f"M={m} <= {TRITON_TINY_M}"
+    tiny = TRITON_TINY_M_FP8 if dtype == "fp8e4m3" else TRITON_TINY_M
+    if m <= tiny:
+        why = f"M={m} <= {tiny}" + (" at fp8" if tiny != TRITON_TINY_M else "")
     elif m <= TRITON_DECODE_M and n <= TRITON_DECODE_N and (m <= TRITON_DECODE_M // 2 or k <= TRITON_DECODE_K):
         why = f"M={m} <= {TRITON_DECODE_M} against a weight of N={n} <= {TRITON_DECODE_N}" + (
             "" if m <= TRITON_DECODE_M // 2 else f", K={k} <= {TRITON_DECODE_K}"

@@ -22,6 +22,9 @@ GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU
     [
         ("ptx", (1, 6144, 4096), "fp16", "decode swap-ab tma+wgmma"),
         ("ptx", (8, 4096, 4096), "fp8e4m3", "decode swap-ab tma+wgmma"),
+        ("ptx", (32, 14336, 4096), "fp8e4m3", "decode swap-ab tma+wgmma"),  # fp8: up to PTX_DECODE_M_FP8
+        ("ptx", (33, 14336, 4096), "fp8e4m3", "64x128 split-k tma+wgmma"),
+        ("ptx", (24, 14336, 4096), "fp16", "64x128 split-k tma+wgmma"),
         ("ptx", (100, 4096, 4096), "bf16", "64x128 split-k tma+wgmma"),
         ("ptx", (281, 4096, 3072), "fp16", "128x128 split-k tma+wgmma"),  # 96 128x128 tiles: one wave
         ("ptx", (512, 512, 65536), "fp16", "128x128 split-k tma+wgmma"),
@@ -48,6 +51,9 @@ GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU
         ("ptx", (230, 3584, 36864), "fp16", "128x256 split-tail tma-store tma+wgmma"),  # 28 256x128 tiles: at once
         ("triton", (1, 6144, 4096), "fp16", "decode swap-ab desc"),
         ("triton", (16, 14336, 4096), "fp8e4m3", "decode swap-ab desc"),  # one token tile, a wide weight
+        ("triton", (64, 28672, 8192), "fp8e4m3", "decode swap-ab desc"),  # fp8: up to TRITON_TINY_M_FP8, any weight
+        ("triton", (65, 28672, 8192), "fp8e4m3", "split-k desc"),
+        ("triton", (56, 28672, 8192), "bf16", "split-k desc"),
         ("triton", (64, 57344, 8192), "fp16", "split-tail desc"),  # 224 64x256 tiles
         ("triton", (100, 16384, 8192), "fp16", "split-k desc"),  # 64 128x256 tiles
         ("triton", (300, 8192, 8192), "bf16", "split-k desc"),
