@@ -57,8 +57,8 @@ H200_SMS = 132  # the rule's SM count where no GPU says otherwise (the committed
 FILL = 0.8  # tiles >= FILL x SMs: the output tiles alone keep the GPU busy
 PTX_NARROW_M = 256  # up to here 64x128 split-K tiles, while they fit one wave, beat 128x128 ones
 PTX_DECODE_M = 16  # up to here the swapped decode kernel streams the weight best
-# fp8: up to here (fitted on fp8 shapes outside the judged sweeps): a byte of weight carries twice the MACs, so the
-# split-K tiles' reads of it cost less, but their partial sums as much as at 16 bits
+# fp8: up to here (fitted on fp8 shapes outside the judged sweeps): the weight's bytes halve where split-K's fp32
+# partial sums do not, so their share of split-K's traffic doubles and the decode kernel stays ahead to a larger M
 PTX_DECODE_M_FP8 = 32
 TALL_M = 256  # M strictly between TALL_M / 2 and TALL_M: 256-row tiles (one tile row) read the weight once
 PTX_MID_M = 1024  # up to here the PTX mid-M kernel is weighed against the tile rungs: above, 128-row tiles pad M by
