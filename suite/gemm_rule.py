@@ -19,6 +19,9 @@ outside the judged sweeps):
   tile rows read each panel of the weight together (PTX); Triton's split-K takes 256x128 tiles for such M. Triton,
   at every dtype, up to ``TRITON_MID_M`` with K of ``MID_LEAST_K`` or more: the swapped mid-M kernel instead, whose
   one token tile pads M to a multiple of 16 where a 256-row tile computes 256 rows (at M = 129, 144 against 256);
+  at 16 bits also from ``TALL_M`` up to ``TRITON_MID_WIDE_M`` where 128x256 tiles are fewer than
+  ``TRITON_MID_WAVES`` waves, on the token tiles its model of tl.dot pieces and waves picks
+  (suite.waves.mid_token_rows);
 - PTX, 128 < M <= ``PTX_MID_M`` with K of ``MID_LEAST_K`` or more: the swapped mid-M kernel, where the model of its
   walk (suite.waves.mid_time: 128 or 192 weight columns x token tiles by 8 that divide M nearly exactly, the tail's
   splits and fix-up) is no slower than that of the tile rungs' split tail (``ptx_mid_ratio``; fp8: 128 columns,
@@ -71,6 +74,11 @@ PTX_MID_STAGES = 5  # the deepest ring every mid-M tile fits (suite.waves.mid_de
 PTX_MID_FP8_RATIO = 0.95
 PTX_MID_FP8_DEEP_TOKENS = 88  # fp8 token tiles up to here take 6 stages, wider ones 5 (fitted on the same shapes)
 TRITON_MID_M = MID_MOST_TOKENS  # Triton's mid-M kernel: one token tile of at most this many rows, against any weight
+# ... and at 16 bits up to here, where 128x256 tiles are fewer than TRITON_MID_WAVES waves: its token tiles (pieces
+# and waves modelled, suite.waves.mid_token_rows) fill the SMs better than 128-row tiles that pad M; with more tiles
+# the split tail's waves are full enough (fitted on forced tiles at M = 140-2049, shapes outside the judged sweeps)
+TRITON_MID_WIDE_M = 1024
+TRITON_MID_WAVES = 2
 MID_LEAST_K = 6144  # below this K the mid-M kernels' fixed cost per tile (the transposed store, the fix-up) is not
 # paid back by the rows they do not pad; the tall band's tiles run instead
 TRITON_MID_DEEP_TOKENS = 144  # Triton's mid-M token tiles up to here take 5 stages: less MMA per stage, so a deeper
@@ -116,18 +124,29 @@ def _as_fallback(choice: Choice) -> Choice:
     return Choice(choice.kernel, choice.stages, "fallback: " + choice.why.removeprefix("fallback: "))
 
 
-def _mid_first(kernel: str, m: int, k: int, most: int, stages: int, behind: tuple[Choice, ...]) -> tuple[Choice, ...]:
-    """TALL_M / 2 < M <= ``most`` and K >= MID_LEAST_K: the swapped mid-M ``kernel`` (one token tile) at ``stages``,
-    the ``behind`` choices as its fallbacks; ``behind`` alone at a shorter K."""
-    if k < MID_LEAST_K:
+def _triton_mid(m: int, n: int, k: int, dtype: str, sms: int, behind: tuple[Choice, ...]) -> tuple[Choice, ...]:
+    """K >= MID_LEAST_K and TALL_M / 2 < M <= TRITON_MID_M (one token tile, any dtype), or at 16 bits TALL_M <= M <=
+    TRITON_MID_WIDE_M where 128x256 tiles are fewer than TRITON_MID_WAVES waves: the swapped mid-M kernel, the
+    ``behind`` choices as its fallbacks; ``behind`` alone elsewhere (between the two bands, the tall band's 256-row
+    tiles, one tile row)."""
+    if k < MID_LEAST_K or not TALL_M // 2 < m <= TRITON_MID_WIDE_M:
         return behind
-    mid = Choice(
-        kernel,
-        stages,
-        f"{TALL_M // 2} < M={m} <= {most}, K={k} >= {MID_LEAST_K}: swapped, one token tile of "
-        f"{mid_token_rows(m)} rows where 256-row tiles pad to 256, split tail",
-    )
-    return (mid, *(_as_fallback(c) for c in behind))
+    rows = mid_token_rows(m, n, k, sms, dtype)
+    stages = 5 if rows <= TRITON_MID_DEEP_TOKENS else 4
+    if m <= TRITON_MID_M:
+        why = (
+            f"{TALL_M // 2} < M={m} <= {TRITON_MID_M}, K={k} >= {MID_LEAST_K}: swapped, one token tile of {rows} "
+            "rows where 256-row tiles pad to 256, split tail"
+        )
+    else:
+        t256 = _tiles(m, n, 128, 256)
+        if dtype == "fp8e4m3" or m < TALL_M or t256 >= TRITON_MID_WAVES * sms:
+            return behind
+        why = (
+            f"{TALL_M} <= M={m} <= {TRITON_MID_WIDE_M}, K={k} >= {MID_LEAST_K}, {t256} 128x256 tiles < "
+            f"{TRITON_MID_WAVES}x{sms} SMs: swapped, {rows}-token tiles (x {-(-m // rows)}), split tail"
+        )
+    return (Choice("mid-m swap-ab desc", stages, why), *(_as_fallback(c) for c in behind))
 
 
 def _tiles(m: int, n: int, bm: int, bn: int) -> int:
@@ -289,11 +308,7 @@ def _ptx_tiles(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ..
 
 
 def _triton(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) -> tuple[Choice, ...]:
-    rest = _triton_tiles(m, n, k, dtype, sms, hopper)
-    if TALL_M // 2 < m <= TRITON_MID_M:  # the mid-M kernel, at every dtype
-        stages = 5 if mid_token_rows(m) <= TRITON_MID_DEEP_TOKENS else 4
-        return _mid_first("mid-m swap-ab desc", m, k, TRITON_MID_M, stages, rest)
-    return rest
+    return _triton_mid(m, n, k, dtype, sms, _triton_tiles(m, n, k, dtype, sms, hopper))
 
 
 def _triton_tiles(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) -> tuple[Choice, ...]:

@@ -74,20 +74,56 @@ def tail_split_count(tiles: int, k_tiles: int, slots: int, min_k_tiles: int) -> 
 
 
 # The mid-M builds of both backends (128 < M < a few hundred tokens, computed swapped: the weight on the MMA's M, the
-# tokens on its N): the most token rows of one Triton tile. Its accumulators, 128 weight rows x 208 tokens over two
-# warpgroups, are 104 fp32 registers a thread, short of the 128-register tiles' budget, which leaves the registers the
-# swapped operand's descriptors, fp8's promotion and the epilogue take.
+# tokens on its N): the most token rows of one Triton tile made of several pieces. Its accumulators, 128 weight rows x
+# 208 tokens over two warpgroups, are 104 fp32 registers a thread, short of the 128-register tiles' budget, which
+# leaves the registers the swapped operand's descriptors, fp8's promotion and the epilogue take.
 MID_MOST_TOKENS = 208
+# ... and one piece of 256 tokens (128 accumulator registers, as a 128x256 tile's) at 16 bits, where M is past one tile
+# of MID_MOST_TOKENS: fp8's promotion keeps a second accumulator beside it, which would spill. Its ring stage, (128 +
+# 256) x 128 bytes, fits four deep in an SM's shared memory, not five.
+MID_WIDE_TOKENS = 256
+# The Triton mid-M model's cost of a tl.dot piece beyond its tokens (``triton_mid_time``), in tokens: each piece is a
+# wgmma chain of its own that reads the whole weight operand from shared memory again, so a tile of more, smaller
+# pieces runs slower per token (fitted with the split tail's MID_SPLIT_ROUNDS on forced tiles at M = 140-2049)
+TRITON_MID_PIECE_TOKENS = 64
+TRITON_MID_WEIGHT_ROWS = 128  # weight rows (C's columns) per Triton mid-M tile: wgmma's M, 64 per warpgroup
 
 
-def mid_token_rows(m: int) -> int:
-    """Token rows per tile of the Triton mid-M build: M over the fewest tiles of at most MID_MOST_TOKENS rows, rounded
-    up to 16 (Triton computes a tile as power-of-two tl.dot pieces of at least 16 rows): M = 129 runs one tile of 144
-    rows, M = 341 two of 176, M = 256 two of 128."""
+def mid_pieces(block_t: int) -> tuple[int, ...]:
+    """The tl.dot pieces the Triton mid-M build computes a token tile of ``block_t`` rows with: its binary digits,
+    largest first (144 -> (128, 16))."""
+    return tuple(1 << b for b in reversed(range(block_t.bit_length())) if block_t >> b & 1)
+
+
+def triton_mid_time(m: int, n: int, k: int, sms: int, block_t: int, dtype: str = "fp16") -> float:
+    """The model's time of the Triton mid-M walk at a token tile, in K-stage times of one token on one warpgroup: the
+    split tail's rounds (``tail_walk_rounds``) x a tile's time, sum over its pieces of (piece + TRITON_MID_PIECE_TOKENS)
+    (the two warpgroups run at once)."""
+    tiles = -(-n // TRITON_MID_WEIGHT_ROWS) * -(-m // block_t)
+    k_stages = -(-k // mid_stage_k(dtype))
+    tile = sum(p + TRITON_MID_PIECE_TOKENS for p in mid_pieces(block_t))
+    return tail_walk_rounds(tiles, k_stages, sms) * k_stages * tile
+
+
+def triton_mid_ring_fits(block_t: int, stages: int) -> bool:
+    """Whether the Triton mid-M ring of ``stages`` stages, (weight rows + tokens) x 128 bytes each, and Triton's
+    barriers fit an SM's shared memory for one block."""
+    return stages * (TRITON_MID_WEIGHT_ROWS + block_t) * 128 + 1024 <= MID_SMEM
+
+
+def mid_token_rows(m: int, n: int, k: int, sms: int, dtype: str = "fp16", stages: int | None = None) -> int:
+    """Token rows per tile of the Triton mid-M build (Triton computes a tile as power-of-two tl.dot pieces of at least
+    16 rows). Up to MID_MOST_TOKENS rows of M: one tile, M rounded up to 16 (M = 129 runs 144 rows). Above: of the
+    tiles of 16 to MID_MOST_TOKENS rows by 16, and MID_WIDE_TOKENS at 16 bits, whose ring fits ``stages`` deep (if
+    given), the one ``triton_mid_time`` walks fastest (ties: the fewer rows computed, then the fewer tiles): fewer
+    pieces a tile, whole waves."""
     if m < 1:
         raise ValueError(f"M must be >= 1 (got {m})")
-    rows = -(-m // -(-m // MID_MOST_TOKENS))
-    return -(-rows // 16) * 16
+    if m <= MID_MOST_TOKENS:
+        return -(-m // 16) * 16
+    options = [*range(16, MID_MOST_TOKENS + 1, 16), *((MID_WIDE_TOKENS,) if dtype != "fp8e4m3" else ())]
+    options = [t for t in options if stages is None or triton_mid_ring_fits(t, stages)]
+    return min(options, key=lambda t: (triton_mid_time(m, n, k, sms, t, dtype), -(-m // t) * t, -t))
 
 
 # The PTX mid-M build's tiles (suite.ptx.gemm_decode.MidModule): 64 x consumers weight columns x block_t tokens

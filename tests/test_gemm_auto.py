@@ -56,7 +56,12 @@ GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU
         ("triton", (56, 28672, 8192), "bf16", "split-k desc"),
         ("triton", (64, 57344, 8192), "fp16", "split-tail desc"),  # 224 64x256 tiles
         ("triton", (100, 16384, 8192), "fp16", "split-k desc"),  # 64 128x256 tiles
-        ("triton", (300, 8192, 8192), "bf16", "split-k desc"),
+        ("triton", (300, 8192, 4096), "bf16", "split-k desc"),  # K too short for mid-M
+        ("triton", (300, 8192, 8192), "bf16", "mid-m swap-ab desc"),  # 96 128x256 tiles < 2 waves
+        ("triton", (300, 8192, 8192), "fp8e4m3", "split-k desc"),  # fp8's mid-M band ends at one token tile
+        ("triton", (425, 22016, 11008), "bf16", "128x256x64 desc persistent host"),  # 344 tiles: 2.6 waves
+        ("triton", (1024, 8192, 8192), "fp16", "mid-m swap-ab desc"),  # 256 tiles, 256-row token tiles
+        ("triton", (1025, 8192, 8192), "fp16", "split-tail desc"),  # past TRITON_MID_WIDE_M
         ("triton", (129, 73728, 11008), "fp16", "mid-m swap-ab desc"),  # one token tile of 144 rows
         ("triton", (230, 73728, 11008), "fp16", "stream-k desc"),  # 576 256x128 tiles
         ("triton", (230, 7168, 36864), "bf16", "split-k desc"),  # 56 256x128 tiles, one split

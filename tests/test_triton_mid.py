@@ -1,7 +1,8 @@
 """The Triton mid-M kernel (suite/triton/gemm_mid.py): token tiles computed as power-of-two pieces on one weight box,
 walked by the split tail.
 
-* its rules: a token tile's pieces, the tile from M (the fewest tiles of at most 208 rows), the schedule;
+* its rules: a token tile's pieces, the tile from the shape (one tile up to 208 rows of M, above it the modelled
+  fastest of pieces and waves), the schedule;
 * odd shapes against the fp64 reference, fresh random inputs and a NaN-poisoned output: one, two and three pieces,
   several token tiles, a whole wave then shared tail tiles, N and K not multiples of 8 (padded pitches);
 * bad input, the sanitizer's fault hook (determinism, the shared bad-input cases and fp8's edge values:
@@ -57,22 +58,32 @@ def test_token_pieces_are_the_tiles_binary_digits():
         real = [p for p in pieces if p]
         assert sum(real) == rows and real == sorted(set(real), reverse=True), rows
         assert all(p >= 16 and p & (p - 1) == 0 for p in real), rows  # powers of two, tl.dot's least N or more
-    for bad in (0, 8, 24, waves.MID_MOST_TOKENS + 16):
+    assert gemm_mid.token_pieces(waves.MID_WIDE_TOKENS) == (256, 0, 0)
+    for bad in (0, 8, 24, waves.MID_MOST_TOKENS + 16, waves.MID_WIDE_TOKENS - 16, waves.MID_WIDE_TOKENS + 16):
         with pytest.raises(ValueError, match="multiple of 16 within"):
             gemm_mid.token_pieces(bad)
 
 
 @pytest.mark.parametrize("dtype", ["fp16", "fp8e4m3"])
-def test_plan_covers_m_with_the_fewest_tiles(dtype):
-    """At any shape: tiles of at most 208 rows, the fewest that hold M, each padding M by less than 16 rows; every
+def test_plan_covers_m_with_the_tile_the_model_walks_fastest(dtype):
+    """At any shape and depth: up to 208 rows of M, one tile of M rounded up to 16; above, a tile of 16-208 rows by
+    16, or 256 at 16 bits whose ring fits the depth, no other of which ``triton_mid_time`` walks faster; every
     output tile walked once, whole or in shares of 128 bytes of K."""
     rng = random.Random(dtype)
-    most = waves.MID_MOST_TOKENS
+    most, wide = waves.MID_MOST_TOKENS, waves.MID_WIDE_TOKENS
     for _ in range(300):
         m, n, k = rng.randint(1, 3000), rng.randint(1, 40000), rng.randint(1, 40000)
-        p = gemm_mid.plan(dtype, m, n, k, H200_SMS)
-        assert p.block_t % 16 == 0 and p.block_t <= most and p.tiles_t == -(-m // most), (m, p)
-        assert p.tiles_t * p.block_t >= m > p.tiles_t * (p.block_t - 16), (m, p)
+        stages = rng.choice([None, *gemm_mid.STAGES])
+        p = gemm_mid.plan(dtype, m, n, k, H200_SMS, stages)
+        if m <= most:
+            assert p.tiles_t == 1 and p.block_t == -(-m // 16) * 16, (m, p)
+        else:
+            assert p.block_t % 16 == 0 and (p.block_t <= most or p.block_t == wide != 0), (m, p)
+            assert p.block_t <= most or (dtype != "fp8e4m3" and stages in (None, 2, 3, 4)), (m, stages, p)
+            others = [t for t in range(16, most + 1, 16) if stages is None or waves.triton_mid_ring_fits(t, stages)]
+            model = waves.triton_mid_time(m, n, k, H200_SMS, p.block_t, dtype)
+            assert all(waves.triton_mid_time(m, n, k, H200_SMS, t, dtype) >= model for t in others), (m, n, k, p)
+        assert p.tiles_t == -(-m // p.block_t), (m, p)
         s = p.schedule
         assert s.tiles == p.tiles_t * p.tiles_w == p.tiles_t * -(-n // gemm_mid.BLOCK_W), (m, n, s)
         assert s.k_tiles == -(-k // (64 if dtype == "fp16" else 128)), (k, s)
@@ -81,13 +92,20 @@ def test_plan_covers_m_with_the_fewest_tiles(dtype):
 
 
 def test_plan_at_the_band_it_is_for():
-    """M = 129 and 140 compute 144 rows where 256-row tiles compute 256; M = 341 two tiles of 176."""
+    """M = 129 and 140 compute 144 rows where 256-row tiles compute 256. M = 341 runs two tiles of 192 = 128 + 64, where
+    two of 176 would take three pieces each (the model's cost per piece); M = 700 runs 256-row tiles, one piece each,
+    where their ring fits (4 stages), and 128-row ones at 5; fp8 never 256 (its promoted accumulator would spill)."""
     assert gemm_mid.plan("fp16", 129, 73728, 11008, H200_SMS).pieces == (128, 16, 0)
     p = gemm_mid.plan("fp16", 140, 36864, 18944, H200_SMS)
     assert (p.block_t, p.tiles_t, p.tiles_w) == (144, 1, 288)
     assert p.schedule.dp_tiles == 2 * H200_SMS and p.schedule.sk_tiles == 24  # two whole waves, then shares
     p = gemm_mid.plan("fp16", 341, 6144, 11008, H200_SMS)
-    assert (p.block_t, p.tiles_t, p.pieces) == (176, 2, (128, 32, 16))
+    assert (p.block_t, p.tiles_t, p.pieces) == (192, 2, (128, 64, 0))
+    shape = (341, 6144, 11008, H200_SMS)
+    assert waves.triton_mid_time(*shape, 176) > waves.triton_mid_time(*shape, 192)
+    assert gemm_mid.plan("bf16", 700, 8192, 8192, H200_SMS, 4).pieces == (256, 0, 0)
+    assert gemm_mid.plan("bf16", 700, 8192, 8192, H200_SMS, 5).pieces == (128, 0, 0)
+    assert gemm_mid.plan("fp8e4m3", 700, 8192, 8192, H200_SMS, 4).block_t <= waves.MID_MOST_TOKENS
 
 
 # -- odd shapes against fp64 ---------------------------------------------------------------------------------------
@@ -101,7 +119,8 @@ CASES = [
     ("144 rows in shares of K", 140, 128, 1000, 4, (128, 16, 0)),
     ("two token tiles, a wave then shares", 300, 300, 1100, 4, (128, 32, 0)),
 ]
-_DTYPE_CASES = [("fp16", *c) for c in CASES] + [("bf16", *c) for c in CASES[2:4]]
+WIDE = ("one 256-row piece, two token tiles, a wave then shares", 391, 384, 520, 4, (256, 0, 0))  # 16 bits only
+_DTYPE_CASES = [("fp16", *c) for c in (*CASES, WIDE)] + [("bf16", *c) for c in (*CASES[2:4], WIDE)]
 _DTYPE_CASES += [("fp8e4m3", *c) for c in CASES[1:]]
 
 
@@ -127,16 +146,20 @@ def test_the_cases_cover_what_they_say(dtype):
     assert plans["144 rows in shares of K"].schedule.cover > 1
     two_tiles = plans["two token tiles, a wave then shares"]
     assert two_tiles.tiles_t == 2 and two_tiles.schedule.dp_tiles == 4 and two_tiles.schedule.cover > 1
+    if dtype == "fp16":
+        wide = gemm_mid.plan(dtype, *WIDE[1:5])
+        assert wide.tiles_t == 2 and wide.schedule.dp_tiles == 4 and wide.schedule.cover > 1
 
 
 def test_sanitizer_sizes_exercise_the_fix_up():
-    """On 132 SMs: the first size's tiles in shares of K (what the fault's early fix-up reads) with B through a
-    padded pitch; the second's a whole wave, then shared tiles, of two token tiles in three pieces."""
-    first, second = (gemm_mid.plan("fp16", *size, H200_SMS) for size in gemm_mid.KERNEL.sanitize_sizes)
+    """On 132 SMs: the first size's tile of three pieces in shares of K (what the fault's early fix-up reads) with B
+    through a padded pitch; the second's a whole wave, then shared tiles, of three 256-row token tiles."""
+    first, second = (gemm_mid.plan("fp16", *size, H200_SMS, 4) for size in gemm_mid.KERNEL.sanitize_sizes)
     assert gemm_mid.KERNEL.faults[0].size == gemm_mid.KERNEL.sanitize_sizes[0]
     assert first.schedule.cover > 1 and gemm_mid.KERNEL.sanitize_sizes[0][1] % 8
-    assert second.schedule.dp_tiles and second.schedule.cover > 1 and second.tiles_t == 2
-    assert len([p for p in second.pieces if p]) == 3
+    assert len([p for p in first.pieces if p]) == 3
+    assert second.schedule.dp_tiles and second.schedule.cover > 1 and second.tiles_t == 3
+    assert second.pieces == (waves.MID_WIDE_TOKENS, 0, 0)
 
 
 # -- bad input, the fault hook ------------------------------------------------------------------------
@@ -176,14 +199,16 @@ def test_fault_runs_the_fix_up_before_the_shares():
 @CPU_ONLY
 def test_on_sm90():
     """One, two and three pieces at the deepest ring with shared tiles (fp8 too: QGMMA, each K tile's sum promoted),
-    and the widest tile at the shallowest with none: wgmma on TMA loads, one wgmma chain per piece closed together
-    (not serialized), no spills, no atomics, the ring within 227 KiB."""
+    the widest tile of pieces at the shallowest with none, and the 256-row piece at the deepest ring it fits (4):
+    wgmma on TMA loads, one wgmma chain per piece closed together (not serialized), no spills, no atomics, the ring
+    within 227 KiB."""
     from sm90_compile import SMEM_LIMIT, assert_fits_sm90, compile_sm90, desc, scales
 
     deepest, shallowest = max(gemm_mid.STAGES), min(gemm_mid.STAGES)
     cases = [("fp16", 32, deepest, True), ("bf16", 144, deepest, True), ("fp16", 208, deepest, True)]
     cases += [("fp16", 208, shallowest, False), ("fp8e4m3", 144, deepest, True)]
     cases.append(("fp8e4m3", waves.MID_MOST_TOKENS, deepest, True))
+    cases.append(("bf16", waves.MID_WIDE_TOKENS, 4, True))
     specs = []
     for dtype, block_t, stages, shared in cases:
         fp8, bk = dtype == "fp8e4m3", gemm_mid.block_k_for(dtype)

@@ -4,13 +4,15 @@ kernel computes a few, on token tiles that need not be powers of two.
 Between 128 and a few hundred rows the tile kernels pad M to whole tiles of 128 or 256 rows: M = 140 computes 256
 rows, and where the weight streams at about the rate the MMAs take it (M ~ 150 at 16-bit types on an H200) the
 padding is the kernel's time. Swapped, the weight's N runs along wgmma's M (128 weight rows per program, 64 per
-warpgroup, 8 warps) and the tokens along wgmma's N, which may be any multiple of 8: M goes into the fewest token tiles
-of at most 208 rows, rounded up to 16 (suite.waves.mid_token_rows): M = 140 computes one tile of 144 rows, M = 341 two
-of 176.
+warpgroup, 8 warps) and the tokens along wgmma's N.
 
 Triton's blocks are powers of two, so a token tile is computed in pieces: the binary digits of its rows
 (``token_pieces``: 144 = 128 + 16, 208 = 128 + 64 + 16), one ``tl.dot`` and one fp32 accumulator per piece, all on
-the same weight box. Each piece's tokens come through their own host-built descriptor (a box of that many rows); the
+the same weight box. Each piece is a wgmma chain that reads the weight box from shared memory again, so a tile of
+many small pieces is slow per token. The token tile (suite.waves.mid_token_rows): up to 208 rows of M, one tile of M
+rounded up to 16 (M = 140 computes 144 rows); above, the tile of 16-208 rows by 16 (or 256 at 16 bits, one piece)
+whose walk a model of pieces and waves finds fastest (M = 341: two tiles of 192 = 128 + 64, where two of 176 would
+take three pieces each). Each piece's tokens come through their own host-built descriptor (a box of that many rows); the
 weight box, [BLOCK_K, 128] of a 16-bit B (K x N), is read transposed (wgmma reads a transposed 16-bit operand from
 shared memory); fp8's B comes N x K, its box [128, BLOCK_K] as wgmma's fp8 form takes it, each K tile's sum promoted
 into fp32 (as gemm_parts.mac_loop and promoted cuBLAS), the scales applied once, to the sum.
@@ -42,9 +44,16 @@ from suite.triton.gemm_desc import ELEMENT_BYTES, count, dtype_config, num_sms, 
 from suite.triton.gemm_parts import part_slot, store_tile, walk_start, walk_unit
 from suite.triton.gemm_splitk import TwoPassModule, epilogue_kwargs
 from suite.triton.gemm_streamk import FAULT_FIXUP_FIRST, Schedule, StreamKGemm, split_tail_schedule
-from suite.waves import MID_MOST_TOKENS, mid_token_rows
+from suite.waves import (
+    MID_MOST_TOKENS,
+    MID_WIDE_TOKENS,
+    TRITON_MID_WEIGHT_ROWS,
+    mid_pieces,
+    mid_token_rows,
+    triton_mid_ring_fits,
+)
 
-BLOCK_W = 128  # weight rows (C's columns) per tile: wgmma's M, 64 per warpgroup
+BLOCK_W = TRITON_MID_WEIGHT_ROWS  # weight rows (C's columns) per tile: wgmma's M, 64 per warpgroup
 K_BYTES = 128  # of K per stage: 128-byte rows (64 16-bit elements, 128 fp8), the swizzle's width
 NUM_WARPS = 8  # two warpgroups
 MOST_PIECES = 3  # 208 = 128 + 64 + 16: the widest tile's binary digits
@@ -61,18 +70,22 @@ def block_k_for(dtype: str) -> int:
 
 
 # Shared memory: the ring, up to 42 KiB a stage at 208 tokens, and Triton's barriers; the pieces leave from registers
-# (stored transposed straight to C, or to the workspace): 2 -> 84, 3 -> 126, 4 -> 168, 5 -> 210 KiB fit 227 KiB.
+# (stored transposed straight to C, or to the workspace): 2 -> 84, 3 -> 126, 4 -> 168, 5 -> 210 KiB fit 227 KiB. The
+# 256-token tile's 48 KiB stages fit 4 deep (192 KiB): at 5 stages the plan takes the tiles of 208 rows or fewer.
 STAGES = rings_that_fit(stage_bytes(MID_MOST_TOKENS), 1024, (2, 3, 4, 5))
-assert STAGES == (2, 3, 4, 5)
+assert STAGES == (2, 3, 4, 5) and triton_mid_ring_fits(MID_WIDE_TOKENS, 4)
 
 
 def token_pieces(block_t: int) -> tuple[int, int, int]:
     """A token tile's rows as the tl.dot pieces that compute it: its binary digits, largest first, padded with 0 to
     MOST_PIECES (144 -> (128, 16, 0)). ``block_t`` is a multiple of 16 (tl.dot's least N) of at most
-    MID_MOST_TOKENS."""
-    if block_t % 16 or not 16 <= block_t <= MID_MOST_TOKENS:
-        raise ValueError(f"a token tile is a multiple of 16 within [16, {MID_MOST_TOKENS}] rows (got {block_t})")
-    pieces = [1 << b for b in reversed(range(block_t.bit_length())) if block_t >> b & 1]
+    MID_MOST_TOKENS, or MID_WIDE_TOKENS (one piece)."""
+    if block_t != MID_WIDE_TOKENS and (block_t % 16 or not 16 <= block_t <= MID_MOST_TOKENS):
+        raise ValueError(
+            f"a token tile is a multiple of 16 within [16, {MID_MOST_TOKENS}] rows, or {MID_WIDE_TOKENS} "
+            f"(got {block_t})"
+        )
+    pieces = mid_pieces(block_t)
     assert len(pieces) <= MOST_PIECES, block_t  # 208 = 128 + 64 + 16, and no multiple of 16 below has more
     return (*pieces, *(0,) * (MOST_PIECES - len(pieces)))
 
@@ -91,10 +104,11 @@ class Plan:
         return token_pieces(self.block_t)
 
 
-def plan(dtype: str, m: int, n: int, k: int, sms: int) -> Plan:
-    """The rule, from the shape: ``mid_token_rows(M)`` tokens by BLOCK_W weight rows, walked by the split tail over
-    ``sms`` programs (one per SM) in K tiles of ``block_k_for(dtype)``."""
-    block_t = mid_token_rows(m)
+def plan(dtype: str, m: int, n: int, k: int, sms: int, stages: int | None = None) -> Plan:
+    """The rule, from the shape: ``mid_token_rows``' tokens (a tile whose ring fits ``stages`` deep, if given) by
+    BLOCK_W weight rows, walked by the split tail over ``sms`` programs (one per SM) in K tiles of
+    ``block_k_for(dtype)``."""
+    block_t = mid_token_rows(m, n, k, sms, dtype, stages)
     tiles_t, tiles_w = -(-m // block_t), -(-n // BLOCK_W)
     k_tiles = -(-k // block_k_for(dtype))
     return Plan(block_t, tiles_t, tiles_w, split_tail_schedule(tiles_t * tiles_w, k_tiles, sms))
@@ -263,7 +277,7 @@ class MidGemm(StreamKGemm):
     def _plan(self, sms: int | None = None) -> None:
         ops = self.ops
         block_k = block_k_for(ops.dtype)
-        self.mid = p = plan(ops.dtype, ops.m, ops.n, ops.k, sms or num_sms(ops.a.device))
+        self.mid = p = plan(ops.dtype, ops.m, ops.n, ops.k, sms or num_sms(ops.a.device), self.stages)
         self.warps, self.tile = NUM_WARPS, (p.block_t, BLOCK_W, block_k)
         self.schedule = s = p.schedule
         self.fixups = s.sk_tiles if s.cover > 1 else 0
@@ -314,8 +328,9 @@ class MidGemm(StreamKGemm):
         )
 
 
-# mid_kernel + gemm_streamk's fix-up pass for the registry. compute-sanitizer, on 132 SMs: M = 140 (one token tile of
-# 144 = 128 + 16 rows) by 300 columns (3 weight tiles, the last partial; N not a multiple of 8: B through its padded
-# pitch), each tile in 3 shares of 16 K tiles, the last partial; and M = 341 (two token tiles of 176 = 128 + 32 + 16,
-# the second's rows past M zero fill) by 8960 columns: 140 tiles, a whole wave, then 8 tiles in 2 shares each
-KERNEL = TwoPassModule(MidGemm, sanitize_sizes=((140, 300, 1000), (341, 8960, 520)))
+# mid_kernel + gemm_streamk's fix-up pass for the registry. compute-sanitizer, on 132 SMs: M = 200 (one token tile of
+# 208 = 128 + 64 + 16 rows) by 300 columns (3 weight tiles, the last partial; N not a multiple of 8: B through its
+# padded pitch), each tile in 3 shares of 16 K tiles, the last partial; and M = 641 (three token tiles of 256 rows, one
+# piece, the third's rows past M zero fill; 128 rows at 5 stages, where 256 does not fit) by 8192 columns: a whole
+# wave, then tiles in 2 shares each
+KERNEL = TwoPassModule(MidGemm, sanitize_sizes=((200, 300, 1000), (641, 8192, 520)))
