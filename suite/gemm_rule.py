@@ -54,6 +54,7 @@ from suite.waves import (
     mid_time,
     mid_token_rows,
     tail_split_count,
+    triton_mid_ring_fits,
     wave_efficiency,
 )
 
@@ -133,17 +134,20 @@ def _triton_mid(m: int, n: int, k: int, dtype: str, sms: int, behind: tuple[Choi
     tiles, one tile row)."""
     if k < MID_LEAST_K or not TALL_M // 2 < m <= TRITON_MID_WIDE_M:
         return behind
+    t256 = _tiles(m, n, 128, 256)
+    wide = m > TRITON_MID_M
+    if wide and (dtype == "fp8e4m3" or m < TALL_M or t256 >= TRITON_MID_WAVES * sms):
+        return behind
     rows = mid_token_rows(m, n, k, sms, dtype)
     stages = 5 if rows <= TRITON_MID_DEEP_TOKENS else 4
-    if m <= TRITON_MID_M:
+    # the kernel plans its tile again at these stages: the same tile wherever its ring fits them
+    assert triton_mid_ring_fits(rows, stages), (m, n, k, rows, stages)
+    if not wide:
         why = (
             f"{TALL_M // 2} < M={m} <= {TRITON_MID_M}, K={k} >= {MID_LEAST_K}: swapped, one token tile of {rows} "
             "rows where 256-row tiles pad to 256, split tail"
         )
     else:
-        t256 = _tiles(m, n, 128, 256)
-        if dtype == "fp8e4m3" or m < TALL_M or t256 >= TRITON_MID_WAVES * sms:
-            return behind
         why = (
             f"{TALL_M} <= M={m} <= {TRITON_MID_WIDE_M}, K={k} >= {MID_LEAST_K}, {t256} 128x256 tiles < "
             f"{TRITON_MID_WAVES}x{sms} SMs: swapped, {rows}-token tiles (x {-(-m // rows)}), split tail"

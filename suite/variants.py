@@ -458,9 +458,10 @@ GEMM_VARIANTS = (
         "suite.triton.gemm_mid:KERNEL",
         gpu_or_interpreter,
         ("llm", "sweep"),
-        "a few hundred tokens, swapped as the decode kernel: 128 weight rows on wgmma's M and M over the fewest token "
-        "tiles of <= 208 rows, rounded up to 16, on its N, each token tile as one tl.dot per binary digit (144 = 128 + "
-        "16) on the same weight box; 2-5 deep rings of 128 bytes of K (fp8 promoted per K tile), whole waves then a "
+        "a few hundred tokens, swapped as the decode kernel: 128 weight rows on wgmma's M and token tiles on its N "
+        "(up to M = 208 one tile of M rounded up to 16; above, the tile a model of pieces and waves picks, 256 rows "
+        "at 16 bits among them), each token tile as one tl.dot per binary digit (144 = 128 + 16) on the same weight "
+        "box; 2-5 deep rings of 128 bytes of K (the 256-row tile's 2-4; fp8 promoted per K tile), whole waves then a "
         "split tail (suite.triton.gemm_mid)",
     ),
     (

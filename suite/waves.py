@@ -157,8 +157,8 @@ def mid_tile_ok(block_t: int, consumers: int, dtype: str = "fp16") -> bool:
 
 
 def mid_stage_k(dtype: str = "fp16") -> int:
-    """K per stage of the PTX mid-M build: one 128-byte swizzled row, 64 of K at 16 bits, 128 at fp8 (the same MMA
-    time: fp8's wgmma runs twice the K per cycle)."""
+    """K per stage of both mid-M builds (PTX and Triton): one 128-byte swizzled row, 64 of K at 16 bits, 128 at fp8
+    (the same MMA time: fp8's wgmma runs twice the K per cycle)."""
     return 128 if dtype == "fp8e4m3" else 64
 
 

@@ -61,7 +61,10 @@ GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU
         ("triton", (300, 8192, 8192), "fp8e4m3", "split-k desc"),  # fp8's mid-M band ends at one token tile
         ("triton", (425, 22016, 11008), "bf16", "128x256x64 desc persistent host"),  # 344 tiles: 2.6 waves
         ("triton", (1024, 8192, 8192), "fp16", "mid-m swap-ab desc"),  # 256 tiles, 256-row token tiles
-        ("triton", (1025, 8192, 8192), "fp16", "split-tail desc"),  # past TRITON_MID_WIDE_M
+        ("triton", (1024, 4096, 8192), "fp16", "mid-m swap-ab desc"),
+        ("triton", (1025, 4096, 8192), "fp16", "split-tail desc"),  # past TRITON_MID_WIDE_M, 144 tiles
+        ("triton", (256, 33536, 8192), "fp16", "mid-m swap-ab desc"),  # 262 128x256 tiles < 2 waves
+        ("triton", (256, 33792, 8192), "fp16", "128x256x64 desc persistent host"),  # 264: two whole waves
         ("triton", (129, 73728, 11008), "fp16", "mid-m swap-ab desc"),  # one token tile of 144 rows
         ("triton", (230, 73728, 11008), "fp16", "stream-k desc"),  # 576 256x128 tiles
         ("triton", (230, 7168, 36864), "bf16", "split-k desc"),  # 56 256x128 tiles, one split
@@ -86,8 +89,8 @@ def test_rule_choices(backend, shape, dtype, kernel):
 
 def test_the_triton_mid_m_kernel_keeps_the_tall_choices_behind_it():
     """128 < M <= TRITON_MID_M at any dtype: the swapped mid-M kernel first, the tall band's choices behind it in their
-    own order, as fallbacks (what runs where the mid-M kernel refused the shape); above that M and below MID_LEAST_K,
-    no mid-M kernel."""
+    own order, as fallbacks (what runs where the mid-M kernel refused the shape); just above that M (the tall band's
+    256-row tiles up to TALL_M) and below MID_LEAST_K, no mid-M kernel."""
     mid, most = "mid-m swap-ab desc", gemm_rule.TRITON_MID_M
     for shape in ((129, 73728, 11008), (202, 7168, 36864), (most, 65536, gemm_rule.MID_LEAST_K)):
         for dtype in ("bf16", "fp8e4m3"):
@@ -100,6 +103,17 @@ def test_the_triton_mid_m_kernel_keeps_the_tall_choices_behind_it():
     assert gemm_rule.choose("triton", 150, 65536, 8192, "fp16", sms=132).kernel == mid
     short = gemm_rule.MID_LEAST_K - 64
     assert mid not in {c.kernel for c in gemm_rule.choices("triton", 150, 65536, short, "fp16", sms=132)}
+
+
+@pytest.mark.parametrize("shape", [(341, 6144, 11008), (360, 8192, 11008), (700, 8192, 8192), (1000, 4096, 16384)])
+def test_the_triton_wide_mid_m_note_names_the_tile_the_kernel_plans(shape):
+    """From TALL_M at 16 bits: the note's token tile and count are those the kernel plans at the rule's depth."""
+    from suite.triton import gemm_mid
+
+    choice = gemm_rule.choose("triton", *shape, "bf16", sms=132)
+    assert choice.kernel == "mid-m swap-ab desc", choice
+    p = gemm_mid.plan("bf16", *shape, 132, choice.stages)
+    assert f"swapped, {p.block_t}-token tiles (x {p.tiles_t})" in choice.why, (choice, p)
 
 
 def test_the_ptx_mid_m_kernel_runs_where_its_model_beats_the_tile_rungs():

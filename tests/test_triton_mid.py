@@ -80,7 +80,8 @@ def test_plan_covers_m_with_the_tile_the_model_walks_fastest(dtype):
         else:
             assert p.block_t % 16 == 0 and (p.block_t <= most or p.block_t == wide != 0), (m, p)
             assert p.block_t <= most or (dtype != "fp8e4m3" and stages in (None, 2, 3, 4)), (m, stages, p)
-            others = [t for t in range(16, most + 1, 16) if stages is None or waves.triton_mid_ring_fits(t, stages)]
+            others = [*range(16, most + 1, 16), *((wide,) if dtype != "fp8e4m3" else ())]
+            others = [t for t in others if stages is None or waves.triton_mid_ring_fits(t, stages)]
             model = waves.triton_mid_time(m, n, k, H200_SMS, p.block_t, dtype)
             assert all(waves.triton_mid_time(m, n, k, H200_SMS, t, dtype) >= model for t in others), (m, n, k, p)
         assert p.tiles_t == -(-m // p.block_t), (m, p)
@@ -106,6 +107,18 @@ def test_plan_at_the_band_it_is_for():
     assert gemm_mid.plan("bf16", 700, 8192, 8192, H200_SMS, 4).pieces == (256, 0, 0)
     assert gemm_mid.plan("bf16", 700, 8192, 8192, H200_SMS, 5).pieces == (128, 0, 0)
     assert gemm_mid.plan("fp8e4m3", 700, 8192, 8192, H200_SMS, 4).block_t <= waves.MID_MOST_TOKENS
+    # a tie in the model and in rows computed (192 x 4 = 256 x 3 = 768): the fewer tiles
+    assert gemm_mid.plan("fp16", 688, 2845, 16331, 114).block_t == 256
+
+
+@pytest.mark.parametrize("stages, rows", [(4, 256), (5, 128)])
+def test_the_launcher_plans_a_tile_its_ring_fits(stages, rows):
+    """The launcher plans at its own depth: at 5 stages, where the 256-row tile's ring (240 KiB) does not fit, the
+    128-row tile."""
+    inputs = GEMM.make_inputs((641, 8192, 520), 3, torch.device("cpu"), "fp16")
+    launcher = gemm_mid.MidGemm(inputs, GEMM.make_output(inputs), stages, sms=H200_SMS)
+    assert launcher.tile[0] == launcher.mid.block_t == rows, launcher.config
+    assert waves.triton_mid_ring_fits(rows, stages) and f"x {rows} tokens" in launcher.config
 
 
 # -- odd shapes against fp64 ---------------------------------------------------------------------------------------
@@ -154,12 +167,14 @@ def test_the_cases_cover_what_they_say(dtype):
 def test_sanitizer_sizes_exercise_the_fix_up():
     """On 132 SMs: the first size's tile of three pieces in shares of K (what the fault's early fix-up reads) with B
     through a padded pitch; the second's a whole wave, then shared tiles, of three 256-row token tiles."""
-    first, second = (gemm_mid.plan("fp16", *size, H200_SMS, 4) for size in gemm_mid.KERNEL.sanitize_sizes)
     assert gemm_mid.KERNEL.faults[0].size == gemm_mid.KERNEL.sanitize_sizes[0]
-    assert first.schedule.cover > 1 and gemm_mid.KERNEL.sanitize_sizes[0][1] % 8
-    assert len([p for p in first.pieces if p]) == 3
-    assert second.schedule.dp_tiles and second.schedule.cover > 1 and second.tiles_t == 3
-    assert second.pieces == (waves.MID_WIDE_TOKENS, 0, 0)
+    assert gemm_mid.KERNEL.sanitize_sizes[0][1] % 8
+    for stages in gemm_mid.STAGES:
+        first, second = (gemm_mid.plan("fp16", *size, H200_SMS, stages) for size in gemm_mid.KERNEL.sanitize_sizes)
+        assert first.schedule.cover > 1 and len([p for p in first.pieces if p]) == 3, stages
+        assert second.schedule.dp_tiles and second.schedule.cover > 1, (stages, second)
+        wide = waves.triton_mid_ring_fits(waves.MID_WIDE_TOKENS, stages)
+        assert second.pieces == ((waves.MID_WIDE_TOKENS, 0, 0) if wide else (128, 0, 0)), (stages, second)
 
 
 # -- bad input, the fault hook ------------------------------------------------------------------------

@@ -74,6 +74,10 @@ def block_k_for(dtype: str) -> int:
 # 256-token tile's 48 KiB stages fit 4 deep (192 KiB): at 5 stages the plan takes the tiles of 208 rows or fewer.
 STAGES = rings_that_fit(stage_bytes(MID_MOST_TOKENS), 1024, (2, 3, 4, 5))
 assert STAGES == (2, 3, 4, 5) and triton_mid_ring_fits(MID_WIDE_TOKENS, 4)
+# the plan's ring test (suite.waves, which imports no kernel) and this module's agree on the shared memory a block has
+assert all(triton_mid_ring_fits(MID_MOST_TOKENS, s) == (s in STAGES) for s in range(2, 7))
+assert rings_that_fit(stage_bytes(MID_WIDE_TOKENS), 1024, (4, 5)) == (4,)
+assert not triton_mid_ring_fits(MID_WIDE_TOKENS, 5)
 
 
 def token_pieces(block_t: int) -> tuple[int, int, int]:
@@ -330,7 +334,7 @@ class MidGemm(StreamKGemm):
 
 # mid_kernel + gemm_streamk's fix-up pass for the registry. compute-sanitizer, on 132 SMs: M = 200 (one token tile of
 # 208 = 128 + 64 + 16 rows) by 300 columns (3 weight tiles, the last partial; N not a multiple of 8: B through its
-# padded pitch), each tile in 3 shares of 16 K tiles, the last partial; and M = 641 (three token tiles of 256 rows, one
-# piece, the third's rows past M zero fill; 128 rows at 5 stages, where 256 does not fit) by 8192 columns: a whole
-# wave, then tiles in 2 shares each
-KERNEL = TwoPassModule(MidGemm, sanitize_sizes=((200, 300, 1000), (641, 8192, 520)))
+# padded pitch), each tile in shares of K (3 of 16 K tiles at 16 bits, 2 of 8 at fp8), the last partial; and M = 641
+# by 11776 columns: at 16 bits three token tiles of 256 rows, one piece each, the third's rows past M zero fill (at 5
+# stages, where 256 does not fit, six of 128), whole waves, then tiles in 2 shares each; at fp8 four of 192
+KERNEL = TwoPassModule(MidGemm, sanitize_sizes=((200, 300, 1000), (641, 11776, 520)))
