@@ -38,7 +38,7 @@
 //           order from zero and stores C, then zeroes the counter for the next launch. The order of the additions
 //           is the same whoever arrives last (bit-reproducible), and only the counter is atomic (an integer). No
 //           second kernel: at decode sizes its launch and pass would be a visible share of the call.
-template <int BLOCK_T, int CONSUMERS, int K_ATOMS, class E, bool PAIRS = false>
+template <int BLOCK_T, int CONSUMERS, int K_ATOMS, class E, bool PAIRS = false, int W_TILES = 1>
 struct DecodeTile {
     static_assert(BLOCK_T % 8 == 0 && BLOCK_T >= 8 && BLOCK_T <= 256, "BLOCK_T: 8 .. 256 tokens by 8");
     static_assert(!E::PROMOTE || (PAIRS ? BLOCK_T <= 104 && CONSUMERS == 2 && K_ATOMS == 1
@@ -48,7 +48,10 @@ struct DecodeTile {
     static_assert(!PAIRS || E::PROMOTE, "pairs of partials are fp8's promotion");
     static_assert(CONSUMERS >= 1 && CONSUMERS <= 3, "one to three consumer warpgroups (64 weight columns each)");
     static_assert(K_ATOMS == 1 || K_ATOMS == 2 || K_ATOMS == 4, "BK = 64, 128 or 256 (a TMA box has <= 256 rows)");
-    static constexpr int BW = 64 * CONSUMERS;                   // weight columns (C's N) per unit: wgmma's M
+    static_assert(W_TILES == 1 || (W_TILES == 2 && !E::PROMOTE && K_ATOMS == 1),
+                  "two m64 weight tiles per consumer warpgroup: 16-bit, one K atom per stage");
+    static constexpr int W_BOXES = CONSUMERS * W_TILES;         // 64-column weight boxes per stage
+    static constexpr int BW = 64 * W_BOXES;                     // weight columns (C's N) per unit: wgmma's M
     static constexpr int ATOM_K = SWIZZLE_BYTES / E::BYTES;     // K per 128-byte swizzled row: 64 (fp8 128)
     static constexpr int BK = K_ATOMS * ATOM_K;                 // K per stage
     static constexpr int K_STEPS = BK / E::K_STEP;              // wgmma per stage and consumer: 4 per K atom
@@ -57,12 +60,12 @@ struct DecodeTile {
     static constexpr int W_BOX_BYTES = K_ATOMS * W_ATOM_BYTES;  // a consumer's weight: BK rows (K) x 64 columns, or
                                                                 // (fp8) K_ATOMS boxes of 64 rows (N) x 128 K
     static constexpr int T_BOX_BYTES = BLOCK_T * SWIZZLE_BYTES;  // BLOCK_T token rows x 64 of K
-    static constexpr int T_OFFSET = CONSUMERS * W_BOX_BYTES;    // the token boxes, after the weight's
+    static constexpr int T_OFFSET = W_BOXES * W_BOX_BYTES;      // the token boxes, after the weight's
     static constexpr int STAGE_BYTES = T_OFFSET + K_ATOMS * T_BOX_BYTES;  // every box a multiple of 1024 B
     static constexpr int ACC = BLOCK_T / 2;                     // fp32 accumulators per thread
     static constexpr bool PROMOTE_IN_PAIRS = PAIRS;
     // and their registers with the promoted partials beside them: one partial (decode's fp8), two (PAIRS)
-    static constexpr int ACC_REGS = ACC * (PAIRS ? 3 : E::PROMOTE ? 2 : 1);
+    static constexpr int ACC_REGS = W_TILES * ACC * (PAIRS ? 3 : E::PROMOTE ? 2 : 1);
     // Above 64 such registers per thread two consumer warpgroups (above 32, three) need more than an even share of the
     // register file (168 per thread at 384 threads, 128 at 512): the producer gives its registers to them
     // (setmaxnreg), as gemm_tma.cu's does; three consumers share what the producer leaves.
@@ -206,18 +209,18 @@ struct DecodeWalk<true> {
     using type = SplitTail;
 };
 
-template <int STAGES, int BLOCK_T, int CONSUMERS, int K_ATOMS, class E, bool TAIL>
-__global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E, TAIL && E::PROMOTE>::THREADS, 1)
+template <int STAGES, int BLOCK_T, int CONSUMERS, int K_ATOMS, class E, bool TAIL, int W_TILES = 1>
+__global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E, TAIL && E::PROMOTE, W_TILES>::THREADS, 1)
     gemm_tma_decode(const __grid_constant__ TensorMap tmap_tokens, const __grid_constant__ TensorMap tmap_weight,
                     half_bits* __restrict__ C, int M, int N, int K, float* __restrict__ workspace,
                     int* __restrict__ counters, int splits, const float* __restrict__ scale_a,
                     const float* __restrict__ scale_b) {
     // the mid-M build (TAIL) promotes fp8 in pairs: its pace is the tensor pipe's
-    using T = DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E, TAIL && E::PROMOTE>;
+    using T = DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E, TAIL && E::PROMOTE, W_TILES>;
     static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be in 2..8");
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     using Smem = DecodeSmem<STAGES, T>;
-    static_assert(Smem::BYTES + SMEM_ALIGN_SLACK == launcher_smem_bytes(STAGES, BLOCK_T, CONSUMERS, K_ATOMS),
+    static_assert(Smem::BYTES + SMEM_ALIGN_SLACK == launcher_smem_bytes(STAGES, BLOCK_T, T::W_BOXES, K_ATOMS),
                   "the launcher's shared-memory figure (gemm_decode.py's Plan.smem_bytes) is this layout's size");
     const Smem smem{(smem_u32(smem_raw) + 1023u) & ~1023u};
     const int tiles_t = (M + BLOCK_T - 1) / BLOCK_T;
@@ -250,7 +253,7 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E, TAI
                 const unsigned full = smem.full(write.stage), dst = smem.stage(write.stage);
                 producer_commit(full, T::STAGE_BYTES);  // boxes past an edge are zero-filled and still counted
 #pragma unroll
-                for (int c = 0; c < CONSUMERS; ++c) {
+                for (int c = 0; c < T::W_BOXES; ++c) {
                     if constexpr (E::B_K_MAJOR) {  // fp8: B is N x K, a box per K atom
 #pragma unroll
                         for (int a = 0; a < K_ATOMS; ++a)
@@ -275,46 +278,61 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E, TAI
     const int wg = warpgroup - 1;
     const bool release = threadIdx.x % 32 == 0;  // one arrive per warp on empty[]
     RingPosition read;  // smem_read_stage and its lap's parity
-    float acc[T::ACC];
+    float acc_tiles[W_TILES][T::ACC];
+    float(&acc)[T::ACC] = acc_tiles[0];
     float alpha = 1.f;  // fp8: C = (A B) x scale_a x scale_b
     if constexpr (E::SCALED) alpha = *scale_a * *scale_b;
     for (WorkUnit u = sched.first_unit(); u.valid(); u = sched.next_unit(u)) {  // the producer's walk
         int w0, t0;
         decode_origin<T>(u.tile, tiles_t, w0, t0);
 #pragma unroll
-        for (int i = 0; i < T::ACC; ++i) acc[i] = 0.f;
+        for (int mt = 0; mt < W_TILES; ++mt)
+#pragma unroll
+            for (int i = 0; i < T::ACC; ++i) acc_tiles[mt][i] = 0.f;
         if constexpr (T::PROMOTE_IN_PAIRS) {
             promoted_pairs_mainloop<STAGES, T, E>(acc, smem, read, u.k_tiles, wg, release);
         } else if constexpr (E::PROMOTE) {
             promoted_decode_mainloop<STAGES, T, E>(acc, smem, read, u.k_tiles, wg, release);
         } else {
-            overlapped_mainloop<STAGES>(acc, smem, read, u.k_tiles, release, [&](int s) {
+            overlapped_mainloop<STAGES>(acc_tiles, smem, read, u.k_tiles, release, [&](int s) {
                 // per k-step: the weight 16 rows (of K) further, the tokens 32 bytes along a box's rows (a box per 64
-                // of K)
-                const unsigned w = smem.stage(s) + wg * T::W_BOX_BYTES, t = smem.stage(s) + T::T_OFFSET;
+                // of K); each of the warpgroup's weight boxes against the same token box
+                const unsigned t = smem.stage(s) + T::T_OFFSET;
 #pragma unroll
                 for (int kk = 0; kk < T::K_STEPS; ++kk)
-                    E::template mma_swapped<BLOCK_T>(
-                        acc, smem_descriptor_at(w, kk * 16 * SWIZZLE_BYTES, T::W_BOX_BYTES, ATOM_BYTES),
-                        smem_descriptor_at(t, (kk / 4) * T::T_BOX_BYTES + (kk % 4) * 32, 16, ATOM_BYTES));
+#pragma unroll
+                    for (int mt = 0; mt < W_TILES; ++mt) {
+                        const unsigned w = smem.stage(s) + (wg * W_TILES + mt) * T::W_BOX_BYTES;
+                        E::template mma_swapped<BLOCK_T>(
+                            acc_tiles[mt], smem_descriptor_at(w, kk * 16 * SWIZZLE_BYTES, T::W_BOX_BYTES, ATOM_BYTES),
+                            smem_descriptor_at(t, (kk / 4) * T::T_BOX_BYTES + (kk % 4) * 32, 16, ATOM_BYTES));
+                    }
             });
         }
 
-        // EPILOGUE: all of K here: C; else the split's partial, and the fix-up
-        const int n0 = w0 + wg * 64;
+        // EPILOGUE: all of K here: C; else the split's partial, and the fix-up. Weight tile mt of this warpgroup
+        // holds weight columns (wg x W_TILES + mt) x 64 .. + 63 of the unit.
+        const int n_first = w0 + wg * W_TILES * 64;
         if (u.contributors == 1) {
-            for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long at) {
-                C[at] = (half_bits)(E::pack(acc[i] * alpha, 0.f) & 0xffffu);
-            });
+#pragma unroll
+            for (int mt = 0; mt < W_TILES; ++mt)
+                for_each_decode_output<T>(M, N, n_first + mt * 64, t0, [&](int i, long long at) {
+                    C[at] = (half_bits)(E::pack(acc_tiles[mt][i] * alpha, 0.f) & 0xffffu);
+                });
             continue;
         }
+#ifdef PROTO_NO_FIXUP
+        continue;
+#endif
         const long long slice = (long long)M * N;
 #ifdef PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT
         if (u.index != 0) {  // the fault: the other splits store; split 0 sums at once (its own slice unwritten)
 #endif
-        for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long at) {
-            st_global_cg_f32(workspace + u.index * slice + at, acc[i]);  // this split's share, to L2
-        });
+#pragma unroll
+        for (int mt = 0; mt < W_TILES; ++mt)
+            for_each_decode_output<T>(M, N, n_first + mt * 64, t0, [&](int i, long long at) {
+                st_global_cg_f32(workspace + u.index * slice + at, acc_tiles[mt][i]);  // this split's share, to L2
+            });
 #ifdef PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT
             continue;
         }
@@ -326,20 +344,26 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E, TAI
 #endif
         // the last split: every slice in split order from zero (its own read back too): bit-reproducible. A slice's
         // loads all issue before their adds (one L2 round trip per slice, not one per element)
-        sum_in_k_order<float[T::ACC]>(
-            u.contributors,
-            [&](int s, float (&part)[T::ACC]) {
-                for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long at) {
-                    part[i] = ld_global_cg_f32(workspace + s * slice + at);
+#pragma unroll
+        for (int mt = 0; mt < W_TILES; ++mt) {
+            const int n0 = n_first + mt * 64;
+            sum_in_k_order<float[T::ACC]>(
+                u.contributors,
+                [&](int s, float (&part)[T::ACC]) {
+                    for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long at) {
+                        part[i] = ld_global_cg_f32(workspace + s * slice + at);
+                    });
+                },
+                [&](int s, const float (&part)[T::ACC]) {
+                    for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long) {
+                        acc_tiles[mt][i] = s == 0 ? part[i] : acc_tiles[mt][i] + part[i];
+                    });
                 });
-            },
-            [&](int s, const float (&part)[T::ACC]) {
-                for_each_decode_output<T>(M, N, n0, t0,
-                                          [&](int i, long long) { acc[i] = s == 0 ? part[i] : acc[i] + part[i]; });
+            for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long at) {
+                // the partials unscaled, the sum scaled
+                C[at] = (half_bits)(E::pack(acc_tiles[mt][i] * alpha, 0.f) & 0xffffu);
             });
-        for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long at) {
-            C[at] = (half_bits)(E::pack(acc[i] * alpha, 0.f) & 0xffffu);  // the partials unscaled, the sum scaled
-        });
+        }
         fixup_done(counter, tid);
     }
 }
