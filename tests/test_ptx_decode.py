@@ -444,3 +444,76 @@ def test_the_mid_m_sanitizer_names_every_tile_a_depth_may_run():
     assert gemm_decode.MID.tile_module(*gemm_decode.MID_DESCRIBE_TILE) is gemm_decode.MID
     # a tile's own build plans its own tile whatever the shape
     assert (tile.plan(529, 10240, 11008, 132, 4).block_t, tile.plan(529, 10240, 11008, 132, 4).consumers) == (88, 3)
+
+
+# The wide mid-M tile (w_tiles = 2: two m64 weight tiles per consumer warpgroup, 256 weight rows on two), forced: its
+# most tokens and a tile that pads M, at its depths (3 and 4: 4 stages of 192 tokens is the most that fits)
+WIDE_TILES = ((128, 3), (160, 4), (gemm_decode.WIDE_MOST_TOKENS, 4))
+
+
+def _wide(block_t: int, stages: int) -> gemm_decode.MidModule:
+    module = gemm_decode.MidModule((block_t, 2), w_tiles=2)
+    module.stages = (stages,)
+    return module
+
+
+@pytest.mark.parametrize("block_t, stages", WIDE_TILES)
+def test_the_wide_mid_m_tile_chains_both_weight_tiles_without_spills(block_t, stages):
+    """Per K stage one wgmma group of 8 transposed-A HGMMA of N = BLOCK_T (2 weight tiles x 4 k-steps of 16) on one
+    token box; no local memory or stack: the second tile's accumulators are dead while the first's fix-up sums (the
+    sum writes every accumulator), and the consumers hold both tiles in the registers the producer hands over."""
+    module = _wide(block_t, stages).build("sm_90a")
+    per = split_functions(module.sass())
+    for expr, symbol in module.symbols.items():
+        res = module.resources()[expr]
+        assert res["local"] == 0 and res["stack"] == 0, (expr, res)
+        hgmma = [line for line in per[symbol].splitlines() if "HGMMA." in line]
+        assert len(hgmma) == 8 and all(f"HGMMA.64x{block_t}x16.F32" in h and "tnspA" in h for h in hgmma), expr
+        assert wgmma_chain(per[symbol]) == (8, 1), expr
+
+
+def test_the_wide_tile_is_forced_16_bit_and_fits_its_ring():
+    p = gemm_decode.mid_plan(950, 11008, 3072, 132, 4, consumers=2, block_t=160, w_tiles=2)
+    assert (p.block_w, p.tiles_w, p.tiles_t) == (256, 43, 6)
+    assert p.name_expression(4, "fp16") == "gemm_tma_decode<4, 160, 2, 1, F16, true, 2>"
+    for bad in (
+        dict(w_tiles=2),  # not forced
+        dict(w_tiles=2, consumers=2, block_t=gemm_decode.WIDE_MOST_TOKENS + 8),
+        dict(w_tiles=2, consumers=2, block_t=96, dtype="fp8e4m3"),
+        dict(w_tiles=3, consumers=2, block_t=96),
+    ):
+        with pytest.raises(ValueError, match="w_tiles"):
+            gemm_decode.mid_plan(300, 4096, 4096, 132, 4, **bad)
+    with pytest.raises(ValueError, match="does not fit"):
+        gemm_decode.mid_plan(300, 4096, 4096, 132, 5, consumers=2, block_t=192, w_tiles=2)
+    assert "fp8e4m3" not in gemm_decode.MidModule((160, 2), w_tiles=2).dtypes
+
+
+# On a GPU: an edge weight tile (1000 = 3 x 256 + 232) and M in two token tiles of 160, N % 8 != 0 (a padded B) with
+# fewer rows than the tile, and a split tail after a whole wave at both widest tiles (150 tiles: the 18 left in 3
+# shares, the fix-up summing both weight tiles of each warpgroup)
+WIDE_EDGES = [
+    ((300, 1000, 520), None, 160),
+    ((129, 260, 1032), None, 128),
+    ((192, 38400, 1040), 3, 192),
+    ((300, 19200, 1040), 3, 160),
+]
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ("fp16", "bf16"))
+def test_the_wide_mid_m_tile_matches_fp64_at_the_edges_bit_reproducibly(dtype):
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    for size, splits, block_t in WIDE_EDGES:
+        stages = 4 if block_t > 128 else 3
+        module = _wide(block_t, stages)
+        inputs = GEMM.make_inputs(size, sum(size) + stages, torch.device("cuda"), dtype)
+        out = GEMM.make_output(inputs)
+        p = gemm_decode.mid_plan(*size, sms, consumers=2, block_t=block_t, w_tiles=2, dtype=dtype)
+        tiles = p.tiles_w * p.tiles_t
+        forced = splits if splits and tiles % sms and (tiles % sms) * splits <= sms else None
+        launch = gemm_decode.Decode(inputs, out, stages, kernel=module, splits=forced, consumers=2, block_t=block_t)
+        assert launch.plan.w_tiles == 2 and launch.plan.block_w == 256
+        assert forced is None or launch.plan.splits == forced
+        valid_twice(launch, out, inputs, dtype, (stages, size, splits, block_t))
+        assert int(launch.counters.abs().sum()) == 0, (stages, size, "fix-up counters not reset")

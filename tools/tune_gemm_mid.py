@@ -5,7 +5,7 @@ torch before it is timed. With --rungs, the registered PTX tile rungs (the auto 
 too, as the mid-M kernel's competition. Used to fit ``mid_plan``'s model and the auto rule's mid-M band; not part of
 the suite's results.
 
-Run from the repository root: PYTHONPATH=. python3 tools/tune_gemm_mid.py [--rungs] [--shape MxNxK ...]"""
+Run from the repository root: PYTHONPATH=. python3 tools/tune_gemm_mid.py [--rungs] [--wide] [--shape MxNxK ...]"""
 
 from __future__ import annotations
 
@@ -34,18 +34,25 @@ SHAPES = (
 STAGES = (4, 5, 6)
 
 
-def tile_module(block_t: int, consumers: int) -> g.MidModule:
-    """One tile's build, fp16 only, at every depth of STAGES its ring fits."""
-    module = g.MidModule((block_t, consumers))
+WIDE_STAGES = (3, 4)
+
+
+def tile_module(block_t: int, consumers: int, w_tiles: int = 1) -> g.MidModule:
+    """One tile's build, fp16 only, at every depth of STAGES (the wide tile's: WIDE_STAGES) its ring fits."""
+    module = g.MidModule((block_t, consumers), w_tiles=w_tiles)
     module.dtypes = ("fp16",)
-    module.stages = tuple(s for s in STAGES if waves.mid_ring_bytes(block_t, consumers, s) <= waves.MID_SMEM)
+    depths = STAGES if w_tiles == 1 else WIDE_STAGES
+    boxes = consumers * w_tiles
+    module.stages = tuple(s for s in depths if waves.mid_ring_bytes(block_t, boxes, s) <= waves.MID_SMEM)
     return module
 
 
 def main() -> None:
     shapes = shapes_from_argv(SHAPES)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    tiles = {(t, c) for m, _, _ in shapes for c in waves.MID_CONSUMERS for t in waves.mid_token_tiles(m, c)}
+    tiles = {(t, c, 1) for m, _, _ in shapes for c in waves.MID_CONSUMERS for t in waves.mid_token_tiles(m, c)}
+    if "--wide" in sys.argv:  # two m64 weight tiles per consumer warpgroup: 256 weight rows on two
+        tiles |= {(t, 2, 2) for m, _, _ in shapes for t in waves.mid_token_tiles(m, 2) if t <= g.WIDE_MOST_TOKENS}
     modules = {tile: tile_module(*tile) for tile in sorted(tiles)}
     rungs = {}
     if "--rungs" in sys.argv:  # the auto row's candidates but the swapped kernels
@@ -56,25 +63,26 @@ def main() -> None:
         a, b, c, ref, cublas = fp16_problem(m, n, k)
         rule = g.mid_plan(m, n, k, sms)
         candidates = []  # (label, build key, make_launch, note(launcher))
-        for c_ in waves.MID_CONSUMERS:
-            for t in waves.mid_token_tiles(m, c_):
-                module = modules[(t, c_)]
-                ruled = (t, c_) == (rule.block_t, rule.consumers)
-                model = waves.mid_time(m, n, k, sms, t, c_)
-                for stages in module.stages:
-                    candidates.append(
-                        (
-                            f"{64 * c_}x{t} s{stages}" + (" (rule)" if ruled else ""),
-                            (t, c_),
-                            lambda s=stages, mod=module, t=t, c_=c_: g.Decode(
-                                (a, b), c, s, kernel=mod, consumers=c_, block_t=t
-                            ),
-                            lambda launch, model=model: (
-                                f"{launch.plan.tiles_w * launch.plan.tiles_t} tiles x {launch.plan.splits}, grid "
-                                f"{launch.grid}, model {model:.0f}"
-                            ),
-                        )
+        for t, c_, w in sorted(tiles):
+            if t not in waves.mid_token_tiles(m, c_):
+                continue
+            module = modules[(t, c_, w)]
+            ruled = (t, c_, w) == (rule.block_t, rule.consumers, 1)
+            model = waves.mid_time(m, n, k, sms, t, c_ * w)
+            for stages in module.stages:
+                candidates.append(
+                    (
+                        f"{64 * c_ * w}x{t}{' wide' if w > 1 else ''} s{stages}" + (" (rule)" if ruled else ""),
+                        (t, c_, w),
+                        lambda s=stages, mod=module, t=t, c_=c_: g.Decode(
+                            (a, b), c, s, kernel=mod, consumers=c_, block_t=t
+                        ),
+                        lambda launch, model=model: (
+                            f"{launch.plan.tiles_w * launch.plan.tiles_t} tiles x {launch.plan.splits}, grid "
+                            f"{launch.grid}, model {model:.0f}"
+                        ),
                     )
+                )
         for name, kernel in rungs.items():
             for stages in kernel.stages_for("fp16"):
                 candidates.append(

@@ -350,14 +350,26 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E, TAI
             sum_in_k_order<float[T::ACC]>(
                 u.contributors,
                 [&](int s, float (&part)[T::ACC]) {
+                    if constexpr (W_TILES > 1) {
+#pragma unroll
+                        for (int i = 0; i < T::ACC; ++i) part[i] = 0.f;  // outputs past M x N: summed, never stored
+                    }
                     for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long at) {
                         part[i] = ld_global_cg_f32(workspace + s * slice + at);
                     });
                 },
                 [&](int s, const float (&part)[T::ACC]) {
-                    for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long) {
-                        acc_tiles[mt][i] = s == 0 ? part[i] : acc_tiles[mt][i] + part[i];
-                    });
+                    if constexpr (W_TILES > 1) {
+                        // every accumulator written (the first slice's whole): none of the next tile's stays live
+                        // from its mainloop beside this one's sum (it would spill)
+#pragma unroll
+                        for (int i = 0; i < T::ACC; ++i)
+                            acc_tiles[mt][i] = s == 0 ? part[i] : acc_tiles[mt][i] + part[i];
+                    } else {
+                        for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long) {
+                            acc_tiles[mt][i] = s == 0 ? part[i] : acc_tiles[mt][i] + part[i];
+                        });
+                    }
                 });
             for_each_decode_output<T>(M, N, n0, t0, [&](int i, long long at) {
                 // the partials unscaled, the sum scaled

@@ -94,6 +94,10 @@ SMEM_PER_BLOCK = 227 * 1024
 STAGES = (2, 3, 4)  # at <= 48 KiB stages every one fits 227 KiB; 5 would not
 MID_STAGES = (4, 5, 6)  # the mid-M build's rings (suite.waves.mid_ring_bytes): at each depth its plan takes the tiles
 # that fit; a 3-deep ring leaves too little of K in flight to cover the load latency at these tiles' MMA per stage
+# The wide mid-M tile (w_tiles = 2: two m64 weight tiles per consumer warpgroup, 256 weight rows on two): its most
+# tokens, whose accumulators (2 x tokens / 2 registers a thread) and a fix-up slice's beside one tile's stay in the
+# 232 registers a consumer gets from the producer (setmaxnreg); 4 stages of it fit an SM's shared memory
+WIDE_MOST_TOKENS = 192
 MID_DESCRIBE_TILE = (144, 2)  # the tile ``describe`` reports where no size picks one
 MID_DESCRIBE_TILE_FP8 = (104, 2)  # and at fp8, whose promoted tiles take 104 tokens at most
 RULE_SMS = 132  # the SMs a description without a GPU plans for (suite.gemm_rule.H200_SMS: the committed runs' GPU)
@@ -115,10 +119,11 @@ class Plan:
     tiles_t: int
     atom_k: int = 64  # K per atom (128 bytes): 64 at 16 bits, 128 at fp8
     tail: bool = False  # the walk: whole tiles in waves, then the last partial wave's tiles split (the mid-M build)
+    w_tiles: int = 1  # m64 weight tiles per consumer warpgroup (2: the mid-M build's wide tile, 16-bit)
 
     @property
     def block_w(self) -> int:
-        return 64 * self.consumers
+        return 64 * self.consumers * self.w_tiles
 
     @property
     def block_k(self) -> int:
@@ -141,7 +146,9 @@ class Plan:
 
     def name_expression(self, stages: int, dtype: str) -> str:
         walk = "true" if self.tail else "false"
-        return f"gemm_tma_decode<{stages}, {self.block_t}, {self.consumers}, {self.k_atoms}, {ELEMENT[dtype]}, {walk}>"
+        wide = f", {self.w_tiles}" if self.w_tiles != 1 else ""
+        tile = f"{self.block_t}, {self.consumers}, {self.k_atoms}"
+        return f"gemm_tma_decode<{stages}, {tile}, {ELEMENT[dtype]}, {walk}{wide}>"
 
 
 def block_t_for(m: int) -> int:
@@ -207,6 +214,7 @@ def mid_plan(
     consumers: int | None = None,
     block_t: int | None = None,
     dtype: str = "fp16",
+    w_tiles: int = 1,
 ) -> Plan:
     """The mid-M build's plan (one per shape, depth and dtype): suite.waves.mid_tile's tile among those whose ring
     fits ``stages`` deep, one 128-byte row of K per stage (64 of K, fp8 128); tiles in persistent waves and the last
@@ -217,18 +225,24 @@ def mid_plan(
         raise ValueError(f"consumers={consumers}: the mid-M build has 2 or 3 consumer warpgroups")
     if (consumers is None) != (block_t is None):
         raise ValueError("force the mid-M tile with both block_t and consumers, or neither")
+    if w_tiles != 1 and (block_t is None or w_tiles != 2 or dtype == "fp8e4m3" or block_t > WIDE_MOST_TOKENS):
+        raise ValueError(
+            f"w_tiles={w_tiles}: two m64 weight tiles per consumer warpgroup are a forced 16-bit tile of at most "
+            f"{WIDE_MOST_TOKENS} tokens"
+        )
     if block_t is None:
         block_t, consumers = mid_tile(m, n, k, sms, stages, dtype)
     elif not mid_tile_ok(block_t, consumers, dtype):
         raise ValueError(
             f"block_t={block_t}: the mid-M build takes 64 .. 208 tokens by 8 (three consumers: 128; fp8: 104 on two)"
         )
-    if stages is not None and mid_ring_bytes(block_t, consumers, stages) > SMEM_PER_BLOCK:
-        raise ValueError(f"stages={stages}: a {64 * consumers} x {block_t} tile's ring does not fit {SMEM_PER_BLOCK} B")
-    tiles_t, tiles_w = -(-m // block_t), -(-n // (64 * consumers))
+    boxes = consumers * w_tiles  # 64-column weight boxes per stage
+    if stages is not None and mid_ring_bytes(block_t, boxes, stages) > SMEM_PER_BLOCK:
+        raise ValueError(f"stages={stages}: a {64 * boxes} x {block_t} tile's ring does not fit {SMEM_PER_BLOCK} B")
+    tiles_t, tiles_w = -(-m // block_t), -(-n // (64 * boxes))
     atom_k = mid_stage_k(dtype)
     _, s = gemm_tma.split_tail_plan(tiles_w * tiles_t, -(-k // atom_k), sms, splits)
-    return Plan(block_t, consumers, 1, s, tiles_w, tiles_t, atom_k, tail=True)
+    return Plan(block_t, consumers, 1, s, tiles_w, tiles_t, atom_k, tail=True, w_tiles=w_tiles)
 
 
 def refusal(size, dtype: str) -> str | None:
@@ -470,11 +484,24 @@ class MidModule(DecodeModule):
 
     tail = True
 
-    def __init__(self, tile: tuple[int, int] | None = None):
+    def __init__(self, tile: tuple[int, int] | None = None, w_tiles: int = 1):
         super().__init__(faults=())  # the decode build's faults cover the source both builds share
         if tile is not None and not mid_tile_ok(*tile):
             raise ValueError(f"tile={tile}: not a mid-M tile (block_t 64 .. 208 by 8; three consumers: up to 128)")
-        self.tile = tile
+        if w_tiles != 1 and (tile is None or w_tiles != 2 or tile[0] > WIDE_MOST_TOKENS):
+            raise ValueError(f"w_tiles={w_tiles}: a forced tile's, 2, up to {WIDE_MOST_TOKENS} tokens")
+        self.tile, self.w_tiles = tile, w_tiles
+        if w_tiles != 1:
+            self.dtypes = tuple(d for d in self.dtypes if d != "fp8e4m3")
+
+    def defines(self) -> tuple[str, ...]:
+        # the layout's key counts weight boxes (consumers x w_tiles), as the kernel's static_assert looks it up
+        figures = [
+            ((s, t, c * self.w_tiles, a), Plan(t, c, a, 1, 1, 1, tail=True, w_tiles=self.w_tiles).smem_bytes(s))
+            for t, c, a in self.shapes()
+            for s in self.stages
+        ]
+        return DEFINES + (gemm_tma.smem_define(figures),) + NvrtcModule.defines(self)
 
     @property
     def threads(self) -> int:  # the described tile's
@@ -483,7 +510,7 @@ class MidModule(DecodeModule):
     @property
     def stage_bytes(self) -> int:  # the described tile's
         block_t, consumers, _ = self.shapes()[0]
-        return (64 * consumers + block_t) * ATOM_BYTES_K
+        return (64 * consumers * self.w_tiles + block_t) * ATOM_BYTES_K
 
     def shapes(self) -> tuple[tuple[int, int, int], ...]:
         """What this build compiles: its tile's (BLOCK_T, consumers, 1 K atom)."""
@@ -493,12 +520,15 @@ class MidModule(DecodeModule):
     def tile_dtypes(self) -> tuple[str, ...]:
         """The dtypes this build's tile is compiled for: fp8 only where its promoted form fits the tile."""
         block_t, consumers, _ = self.shapes()[0]
-        return tuple(d for d in self.dtypes if mid_tile_ok(block_t, consumers, d))
+        return tuple(
+            d for d in self.dtypes if mid_tile_ok(block_t, consumers, d) and (self.w_tiles == 1 or d != "fp8e4m3")
+        )
 
     def name_expressions(self, stages: int) -> tuple[str, ...]:
         block_t, consumers, k_atoms = self.shapes()[0]
         return tuple(
-            Plan(block_t, consumers, k_atoms, 1, 1, 1, tail=True).name_expression(stages, d) for d in self.tile_dtypes()
+            Plan(block_t, consumers, k_atoms, 1, 1, 1, tail=True, w_tiles=self.w_tiles).name_expression(stages, d)
+            for d in self.tile_dtypes()
         )
 
     def tile_module(self, block_t: int, consumers: int) -> MidModule:
@@ -543,6 +573,8 @@ class MidModule(DecodeModule):
         return other
 
     def build_of(self, plan: Plan):
+        if plan.w_tiles != self.w_tiles:
+            raise ValueError(f"a plan of {plan.w_tiles} weight tiles per warpgroup needs a build of that many")
         return self.tile_module(plan.block_t, plan.consumers).build()
 
     def modules_for(self, size, dtype: str) -> tuple[MidModule, ...]:
@@ -556,7 +588,7 @@ class MidModule(DecodeModule):
         """The mid-M rule: the tile that fits ``stages`` deep at ``dtype``; a tile's own build, its tile."""
         if self.tile and forced.get("block_t") is None and forced.get("consumers") is None:
             forced = {**forced, "block_t": self.tile[0], "consumers": self.tile[1]}
-        return mid_plan(m, n, k, sms, stages, dtype=dtype, **forced)
+        return mid_plan(m, n, k, sms, stages, dtype=dtype, w_tiles=self.w_tiles, **forced)
 
     def kernel_names(self, stages: int) -> tuple[str, ...]:
         """Every instantiation a launch at ``stages`` may run: each tile whose ring fits that deep (a tile's own build:
