@@ -321,9 +321,6 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E, TAI
                 });
             continue;
         }
-#ifdef PROTO_NO_FIXUP
-        continue;
-#endif
         const long long slice = (long long)M * N;
 #ifdef PIPESUITE_FAULT_DECODE_NO_FIXUP_WAIT
         if (u.index != 0) {  // the fault: the other splits store; split 0 sums at once (its own slice unwritten)
