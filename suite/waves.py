@@ -147,6 +147,13 @@ MID_SMEM = 227 * 1024  # an SM's shared memory for one block
 # one (the last share in reads every other one's partial tile).
 MID_FIXED_TOKENS = 32
 MID_SPLIT_ROUNDS = 0.16
+# The wide tile (suite.ptx.gemm_decode's W_TILES = 2): two m64 weight tiles per consumer warpgroup, 256 weight rows on
+# two, 16-bit only, up to MID_WIDE_MOST_TOKENS tokens (its accumulators and a fix-up slice fit a consumer's registers).
+# Each stage's token box feeds both weight tiles' wgmma in one group, so its fixed cost per wgmma is the smaller
+# MID_WIDE_FIXED_TOKENS (fitted with tools/tune_gemm_mid.py --rungs on forced tiles at five fp16 shapes, M = 307-2049).
+MID_WIDE_MOST_TOKENS = 192
+MID_WIDE_CONSUMERS = 2
+MID_WIDE_FIXED_TOKENS = 24
 
 
 def mid_tile_ok(block_t: int, consumers: int, dtype: str = "fp16") -> bool:
@@ -162,15 +169,17 @@ def mid_stage_k(dtype: str = "fp16") -> int:
     return 128 if dtype == "fp8e4m3" else 64
 
 
-def mid_ring_bytes(block_t: int, consumers: int, stages: int) -> int:
-    """The PTX mid-M block's dynamic shared memory: the ring of (64 x consumers + block_t) rows of 128 bytes per stage,
-    its full and empty barriers, the fix-up's verdicts and the 1024-byte alignment's slack."""
-    return stages * (64 * consumers + block_t) * 128 + 2 * stages * 8 + 16 + 1024
+def mid_ring_bytes(block_t: int, boxes: int, stages: int) -> int:
+    """The PTX mid-M block's dynamic shared memory: the ring of (64 x boxes + block_t) rows of 128 bytes per stage
+    (``boxes``: 64-column weight boxes, consumers x weight tiles per consumer), its full and empty barriers, the
+    fix-up's verdicts and the 1024-byte alignment's slack."""
+    return stages * (64 * boxes + block_t) * 128 + 2 * stages * 8 + 16 + 1024
 
 
-def mid_deepest(block_t: int, consumers: int) -> int:
-    """The deepest ring of at most MID_DEEPEST stages that the tile fits in an SM's shared memory."""
-    return max(s for s in range(2, MID_DEEPEST + 1) if mid_ring_bytes(block_t, consumers, s) <= MID_SMEM)
+def mid_deepest(block_t: int, boxes: int) -> int:
+    """The deepest ring of at most MID_DEEPEST stages that the tile (``boxes``: its 64-column weight boxes) fits in an
+    SM's shared memory."""
+    return max(s for s in range(2, MID_DEEPEST + 1) if mid_ring_bytes(block_t, boxes, s) <= MID_SMEM)
 
 
 def mid_token_tiles(m: int, consumers: int, dtype: str = "fp16") -> list[int]:
@@ -199,24 +208,31 @@ def tail_walk_rounds(tiles: int, k_stages: int, sms: int) -> float:
     return -(-tiles // sms)
 
 
-def mid_time(m: int, n: int, k: int, sms: int, block_t: int, consumers: int, dtype: str = "fp16") -> float:
-    """The model's time of the PTX mid-M walk at a tile, in K-stage times of one token on one warpgroup: the split
-    tail's rounds (``tail_walk_rounds``) x a tile's time, consumers x (block_t + MID_FIXED_TOKENS)."""
-    tiles = -(-n // (64 * consumers)) * -(-m // block_t)
+def mid_time(
+    m: int, n: int, k: int, sms: int, block_t: int, consumers: int, w_tiles: int = 1, dtype: str = "fp16"
+) -> float:
+    """The model's time of the PTX mid-M walk at a tile, in K-stage times of one token on one m64 weight tile: the
+    split tail's rounds (``tail_walk_rounds``) x a tile's time, consumers x w_tiles x (block_t + the fixed tokens,
+    MID_FIXED_TOKENS or the wide tile's MID_WIDE_FIXED_TOKENS)."""
+    tiles = -(-n // (64 * consumers * w_tiles)) * -(-m // block_t)
     k_stages = -(-k // mid_stage_k(dtype))
-    return tail_walk_rounds(tiles, k_stages, sms) * k_stages * consumers * (block_t + MID_FIXED_TOKENS)
+    fixed = MID_FIXED_TOKENS if w_tiles == 1 else MID_WIDE_FIXED_TOKENS
+    return tail_walk_rounds(tiles, k_stages, sms) * k_stages * consumers * w_tiles * (block_t + fixed)
 
 
-def mid_tile(m: int, n: int, k: int, sms: int, stages: int | None = None, dtype: str = "fp16") -> tuple[int, int]:
-    """The PTX mid-M rule's tile, (block_t, consumers): of every tile ``mid_token_tiles`` gives at two and three
-    consumer warpgroups and ``dtype`` (whose ring fits ``stages`` deep, if given), the one ``mid_time`` walks fastest
+def mid_tile(m: int, n: int, k: int, sms: int, stages: int | None = None, dtype: str = "fp16") -> tuple[int, int, int]:
+    """The PTX mid-M rule's tile, (block_t, consumers, w_tiles): of every tile ``mid_token_tiles`` gives at two and
+    three consumer warpgroups and ``dtype``, and at 16 bits the wide tile's (two weight tiles on two warpgroups, up to
+    MID_WIDE_MOST_TOKENS tokens), whose ring fits ``stages`` deep (if given), the one ``mid_time`` walks fastest
     (ties: the fewer tiles)."""
-    options = [
-        (t, c)
-        for c in MID_CONSUMERS
-        for t in mid_token_tiles(m, c, dtype)
-        if stages is None or mid_ring_bytes(t, c, stages) <= MID_SMEM
-    ]
+    options = [(t, c, 1) for c in MID_CONSUMERS for t in mid_token_tiles(m, c, dtype)]
+    if dtype != "fp8e4m3":
+        wide = MID_WIDE_CONSUMERS
+        options += [(t, wide, 2) for t in mid_token_tiles(m, wide, dtype) if t <= MID_WIDE_MOST_TOKENS]
+    options = [o for o in options if stages is None or mid_ring_bytes(o[0], o[1] * o[2], stages) <= MID_SMEM]
     if not options:
         raise ValueError(f"stages={stages}: no mid-M tile's ring fits {MID_SMEM} bytes")
-    return min(options, key=lambda o: (mid_time(m, n, k, sms, *o, dtype), -(-n // (64 * o[1])) * -(-m // o[0])))
+    return min(
+        options,
+        key=lambda o: (mid_time(m, n, k, sms, *o, dtype), -(-n // (64 * o[1] * o[2])) * -(-m // o[0]), o[2]),
+    )

@@ -122,11 +122,13 @@ def test_mid_plan_takes_the_modelled_fastest_tile_that_fits_the_ring():
         for stages in (None, *gemm_decode.MID_STAGES):
             p = gemm_decode.mid_plan(*shape, 132, stages)
             assert stages is None or p.smem_bytes(stages) <= gemm_decode.SMEM_PER_BLOCK
-            cost = waves.mid_time(*shape, 132, p.block_t, p.consumers)
-            for c in waves.MID_CONSUMERS:
+            cost = waves.mid_time(*shape, 132, p.block_t, p.consumers, p.w_tiles)
+            for c, w in ((2, 1), (3, 1), (2, 2)):
                 for t in waves.mid_token_tiles(shape[0], c):
-                    fits = stages is None or waves.mid_ring_bytes(t, c, stages) <= waves.MID_SMEM
-                    assert not fits or cost <= waves.mid_time(*shape, 132, t, c), (shape, stages, t, c)
+                    if w == 2 and t > gemm_decode.WIDE_MOST_TOKENS:
+                        continue
+                    fits = stages is None or waves.mid_ring_bytes(t, c * w, stages) <= waves.MID_SMEM
+                    assert not fits or cost <= waves.mid_time(*shape, 132, t, c, w), (shape, stages, t, c, w)
     forced = gemm_decode.mid_plan(341, 6144, 11008, 132, consumers=2, block_t=176)
     assert (forced.block_t, forced.consumers) == (176, 2)
     with pytest.raises(ValueError, match="does not fit"):
@@ -158,7 +160,7 @@ def test_mid_plan_splits_only_the_last_partial_wave():
                 tiles = p.tiles_w * p.tiles_t
                 assert p.splits == 1 or tiles % 132, (m, n, k, p)  # whole waves only: nothing split
                 assert p.splits == 1 or -(-k // 64) // p.splits >= 4, (m, n, k, p)
-                assert p.smem_bytes(waves.mid_deepest(p.block_t, p.consumers)) <= gemm_decode.SMEM_PER_BLOCK
+                assert p.smem_bytes(waves.mid_deepest(p.block_t, p.consumers * p.w_tiles)) <= gemm_decode.SMEM_PER_BLOCK
                 assert waves.mid_tile_ok(p.block_t, p.consumers) and p.k_atoms == 1, (m, n, k, p)
 
 
@@ -279,7 +281,8 @@ def test_decode_matches_fp64_at_the_edges_bit_reproducibly(stages, dtype):
 # 144 and at the widest build (208), fewer rows than the smallest token tile with N % 8 != 0 (a padded B), two tiles of
 # 128 (M = 256), two of 136 (half a row of 8 registers past 8 rows, the producer's registers handed over); three
 # consumer warpgroups: four tiles of 88 with an edge weight tile (1000 = 5 x 192 + 40), the widest (128 tokens, the
-# producer's registers handed over), and a split tail (272 tiles of 192 x 104: 8 left, in 3 shares).
+# producer's registers handed over), and a split tail (272 tiles of 192 x 104: 8 left, in 3 shares); the rule's wide
+# tile at 4 stages (three token tiles of 96, the last partial, and an edge weight tile: 11000 = 42 x 256 + 248).
 MID_EDGES = [
     ((129, 1000, 520), None, None),
     ((300, 520, 4104), None, (160, 2)),
@@ -293,6 +296,7 @@ MID_EDGES = [
     ((341, 1000, 1040), None, (88, 3)),
     ((129, 1000, 2056), None, (128, 3)),
     ((200, 26000, 1040), 3, (104, 3)),
+    ((283, 11000, 1032), None, None),
 ]
 # fp8 (K % 16; the tiles above that fp8 takes run too): its rule's tiles at M = 156 (two of 80, 128 tiles, no split),
 # its widest (104) with a split tail (300 tiles: 36 left, in 3 shares), an odd count of K stages (the pairs' last stage
@@ -407,20 +411,30 @@ def test_every_n_of_the_fp8_wgmma_form_binds_its_registers():
 
 def test_the_mid_m_model_picks_these_tiles():
     """Pinned choices of the model (suite.waves.mid_tile) at mid-M shapes, so that a change to its constants shows
-    here: the tile, its ring depth limits, and a depth that no tile fits."""
+    here: the tile (block_t, consumers, weight tiles per consumer), its ring depth limits, and a depth that no tile
+    fits. The wide tile (256 weight rows) where its two waves of tiles beat the narrow tiles' rounds (950 x 11008:
+    258 tiles against 516 of 128 x 160), and not where it pads the weight or the tokens more (307, 341)."""
     expected = {
-        (341, 6144, 11008): (88, 3),
-        (529, 10240, 11008): (184, 2),
-        (140, 36864, 18944): (72, 3),
-        (307, 24576, 6144): (160, 2),
-        (129, 73728, 11008): (136, 2),
-        (202, 3584, 36864): (104, 2),
+        (341, 6144, 11008): (88, 3, 1),
+        (529, 10240, 11008): (184, 2, 2),
+        (140, 36864, 18944): (72, 3, 1),
+        (307, 24576, 6144): (160, 2, 1),
+        (129, 73728, 11008): (136, 2, 1),
+        (202, 3584, 36864): (104, 2, 1),
+        (950, 11008, 3072): (160, 2, 2),
+        (1453, 6144, 11008): (136, 2, 2),
     }
     for shape, tile in expected.items():
         assert waves.mid_tile(*shape, 132) == tile, shape
-        assert waves.mid_tile(*shape, 132, 5) == tile, shape  # the auto rule's depth: every tile fits it
-    assert waves.mid_tile(529, 10240, 11008, 132, 6) != (184, 2)  # 128 x 184 does not fit 6 deep
-    assert waves.mid_deepest(184, 2) == 5 and waves.mid_deepest(88, 3) == 6
+        # the auto rule's depths: every narrow tile fits 5, every wide one 4
+        assert waves.mid_tile(*shape, 132, 4 if tile[2] == 2 else 5) == tile, shape
+        assert waves.mid_tile(*shape, 132, dtype="bf16") == tile, shape
+    assert waves.mid_tile(529, 10240, 11008, 132, 5) == (184, 2, 1)  # the wide tile's ring does not fit 5 deep
+    assert waves.mid_tile(529, 10240, 11008, 132, 6) != (184, 2, 1)  # 128 x 184 does not fit 6 deep
+    assert waves.mid_tile(529, 10240, 11008, 132, dtype="fp8e4m3")[2] == 1  # no wide tile at fp8
+    wide_edge = gemm_decode.mid_plan(283, 11000, 1032, 132, 4)  # MID_EDGES' rule-picked wide tile
+    assert (wide_edge.block_t, wide_edge.block_w, wide_edge.tiles_t, wide_edge.tiles_w) == (96, 256, 3, 43)
+    assert waves.mid_deepest(184, 2) == 5 and waves.mid_deepest(88, 3) == 6 and waves.mid_deepest(192, 4) == 4
     with pytest.raises(ValueError, match="stages=10: no mid-M tile's ring fits"):
         waves.mid_tile(300, 4096, 8192, 132, 10)
 
@@ -436,6 +450,11 @@ def test_the_mid_m_sanitizer_names_every_tile_a_depth_may_run():
         assert f"gemm_tma_decode<{stages}, 112, 2, 1, E4M3, true>" not in names  # its promoted form spills past 104
         assert f"gemm_tma_decode<{stages}, 64, 3, 1, E4M3, true>" not in names  # and has no three-consumer tile
         assert "gemm_tma_decode<6, 208, 2, 1, F16, true>" not in names  # its ring does not fit 6 deep
+        # the wide tile (16 bits, up to 192 tokens) where its ring fits: 4 deep at 192 tokens, 5 up to 104
+        for t, deepest in ((64, 5), (104, 5), (112, 4), (192, 4)):
+            wide = {f"gemm_tma_decode<{stages}, {t}, 2, 1, {d}, true, 2>" for d in ("F16", "BF16")}
+            assert wide <= names if stages <= deepest else not wide & names, (stages, t)
+        assert not any(", E4M3, true, 2>" in name or "200, 2, 1, F16, true, 2>" in name for name in names)
     tile = gemm_decode.MID.tile_module(88, 3)
     assert set(tile.kernel_names(4)) == {
         "gemm_tma_decode<4, 88, 3, 1, F16, true>",

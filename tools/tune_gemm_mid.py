@@ -1,11 +1,11 @@
 """Time the PTX mid-M kernel (suite.ptx.gemm_decode.MidModule) at forced tiles: every token tile the rule weighs
-(``mid_token_tiles``) at two and three consumer warpgroups, at 4 to 6 stages where the ring fits, each between two
-cuBLAS timings (its ratio is against their mean), beside the tile the rule picks. Every candidate is checked against
-torch before it is timed. With --rungs, the registered PTX tile rungs (the auto row's other candidates) at every depth
-too, as the mid-M kernel's competition. Used to fit ``mid_plan``'s model and the auto rule's mid-M band; not part of
-the suite's results.
+(``mid_token_tiles``) at two and three consumer warpgroups, at 4 to 6 stages where the ring fits, and the wide tile's
+(two weight tiles per consumer, 256 weight rows) at 3 and 4, each between two cuBLAS timings (its ratio is against their
+mean), beside the tile the rule picks. Every candidate is checked against torch before it is timed. With --rungs, the
+registered PTX tile rungs (the auto row's other candidates) at every depth too, as the mid-M kernel's competition. Used
+to fit ``mid_plan``'s model and the auto rule's mid-M band; not part of the suite's results.
 
-Run from the repository root: PYTHONPATH=. python3 tools/tune_gemm_mid.py [--rungs] [--wide] [--shape MxNxK ...]"""
+Run from the repository root: PYTHONPATH=. python3 tools/tune_gemm_mid.py [--rungs] [--shape MxNxK ...]"""
 
 from __future__ import annotations
 
@@ -51,8 +51,8 @@ def main() -> None:
     shapes = shapes_from_argv(SHAPES)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     tiles = {(t, c, 1) for m, _, _ in shapes for c in waves.MID_CONSUMERS for t in waves.mid_token_tiles(m, c)}
-    if "--wide" in sys.argv:  # two m64 weight tiles per consumer warpgroup: 256 weight rows on two
-        tiles |= {(t, 2, 2) for m, _, _ in shapes for t in waves.mid_token_tiles(m, 2) if t <= g.WIDE_MOST_TOKENS}
+    wide = waves.MID_WIDE_CONSUMERS  # two m64 weight tiles per consumer warpgroup: 256 weight rows on two
+    tiles |= {(t, wide, 2) for m, _, _ in shapes for t in waves.mid_token_tiles(m, wide) if t <= g.WIDE_MOST_TOKENS}
     modules = {tile: tile_module(*tile) for tile in sorted(tiles)}
     rungs = {}
     if "--rungs" in sys.argv:  # the auto row's candidates but the swapped kernels
@@ -67,8 +67,8 @@ def main() -> None:
             if t not in waves.mid_token_tiles(m, c_):
                 continue
             module = modules[(t, c_, w)]
-            ruled = (t, c_, w) == (rule.block_t, rule.consumers, 1)
-            model = waves.mid_time(m, n, k, sms, t, c_ * w)
+            ruled = (t, c_, w) == (rule.block_t, rule.consumers, rule.w_tiles)
+            model = waves.mid_time(m, n, k, sms, t, c_, w)
             for stages in module.stages:
                 candidates.append(
                     (
@@ -93,7 +93,7 @@ def main() -> None:
                         lambda launch: "(rung)",
                     )
                 )
-        title = f"{m}x{n}x{k} fp16: % of cuBLAS (rule: {64 * rule.consumers}x{rule.block_t})"
+        title = f"{m}x{n}x{k} fp16: % of cuBLAS (rule: {rule.block_w}x{rule.block_t})"
         probe(title, candidates, failed, c, ref, k, cublas, 2 * m * n * k)
 
 

@@ -33,8 +33,9 @@ fix-up in the kernel, no second pass): bit-reproducible, no float atomics.
 
 The mid-M build (``MID``, ``mid_plan``; fp16, bf16 and fp8) is the same kernel for a few hundred tokens, where the tile
 rungs pad M to a multiple of 128 rows and their tile counts fall between waves: 128 or 192 weight columns (two or three
-consumer warpgroups, given the producer's registers) x 64-208 tokens by 8 (M over a few tiles, rounded up to 8), the
-tile whose walk suite.waves.mid_tile models fastest (M = 341 x N = 6144: four token tiles of 88 on 192 weight columns,
+consumer warpgroups, given the producer's registers) x 64-208 tokens by 8 (M over a few tiles, rounded up to 8), or at
+16 bits the wide tile's 256 (two m64 weight tiles on each of two consumers) x 64-192 tokens, the tile whose walk
+suite.waves.mid_tile models fastest (M = 341 x N = 6144: four token tiles of 88 on 192 weight columns,
 128 tiles in one wave, where 128x192 rungs make 96), 128 bytes of K per stage (64 of K, fp8 128: tiles up to 104 tokens,
 promoted in pairs of stages), and the split tail's walk (whole tiles in persistent waves, then the last partial wave's
 tiles split in K, summed by the same fix-up). Each tile is compiled on demand (``MidModule``).
@@ -73,6 +74,8 @@ from suite.waves import (
     MID_CONSUMERS,
     MID_LEAST_TOKENS,
     MID_MOST_TOKENS_FOR,
+    MID_WIDE_CONSUMERS,
+    MID_WIDE_MOST_TOKENS,
     mid_ring_bytes,
     mid_stage_k,
     mid_tile,
@@ -97,7 +100,7 @@ MID_STAGES = (4, 5, 6)  # the mid-M build's rings (suite.waves.mid_ring_bytes): 
 # The wide mid-M tile (w_tiles = 2: two m64 weight tiles per consumer warpgroup, 256 weight rows on two): its most
 # tokens, whose accumulators (2 x tokens / 2 registers a thread) and a fix-up slice's beside one tile's stay in the
 # 232 registers a consumer gets from the producer (setmaxnreg); 4 stages of it fit an SM's shared memory
-WIDE_MOST_TOKENS = 192
+WIDE_MOST_TOKENS = MID_WIDE_MOST_TOKENS
 MID_DESCRIBE_TILE = (144, 2)  # the tile ``describe`` reports where no size picks one
 MID_DESCRIBE_TILE_FP8 = (104, 2)  # and at fp8, whose promoted tiles take 104 tokens at most
 RULE_SMS = 132  # the SMs a description without a GPU plans for (suite.gemm_rule.H200_SMS: the committed runs' GPU)
@@ -214,28 +217,32 @@ def mid_plan(
     consumers: int | None = None,
     block_t: int | None = None,
     dtype: str = "fp16",
-    w_tiles: int = 1,
+    w_tiles: int | None = None,
 ) -> Plan:
     """The mid-M build's plan (one per shape, depth and dtype): suite.waves.mid_tile's tile among those whose ring
     fits ``stages`` deep, one 128-byte row of K per stage (64 of K, fp8 128); tiles in persistent waves and the last
     partial wave's split in K (gemm_tma.split_tail_plan, for one block per SM; the launcher repeats it for the blocks
-    an SM holds). ``consumers`` and ``block_t`` force the tile (both or neither), ``splits`` the tail's split count
-    (tests, probes)."""
+    an SM holds). ``consumers`` and ``block_t`` force the tile (both or neither), with ``w_tiles`` weight tiles per
+    consumer (1 unless given; 2: the wide tile, 16-bit, two consumers, at most WIDE_MOST_TOKENS), ``splits`` the
+    tail's split count (tests, probes)."""
     if consumers is not None and consumers not in MID_CONSUMERS:
         raise ValueError(f"consumers={consumers}: the mid-M build has 2 or 3 consumer warpgroups")
     if (consumers is None) != (block_t is None):
         raise ValueError("force the mid-M tile with both block_t and consumers, or neither")
-    if w_tiles != 1 and (block_t is None or w_tiles != 2 or dtype == "fp8e4m3" or block_t > WIDE_MOST_TOKENS):
+    if w_tiles is not None and block_t is None:
+        raise ValueError(f"w_tiles={w_tiles}: force the tile's weight tiles with its block_t and consumers")
+    if w_tiles not in (None, 1) and not wide_tile_ok(block_t, consumers, w_tiles, dtype):
         raise ValueError(
-            f"w_tiles={w_tiles}: two m64 weight tiles per consumer warpgroup are a forced 16-bit tile of at most "
-            f"{WIDE_MOST_TOKENS} tokens"
+            f"w_tiles={w_tiles}: two m64 weight tiles per consumer warpgroup are a 16-bit tile of "
+            f"{MID_WIDE_CONSUMERS} consumers and at most {WIDE_MOST_TOKENS} tokens"
         )
     if block_t is None:
-        block_t, consumers = mid_tile(m, n, k, sms, stages, dtype)
+        block_t, consumers, w_tiles = mid_tile(m, n, k, sms, stages, dtype)
     elif not mid_tile_ok(block_t, consumers, dtype):
         raise ValueError(
             f"block_t={block_t}: the mid-M build takes 64 .. 208 tokens by 8 (three consumers: 128; fp8: 104 on two)"
         )
+    w_tiles = w_tiles or 1
     boxes = consumers * w_tiles  # 64-column weight boxes per stage
     if stages is not None and mid_ring_bytes(block_t, boxes, stages) > SMEM_PER_BLOCK:
         raise ValueError(f"stages={stages}: a {64 * boxes} x {block_t} tile's ring does not fit {SMEM_PER_BLOCK} B")
@@ -243,6 +250,14 @@ def mid_plan(
     atom_k = mid_stage_k(dtype)
     _, s = gemm_tma.split_tail_plan(tiles_w * tiles_t, -(-k // atom_k), sms, splits)
     return Plan(block_t, consumers, 1, s, tiles_w, tiles_t, atom_k, tail=True, w_tiles=w_tiles)
+
+
+def wide_tile_ok(block_t: int, consumers: int, w_tiles: int, dtype: str = "fp16") -> bool:
+    """Whether the mid-M build makes a tile of ``w_tiles`` m64 weight tiles per consumer warpgroup: 1 wherever
+    ``mid_tile_ok``; 2 at 16 bits on MID_WIDE_CONSUMERS warpgroups, up to WIDE_MOST_TOKENS tokens."""
+    if w_tiles == 1:
+        return True
+    return w_tiles == 2 and dtype != "fp8e4m3" and consumers == MID_WIDE_CONSUMERS and block_t <= WIDE_MOST_TOKENS
 
 
 def refusal(size, dtype: str) -> str | None:
@@ -452,16 +467,18 @@ class MidModule(DecodeModule):
     """The same kernel for the mid M that the tile rungs pad most (a few hundred tokens): 128 or 192 weight columns x
     64-208 token rows by 8 (``mid_plan``: M over a few tiles, rounded up to 8, where the rungs round it up to 128 or
     256: M = 341 runs four tiles of 88 rows on 192 weight columns), 128 bytes of K per stage (64 of K, fp8 128), the
-    consumer warpgroups given the producer's registers, the split tail's walk.
+    consumer warpgroups given the producer's registers, the split tail's walk. At 16 bits also the wide tile: two m64
+    weight tiles per consumer warpgroup (256 weight columns on two) x 64-192 tokens, both tiles' wgmma on one token
+    box per stage, in rings of at most 4 stages.
 
     fp8 (e4m3 in, bf16 out) promotes each K stage's sum (128 of K) into the fp32 accumulators, two stages' partials in
     turn, so its tiles are those whose accumulators and two partials fit: up to 104 tokens on two consumer warpgroups.
 
-    Tiles are many (19 token counts on two consumer warpgroups, 9 on three): each is compiled on demand, the first time
-    a launch or a precompile asks for it (``build_of``, ``modules_for``), and kept in the cubin cache, with every dtype
-    it takes.
-    ``MidModule(tile=(block_t, consumers))`` is one tile's build, whose plans take that tile; the registered one
-    (``MID``, tile None) plans any tile, and builds and describes ``MID_DESCRIBE_TILE``'s."""
+    Tiles are many (19 token counts on two consumer warpgroups, 9 on three, 17 wide): each is compiled on demand, the
+    first time a launch or a precompile asks for it (``build_of``, ``modules_for``), and kept in the cubin cache, with
+    every dtype it takes.
+    ``MidModule(tile=(block_t, consumers), w_tiles)`` is one tile's build, whose plans take that tile; the registered
+    one (``MID``, tile None) plans any tile, and builds and describes ``MID_DESCRIBE_TILE``'s."""
 
     stages = MID_STAGES
     dtypes = DTYPES  # fp8 on the tiles mid_tile_ok takes at fp8
@@ -470,7 +487,8 @@ class MidModule(DecodeModule):
     # producer's registers handed over: three consumers, four token tiles of 88 in one wave and two of 104 with a split
     # tail; two consumers, two token tiles of 136. fp8 (K % 16: only the third and the last): 208 x 19200 (fp8's
     # tiles: two token tiles of 104, two whole waves and a split tail) and 156 x 8192 x 1040 (two token tiles of 80,
-    # 128 tiles, no split)
+    # 128 tiles, no split); the wide tile (16 bits, 4 stages): three token tiles of 104 on 256 weight columns, an edge
+    # weight tile (11000 = 42 x 256 + 248)
     sanitize_sizes = (
         (129, 1000, 520),
         (300, 520, 4104),
@@ -480,6 +498,7 @@ class MidModule(DecodeModule):
         (200, 6144, 520),
         (260, 8192, 520),
         (156, 8192, 1040),
+        (290, 11000, 520),
     )
 
     tail = True
@@ -488,8 +507,11 @@ class MidModule(DecodeModule):
         super().__init__(faults=())  # the decode build's faults cover the source both builds share
         if tile is not None and not mid_tile_ok(*tile):
             raise ValueError(f"tile={tile}: not a mid-M tile (block_t 64 .. 208 by 8; three consumers: up to 128)")
-        if w_tiles != 1 and (tile is None or w_tiles != 2 or tile[0] > WIDE_MOST_TOKENS):
-            raise ValueError(f"w_tiles={w_tiles}: a forced tile's, 2, up to {WIDE_MOST_TOKENS} tokens")
+        if w_tiles != 1 and (tile is None or not wide_tile_ok(*tile, w_tiles)):
+            raise ValueError(
+                f"w_tiles={w_tiles}: a tile's own build of 2 weight tiles per consumer, on {MID_WIDE_CONSUMERS} "
+                f"consumers and up to {WIDE_MOST_TOKENS} tokens"
+            )
         self.tile, self.w_tiles = tile, w_tiles
         if w_tiles != 1:
             self.dtypes = tuple(d for d in self.dtypes if d != "fp8e4m3")
@@ -531,20 +553,22 @@ class MidModule(DecodeModule):
             for d in self.tile_dtypes()
         )
 
-    def tile_module(self, block_t: int, consumers: int) -> MidModule:
+    def tile_module(self, block_t: int, consumers: int, w_tiles: int = 1) -> MidModule:
         """The build of one tile, at this build's depths that its ring fits and with its defines (made once, then
         shared): this module for its own tile (the registered one's: MID_DESCRIBE_TILE, which fits every depth)."""
-        if (block_t, consumers) == (self.tile or MID_DESCRIBE_TILE):
+        key = (block_t, consumers, w_tiles)
+        if key == (*(self.tile or MID_DESCRIBE_TILE), self.w_tiles):
             return self
         with _TILES_LOCK:  # precompile's threads describe and build tiles at once: one module per tile
             tiles = self.__dict__.setdefault("_tiles", {})
-            if (block_t, consumers) not in tiles:
-                other = MidModule((block_t, consumers))
-                other.stages = tuple(s for s in self.stages if mid_ring_bytes(block_t, consumers, s) <= SMEM_PER_BLOCK)
+            if key not in tiles:
+                other = MidModule((block_t, consumers), w_tiles)
+                boxes = consumers * w_tiles
+                other.stages = tuple(s for s in self.stages if mid_ring_bytes(block_t, boxes, s) <= SMEM_PER_BLOCK)
                 other.dtypes = other.tile_dtypes()  # a launch at a dtype the tile has no build for: refused at once
                 other.extra_defines = self.extra_defines
-                tiles[(block_t, consumers)] = other
-            return tiles[(block_t, consumers)]
+                tiles[key] = other
+            return tiles[key]
 
     def build_for(self, size) -> tuple[int, int, int] | None:
         """The shape, for the registered build: each depth's plan picks its tile from it, and ``describe(...,
@@ -573,9 +597,7 @@ class MidModule(DecodeModule):
         return other
 
     def build_of(self, plan: Plan):
-        if plan.w_tiles != self.w_tiles:
-            raise ValueError(f"a plan of {plan.w_tiles} weight tiles per warpgroup needs a build of that many")
-        return self.tile_module(plan.block_t, plan.consumers).build()
+        return self.tile_module(plan.block_t, plan.consumers, plan.w_tiles).build()
 
     def modules_for(self, size, dtype: str) -> tuple[MidModule, ...]:
         """The tiles the plans at ``size`` take, one per depth (fewer where depths share one)."""
@@ -586,9 +608,9 @@ class MidModule(DecodeModule):
 
     def plan(self, m: int, n: int, k: int, sms: int, stages: int, dtype: str = "fp16", **forced) -> Plan:
         """The mid-M rule: the tile that fits ``stages`` deep at ``dtype``; a tile's own build, its tile."""
-        if self.tile and forced.get("block_t") is None and forced.get("consumers") is None:
-            forced = {**forced, "block_t": self.tile[0], "consumers": self.tile[1]}
-        return mid_plan(m, n, k, sms, stages, dtype=dtype, w_tiles=self.w_tiles, **forced)
+        if self.tile:  # its own tile unless forced otherwise, at its own weight tiles
+            forced = {"block_t": self.tile[0], "consumers": self.tile[1], "w_tiles": self.w_tiles, **forced}
+        return mid_plan(m, n, k, sms, stages, dtype=dtype, **forced)
 
     def kernel_names(self, stages: int) -> tuple[str, ...]:
         """Every instantiation a launch at ``stages`` may run: each tile whose ring fits that deep (a tile's own build:
@@ -596,17 +618,19 @@ class MidModule(DecodeModule):
         if self.tile:
             return self.name_expressions(stages)
         return tuple(
-            Plan(t, c, 1, 1, 1, 1, tail=True).name_expression(stages, d)
+            Plan(t, c, 1, 1, 1, 1, tail=True, w_tiles=w).name_expression(stages, d)
             for d in self.dtypes
             for c in MID_CONSUMERS
+            for w in (1, 2)
             for t in range(MID_LEAST_TOKENS, MID_MOST_TOKENS_FOR[c] + 1, 8)
-            if mid_ring_bytes(t, c, stages) <= SMEM_PER_BLOCK and mid_tile_ok(t, c, d)
+            if mid_ring_bytes(t, c * w, stages) <= SMEM_PER_BLOCK and mid_tile_ok(t, c, d) and wide_tile_ok(t, c, w, d)
         )
 
     def config(self) -> str:
         return (
             "swapped mid-M: 128 or 192 weight columns on wgmma's M, 64-208 tokens by 8 on its N (fp8: 64-104, "
-            "promoted in pairs of K stages; the fastest modelled walk, mid_plan), one 128-byte row of K per stage, "
+            "promoted in pairs of K stages; 16-bit: also 256 columns x 64-192 tokens, two weight tiles per consumer; "
+            "the fastest modelled walk, mid_plan), one 128-byte row of K per stage, "
             "persistent waves then a split tail"
         )
 
