@@ -508,6 +508,18 @@ def test_the_wide_tile_is_forced_16_bit_and_fits_its_ring():
     assert "fp8e4m3" not in gemm_decode.MidModule((160, 2), w_tiles=2).dtypes
 
 
+def test_the_registered_mid_m_build_describes_the_wide_tile_its_plan_takes():
+    """At 950 x 11008 x 3072 the 4-deep plan takes the wide tile (256 x 160, 258 tiles), which 5 and 6 do not fit:
+    each depth is described by the build its plan launches, the wide one with its own ring and no spills."""
+    described = gemm_decode.MID.describe("sm_90a", "fp16", build=(950, 11008, 3072))
+    assert "gemm_tma_decode<4, 160, 2, 1, F16, true, 2>" in described[4].config, described[4].config
+    assert described[4].smem_total >= (256 + 160) * 128 * 4 and described[4].spill_bytes == 0
+    assert all(", true>" in described[s].config for s in (5, 6)), described
+    wide = gemm_decode.MID.tile_module(160, 2, 2)
+    assert wide.stages == (4,) and wide.w_tiles == 2 and wide.dtypes == ("fp16", "bf16")
+    assert gemm_decode.MID.tile_module(160, 2, 2) is wide is not gemm_decode.MID.tile_module(160, 2)
+
+
 # On a GPU: an edge weight tile (1000 = 3 x 256 + 232) and M in two token tiles of 160, N % 8 != 0 (a padded B) with
 # fewer rows than the tile, and a split tail after a whole wave at both widest tiles (150 tiles: the 18 left in 3
 # shares, the fix-up summing both weight tiles of each warpgroup)

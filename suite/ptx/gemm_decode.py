@@ -396,6 +396,7 @@ class DecodeModule(NvrtcModule):
         self.faults = faults
 
     tail = False  # the walk its plans take (Plan.tail)
+    w_tiles = 1  # m64 weight tiles per consumer warpgroup of its plans (Plan.w_tiles)
 
     def shapes(self) -> tuple[tuple[int, int, int], ...]:
         """(BLOCK_T, consumers, K atoms) of every plan it can make: what it compiles (the first: describe's)."""
@@ -421,7 +422,7 @@ class DecodeModule(NvrtcModule):
     def describe(self, arch: str, dtype: str | None = None) -> dict[int, KernelInfo]:
         """Every depth's kernel of the first plan shape at ``dtype`` (default: the module's first dtype)."""
         dtype = dtype or self.dtypes[0]
-        plan = Plan(*self.shapes()[0], 1, 1, 1, tail=self.tail)
+        plan = Plan(*self.shapes()[0], 1, 1, 1, tail=self.tail, w_tiles=self.w_tiles)
         return self.describe_depths(
             arch, lambda s: plan.name_expression(s, dtype), lambda expr: f"{arch} cubin, {expr}; {self.config()}"
         )
