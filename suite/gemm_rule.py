@@ -24,9 +24,9 @@ tools/tune_gemm_mid.py and tools/tune_gemm_mid_triton.py, include the seed-1 fp1
   ``TRITON_MID_WAVES`` waves, on the token tiles its model of tl.dot pieces and waves picks
   (suite.waves.mid_token_rows);
 - PTX, 128 < M <= ``PTX_MID_M`` with K of ``MID_LEAST_K`` or more: the swapped mid-M kernel, where the model of its
-  walk (suite.waves.mid_time: 128 or 192 weight columns, or at 16 bits the wide tile's 256 at ``PTX_MID_WIDE_STAGES``, x
-  token tiles by 8 that divide M nearly exactly, the tail's splits and fix-up) is no slower than that of the tile rungs'
-  split tail (``ptx_mid_ratio``; fp8: 128 columns, at most ``PTX_MID_FP8_RATIO`` of it);
+  walk (suite.waves.mid_time: 128 or 192 weight columns x token tiles by 8 that divide M nearly exactly, the tail's
+  splits and fix-up) is no slower than that of the tile rungs' split tail (``ptx_mid_ratio``; fp8: 128 columns,
+  at most ``PTX_MID_FP8_RATIO`` of it);
 - few output tiles (fewer 128x256 tiles than ``FILL`` x SMs, and split-K's tiles within one wave): a wide tile leaves
   SMs idle, so K is split over blocks of smaller tiles (PTX: 64x128 while M <= 256 and those tiles fit one wave, else
   128x128);
@@ -68,9 +68,8 @@ PTX_DECODE_M_FP8 = 32
 TALL_M = 256  # M strictly between TALL_M / 2 and TALL_M: 256-row tiles (one tile row) read the weight once
 PTX_MID_M = 1024  # up to here the PTX mid-M kernel is weighed against the tile rungs: above, 128-row tiles pad M by
 # at most an eighth, and the rungs' own waves decide
-PTX_MID_STAGES = 5  # the deepest ring every mid-M tile but the wide one fits (suite.waves.mid_deepest): its plan at
-# 5 is the model's first choice there
-PTX_MID_WIDE_STAGES = 4  # the depth every wide tile's ring fits (256 weight rows and up to 192 tokens per stage)
+PTX_MID_STAGES = 5  # the deepest ring every mid-M tile of this band fits (suite.waves.mid_deepest): its plan at 5 is
+# the model's first choice (the wide tile, which fits 4, is weighed only past suite.waves.MID_WIDE_LEAST_M >= PTX_MID_M)
 # fp8: the mid-M kernel's promoted tiles (two consumer warpgroups, 64-104 tokens) run where their modelled walk takes
 # at most this share of the split tail's: fitted on fp8 shapes of sweep seeds 3 and 4, where the kernel won at
 # modelled ratios up to 0.94 and lost from 0.96 (it sums each K stage into registers, a cost the model leaves out)
@@ -272,15 +271,13 @@ def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
     if ratio > (PTX_MID_FP8_RATIO if fp8 else 1):
         return rest
     block_t, consumers, w_tiles = mid_tile(m, n, k, sms, dtype=dtype)
-    if fp8:
-        stages = 6 if block_t <= PTX_MID_FP8_DEEP_TOKENS else 5
-    else:
-        stages = PTX_MID_STAGES if w_tiles == 1 else PTX_MID_WIDE_STAGES
+    assert w_tiles == 1, (m, n, k)  # no wide tile in this band (MID_WIDE_LEAST_M): every tile here fits 5 stages
+    stages = (6 if block_t <= PTX_MID_FP8_DEEP_TOKENS else 5) if fp8 else PTX_MID_STAGES
     mid = Choice(
         "mid-m swap-ab tma+wgmma",
         stages,
         f"{TALL_M // 2} < M={m} <= {PTX_MID_M}, K={k} >= {MID_LEAST_K}: swapped, {block_t}-token tiles (x "
-        f"{-(-m // block_t)}) on {64 * consumers * w_tiles} weight columns, modelled at {ratio:.2f} of the tile rungs' "
+        f"{-(-m // block_t)}) on {64 * consumers} weight columns, modelled at {ratio:.2f} of the tile rungs' "
         "split tail",
     )
     return (mid, *(_as_fallback(c) for c in rest))

@@ -369,7 +369,8 @@ GEMM_VARIANTS = (
         ("llm", "sweep"),
         "a few hundred tokens: the decode kernel's swapped tile, 128 or 192 weight columns on wgmma's M and token "
         "tiles by 8 that divide M nearly exactly on its N (M = 341: four of 88 where the tile rungs compute 384 rows), "
-        "the tile of the fastest modelled walk (suite.waves.mid_tile), 4-6 deep rings of 128 bytes of K (fp8: tiles "
+        "the tile of the fastest modelled walk (suite.waves.mid_tile; past 1024 tokens at 16 bits also 256 weight "
+        "columns, two m64 tiles per warpgroup, 4 deep), 4-6 deep rings of 128 bytes of K (fp8: tiles "
         "up to 104 tokens, promoted in pairs of K stages), persistent waves then a split tail "
         "(suite.ptx.gemm_decode.mid_plan)",
     ),

@@ -151,9 +151,14 @@ MID_SPLIT_ROUNDS = 0.16
 # two, 16-bit only, up to MID_WIDE_MOST_TOKENS tokens (its accumulators and a fix-up slice fit a consumer's registers).
 # Each stage's token box feeds both weight tiles' wgmma in one group, so its fixed cost per wgmma is the smaller
 # MID_WIDE_FIXED_TOKENS (fitted with tools/tune_gemm_mid.py --rungs on forced tiles at five fp16 shapes, M = 307-2049).
+# It is weighed only past MID_WIDE_LEAST_M tokens: there the narrow tiles fall behind by a cost the model leaves out
+# (likeliest, not profiled: the weight read again by twice the token tiles' walks), and the wide tile ran well ahead;
+# below, suite runs put it a little behind the narrow tiles the model ties it with (suite runs at M = 529-2049 on an
+# H100; docs/results.md).
 MID_WIDE_MOST_TOKENS = 192
 MID_WIDE_CONSUMERS = 2
 MID_WIDE_FIXED_TOKENS = 24
+MID_WIDE_LEAST_M = 1024
 
 
 def mid_tile_ok(block_t: int, consumers: int, dtype: str = "fp16") -> bool:
@@ -222,11 +227,11 @@ def mid_time(
 
 def mid_tile(m: int, n: int, k: int, sms: int, stages: int | None = None, dtype: str = "fp16") -> tuple[int, int, int]:
     """The PTX mid-M rule's tile, (block_t, consumers, w_tiles): of every tile ``mid_token_tiles`` gives at two and
-    three consumer warpgroups and ``dtype``, and at 16 bits the wide tile's (two weight tiles on two warpgroups, up to
-    MID_WIDE_MOST_TOKENS tokens), whose ring fits ``stages`` deep (if given), the one ``mid_time`` walks fastest
-    (ties: the fewer tiles)."""
+    three consumer warpgroups and ``dtype``, and at 16 bits past MID_WIDE_LEAST_M tokens the wide tile's (two weight
+    tiles on two warpgroups, up to MID_WIDE_MOST_TOKENS tokens), whose ring fits ``stages`` deep (if given), the one
+    ``mid_time`` walks fastest (ties: the fewer tiles)."""
     options = [(t, c, 1) for c in MID_CONSUMERS for t in mid_token_tiles(m, c, dtype)]
-    if dtype != "fp8e4m3":
+    if dtype != "fp8e4m3" and m > MID_WIDE_LEAST_M:
         wide = MID_WIDE_CONSUMERS
         options += [(t, wide, 2) for t in mid_token_tiles(m, wide, dtype) if t <= MID_WIDE_MOST_TOKENS]
     options = [o for o in options if stages is None or mid_ring_bytes(o[0], o[1] * o[2], stages) <= MID_SMEM]

@@ -123,7 +123,7 @@ def test_the_ptx_mid_m_kernel_runs_where_its_model_beats_the_tile_rungs():
     from suite import waves
 
     mid = "mid-m swap-ab tma+wgmma"
-    seen, seen_wide = set(), set()
+    seen = set()
     for m in (128, 129, 200, 256, 341, 600, 1024, 1025):
         for n in (3584, 6144, 18944, 65536):
             for k in (gemm_rule.MID_LEAST_K - 64, gemm_rule.MID_LEAST_K, 16384):
@@ -137,23 +137,20 @@ def test_the_ptx_mid_m_kernel_runs_where_its_model_beats_the_tile_rungs():
                     assert chosen == rest, (m, n, k)
                     continue
                 block_t, consumers, w_tiles = waves.mid_tile(m, n, k, 132)
-                columns = 64 * consumers * w_tiles
-                assert f"{block_t}-token tiles (x {-(-m // block_t)}) on {columns} weight" in chosen[0].why
-                wide = w_tiles == 2
-                seen_wide.add(wide)
-                assert chosen[0].stages == (gemm_rule.PTX_MID_WIDE_STAGES if wide else gemm_rule.PTX_MID_STAGES)
+                assert w_tiles == 1, (m, n, k)  # the wide tile is weighed past the band
+                assert f"{block_t}-token tiles (x {-(-m // block_t)}) on {64 * consumers} weight" in chosen[0].why
+                assert chosen[0].stages == gemm_rule.PTX_MID_STAGES
                 assert [c.kernel for c in chosen[1:]] == [c.kernel for c in rest]
                 assert all(c.why.startswith("fallback: ") for c in chosen[1:]), chosen
-    assert seen == seen_wide == {True, False}  # both sides of the model's comparison are met, both widths taken
-    # the auto row's depths: every mid-M tile's ring but the wide one's fits the first, every wide one's the second, so
-    # the plan there is the model's first choice
+    assert seen == {True, False}  # both sides of the model's comparison are met
+    # the auto row's depth: every mid-M tile's ring fits it, so the plan there is the model's first choice; the wide
+    # tile (4 stages) is weighed only past the band
     from suite.ptx import gemm_decode
 
     tiles = [(t, c) for c in waves.MID_CONSUMERS for t in range(64, 257, 8) if waves.mid_tile_ok(t, c)]
     assert len(tiles) == 28 and min(waves.mid_deepest(*tile) for tile in tiles) == gemm_rule.PTX_MID_STAGES
-    wide = [t for t in range(64, gemm_decode.WIDE_MOST_TOKENS + 1, 8)]
-    assert min(waves.mid_deepest(t, 4) for t in wide) == gemm_rule.PTX_MID_WIDE_STAGES
-    assert {gemm_rule.PTX_MID_STAGES, gemm_rule.PTX_MID_WIDE_STAGES} <= set(gemm_decode.MID.stages)
+    assert gemm_rule.PTX_MID_STAGES in gemm_decode.MID.stages
+    assert waves.MID_WIDE_LEAST_M >= gemm_rule.PTX_MID_M
 
 
 @pytest.mark.parametrize(

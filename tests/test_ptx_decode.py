@@ -118,14 +118,20 @@ def test_mid_plan_takes_the_modelled_fastest_tile_that_fits_the_ring():
         gemm_decode.mid_plan(341, 6144, 11008, 132).block_t,
         gemm_decode.mid_plan(341, 6144, 11008, 132).consumers,
     ) == (88, 3)
-    for shape in ((341, 6144, 11008), (529, 10240, 11008), (202, 3584, 36864), (129, 73728, 11008)):
+    for shape in (
+        (341, 6144, 11008),
+        (529, 10240, 11008),
+        (202, 3584, 36864),
+        (129, 73728, 11008),
+        (1453, 6144, 11008),
+    ):
         for stages in (None, *gemm_decode.MID_STAGES):
             p = gemm_decode.mid_plan(*shape, 132, stages)
             assert stages is None or p.smem_bytes(stages) <= gemm_decode.SMEM_PER_BLOCK
             cost = waves.mid_time(*shape, 132, p.block_t, p.consumers, p.w_tiles)
             for c, w in ((2, 1), (3, 1), (2, 2)):
                 for t in waves.mid_token_tiles(shape[0], c):
-                    if w == 2 and t > gemm_decode.WIDE_MOST_TOKENS:
+                    if w == 2 and (t > gemm_decode.WIDE_MOST_TOKENS or shape[0] <= waves.MID_WIDE_LEAST_M):
                         continue
                     fits = stages is None or waves.mid_ring_bytes(t, c * w, stages) <= waves.MID_SMEM
                     assert not fits or cost <= waves.mid_time(*shape, 132, t, c, w), (shape, stages, t, c, w)
@@ -282,7 +288,7 @@ def test_decode_matches_fp64_at_the_edges_bit_reproducibly(stages, dtype):
 # 128 (M = 256), two of 136 (half a row of 8 registers past 8 rows, the producer's registers handed over); three
 # consumer warpgroups: four tiles of 88 with an edge weight tile (1000 = 5 x 192 + 40), the widest (128 tokens, the
 # producer's registers handed over), and a split tail (272 tiles of 192 x 104: 8 left, in 3 shares); the rule's wide
-# tile at 4 stages (three token tiles of 96, the last partial, and an edge weight tile: 11000 = 42 x 256 + 248).
+# tile at 4 stages (twelve token tiles of 112, the last 17 rows, and an edge weight tile: 2600 = 10 x 256 + 40).
 MID_EDGES = [
     ((129, 1000, 520), None, None),
     ((300, 520, 4104), None, (160, 2)),
@@ -296,7 +302,7 @@ MID_EDGES = [
     ((341, 1000, 1040), None, (88, 3)),
     ((129, 1000, 2056), None, (128, 3)),
     ((200, 26000, 1040), 3, (104, 3)),
-    ((283, 11000, 1032), None, None),
+    ((1249, 2600, 1032), None, None),
 ]
 # fp8 (K % 16; the tiles above that fp8 takes run too): its rule's tiles at M = 156 (two of 80, 128 tiles, no split),
 # its widest (104) with a split tail (300 tiles: 36 left, in 3 shares), an odd count of K stages (the pairs' last stage
@@ -412,28 +418,28 @@ def test_every_n_of_the_fp8_wgmma_form_binds_its_registers():
 def test_the_mid_m_model_picks_these_tiles():
     """Pinned choices of the model (suite.waves.mid_tile) at mid-M shapes, so that a change to its constants shows
     here: the tile (block_t, consumers, weight tiles per consumer), its ring depth limits, and a depth that no tile
-    fits. The wide tile (256 weight rows) where its two waves of tiles beat the narrow tiles' rounds (950 x 11008:
-    258 tiles against 516 of 128 x 160), and not where it pads the weight or the tokens more (307, 341)."""
+    fits. The wide tile (256 weight rows) only past MID_WIDE_LEAST_M tokens (1453, 2049), and there at 4 stages."""
     expected = {
         (341, 6144, 11008): (88, 3, 1),
-        (529, 10240, 11008): (184, 2, 2),
+        (529, 10240, 11008): (184, 2, 1),
         (140, 36864, 18944): (72, 3, 1),
         (307, 24576, 6144): (160, 2, 1),
         (129, 73728, 11008): (136, 2, 1),
         (202, 3584, 36864): (104, 2, 1),
-        (950, 11008, 3072): (160, 2, 2),
+        (950, 11008, 3072): (160, 2, 1),
         (1453, 6144, 11008): (136, 2, 2),
+        (2049, 22016, 24576): (160, 2, 2),
     }
     for shape, tile in expected.items():
         assert waves.mid_tile(*shape, 132) == tile, shape
-        # the auto rule's depths: every narrow tile fits 5, every wide one 4
-        assert waves.mid_tile(*shape, 132, 4 if tile[2] == 2 else 5) == tile, shape
+        assert waves.mid_tile(*shape, 132, 4 if tile[2] == 2 else 5) == tile, shape  # every narrow tile fits 5
         assert waves.mid_tile(*shape, 132, dtype="bf16") == tile, shape
-    assert waves.mid_tile(529, 10240, 11008, 132, 5) == (184, 2, 1)  # the wide tile's ring does not fit 5 deep
+    assert waves.mid_tile(1453, 6144, 11008, 132, 5) == (184, 2, 1)  # the wide tile's ring does not fit 5 deep
+    assert waves.mid_tile(1453, 6144, 11008, 132, dtype="fp8e4m3")[2] == 1  # no wide tile at fp8
+    assert waves.mid_tile(waves.MID_WIDE_LEAST_M, 6144, 11008, 132)[2] == 1
     assert waves.mid_tile(529, 10240, 11008, 132, 6) != (184, 2, 1)  # 128 x 184 does not fit 6 deep
-    assert waves.mid_tile(529, 10240, 11008, 132, dtype="fp8e4m3")[2] == 1  # no wide tile at fp8
-    wide_edge = gemm_decode.mid_plan(283, 11000, 1032, 132, 4)  # MID_EDGES' rule-picked wide tile
-    assert (wide_edge.block_t, wide_edge.block_w, wide_edge.tiles_t, wide_edge.tiles_w) == (96, 256, 3, 43)
+    wide_edge = gemm_decode.mid_plan(1249, 2600, 1032, 132, 4)  # MID_EDGES' rule-picked wide tile
+    assert (wide_edge.block_t, wide_edge.block_w, wide_edge.tiles_t, wide_edge.tiles_w) == (112, 256, 12, 11)
     assert waves.mid_deepest(184, 2) == 5 and waves.mid_deepest(88, 3) == 6 and waves.mid_deepest(192, 4) == 4
     with pytest.raises(ValueError, match="stages=10: no mid-M tile's ring fits"):
         waves.mid_tile(300, 4096, 8192, 132, 10)
@@ -509,9 +515,9 @@ def test_the_wide_tile_is_forced_16_bit_and_fits_its_ring():
 
 
 def test_the_registered_mid_m_build_describes_the_wide_tile_its_plan_takes():
-    """At 950 x 11008 x 3072 the 4-deep plan takes the wide tile (256 x 160, 258 tiles), which 5 and 6 do not fit:
-    each depth is described by the build its plan launches, the wide one with its own ring and no spills."""
-    described = gemm_decode.MID.describe("sm_90a", "fp16", build=(950, 11008, 3072))
+    """At 2049 x 22016 x 24576 the 4-deep plan takes the wide tile (256 x 160), which 5 and 6 do not fit: each depth
+    is described by the build its plan launches, the wide one with its own ring and no spills."""
+    described = gemm_decode.MID.describe("sm_90a", "fp16", build=(2049, 22016, 24576))
     assert "gemm_tma_decode<4, 160, 2, 1, F16, true, 2>" in described[4].config, described[4].config
     assert described[4].smem_total >= (256 + 160) * 128 * 4 and described[4].spill_bytes == 0
     assert all(", true>" in described[s].config for s in (5, 6)), described

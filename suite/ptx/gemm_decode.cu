@@ -13,7 +13,7 @@
 // by 8): every row of every wgmma is real weight, and a token tile pads M to a multiple of 8, not of wgmma's 64 (the
 // mid-M tiles: M = 341 runs four token tiles of 88 rows where the tile rungs run three of 128).
 //
-//   units:  (weight tile of BW = 64 x CONSUMERS columns, token tile of BLOCK_T rows, split), split-major, then weight
+//   units:  (weight tile of BW = 64 x CONSUMERS x W_TILES columns, token tile of BLOCK_T rows, split), split-major, then weight
 //           tile, then token tile (the token tiles of one weight tile are neighbours: they read the same weight boxes
 //           at about the same time, so it comes from DRAM about once). One block per SM at most walks units b, b +
 //           grid, ... (persistent: the ring runs on across units, so the producer streams the next unit's weight
@@ -273,7 +273,8 @@ __global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E, TAI
         return;
     }
 
-    // CONSUMER warpgroup wg: weight columns wg x 64 .. + 63 of each unit; per unit, MAINLOOP then EPILOGUE.
+    // CONSUMER warpgroup wg: weight columns (wg x W_TILES + t) x 64 .. + 63 of each unit for its weight tiles
+    // t < W_TILES; per unit, MAINLOOP then EPILOGUE.
     if constexpr (T::SHIFT_REGS) setmaxnreg_inc<T::CONSUMER_REGS_EACH>();
     const int wg = warpgroup - 1;
     const bool release = threadIdx.x % 32 == 0;  // one arrive per warp on empty[]

@@ -470,7 +470,7 @@ class MidModule(DecodeModule):
     256: M = 341 runs four tiles of 88 rows on 192 weight columns), 128 bytes of K per stage (64 of K, fp8 128), the
     consumer warpgroups given the producer's registers, the split tail's walk. At 16 bits also the wide tile: two m64
     weight tiles per consumer warpgroup (256 weight columns on two) x 64-192 tokens, both tiles' wgmma on one token
-    box per stage, in rings of at most 4 stages.
+    box per stage, in rings of 4 stages (5 up to 104 tokens), which the model weighs past MID_WIDE_LEAST_M tokens.
 
     fp8 (e4m3 in, bf16 out) promotes each K stage's sum (128 of K) into the fp32 accumulators, two stages' partials in
     turn, so its tiles are those whose accumulators and two partials fit: up to 104 tokens on two consumer warpgroups.
@@ -488,8 +488,8 @@ class MidModule(DecodeModule):
     # producer's registers handed over: three consumers, four token tiles of 88 in one wave and two of 104 with a split
     # tail; two consumers, two token tiles of 136. fp8 (K % 16: only the third and the last): 208 x 19200 (fp8's
     # tiles: two token tiles of 104, two whole waves and a split tail) and 156 x 8192 x 1040 (two token tiles of 80,
-    # 128 tiles, no split); the wide tile (16 bits, 4 stages): three token tiles of 104 on 256 weight columns, an edge
-    # weight tile (11000 = 42 x 256 + 248)
+    # 128 tiles, no split); the wide tile (16 bits, 4 stages): twelve token tiles of 112 (the last 17 rows) on 256
+    # weight columns, an edge weight tile (2600 = 10 x 256 + 40)
     sanitize_sizes = (
         (129, 1000, 520),
         (300, 520, 4104),
@@ -499,7 +499,7 @@ class MidModule(DecodeModule):
         (200, 6144, 520),
         (260, 8192, 520),
         (156, 8192, 1040),
-        (290, 11000, 520),
+        (1249, 2600, 520),
     )
 
     tail = True
