@@ -34,9 +34,9 @@ fix-up in the kernel, no second pass): bit-reproducible, no float atomics.
 The mid-M build (``MID``, ``mid_plan``; fp16, bf16 and fp8) is the same kernel for a few hundred tokens, where the tile
 rungs pad M to a multiple of 128 rows and their tile counts fall between waves: 128 or 192 weight columns (two or three
 consumer warpgroups, given the producer's registers) x 64-208 tokens by 8 (M over a few tiles, rounded up to 8), or at
-16 bits the wide tile's 256 (two m64 weight tiles on each of two consumers) x 64-192 tokens, the tile whose walk
-suite.waves.mid_tile models fastest (M = 341 x N = 6144: four token tiles of 88 on 192 weight columns,
-128 tiles in one wave, where 128x192 rungs make 96), 128 bytes of K per stage (64 of K, fp8 128: tiles up to 104 tokens,
+16 bits past 1024 tokens the wide tile's 256 (two m64 weight tiles on each of two consumers) x 64-192 tokens, the tile
+whose walk suite.waves.mid_tile models fastest (M = 341 x N = 6144: four token tiles of 88 on 192 weight columns, 128
+tiles in one wave, where 128x192 rungs make 96), 128 bytes of K per stage (64 of K, fp8 128: tiles up to 104 tokens,
 promoted in pairs of stages), and the split tail's walk (whole tiles in persistent waves, then the last partial wave's
 tiles split in K, summed by the same fix-up). Each tile is compiled on demand (``MidModule``).
 
