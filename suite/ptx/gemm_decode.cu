@@ -13,16 +13,16 @@
 // by 8): every row of every wgmma is real weight, and a token tile pads M to a multiple of 8, not of wgmma's 64 (the
 // mid-M tiles: M = 341 runs four token tiles of 88 rows where the tile rungs run three of 128).
 //
-//   units:  (weight tile of BW = 64 x CONSUMERS x W_TILES columns, token tile of BLOCK_T rows, split), split-major, then weight
-//           tile, then token tile (the token tiles of one weight tile are neighbours: they read the same weight boxes
-//           at about the same time, so it comes from DRAM about once). One block per SM at most walks units b, b +
-//           grid, ... (persistent: the ring runs on across units, so the producer streams the next unit's weight
-//           while the consumers store this one). Split s of K takes an equal share of the K stages (the first
+//   units:  (weight tile of BW = 64 x CONSUMERS x W_TILES columns, token tile of BLOCK_T rows, split), split-major,
+//           then weight tile, then token tile (the token tiles of one weight tile are neighbours: they read the same
+//           weight boxes at about the same time, so it comes from DRAM about once). One block per SM at most walks
+//           units b, b + grid, ... (persistent: the ring runs on across units, so the producer streams the next unit's
+//           weight while the consumers store this one). Split s of K takes an equal share of the K stages (the first
 //           k_stages % splits one more). TAIL (the mid-M build): whole tiles in persistent waves and only the last,
 //           partial wave's tiles split (SplitTail), the same fix-up summing each one's shares.
-//   stage:  CONSUMERS weight boxes of BK rows (K) x 64 columns (N), 128-byte swizzled (B's N-major box, BK deep;
-//           fp8: K_ATOMS boxes of 64 rows (N) x 128 K each, B's K-major box), then K_ATOMS token boxes of BLOCK_T
-//           rows x one 128-byte swizzle row of K (A's K-major box: 64 of K, fp8 128).
+//   stage:  W_BOXES (CONSUMERS x W_TILES) weight boxes of BK rows (K) x 64 columns (N), 128-byte swizzled (B's N-major
+//           box, BK deep; fp8: K_ATOMS boxes of 64 rows (N) x 128 K each, B's K-major box), then K_ATOMS token boxes of
+//           BLOCK_T rows x one 128-byte swizzle row of K (A's K-major box: 64 of K, fp8 128).
 //   wgmma:  per k-step kk (16 of K; fp8 32): A = the weight, M-major: start = box + kk x 16 rows x 128 B, SBO = 1024 B
 //           between 8-row (K) groups (the box is one 64-column block wide: LBO unused); fp8, K-major: start = weight
 //           box kk / 4 + (kk % 4) x 32 B, SBO = 1024 B between 8-row (N) groups; B = the tokens, K-major: start =

@@ -544,7 +544,9 @@ class MidModule(DecodeModule):
         """The dtypes this build's tile is compiled for: fp8 only where its promoted form fits the tile."""
         block_t, consumers, _ = self.shapes()[0]
         return tuple(
-            d for d in self.dtypes if mid_tile_ok(block_t, consumers, d) and (self.w_tiles == 1 or d != "fp8e4m3")
+            d
+            for d in self.dtypes
+            if mid_tile_ok(block_t, consumers, d) and wide_tile_ok(block_t, consumers, self.w_tiles, d)
         )
 
     def name_expressions(self, stages: int) -> tuple[str, ...]:
