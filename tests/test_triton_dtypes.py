@@ -214,29 +214,36 @@ def test_gluon_stream_k_plan_at_8192_cubed_leaves_half_tiles():
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype", ["fp8e4m3", "fp16", "bf16"])
-def test_gluon_stream_k_matches_fp64_bit_for_bit_and_leaves_its_flags_at_zero(dtype):
-    """The Gluon kernel's stream-K (GluonGemm(stream_k=True), registered as gluon ws stream-k), at every depth, on
-    poisoned outputs: fewer tiles than SMs (every tile shared: M = 1, 67 and 129 with edge tiles of N and a partial
-    K tile), and more (2048 x 8192 x 1024: 3 whole waves, then 116 tiles over 132 programs, finishers adding one or
-    two partials); twice, bit for bit, the flags zero after each launch."""
-    from suite.triton.gemm_gluon import STREAM_K, GluonGemm
+def test_gluon_fp8_stream_k_matches_fp64_bit_for_bit_and_leaves_its_flags_at_zero():
+    """The Gluon fp8 kernel's stream-K (GluonGemm(stream_k=True), registered as gluon ws stream-k), at both depths,
+    on poisoned outputs: fewer tiles than SMs (every tile shared: M = 1, 67 and 129 with edge tiles of N and a partial
+    K tile), and more (2048 x 8192 x 1024: 3 whole waves, then 116 tiles of 8 K tiles over 132 programs,
+    finishers adding one or two partials); twice, bit for bit, the flags zero after each launch."""
+    from suite.triton.gemm_gluon import GluonGemm
 
     if torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("the Gluon GEMM is built for sm_90")
-    for stages in STREAM_K.stages_for(dtype):
+    for stages in (3, 4):
         for size in ((1, 300, 1040), (67, 264, 4112), (129, 520, 4112), (2048, 8192, 1024)):
-            inputs = GEMM.make_inputs(size, sum(size) + stages, DEVICE, dtype)
+            inputs = GEMM.make_inputs(size, sum(size) + stages, DEVICE, "fp8e4m3")
             out = GEMM.make_output(inputs)
             launch = GluonGemm(inputs, out, stages, stream_k=True)
-            assert "stream-K" in launch.config and "N in two halves" in launch.config, launch.config
-            valid_twice(launch, out, inputs, dtype, (stages, size))
+            assert "stream-K" in launch.config, launch.config
+            valid_twice(launch, out, inputs, "fp8e4m3", (stages, size))
             assert int(launch.flags.abs().sum()) == 0, (stages, size, "flags not reset")
 
 
+def test_gluon_stream_k_is_refused_off_the_fp8_halves():
+    from suite.triton.gemm_gluon import GluonGemm
+
+    bf16 = GEMM.make_inputs((64, 64, 64), 0, torch.device("cpu"), "bf16")
+    with pytest.raises(ValueError, match="stream_k: built on the fp8 kernel's promoted halves only"):
+        GluonGemm(bf16, GEMM.make_output(bf16), 3, stream_k=True)
+
+
 def test_gluon_stream_k_is_registered_for_fp8_with_a_fault_whose_finisher_reads_first():
-    """The registry's gluon ws stream-k: every dtype, the square, llm and sweep sets, sanitizer sizes whose plans
-    share tiles at every dtype; its declared fault (the fix-up wait removed) runs in fp8 at a size where
+    """The registry's gluon ws stream-k: fp8 only (the 16-bit rows say why), the square, llm and sweep sets,
+    sanitizer sizes whose plans share tiles; its declared fault (the fix-up wait removed) runs in fp8 at a size where
     the finisher's own share is shorter than each contributor's, so it reads their slots before they are written, and
     the module built with the fault's define launches that build on fresh workspace memory. A fault without stream-K
     is refused."""
@@ -244,20 +251,20 @@ def test_gluon_stream_k_is_registered_for_fp8_with_a_fault_whose_finisher_reads_
     from suite.triton.gemm_gluon import FAULT_SK_NO_WAIT, STREAM_K, TILES, GluonGemm
 
     (v,) = [v for v in variants("gemm", "triton") if v.name == "128x256x64 gluon ws stream-k"]
-    assert v.kernel is STREAM_K and v.shape_sets == ("square", "llm", "sweep")
-    assert v.dtypes == ("fp16", "bf16", "fp8e4m3")
+    assert v.kernel is STREAM_K and v.shape_sets == ("square", "llm", "sweep") and v.dtypes == ("fp8e4m3",)
+    for d in ("fp16", "bf16"):
+        assert "fp8 kernel's promoted halves only" in v.dtype_skip_reason(d), d
+    bm, bn, bk = TILES["fp8e4m3"]
 
-    def walk_at(m, n, k, dtype="fp8e4m3"):
+    def walk_at(m, n, k):
         """(K tiles per tile, program -> its units) on GluonGemm's stream-K grid on the H200."""
-        bm, bn, bk = TILES[dtype]
         tiles, k_tiles = -(-m // bm) * -(-n // bn), -(-k // bk)
         units = _stream_k_units(tiles, k_tiles, min(132, tiles * k_tiles))
         return k_tiles, {p: u for p, u, _ in units if u}
 
     for size in STREAM_K.sanitize_sizes:
-        for dtype in v.dtypes:
-            shared = [u for units in walk_at(*size, dtype)[1].values() for u in units if u[1] > 0]
-            assert shared, (size, dtype, "no tile shared: the fix-up is not exercised")
+        shared = [u for units in walk_at(*size)[1].values() for u in units if u[1] > 0]
+        assert shared, (size, "no tile shared: the fix-up is not exercised")
     (fault,) = STREAM_K.faults
     assert fault.define == FAULT_SK_NO_WAIT and fault.tool == "initcheck" and fault.dtype == "fp8e4m3"
     k_tiles, walk = walk_at(*fault.size)

@@ -61,7 +61,7 @@ from suite.triton.gemm_desc import (
     num_sms,
     stage_bytes,
 )
-from suite.triton.gemm_gluon_halves import HALVES_REGS, HALVES_WARPS, halves_consumer
+from suite.triton.gemm_gluon_fp8 import FP8_CONSUMER_REGS, FP8_CONSUMER_WARPS, fp8_consumer
 from suite.triton.gemm_gluon_ring import next_stage, producer, tile_counts, tma_store
 from suite.triton.gemm_parts import tile_coords
 from suite.waves import grid_note, persistent_grid
@@ -74,7 +74,7 @@ GROUP_M = 8
 FP8_GROUP_M = 16
 NUM_WARPS = 8  # the consumer partition: two warpgroups
 PRODUCER_WARPS, PRODUCER_REGS = 1, 24  # the producer partition only computes coordinates
-_HALVES_WARPS, _HALVES_REGS = gl.constexpr(HALVES_WARPS), gl.constexpr(HALVES_REGS)  # for the kernel
+_FP8_WARPS, _FP8_REGS = gl.constexpr(FP8_CONSUMER_WARPS), gl.constexpr(FP8_CONSUMER_REGS)  # for the kernel
 STAGES = (2, 3)  # 48 KiB per stage at every dtype and C's 64 KiB staging tile: 4 stages would need 256 KiB
 # fp8: at 4 stages each warpgroup's C slab is half its rows' width (2 x 16 KiB beside 192 KiB of ring), stored in two
 # passes, the second once the first's TMA store has read the slab
@@ -163,15 +163,12 @@ def gemm_gluon_kernel(
     PRODUCER_WARPS: gl.constexpr,
     PRODUCER_REGS: gl.constexpr,
     B_K_MAJOR: gl.constexpr,  # B given N x K: fp8, whose consumers apply scale_a x scale_b in the epilogue
-    num_warps: gl.constexpr,  # the default partition's: the 16-bit persistent consumer's 8, else the first half's 4
-    STREAM_K: gl.constexpr = 0,  # 1: the last wave's K iterations shared; 2: its self-test's fault
+    num_warps: gl.constexpr,  # the default partition's: the 16-bit consumer's 8, or fp8's first consumer's 4
+    STREAM_K: gl.constexpr = 0,  # fp8: 1, the last wave's K iterations shared; 2, its self-test's fault
 ):
     dtype: gl.constexpr = a_desc.dtype
     INSTR_K: gl.constexpr = 256 // dtype.primitive_bitwidth  # wgmma's K step: k16 for 2-byte operands, k32 for fp8
-    # fp8 and stream-K: a consumer partition per warpgroup, the tile's N in halves (gemm_gluon_halves.py); the
-    # 16-bit persistent kernel: one partition of both warpgroups
-    HALVES: gl.constexpr = B_K_MAJOR or STREAM_K > 0
-    CONSUMERS: gl.constexpr = 2 if HALVES else 1  # partitions that arrive on empty[]
+    CONSUMERS: gl.constexpr = 2 if B_K_MAJOR else 1  # partitions that arrive on empty[] (fp8: one per warpgroup)
     a_ring = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
     b_ring = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
     ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
@@ -183,21 +180,21 @@ def gemm_gluon_kernel(
     # (or a concatenation) turns a constexpr into a tensor, and the meta-parameters are constexprs, as are a size or a
     # stream-K count that is 1 (Triton's launcher specializes it), so those are written into each partition's tuple
     ring = (a_ring, b_ring, ready, empty)
-    if HALVES:
-        # two consumer partitions of one warpgroup each, a C slab each (c_desc's box is one warpgroup's rows)
+    if B_K_MAJOR:
+        # fp8: two consumer partitions of one warpgroup each, a C slab each (c_desc's box is one warpgroup's rows)
         c_smem = gl.allocate_shared_memory(c_desc.dtype, [2] + c_desc.block_type.shape, c_desc.layout)
         memory = (c_desc, ring, c_smem, scale_a, scale_b, workspace, flags)
         gl.warp_specialize(
             [
-                (halves_consumer, (memory, sk_dp, sk_iters, sk_programs, M, N, K, GROUP_M, STAGES, 0, STREAM_K)),
-                (halves_consumer, (memory, sk_dp, sk_iters, sk_programs, M, N, K, GROUP_M, STAGES, 1, STREAM_K)),
+                (fp8_consumer, (memory, sk_dp, sk_iters, sk_programs, M, N, K, GROUP_M, STAGES, 0, STREAM_K)),
+                (fp8_consumer, (memory, sk_dp, sk_iters, sk_programs, M, N, K, GROUP_M, STAGES, 1, STREAM_K)),
                 (
                     producer,
                     (a_desc, b_desc, ring, M, N, K, GROUP_M, STAGES, B_K_MAJOR, sk_dp, sk_iters, sk_programs, STREAM_K),
                 ),
             ],
-            [_HALVES_WARPS, PRODUCER_WARPS],
-            [_HALVES_REGS, PRODUCER_REGS],
+            [_FP8_WARPS, PRODUCER_WARPS],
+            [_FP8_REGS, PRODUCER_REGS],
         )
     else:
         c_smem = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
@@ -214,13 +211,12 @@ def gemm_gluon_kernel(
         mbarrier.invalidate(empty.index(s))
 
 
-def c_box(dtype: str, stages: int, stream_k: bool = False) -> list[int]:
-    """C's TMA box, the consumers' staging slab: the tile (the 16-bit persistent kernel); with a consumer partition
-    per warpgroup (fp8, stream-K), one warpgroup's rows of it (each stores its own), fp8's half of the tile's width
-    at 4 stages (FP8_STAGES)."""
+def c_box(dtype: str, stages: int) -> list[int]:
+    """C's TMA box, the consumers' staging slab: the tile (16-bit types); fp8, one consumer warpgroup's rows of it
+    (each stores its own), half of the tile's width at 4 stages (FP8_STAGES)."""
     bm, bn, _ = TILES[dtype]
     if dtype != "fp8e4m3":
-        return [bm // 2, bn] if stream_k else [bm, bn]
+        return [bm, bn]
     return [bm // 2, bn // 2 if stages == 4 else bn]
 
 
@@ -233,7 +229,6 @@ def descriptors(
     k: int,
     dtype: str = "fp16",
     stages: int = 3,
-    stream_k: bool = False,
 ) -> tuple:
     """Host-built descriptors of A (M x K), B (K x N, or N x K for fp8) and C (M x N, its box c_box's), with the
     buffers' row pitches (padded ones included) and the 128-byte-swizzled shared layouts wgmma reads."""
@@ -245,7 +240,7 @@ def descriptors(
 
     element, out = GL_DTYPES[dtype], GL_DTYPES["bf16" if dtype == "fp8e4m3" else dtype]
     b_desc = desc(b, [n, k], [bn, bk], element) if dtype == "fp8e4m3" else desc(b, [k, n], [bk, bn], element)
-    return desc(a, [m, k], [bm, bk], element), b_desc, desc(c, [m, n], c_box(dtype, stages, stream_k), out)
+    return desc(a, [m, k], [bm, bk], element), b_desc, desc(c, [m, n], c_box(dtype, stages), out)
 
 
 def stream_k_plan(tiles: int, k_tiles: int, programs: int) -> tuple[int, int, int]:
@@ -265,12 +260,14 @@ def stream_k_plan(tiles: int, k_tiles: int, programs: int) -> tuple[int, int, in
 
 class GluonGemm:
     """The persistent warp-specialized Gluon GEMM at ``stages`` (GPU of compute capability 9.0 only), on the
-    problem's inputs: (A, B), or (A, B, scale_a, scale_b) for fp8. ``stream_k``: the last wave's K iterations shared
-    by every SM; ``fault``: its sanitizer self-test (FAULT_SK_NO_WAIT)."""
+    problem's inputs: (A, B), or (A, B, scale_a, scale_b) for fp8. ``stream_k`` (fp8 only): the last wave's K
+    iterations shared by every SM; ``fault``: its sanitizer self-test (FAULT_SK_NO_WAIT)."""
 
     def __init__(self, inputs: tuple, c: torch.Tensor, stages: int, stream_k: bool = False, fault: bool = False):
         ops = gemm_operands(inputs, c, DTYPES)
         c = ops.c  # with the strides of its shape (checks.canonical)
+        if stream_k and not ops.b_k_major:
+            raise ValueError("stream_k: built on the fp8 kernel's promoted halves only (not 16-bit types)")
         if fault and not stream_k:
             raise ValueError("fault: FAULT_SK_NO_WAIT removes stream-K's fix-up wait: it needs stream_k")
         self.group_m = FP8_GROUP_M if ops.b_k_major else GROUP_M
@@ -284,7 +281,7 @@ class GluonGemm:
         self.c_padded = torch.full((m, -(-n // 8) * 8), float("nan"), dtype=c.dtype, device=c.device) if n % 8 else None
         a_k, b_k = self.operands.refresh()
         c_out = c if self.c_padded is None else self.c_padded
-        descs = descriptors(a_k, b_k, c_out, m, n, k, ops.dtype, stages, stream_k)
+        descs = descriptors(a_k, b_k, c_out, m, n, k, ops.dtype, stages)
         self.stages, self.stream_k, self.fault = stages, stream_k, fault
         bm, bn, bk = TILES[ops.dtype]
         tiles = triton.cdiv(m, bm) * triton.cdiv(n, bn)
@@ -301,11 +298,10 @@ class GluonGemm:
             self.flags = torch.zeros(self.grid * 2, dtype=torch.int32, device=c.device)
         self.args = (*descs, ops.scale_a, ops.scale_b, self.workspace, self.flags, *self.sk_plan, m, n, k)
         fp8 = ops.b_k_major
-        halves = fp8 or stream_k  # a consumer partition per warpgroup (gemm_gluon_halves.py)
-        self.num_warps = HALVES_WARPS if halves else NUM_WARPS
+        self.num_warps = FP8_CONSUMER_WARPS if fp8 else NUM_WARPS
         consumers = (
-            f"2 consumer partitions of one warpgroup ({HALVES_REGS} regs), N in two halves"
-            if halves
+            f"2 consumer partitions of one warpgroup ({FP8_CONSUMER_REGS} regs)"
+            if fp8
             else f"{NUM_WARPS} consumer warps"
         )
         self.config = (
@@ -396,8 +392,13 @@ FAULT_SK_NO_WAIT = "PIPESUITE_FAULT_GLUON_SK_NO_FIXUP_WAIT"
 
 
 class StreamK(WarpSpecialized):
-    """GluonGemm(stream_k=True) for the registry: every dtype, on a consumer partition per warpgroup."""
+    """GluonGemm(stream_k=True) for the registry: fp8 only (the fix-up is built on the fp8 consumers' halves)."""
 
+    stages = FP8_STAGES
+    dtypes = ("fp8e4m3",)
+    dtype_notes: ClassVar[dict[str, str]] = {
+        d: "stream-K is built on the fp8 kernel's promoted halves only" for d in ("fp16", "bf16")
+    }
     # compute-sanitizer: tiles shared by 3 programs, edge tiles in M and N (N % 8 != 0: C through its padded
     # buffer), a K tile cut short (130 x 250 x 520: 2 tiles of 5 K tiles over 5 programs); a data-parallel wave
     # before the shared tiles (1536 x 3072 x 512: 144 tiles on 132 SMs, the last 12 shared by 24 programs)
@@ -413,6 +414,9 @@ class StreamK(WarpSpecialized):
             dtype="fp8e4m3",
         ),
     )
+
+    def stages_for(self, dtype: str) -> tuple:
+        return FP8_STAGES
 
     def launch(self, inputs, out, stages):
         return GluonGemm(inputs, out, stages, stream_k=True, fault=FAULT_SK_NO_WAIT in self.extra_defines)

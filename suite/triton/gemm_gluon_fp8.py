@@ -1,6 +1,5 @@
-"""The Gluon GEMM's consumer partitions of one warpgroup each, its 64 rows of the 128 x 256 tile held as two halves of
-N (suite/triton/gemm_gluon.py): fp8's, whose main loop promotes each K tile's sum into fp32, and the 16-bit types'
-stream-K form; their epilogue, and stream-K's in-kernel fix-up.
+"""The Gluon GEMM's fp8 consumer partitions (suite/triton/gemm_gluon.py): the main loop that promotes each K tile's
+sum into fp32, the epilogue that scales and stores C, and stream-K's in-kernel fix-up.
 
 fp8 promotes each K tile's sum into fp32 (wgmma sums fp8 products with fewer mantissa bits than fp32), in two halves
 of N so that the partial sum needs 64 registers a thread beside the 128 of the accumulators. A partial must be
@@ -11,11 +10,7 @@ partition barriers would keep both warpgroups in step, both waiting and adding a
 Triton's own promotion (``max_num_imprecise_acc=BLOCK_K``) adds the partial to the accumulator before the wgmma wait,
 which makes ptxas serialize every wgmma (C7514); here the partial is summed from zero (``use_acc=False``) and added
 after the wait, and ``_kept_here`` keeps LLVM from sinking those adds below the next half's wgmma (two partials
-alive: spills).
-
-The 16-bit types accumulate in place (two wgmma per K tile, one per half), and take these partitions for stream-K:
-a finisher adds each contributor's partial to its accumulators a half at a time, 64 registers beside their 128,
-where a whole 64 x 256 partial would not fit beside them."""
+alive: spills)."""
 
 from __future__ import annotations
 
@@ -32,8 +27,8 @@ from triton.experimental.gluon.language.nvidia.hopper import (
 from suite.triton.gemm_gluon_ring import next_stage, stream_k_split, tile_counts, tma_store
 from suite.triton.gemm_parts import stream_k_range, stream_k_unit, tile_coords
 
-HALVES_WARPS, HALVES_REGS = 4, 232  # each consumer partition one warpgroup, as the PTX consumers
-_HALVES_WARPS = gl.constexpr(HALVES_WARPS)  # the same, for the kernels
+FP8_CONSUMER_WARPS, FP8_CONSUMER_REGS = 4, 232  # each consumer partition one warpgroup, as the PTX consumers
+_FP8_WARPS = gl.constexpr(FP8_CONSUMER_WARPS)  # the same, for the kernels
 
 
 @gluon.jit
@@ -76,64 +71,25 @@ def _fp8_halves(ring, left, right, part, kb, ke, smem_read_stage, lap, STAGES: g
 
 
 @gluon.jit
-def _sum_halves(ring, left, right, kb, ke, smem_read_stage, lap, STAGES: gl.constexpr, WG: gl.constexpr):
-    """16-bit MAINLOOP over K tiles [kb, ke) of one tile, on one warpgroup's rows: per K tile one wgmma per half of
-    N, accumulating in place, with the K tile's two in flight. Returns (left, right) and the ring's next position."""
-    a_ring, b_ring, ready, empty = ring
-    WG_M: gl.constexpr = a_ring.type.shape[1] // 2
-    HALF: gl.constexpr = b_ring.type.shape[2] // 2  # N-major B: the ring's boxes are BLOCK_K x BLOCK_N
-    # a value of its own before the loop (not smem_read_stage's): Triton carries a name through the loop only where
-    # the body changes what it is bound to, and a name bound to the loop-carried stage on entry is taken as unchanged
-    release_stage = 0
-    for i in range(kb, ke):
-        # wait for the TMA bytes of this stage (its ready barrier's phase for this lap)
-        mbarrier.wait(ready.index(smem_read_stage), lap)
-        a_rows = a_ring.index(smem_read_stage).slice(WG * WG_M, WG_M)  # this warpgroup's rows of A
-        b_stage = b_ring.index(smem_read_stage)
-        left = warpgroup_mma(a_rows, b_stage.slice(0, HALF, dim=1), left, is_async=True)
-        right = warpgroup_mma(a_rows, b_stage.slice(HALF, HALF, dim=1), right, is_async=True)
-        # wait until at most this K tile's two wgmma are in flight: the K tile before's have read their stage
-        left, right = warpgroup_mma_wait(2, deps=(left, right))
-        # hand that stage back to the producer (none before the unit's first K tile); empty[] counts both consumers
-        mbarrier.arrive(empty.index(release_stage), pred=i > kb)
-        release_stage = smem_read_stage
-        smem_read_stage, lap = next_stage(smem_read_stage, lap, STAGES)
-    # the unit's last wgmma have completed: their stage is free too
-    left, right = warpgroup_mma_wait(0, deps=(left, right))
-    mbarrier.arrive(empty.index(release_stage), pred=kb < ke)
-    return left, right, smem_read_stage, lap
-
-
-@gluon.jit
-def _out(x, scale, dtype: gl.constexpr):
-    """An accumulator half as C's type: fp8's scales applied first (``scale`` None for the 16-bit types)."""
-    if scale is None:
-        return x.to(dtype)
-    else:
-        return (x * scale).to(dtype)
-
-
-@gluon.jit
-def _epilogue(c_desc, c_smem, left, right, scale, m0, n0, WG: gl.constexpr):
-    """EPILOGUE: fp8's scales on the fp32 accumulators (``scale`` None for the 16-bit types), this warpgroup's rows
-    through its own C slab and a TMA store (clipped at the edges of C), which runs on while the next tile's wgmma
-    start."""
+def _fp8_epilogue(c_desc, c_smem, left, right, scale, m0, n0, WG: gl.constexpr):
+    """fp8 EPILOGUE: the scales on the fp32 accumulators, this warpgroup's rows through its own C slab and a TMA
+    store (clipped at the edges of C), which runs on while the next tile's wgmma start."""
     WG_M: gl.constexpr = c_desc.block_type.shape[0]
     C_COLS: gl.constexpr = c_desc.block_type.shape[1]  # the C slab's width: the tile's, or half of it (two passes)
     HALF: gl.constexpr = left.type.shape[1]
     slab = c_smem.index(WG)
     tma.store_wait(0)  # this warpgroup's previous store has finished reading its slab
     if C_COLS == 2 * HALF:
-        slab.slice(0, HALF, dim=1).store(_out(left, scale, c_desc.dtype))
-        slab.slice(HALF, HALF, dim=1).store(_out(right, scale, c_desc.dtype))
+        slab.slice(0, HALF, dim=1).store((left * scale).to(c_desc.dtype))
+        slab.slice(HALF, HALF, dim=1).store((right * scale).to(c_desc.dtype))
         fence_async_shared()  # make the generic-proxy writes to the slab visible to the TMA (async proxy)
         tma_store(c_desc, [m0 + WG * WG_M, n0], slab)
     else:  # a slab of half the width: the left half, then the right
-        slab.store(_out(left, scale, c_desc.dtype))
+        slab.store((left * scale).to(c_desc.dtype))
         fence_async_shared()  # make the generic-proxy writes to the slab visible to the TMA (async proxy)
         tma_store(c_desc, [m0 + WG * WG_M, n0], slab)
         tma.store_wait(0)  # the left half's store has finished reading the slab
-        slab.store(_out(right, scale, c_desc.dtype))
+        slab.store((right * scale).to(c_desc.dtype))
         fence_async_shared()
         tma_store(c_desc, [m0 + WG * WG_M, n0 + HALF], slab)
 
@@ -155,7 +111,7 @@ SK_POLL_LIMIT = gl.constexpr(1 << 22)  # a stream-K finisher's polls of one flag
 
 
 @gluon.jit
-def _publish(workspace, flags, left, right, WG: gl.constexpr):
+def _fp8_publish(workspace, flags, left, right, WG: gl.constexpr):
     """A stream-K contributor (its unit starts inside the tile): its partial sums to its program's slot, then each
     thread's release-add on the slot's flag, so that the flag reads 128 once all of the warpgroup's stores are
     visible."""
@@ -171,20 +127,20 @@ def _publish(workspace, flags, left, right, WG: gl.constexpr):
 def _flag_per_thread(flags, program, WG: gl.constexpr):
     """Stream-K's flag of (program, warpgroup) as one pointer per thread of the warpgroup, and a 1 per thread: the
     flag's atomics are each thread's own, whatever Triton does with a scalar one."""
-    one_each: gl.constexpr = gl.BlockedLayout([1], [32], [_HALVES_WARPS], [0])
-    ones = gl.full([_HALVES_WARPS * 32], 1, gl.int32, layout=one_each)
+    one_each: gl.constexpr = gl.BlockedLayout([1], [32], [_FP8_WARPS], [0])
+    ones = gl.full([_FP8_WARPS * 32], 1, gl.int32, layout=one_each)
     return flags + (program * 2 + WG) + ones * 0, ones
 
 
 @gluon.jit
-def _fix_up(workspace, flags, left, right, tile_end, sk_iters, sk_programs, WG: gl.constexpr, WAIT: gl.constexpr):
+def _fp8_fix_up(workspace, flags, left, right, tile_end, sk_iters, sk_programs, WG: gl.constexpr, WAIT: gl.constexpr):
     """A stream-K tile's finisher (its unit holds the tile's first K tile and ends inside it): the later programs'
     partials of the tile added in K order (program order), each once its flag reads 128 in every thread. Each
     thread then adds 1 to the flag, and the one that takes it to 256 (every thread past the wait) zeroes it for the
     next launch. Bit-reproducible: the same additions in the same order whichever program arrives first. WAIT False:
     the sanitizer's self-test (FAULT_SK_NO_WAIT), the partials added without waiting for their flags."""
     HALF: gl.constexpr = left.type.shape[1]
-    THREADS: gl.constexpr = _HALVES_WARPS * 32
+    THREADS: gl.constexpr = _FP8_WARPS * 32
     contributor = gl.program_id(0) + 1
     last = (tile_end * sk_programs - 1) // sk_iters  # the program that holds the tile's last K iteration
     while contributor <= last:
@@ -207,18 +163,7 @@ def _fix_up(workspace, flags, left, right, tile_end, sk_iters, sk_programs, WG: 
 
 
 @gluon.jit
-def _mainloop(ring, left, right, part, kb, ke, smem_read_stage, lap, STAGES: gl.constexpr, WG: gl.constexpr):
-    """MAINLOOP over K tiles [kb, ke) of one tile: fp8's (each K tile promoted, ``part`` its partial sum) or the
-    16-bit types' (in place, ``part`` unused). Returns (left, right, part) and the ring's next position."""
-    if ring[0].dtype.primitive_bitwidth == 8:
-        return _fp8_halves(ring, left, right, part, kb, ke, smem_read_stage, lap, STAGES, WG)
-    else:
-        left, right, smem_read_stage, lap = _sum_halves(ring, left, right, kb, ke, smem_read_stage, lap, STAGES, WG)
-        return left, right, part, smem_read_stage, lap
-
-
-@gluon.jit
-def halves_consumer(
+def fp8_consumer(
     memory,
     sk_dp,  # STREAM_K: stream_k_plan's dp_tiles, sk_iters, sk_programs; else None
     sk_iters,
@@ -231,35 +176,30 @@ def halves_consumer(
     WG: gl.constexpr,  # 0 or 1: this partition's warpgroup, rows WG x 64 .. + 63 of the tile
     STREAM_K: gl.constexpr = 0,  # 1: the last wave's K iterations shared (GluonGemm's stream_k); 2: FAULT_SK_NO_WAIT
 ):
-    """One warpgroup's 64 rows of the 128 x 256 tile in two halves of N: fp8 (B K-major, each K tile promoted into
-    fp32), or a 16-bit type (B N-major, accumulated in place).
+    """fp8: one warpgroup's 64 rows of the 128 x 256 tile, each K tile promoted into fp32 in two halves of N.
 
     STREAM_K: the whole waves' tiles as above, then this program's share of the last wave's K iterations, one unit
-    per tile it touches. A unit that starts inside its tile publishes its partial sums (_publish); the unit that
-    holds the tile's first K tile adds the later units' partials in K order (_fix_up) and stores C.
+    per tile it touches. A unit that starts inside its tile publishes its partial sums (_fp8_publish); the unit that
+    holds the tile's first K tile adds the later units' partials in K order (_fp8_fix_up) and stores C.
 
     ``memory``: (c_desc, ring, c_smem, scale_a, scale_b, workspace, flags), gemm_gluon_kernel's tuple of what both
-    consumer partitions address: C's descriptor, the ring, the C slabs, fp8's scales' pointers (else None), and with
-    STREAM_K the partials' slots (one per program and warpgroup, fp32) and a flag per slot (int32, zero between
-    launches), else None."""
+    consumer partitions address: C's descriptor, the ring, the C slabs, the scales' pointers, and with STREAM_K the
+    partials' slots (one per program and warpgroup, fp32) and a flag per slot (int32, zero between launches), else
+    None."""
     c_desc, ring, c_smem, scale_a, scale_b, workspace, flags = memory
     a_ring, b_ring = ring[0], ring[1]  # their shapes give the tile's
-    FP8: gl.constexpr = a_ring.dtype.primitive_bitwidth == 8
     WG_M: gl.constexpr = c_desc.block_type.shape[0]
-    # fp8's B is K-major: the ring's boxes are BLOCK_N x BLOCK_K; the 16-bit types', BLOCK_K x BLOCK_N
-    BLOCK_N: gl.constexpr = b_ring.type.shape[1] if FP8 else b_ring.type.shape[2]
+    BLOCK_N: gl.constexpr = b_ring.type.shape[1]  # K-major B: the ring's boxes are BLOCK_N x BLOCK_K
     BLOCK_M: gl.constexpr = a_ring.type.shape[1]
     BLOCK_K: gl.constexpr = a_ring.type.shape[2]
     HALF: gl.constexpr = BLOCK_N // 2
-    INSTR_K: gl.constexpr = 256 // a_ring.dtype.primitive_bitwidth  # wgmma's K step: k32 for fp8, k16 for 16 bits
+    INSTR_K: gl.constexpr = 32  # wgmma's K step for fp8
     half_layout: gl.constexpr = gl.NVMMADistributedLayout(
-        version=[3, 0], warps_per_cta=[_HALVES_WARPS, 1], instr_shape=[16, HALF, INSTR_K]
+        version=[3, 0], warps_per_cta=[_FP8_WARPS, 1], instr_shape=[16, HALF, INSTR_K]
     )
     tiles_m, tiles_n, k_tiles = tile_counts(M, N, K, BLOCK_M, BLOCK_N, BLOCK_K)
-    scale = scale_a  # None for the 16-bit types
-    if FP8:
-        scale = gl.load(scale_a) * gl.load(scale_b)
-    part = gl.zeros((WG_M, HALF), dtype=gl.float32, layout=half_layout)  # fp8: a K tile's half, summed from zero
+    scale = gl.load(scale_a) * gl.load(scale_b)
+    part = gl.zeros((WG_M, HALF), dtype=gl.float32, layout=half_layout)  # a K tile's half, summed from zero
     smem_read_stage = 0
     lap = 0
     dp_tiles, sk_iters, sk_programs = stream_k_split(tiles_m * tiles_n, sk_dp, sk_iters, sk_programs, STREAM_K)
@@ -268,10 +208,10 @@ def halves_consumer(
         left = gl.zeros((WG_M, HALF), dtype=gl.float32, layout=half_layout)
         right = gl.zeros((WG_M, HALF), dtype=gl.float32, layout=half_layout)
         # -- MAINLOOP over all of K, then EPILOGUE --
-        left, right, part, smem_read_stage, lap = _mainloop(
+        left, right, part, smem_read_stage, lap = _fp8_halves(
             ring, left, right, part, 0, k_tiles, smem_read_stage, lap, STAGES, WG
         )
-        _epilogue(c_desc, c_smem, left, right, scale, m0, n0, WG)
+        _fp8_epilogue(c_desc, c_smem, left, right, scale, m0, n0, WG)
     if STREAM_K:
         # this program's range of the last wave's K iterations (empty past sk_programs), one unit per tile
         it, end = stream_k_range(gl.program_id(0), sk_iters, sk_programs)
@@ -280,16 +220,16 @@ def halves_consumer(
             m0, n0 = tile_coords(dp_tiles + t, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
             left = gl.zeros((WG_M, HALF), dtype=gl.float32, layout=half_layout)
             right = gl.zeros((WG_M, HALF), dtype=gl.float32, layout=half_layout)
-            left, right, part, smem_read_stage, lap = _mainloop(
+            left, right, part, smem_read_stage, lap = _fp8_halves(
                 ring, left, right, part, kb, ke, smem_read_stage, lap, STAGES, WG
             )
             if kb > 0:  # a later part of the tile's K: the tile's finisher adds it
-                _publish(workspace, flags, left, right, WG)
+                _fp8_publish(workspace, flags, left, right, WG)
             else:  # the tile's first K tile: add the later parts (if any), in K order, and store C
                 if ke < k_tiles:
-                    left, right = _fix_up(
+                    left, right = _fp8_fix_up(
                         workspace, flags, left, right, (t + 1) * k_tiles, sk_iters, sk_programs, WG, STREAM_K == 1
                     )
-                _epilogue(c_desc, c_smem, left, right, scale, m0, n0, WG)
+                _fp8_epilogue(c_desc, c_smem, left, right, scale, m0, n0, WG)
             it += ke - kb
     tma.store_wait(0)
