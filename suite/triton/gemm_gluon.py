@@ -397,7 +397,9 @@ class StreamK(WarpSpecialized):
     stages = FP8_STAGES
     dtypes = ("fp8e4m3",)
     dtype_notes: ClassVar[dict[str, str]] = {
-        d: "stream-K is built on the fp8 kernel's promoted halves only" for d in ("fp16", "bf16")
+        d: "stream-K is built on the fp8 kernel's promoted halves only (a 16-bit build ran slower than the "
+        "persistent kernel: docs/design.md)"
+        for d in ("fp16", "bf16")
     }
     # compute-sanitizer: tiles shared by 3 programs, edge tiles in M and N (N % 8 != 0: C through its padded
     # buffer), a K tile cut short (130 x 250 x 520: 2 tiles of 5 K tiles over 5 programs); a data-parallel wave
