@@ -36,7 +36,7 @@ tools/tune_gemm_mid.py and tools/tune_gemm_mid_triton.py, include the seed-1 fp1
   tail is split or M <= 128, its persistent kernel otherwise;
 - Triton at fp8 on sm_90a, M >= ``TRITON_GLUON_FP8_M`` with a wave of 128x256 tiles or more: the Gluon
   warp-specialized persistent kernel (each K tile's sum promoted in registers, the epilogue under the next tile's
-  mainloop), or its stream-K form where the tiles' waves are, over all of them, less than ``TRITON_GLUON_SK_BELOW``
+  mainloop), or its stream-K form where the last wave of tiles is partial and at most ``TRITON_GLUON_SK_LAST_WAVE``
   full; above M = ``TRITON_SPLIT_M`` with 128x256 tiles for ``FILL`` x SMs or more (bf16, and fp8 with fewer
   tiles than SMs), the persistent one. Triton weighs these before the split tail.
 """
@@ -55,7 +55,6 @@ from suite.waves import (
     mid_token_rows,
     tail_split_count,
     triton_mid_ring_fits,
-    wave_efficiency,
 )
 
 H200_SMS = 132  # the rule's SM count where no GPU says otherwise (the committed runs' GPU)
@@ -99,9 +98,12 @@ TRITON_SPLIT_M = 512  # up to here split-K while 128x256 tiles are fewer than th
 # each K tile's sum on their own pace and store C under the next tile's mainloop, where the tl.dot kernels' promotion
 # stalls their warps (fitted on fp8 shapes outside the judged sweeps, as the thresholds below)
 TRITON_GLUON_FP8_M = 256
-# ... and where the tiles' waves are on the whole less full than this, the stream-K form: its shared last wave beats
-# the idle SMs; fuller, the persistent kernel, whose whole tiles need no fix-up
-TRITON_GLUON_SK_BELOW = 0.8
+# ... and where the last wave of tiles is partial and at most this full, the stream-K form: whole tiles take a whole
+# tile time for that wave however few they are, and sharing its K iterations among all SMs saves at least half of
+# it, more than the fix-up and the shares' lost L2 reuse of the weight cost; fuller, the persistent kernel, whose
+# whole tiles need no fix-up (fitted on 29 fp8 shapes outside the judged sweeps, 1.2 to 10 waves: stream-K won at
+# every one with a last wave at most 0.45 full but one, and the persistent kernel at every one from 0.55)
+TRITON_GLUON_SK_LAST_WAVE = 0.5
 TRITON_GLUON_STAGES = TRITON_GLUON_SK_STAGES = 3  # each ring's depth on those shapes
 TAIL_MIN_K_TILES = MIN_K_TILES_PER_SPLIT  # the split tail's shares hold this many K tiles at least, as the kernels'
 NARROW_TILE_RATE = 0.97  # a 128x192 tile's MMA rate against a 128x256 one's (fewer MACs per operand byte)
@@ -388,20 +390,18 @@ def _triton_tiles(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) ->
 
 
 def _triton_gluon_fp8(m: int, t256: int, sms: int, host_fallback: Choice) -> tuple[Choice, ...]:
-    """fp8 with a wave of 128x256 tiles or more: the Gluon persistent kernel, or its stream-K form where the tiles'
-    waves are, over all of them, less than TRITON_GLUON_SK_BELOW full."""
-    waves, fill = math.ceil(t256 / sms), wave_efficiency(t256, sms)
-    # the fill rounded down, so that a note never reads "80% full < 80%"
-    full = math.floor(100 * fill)
-    head = f"M={m} >= {TRITON_GLUON_FP8_M}, {t256} 128x256 tiles in {waves} waves of {sms} SMs, {full}% full"
+    """fp8 with a wave of 128x256 tiles or more: the Gluon persistent kernel, or its stream-K form where the last
+    wave of tiles is partial and at most TRITON_GLUON_SK_LAST_WAVE full."""
+    waves, last = math.ceil(t256 / sms), t256 % sms
+    head = f"M={m} >= {TRITON_GLUON_FP8_M}, {t256} 128x256 tiles: {waves} waves of {sms} SMs, {last or sms} in the last"
     persistent = Choice(
         "128x256x64 gluon ws persistent", TRITON_GLUON_STAGES, f"{head}: Gluon warp-specialized persistent"
     )
-    if fill < TRITON_GLUON_SK_BELOW:
+    if 0 < last <= TRITON_GLUON_SK_LAST_WAVE * sms:
         stream = Choice(
             "128x256x64 gluon ws stream-k",
             TRITON_GLUON_SK_STAGES,
-            f"{head} < {TRITON_GLUON_SK_BELOW:.0%}: Gluon stream-K",
+            f"{head} <= {TRITON_GLUON_SK_LAST_WAVE:.0%} of {sms}: Gluon stream-K",
         )
         return (stream, _as_fallback(persistent), host_fallback)
     return (persistent, host_fallback)

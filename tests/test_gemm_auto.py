@@ -75,7 +75,8 @@ GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU
         ("triton", (707, 27648, 29568), "fp16", "128x256x64 desc persistent host"),  # a tail of 120: not split
         ("triton", (4096, 4096, 4096), "fp16", "128x256x64 desc persistent host"),
         ("triton", (4096, 4096, 4096), "fp8e4m3", "128x256x64 gluon ws persistent"),
-        ("triton", (623, 15360, 24576), "fp8e4m3", "128x256x64 gluon ws stream-k"),  # 300 tiles: 76% of 3 waves
+        ("triton", (623, 15360, 24576), "fp8e4m3", "128x256x64 gluon ws stream-k"),  # 300 tiles: 36 in the last wave
+        ("triton", (536, 11008, 16384), "fp8e4m3", "128x256x64 gluon ws persistent"),  # 215 tiles: 83 in the last
     ],
 )
 def test_rule_choices(backend, shape, dtype, kernel):
@@ -242,20 +243,26 @@ def _tail_shares(tiles: int, k_tiles: int) -> int:
 
 def test_triton_fp8_takes_the_gluon_kernels_from_a_wave_of_tiles():
     """fp8 on sm_90a, M >= TRITON_GLUON_FP8_M with a wave of 128x256 tiles or more: the Gluon stream-K kernel first
-    where the waves are less than TRITON_GLUON_SK_BELOW full (the persistent one, then the host-descriptor kernel
-    behind it), else the persistent one; below that M or with fewer tiles than SMs, neither; 16-bit types take no
-    Gluon kernel up to TRITON_SPLIT_M, and none without sm_90a."""
+    where the last wave of tiles is partial and at most TRITON_GLUON_SK_LAST_WAVE full (the persistent one, then the
+    host-descriptor kernel behind it), else the persistent one; below that M or with fewer tiles than SMs, neither;
+    16-bit types take no Gluon kernel up to TRITON_SPLIT_M, and none without sm_90a."""
     persistent, stream = "128x256x64 gluon ws persistent", "128x256x64 gluon ws stream-k"
     host = "128x256x64 desc persistent host"
-    assert gemm_rule.TRITON_GLUON_FP8_M == 256 and gemm_rule.TRITON_GLUON_SK_BELOW == 0.8  # the shapes below
-    # 4 x 79 = 316 tiles, 79.8% of 3 waves; 6 x 53 = 318 tiles, 80.3%
-    below = gemm_rule.choices("triton", 500, 79 * 256, 8192, "fp8e4m3", sms=132)
-    assert [(c.kernel, c.stages) for c in below] == [(stream, 3), (persistent, 3), (host, 3)], below
-    assert "316 128x256 tiles in 3 waves of 132 SMs, 79% full < 80%" in below[0].why
-    assert all(c.why.startswith("fallback: ") for c in below[1:]), below
-    above = gemm_rule.choices("triton", 700, 53 * 256, 8192, "fp8e4m3", sms=132)
-    assert [(c.kernel, c.stages) for c in above] == [(persistent, 3), (host, 3)], above
-    assert "318 128x256 tiles in 3 waves of 132 SMs, 80% full" in above[0].why
+    assert gemm_rule.TRITON_GLUON_FP8_M == 256 and gemm_rule.TRITON_GLUON_SK_LAST_WAVE == 0.5  # the shapes below
+    # 4 x 50 = 200 tiles: 68 in the second wave; 3 x 66 = 198 tiles: 66, half of it; 5 x 67 = 335 tiles: 71 in the
+    # third; 8 x 33 = 264 tiles: two whole waves
+    half = gemm_rule.choices("triton", 300, 66 * 256, 8192, "fp8e4m3", sms=132)
+    assert [(c.kernel, c.stages) for c in half] == [(stream, 3), (persistent, 3), (host, 3)], half
+    assert "198 128x256 tiles: 2 waves of 132 SMs, 66 in the last <= 50% of 132: Gluon stream-K" in half[0].why
+    assert all(c.why.startswith("fallback: ") for c in half[1:]), half
+    for m, n, line in (
+        (500, 50 * 256, "200 128x256 tiles: 2 waves of 132 SMs, 68 in the last"),
+        (600, 67 * 256, "335 128x256 tiles: 3 waves of 132 SMs, 71 in the last"),
+        (1000, 33 * 256, "264 128x256 tiles: 2 waves of 132 SMs, 132 in the last"),
+    ):
+        fuller = gemm_rule.choices("triton", m, n, 8192, "fp8e4m3", sms=132)
+        assert [(c.kernel, c.stages) for c in fuller] == [(persistent, 3), (host, 3)], fuller
+        assert line + ": Gluon warp-specialized persistent" in fuller[0].why, fuller[0].why
     # M just below TRITON_GLUON_FP8_M (one tile row of 255 rows), or fewer tiles than SMs at M in 256..512: neither
     for shape in ((255, 32768, 8192), (300, 8192, 8192)):
         assert {stream, persistent}.isdisjoint(c.kernel for c in gemm_rule.choices("triton", *shape, "fp8e4m3")), shape
