@@ -101,8 +101,7 @@ TRITON_GLUON_FP8_M = 256
 # ... and where the last wave of tiles is partial and at most this full, the stream-K form: whole tiles take a whole
 # tile time for that wave however few they are, and sharing its K iterations among all SMs saves at least half of
 # it, more than the fix-up and the shares' lost L2 reuse of the weight cost; fuller, the persistent kernel, whose
-# whole tiles need no fix-up (fitted on 29 fp8 shapes outside the judged sweeps, 1.2 to 10 waves: stream-K won at
-# every one with a last wave at most 0.45 full but one, and the persistent kernel at every one from 0.55)
+# whole tiles need no fix-up (fitted on fp8 shapes outside the judged sweeps, of 1.2 to 10 waves)
 TRITON_GLUON_SK_LAST_WAVE = 0.5
 TRITON_GLUON_STAGES = TRITON_GLUON_SK_STAGES = 3  # each ring's depth on those shapes
 TAIL_MIN_K_TILES = MIN_K_TILES_PER_SPLIT  # the split tail's shares hold this many K tiles at least, as the kernels'
