@@ -168,6 +168,15 @@ def mid_tile_ok(block_t: int, consumers: int, dtype: str = "fp16") -> bool:
     return block_t % 8 == 0 and MID_LEAST_TOKENS <= block_t <= most
 
 
+def mid_wide_tile_ok(block_t: int, consumers: int, w_tiles: int, dtype: str = "fp16") -> bool:
+    """Whether the PTX mid-M build makes a tile of ``w_tiles`` m64 weight tiles per consumer warpgroup: 1 wherever
+    ``mid_tile_ok``; 2 (the wide tile) at 16 bits on MID_WIDE_CONSUMERS warpgroups, up to MID_WIDE_MOST_TOKENS
+    tokens."""
+    if w_tiles == 1:
+        return True
+    return w_tiles == 2 and dtype != "fp8e4m3" and consumers == MID_WIDE_CONSUMERS and block_t <= MID_WIDE_MOST_TOKENS
+
+
 def mid_stage_k(dtype: str = "fp16") -> int:
     """K per stage of both mid-M builds (PTX and Triton): one 128-byte swizzled row, 64 of K at 16 bits, 128 at fp8
     (the same MMA time: fp8's wgmma runs twice the K per cycle)."""
@@ -233,7 +242,7 @@ def mid_tile(m: int, n: int, k: int, sms: int, stages: int | None = None, dtype:
     options = [(t, c, 1) for c in MID_CONSUMERS for t in mid_token_tiles(m, c, dtype)]
     if dtype != "fp8e4m3" and m > MID_WIDE_LEAST_M:
         wide = MID_WIDE_CONSUMERS
-        options += [(t, wide, 2) for t in mid_token_tiles(m, wide, dtype) if t <= MID_WIDE_MOST_TOKENS]
+        options += [(t, wide, 2) for t in mid_token_tiles(m, wide, dtype) if mid_wide_tile_ok(t, wide, 2, dtype)]
     options = [o for o in options if stages is None or mid_ring_bytes(o[0], o[1] * o[2], stages) <= MID_SMEM]
     if not options:
         raise ValueError(f"stages={stages}: no mid-M tile's ring fits {MID_SMEM} bytes")

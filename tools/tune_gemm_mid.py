@@ -52,7 +52,9 @@ def main() -> None:
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     tiles = {(t, c, 1) for m, _, _ in shapes for c in waves.MID_CONSUMERS for t in waves.mid_token_tiles(m, c)}
     wide = waves.MID_WIDE_CONSUMERS  # two m64 weight tiles per consumer warpgroup: 256 weight rows on two
-    tiles |= {(t, wide, 2) for m, _, _ in shapes for t in waves.mid_token_tiles(m, wide) if t <= g.WIDE_MOST_TOKENS}
+    tiles |= {
+        (t, wide, 2) for m, _, _ in shapes for t in waves.mid_token_tiles(m, wide) if waves.mid_wide_tile_ok(t, wide, 2)
+    }
     modules = {tile: tile_module(*tile) for tile in sorted(tiles)}
     rungs = {}
     if "--rungs" in sys.argv:  # the auto row's candidates but the swapped kernels

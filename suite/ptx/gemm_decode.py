@@ -80,6 +80,7 @@ from suite.waves import (
     mid_stage_k,
     mid_tile,
     mid_tile_ok,
+    mid_wide_tile_ok,
     persistent_grid,
     wave_efficiency,
     wave_split_count,
@@ -231,7 +232,7 @@ def mid_plan(
         raise ValueError("force the mid-M tile with both block_t and consumers, or neither")
     if w_tiles is not None and block_t is None:
         raise ValueError(f"w_tiles={w_tiles}: force the tile's weight tiles with its block_t and consumers")
-    if w_tiles not in (None, 1) and not wide_tile_ok(block_t, consumers, w_tiles, dtype):
+    if w_tiles not in (None, 1) and not mid_wide_tile_ok(block_t, consumers, w_tiles, dtype):
         raise ValueError(
             f"w_tiles={w_tiles}: two m64 weight tiles per consumer warpgroup are a 16-bit tile of "
             f"{MID_WIDE_CONSUMERS} consumers and at most {WIDE_MOST_TOKENS} tokens"
@@ -250,14 +251,6 @@ def mid_plan(
     atom_k = mid_stage_k(dtype)
     _, s = gemm_tma.split_tail_plan(tiles_w * tiles_t, -(-k // atom_k), sms, splits)
     return Plan(block_t, consumers, 1, s, tiles_w, tiles_t, atom_k, tail=True, w_tiles=w_tiles)
-
-
-def wide_tile_ok(block_t: int, consumers: int, w_tiles: int, dtype: str = "fp16") -> bool:
-    """Whether the mid-M build makes a tile of ``w_tiles`` m64 weight tiles per consumer warpgroup: 1 wherever
-    ``mid_tile_ok``; 2 at 16 bits on MID_WIDE_CONSUMERS warpgroups, up to WIDE_MOST_TOKENS tokens."""
-    if w_tiles == 1:
-        return True
-    return w_tiles == 2 and dtype != "fp8e4m3" and consumers == MID_WIDE_CONSUMERS and block_t <= WIDE_MOST_TOKENS
 
 
 def refusal(size, dtype: str) -> str | None:
@@ -508,7 +501,7 @@ class MidModule(DecodeModule):
         super().__init__(faults=())  # the decode build's faults cover the source both builds share
         if tile is not None and not mid_tile_ok(*tile):
             raise ValueError(f"tile={tile}: not a mid-M tile (block_t 64 .. 208 by 8; three consumers: up to 128)")
-        if w_tiles != 1 and (tile is None or not wide_tile_ok(*tile, w_tiles)):
+        if w_tiles != 1 and (tile is None or not mid_wide_tile_ok(*tile, w_tiles)):
             raise ValueError(
                 f"w_tiles={w_tiles}: a tile's own build of 2 weight tiles per consumer, on {MID_WIDE_CONSUMERS} "
                 f"consumers and up to {WIDE_MOST_TOKENS} tokens"
@@ -546,7 +539,7 @@ class MidModule(DecodeModule):
         return tuple(
             d
             for d in self.dtypes
-            if mid_tile_ok(block_t, consumers, d) and wide_tile_ok(block_t, consumers, self.w_tiles, d)
+            if mid_tile_ok(block_t, consumers, d) and mid_wide_tile_ok(block_t, consumers, self.w_tiles, d)
         )
 
     def name_expressions(self, stages: int) -> tuple[str, ...]:
@@ -626,7 +619,9 @@ class MidModule(DecodeModule):
             for c in MID_CONSUMERS
             for w in (1, 2)
             for t in range(MID_LEAST_TOKENS, MID_MOST_TOKENS_FOR[c] + 1, 8)
-            if mid_ring_bytes(t, c * w, stages) <= SMEM_PER_BLOCK and mid_tile_ok(t, c, d) and wide_tile_ok(t, c, w, d)
+            if mid_ring_bytes(t, c * w, stages) <= SMEM_PER_BLOCK
+            and mid_tile_ok(t, c, d)
+            and mid_wide_tile_ok(t, c, w, d)
         )
 
     def config(self) -> str:
