@@ -535,3 +535,62 @@ def test_the_tuned_persistent_configs_stride_by_the_grid_they_launch(monkeypatch
     persistent = [grid(c.kwargs)[0] for c in configs if c.kwargs["PERSISTENT"]]
     assert persistent and set(persistent) == {stride} == {128}
     assert {grid(c.kwargs)[0] for c in configs if not c.kwargs["PERSISTENT"]} == {32 * 12}
+
+
+# -- the swapped mid-M Gluon GEMM (suite/triton/gemm_mid_gluon.py), compiled for sm_90 without a GPU --
+
+
+def _mid_gluon_spec(tile, stages: int, dtype: str = "fp16") -> dict:
+    """gemm_mid_gluon_kernel's compile spec as GluonMidGemm launches it."""
+    from sm90_compile import TRITON_TYPES
+
+    from suite.triton import gemm_mid_gluon as g
+
+    element = {"fp16": "gl.float16", "bf16": "gl.bfloat16"}[dtype]
+    t1 = tile.t1 or g.UNUSED_PIECE
+    boxes = {
+        "w_desc": [g.BLOCK_K, tile.weight_cols],
+        "x0_desc": [tile.t0, g.BLOCK_K],
+        "x1_desc": [t1, g.BLOCK_K],
+        "c0_desc": [tile.t0, tile.weight_cols],
+        "c1_desc": [t1, tile.weight_cols],
+    }
+    meta = {
+        "CONSUMERS": tile.consumers,
+        "CONSUMER_REGS": g.LAYOUTS[(tile.consumers, tile.weight_cols)],
+        "STAGES": stages,
+        "T0": tile.t0,
+        "T1": tile.t1,
+        "STAGE_BYTES": 2 * g.BLOCK_K * (tile.weight_rows + tile.tokens),
+        "num_warps": 4,
+    }
+    return {
+        "fn": "suite.triton.gemm_mid_gluon:gemm_mid_gluon_kernel",
+        "gluon": True,
+        "signature": {
+            **{name: {"gluon_desc": [TRITON_TYPES[dtype], box, element]} for name, box in boxes.items()},
+            "M": "i32",
+            "N": "i32",
+            "K": "i32",
+            **dict.fromkeys(meta, "constexpr"),
+        },
+        "constexprs": meta,
+        "options": {"num_warps": 4},
+    }
+
+
+def test_mid_gluon_tiles_fit_sm90_at_their_deepest_rings():
+    """Every tile the swapped mid-M Gluon kernel's plan may pick, at the deepest ring it fits (the shared-memory
+    bound; bf16 at one of them): no spills, wgmma not serialized, its ring and slabs within what a block may have
+    and as the module counts them, and each K step's groups kept in flight (a wait leaving one group per piece)."""
+    from sm90_compile import assert_fits_sm90, compile_sm90
+
+    from suite.triton import gemm_mid_gluon as g
+
+    tiles = g.tiles_that_fit()
+    specs = [_mid_gluon_spec(t, t.deepest()) for t in tiles] + [_mid_gluon_spec(tiles[-1], 3, "bf16")]
+    for tile, stages, got in zip([*tiles, tiles[-1]], [t.deepest() for t in tiles] + [3], compile_sm90(specs)):
+        assert_fits_sm90(got, g.KERNEL.sass_minimums(), tile)
+        assert 0 <= got["shared"] - (stages * tile.stage_bytes() + tile.slab_bytes()) < 1024, (tile, got["shared"])
+        assert str(2 if tile.t1 else 1) in got["wgmma_waits"], (tile, got["wgmma_waits"])
+        assert got["ptx"]["setmaxnreg"] >= 2, got["ptx"]
