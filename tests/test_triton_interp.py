@@ -541,41 +541,32 @@ def test_the_tuned_persistent_configs_stride_by_the_grid_they_launch(monkeypatch
 
 
 def _mid_gluon_spec(tile, stages: int, dtype: str = "fp16") -> dict:
-    """gemm_mid_gluon_kernel's compile spec as GluonMidGemm launches it."""
+    """gemm_mid_gluon_kernel's compile spec as GluonMidGemm launches it: its descriptors' boxes and its meta-parameters,
+    from a launcher built (not launched) on CPU tensors."""
     from sm90_compile import TRITON_TYPES
 
+    from suite.problems import GEMM
     from suite.triton import gemm_mid_gluon as g
 
+    inputs = GEMM.make_inputs((64, 512, 128), 0, torch.device("cpu"), dtype)
+    launch = g.GluonMidGemm(inputs, GEMM.make_output(inputs), stages, tile=tile)
     element = {"fp16": "gl.float16", "bf16": "gl.bfloat16"}[dtype]
-    t1 = tile.t1 or g.UNUSED_PIECE
-    boxes = {
-        "w_desc": [g.BLOCK_K, tile.weight_cols],
-        "x0_desc": [tile.t0, g.BLOCK_K],
-        "x1_desc": [t1, g.BLOCK_K],
-        "c0_desc": [tile.t0, tile.weight_cols],
-        "c1_desc": [t1, tile.weight_cols],
-    }
-    meta = {
-        "CONSUMERS": tile.consumers,
-        "CONSUMER_REGS": g.LAYOUTS[(tile.consumers, tile.weight_cols)],
-        "STAGES": stages,
-        "T0": tile.t0,
-        "T1": tile.t1,
-        "STAGE_BYTES": 2 * g.BLOCK_K * (tile.weight_rows + tile.tokens),
-        "num_warps": 4,
-    }
+    names = ("w_desc", "x0_desc", "x1_desc", "c0_desc", "c1_desc")
     return {
         "fn": "suite.triton.gemm_mid_gluon:gemm_mid_gluon_kernel",
         "gluon": True,
         "signature": {
-            **{name: {"gluon_desc": [TRITON_TYPES[dtype], box, element]} for name, box in boxes.items()},
+            **{
+                name: {"gluon_desc": [TRITON_TYPES[dtype], list(d.block_shape), element]}
+                for name, d in zip(names, launch.descs)
+            },
             "M": "i32",
             "N": "i32",
             "K": "i32",
-            **dict.fromkeys(meta, "constexpr"),
+            **dict.fromkeys(launch.meta, "constexpr"),
         },
-        "constexprs": meta,
-        "options": {"num_warps": 4},
+        "constexprs": launch.meta,
+        "options": {"num_warps": launch.meta["num_warps"]},
     }
 
 

@@ -1,7 +1,8 @@
 """The swapped mid-M Gluon GEMM (suite/triton/gemm_mid_gluon.py): its tile plan, and on a GPU every tile of its menu
-against the fp64 reference on odd shapes (edge tiles in M and N, K cut short, N % 8 != 0: C and B through padded
-pitches), fresh random inputs and a NaN-poisoned output, twice bit for bit. Its sm_90 build is checked without a GPU
-in tests/test_triton_interp.py."""
+against the fp64 reference on odd shapes (edge tiles in M and N, K cut short; N % 8 != 0: B and C through padded
+pitches; K % 8 != 0: A through one; more tiles than SMs, so that programs walk several tiles, wrap the ring across
+them and reuse their slabs), fresh random inputs and a NaN-poisoned output, twice bit for bit. Its sm_90 build is
+checked without a GPU in tests/test_triton_interp.py."""
 
 from __future__ import annotations
 
@@ -44,6 +45,10 @@ def test_every_tile_of_the_menu_fits_its_registers_and_shared_memory():
     wide = g.Tile(2, 128, 128, 32)
     with pytest.raises(ValueError, match="ring fits 3 at most"):
         g.GluonMidGemm(inputs, GEMM.make_output(inputs), 4, tile=wide)
+    for off_menu in (g.Tile(4, 64, 128, 32), g.Tile(2, 128, 128, 64)):  # no such layout; too many accumulators
+        with pytest.raises(ValueError, match="not a tile of the plan's menu"):
+            g.GluonMidGemm(inputs, GEMM.make_output(inputs), 3, tile=off_menu)
+    assert min(t.tiles(1500, 8200) for t in tiles) >= 2 * H200_SMS  # the GPU test's largest size walks each twice
 
 
 @pytest.mark.gpu
@@ -53,7 +58,8 @@ def test_every_tile_matches_fp64_on_odd_shapes(dtype):
         pytest.skip("the Gluon GEMM is built for sm_90")
     for tile in g.tiles_that_fit():
         for stages in sorted({3, tile.deepest()}):
-            for size in ((333, 1000, 520), (77, 1004, 264), (700, 4100, 256)):
+            # (1500, 8200, 261): 330 to 1,032 tiles, at least two per program on 132 SMs
+            for size in ((333, 1000, 520), (77, 1004, 264), (1500, 8200, 261)):
                 inputs = GEMM.make_inputs(size, sum(size) + stages, DEVICE, dtype)
                 out = GEMM.make_output(inputs)
                 launch = g.GluonMidGemm(inputs, out, stages, tile=tile)

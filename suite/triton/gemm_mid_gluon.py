@@ -311,6 +311,8 @@ class GluonMidGemm:
         c = ops.c
         m, n, k = ops.m, ops.n, ops.k
         sms = num_sms(ops.a.device)
+        if tile is not None and tile not in tiles_that_fit():
+            raise ValueError(f"{tile} is not a tile of the plan's menu (gemm_mid_gluon.tiles_that_fit)")
         chosen = plan(m, n, sms, stages) if tile is None else Plan(tile, stages)
         if chosen.tile.deepest() < stages:
             raise ValueError(f"stages={stages}: the {chosen.tile} ring fits {chosen.tile.deepest()} at most")
@@ -330,7 +332,7 @@ class GluonMidGemm:
             STAGES=stages,
             T0=self.tile.t0,
             T1=self.tile.t1,
-            STAGE_BYTES=2 * BLOCK_K * (self.tile.weight_rows + self.tile.tokens),
+            STAGE_BYTES=self.tile.stage_bytes(),
             num_warps=4,
         )
         t = self.tile
@@ -365,9 +367,9 @@ class SwappedMid(TritonModule):
         "fp8e4m3": "16-bit types only: fp8's promotion per K tile is not built here"
     }
     sass_requires = HOPPER_SASS
-    # compute-sanitizer: edge tiles in M and N with a K tile cut short and N % 8 != 0 (C through its padded buffer);
-    # more tiles than SMs, so programs walk several tiles and reuse their slabs behind TMA stores
-    sanitize_sizes = ((333, 1000, 520), (700, 4100, 256))
+    # compute-sanitizer: edge tiles in M and N and a K tile cut short; more tiles than SMs (264 of the plan's 192 x 128
+    # on 132), so programs walk two tiles and reuse their slabs behind TMA stores
+    sanitize_sizes = ((333, 1000, 520), (1500, 4100, 136))
     sanitizer_blind_spots: ClassVar[dict[str, str]] = {"racecheck": RACECHECK_BLIND}
 
     def kernel_names(self, stages: int) -> tuple[str, ...]:
