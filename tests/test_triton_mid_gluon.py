@@ -11,6 +11,7 @@ import torch
 from conftest import HAS_GPU
 from gemm_checks import valid_twice
 
+from suite import waves
 from suite.problems import GEMM
 from suite.triton import gemm_mid_gluon as g
 
@@ -27,18 +28,20 @@ H200_SMS = 132
     ],
 )
 def test_plan_takes_the_tile_whose_waves_fill_the_sms(m, n, tile):
-    chosen = g.plan(m, n, H200_SMS)
+    chosen = waves.gluon_mid_plan(m, n, H200_SMS)
     got = chosen.tile
     assert (got.consumers, got.weight_cols, got.t0, got.t1) == tile
     assert chosen.stages == got.deepest() and got.tiles(m, n) <= 2 * H200_SMS
 
 
 def test_every_tile_of_the_menu_fits_its_registers_and_shared_memory():
-    tiles = g.tiles_that_fit()
-    assert {(t.consumers, t.weight_cols) for t in tiles} == set(g.LAYOUTS)
+    tiles = waves.gluon_mid_tiles()
+    assert {(t.consumers, t.weight_cols) for t in tiles} == set(waves.GLUON_MID_LAYOUTS)
     for t in tiles:
-        assert t.t1 < t.t0 and t.weight_cols * t.tokens // 128 <= g.MOST_ACC_REGS[(t.consumers, t.weight_cols)]
-        assert t.deepest() * t.stage_bytes() + t.slab_bytes() <= g.SMEM_BYTES and t.deepest() >= min(g.STAGES)
+        regs = waves.GLUON_MID_MOST_ACC_REGS[(t.consumers, t.weight_cols)]
+        assert t.t1 < t.t0 and t.weight_cols * t.tokens // 128 <= regs
+        assert t.deepest() * t.stage_bytes() + t.slab_bytes() <= waves.GLUON_MID_SMEM
+        assert t.deepest() >= min(waves.GLUON_MID_STAGES)
         assert 0 < t.rate() <= 1
     # a forced depth the ring does not fit is refused before anything is built
     inputs = GEMM.make_inputs((64, 512, 128), 0, torch.device("cpu"), "fp16")

@@ -25,8 +25,6 @@ padded buffer. Needs sm_90a (wgmma); the interpreter does not run Gluon."""
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass
 from typing import ClassVar
 
 import torch
@@ -47,103 +45,21 @@ from suite.triton.compiled import kernel_info
 from suite.triton.gemm_desc import HOPPER_SASS, Operands, num_sms
 from suite.triton.gemm_gluon import GL_DTYPES, RACECHECK_BLIND
 from suite.triton.gemm_gluon_ring import next_stage, ring_barriers, tma_load, tma_store
+from suite.waves import GLUON_MID_BLOCK_K as BLOCK_K
+from suite.waves import GLUON_MID_LAYOUTS as LAYOUTS
+from suite.waves import GLUON_MID_STAGES as STAGES
+from suite.waves import GluonMidPlan as Plan
+from suite.waves import GluonMidTile as Tile
+from suite.waves import gluon_mid_plan as plan
+from suite.waves import gluon_mid_tiles as tiles_that_fit
 from suite.waves import grid_note
 
 DTYPES = ("fp16", "bf16")
-BLOCK_K = 64  # 128 bytes of K per stage: the swizzle's width
-SMEM_BYTES = 227 * 1024 - 1024  # what a block may have on sm_90, less the barriers' and the compiler's own
 UNUSED_PIECE = 8  # a one-piece tile's second token box: in the kernel's tuples, never loaded or read
 PRODUCER_WARPS, PRODUCER_REGS = 1, 24
-# (consumers, weight columns each) -> the registers each consumer partition gets: the partitions' threads x registers
-# fit the SM's 64K with the producer's warpgroup at PRODUCER_REGS
-LAYOUTS = {(3, 64): 152, (2, 128): 232}
-# token tiles: (T0, T1) with T1 < T0, powers of two; each consumer holds WEIGHT_COLS x (T0 + T1) fp32 accumulators
-PIECES = ((64, 0), (64, 16), (64, 32), (128, 0), (128, 16), (128, 32), (128, 64))
-MOST_ACC_REGS = {(3, 64): 96, (2, 128): 160}  # accumulator registers a thread may hold, the rest for addresses
-STAGES = (3, 4, 5, 6)
-# shared-memory bytes an SM reads per multiply-add at the tensor pipe's pace (128 bytes a clock over ~2,100 16-bit
-# multiply-adds a clock): tiles that read more per multiply-add (small pieces, each re-reading the weight box) are
-# bound by shared memory instead
-SMEM_BYTES_PER_MAC = 0.06
-# a tile's fixed cost (its ring's fill, the epilogue's stores), in token columns of the tile's multiply-adds: fewer,
-# larger tiles where the waves allow (a first estimate, to be fitted on forced tiles)
-FIXED_TOKENS = 16
-# the same, for the kernels (a jit function reads module globals only as constexprs)
+# the constants the kernels read (a jit function reads module globals only as constexprs)
 _BLOCK_K, _UNUSED_PIECE = gl.constexpr(BLOCK_K), gl.constexpr(UNUSED_PIECE)
 _PRODUCER_WARPS, _PRODUCER_REGS = gl.constexpr(PRODUCER_WARPS), gl.constexpr(PRODUCER_REGS)
-
-
-@dataclass(frozen=True)
-class Tile:
-    consumers: int
-    weight_cols: int
-    t0: int
-    t1: int
-
-    @property
-    def tokens(self) -> int:
-        return self.t0 + self.t1
-
-    @property
-    def weight_rows(self) -> int:  # the tile's extent along N (wgmma's M)
-        return self.consumers * self.weight_cols
-
-    def stage_bytes(self) -> int:
-        return 2 * BLOCK_K * (self.weight_rows + self.tokens)  # a one-piece tile's unused ring is compiled away
-
-    def slab_bytes(self) -> int:
-        return 2 * self.consumers * self.t0 * self.weight_cols
-
-    def deepest(self) -> int:
-        """The most stages whose ring fits beside the slabs (0 if none of STAGES does)."""
-        fits = [s for s in STAGES if s * self.stage_bytes() + self.slab_bytes() <= SMEM_BYTES]
-        return max(fits, default=0)
-
-    def rate(self) -> float:
-        """The tensor pipe's share this tile keeps busy: 1, or less where each consumer's shared-memory reads per
-        multiply-add (its weight box once per piece, the token boxes once) pass SMEM_BYTES_PER_MAC."""
-        pieces = 2 if self.t1 else 1
-        per_mac = 2 * (pieces * self.weight_cols + self.tokens) / (self.weight_cols * self.tokens)
-        return min(1.0, SMEM_BYTES_PER_MAC / per_mac)
-
-    def tiles(self, m: int, n: int) -> int:
-        return math.ceil(n / self.weight_rows) * math.ceil(m / self.tokens)
-
-    def time(self, m: int, n: int, sms: int) -> float:
-        """Modelled walk: rounds of whole tiles (one per program and round) x a tile's multiply-adds per unit of K
-        at its rate, and its fixed cost."""
-        return math.ceil(self.tiles(m, n) / sms) * self.weight_rows * (self.tokens + FIXED_TOKENS) / self.rate()
-
-    def efficiency(self, m: int, n: int, sms: int) -> float:
-        """The problem's multiply-adds per SM over the modelled walk: 1 for whole waves of exact tiles at full rate."""
-        return m * n / sms / self.time(m, n, sms)
-
-
-def tiles_that_fit(stages: int | None = None) -> list[Tile]:
-    """Every tile of LAYOUTS x PIECES within its consumers' registers whose ring fits ``stages`` (any depth of
-    STAGES when None)."""
-    out = []
-    for (consumers, cols), _ in LAYOUTS.items():
-        for t0, t1 in PIECES:
-            tile = Tile(consumers, cols, t0, t1)
-            if cols * tile.tokens // 128 > MOST_ACC_REGS[(consumers, cols)]:
-                continue
-            if tile.deepest() and (stages is None or tile.deepest() >= stages):
-                out.append(tile)
-    return out
-
-
-@dataclass(frozen=True)
-class Plan:
-    tile: Tile
-    stages: int
-
-
-def plan(m: int, n: int, sms: int, stages: int | None = None) -> Plan:
-    """The tile whose modelled walk is fastest (ties: the fewer tiles, then more weight columns), at ``stages`` or its
-    deepest ring."""
-    best = min(tiles_that_fit(stages), key=lambda t: (t.time(m, n, sms), t.tiles(m, n), -t.weight_rows))
-    return Plan(best, stages or best.deepest())
 
 
 @gluon.jit
