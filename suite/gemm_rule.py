@@ -38,7 +38,11 @@ tools/tune_gemm_mid.py and tools/tune_gemm_mid_triton.py, include the seed-1 fp1
   warp-specialized persistent kernel (each K tile's sum promoted in registers, the epilogue under the next tile's
   mainloop), or its stream-K form where the last wave of tiles is partial and at most ``TRITON_GLUON_SK_LAST_WAVE``
   full; above M = ``TRITON_SPLIT_M`` with 128x256 tiles for ``FILL`` x SMs or more (bf16, and fp8 with fewer
-  tiles than SMs), the persistent one. Triton weighs these before the split tail.
+  tiles than SMs), the persistent one. Triton weighs these before the split tail;
+- Triton at 16 bits on sm_90a, M within ``TRITON_GLUON_MID_M`` and K up to ``TRITON_GLUON_MID_MOST_K``, before all
+  the above: the Gluon swapped mid-M kernel (192 or 256 weight columns by token tiles of one or two pieces, a
+  warp-specialized TMA ring), at the tile and depth its model of waves, padding and shared-memory reads picks
+  (suite.waves.gluon_mid_plan).
 """
 
 from __future__ import annotations
@@ -50,6 +54,7 @@ from suite.waves import (
     MID_FIXED_TOKENS,
     MID_MOST_TOKENS,
     MIN_K_TILES_PER_SPLIT,
+    gluon_mid_plan,
     mid_tile,
     mid_time,
     mid_token_rows,
@@ -104,6 +109,14 @@ TRITON_GLUON_FP8_M = 256
 # whole tiles need no fix-up (fitted on fp8 shapes outside the judged sweeps, of 1.2 to 10 waves)
 TRITON_GLUON_SK_LAST_WAVE = 0.5
 TRITON_GLUON_STAGES = TRITON_GLUON_SK_STAGES = 3  # each ring's depth on those shapes
+# 16 bits on sm_90a, M in this band and K up to TRITON_GLUON_MID_MOST_K: the Gluon swapped mid-M kernel, whose 192- or
+# 256-column weight tiles and token tiles of one or two pieces fill the waves where 128-row tiles pad M, and whose
+# warp-specialized ring keeps deeper stages in flight than the tl.dot mid-M kernel's. Below the band its few tiles
+# leave SMs idle that split-K and the tl.dot kernels' split tails fill; above it the 128x256 tiles' waves are full
+# enough; past the K bound the split kernels' shorter walks win, as the Gluon kernel never splits K (fitted on fp16
+# shapes of sweep seeds 3-7 against the rule without it)
+TRITON_GLUON_MID_M = (160, 700)
+TRITON_GLUON_MID_MOST_K = 20480
 TAIL_MIN_K_TILES = MIN_K_TILES_PER_SPLIT  # the split tail's shares hold this many K tiles at least, as the kernels'
 NARROW_TILE_RATE = 0.97  # a 128x192 tile's MMA rate against a 128x256 one's (fewer MACs per operand byte)
 
@@ -316,7 +329,28 @@ def _ptx_tiles(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ..
 
 
 def _triton(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) -> tuple[Choice, ...]:
-    return _triton_mid(m, n, k, dtype, sms, _triton_tiles(m, n, k, dtype, sms, hopper))
+    rest = _triton_mid(m, n, k, dtype, sms, _triton_tiles(m, n, k, dtype, sms, hopper))
+    return _triton_gluon_mid(m, n, k, dtype, sms, hopper, rest)
+
+
+def _triton_gluon_mid(
+    m: int, n: int, k: int, dtype: str, sms: int, hopper: bool, behind: tuple[Choice, ...]
+) -> tuple[Choice, ...]:
+    """16 bits on sm_90a, M within TRITON_GLUON_MID_M and K <= TRITON_GLUON_MID_MOST_K: the Gluon swapped mid-M
+    kernel at its plan's depth (suite.waves.gluon_mid_plan, which the kernel makes again at that depth), the
+    ``behind`` choices as its fallbacks; ``behind`` alone elsewhere."""
+    least, most = TRITON_GLUON_MID_M
+    if not hopper or dtype == "fp8e4m3" or not least <= m <= most or k > TRITON_GLUON_MID_MOST_K:
+        return behind
+    plan = gluon_mid_plan(m, n, sms)
+    t = plan.tile
+    pieces = f"{t.t0} + {t.t1}" if t.t1 else f"{t.t0}"
+    why = (
+        f"{least} <= M={m} <= {most}, K={k} <= {TRITON_GLUON_MID_MOST_K}: swapped, {t.weight_rows} weight columns "
+        f"({t.consumers} x {t.weight_cols}) by {t.tokens} tokens ({pieces}), {t.tiles(m, n)} tiles, modelled "
+        f"{t.efficiency(m, n, sms):.2f} of whole waves"
+    )
+    return (Choice("mid-m swap-ab gluon ws", plan.stages, why), *(_as_fallback(c) for c in behind))
 
 
 def _triton_tiles(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) -> tuple[Choice, ...]:

@@ -467,6 +467,17 @@ GEMM_VARIANTS = (
     ),
     (
         "triton",
+        "mid-m swap-ab gluon ws",
+        "suite.triton.gemm_mid_gluon:KERNEL",
+        needs_sm90a,
+        ("llm", "sweep"),
+        "Gluon, swapped and warp-specialized as the PTX mid-M kernel: 2-3 consumer warpgroups of 64 or 128 weight "
+        "columns on wgmma's M, a token tile of up to two power-of-two pieces (128 + 32) on its N, a 1-warp TMA "
+        "producer on an mbarrier ring, persistent, C stored transposed through TMA; the tile a model of waves, "
+        "padding and shared-memory reads picks (suite.waves.gluon_mid_plan)",
+    ),
+    (
+        "triton",
         "decode swap-ab desc",
         "suite.triton.gemm_decode:KERNEL",
         gpu_or_interpreter,

@@ -13,6 +13,7 @@ balancing would halve the grid, and a round that streams its operands would then
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 BALANCED_MIN_SHARE = 0.9
 # split-K and the split tail: every split of a tile's K streams at least this many K tiles (fewer and each split's
@@ -250,3 +251,99 @@ def mid_tile(m: int, n: int, k: int, sms: int, stages: int | None = None, dtype:
         options,
         key=lambda o: (mid_time(m, n, k, sms, *o, dtype), -(-n // (64 * o[1] * o[2])) * -(-m // o[0]), o[2]),
     )
+
+
+# The Gluon mid-M kernel (suite/triton/gemm_mid_gluon.py): its tiles and their plan, here so that suite.gemm_rule
+# names the depth whose plan the kernel then makes. A tile is CONSUMERS warpgroups x WEIGHT_COLS weight columns (wgmma's
+# M) by a token tile of one or two power-of-two pieces (T0 + T1, wgmma's N), on a ring of GLUON_MID_BLOCK_K-deep stages.
+GLUON_MID_BLOCK_K = 64  # 128 bytes of K per stage: the swizzle's width
+GLUON_MID_SMEM = 227 * 1024 - 1024  # what a block may have on sm_90, less the barriers' and the compiler's own
+# (consumers, weight columns each) -> the registers each consumer partition gets: the partitions' threads x registers
+# fit the SM's 64K beside the producer's warpgroup at its few registers
+GLUON_MID_LAYOUTS = {(3, 64): 152, (2, 128): 232}
+# token tiles: (T0, T1) with T1 < T0, powers of two; each consumer holds WEIGHT_COLS x (T0 + T1) fp32 accumulators
+GLUON_MID_PIECES = ((64, 0), (64, 16), (64, 32), (128, 0), (128, 16), (128, 32), (128, 64))
+GLUON_MID_MOST_ACC_REGS = {(3, 64): 96, (2, 128): 160}  # accumulator registers a thread may hold, the rest addresses
+GLUON_MID_STAGES = (3, 4, 5, 6)
+# shared-memory bytes an SM reads per multiply-add at the tensor pipe's pace (128 bytes a clock over ~2,100 16-bit
+# multiply-adds a clock): tiles that read more per multiply-add (small pieces, each re-reading the weight box) are
+# bound by shared memory instead
+GLUON_MID_SMEM_BYTES_PER_MAC = 0.06
+# a tile's fixed cost (its ring's fill, the epilogue's stores), in token columns of the tile's multiply-adds: fewer,
+# larger tiles where the waves allow (fitted on forced tiles at unjudged shapes, tools/tune_gemm_mid_gluon.py: the
+# plan's picks there are the same for any value from 8 to 32)
+GLUON_MID_FIXED_TOKENS = 16
+
+
+@dataclass(frozen=True)
+class GluonMidTile:
+    consumers: int
+    weight_cols: int
+    t0: int
+    t1: int
+
+    @property
+    def tokens(self) -> int:
+        return self.t0 + self.t1
+
+    @property
+    def weight_rows(self) -> int:  # the tile's extent along N (wgmma's M)
+        return self.consumers * self.weight_cols
+
+    def stage_bytes(self) -> int:  # a one-piece tile's unused ring is compiled away
+        return 2 * GLUON_MID_BLOCK_K * (self.weight_rows + self.tokens)
+
+    def slab_bytes(self) -> int:
+        return 2 * self.consumers * self.t0 * self.weight_cols
+
+    def deepest(self) -> int:
+        """The most stages whose ring fits beside the slabs (0 if none of GLUON_MID_STAGES does)."""
+        fits = [s for s in GLUON_MID_STAGES if s * self.stage_bytes() + self.slab_bytes() <= GLUON_MID_SMEM]
+        return max(fits, default=0)
+
+    def rate(self) -> float:
+        """The tensor pipe's share this tile keeps busy: 1, or less where each consumer's shared-memory reads per
+        multiply-add (its weight box once per piece, the token boxes once) pass GLUON_MID_SMEM_BYTES_PER_MAC."""
+        pieces = 2 if self.t1 else 1
+        per_mac = 2 * (pieces * self.weight_cols + self.tokens) / (self.weight_cols * self.tokens)
+        return min(1.0, GLUON_MID_SMEM_BYTES_PER_MAC / per_mac)
+
+    def tiles(self, m: int, n: int) -> int:
+        return math.ceil(n / self.weight_rows) * math.ceil(m / self.tokens)
+
+    def time(self, m: int, n: int, sms: int) -> float:
+        """Modelled walk: rounds of whole tiles (one per program and round) x a tile's multiply-adds per unit of K
+        at its rate, and its fixed cost."""
+        rounds = math.ceil(self.tiles(m, n) / sms)
+        return rounds * self.weight_rows * (self.tokens + GLUON_MID_FIXED_TOKENS) / self.rate()
+
+    def efficiency(self, m: int, n: int, sms: int) -> float:
+        """The problem's multiply-adds per SM over the modelled walk: 1 for whole waves of exact tiles at full rate."""
+        return m * n / sms / self.time(m, n, sms)
+
+
+def gluon_mid_tiles(stages: int | None = None) -> list[GluonMidTile]:
+    """Every tile of GLUON_MID_LAYOUTS x GLUON_MID_PIECES within its consumers' registers whose ring fits ``stages``
+    (any depth of GLUON_MID_STAGES when None)."""
+    out = []
+    for consumers, cols in GLUON_MID_LAYOUTS:
+        for t0, t1 in GLUON_MID_PIECES:
+            tile = GluonMidTile(consumers, cols, t0, t1)
+            if cols * tile.tokens // 128 > GLUON_MID_MOST_ACC_REGS[(consumers, cols)]:
+                continue
+            if tile.deepest() and (stages is None or tile.deepest() >= stages):
+                out.append(tile)
+    return out
+
+
+@dataclass(frozen=True)
+class GluonMidPlan:
+    tile: GluonMidTile
+    stages: int
+
+
+def gluon_mid_plan(m: int, n: int, sms: int, stages: int | None = None) -> GluonMidPlan:
+    """The tile whose modelled walk is fastest (ties: the fewer tiles, then more weight columns), at ``stages`` or its
+    deepest ring."""
+    best = min(gluon_mid_tiles(stages), key=lambda t: (t.time(m, n, sms), t.tiles(m, n), -t.weight_rows))
+    return GluonMidPlan(best, stages or best.deepest())

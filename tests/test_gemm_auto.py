@@ -15,6 +15,7 @@ from suite.problems import GEMM
 from suite.registry import variants
 
 GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
+GLUON_MID = "mid-m swap-ab gluon ws"
 
 
 @pytest.mark.parametrize(
@@ -80,7 +81,10 @@ GPU = pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU
     ],
 )
 def test_rule_choices(backend, shape, dtype, kernel):
-    choice = gemm_rule.choose(backend, *shape, dtype, sms=132, hopper=True)
+    """The rule's first choice on sm_90a, other than the Gluon mid-M kernel: where that comes first (its band,
+    test_the_gluon_mid_m_kernel_runs_in_its_band), the listed kernel is its first fallback."""
+    got = gemm_rule.choices(backend, *shape, dtype, sms=132, hopper=True)
+    choice = got[1] if got[0].kernel == GLUON_MID else got[0]
     assert choice.kernel == kernel
     assert choice.why and "\n" not in choice.why  # one line: the row's note
     assert f"M={shape[0]}" in choice.why or "tiles" in choice.why  # it names what decided
@@ -91,30 +95,63 @@ def test_rule_choices(backend, shape, dtype, kernel):
 def test_the_triton_mid_m_kernel_keeps_the_tall_choices_behind_it():
     """128 < M <= TRITON_MID_M at any dtype: the swapped mid-M kernel first, the tall band's choices behind it in their
     own order, as fallbacks (what runs where the mid-M kernel refused the shape); just above that M (the tall band's
-    256-row tiles up to TALL_M) and below MID_LEAST_K, no mid-M kernel."""
+    256-row tiles up to TALL_M) and below MID_LEAST_K, no mid-M kernel. Without sm_90a: there, the Gluon mid-M band
+    comes first."""
     mid, most = "mid-m swap-ab desc", gemm_rule.TRITON_MID_M
     for shape in ((129, 73728, 11008), (202, 7168, 36864), (most, 65536, gemm_rule.MID_LEAST_K)):
         for dtype in ("bf16", "fp8e4m3"):
-            with_mid = gemm_rule.choices("triton", *shape, dtype, sms=132)
+            with_mid = gemm_rule.choices("triton", *shape, dtype, sms=132, hopper=False)
             assert with_mid[0].kernel == mid, shape
             assert f"token tile of {-(-shape[0] // 16) * 16} rows" in with_mid[0].why
             assert all(c.why.startswith("fallback: ") for c in with_mid[1:]), with_mid
-    assert gemm_rule.choose("triton", most + 1, 65536, 8192, "fp16", sms=132).kernel != mid
-    assert gemm_rule.choose("triton", 128, 65536, 8192, "fp16", sms=132).kernel != mid
-    assert gemm_rule.choose("triton", 150, 65536, 8192, "fp16", sms=132).kernel == mid
+    assert gemm_rule.choose("triton", most + 1, 65536, 8192, "fp16", sms=132, hopper=False).kernel != mid
+    assert gemm_rule.choose("triton", 128, 65536, 8192, "fp16", sms=132, hopper=False).kernel != mid
+    assert gemm_rule.choose("triton", 150, 65536, 8192, "fp16", sms=132, hopper=False).kernel == mid
     short = gemm_rule.MID_LEAST_K - 64
-    assert mid not in {c.kernel for c in gemm_rule.choices("triton", 150, 65536, short, "fp16", sms=132)}
+    assert mid not in {c.kernel for c in gemm_rule.choices("triton", 150, 65536, short, "fp16", sms=132, hopper=False)}
 
 
 @pytest.mark.parametrize("shape", [(341, 6144, 11008), (360, 8192, 11008), (700, 8192, 8192), (1000, 4096, 16384)])
 def test_the_triton_wide_mid_m_note_names_the_tile_the_kernel_plans(shape):
-    """From TALL_M at 16 bits: the note's token tile and count are those the kernel plans at the rule's depth."""
+    """From TALL_M at 16 bits (without sm_90a, as the Gluon mid-M band comes first there): the note's token tile and
+    count are those the kernel plans at the rule's depth."""
     from suite.triton import gemm_mid
 
-    choice = gemm_rule.choose("triton", *shape, "bf16", sms=132)
+    choice = gemm_rule.choose("triton", *shape, "bf16", sms=132, hopper=False)
     assert choice.kernel == "mid-m swap-ab desc", choice
     p = gemm_mid.plan("bf16", *shape, 132, choice.stages)
     assert f"swapped, {p.block_t}-token tiles (x {p.tiles_t})" in choice.why, (choice, p)
+
+
+def test_the_gluon_mid_m_kernel_runs_in_its_band():
+    """16 bits on sm_90a, M within TRITON_GLUON_MID_M and K <= TRITON_GLUON_MID_MOST_K: the Gluon mid-M kernel first,
+    at its plan's depth, the note naming the plan's tile, the rule without it behind as fallbacks; just outside the
+    band, at fp8 or without sm_90a, the rule without it."""
+    from suite import waves
+
+    least, most = gemm_rule.TRITON_GLUON_MID_M
+    k_most = gemm_rule.TRITON_GLUON_MID_MOST_K
+    seen = set()
+    for m, k in itertools.product((least - 1, least, 341, most, most + 1), (3072, k_most, k_most + 64)):
+        for n, dtype in itertools.product((4096, 24576), ("fp16", "bf16", "fp8e4m3")):
+            got = gemm_rule.choices("triton", m, n, k, dtype, sms=132, hopper=True)
+            rest = gemm_rule._triton_mid(m, n, k, dtype, 132, gemm_rule._triton_tiles(m, n, k, dtype, 132, True))
+            inside = least <= m <= most and k <= k_most and dtype != "fp8e4m3"
+            seen.add(inside)
+            assert gemm_rule.choices("triton", m, n, k, dtype, sms=132, hopper=False)[0].kernel != GLUON_MID
+            if not inside:
+                assert got == rest, (m, n, k, dtype)
+                continue
+            plan = waves.gluon_mid_plan(m, n, 132)
+            assert got[0].kernel == GLUON_MID and got[0].stages == plan.stages, (m, n, k, dtype)
+            t = plan.tile
+            assert f"{t.weight_rows} weight columns" in got[0].why and f"{t.tokens} tokens" in got[0].why
+            assert f"{t.tiles(m, n)} tiles" in got[0].why
+            assert [c.kernel for c in got[1:]] == [c.kernel for c in rest]
+            assert all(c.why.startswith("fallback: ") for c in got[1:])
+            # the kernel plans the same tile again at the rule's depth
+            assert waves.gluon_mid_plan(m, n, 132, plan.stages) == plan
+    assert seen == {True, False}
 
 
 def test_the_ptx_mid_m_kernel_runs_where_its_model_beats_the_tile_rungs():
@@ -191,10 +228,10 @@ def test_the_ptx_mid_m_kernel_stays_out_at_fp8_above_its_ratio_or_below_its_k(sh
 @pytest.mark.parametrize("m, stages", [(129, 5), (144, 5), (145, 4), (176, 4), (208, 4)])
 def test_triton_mid_m_rings_deepen_for_small_token_tiles(m, stages):
     """Triton's mid-M kernel takes 5 stages where its token tile holds up to TRITON_MID_DEEP_TOKENS rows, 4 above,
-    and every such depth is one the kernel builds."""
+    and every such depth is one the kernel builds (without sm_90a: there, the Gluon mid-M band comes first)."""
     from suite.triton import gemm_mid
 
-    choice = gemm_rule.choose("triton", m, 14336, 8192, "fp16", sms=132)
+    choice = gemm_rule.choose("triton", m, 14336, 8192, "fp16", sms=132, hopper=False)
     assert (choice.kernel, choice.stages) == ("mid-m swap-ab desc", stages)
     assert stages in gemm_mid.STAGES
 
@@ -245,7 +282,7 @@ def test_triton_fp8_takes_the_gluon_kernels_from_a_wave_of_tiles():
     """fp8 on sm_90a, M >= TRITON_GLUON_FP8_M with a wave of 128x256 tiles or more: the Gluon stream-K kernel first
     where the last wave of tiles is partial and at most TRITON_GLUON_SK_LAST_WAVE full (the persistent one, then the
     host-descriptor kernel behind it), else the persistent one; below that M or with fewer tiles than SMs, neither;
-    16-bit types take no Gluon kernel up to TRITON_SPLIT_M, and none without sm_90a."""
+    16-bit types take no Gluon kernel but the mid-M one up to TRITON_SPLIT_M, and none without sm_90a."""
     persistent, stream = "128x256x64 gluon ws persistent", "128x256x64 gluon ws stream-k"
     host = "128x256x64 desc persistent host"
     assert gemm_rule.TRITON_GLUON_FP8_M == 256 and gemm_rule.TRITON_GLUON_SK_LAST_WAVE == 0.5  # the shapes below
@@ -267,9 +304,10 @@ def test_triton_fp8_takes_the_gluon_kernels_from_a_wave_of_tiles():
     for shape in ((255, 32768, 8192), (300, 8192, 8192)):
         assert {stream, persistent}.isdisjoint(c.kernel for c in gemm_rule.choices("triton", *shape, "fp8e4m3")), shape
     assert gemm_rule.choose("triton", 256, 32768, 8192, "fp8e4m3", sms=132).kernel == persistent
-    for dtype in ("fp16", "bf16"):  # 16 bits: no Gluon kernel up to TRITON_SPLIT_M, no stream-K one at all
+    for dtype in ("fp16", "bf16"):  # 16 bits: no Gluon kernel but mid-M up to TRITON_SPLIT_M, no stream-K one at all
         for m in (256, 500, gemm_rule.TRITON_SPLIT_M):
-            assert all("gluon" not in c.kernel for c in gemm_rule.choices("triton", m, 20224, 8192, dtype)), (dtype, m)
+            tiles = gemm_rule.choices("triton", m, 20224, 8192, dtype)
+            assert all("gluon" not in c.kernel for c in tiles if c.kernel != GLUON_MID), (dtype, m)
         assert stream not in {c.kernel for c in gemm_rule.choices("triton", 4096, 20224, 8192, dtype)}
     assert all("gluon" not in c.kernel for c in gemm_rule.choices("triton", 500, 20224, 8192, "fp8e4m3", hopper=False))
 
@@ -302,12 +340,13 @@ def test_every_kernel_the_rule_picks_is_one_the_auto_rows_can_run():
 
 
 def test_the_rule_and_the_triton_kernels_agree_on_tall_tiles():
-    """The rule's Triton regime of 256-row tiles (behind the mid-M kernel where that leads) is where split-K's tile
+    """The rule's Triton regime of 256-row tiles (behind the mid-M kernels where they lead) is where split-K's tile
     has 256 rows (one threshold, written in the pure rule and in the kernel module, tied here)."""
     from suite.triton import gemm_splitk
 
     for dtype, m in itertools.product(("fp16", "bf16", "fp8e4m3"), range(100, 300)):
-        tiles = [c for c in gemm_rule.choices("triton", m, 73728, 8192, dtype) if c.kernel != "mid-m swap-ab desc"]
+        mids = ("mid-m swap-ab desc", GLUON_MID)
+        tiles = [c for c in gemm_rule.choices("triton", m, 73728, 8192, dtype) if c.kernel not in mids]
         why = tiles[0].why.removeprefix("fallback: ")
         assert why.startswith(f"{gemm_rule.TALL_M // 2} < M=") == (gemm_splitk.tile_for(dtype, m)[0] == 256), (dtype, m)
 

@@ -535,3 +535,53 @@ def test_the_tuned_persistent_configs_stride_by_the_grid_they_launch(monkeypatch
     persistent = [grid(c.kwargs)[0] for c in configs if c.kwargs["PERSISTENT"]]
     assert persistent and set(persistent) == {stride} == {128}
     assert {grid(c.kwargs)[0] for c in configs if not c.kwargs["PERSISTENT"]} == {32 * 12}
+
+
+# -- the swapped mid-M Gluon GEMM (suite/triton/gemm_mid_gluon.py), compiled for sm_90 without a GPU --
+
+
+def _mid_gluon_spec(tile, stages: int, dtype: str = "fp16") -> dict:
+    """gemm_mid_gluon_kernel's compile spec as GluonMidGemm launches it: its descriptors' boxes and its meta-parameters,
+    from a launcher built (not launched) on CPU tensors."""
+    from sm90_compile import TRITON_TYPES
+
+    from suite.problems import GEMM
+    from suite.triton import gemm_mid_gluon as g
+
+    inputs = GEMM.make_inputs((64, 512, 128), 0, torch.device("cpu"), dtype)
+    launch = g.GluonMidGemm(inputs, GEMM.make_output(inputs), stages, tile=tile)
+    element = {"fp16": "gl.float16", "bf16": "gl.bfloat16"}[dtype]
+    names = ("w_desc", "x0_desc", "x1_desc", "c0_desc", "c1_desc")
+    return {
+        "fn": "suite.triton.gemm_mid_gluon:gemm_mid_gluon_kernel",
+        "gluon": True,
+        "signature": {
+            **{
+                name: {"gluon_desc": [TRITON_TYPES[dtype], list(d.block_shape), element]}
+                for name, d in zip(names, launch.descs)
+            },
+            "M": "i32",
+            "N": "i32",
+            "K": "i32",
+            **dict.fromkeys(launch.meta, "constexpr"),
+        },
+        "constexprs": launch.meta,
+        "options": {"num_warps": launch.meta["num_warps"]},
+    }
+
+
+def test_mid_gluon_tiles_fit_sm90_at_their_deepest_rings():
+    """Every tile the swapped mid-M Gluon kernel's plan may pick, at the deepest ring it fits (the shared-memory
+    bound; bf16 at one of them): no spills, wgmma not serialized, its ring and slabs within what a block may have
+    and as the module counts them, and each K step's groups kept in flight (a wait leaving one group per piece)."""
+    from sm90_compile import assert_fits_sm90, compile_sm90
+
+    from suite.triton import gemm_mid_gluon as g
+
+    tiles = g.tiles_that_fit()
+    specs = [_mid_gluon_spec(t, t.deepest()) for t in tiles] + [_mid_gluon_spec(tiles[-1], 3, "bf16")]
+    for tile, stages, got in zip([*tiles, tiles[-1]], [t.deepest() for t in tiles] + [3], compile_sm90(specs)):
+        assert_fits_sm90(got, g.KERNEL.sass_minimums(), tile)
+        assert 0 <= got["shared"] - (stages * tile.stage_bytes() + tile.slab_bytes()) < 1024, (tile, got["shared"])
+        assert str(2 if tile.t1 else 1) in got["wgmma_waits"], (tile, got["wgmma_waits"])
+        assert got["ptx"]["setmaxnreg"] >= 2, got["ptx"]

@@ -62,7 +62,7 @@ from suite.triton.gemm_desc import (
     stage_bytes,
 )
 from suite.triton.gemm_gluon_fp8 import FP8_CONSUMER_REGS, FP8_CONSUMER_WARPS, fp8_consumer
-from suite.triton.gemm_gluon_ring import next_stage, producer, tile_counts, tma_store
+from suite.triton.gemm_gluon_ring import next_stage, producer, ring_barriers, tile_counts, tma_store
 from suite.triton.gemm_parts import tile_coords
 from suite.waves import grid_note, persistent_grid
 from suite.workspace import new_workspace
@@ -171,11 +171,7 @@ def gemm_gluon_kernel(
     CONSUMERS: gl.constexpr = 2 if B_K_MAJOR else 1  # partitions that arrive on empty[] (fp8: one per warpgroup)
     a_ring = gl.allocate_shared_memory(dtype, [STAGES] + a_desc.block_type.shape, a_desc.layout)
     b_ring = gl.allocate_shared_memory(dtype, [STAGES] + b_desc.block_type.shape, b_desc.layout)
-    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-    for s in gl.static_range(STAGES):
-        mbarrier.init(ready.index(s), count=1)  # completed by the producer's expect and the TMA bytes
-        mbarrier.init(empty.index(s), count=CONSUMERS)  # completed by each consumer partition's arrival
+    ready, empty = ring_barriers(STAGES, CONSUMERS)
     # Named tuples of the partitions' arguments hold only shared memory, descriptors, pointers and None: an assignment
     # (or a concatenation) turns a constexpr into a tensor, and the meta-parameters are constexprs, as are a size or a
     # stream-K count that is 1 (Triton's launcher specializes it), so those are written into each partition's tuple

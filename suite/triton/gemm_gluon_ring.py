@@ -33,6 +33,18 @@ def next_stage(stage, lap, STAGES: gl.constexpr):
 
 
 @gluon.jit
+def ring_barriers(STAGES: gl.constexpr, CONSUMERS: gl.constexpr):
+    """The ring's mbarriers, initialized: ready[s], completed by the producer's expect and the TMA bytes; empty[s], by
+    one arrival of each of CONSUMERS consumer partitions."""
+    ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+    for s in gl.static_range(STAGES):
+        mbarrier.init(ready.index(s), count=1)
+        mbarrier.init(empty.index(s), count=CONSUMERS)
+    return ready, empty
+
+
+@gluon.jit
 def tile_counts(M, N, K, BLOCK_M: gl.constexpr, BLOCK_N: gl.constexpr, BLOCK_K: gl.constexpr):
     """Both partitions walk the same persistent schedule: C's tiles along M and N, and the K tiles of each."""
     return gl.cdiv(M, BLOCK_M), gl.cdiv(N, BLOCK_N), gl.cdiv(K, BLOCK_K)

@@ -1,0 +1,301 @@
+"""Mid-M GEMM in Gluon (``triton.experimental.gluon``): C = A @ B at 16 bits for a few hundred to a few thousand
+token rows, computed swapped (C^T = B^T A^T) and warp-specialized, as the PTX mid-M kernel is (suite/ptx/
+gemm_decode.cu), where the tile kernels' 128-row tiles pad M and leave the last wave ragged.
+
+Swapped, the weight's N runs along wgmma's M and the tokens along its N. CONSUMERS partitions of one warpgroup each
+own WEIGHT_COLS of N (64: one m64 wgmma per K step and piece; 128: two), so a tile is CONSUMERS x WEIGHT_COLS weight
+columns (192 or 256) by a token tile. Gluon's tensors are powers of two, so a token tile is up to two pieces
+(T0 + T1: 64 + 32 = 96, 128 + 32 = 160), one fp32 accumulator each, both on the same weight box: the token tiles
+that divide M nearly exactly where the waves of whole tiles are few.
+
+* **producer** (one warp, few registers): a STAGES-deep TMA ring, per stage CONSUMERS weight boxes [BLOCK_K,
+  WEIGHT_COLS] of B (K x N; wgmma reads each transposed, as its A) and one token box [T_p, BLOCK_K] of A per piece,
+  zero-filled past M, N and K; each stage guarded by a *ready* mbarrier (the producer's expect and the TMA bytes) and
+  an *empty* one (one arrival per consumer);
+* **mainloop** (each consumer): wait for a stage, one wgmma per piece, then wait until only this K step's groups are
+  in flight and release the stage the K step before read;
+* **epilogue**: each piece's accumulator stored transposed into the consumer's [T0, WEIGHT_COLS] slab (a permuted
+  view of it) and TMA-stored into C, clipped at M and N: piece 0, then piece 1 in the slab's first T1 rows once
+  piece 0's store has read it.
+
+Persistent: min(SMs, tiles) programs stride over the tiles, the token tiles of one weight tile adjacent, so the
+weight comes from DRAM about once. ``plan`` picks the tile and depth by a model of waves, padding and shared-memory
+traffic. A and B rows not 16-byte pitched go through gemm_desc.Operands' padded copies; C where N % 8 != 0 through a
+padded buffer. Needs sm_90a (wgmma); the interpreter does not run Gluon."""
+
+from __future__ import annotations
+
+from typing import ClassVar
+
+import torch
+from triton.experimental import gluon
+from triton.experimental.gluon import language as gl
+from triton.experimental.gluon.language.nvidia.hopper import (
+    fence_async_shared,
+    mbarrier,
+    tma,
+    warpgroup_mma,
+    warpgroup_mma_wait,
+)
+from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+from suite.checks import check_stages, gemm_operands
+from suite.kernel import TritonModule
+from suite.triton.compiled import kernel_info
+from suite.triton.gemm_desc import HOPPER_SASS, Operands, num_sms
+from suite.triton.gemm_gluon import GL_DTYPES, RACECHECK_BLIND
+from suite.triton.gemm_gluon_ring import next_stage, ring_barriers, tma_load, tma_store
+from suite.waves import GLUON_MID_BLOCK_K as BLOCK_K
+from suite.waves import GLUON_MID_LAYOUTS as LAYOUTS
+from suite.waves import GLUON_MID_STAGES as STAGES
+from suite.waves import GluonMidPlan as Plan
+from suite.waves import GluonMidTile as Tile
+from suite.waves import gluon_mid_plan as plan
+from suite.waves import gluon_mid_tiles as tiles_that_fit
+from suite.waves import grid_note
+
+DTYPES = ("fp16", "bf16")
+UNUSED_PIECE = 8  # a one-piece tile's second token box: in the kernel's tuples, never loaded or read
+PRODUCER_WARPS, PRODUCER_REGS = 1, 24
+# the constants the kernels read (a jit function reads module globals only as constexprs)
+_BLOCK_K, _UNUSED_PIECE = gl.constexpr(BLOCK_K), gl.constexpr(UNUSED_PIECE)
+_PRODUCER_WARPS, _PRODUCER_REGS = gl.constexpr(PRODUCER_WARPS), gl.constexpr(PRODUCER_REGS)
+
+
+@gluon.jit
+def _tile_origin(tile, token_tiles, WEIGHT_ROWS: gl.constexpr, TOKENS: gl.constexpr):
+    """(first weight column n0, first token row m0) of ``tile``: token tiles of one weight tile adjacent."""
+    w = tile // token_tiles
+    return w * WEIGHT_ROWS, (tile - w * token_tiles) * TOKENS
+
+
+@gluon.jit
+def _producer(w_desc, x0_desc, x1_desc, ring, M, N, K, CONSUMERS: gl.constexpr, STAGES: gl.constexpr,
+              T0: gl.constexpr, T1: gl.constexpr, STAGE_BYTES: gl.constexpr):  # fmt: skip
+    """The producer partition: every K tile of this program's tiles into the ring."""
+    w_ring, x0_ring, x1_ring, ready, empty = ring
+    WEIGHT_COLS: gl.constexpr = w_desc.block_type.shape[1]
+    token_tiles = gl.cdiv(M, T0 + T1)
+    tiles = gl.cdiv(N, WEIGHT_COLS * CONSUMERS) * token_tiles
+    smem_write_stage = 0
+    lap = 0
+    for tile in range(gl.program_id(0), tiles, gl.num_programs(0)):
+        n0, m0 = _tile_origin(tile, token_tiles, WEIGHT_COLS * CONSUMERS, T0 + T1)
+        for kt in range(gl.cdiv(K, _BLOCK_K)):
+            # wait until every consumer released this stage (the first lap's parity passes at once)
+            mbarrier.wait(empty.index(smem_write_stage), lap ^ 1)
+            # arm the stage's ready barrier with the bytes its copies deliver, then issue them
+            mbarrier.expect(ready.index(smem_write_stage), STAGE_BYTES)
+            for c in gl.static_range(CONSUMERS):
+                tma_load(
+                    w_desc,
+                    [kt * _BLOCK_K, n0 + c * WEIGHT_COLS],
+                    ready.index(smem_write_stage),
+                    w_ring.index(smem_write_stage * CONSUMERS + c),
+                )
+            tma_load(x0_desc, [m0, kt * _BLOCK_K], ready.index(smem_write_stage), x0_ring.index(smem_write_stage))
+            if T1 > 0:
+                tma_load(
+                    x1_desc, [m0 + T0, kt * _BLOCK_K], ready.index(smem_write_stage), x1_ring.index(smem_write_stage)
+                )
+            smem_write_stage, lap = next_stage(smem_write_stage, lap, STAGES)
+
+
+@gluon.jit
+def _consumer(c0_desc, c1_desc, ring, slabs, M, N, K, C: gl.constexpr, CONSUMERS: gl.constexpr,
+              STAGES: gl.constexpr, T0: gl.constexpr, T1: gl.constexpr):  # fmt: skip
+    """Consumer partition C: its WEIGHT_COLS columns of every tile, one accumulator per token piece."""
+    w_ring, x0_ring, x1_ring, ready, empty = ring
+    WEIGHT_COLS: gl.constexpr = w_ring.type.shape[2]
+    T1_ROWS: gl.constexpr = T1 if T1 > 0 else _UNUSED_PIECE
+    layout0: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, T0, 16])
+    layout1: gl.constexpr = gl.NVMMADistributedLayout(
+        version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, T1_ROWS, 16]
+    )
+    token_tiles = gl.cdiv(M, T0 + T1)
+    tiles = gl.cdiv(N, WEIGHT_COLS * CONSUMERS) * token_tiles
+    slab = slabs.index(C)  # [T0, WEIGHT_COLS] of C
+    smem_read_stage = 0
+    lap = 0
+    for tile in range(gl.program_id(0), tiles, gl.num_programs(0)):
+        n0, m0 = _tile_origin(tile, token_tiles, WEIGHT_COLS * CONSUMERS, T0 + T1)
+        acc0 = gl.zeros((WEIGHT_COLS, T0), dtype=gl.float32, layout=layout0)
+        acc1 = gl.zeros((WEIGHT_COLS, T1_ROWS), dtype=gl.float32, layout=layout1)
+        # -- MAINLOOP --
+        # a value of its own before the loop: Triton carries a name through a loop only where the body rebinds it to
+        # something other than what it was bound to on entry
+        release_stage = 0
+        for kt in range(gl.cdiv(K, _BLOCK_K)):
+            # wait for the TMA bytes of this stage (its ready barrier's phase for this lap)
+            mbarrier.wait(ready.index(smem_read_stage), lap)
+            weight = w_ring.index(smem_read_stage * CONSUMERS + C).permute((1, 0))  # [WEIGHT_COLS, _BLOCK_K]
+            acc0 = warpgroup_mma(weight, x0_ring.index(smem_read_stage).permute((1, 0)), acc0, is_async=True)
+            if T1 > 0:
+                acc1 = warpgroup_mma(weight, x1_ring.index(smem_read_stage).permute((1, 0)), acc1, is_async=True)
+                # at most this K step's two groups in flight: the K step before's have read their stage
+                acc0, acc1 = warpgroup_mma_wait(2, deps=(acc0, acc1))
+            else:
+                # at most this K step's group in flight: the K step before's has read its stage
+                acc0 = warpgroup_mma_wait(1, deps=(acc0,))
+            # hand that stage back to the producer (none before the first K step); empty[] counts every consumer
+            mbarrier.arrive(empty.index(release_stage), pred=kt > 0)
+            release_stage = smem_read_stage
+            smem_read_stage, lap = next_stage(smem_read_stage, lap, STAGES)
+        # the tile's last wgmma have completed: their stage is free too
+        if T1 > 0:
+            acc0, acc1 = warpgroup_mma_wait(0, deps=(acc0, acc1))
+        else:
+            acc0 = warpgroup_mma_wait(0, deps=(acc0,))
+        mbarrier.arrive(empty.index(release_stage))
+        # -- EPILOGUE: each piece transposed into the slab, then a TMA store of it (clipped at M and N), which runs
+        #    on while the next tile's mainloop starts --
+        tma.store_wait(0)  # the previous tile's last store has finished reading the slab
+        slab.permute((1, 0)).store(acc0.to(c0_desc.dtype))
+        fence_async_shared()  # make the generic-proxy writes to the slab visible to the TMA (async proxy)
+        tma_store(c0_desc, [m0, n0 + C * WEIGHT_COLS], slab)
+        if T1 > 0:
+            tma.store_wait(0)  # piece 0's store has finished reading the slab
+            rows = slab.slice(0, T1)
+            rows.permute((1, 0)).store(acc1.to(c1_desc.dtype))
+            fence_async_shared()
+            tma_store(c1_desc, [m0 + T0, n0 + C * WEIGHT_COLS], rows)
+    tma.store_wait(0)
+
+
+@gluon.jit
+def gemm_mid_gluon_kernel(w_desc, x0_desc, x1_desc, c0_desc, c1_desc, M, N, K, CONSUMERS: gl.constexpr,
+                          CONSUMER_REGS: gl.constexpr, STAGES: gl.constexpr, T0: gl.constexpr, T1: gl.constexpr,
+                          STAGE_BYTES: gl.constexpr, num_warps: gl.constexpr):  # fmt: skip
+    dtype: gl.constexpr = w_desc.dtype
+    w_ring = gl.allocate_shared_memory(dtype, [STAGES * CONSUMERS] + w_desc.block_type.shape, w_desc.layout)
+    x0_ring = gl.allocate_shared_memory(dtype, [STAGES] + x0_desc.block_type.shape, x0_desc.layout)
+    x1_ring = gl.allocate_shared_memory(dtype, [STAGES] + x1_desc.block_type.shape, x1_desc.layout)
+    ready, empty = ring_barriers(STAGES, CONSUMERS)
+    slabs = gl.allocate_shared_memory(dtype, [CONSUMERS] + c0_desc.block_type.shape, c0_desc.layout)
+    ring = (w_ring, x0_ring, x1_ring, ready, empty)
+    if CONSUMERS == 2:
+        gl.warp_specialize(
+            [
+                (_consumer, (c0_desc, c1_desc, ring, slabs, M, N, K, 0, CONSUMERS, STAGES, T0, T1)),
+                (_consumer, (c0_desc, c1_desc, ring, slabs, M, N, K, 1, CONSUMERS, STAGES, T0, T1)),
+                (_producer, (w_desc, x0_desc, x1_desc, ring, M, N, K, CONSUMERS, STAGES, T0, T1, STAGE_BYTES)),
+            ],
+            [4, _PRODUCER_WARPS],
+            [CONSUMER_REGS, _PRODUCER_REGS],
+        )
+    else:
+        gl.warp_specialize(
+            [
+                (_consumer, (c0_desc, c1_desc, ring, slabs, M, N, K, 0, CONSUMERS, STAGES, T0, T1)),
+                (_consumer, (c0_desc, c1_desc, ring, slabs, M, N, K, 1, CONSUMERS, STAGES, T0, T1)),
+                (_consumer, (c0_desc, c1_desc, ring, slabs, M, N, K, 2, CONSUMERS, STAGES, T0, T1)),
+                (_producer, (w_desc, x0_desc, x1_desc, ring, M, N, K, CONSUMERS, STAGES, T0, T1, STAGE_BYTES)),
+            ],
+            [4, 4, _PRODUCER_WARPS],
+            [CONSUMER_REGS, CONSUMER_REGS, _PRODUCER_REGS],
+        )
+    for s in gl.static_range(STAGES):
+        mbarrier.invalidate(ready.index(s))
+        mbarrier.invalidate(empty.index(s))
+
+
+def descriptors(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, tile: Tile) -> tuple:
+    """Host-built descriptors: B's weight boxes, A's token box per piece, C's slab box per piece (an unused piece's
+    boxes UNUSED_PIECE rows), with the default 128-byte-swizzled layouts."""
+    element = GL_DTYPES["fp16" if a.dtype == torch.float16 else "bf16"]
+
+    def desc(t, box):
+        layout = gl.NVMMASharedLayout.get_default_for(box, element)
+        return TensorDescriptor(t, list(t.shape), [t.stride(0), 1], box, layout)
+
+    t1 = tile.t1 or UNUSED_PIECE
+    return (
+        desc(b, [BLOCK_K, tile.weight_cols]),
+        desc(a, [tile.t0, BLOCK_K]),
+        desc(a, [t1, BLOCK_K]),
+        desc(c, [tile.t0, tile.weight_cols]),
+        desc(c, [t1, tile.weight_cols]),
+    )
+
+
+class GluonMidGemm:
+    """The swapped mid-M Gluon GEMM at ``stages`` on (A, B), C = A @ B; ``tile``: a forced tile (plan's otherwise)."""
+
+    def __init__(self, inputs: tuple, c: torch.Tensor, stages: int, tile: Tile | None = None):
+        ops = gemm_operands(inputs, c, DTYPES)
+        check_stages(stages, STAGES)
+        c = ops.c
+        m, n, k = ops.m, ops.n, ops.k
+        sms = num_sms(ops.a.device)
+        if tile is not None and tile not in tiles_that_fit():
+            raise ValueError(f"{tile} is not a tile of the plan's menu (gemm_mid_gluon.tiles_that_fit)")
+        chosen = plan(m, n, sms, stages) if tile is None else Plan(tile, stages)
+        if chosen.tile.deepest() < stages:
+            raise ValueError(f"stages={stages}: the {chosen.tile} ring fits {chosen.tile.deepest()} at most")
+        self.tile, self.stages = chosen.tile, stages
+        self.operands = Operands(ops.a, ops.b, c)
+        # poisoned, and initialized for initcheck, which does not see the TMA store's writes
+        self.c = c
+        self.c_padded = torch.full((m, -(-n // 8) * 8), float("nan"), dtype=c.dtype, device=c.device) if n % 8 else None
+        a_k, b_k = self.operands.refresh()
+        self.descs = descriptors(a_k, b_k, c if self.c_padded is None else self.c_padded, self.tile)
+        tiles = self.tile.tiles(m, n)
+        self.grid = min(sms, tiles)
+        self.sizes = (m, n, k)
+        self.meta = dict(
+            CONSUMERS=self.tile.consumers,
+            CONSUMER_REGS=LAYOUTS[(self.tile.consumers, self.tile.weight_cols)],
+            STAGES=stages,
+            T0=self.tile.t0,
+            T1=self.tile.t1,
+            STAGE_BYTES=self.tile.stage_bytes(),
+            num_warps=4,
+        )
+        t = self.tile
+        pieces = f"{t.t0} + {t.t1}" if t.t1 else f"{t.t0}"
+        self.config = (
+            f"swapped: {t.consumers} consumer warpgroups x {t.weight_cols} weight columns by {t.tokens} tokens "
+            f"({pieces}), {tiles} tiles (modelled {t.efficiency(m, n, sms):.2f} of whole waves at full rate), "
+            f"Gluon, {PRODUCER_WARPS} producer warp, {stages}-stage TMA ring of {BLOCK_K} K, persistent"
+            + grid_note(tiles, sms, self.grid)
+            + self.operands.note
+            + (", C through a padded pitch per call" if n % 8 else "")
+        )
+        self.info = kernel_info(None, t.stage_bytes(), self.config, self.grid)
+        self._compiled = False
+
+    def __call__(self) -> None:
+        self.operands.refresh()
+        compiled = gemm_mid_gluon_kernel[(self.grid,)](*self.descs, *self.sizes, **self.meta)
+        if self.c_padded is not None:
+            self.c.copy_(self.c_padded[:, : self.c.shape[1]])
+        if not self._compiled and compiled is not None:
+            self._compiled = True
+            self.info = kernel_info(compiled, self.tile.stage_bytes(), self.config, self.grid)
+
+
+class SwappedMid(TritonModule):
+    """GluonMidGemm for the registry: 16-bit types, the depths its plan's tiles fit."""
+
+    stages = STAGES
+    dtypes = DTYPES
+    dtype_notes: ClassVar[dict[str, str]] = {
+        "fp8e4m3": "16-bit types only: fp8's promotion per K tile is not built here"
+    }
+    sass_requires = HOPPER_SASS
+    # compute-sanitizer: edge tiles in M and N and a K tile cut short; more tiles than SMs (264 of the plan's 192 x 128
+    # on 132), so programs walk two tiles and reuse their slabs behind TMA stores
+    sanitize_sizes = ((333, 1000, 520), (1500, 4100, 136))
+    sanitizer_blind_spots: ClassVar[dict[str, str]] = {"racecheck": RACECHECK_BLIND}
+
+    def kernel_names(self, stages: int) -> tuple[str, ...]:
+        return ("gemm_mid_gluon_kernel",)
+
+    def stages_for(self, dtype: str) -> tuple:
+        return STAGES
+
+    def launch(self, inputs, out, stages):
+        return GluonMidGemm(inputs, out, stages)
+
+
+KERNEL = SwappedMid()

@@ -1,0 +1,69 @@
+"""The swapped mid-M Gluon GEMM (suite/triton/gemm_mid_gluon.py): its tile plan, and on a GPU every tile of its menu
+against the fp64 reference on odd shapes (edge tiles in M and N, K cut short; N % 8 != 0: B and C through padded
+pitches; K % 8 != 0: A through one; more tiles than SMs, so that programs walk several tiles, wrap the ring across
+them and reuse their slabs), fresh random inputs and a NaN-poisoned output, twice bit for bit. Its sm_90 build is
+checked without a GPU in tests/test_triton_interp.py."""
+
+from __future__ import annotations
+
+import pytest
+import torch
+from conftest import HAS_GPU
+from gemm_checks import valid_twice
+
+from suite import waves
+from suite.problems import GEMM
+from suite.triton import gemm_mid_gluon as g
+
+DEVICE = torch.device("cuda" if HAS_GPU else "cpu")
+H200_SMS = 132
+
+
+@pytest.mark.parametrize(
+    "m, n, tile",
+    [
+        (341, 6144, (3, 64, 64, 32)),  # 4 token tiles of 96 on 32 weight tiles of 192: 128 tiles, one wave
+        (307, 24576, (3, 64, 128, 32)),  # 2 of 160 on 128 of 192: 256 tiles, two waves
+        (950, 11008, (2, 128, 128, 32)),  # 6 of 160 on 43 of 256: 258 tiles, two waves
+    ],
+)
+def test_plan_takes_the_tile_whose_waves_fill_the_sms(m, n, tile):
+    chosen = waves.gluon_mid_plan(m, n, H200_SMS)
+    got = chosen.tile
+    assert (got.consumers, got.weight_cols, got.t0, got.t1) == tile
+    assert chosen.stages == got.deepest() and got.tiles(m, n) <= 2 * H200_SMS
+
+
+def test_every_tile_of_the_menu_fits_its_registers_and_shared_memory():
+    tiles = waves.gluon_mid_tiles()
+    assert {(t.consumers, t.weight_cols) for t in tiles} == set(waves.GLUON_MID_LAYOUTS)
+    for t in tiles:
+        regs = waves.GLUON_MID_MOST_ACC_REGS[(t.consumers, t.weight_cols)]
+        assert t.t1 < t.t0 and t.weight_cols * t.tokens // 128 <= regs
+        assert t.deepest() * t.stage_bytes() + t.slab_bytes() <= waves.GLUON_MID_SMEM
+        assert t.deepest() >= min(waves.GLUON_MID_STAGES)
+        assert 0 < t.rate() <= 1
+    # a forced depth the ring does not fit is refused before anything is built
+    inputs = GEMM.make_inputs((64, 512, 128), 0, torch.device("cpu"), "fp16")
+    wide = g.Tile(2, 128, 128, 32)
+    with pytest.raises(ValueError, match="ring fits 3 at most"):
+        g.GluonMidGemm(inputs, GEMM.make_output(inputs), 4, tile=wide)
+    for off_menu in (g.Tile(4, 64, 128, 32), g.Tile(2, 128, 128, 64)):  # no such layout; too many accumulators
+        with pytest.raises(ValueError, match="not a tile of the plan's menu"):
+            g.GluonMidGemm(inputs, GEMM.make_output(inputs), 3, tile=off_menu)
+    assert min(t.tiles(1500, 8200) for t in tiles) >= 2 * H200_SMS  # the GPU test's largest size walks each twice
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+def test_every_tile_matches_fp64_on_odd_shapes(dtype):
+    if torch.cuda.get_device_capability() != (9, 0):
+        pytest.skip("the Gluon GEMM is built for sm_90")
+    for tile in g.tiles_that_fit():
+        for stages in sorted({3, tile.deepest()}):
+            # (1500, 8200, 261): 330 to 1,032 tiles, at least two per program on 132 SMs
+            for size in ((333, 1000, 520), (77, 1004, 264), (1500, 8200, 261)):
+                inputs = GEMM.make_inputs(size, sum(size) + stages, DEVICE, dtype)
+                out = GEMM.make_output(inputs)
+                launch = g.GluonMidGemm(inputs, out, stages, tile=tile)
+                valid_twice(launch, out, inputs, dtype, (tile, stages, size))
