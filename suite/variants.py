@@ -472,7 +472,7 @@ GEMM_VARIANTS = (
         needs_sm90a,
         ("llm", "sweep"),
         "Gluon, swapped and warp-specialized as the PTX mid-M kernel: 2-3 consumer warpgroups of 64 or 128 weight "
-        "columns on wgmma's M, a token tile of up to two power-of-two pieces (128 + 32) on its N, a 1-warp TMA "
+        "columns on wgmma's M, a token tile of up to two power-of-two pieces (up to 128 + 64) on its N, a 1-warp TMA "
         "producer on an mbarrier ring, persistent, C stored transposed through TMA; the tile a model of waves, "
         "padding and shared-memory reads picks (suite.waves.gluon_mid_plan)",
     ),

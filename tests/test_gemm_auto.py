@@ -95,20 +95,21 @@ def test_rule_choices(backend, shape, dtype, kernel):
 def test_the_triton_mid_m_kernel_keeps_the_tall_choices_behind_it():
     """128 < M <= TRITON_MID_M at any dtype: the swapped mid-M kernel first, the tall band's choices behind it in their
     own order, as fallbacks (what runs where the mid-M kernel refused the shape); just above that M (the tall band's
-    256-row tiles up to TALL_M) and below MID_LEAST_K, no mid-M kernel. Without sm_90a: there, the Gluon mid-M band
-    comes first."""
+    256-row tiles up to TALL_M) and below MID_LEAST_K, no mid-M kernel. On sm_90a below the Gluon mid-M band, without
+    it in the band (there, the Gluon kernel comes first)."""
     mid, most = "mid-m swap-ab desc", gemm_rule.TRITON_MID_M
+    least = gemm_rule.TRITON_GLUON_MID_M[0]
     for shape in ((129, 73728, 11008), (202, 7168, 36864), (most, 65536, gemm_rule.MID_LEAST_K)):
         for dtype in ("bf16", "fp8e4m3"):
-            with_mid = gemm_rule.choices("triton", *shape, dtype, sms=132, hopper=False)
+            with_mid = gemm_rule.choices("triton", *shape, dtype, sms=132, hopper=shape[0] < least)
             assert with_mid[0].kernel == mid, shape
             assert f"token tile of {-(-shape[0] // 16) * 16} rows" in with_mid[0].why
             assert all(c.why.startswith("fallback: ") for c in with_mid[1:]), with_mid
     assert gemm_rule.choose("triton", most + 1, 65536, 8192, "fp16", sms=132, hopper=False).kernel != mid
-    assert gemm_rule.choose("triton", 128, 65536, 8192, "fp16", sms=132, hopper=False).kernel != mid
-    assert gemm_rule.choose("triton", 150, 65536, 8192, "fp16", sms=132, hopper=False).kernel == mid
+    assert gemm_rule.choose("triton", 128, 65536, 8192, "fp16", sms=132).kernel != mid
+    assert gemm_rule.choose("triton", 150, 65536, 8192, "fp16", sms=132).kernel == mid
     short = gemm_rule.MID_LEAST_K - 64
-    assert mid not in {c.kernel for c in gemm_rule.choices("triton", 150, 65536, short, "fp16", sms=132, hopper=False)}
+    assert mid not in {c.kernel for c in gemm_rule.choices("triton", 150, 65536, short, "fp16", sms=132)}
 
 
 @pytest.mark.parametrize("shape", [(341, 6144, 11008), (360, 8192, 11008), (700, 8192, 8192), (1000, 4096, 16384)])
@@ -124,20 +125,24 @@ def test_the_triton_wide_mid_m_note_names_the_tile_the_kernel_plans(shape):
 
 
 def test_the_gluon_mid_m_kernel_runs_in_its_band():
-    """16 bits on sm_90a, M within TRITON_GLUON_MID_M and K <= TRITON_GLUON_MID_MOST_K: the Gluon mid-M kernel first,
-    at its plan's depth, the note naming the plan's tile, the rule without it behind as fallbacks; just outside the
-    band, at fp8 or without sm_90a, the rule without it."""
+    """16 bits on sm_90a, M within TRITON_GLUON_MID_M, K <= TRITON_GLUON_MID_MOST_K and the plan's tiles at least
+    FILL x SMs: the Gluon mid-M kernel first, at its plan's depth, the note naming the plan's tile, the rule without
+    it behind as fallbacks; just outside the band, with fewer tiles (a narrow weight), at fp8 or without sm_90a, the
+    rule without it."""
     from suite import waves
 
     least, most = gemm_rule.TRITON_GLUON_MID_M
     k_most = gemm_rule.TRITON_GLUON_MID_MOST_K
+    # the plan's tiles on 132 SMs: N = 512 9-33 (M = 160-700), N = 4096 66 at M = 160 and 132 from M = 341, N = 24576
+    # 128 or more
+    few = {(160, 512), (341, 512), (700, 512), (160, 4096)}
     seen = set()
     for m, k in itertools.product((least - 1, least, 341, most, most + 1), (3072, k_most, k_most + 64)):
-        for n, dtype in itertools.product((4096, 24576), ("fp16", "bf16", "fp8e4m3")):
+        for n, dtype in itertools.product((512, 4096, 24576), ("fp16", "bf16", "fp8e4m3")):
             got = gemm_rule.choices("triton", m, n, k, dtype, sms=132, hopper=True)
             rest = gemm_rule._triton_mid(m, n, k, dtype, 132, gemm_rule._triton_tiles(m, n, k, dtype, 132, True))
-            inside = least <= m <= most and k <= k_most and dtype != "fp8e4m3"
-            seen.add(inside)
+            inside = least <= m <= most and k <= k_most and dtype != "fp8e4m3" and (m, n) not in few
+            seen.add((inside, (m, n) in few))
             assert gemm_rule.choices("triton", m, n, k, dtype, sms=132, hopper=False)[0].kernel != GLUON_MID
             if not inside:
                 assert got == rest, (m, n, k, dtype)
@@ -151,7 +156,23 @@ def test_the_gluon_mid_m_kernel_runs_in_its_band():
             assert all(c.why.startswith("fallback: ") for c in got[1:])
             # the kernel plans the same tile again at the rule's depth
             assert waves.gluon_mid_plan(m, n, 132, plan.stages) == plan
-    assert seen == {True, False}
+    assert seen == {(True, False), (False, False), (False, True)}
+
+
+def test_triton_auto_runs_the_gluon_mid_m_kernel_at_the_rules_depth(monkeypatch):
+    """On an sm_90a GPU of 132 SMs (faked: the pick reads only the SM count and the capability), triton:auto's pick in
+    the band is the registered Gluon mid-M module at the plan's depth; without sm_90a, another kernel."""
+    from suite import gemm_auto, waves
+    from suite.triton import gemm_auto as triton_auto
+    from suite.triton import gemm_mid_gluon
+
+    for size in ((160, 24576, 8192), (341, 6144, 11008), (700, 8192, 20480)):
+        monkeypatch.setattr(gemm_auto, "_device_facts", lambda: (132, True))
+        choice, kernel, stages = triton_auto.KERNEL.pick(size, "bf16")
+        assert kernel is gemm_mid_gluon.KERNEL and choice.kernel == GLUON_MID, (size, choice)
+        assert stages == waves.gluon_mid_plan(size[0], size[1], 132).stages
+        monkeypatch.setattr(gemm_auto, "_device_facts", lambda: (132, False))
+        assert triton_auto.KERNEL.pick(size, "bf16")[1] is not gemm_mid_gluon.KERNEL
 
 
 def test_the_ptx_mid_m_kernel_runs_where_its_model_beats_the_tile_rungs():
@@ -228,10 +249,11 @@ def test_the_ptx_mid_m_kernel_stays_out_at_fp8_above_its_ratio_or_below_its_k(sh
 @pytest.mark.parametrize("m, stages", [(129, 5), (144, 5), (145, 4), (176, 4), (208, 4)])
 def test_triton_mid_m_rings_deepen_for_small_token_tiles(m, stages):
     """Triton's mid-M kernel takes 5 stages where its token tile holds up to TRITON_MID_DEEP_TOKENS rows, 4 above,
-    and every such depth is one the kernel builds (without sm_90a: there, the Gluon mid-M band comes first)."""
+    and every such depth is one the kernel builds (in the Gluon mid-M band, without sm_90a: there, it comes first)."""
     from suite.triton import gemm_mid
 
-    choice = gemm_rule.choose("triton", m, 14336, 8192, "fp16", sms=132, hopper=False)
+    hopper = m < gemm_rule.TRITON_GLUON_MID_M[0]
+    choice = gemm_rule.choose("triton", m, 14336, 8192, "fp16", sms=132, hopper=hopper)
     assert (choice.kernel, choice.stages) == ("mid-m swap-ab desc", stages)
     assert stages in gemm_mid.STAGES
 
@@ -330,7 +352,7 @@ def test_every_kernel_the_rule_picks_is_one_the_auto_rows_can_run():
 
     autos = {v.backend: v.kernel for v in variants("gemm") if v.name == "auto"}
     candidates = {"ptx": ptx_auto.CANDIDATES, "triton": triton_auto.CANDIDATES}
-    ms = (1, 15, 16, 17, 64, 65, 127, 128, 129, 200, 255, 256, 257, 511, 512, 513, 4096)
+    ms = (1, 15, 16, 17, 64, 65, 127, 128, 129, 159, 160, 200, 255, 256, 257, 511, 512, 513, 700, 701, 4096)
     for backend, dtype, m, n, k in itertools.product(
         ("ptx", "triton"), ("fp16", "bf16", "fp8e4m3"), ms, (256, 4096, 73728), (128, 8192)
     ):

@@ -576,9 +576,10 @@ def test_mid_gluon_tiles_fit_sm90_at_their_deepest_rings():
     and as the module counts them, and each K step's groups kept in flight (a wait leaving one group per piece)."""
     from sm90_compile import assert_fits_sm90, compile_sm90
 
+    from suite import waves
     from suite.triton import gemm_mid_gluon as g
 
-    tiles = g.tiles_that_fit()
+    tiles = waves.gluon_mid_tiles()
     specs = [_mid_gluon_spec(t, t.deepest()) for t in tiles] + [_mid_gluon_spec(tiles[-1], 3, "bf16")]
     for tile, stages, got in zip([*tiles, tiles[-1]], [t.deepest() for t in tiles] + [3], compile_sm90(specs)):
         assert_fits_sm90(got, g.KERNEL.sass_minimums(), tile)

@@ -68,9 +68,11 @@ def main(argv: list[str] | None = None) -> int:
     for backend, values in shares.items():
         if values:
             gmean = math.exp(sum(map(math.log, values)) / len(values))
+            unscored = sum(1 for row in table if row[3] == backend and row[-1] == "-")
             print(
                 f"{backend}: the rule's choice reached {gmean:.3f} of the best row (geometric mean; minimum "
-                f"{min(values):.3f}) at {len(values)} shapes where the run has its row"
+                f"{min(values):.3f}) at {len(values)} shapes where the run has its row; {unscored} shapes without it "
+                "(the rule's kernel or depth not in the run: '-' above)"
             )
     return 0
 

@@ -5,8 +5,9 @@
   tile is marked: the data to fit GLUON_MID_FIXED_TOKENS and GLUON_MID_SMEM_BYTES_PER_MAC. Shapes: sweep seeds 3-7
   (M = 245-2,083), none from the judged seeds 1 and 2.
 * ``--band``: at every shape of sweep seeds 3-7 with M >= 64, the plan's tile and depth beside what triton:auto runs
-  without the Gluon mid-M band (the rule's first other choice): the data that fits gemm_rule.TRITON_GLUON_MID_M and
-  TRITON_GLUON_MID_MOST_K. Ends with the geometric mean and minimum over the shapes of each band on a small grid.
+  without the Gluon mid-M band (the rule's first other choice that takes the shape): the data that fits
+  gemm_rule.TRITON_GLUON_MID_M and TRITON_GLUON_MID_MOST_K. Ends with the geometric mean and minimum over the
+  shapes of each band on a small grid.
 
 Every candidate is checked against torch before it is timed (tools/gemm_probe.py). Not part of the suite's results.
 
@@ -21,7 +22,7 @@ import sys
 
 import torch
 
-from suite import gemm_rule
+from suite import gemm_rule, waves
 from suite.model_shapes import sweep_shapes
 from suite.triton import gemm_mid_gluon as g
 from suite.triton.gemm_auto import CANDIDATES
@@ -51,11 +52,16 @@ def band() -> None:
     rows = []
     for m, n, k in shapes_from_argv(tuple(shapes)):
         a, b, c, ref, cublas = fp16_problem(m, n, k)
-        other = next(ch for ch in gemm_rule.choices("triton", m, n, k, "fp16", sms) if ch.kernel != GLUON_MID)
+        # what triton:auto runs without the band: the rule's first other choice that takes the shape
+        other = next(
+            ch
+            for ch in gemm_rule.choices("triton", m, n, k, "fp16", sms)
+            if ch.kernel != GLUON_MID and not CANDIDATES[ch.kernel].refuses((m, n, k), "fp16")
+        )
         kernel = CANDIDATES[other.kernel]
         depths = [d for d in kernel.stages_for("fp16") if d is not None]  # as suite.gemm_auto picks the depth
         stages = min(depths, key=lambda d: (abs(d - other.stages), -d)) if depths else None
-        plan = g.plan(m, n, sms)
+        plan = waves.gluon_mid_plan(m, n, sms)
         got = []
         for make in (
             lambda: kernel.launch((a, b), c, stages),
@@ -73,10 +79,14 @@ def band() -> None:
             flush=True,
         )
         if None not in got:
-            rows.append((m, k, *got))
+            rows.append((m, k, t.tiles(m, n) >= gemm_rule.FILL * sms, *got))
+    if not rows:
+        print("no shape ran both kernels")
+        return
 
     def score(lo: int, hi: int, most_k: int) -> tuple[float, float]:
-        taken = [g_ if lo <= m <= hi and k <= most_k else o for m, k, o, g_ in rows]
+        """Geometric mean and minimum where the band (and the rule's floor of FILL x SMs tiles) takes the kernel."""
+        taken = [g_ if lo <= m <= hi and k <= most_k and fills else o for m, k, fills, o, g_ in rows]
         return math.exp(sum(map(math.log, taken)) / len(taken)), min(taken)
 
     print(f"\nwithout the band: geomean {score(1, 0, 0)[0]:.3f}, min {score(1, 0, 0)[1]:.3f}")
@@ -92,11 +102,12 @@ def main() -> None:
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for m, n, k in shapes_from_argv(SHAPES):
         a, b, c, ref, cublas = fp16_problem(m, n, k)
-        chosen = g.plan(m, n, sms)
+        chosen = waves.gluon_mid_plan(m, n, sms)
         candidates = []
-        for tile in g.tiles_that_fit():
+        for tile in waves.gluon_mid_tiles():
             model = tile.time(m, n, sms) / chosen.tile.time(m, n, sms)
-            depths = {tile.deepest()} | ({max(min(g.STAGES), tile.deepest() - 1)} if tile == chosen.tile else set())
+            shallower = max(min(waves.GLUON_MID_STAGES), tile.deepest() - 1)
+            depths = {tile.deepest()} | ({shallower} if tile == chosen.tile else set())
             for stages in sorted(depths):
                 mark = " (plan)" if tile == chosen.tile and stages == chosen.stages else ""
                 label = f"{tile.consumers}x{tile.weight_cols} {tile.t0}+{tile.t1} s{stages}{mark}"

@@ -19,9 +19,9 @@ that divide M nearly exactly where the waves of whole tiles are few.
   piece 0's store has read it.
 
 Persistent: min(SMs, tiles) programs stride over the tiles, the token tiles of one weight tile adjacent, so the
-weight comes from DRAM about once. ``plan`` picks the tile and depth by a model of waves, padding and shared-memory
-traffic. A and B rows not 16-byte pitched go through gemm_desc.Operands' padded copies; C where N % 8 != 0 through a
-padded buffer. Needs sm_90a (wgmma); the interpreter does not run Gluon."""
+weight comes from DRAM about once. ``suite.waves.gluon_mid_plan`` picks the tile and depth by a model of waves,
+padding and shared-memory traffic. A and B rows not 16-byte pitched go through gemm_desc.Operands' padded copies; C
+where N % 8 != 0 through a padded buffer. Needs sm_90a (wgmma); the interpreter does not run Gluon."""
 
 from __future__ import annotations
 
@@ -48,11 +48,7 @@ from suite.triton.gemm_gluon_ring import next_stage, ring_barriers, tma_load, tm
 from suite.waves import GLUON_MID_BLOCK_K as BLOCK_K
 from suite.waves import GLUON_MID_LAYOUTS as LAYOUTS
 from suite.waves import GLUON_MID_STAGES as STAGES
-from suite.waves import GluonMidPlan as Plan
-from suite.waves import GluonMidTile as Tile
-from suite.waves import gluon_mid_plan as plan
-from suite.waves import gluon_mid_tiles as tiles_that_fit
-from suite.waves import grid_note
+from suite.waves import GluonMidPlan, GluonMidTile, gluon_mid_plan, gluon_mid_tiles, grid_note
 
 DTYPES = ("fp16", "bf16")
 UNUSED_PIECE = 8  # a one-piece tile's second token box: in the kernel's tuples, never loaded or read
@@ -199,7 +195,7 @@ def gemm_mid_gluon_kernel(w_desc, x0_desc, x1_desc, c0_desc, c1_desc, M, N, K, C
         mbarrier.invalidate(empty.index(s))
 
 
-def descriptors(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, tile: Tile) -> tuple:
+def descriptors(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, tile: GluonMidTile) -> tuple:
     """Host-built descriptors: B's weight boxes, A's token box per piece, C's slab box per piece (an unused piece's
     boxes UNUSED_PIECE rows), with the default 128-byte-swizzled layouts."""
     element = GL_DTYPES["fp16" if a.dtype == torch.float16 else "bf16"]
@@ -221,15 +217,15 @@ def descriptors(a: torch.Tensor, b: torch.Tensor, c: torch.Tensor, tile: Tile) -
 class GluonMidGemm:
     """The swapped mid-M Gluon GEMM at ``stages`` on (A, B), C = A @ B; ``tile``: a forced tile (plan's otherwise)."""
 
-    def __init__(self, inputs: tuple, c: torch.Tensor, stages: int, tile: Tile | None = None):
+    def __init__(self, inputs: tuple, c: torch.Tensor, stages: int, tile: GluonMidTile | None = None):
         ops = gemm_operands(inputs, c, DTYPES)
         check_stages(stages, STAGES)
         c = ops.c
         m, n, k = ops.m, ops.n, ops.k
         sms = num_sms(ops.a.device)
-        if tile is not None and tile not in tiles_that_fit():
-            raise ValueError(f"{tile} is not a tile of the plan's menu (gemm_mid_gluon.tiles_that_fit)")
-        chosen = plan(m, n, sms, stages) if tile is None else Plan(tile, stages)
+        if tile is not None and tile not in gluon_mid_tiles():
+            raise ValueError(f"{tile} is not a tile of the plan's menu (suite.waves.gluon_mid_tiles)")
+        chosen = gluon_mid_plan(m, n, sms, stages) if tile is None else GluonMidPlan(tile, stages)
         if chosen.tile.deepest() < stages:
             raise ValueError(f"stages={stages}: the {chosen.tile} ring fits {chosen.tile.deepest()} at most")
         self.tile, self.stages = chosen.tile, stages
