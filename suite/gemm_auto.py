@@ -84,8 +84,14 @@ class AutoGemm(KernelModule):
         ValueError with the first candidate's rule when none does."""
         m, n, k = size
         sms, hopper = _device_facts()
+        return self.pick_among(gemm_rule.choices(self.backend, m, n, k, dtype, sms, hopper), size, dtype)
+
+    def pick_among(self, choices, size, dtype: str) -> tuple[gemm_rule.Choice, KernelModule, int]:
+        """``pick`` over ``choices`` (the rule's, or some of them): the first whose kernel takes ``size`` at
+        ``dtype``, at the kernel's depth nearest the choice's."""
+        m, n, k = size
         refusals = []
-        for choice in gemm_rule.choices(self.backend, m, n, k, dtype, sms, hopper):
+        for choice in choices:
             kernel = self.candidates[choice.kernel]
             if why := self._usable(kernel, size, dtype):
                 refusals.append(f"{choice.kernel}: {why}")

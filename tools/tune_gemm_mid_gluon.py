@@ -25,7 +25,7 @@ import torch
 from suite import gemm_rule, waves
 from suite.model_shapes import sweep_shapes
 from suite.triton import gemm_mid_gluon as g
-from suite.triton.gemm_auto import CANDIDATES
+from suite.triton.gemm_auto import KERNEL as AUTO
 from tools.gemm_probe import checked_ratio, fp16_problem, probe, shapes_from_argv
 
 GLUON_MID = "mid-m swap-ab gluon ws"
@@ -52,15 +52,9 @@ def band() -> None:
     rows = []
     for m, n, k in shapes_from_argv(tuple(shapes)):
         a, b, c, ref, cublas = fp16_problem(m, n, k)
-        # what triton:auto runs without the band: the rule's first other choice that takes the shape
-        other = next(
-            ch
-            for ch in gemm_rule.choices("triton", m, n, k, "fp16", sms)
-            if ch.kernel != GLUON_MID and not CANDIDATES[ch.kernel].refuses((m, n, k), "fp16")
-        )
-        kernel = CANDIDATES[other.kernel]
-        depths = [d for d in kernel.stages_for("fp16") if d is not None]  # as suite.gemm_auto picks the depth
-        stages = min(depths, key=lambda d: (abs(d - other.stages), -d)) if depths else None
+        # what triton:auto runs without the band: its pick among the rule's other choices
+        others = [ch for ch in gemm_rule.choices("triton", m, n, k, "fp16", sms) if ch.kernel != GLUON_MID]
+        other, kernel, stages = AUTO.pick_among(others, (m, n, k), "fp16")
         plan = waves.gluon_mid_plan(m, n, sms)
         got = []
         for make in (
@@ -73,7 +67,7 @@ def band() -> None:
                 print(f"  {m}x{n}x{k}: {why}", file=sys.stderr)
         t = plan.tile
         print(
-            f"{m}x{n}x{k}: without the band {got[0] or 0:.3f} ({other.kernel} at {other.stages}), Gluon mid-M "
+            f"{m}x{n}x{k}: without the band {got[0] or 0:.3f} ({other.kernel} at {stages}), Gluon mid-M "
             f"{got[1] or 0:.3f} ({t.consumers}x{t.weight_cols} {t.t0}+{t.t1} at {plan.stages}, modelled "
             f"{t.efficiency(m, n, sms):.2f})",
             flush=True,
@@ -89,7 +83,8 @@ def band() -> None:
         taken = [g_ if lo <= m <= hi and k <= most_k and fills else o for m, k, fills, o, g_ in rows]
         return math.exp(sum(map(math.log, taken)) / len(taken)), min(taken)
 
-    print(f"\nwithout the band: geomean {score(1, 0, 0)[0]:.3f}, min {score(1, 0, 0)[1]:.3f}")
+    geomean, low = score(1, 0, 0)  # an empty band
+    print(f"\nwithout the band: geomean {geomean:.3f}, min {low:.3f}")
     grid = itertools.product((64, 128, 160, 200), (500, 700, 1000, 1500), (8192, 16384, 20480, 1 << 20))
     for geomean, low, lo, hi, most_k in sorted((*score(*b), *b) for b in grid)[::-1][:10]:
         print(f"{lo} <= M <= {hi}, K <= {most_k}: geomean {geomean:.3f}, min {low:.3f}")
