@@ -301,10 +301,19 @@ class GluonMidTile:
         fits = [s for s in GLUON_MID_STAGES if s * self.stage_bytes() + self.slab_bytes() <= GLUON_MID_SMEM]
         return max(fits, default=0)
 
+    @property
+    def register_a(self) -> bool:
+        """Whether the kernel loads the weight box into registers (wgmma's A) once per K step for both pieces, retiring
+        each K step's groups, rather than having each piece's wgmma read it from shared memory with the K step's groups
+        kept in flight: two pieces of 128 + T1 tokens, whose long wgmma hide the retirement (at 64 + T1 the groups in
+        flight are worth more than the second read)."""
+        return self.t1 > 0 and self.t0 >= 128
+
     def rate(self) -> float:
         """The tensor pipe's share this tile keeps busy: 1, or less where each consumer's shared-memory reads per
-        multiply-add (its weight box once per piece, the token boxes once) pass GLUON_MID_SMEM_BYTES_PER_MAC."""
-        pieces = 2 if self.t1 else 1
+        multiply-add (the token boxes once per K step, the weight box once per piece, or once where it goes through
+        registers) pass GLUON_MID_SMEM_BYTES_PER_MAC."""
+        pieces = 2 if self.t1 and not self.register_a else 1
         per_mac = 2 * (pieces * self.weight_cols + self.tokens) / (self.weight_cols * self.tokens)
         return min(1.0, GLUON_MID_SMEM_BYTES_PER_MAC / per_mac)
 

@@ -50,6 +50,13 @@ def test_every_tile_of_the_menu_fits_its_registers_and_shared_memory():
     }
     for t in tiles:
         assert 0 < t.rate() <= 1
+    # shared-memory reads per multiply-add, 2 x (pieces x weight columns + tokens) / (weight columns x tokens) bytes
+    # (the weight box once per piece, or once in all where it goes through registers), against 0.06 at the tensor
+    # pipe's pace
+    assert waves.GluonMidTile(3, 64, 64, 0).rate() == pytest.approx(0.06 / (2 * 128 / (64 * 64)))
+    assert waves.GluonMidTile(3, 64, 64, 32).rate() == pytest.approx(0.06 / (2 * 224 / (64 * 96)))
+    assert waves.GluonMidTile(3, 64, 128, 16).register_a and not waves.GluonMidTile(3, 64, 64, 32).register_a
+    assert waves.GluonMidTile(3, 64, 128, 16).rate() == 1.0  # 2 x 208 / (64 x 144) = 0.045
     # a forced depth the ring does not fit is refused before anything is built
     inputs = GEMM.make_inputs((64, 512, 128), 0, torch.device("cpu"), "fp16")
     wide = waves.GluonMidTile(2, 128, 128, 32)

@@ -12,8 +12,11 @@ that divide M nearly exactly where the waves of whole tiles are few.
   WEIGHT_COLS] of B (K x N; wgmma reads each transposed, as its A) and one token box [T_p, BLOCK_K] of A per piece,
   zero-filled past M, N and K; each stage guarded by a *ready* mbarrier (the producer's expect and the TMA bytes) and
   an *empty* one (one arrival per consumer);
-* **mainloop** (each consumer): wait for a stage, one wgmma per piece, then wait until only this K step's groups are
-  in flight and release the stage the K step before read;
+* **mainloop** (each consumer): wait for a stage, one wgmma per piece, release what is read. Shared-memory A (one
+  piece, or 64 + T1): each wgmma reads the weight box, the K step's groups stay in flight, and the stage the K step
+  before read goes back. Register A (128 + T1, ``GluonMidTile.register_a``): the weight box goes through registers
+  once, not once per piece, both groups are retired and the stage goes back at once (ptxas serializes register-A
+  wgmma kept in flight in a worker partition);
 * **epilogue**: each piece's accumulator stored transposed into the consumer's [T0, WEIGHT_COLS] slab (a permuted
   view of it) and TMA-stored into C, clipped at M and N: piece 0, then piece 1 in the slab's first T1 rows once
   piece 0's store has read it.
@@ -99,7 +102,7 @@ def _producer(w_desc, x0_desc, x1_desc, ring, M, N, K, CONSUMERS: gl.constexpr, 
 
 @gluon.jit
 def _consumer(c0_desc, c1_desc, ring, slabs, M, N, K, C: gl.constexpr, CONSUMERS: gl.constexpr,
-              STAGES: gl.constexpr, T0: gl.constexpr, T1: gl.constexpr):  # fmt: skip
+              STAGES: gl.constexpr, T0: gl.constexpr, T1: gl.constexpr, REGISTER_A: gl.constexpr):  # fmt: skip
     """Consumer partition C: its WEIGHT_COLS columns of every tile, one accumulator per token piece."""
     w_ring, x0_ring, x1_ring, ready, empty = ring
     WEIGHT_COLS: gl.constexpr = w_ring.type.shape[2]
@@ -108,6 +111,9 @@ def _consumer(c0_desc, c1_desc, ring, slabs, M, N, K, C: gl.constexpr, CONSUMERS
     layout1: gl.constexpr = gl.NVMMADistributedLayout(
         version=[3, 0], warps_per_cta=[4, 1], instr_shape=[16, T1_ROWS, 16]
     )
+    # register A: the weight box read from shared memory once per K step rather than once per piece
+    w_layout0: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=layout0, k_width=2)
+    w_layout1: gl.constexpr = gl.DotOperandLayout(operand_index=0, parent=layout1, k_width=2)
     token_tiles = gl.cdiv(M, T0 + T1)
     tiles = gl.cdiv(N, WEIGHT_COLS * CONSUMERS) * token_tiles
     slab = slabs.index(C)  # [T0, WEIGHT_COLS] of C
@@ -124,25 +130,37 @@ def _consumer(c0_desc, c1_desc, ring, slabs, M, N, K, C: gl.constexpr, CONSUMERS
         for kt in range(gl.cdiv(K, _BLOCK_K)):
             # wait for the TMA bytes of this stage (its ready barrier's phase for this lap)
             mbarrier.wait(ready.index(smem_read_stage), lap)
-            weight = w_ring.index(smem_read_stage * CONSUMERS + C).permute((1, 0))  # [WEIGHT_COLS, _BLOCK_K]
-            acc0 = warpgroup_mma(weight, x0_ring.index(smem_read_stage).permute((1, 0)), acc0, is_async=True)
-            if T1 > 0:
-                acc1 = warpgroup_mma(weight, x1_ring.index(smem_read_stage).permute((1, 0)), acc1, is_async=True)
-                # at most this K step's two groups in flight: the K step before's have read their stage
-                acc0, acc1 = warpgroup_mma_wait(2, deps=(acc0, acc1))
+            if REGISTER_A:
+                weight = w_ring.index(smem_read_stage * CONSUMERS + C).permute((1, 0)).load(w_layout0)
+                acc0 = warpgroup_mma(weight, x0_ring.index(smem_read_stage).permute((1, 0)), acc0, is_async=True)
+                weight1 = gl.convert_layout(weight, w_layout1)  # A's layout does not depend on the piece's N
+                acc1 = warpgroup_mma(weight1, x1_ring.index(smem_read_stage).permute((1, 0)), acc1, is_async=True)
+                # none in flight: ptxas serializes register-A wgmma kept in flight in a worker partition, so the other
+                # consumers' groups keep the tensor pipe busy meanwhile
+                acc0, acc1 = warpgroup_mma_wait(0, deps=(acc0, acc1))
+                # this K step's stage is read: back to the producer; empty[] counts every consumer
+                mbarrier.arrive(empty.index(smem_read_stage))
             else:
-                # at most this K step's group in flight: the K step before's has read its stage
-                acc0 = warpgroup_mma_wait(1, deps=(acc0,))
-            # hand that stage back to the producer (none before the first K step); empty[] counts every consumer
-            mbarrier.arrive(empty.index(release_stage), pred=kt > 0)
-            release_stage = smem_read_stage
+                weight = w_ring.index(smem_read_stage * CONSUMERS + C).permute((1, 0))  # [WEIGHT_COLS, _BLOCK_K]
+                acc0 = warpgroup_mma(weight, x0_ring.index(smem_read_stage).permute((1, 0)), acc0, is_async=True)
+                if T1 > 0:
+                    acc1 = warpgroup_mma(weight, x1_ring.index(smem_read_stage).permute((1, 0)), acc1, is_async=True)
+                    # at most this K step's two groups in flight: the K step before's have read their stage
+                    acc0, acc1 = warpgroup_mma_wait(2, deps=(acc0, acc1))
+                else:
+                    # at most this K step's group in flight: the K step before's has read its stage
+                    acc0 = warpgroup_mma_wait(1, deps=(acc0,))
+                # hand that stage back to the producer (none before the first K step); empty[] counts every consumer
+                mbarrier.arrive(empty.index(release_stage), pred=kt > 0)
+                release_stage = smem_read_stage
             smem_read_stage, lap = next_stage(smem_read_stage, lap, STAGES)
-        # the tile's last wgmma have completed: their stage is free too
-        if T1 > 0:
-            acc0, acc1 = warpgroup_mma_wait(0, deps=(acc0, acc1))
-        else:
-            acc0 = warpgroup_mma_wait(0, deps=(acc0,))
-        mbarrier.arrive(empty.index(release_stage))
+        if not REGISTER_A:
+            # the tile's last wgmma have completed: their stage is free too
+            if T1 > 0:
+                acc0, acc1 = warpgroup_mma_wait(0, deps=(acc0, acc1))
+            else:
+                acc0 = warpgroup_mma_wait(0, deps=(acc0,))
+            mbarrier.arrive(empty.index(release_stage))
         # -- EPILOGUE: each piece transposed into the slab, then a TMA store of it (clipped at M and N), which runs
         #    on while the next tile's mainloop starts --
         tma.store_wait(0)  # the previous tile's last store has finished reading the slab
@@ -161,7 +179,7 @@ def _consumer(c0_desc, c1_desc, ring, slabs, M, N, K, C: gl.constexpr, CONSUMERS
 @gluon.jit
 def gemm_mid_gluon_kernel(w_desc, x0_desc, x1_desc, c0_desc, c1_desc, M, N, K, CONSUMERS: gl.constexpr,
                           CONSUMER_REGS: gl.constexpr, STAGES: gl.constexpr, T0: gl.constexpr, T1: gl.constexpr,
-                          STAGE_BYTES: gl.constexpr, num_warps: gl.constexpr):  # fmt: skip
+                          REGISTER_A: gl.constexpr, STAGE_BYTES: gl.constexpr, num_warps: gl.constexpr):  # fmt: skip
     dtype: gl.constexpr = w_desc.dtype
     w_ring = gl.allocate_shared_memory(dtype, [STAGES * CONSUMERS] + w_desc.block_type.shape, w_desc.layout)
     x0_ring = gl.allocate_shared_memory(dtype, [STAGES] + x0_desc.block_type.shape, x0_desc.layout)
@@ -172,8 +190,8 @@ def gemm_mid_gluon_kernel(w_desc, x0_desc, x1_desc, c0_desc, c1_desc, M, N, K, C
     if CONSUMERS == 2:
         gl.warp_specialize(
             [
-                (_consumer, (c0_desc, c1_desc, ring, slabs, M, N, K, 0, CONSUMERS, STAGES, T0, T1)),
-                (_consumer, (c0_desc, c1_desc, ring, slabs, M, N, K, 1, CONSUMERS, STAGES, T0, T1)),
+                (_consumer, (c0_desc, c1_desc, ring, slabs, M, N, K, 0, CONSUMERS, STAGES, T0, T1, REGISTER_A)),
+                (_consumer, (c0_desc, c1_desc, ring, slabs, M, N, K, 1, CONSUMERS, STAGES, T0, T1, REGISTER_A)),
                 (_producer, (w_desc, x0_desc, x1_desc, ring, M, N, K, CONSUMERS, STAGES, T0, T1, STAGE_BYTES)),
             ],
             [4, _PRODUCER_WARPS],
@@ -182,9 +200,9 @@ def gemm_mid_gluon_kernel(w_desc, x0_desc, x1_desc, c0_desc, c1_desc, M, N, K, C
     else:
         gl.warp_specialize(
             [
-                (_consumer, (c0_desc, c1_desc, ring, slabs, M, N, K, 0, CONSUMERS, STAGES, T0, T1)),
-                (_consumer, (c0_desc, c1_desc, ring, slabs, M, N, K, 1, CONSUMERS, STAGES, T0, T1)),
-                (_consumer, (c0_desc, c1_desc, ring, slabs, M, N, K, 2, CONSUMERS, STAGES, T0, T1)),
+                (_consumer, (c0_desc, c1_desc, ring, slabs, M, N, K, 0, CONSUMERS, STAGES, T0, T1, REGISTER_A)),
+                (_consumer, (c0_desc, c1_desc, ring, slabs, M, N, K, 1, CONSUMERS, STAGES, T0, T1, REGISTER_A)),
+                (_consumer, (c0_desc, c1_desc, ring, slabs, M, N, K, 2, CONSUMERS, STAGES, T0, T1, REGISTER_A)),
                 (_producer, (w_desc, x0_desc, x1_desc, ring, M, N, K, CONSUMERS, STAGES, T0, T1, STAGE_BYTES)),
             ],
             [4, 4, _PRODUCER_WARPS],
@@ -244,6 +262,7 @@ class GluonMidGemm:
             STAGES=stages,
             T0=self.tile.t0,
             T1=self.tile.t1,
+            REGISTER_A=self.tile.register_a,
             STAGE_BYTES=self.tile.stage_bytes(),
             num_warps=4,
         )
