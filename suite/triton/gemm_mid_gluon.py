@@ -130,8 +130,9 @@ def _consumer(c0_desc, c1_desc, ring, slabs, M, N, K, C: gl.constexpr, CONSUMERS
         for kt in range(gl.cdiv(K, _BLOCK_K)):
             # wait for the TMA bytes of this stage (its ready barrier's phase for this lap)
             mbarrier.wait(ready.index(smem_read_stage), lap)
+            w_box = w_ring.index(smem_read_stage * CONSUMERS + C).permute((1, 0))  # [WEIGHT_COLS, _BLOCK_K]
             if REGISTER_A:
-                weight = w_ring.index(smem_read_stage * CONSUMERS + C).permute((1, 0)).load(w_layout0)
+                weight = w_box.load(w_layout0)
                 acc0 = warpgroup_mma(weight, x0_ring.index(smem_read_stage).permute((1, 0)), acc0, is_async=True)
                 weight1 = gl.convert_layout(weight, w_layout1)  # A's layout does not depend on the piece's N
                 acc1 = warpgroup_mma(weight1, x1_ring.index(smem_read_stage).permute((1, 0)), acc1, is_async=True)
@@ -141,10 +142,9 @@ def _consumer(c0_desc, c1_desc, ring, slabs, M, N, K, C: gl.constexpr, CONSUMERS
                 # this K step's stage is read: back to the producer; empty[] counts every consumer
                 mbarrier.arrive(empty.index(smem_read_stage))
             else:
-                weight = w_ring.index(smem_read_stage * CONSUMERS + C).permute((1, 0))  # [WEIGHT_COLS, _BLOCK_K]
-                acc0 = warpgroup_mma(weight, x0_ring.index(smem_read_stage).permute((1, 0)), acc0, is_async=True)
+                acc0 = warpgroup_mma(w_box, x0_ring.index(smem_read_stage).permute((1, 0)), acc0, is_async=True)
                 if T1 > 0:
-                    acc1 = warpgroup_mma(weight, x1_ring.index(smem_read_stage).permute((1, 0)), acc1, is_async=True)
+                    acc1 = warpgroup_mma(w_box, x1_ring.index(smem_read_stage).permute((1, 0)), acc1, is_async=True)
                     # at most this K step's two groups in flight: the K step before's have read their stage
                     acc0, acc1 = warpgroup_mma_wait(2, deps=(acc0, acc1))
                 else:
