@@ -39,10 +39,11 @@ tools/tune_gemm_mid.py and tools/tune_gemm_mid_triton.py, include the seed-1 fp1
   mainloop), or its stream-K form where the last wave of tiles is partial and at most ``TRITON_GLUON_SK_LAST_WAVE``
   full; above M = ``TRITON_SPLIT_M`` with 128x256 tiles for ``FILL`` x SMs or more (bf16, and fp8 with fewer
   tiles than SMs), the persistent one. Triton weighs these before the split tail;
-- Triton at 16 bits on sm_90a, M within ``TRITON_GLUON_MID_M`` and K up to ``TRITON_GLUON_MID_MOST_K``, where its
-  plan's tiles are ``FILL`` x SMs or more, before all the above: the Gluon swapped mid-M kernel (192 or 256 weight
-  columns by token tiles of one or two pieces, a warp-specialized TMA ring), at the tile and depth its model of
-  waves, padding and shared-memory reads picks (suite.waves.gluon_mid_plan).
+- Triton on sm_90a, at 16 bits M within ``TRITON_GLUON_MID_M`` and K up to ``TRITON_GLUON_MID_MOST_K``, at fp8 M
+  within ``TRITON_GLUON_MID_FP8_M`` (any K), where its plan's tiles are ``FILL`` x SMs or more, before all the above:
+  the Gluon swapped mid-M kernel (128, 192 or 256 weight columns by token tiles of one or two pieces, a
+  warp-specialized TMA ring), at the tile and depth its model of waves, padding and shared-memory reads picks
+  (suite.waves.gluon_mid_plan).
 """
 
 from __future__ import annotations
@@ -119,6 +120,10 @@ TRITON_GLUON_STAGES = TRITON_GLUON_SK_STAGES = 3  # each ring's depth on those s
 # the rule's other choices on average where its tiles were fewer)
 TRITON_GLUON_MID_M = (160, 700)
 TRITON_GLUON_MID_MOST_K = 20480
+# fp8 on sm_90a, M in this band at any K: the same kernel, each K step's sum promoted, with the same floor of tiles. It
+# starts where the fp8 decode band ends; above it the Gluon 128x256 kernels' waves are full enough (fitted on the fp8
+# shapes of sweep seeds 3-5 with M = 67-2,025 against the rule without it: the kernel won at 23 of the band's 29)
+TRITON_GLUON_MID_FP8_M = (TRITON_TINY_M_FP8 + 1, 560)
 TAIL_MIN_K_TILES = MIN_K_TILES_PER_SPLIT  # the split tail's shares hold this many K tiles at least, as the kernels'
 NARROW_TILE_RATE = 0.97  # a 128x192 tile's MMA rate against a 128x256 one's (fewer MACs per operand byte)
 
@@ -338,22 +343,25 @@ def _triton(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) -> tuple
 def _triton_gluon_mid(
     m: int, n: int, k: int, dtype: str, sms: int, hopper: bool, behind: tuple[Choice, ...]
 ) -> tuple[Choice, ...]:
-    """16 bits on sm_90a, M within TRITON_GLUON_MID_M, K <= TRITON_GLUON_MID_MOST_K and the plan's tiles FILL x SMs
-    or more: the Gluon swapped mid-M kernel at its plan's depth (suite.waves.gluon_mid_plan, which the kernel makes
-    again at that depth), the ``behind`` choices as its fallbacks; ``behind`` alone elsewhere."""
-    least, most = TRITON_GLUON_MID_M
-    if not hopper or dtype not in ("fp16", "bf16") or not least <= m <= most or k > TRITON_GLUON_MID_MOST_K:
+    """On sm_90a, at 16 bits M within TRITON_GLUON_MID_M and K <= TRITON_GLUON_MID_MOST_K, at fp8 M within
+    TRITON_GLUON_MID_FP8_M, and the plan's tiles FILL x SMs or more: the Gluon swapped mid-M kernel at its plan's
+    depth (suite.waves.gluon_mid_plan, which the kernel makes again at that depth), the ``behind`` choices as its
+    fallbacks; ``behind`` alone elsewhere."""
+    fp8 = dtype == "fp8e4m3"
+    least, most = TRITON_GLUON_MID_FP8_M if fp8 else TRITON_GLUON_MID_M
+    if not hopper or not least <= m <= most or (not fp8 and k > TRITON_GLUON_MID_MOST_K):
         return behind
-    plan = gluon_mid_plan(m, n, sms)
+    plan = gluon_mid_plan(m, n, sms, fp8=fp8)
     t = plan.tile
     tiles = t.tiles(m, n)
     if tiles < FILL * sms:
         return behind
     pieces = f"{t.t0} + {t.t1}" if t.t1 else f"{t.t0}"
     why = (
-        f"{least} <= M={m} <= {most}, K={k} <= {TRITON_GLUON_MID_MOST_K}: swapped, {t.weight_rows} weight columns "
-        f"({t.consumers} x {t.weight_cols}) by {t.tokens} tokens ({pieces}), {tiles} tiles >= {FILL}x{sms} SMs, "
-        f"modelled {t.efficiency(m, n, sms):.2f} of whole waves"
+        f"{least} <= M={m} <= {most}, "
+        + ("fp8" if fp8 else f"K={k} <= {TRITON_GLUON_MID_MOST_K}")
+        + f": swapped, {t.weight_rows} weight columns ({t.consumers} x {t.weight_cols}) by {t.tokens} tokens "
+        f"({pieces}), {tiles} tiles >= {FILL}x{sms} SMs, modelled {t.efficiency(m, n, sms):.2f} of whole waves"
     )
     return (Choice("mid-m swap-ab gluon ws", plan.stages, why), *(_as_fallback(c) for c in behind))
 

@@ -473,8 +473,9 @@ GEMM_VARIANTS = (
         ("llm", "sweep"),
         "Gluon, swapped and warp-specialized as the PTX mid-M kernel: 2-3 consumer warpgroups of 64 or 128 weight "
         "columns on wgmma's M, a token tile of up to two power-of-two pieces (up to 128 + 64) on its N, a 1-warp TMA "
-        "producer on an mbarrier ring, persistent, C stored transposed through TMA; the tile a model of waves, "
-        "padding and shared-memory reads picks (suite.waves.gluon_mid_plan)",
+        "producer on an mbarrier ring, persistent, C stored transposed through TMA (fp8: 64 weight columns a "
+        "consumer, each K step's sum promoted); the tile a model of waves, padding and shared-memory reads picks "
+        "(suite.waves.gluon_mid_plan)",
     ),
     (
         "triton",

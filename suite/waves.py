@@ -255,19 +255,26 @@ def mid_tile(m: int, n: int, k: int, sms: int, stages: int | None = None, dtype:
 
 # The Gluon mid-M kernel (suite/triton/gemm_mid_gluon.py): its tiles and their plan, here so that suite.gemm_rule
 # names the depth whose plan the kernel then makes. A tile is CONSUMERS warpgroups x WEIGHT_COLS weight columns (wgmma's
-# M) by a token tile of one or two power-of-two pieces (T0 + T1, wgmma's N), on a ring of GLUON_MID_BLOCK_K-deep stages.
-GLUON_MID_BLOCK_K = 64  # 128 bytes of K per stage: the swizzle's width
+# M) by a token tile of one or two power-of-two pieces (T0 + T1, wgmma's N), on a ring of 128-byte-deep stages (64 of K
+# at 16 bits, 128 at fp8: the same MMA time, as fp8's wgmma runs twice the K per cycle).
+GLUON_MID_BLOCK_K = 64  # 128 bytes of K per stage at 16 bits: the swizzle's width
+GLUON_MID_BLOCK_K_FP8 = 128
 GLUON_MID_SMEM = 227 * 1024 - 1024  # what a block may have on sm_90, less the barriers' and the compiler's own
 # (consumers, weight columns each) -> the registers each consumer partition gets: the partitions' threads x registers
 # fit the SM's 64K beside the producer's warpgroup at its few registers
-GLUON_MID_LAYOUTS = {(3, 64): 152, (2, 128): 232}
+GLUON_MID_LAYOUTS = {(3, 64): 152, (2, 128): 232, (2, 64): 232}
+# the layouts each type's plan weighs: at 16 bits those it was fitted on; at fp8, whose promoted partials halve the
+# token tiles a consumer holds, 64 weight columns a consumer (128 on two warpgroups, as the PTX mid-M kernel's fp8
+# tiles): 128 with the partials and the weight in registers spill
+GLUON_MID_MENU = {False: ((3, 64), (2, 128)), True: ((3, 64), (2, 64))}
 # token tiles: (T0, T1) with T1 < T0, powers of two; each consumer holds WEIGHT_COLS x (T0 + T1) fp32 accumulators
+# (fp8: as many again, each K tile's partial sums before they are promoted)
 GLUON_MID_PIECES = ((64, 0), (64, 16), (64, 32), (128, 0), (128, 16), (128, 32), (128, 64))
-GLUON_MID_MOST_ACC_REGS = {(3, 64): 96, (2, 128): 160}  # accumulator registers a thread may hold, the rest addresses
+GLUON_MID_MOST_ACC_REGS = {(3, 64): 96, (2, 128): 160, (2, 64): 160}  # accumulator registers a thread may hold
 GLUON_MID_STAGES = (3, 4, 5, 6)
 # shared-memory bytes an SM reads per multiply-add at the tensor pipe's pace (128 bytes a clock over ~2,100 16-bit
-# multiply-adds a clock): tiles that read more per multiply-add (small pieces, each re-reading the weight box) are
-# bound by shared memory instead
+# multiply-adds a clock; fp8 reads half the bytes at twice the rate, so its per-element ratio is the same): tiles
+# that read more per multiply-add (small pieces, each re-reading the weight box) are bound by shared memory instead
 GLUON_MID_SMEM_BYTES_PER_MAC = 0.06
 # a tile's fixed cost (its ring's fill, the epilogue's stores), in token columns of the tile's multiply-adds: fewer,
 # larger tiles where the waves allow (fitted on forced tiles at unjudged shapes, tools/tune_gemm_mid_gluon.py: the
@@ -281,6 +288,7 @@ class GluonMidTile:
     weight_cols: int
     t0: int
     t1: int
+    fp8: bool = False  # fp8 e4m3 in, bf16 out: each K tile's sum promoted into fp32
 
     @property
     def tokens(self) -> int:
@@ -290,10 +298,14 @@ class GluonMidTile:
     def weight_rows(self) -> int:  # the tile's extent along N (wgmma's M)
         return self.consumers * self.weight_cols
 
-    def stage_bytes(self) -> int:  # a one-piece tile's unused ring is compiled away
-        return 2 * GLUON_MID_BLOCK_K * (self.weight_rows + self.tokens)
+    @property
+    def block_k(self) -> int:  # K per stage: 128 bytes of it
+        return GLUON_MID_BLOCK_K_FP8 if self.fp8 else GLUON_MID_BLOCK_K
 
-    def slab_bytes(self) -> int:
+    def stage_bytes(self) -> int:  # a one-piece tile's unused ring is compiled away
+        return 128 * (self.weight_rows + self.tokens)
+
+    def slab_bytes(self) -> int:  # C's slabs: 16-bit (fp8's output is bf16)
         return 2 * self.consumers * self.t0 * self.weight_cols
 
     def deepest(self) -> int:
@@ -306,8 +318,9 @@ class GluonMidTile:
         """Whether the kernel loads the weight box into registers (wgmma's A) once per K step for both pieces, retiring
         each K step's groups, rather than having each piece's wgmma read it from shared memory with the K step's groups
         kept in flight: two pieces of 128 + T1 tokens, whose long wgmma hide the retirement (at 64 + T1 the groups in
-        flight are worth more than the second read)."""
-        return self.t1 > 0 and self.t0 >= 128
+        flight are worth more than the second read). At fp8, every two-piece tile: its consumers retire each K
+        step's groups anyway, to promote their sums."""
+        return self.t1 > 0 and (self.fp8 or self.t0 >= 128)
 
     def rate(self) -> float:
         """The tensor pipe's share this tile keeps busy: 1, or less where each consumer's shared-memory reads per
@@ -331,14 +344,15 @@ class GluonMidTile:
         return m * n / sms / self.time(m, n, sms)
 
 
-def gluon_mid_tiles(stages: int | None = None) -> list[GluonMidTile]:
-    """Every tile of GLUON_MID_LAYOUTS x GLUON_MID_PIECES within its consumers' registers whose ring fits ``stages``
-    (any depth of GLUON_MID_STAGES when None)."""
+def gluon_mid_tiles(stages: int | None = None, fp8: bool = False) -> list[GluonMidTile]:
+    """Every tile of the type's GLUON_MID_MENU x GLUON_MID_PIECES within its consumers' registers (fp8: twice the
+    accumulators, the partial sums beside them) whose ring fits ``stages`` (any depth of GLUON_MID_STAGES when
+    None)."""
     out = []
-    for consumers, cols in GLUON_MID_LAYOUTS:
+    for consumers, cols in GLUON_MID_MENU[fp8]:
         for t0, t1 in GLUON_MID_PIECES:
-            tile = GluonMidTile(consumers, cols, t0, t1)
-            if cols * tile.tokens // 128 > GLUON_MID_MOST_ACC_REGS[(consumers, cols)]:
+            tile = GluonMidTile(consumers, cols, t0, t1, fp8)
+            if (2 if fp8 else 1) * cols * tile.tokens // 128 > GLUON_MID_MOST_ACC_REGS[(consumers, cols)]:
                 continue
             if tile.deepest() and (stages is None or tile.deepest() >= stages):
                 out.append(tile)
@@ -351,8 +365,8 @@ class GluonMidPlan:
     stages: int
 
 
-def gluon_mid_plan(m: int, n: int, sms: int, stages: int | None = None) -> GluonMidPlan:
+def gluon_mid_plan(m: int, n: int, sms: int, stages: int | None = None, fp8: bool = False) -> GluonMidPlan:
     """The tile whose modelled walk is fastest (ties: the fewer tiles, then more weight columns), at ``stages`` or its
     deepest ring."""
-    best = min(gluon_mid_tiles(stages), key=lambda t: (t.time(m, n, sms), t.tiles(m, n), -t.weight_rows))
+    best = min(gluon_mid_tiles(stages, fp8), key=lambda t: (t.time(m, n, sms), t.tiles(m, n), -t.weight_rows))
     return GluonMidPlan(best, stages or best.deepest())

@@ -96,12 +96,13 @@ def test_the_triton_mid_m_kernel_keeps_the_tall_choices_behind_it():
     """128 < M <= TRITON_MID_M at any dtype: the swapped mid-M kernel first, the tall band's choices behind it in their
     own order, as fallbacks (what runs where the mid-M kernel refused the shape); just above that M (the tall band's
     256-row tiles up to TALL_M) and below MID_LEAST_K, no mid-M kernel. On sm_90a below the Gluon mid-M band, without
-    it in the band (there, the Gluon kernel comes first)."""
+    it in the band (there, the Gluon kernel comes first; at fp8 its band holds all of these)."""
     mid, most = "mid-m swap-ab desc", gemm_rule.TRITON_MID_M
     least = gemm_rule.TRITON_GLUON_MID_M[0]
     for shape in ((129, 73728, 11008), (202, 7168, 36864), (most, 65536, gemm_rule.MID_LEAST_K)):
         for dtype in ("bf16", "fp8e4m3"):
-            with_mid = gemm_rule.choices("triton", *shape, dtype, sms=132, hopper=shape[0] < least)
+            hopper = dtype != "fp8e4m3" and shape[0] < least
+            with_mid = gemm_rule.choices("triton", *shape, dtype, sms=132, hopper=hopper)
             assert with_mid[0].kernel == mid, shape
             assert f"token tile of {-(-shape[0] // 16) * 16} rows" in with_mid[0].why
             assert all(c.why.startswith("fallback: ") for c in with_mid[1:]), with_mid
@@ -125,38 +126,47 @@ def test_the_triton_wide_mid_m_note_names_the_tile_the_kernel_plans(shape):
 
 
 def test_the_gluon_mid_m_kernel_runs_in_its_band():
-    """16 bits on sm_90a, M within TRITON_GLUON_MID_M, K <= TRITON_GLUON_MID_MOST_K and the plan's tiles at least
-    FILL x SMs: the Gluon mid-M kernel first, at its plan's depth, the note naming the plan's tile, the rule without
-    it behind as fallbacks; just outside the band, with fewer tiles (a narrow weight), at fp8 or without sm_90a, the
-    rule without it."""
+    """On sm_90a, at 16 bits M within TRITON_GLUON_MID_M and K <= TRITON_GLUON_MID_MOST_K, at fp8 M within
+    TRITON_GLUON_MID_FP8_M at any K, and the plan's tiles at least FILL x SMs: the Gluon mid-M kernel first, at its
+    plan's depth, the note naming the plan's tile, the rule without it behind as fallbacks; just outside the band,
+    with fewer tiles (a narrow weight) or without sm_90a, the rule without it."""
     from suite import waves
 
-    least, most = gemm_rule.TRITON_GLUON_MID_M
-    k_most = gemm_rule.TRITON_GLUON_MID_MOST_K
-    # the plan's tiles on 132 SMs: N = 512 9-33 (M = 160-700), N = 4096 66 at M = 160 and 132 from M = 341, N = 24576
-    # 128 or more
-    few = {(160, 512), (341, 512), (700, 512), (160, 4096)}
+    # the plan's tiles on 132 SMs, 16 bits: N = 512 9-33 (M = 160-700), N = 4096 66 at M = 160 and 132 from M = 341,
+    # N = 24576 128 or more; fp8 (128-row weight tiles where M is small): N = 512 8-36 (M = 65-560), N = 4096 64 at
+    # M = 65, 96 at M = 160 and 128 from M = 341, N = 24576 128 or more
+    few = {
+        False: {(160, 512), (341, 512), (700, 512), (160, 4096)},
+        True: {(65, 512), (160, 512), (341, 512), (560, 512), (65, 4096), (160, 4096)},
+    }
     seen = set()
-    for m, k in itertools.product((least - 1, least, 341, most, most + 1), (3072, k_most, k_most + 64)):
-        for n, dtype in itertools.product((512, 4096, 24576), ("fp16", "bf16", "fp8e4m3")):
+    for dtype in ("fp16", "bf16", "fp8e4m3"):
+        fp8 = dtype == "fp8e4m3"
+        least, most = gemm_rule.TRITON_GLUON_MID_FP8_M if fp8 else gemm_rule.TRITON_GLUON_MID_M
+        k_most = gemm_rule.TRITON_GLUON_MID_MOST_K
+        for m, k, n in itertools.product(
+            (least - 1, least, 160, 341, most, most + 1), (3072, k_most, k_most + 64), (512, 4096, 24576)
+        ):
             got = gemm_rule.choices("triton", m, n, k, dtype, sms=132, hopper=True)
             rest = gemm_rule._triton_mid(m, n, k, dtype, 132, gemm_rule._triton_tiles(m, n, k, dtype, 132, True))
-            inside = least <= m <= most and k <= k_most and dtype != "fp8e4m3" and (m, n) not in few
-            seen.add((inside, (m, n) in few))
+            plan = waves.gluon_mid_plan(m, n, 132, fp8=fp8)
+            if least <= m <= most:
+                assert ((m, n) in few[fp8]) == (plan.tile.tiles(m, n) < gemm_rule.FILL * 132), (m, n, dtype)
+            inside = least <= m <= most and (fp8 or k <= k_most) and (m, n) not in few[fp8]
+            seen.add((fp8, inside, (m, n) in few[fp8]))
             assert gemm_rule.choices("triton", m, n, k, dtype, sms=132, hopper=False)[0].kernel != GLUON_MID
             if not inside:
                 assert got == rest, (m, n, k, dtype)
                 continue
-            plan = waves.gluon_mid_plan(m, n, 132)
             assert got[0].kernel == GLUON_MID and got[0].stages == plan.stages, (m, n, k, dtype)
             t = plan.tile
             assert f"{t.weight_rows} weight columns" in got[0].why and f"{t.tokens} tokens" in got[0].why
-            assert f"{t.tiles(m, n)} tiles" in got[0].why
+            assert f"{t.tiles(m, n)} tiles" in got[0].why and ("fp8" in got[0].why) == fp8
             assert [c.kernel for c in got[1:]] == [c.kernel for c in rest]
             assert all(c.why.startswith("fallback: ") for c in got[1:])
             # the kernel plans the same tile again at the rule's depth
-            assert waves.gluon_mid_plan(m, n, 132, plan.stages) == plan
-    assert seen == {(True, False), (False, False), (False, True)}
+            assert waves.gluon_mid_plan(m, n, 132, plan.stages, fp8) == plan
+    assert seen == {(fp8, *case) for fp8 in (False, True) for case in ((True, False), (False, False), (False, True))}
 
 
 def test_triton_auto_runs_the_gluon_mid_m_kernel_at_the_rules_depth(monkeypatch):
@@ -173,6 +183,10 @@ def test_triton_auto_runs_the_gluon_mid_m_kernel_at_the_rules_depth(monkeypatch)
         assert stages == waves.gluon_mid_plan(size[0], size[1], 132).stages
         monkeypatch.setattr(gemm_auto, "_device_facts", lambda: (132, False))
         assert triton_auto.KERNEL.pick(size, "bf16")[1] is not gemm_mid_gluon.KERNEL
+    # fp8: 2 x 64 weight columns by 64 + 16 tokens at 6 stages (tests/test_triton_mid_gluon.py)
+    monkeypatch.setattr(gemm_auto, "_device_facts", lambda: (132, True))
+    choice, kernel, stages = triton_auto.KERNEL.pick((156, 8192, 11008), "fp8e4m3")
+    assert kernel is gemm_mid_gluon.KERNEL and choice.kernel == GLUON_MID and stages == 6, choice
 
 
 def test_the_ptx_mid_m_kernel_runs_where_its_model_beats_the_tile_rungs():
@@ -308,9 +322,14 @@ def test_triton_fp8_takes_the_gluon_kernels_from_a_wave_of_tiles():
     persistent, stream = "128x256x64 gluon ws persistent", "128x256x64 gluon ws stream-k"
     host = "128x256x64 desc persistent host"
     assert gemm_rule.TRITON_GLUON_FP8_M == 256 and gemm_rule.TRITON_GLUON_SK_LAST_WAVE == 0.5  # the shapes below
+
     # 4 x 50 = 200 tiles: 68 in the second wave; 3 x 66 = 198 tiles: 66, half of it; 5 x 67 = 335 tiles: 71 in the
     # third; 8 x 33 = 264 tiles: two whole waves
-    half = gemm_rule.choices("triton", 300, 66 * 256, 8192, "fp8e4m3", sms=132)
+    # the rule without the mid-M kernels, which lead at fp8 up to TRITON_GLUON_MID_FP8_M (the test above)
+    def choices(m, n, k, dtype, hopper=True):
+        return gemm_rule._triton_tiles(m, n, k, dtype, 132, hopper)
+
+    half = choices(300, 66 * 256, 8192, "fp8e4m3")
     assert [(c.kernel, c.stages) for c in half] == [(stream, 3), (persistent, 3), (host, 3)], half
     assert "198 128x256 tiles: 2 waves of 132 SMs, 66 in the last <= 50% of 132: Gluon stream-K" in half[0].why
     assert all(c.why.startswith("fallback: ") for c in half[1:]), half
@@ -319,19 +338,20 @@ def test_triton_fp8_takes_the_gluon_kernels_from_a_wave_of_tiles():
         (600, 67 * 256, "335 128x256 tiles: 3 waves of 132 SMs, 71 in the last"),
         (1000, 33 * 256, "264 128x256 tiles: 2 waves of 132 SMs, 132 in the last"),
     ):
-        fuller = gemm_rule.choices("triton", m, n, 8192, "fp8e4m3", sms=132)
+        fuller = choices(m, n, 8192, "fp8e4m3")
         assert [(c.kernel, c.stages) for c in fuller] == [(persistent, 3), (host, 3)], fuller
         assert line + ": Gluon warp-specialized persistent" in fuller[0].why, fuller[0].why
     # M just below TRITON_GLUON_FP8_M (one tile row of 255 rows), or fewer tiles than SMs at M in 256..512: neither
     for shape in ((255, 32768, 8192), (300, 8192, 8192)):
-        assert {stream, persistent}.isdisjoint(c.kernel for c in gemm_rule.choices("triton", *shape, "fp8e4m3")), shape
-    assert gemm_rule.choose("triton", 256, 32768, 8192, "fp8e4m3", sms=132).kernel == persistent
+        assert {stream, persistent}.isdisjoint(c.kernel for c in choices(*shape, "fp8e4m3")), shape
+    assert choices(256, 32768, 8192, "fp8e4m3")[0].kernel == persistent
     for dtype in ("fp16", "bf16"):  # 16 bits: no Gluon kernel but mid-M up to TRITON_SPLIT_M, no stream-K one at all
         for m in (256, 500, gemm_rule.TRITON_SPLIT_M):
             tiles = gemm_rule.choices("triton", m, 20224, 8192, dtype)
             assert all("gluon" not in c.kernel for c in tiles if c.kernel != GLUON_MID), (dtype, m)
         assert stream not in {c.kernel for c in gemm_rule.choices("triton", 4096, 20224, 8192, dtype)}
     assert all("gluon" not in c.kernel for c in gemm_rule.choices("triton", 500, 20224, 8192, "fp8e4m3", hopper=False))
+    assert gemm_rule.choose("triton", 600, 67 * 256, 8192, "fp8e4m3", sms=132).kernel == persistent  # past the band
 
 
 def test_rule_leaves_out_gluon_without_sm90a():

@@ -543,29 +543,34 @@ def test_the_tuned_persistent_configs_stride_by_the_grid_they_launch(monkeypatch
 def _mid_gluon_spec(tile, stages: int, dtype: str = "fp16") -> dict:
     """gemm_mid_gluon_kernel's compile spec as GluonMidGemm launches it: its descriptors' boxes and its meta-parameters,
     from a launcher built (not launched) on CPU tensors."""
-    from sm90_compile import TRITON_TYPES
+    from sm90_compile import OUT_TYPES, TRITON_TYPES, scales
 
     from suite.problems import GEMM
     from suite.triton import gemm_mid_gluon as g
 
     inputs = GEMM.make_inputs((64, 512, 128), 0, torch.device("cpu"), dtype)
     launch = g.GluonMidGemm(inputs, GEMM.make_output(inputs), stages, tile=tile)
-    element = {"fp16": "gl.float16", "bf16": "gl.bfloat16"}[dtype]
+    element = {"fp16": "gl.float16", "bf16": "gl.bfloat16", "fp8e4m3": "gl.float8e4nv"}
+    out = OUT_TYPES[dtype]
     names = ("w_desc", "x0_desc", "x1_desc", "c0_desc", "c1_desc")
+    out_element = {"fp16": "gl.float16", "bf16": "gl.bfloat16"}[out]
+    types = [(TRITON_TYPES[dtype], element[dtype])] * 3 + [(out, out_element)] * 2
+    scale_sig, scale_values = scales(dtype)
     return {
         "fn": "suite.triton.gemm_mid_gluon:gemm_mid_gluon_kernel",
         "gluon": True,
         "signature": {
             **{
-                name: {"gluon_desc": [TRITON_TYPES[dtype], list(d.block_shape), element]}
-                for name, d in zip(names, launch.descs)
+                name: {"gluon_desc": [ty, list(d.block_shape), el]}
+                for name, d, (ty, el) in zip(names, launch.descs, types)
             },
+            **scale_sig,
             "M": "i32",
             "N": "i32",
             "K": "i32",
             **dict.fromkeys(launch.meta, "constexpr"),
         },
-        "constexprs": launch.meta,
+        "constexprs": {**launch.meta, **scale_values},
         "options": {"num_warps": launch.meta["num_warps"]},
     }
 
@@ -581,11 +586,17 @@ def test_mid_gluon_tiles_fit_sm90_at_their_deepest_rings():
     from suite.triton import gemm_mid_gluon as g
 
     tiles = waves.gluon_mid_tiles()
-    specs = [_mid_gluon_spec(t, t.deepest()) for t in tiles] + [_mid_gluon_spec(tiles[-1], 3, "bf16")]
-    for tile, stages, got in zip([*tiles, tiles[-1]], [t.deepest() for t in tiles] + [3], compile_sm90(specs)):
-        assert_fits_sm90(got, g.KERNEL.sass_minimums(), tile)
+    fp8_tiles = waves.gluon_mid_tiles(fp8=True)
+    builds = [(t, t.deepest(), "fp16") for t in tiles] + [(tiles[-1], 3, "bf16")]
+    builds += [(t, t.deepest(), "fp8e4m3") for t in fp8_tiles]
+    specs = [_mid_gluon_spec(*build) for build in builds]
+    for (tile, stages, dtype), got in zip(builds, compile_sm90(specs)):
+        assert_fits_sm90(got, g.KERNEL.sass_minimums(), (tile, dtype))
         assert 0 <= got["shared"] - (stages * tile.stage_bytes() + tile.slab_bytes()) < 1024, (tile, got["shared"])
-        if tile.register_a:
+        if tile.fp8:  # every K step's groups retired, to promote their sums; two pieces' weight through registers
+            assert set(got["wgmma_waits"]) == {"0"} and bool(got["classes"]["ldmatrix"]) == tile.register_a, got
+            assert got["classes"]["wgmma_fp8"], (tile, got["classes"])  # QGMMA: the operands are fp8
+        elif tile.register_a:
             assert got["classes"]["ldmatrix"] and set(got["wgmma_waits"]) == {"0"}, (tile, got)
         else:  # a wait that leaves one group per piece in flight
             assert not got["classes"]["ldmatrix"] and str(2 if tile.t1 else 1) in got["wgmma_waits"], (tile, got)

@@ -563,13 +563,14 @@ def test_fp8_edge_values_match_fp64(kind):
 
 
 @pytest.mark.gpu
-@pytest.mark.parametrize("kind", [*FP8_KINDS, "gluon", "gluon stream-k"])
+@pytest.mark.parametrize("kind", [*FP8_KINDS, "gluon", "gluon stream-k", "gluon mid-m"])
 @pytest.mark.parametrize("size", [(48, 4096, 14336), (3000, 6144, 4096), (256, 256, 131072)])
 def test_fp8_edge_values_within_twice_promoted_cublas(kind, size):
     """On the GPU, where wgmma's fp8 accumulator is narrower than fp32: on the edge inputs each Triton fp8 kernel's
     worst error against fp64 is at most twice promoted cuBLAS's (torch._scaled_mm, use_fast_accum=False) on the same
     inputs; a kernel that kept the products in wgmma's accumulator across K misses that by orders of magnitude."""
     from suite.triton.gemm_gluon import GluonGemm
+    from suite.triton.gemm_mid_gluon import GluonMidGemm
 
     if torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("the fp8 kernels are built for sm_90")
@@ -577,6 +578,7 @@ def test_fp8_edge_values_within_twice_promoted_cublas(kind, size):
         **FP8_KINDS,
         "gluon": lambda i, o, s: GluonGemm(i, o, s),
         "gluon stream-k": lambda i, o, s: GluonGemm(i, o, s, stream_k=True),
+        "gluon mid-m": lambda i, o, s: GluonMidGemm(i, o, s),
     }
     inputs = fp8_edge_inputs(*size, seed=52, device=DEVICE)
     ceiling, _ = fp8_error(cublas_promoted(inputs), inputs)

@@ -64,17 +64,43 @@ def test_every_tile_of_the_menu_fits_its_registers_and_shared_memory():
         g.GluonMidGemm(inputs, GEMM.make_output(inputs), 4, tile=wide)
     # no such layout; too many accumulators
     for off_menu in (waves.GluonMidTile(4, 64, 128, 32), waves.GluonMidTile(2, 128, 128, 64)):
-        with pytest.raises(ValueError, match="not a tile of the plan's menu"):
+        with pytest.raises(ValueError, match="not a tile of the fp16 plan's menu"):
             g.GluonMidGemm(inputs, GEMM.make_output(inputs), 3, tile=off_menu)
     assert min(t.tiles(1500, 8200) for t in tiles) >= 2 * H200_SMS  # the GPU test's largest size walks each twice
 
 
+def test_the_fp8_menu_holds_the_promoted_partials_beside_the_accumulators():
+    # fp8: 64 weight columns a consumer, 3 or 2 of them; twice the accumulators (each K step's partial sums beside
+    # them), 2 x tokens x 64 / 128 registers, at most 96 (3 x 64) or 160 (2 x 64); the same 128-byte stages (128 of
+    # K) and bf16 slabs as at 16 bits, so the same deepest rings, worked by hand
+    menu = {
+        (3, 64, 64, 0): 6, (3, 64, 64, 16): 5, (3, 64, 64, 32): 5, (2, 64, 64, 0): 6, (2, 64, 64, 16): 6,
+        (2, 64, 64, 32): 6, (2, 64, 128, 0): 6, (2, 64, 128, 16): 5, (2, 64, 128, 32): 5,
+    }  # fmt: skip
+    tiles = waves.gluon_mid_tiles(fp8=True)
+    assert {(t.consumers, t.weight_cols, t.t0, t.t1): t.deepest() for t in tiles} == menu
+    assert all(t.fp8 and t.block_k == 128 for t in tiles)
+    # two pieces take the weight through registers (each K step's groups are retired to promote anyway), one does not
+    assert {t.register_a for t in tiles if t.t1} == {True} and {t.register_a for t in tiles if not t.t1} == {False}
+    # 156 x 8192: 64 weight tiles of 128 by 2 token tiles of 80 (64 + 16) make 128 tiles for 132 SMs, where 192-row
+    # weight tiles make 43 x 2 = 86 (or 43 x 3 = 129 of 64 tokens, padding M to 192)
+    plan = waves.gluon_mid_plan(156, 8192, H200_SMS, fp8=True)
+    assert (plan.tile.consumers, plan.tile.weight_cols, plan.tile.t0, plan.tile.t1, plan.stages) == (2, 64, 64, 16, 6)
+    # a 16-bit tile is not an fp8 one, and the other way round: refused before anything is built
+    inputs = GEMM.make_inputs((64, 512, 128), 0, torch.device("cpu"), "fp8e4m3")
+    for off_menu in (waves.GluonMidTile(3, 64, 64, 32), waves.GluonMidTile(2, 128, 64, 16, fp8=True)):
+        with pytest.raises(ValueError, match="not a tile of the fp8e4m3 plan's menu"):
+            g.GluonMidGemm(inputs, GEMM.make_output(inputs), 3, tile=off_menu)
+    launch = g.GluonMidGemm(inputs, GEMM.make_output(inputs), 3)
+    assert "accumulation promoted" in launch.config and launch.meta["FP8"], launch.config
+
+
 @pytest.mark.gpu
-@pytest.mark.parametrize("dtype", ["fp16", "bf16"])
+@pytest.mark.parametrize("dtype", ["fp16", "bf16", "fp8e4m3"])
 def test_every_tile_matches_fp64_on_odd_shapes(dtype):
     if torch.cuda.get_device_capability() != (9, 0):
         pytest.skip("the Gluon GEMM is built for sm_90")
-    for tile in waves.gluon_mid_tiles():
+    for tile in waves.gluon_mid_tiles(fp8=dtype == "fp8e4m3"):
         for stages in sorted({3, tile.deepest()}):
             # (1500, 8200, 261): 330 to 1,032 tiles, at least two per program on 132 SMs
             for size in ((333, 1000, 520), (77, 1004, 264), (1500, 8200, 261)):

@@ -47,6 +47,24 @@ def fp16_problem(m: int, n: int, k: int):
     return a, b, c, (a.float() @ b.float()).half(), lambda: torch.matmul(a, b, out=c)
 
 
+def fp8_problem(m: int, n: int, k: int):
+    """Fresh random fp8 e4m3 operands on the GPU, B given N x K, scales of 0.5 and 3: ((a, b, scale_a, scale_b), c,
+    the fp32 product scaled and rounded to bf16, promoted cuBLAS writing c)."""
+    a = torch.randn(m, k, device="cuda").to(torch.float8_e4m3fn)
+    b = torch.randn(n, k, device="cuda").to(torch.float8_e4m3fn)
+    scale_a, scale_b = torch.tensor(0.5, device="cuda"), torch.tensor(3.0, device="cuda")
+    c = torch.empty(m, n, device="cuda", dtype=torch.bfloat16)
+    ref = (a.float() @ b.float().T * 1.5).bfloat16()
+    return (
+        (a, b, scale_a, scale_b),
+        c,
+        ref,
+        lambda: torch._scaled_mm(
+            a, b.T, scale_a=scale_a, scale_b=scale_b, out_dtype=torch.bfloat16, use_fast_accum=False, out=c
+        ),
+    )
+
+
 def med(fn) -> float:
     return statistics.median(do_bench(fn, warmup=25, rep=100, return_mode="all"))
 

@@ -7,12 +7,13 @@
 * ``--band``: at every shape of sweep seeds 3-7 with M >= 64, the plan's tile and depth beside what triton:auto runs
   without the Gluon mid-M band (the rule's first other choice that takes the shape): the data that fits
   gemm_rule.TRITON_GLUON_MID_M and TRITON_GLUON_MID_MOST_K. Ends with the geometric mean and minimum over the
-  shapes of each band on a small grid.
+  shapes of each band on a small grid. ``--dtype fp8e4m3``: the same at fp8 against promoted cuBLAS, on the shapes
+  with M up to 2048 (past the grid's bands) of seeds 3-5, the fit of gemm_rule.TRITON_GLUON_MID_FP8_M.
 
 Every candidate is checked against torch before it is timed (tools/gemm_probe.py). Not part of the suite's results.
 
 Run from the repository root on an sm_90a GPU:
-PYTHONPATH=. python3 tools/tune_gemm_mid_gluon.py [--band] [--shape MxNxK ...]"""
+PYTHONPATH=. python3 tools/tune_gemm_mid_gluon.py [--band [--dtype fp8e4m3]] [--shape MxNxK ...]"""
 
 from __future__ import annotations
 
@@ -26,7 +27,7 @@ from suite import gemm_rule, waves
 from suite.model_shapes import sweep_shapes
 from suite.triton import gemm_mid_gluon as g
 from suite.triton.gemm_auto import KERNEL as AUTO
-from tools.gemm_probe import checked_ratio, fp16_problem, probe, shapes_from_argv
+from tools.gemm_probe import checked_ratio, fp8_problem, fp16_problem, probe, shapes_from_argv
 
 GLUON_MID = "mid-m swap-ab gluon ws"
 
@@ -46,20 +47,26 @@ SHAPES = (
 )
 
 
-def band() -> None:
+def band(dtype: str) -> None:
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    shapes = sorted({s for seed in range(3, 8) for s in sweep_shapes(seed, 48) if s[0] >= 64})
+    fp8 = dtype == "fp8e4m3"
+    seeds, most_m = (range(3, 6), 2048) if fp8 else (range(3, 8), 1 << 30)
+    shapes = sorted({s for seed in seeds for s in sweep_shapes(seed, 48) if 64 <= s[0] <= most_m})
     rows = []
     for m, n, k in shapes_from_argv(tuple(shapes)):
-        a, b, c, ref, cublas = fp16_problem(m, n, k)
+        if fp8:
+            inputs, c, ref, cublas = fp8_problem(m, n, k)
+        else:
+            a, b, c, ref, cublas = fp16_problem(m, n, k)
+            inputs = (a, b)
         # what triton:auto runs without the band: its pick among the rule's other choices
-        others = [ch for ch in gemm_rule.choices("triton", m, n, k, "fp16", sms) if ch.kernel != GLUON_MID]
-        other, kernel, stages = AUTO.pick_among(others, (m, n, k), "fp16")
-        plan = waves.gluon_mid_plan(m, n, sms)
+        others = [ch for ch in gemm_rule.choices("triton", m, n, k, dtype, sms) if ch.kernel != GLUON_MID]
+        other, kernel, stages = AUTO.pick_among(others, (m, n, k), dtype)
+        plan = waves.gluon_mid_plan(m, n, sms, fp8=fp8)
         got = []
         for make in (
-            lambda: kernel.launch((a, b), c, stages),
-            lambda: g.GluonMidGemm((a, b), c, plan.stages),
+            lambda: kernel.launch(inputs, c, stages),
+            lambda: g.GluonMidGemm(inputs, c, plan.stages),
         ):
             ratio, why = checked_ratio(make, c, ref, k, cublas)
             got.append(ratio)
@@ -85,14 +92,14 @@ def band() -> None:
 
     geomean, low = score(1, 0, 0)  # an empty band
     print(f"\nwithout the band: geomean {geomean:.3f}, min {low:.3f}")
-    grid = itertools.product((64, 128, 160, 200), (500, 700, 1000, 1500), (8192, 16384, 20480, 1 << 20))
+    grid = itertools.product((64, 96, 128, 160, 200, 256), (500, 700, 1000, 1500, 2048), (8192, 16384, 20480, 1 << 20))
     for geomean, low, lo, hi, most_k in sorted((*score(*b), *b) for b in grid)[::-1][:10]:
         print(f"{lo} <= M <= {hi}, K <= {most_k}: geomean {geomean:.3f}, min {low:.3f}")
 
 
 def main() -> None:
     if "--band" in sys.argv:
-        band()
+        band(sys.argv[sys.argv.index("--dtype") + 1] if "--dtype" in sys.argv else "fp16")
         return
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for m, n, k in shapes_from_argv(SHAPES):
