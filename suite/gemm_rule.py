@@ -75,9 +75,10 @@ PTX_MID_M = 1024  # up to here the PTX mid-M kernel is weighed against the tile 
 # at most an eighth, and the rungs' own waves decide
 PTX_MID_STAGES = 5  # the deepest ring every mid-M tile of this band fits (suite.waves.mid_deepest): its plan at 5 is
 # the model's first choice (the wide tile, which fits 4, is weighed only past suite.waves.MID_WIDE_LEAST_M >= PTX_MID_M)
-# fp8: the mid-M kernel's promoted tiles (two consumer warpgroups, 64-104 tokens) run where their modelled walk takes
-# at most this share of the split tail's: fitted on fp8 shapes of sweep seeds 3 and 4, where the kernel won at
-# modelled ratios up to 0.94 and lost from 0.96 (it sums each K stage into registers, a cost the model leaves out)
+# fp8: the mid-M kernel's promoted tiles (two consumer warpgroups, 64-160 tokens) run where their modelled walk takes
+# at most this share of the split tail's: fitted on fp8 shapes of sweep seeds 3 and 4 when its tiles held at most 104
+# tokens (in pairs), where the kernel won at modelled ratios up to 0.94 and lost from 0.96 (it sums each K stage into
+# registers, a cost the model leaves out)
 PTX_MID_FP8_RATIO = 0.95
 PTX_MID_FP8_DEEP_TOKENS = 88  # fp8 token tiles up to here take 6 stages, wider ones 5 (fitted on the same shapes)
 TRITON_MID_M = MID_MOST_TOKENS  # Triton's mid-M kernel: one token tile of at most this many rows, against any weight

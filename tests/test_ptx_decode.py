@@ -3,6 +3,7 @@ and split count; its machine code on CPU (the swapped wgmma, fp8's K-major one p
 no spills); and on a GPU its results at the edges of the schedule, bit for bit the same run after run."""
 
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -174,10 +175,11 @@ def test_mid_refuses_unbuilt_depths_fp8_tiles_and_other_widths_before_launch():
     a, b = torch.randn(130, 64).half(), torch.randn(64, 256).half()
     with pytest.raises(ValueError, match="stages"):
         gemm_decode.Decode((a, b), torch.empty(130, 256).half(), 2, kernel=gemm_decode.MID)
-    # fp8's promoted tiles: two consumer warpgroups, at most 104 tokens (the 16-bit tiles go to 208)
-    assert gemm_decode.mid_plan(130, 256, 64, 132, consumers=2, block_t=136).block_t == 136
-    with pytest.raises(ValueError, match="block_t=136: the mid-M build takes .* fp8: 104 on two"):
-        gemm_decode.mid_plan(130, 256, 64, 132, consumers=2, block_t=136, dtype="fp8e4m3")
+    # fp8's promoted tiles: two consumer warpgroups, at most 160 tokens (the 16-bit tiles go to 208)
+    assert gemm_decode.mid_plan(130, 256, 64, 132, consumers=2, block_t=168).block_t == 168
+    assert gemm_decode.mid_plan(130, 256, 64, 132, consumers=2, block_t=160, dtype="fp8e4m3").block_t == 160
+    with pytest.raises(ValueError, match="block_t=168: the mid-M build takes .* fp8: 160 on two"):
+        gemm_decode.mid_plan(130, 256, 64, 132, consumers=2, block_t=168, dtype="fp8e4m3")
     with pytest.raises(ValueError, match="block_t=64: the mid-M build takes"):
         gemm_decode.mid_plan(130, 256, 64, 132, consumers=3, block_t=64, dtype="fp8e4m3")
     # a tile's own build without an fp8 form refuses fp8 before anything else (three consumers: 16-bit only)
@@ -204,15 +206,17 @@ def test_mid_refuses_unbuilt_depths_fp8_tiles_and_other_widths_before_launch():
         gemm_decode.MID.tile_module(88, 3),
         gemm_decode.MID.tile_module(128, 3),
         gemm_decode.MID.tile_module(*gemm_decode.MID_DESCRIBE_TILE_FP8),
+        gemm_decode.MID.tile_module(waves.MID_MOST_TOKENS_FP8[2], 2),
     ],
-    ids=["decode", "mid", "mid-192x88", "mid-192x128", "mid-128x104"],
+    ids=["decode", "mid", "mid-192x88", "mid-192x128", "mid-128x104", "mid-128x160"],
 )
 def test_decode_builds_the_swapped_wgmma_on_a_tma_ring_without_spills(kernel):
     """Every instantiation: the transposed-A 16-bit wgmma (HGMMA ... tnspA) at N = BLOCK_T, BK / 16 of them chained per
     commit group, or fp8's K-major one (QGMMA ... E4M3, no transpose), 4 per group (one K atom, promoted; the mid-M
-    build's fp8 tiles, 128 x 104 here, in pairs of groups), the first of each group overwriting its partial (RZ,
-    !UPT); TMA loads of the weight and the tokens, mbarriers, no local memory; the fix-up's one integer atomic (the
-    counter, acquire-release), no float atomics and no sequentially consistent fence."""
+    build's fp8 tiles up to 104 tokens in pairs of groups, wider ones, 128 x 160 here, one group at a time), the first
+    of each group overwriting its partial (RZ, !UPT); TMA loads of the weight and the tokens, mbarriers, no local
+    memory; the fix-up's one integer atomic (the counter, acquire-release), no float atomics and no sequentially
+    consistent fence."""
     module = kernel.build("sm_90a")
     assert "C7510" not in module.log and "serializ" not in module.log.lower(), module.log
     per = split_functions(module.sass())
@@ -243,7 +247,8 @@ def test_decode_builds_the_swapped_wgmma_on_a_tma_ring_without_spills(kernel):
         # handed over. The consumers' TRY_ALLOC spins until the pool holds 232 each (three: 152): the block must
         # start with the whole register file, 168 a thread at 384 threads (128 at 512)
         fp8, mid = "E4M3" in expr, expr.endswith("true>")
-        acc_regs = block_t // 2 * (3 if fp8 and mid else 2 if fp8 else 1)
+        pairs = fp8 and mid and block_t <= waves.MID_FP8_PAIRS_MOST_TOKENS
+        acc_regs = block_t // 2 * (3 if pairs else 2 if fp8 else 1)
         shifted = (consumers == 2 and acc_regs > 64) or (consumers == 3 and acc_regs > 32)
         assert ("USETMAXREG.DEALLOC.CTAPOOL 0x28" in sass) == shifted, expr
         each = {2: "0xe8", 3: "0x98"}.get(consumers)
@@ -304,12 +309,15 @@ MID_EDGES = [
     ((200, 26000, 1040), 3, (104, 3)),
     ((1249, 2600, 1032), None, None),
 ]
-# fp8 (K % 16; the tiles above that fp8 takes run too): its rule's tiles at M = 156 (two of 80, 128 tiles, no split),
-# its widest (104) with a split tail (300 tiles: 36 left, in 3 shares), an odd count of K stages (the pairs' last stage
-# alone: 2064 = 16 x 128 + 16), and fewer rows than its smallest tile with N % 8 != 0
+# fp8 (K % 16; the tiles above that fp8 takes run too, 144 tokens among them): its rule's tiles at M = 156 (two of 80,
+# 128 tiles, no split), its widest in pairs (104) and the narrowest with one partial (112) with a split tail (300
+# tiles: 36 left, in 3 shares), its widest (160) over two token tiles (the last partly empty) and an odd count of K
+# stages (2064 = 16 x 128 + 16: the pairs' last stage alone), and fewer rows than its smallest tile with N % 8 != 0
 MID_FP8_EDGES = [
     ((156, 8192, 1040), None, (80, 2)),
     ((208, 19200, 1040), 3, (104, 2)),
+    ((224, 19200, 1040), 3, (112, 2)),
+    ((300, 8192, 2064), None, (160, 2)),
     ((129, 1000, 2064), None, (72, 2)),
     ((40, 260, 1040), None, (64, 2)),
     ((109, 3000, 1040), None, (64, 2)),  # between one tile's most tokens and two tiles' least: two of 64
@@ -452,8 +460,9 @@ def test_the_mid_m_sanitizer_names_every_tile_a_depth_may_run():
             for dtype in gemm_decode.MID.dtypes:
                 p = gemm_decode.mid_plan(*size, 132, stages, dtype=dtype)
                 assert p.name_expression(stages, dtype) in names, (stages, size, dtype)
-        assert f"gemm_tma_decode<{stages}, 104, 2, 1, E4M3, true>" in names  # fp8's widest tile
-        assert f"gemm_tma_decode<{stages}, 112, 2, 1, E4M3, true>" not in names  # its promoted form spills past 104
+        assert f"gemm_tma_decode<{stages}, 104, 2, 1, E4M3, true>" in names  # fp8's widest tile in pairs
+        assert f"gemm_tma_decode<{stages}, 160, 2, 1, E4M3, true>" in names  # and its widest with one partial
+        assert f"gemm_tma_decode<{stages}, 168, 2, 1, E4M3, true>" not in names  # not built past 160
         assert f"gemm_tma_decode<{stages}, 64, 3, 1, E4M3, true>" not in names  # and has no three-consumer tile
         assert "gemm_tma_decode<6, 208, 2, 1, F16, true>" not in names  # its ring does not fit 6 deep
         # the wide tile (16 bits, up to 192 tokens) where its ring fits: 4 deep at 192 tokens, 5 up to 104
@@ -554,3 +563,13 @@ def test_the_wide_mid_m_tile_matches_fp64_at_the_edges_bit_reproducibly(dtype):
         assert forced is None or launch.plan.splits == forced
         valid_twice(launch, out, inputs, dtype, (stages, size, splits, block_t))
         assert int(launch.counters.abs().sum()) == 0, (stages, size, "fix-up counters not reset")
+
+
+def test_the_fp8_mid_m_token_bounds_are_the_kernels():
+    """The build's fp8 token bounds (suite.waves) are the ones gemm_decode.cu's static_assert and pairs switch read."""
+    source = (Path(gemm_decode.__file__).parent / "gemm_decode.cu").read_text()
+    assert f"constexpr int FP8_PAIRS_MOST_TOKENS = {waves.MID_FP8_PAIRS_MOST_TOKENS};" in source
+    assert f"constexpr int FP8_MID_MOST_TOKENS = {waves.MID_MOST_TOKENS_FP8[2]};" in source
+    # the model weighs the tiles in pairs only: forced, the build takes the wider ones
+    assert max(max(waves.mid_token_tiles(m, 2, "fp8e4m3")) for m in range(1, 400)) == waves.MID_FP8_PAIRS_MOST_TOKENS
+    assert waves.mid_tile_ok(waves.MID_MOST_TOKENS_FP8[2], 2, "fp8e4m3")

@@ -562,7 +562,7 @@ __device__ __forceinline__ void wgmma_m64nNk16_f32_nmajor(float (&d)[N / 2], uns
 
 // D(64 x N, fp32) (+)= A(64 x 32, K-major, shared) * B(32 x N, K-major, shared), fp8 e4m3 operands: N = 128 or 144
 // (the GEMM's tiles: the 128 x 144 rung's whole warpgroup tile, promoted in pairs; 72 registers per thread) or any
-// multiple of 8 up to 128 (the swapped decode and mid-M kernels' tokens: the weight, K-major, on the M side). `first`:
+// multiple of 8 up to 160 (the swapped decode and mid-M kernels' tokens: the weight, K-major, on the M side). `first`:
 // D = A * B, the first k-step of a fresh partial sum (D's old values are ignored); otherwise D += A * B.
 // The form at N = 16 ROWS (ROWS rows of 8 accumulator registers), and _HALF at N = 16 ROWS + 8 (half a row more).
 #define WGMMA_E4M3_ROWS(N, ROWS) WGMMA_ASM_E4M3(N, "{" WGMMA_L##ROWS "}", WGMMA_AFTER##ROWS, WGMMA_P##ROWS(d))
@@ -571,7 +571,7 @@ __device__ __forceinline__ void wgmma_m64nNk16_f32_nmajor(float (&d)[N / 2], uns
 template <int N>
 __device__ __forceinline__ void wgmma_m64nNk32_f32_e4m3(float (&d)[N / 2], unsigned long long desc_a,
                                                        unsigned long long desc_b, bool first) {
-    static_assert(N % 8 == 0 && N >= 8 && (N <= 128 || N == 144), "the fp8 forms here: n8 .. n128 by 8, or n144");
+    static_assert(N % 8 == 0 && N >= 8 && N <= 160, "the fp8 forms here: n8 .. n160 by 8");
     if constexpr (N == 8) WGMMA_ASM_E4M3(8, WGMMA_D4_REGS, "%4, %5", WGMMA_D4_OPERANDS(d));
     else if constexpr (N == 16) WGMMA_E4M3_ROWS(16, 1);
     else if constexpr (N == 24) WGMMA_E4M3_HALF(24, 1);
@@ -588,7 +588,10 @@ __device__ __forceinline__ void wgmma_m64nNk32_f32_e4m3(float (&d)[N / 2], unsig
     else if constexpr (N == 112) WGMMA_E4M3_ROWS(112, 7);
     else if constexpr (N == 120) WGMMA_E4M3_HALF(120, 7);
     else if constexpr (N == 128) WGMMA_E4M3_ROWS(128, 8);
-    else WGMMA_E4M3_ROWS(144, 9);
+    else if constexpr (N == 136) WGMMA_E4M3_HALF(136, 8);
+    else if constexpr (N == 144) WGMMA_E4M3_ROWS(144, 9);
+    else if constexpr (N == 152) WGMMA_E4M3_HALF(152, 9);
+    else WGMMA_E4M3_ROWS(160, 10);
 }
 
 // The decode kernel's swapped 16-bit form (gemm_decode.cu's gemm_tma_decode): D(64 x N, fp32) += A(64 x 16, M-major,

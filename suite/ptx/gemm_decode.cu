@@ -9,8 +9,8 @@
 // The tiles above put C's M on wgmma's M side, at least 64 rows per warpgroup: at M = 16 three quarters of every
 // wgmma and of every A stage are padding. Swapped, the weight's N runs along wgmma's M (64 weight columns per
 // consumer warpgroup, read transposed from B's N-major box; fp8: B is given N x K, so its rows are wgmma's K-major A
-// as they are) and the tokens along wgmma's N (BLOCK_T = 8..256 by 8; fp8: 8, 16, 32 or 64, the mid-M build's 64..104
-// by 8): every row of every wgmma is real weight, and a token tile pads M to a multiple of 8, not of wgmma's 64 (the
+// as they are) and the tokens along wgmma's N (BLOCK_T = 8..256 by 8; fp8: 8, 16, 32 or 64, the mid-M build's
+// 64..FP8_MID_MOST_TOKENS by 8): every row of every wgmma is real weight, and a token tile pads M to a multiple of 8, not of wgmma's 64 (the
 // mid-M tiles: M = 341 runs four token tiles of 88 rows where the tile rungs run three of 128).
 //
 //   units:  (weight tile of BW = 64 x CONSUMERS x W_TILES columns, token tile of BLOCK_T rows, split), split-major,
@@ -30,21 +30,36 @@
 //   fp8:    promoted, as cuBLAS promotes by default: each K atom's 4 wgmma (128 of K) summed from zero into a
 //           partial, which is added to the fp32 accumulators once its group completes; the per-tensor scales
 //           multiply the sum before C's bf16 store. Decode waits for each atom before its adds (its pace is the
-//           weight's stream); the mid-M build (PAIRS), whose pace is the tensor pipe's, takes K stages in pairs: two
-//           partials, the first added while the second's wgmma run.
+//           weight's stream); the mid-M build (PAIRS), whose pace is the tensor pipe's, takes K stages in pairs up
+//           to FP8_PAIRS_MOST_TOKENS tokens: two partials, the first added while the second's wgmma run. Its wider
+//           token tiles (three accumulators' registers would spill) hold one partial and wait for each stage as
+//           decode does, the other consumer warpgroup's wgmma keeping the tensor pipe busy meanwhile.
 //   epilogue: the 64 x BLOCK_T accumulator is C^T's tile: stored transposed into C; for a split tile, a serialized
 //           fix-up in the kernel: each split stores its fp32 partial into its M x N slice of the workspace and
 //           arrives on the (tile, warpgroup) counter; the last to arrive sums every slice, its own too, in split
 //           order from zero and stores C, then zeroes the counter for the next launch. The order of the additions
 //           is the same whoever arrives last (bit-reproducible), and only the counter is atomic (an integer). No
 //           second kernel: at decode sizes its launch and pass would be a visible share of the call.
+// fp8's mid-M tiles: promoted in pairs of K stages up to here (two partials beside the accumulators), with one
+// partial above, up to the most (suite.waves.MID_FP8_PAIRS_MOST_TOKENS and MID_MOST_TOKENS_FP8, tied by a test)
+constexpr int FP8_PAIRS_MOST_TOKENS = 104;
+constexpr int FP8_MID_MOST_TOKENS = 160;
+
+// Whether a build promotes fp8 in pairs: the mid-M build's (TAIL) tiles up to FP8_PAIRS_MOST_TOKENS tokens.
+template <class E, bool TAIL, int BLOCK_T>
+__host__ __device__ constexpr bool promote_in_pairs() {
+    return TAIL && E::PROMOTE && BLOCK_T <= FP8_PAIRS_MOST_TOKENS;
+}
+
 template <int BLOCK_T, int CONSUMERS, int K_ATOMS, class E, bool PAIRS = false, int W_TILES = 1>
 struct DecodeTile {
     static_assert(BLOCK_T % 8 == 0 && BLOCK_T >= 8 && BLOCK_T <= 256, "BLOCK_T: 8 .. 256 tokens by 8");
-    static_assert(!E::PROMOTE || (PAIRS ? BLOCK_T <= 104 && CONSUMERS == 2 && K_ATOMS == 1
-                                        : BLOCK_T == 8 || BLOCK_T == 16 || BLOCK_T == 32 || BLOCK_T == 64),
-                  "fp8's promoted form: 8, 16, 32 or 64 tokens; in pairs (the mid-M build), up to 104 tokens on two "
-                  "consumer warpgroups, one K atom per stage");
+    static_assert(!E::PROMOTE || (PAIRS ? BLOCK_T <= FP8_PAIRS_MOST_TOKENS && CONSUMERS == 2 && K_ATOMS == 1
+                                        : BLOCK_T == 8 || BLOCK_T == 16 || BLOCK_T == 32 || BLOCK_T == 64 ||
+                                              (BLOCK_T > FP8_PAIRS_MOST_TOKENS && BLOCK_T <= FP8_MID_MOST_TOKENS &&
+                                               CONSUMERS == 2 && K_ATOMS == 1)),
+                  "fp8's promoted form: 8, 16, 32 or 64 tokens; the mid-M build's, up to FP8_MID_MOST_TOKENS tokens "
+                  "on two consumer warpgroups, one K atom per stage, in pairs up to FP8_PAIRS_MOST_TOKENS");
     static_assert(!PAIRS || E::PROMOTE, "pairs of partials are fp8's promotion");
     static_assert(CONSUMERS >= 1 && CONSUMERS <= 3, "one to three consumer warpgroups (64 weight columns each)");
     static_assert(K_ATOMS == 1 || K_ATOMS == 2 || K_ATOMS == 4, "BK = 64, 128 or 256 (a TMA box has <= 256 rows)");
@@ -118,8 +133,8 @@ __device__ __forceinline__ void for_each_decode_output(int M, int N, int n0, int
 
 // fp8's decode mainloop, promoted: per K stage, each K atom's 4 wgmma (128 of K) summed from zero into `part` (one
 // group), awaited, and added into the fp32 accumulators; the stage is released once its last atom's group is done.
-// The tensor pipe waits for each atom's adds (a few registers at decode's BLOCK_T): the weight's stream, which sets
-// decode's pace, runs on in the ring meanwhile.
+// The tensor pipe waits for this warpgroup's adds at each atom: decode's weight stream, which sets its pace, runs on
+// in the ring meanwhile; in the mid-M build's tiles past FP8_PAIRS_MOST_TOKENS, the other consumer's wgmma run.
 template <int STAGES, class T, class E, class Smem>
 __device__ __forceinline__ void promoted_decode_mainloop(float (&acc)[T::ACC], const Smem& smem, RingPosition& read,
                                                          int k_stages, int wg, bool release) {
@@ -210,13 +225,14 @@ struct DecodeWalk<true> {
 };
 
 template <int STAGES, int BLOCK_T, int CONSUMERS, int K_ATOMS, class E, bool TAIL, int W_TILES = 1>
-__global__ void __launch_bounds__(DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E, TAIL && E::PROMOTE, W_TILES>::THREADS, 1)
+__global__ void __launch_bounds__(
+    DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E, promote_in_pairs<E, TAIL, BLOCK_T>(), W_TILES>::THREADS, 1)
     gemm_tma_decode(const __grid_constant__ TensorMap tmap_tokens, const __grid_constant__ TensorMap tmap_weight,
                     half_bits* __restrict__ C, int M, int N, int K, float* __restrict__ workspace,
                     int* __restrict__ counters, int splits, const float* __restrict__ scale_a,
                     const float* __restrict__ scale_b) {
-    // the mid-M build (TAIL) promotes fp8 in pairs: its pace is the tensor pipe's
-    using T = DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E, TAIL && E::PROMOTE, W_TILES>;
+    // the mid-M build (TAIL) promotes fp8 in pairs where its tiles hold two partials: its pace is the tensor pipe's
+    using T = DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E, promote_in_pairs<E, TAIL, BLOCK_T>(), W_TILES>;
     static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be in 2..8");
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     using Smem = DecodeSmem<STAGES, T>;

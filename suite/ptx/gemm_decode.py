@@ -36,9 +36,9 @@ rungs pad M to a multiple of 128 rows and their tile counts fall between waves: 
 consumer warpgroups, given the producer's registers) x 64-208 tokens by 8 (M over a few tiles, rounded up to 8), or at
 16 bits past 1024 tokens the wide tile's 256 (two m64 weight tiles on each of two consumers) x 64-192 tokens, the tile
 whose walk suite.waves.mid_tile models fastest (M = 341 x N = 6144: four token tiles of 88 on 192 weight columns, 128
-tiles in one wave, where 128x192 rungs make 96), 128 bytes of K per stage (64 of K, fp8 128: tiles up to 104 tokens,
-promoted in pairs of stages), and the split tail's walk (whole tiles in persistent waves, then the last partial wave's
-tiles split in K, summed by the same fix-up). Each tile is compiled on demand (``MidModule``).
+tiles in one wave, where 128x192 rungs make 96), 128 bytes of K per stage (64 of K, fp8 128: tiles up to 160 tokens,
+promoted in pairs of stages up to 104), and the split tail's walk (whole tiles in persistent waves, then the last
+partial wave's tiles split in K, summed by the same fix-up). Each tile is compiled on demand (``MidModule``).
 
 K % 8 != 0 (fp8: K % 16) is refused (TMA needs 16-byte rows of A); N % 8 != 0 copies a 16-bit B to a padded pitch on
 every call (counted in the time, said in the row), as the tile rungs do (fp8's B, N x K, has K-byte rows). Any M runs
@@ -103,7 +103,7 @@ MID_STAGES = (4, 5, 6)  # the mid-M build's rings (suite.waves.mid_ring_bytes): 
 # 232 registers a consumer gets from the producer (setmaxnreg); 4 stages of it fit an SM's shared memory
 WIDE_MOST_TOKENS = MID_WIDE_MOST_TOKENS
 MID_DESCRIBE_TILE = (144, 2)  # the tile ``describe`` reports where no size picks one
-MID_DESCRIBE_TILE_FP8 = (104, 2)  # and at fp8, whose promoted tiles take 104 tokens at most
+MID_DESCRIBE_TILE_FP8 = (104, 2)  # and at fp8: its widest tile promoted in pairs
 RULE_SMS = 132  # the SMs a description without a GPU plans for (suite.gemm_rule.H200_SMS: the committed runs' GPU)
 MIN_K_STAGES_PER_SPLIT = 4  # fewer and a split's prologue and partial cost more than its mainloop
 MAX_SPLITS = 32
@@ -241,7 +241,7 @@ def mid_plan(
         block_t, consumers, w_tiles = mid_tile(m, n, k, sms, stages, dtype)
     elif not mid_tile_ok(block_t, consumers, dtype):
         raise ValueError(
-            f"block_t={block_t}: the mid-M build takes 64 .. 208 tokens by 8 (three consumers: 128; fp8: 104 on two)"
+            f"block_t={block_t}: the mid-M build takes 64 .. 208 tokens by 8 (three consumers: 128; fp8: 160 on two)"
         )
     w_tiles = w_tiles or 1
     boxes = consumers * w_tiles  # 64-column weight boxes per stage
@@ -465,8 +465,9 @@ class MidModule(DecodeModule):
     weight tiles per consumer warpgroup (256 weight columns on two) x 64-192 tokens, both tiles' wgmma on one token
     box per stage, in rings of 4 stages (5 up to 104 tokens), which the model weighs past MID_WIDE_LEAST_M tokens.
 
-    fp8 (e4m3 in, bf16 out) promotes each K stage's sum (128 of K) into the fp32 accumulators, two stages' partials in
-    turn, so its tiles are those whose accumulators and two partials fit: up to 104 tokens on two consumer warpgroups.
+    fp8 (e4m3 in, bf16 out) promotes each K stage's sum (128 of K) into the fp32 accumulators, on two consumer
+    warpgroups: two stages' partials in turn up to 104 tokens, one partial (each stage's adds under the other
+    consumer's wgmma) up to 160.
 
     Tiles are many (19 token counts on two consumer warpgroups, 9 on three, 17 wide): each is compiled on demand, the
     first time a launch or a precompile asks for it (``build_of``, ``modules_for``), and kept in the cubin cache, with
@@ -627,7 +628,8 @@ class MidModule(DecodeModule):
     def config(self) -> str:
         return (
             "swapped mid-M: 128 or 192 weight columns on wgmma's M, 64-208 tokens by 8 on its N (fp8: 64-104, "
-            "promoted in pairs of K stages; 16-bit: also 256 columns x 64-192 tokens, two weight tiles per consumer; "
+            "promoted in pairs of K stages, forced up to 160 with one partial; 16-bit: also 256 columns x 64-192 "
+            "tokens, two weight tiles per consumer; "
             "the fastest modelled walk, mid_plan), one 128-byte row of K per stage, "
             "persistent waves then a split tail"
         )
