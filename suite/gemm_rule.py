@@ -75,10 +75,10 @@ PTX_MID_M = 1024  # up to here the PTX mid-M kernel is weighed against the tile 
 # at most an eighth, and the rungs' own waves decide
 PTX_MID_STAGES = 5  # the deepest ring every mid-M tile of this band fits (suite.waves.mid_deepest): its plan at 5 is
 # the model's first choice (the wide tile, which fits 4, is weighed only past suite.waves.MID_WIDE_LEAST_M >= PTX_MID_M)
-# fp8: the mid-M kernel's promoted tiles (two consumer warpgroups, 64-160 tokens) run where their modelled walk takes
-# at most this share of the split tail's: fitted on fp8 shapes of sweep seeds 3 and 4 when its tiles held at most 104
-# tokens (in pairs), where the kernel won at modelled ratios up to 0.94 and lost from 0.96 (it sums each K stage into
-# registers, a cost the model leaves out)
+# fp8: the mid-M kernel's promoted tiles that the model weighs (two consumer warpgroups, 64 tokens up to
+# suite.waves.MID_MODEL_MOST_TOKENS_FP8, promoted in pairs) run where their modelled walk takes at most this share of
+# the split tail's: the model leaves out the adds of each K stage's sum into registers, so a tile must be modelled
+# ahead by a margin (fitted on fp8 shapes of sweep seeds 3 and 4)
 PTX_MID_FP8_RATIO = 0.95
 PTX_MID_FP8_DEEP_TOKENS = 88  # fp8 token tiles up to here take 6 stages, wider ones 5 (fitted on the same shapes)
 TRITON_MID_M = MID_MOST_TOKENS  # Triton's mid-M kernel: one token tile of at most this many rows, against any weight
@@ -123,7 +123,7 @@ TRITON_GLUON_MID_M = (160, 700)
 TRITON_GLUON_MID_MOST_K = 20480
 # fp8 on sm_90a, M in this band at any K: the same kernel, each K step's sum promoted, with the same floor of tiles. It
 # starts where the fp8 decode band ends; above it the Gluon 128x256 kernels' waves are full enough (fitted on the fp8
-# shapes of sweep seeds 3-5 with M = 67-2,025 against the rule without it: the kernel won at 23 of the band's 29)
+# shapes of sweep seeds 3-5 against the rule without it, tools/tune_gemm_mid_gluon.py --band --dtype fp8e4m3)
 TRITON_GLUON_MID_FP8_M = (TRITON_TINY_M_FP8 + 1, 560)
 TAIL_MIN_K_TILES = MIN_K_TILES_PER_SPLIT  # the split tail's shares hold this many K tiles at least, as the kernels'
 NARROW_TILE_RATE = 0.97  # a 128x192 tile's MMA rate against a 128x256 one's (fewer MACs per operand byte)

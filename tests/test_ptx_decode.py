@@ -243,6 +243,9 @@ def test_decode_builds_the_swapped_wgmma_on_a_tma_ring_without_spills(kernel):
             assert all(("BF16" in line) == ("BF16" in expr) for line in hgmma), expr
             assert count and count == 4 * k_atoms * closing, (expr, count, closing)  # BK / 16 per stage, one group
         assert len(re.findall(r"ATOMG\.E\.ADD\.S32\.STRONG\.GPU", sass)) == 1, expr  # the counter: an integer add
+        if "E4M3" in expr and expr.endswith("true>"):  # the mid-M build's fp8: a group left in flight only in pairs
+            one_left = re.search(r"WARPGROUP\.DEPBAR\.LE gsb0, 0x1\b", sass) is not None
+            assert one_left == (block_t <= waves.MID_FP8_PAIRS_MOST_TOKENS), expr
         # above 64 registers of accumulators and fp8's partials (two consumers; three: 32): the producer's registers
         # handed over. The consumers' TRY_ALLOC spins until the pool holds 232 each (three: 152): the block must
         # start with the whole register file, 168 a thread at 384 threads (128 at 512)
@@ -311,8 +314,9 @@ MID_EDGES = [
 ]
 # fp8 (K % 16; the tiles above that fp8 takes run too, 144 tokens among them): its rule's tiles at M = 156 (two of 80,
 # 128 tiles, no split), its widest in pairs (104) and the narrowest with one partial (112) with a split tail (300
-# tiles: 36 left, in 3 shares), its widest (160) over two token tiles (the last partly empty) and an odd count of K
-# stages (2064 = 16 x 128 + 16: the pairs' last stage alone), and fewer rows than its smallest tile with N % 8 != 0
+# tiles: 36 left, in 3 shares), its widest (160) over two token tiles (the last partly empty) at an odd count of K
+# stages (2064 = 16 x 128 + 16), an odd count in pairs (the pairs' last stage alone: 72 tokens), and fewer rows than
+# its smallest tile with N % 8 != 0
 MID_FP8_EDGES = [
     ((156, 8192, 1040), None, (80, 2)),
     ((208, 19200, 1040), 3, (104, 2)),
@@ -405,13 +409,13 @@ def test_every_n_of_the_swapped_wgmma_form_binds_its_registers():
 
 
 def test_every_n_of_the_fp8_wgmma_form_binds_its_registers():
-    """wgmma_m64nNk32_f32_e4m3 at every N = 8 .. 128 by 8 and 144 (the decode and mid-M kernels' tokens, the 128 x 144
-    rung): one K-major QGMMA of that N each, in both its overwriting and its accumulating form, no local memory."""
+    """wgmma_m64nNk32_f32_e4m3 at every N = 8 .. 160 by 8 (the decode and mid-M kernels' tokens, the 128 x 144 rung):
+    one K-major QGMMA of that N each, in both its overwriting and its accumulating form, no local memory."""
     from pathlib import Path
 
     from suite.nvrtc import loader
 
-    names = tuple(f"e4m3_form<{n}>" for n in (*range(8, 129, 8), 144))
+    names = tuple(f"e4m3_form<{n}>" for n in range(8, 161, 8))
     module = loader.compile_cu(Path(__file__).parent / "data" / "wgmma_swapped_forms.cu", names, arch="sm_90a")
     per = split_functions(module.sass())
     for name in names:
@@ -570,6 +574,7 @@ def test_the_fp8_mid_m_token_bounds_are_the_kernels():
     source = (Path(gemm_decode.__file__).parent / "gemm_decode.cu").read_text()
     assert f"constexpr int FP8_PAIRS_MOST_TOKENS = {waves.MID_FP8_PAIRS_MOST_TOKENS};" in source
     assert f"constexpr int FP8_MID_MOST_TOKENS = {waves.MID_MOST_TOKENS_FP8[2]};" in source
-    # the model weighs the tiles in pairs only: forced, the build takes the wider ones
+    # the model weighs the tiles in pairs only: forced, the build takes the wider ones, up to its most
     assert max(max(waves.mid_token_tiles(m, 2, "fp8e4m3")) for m in range(1, 400)) == waves.MID_FP8_PAIRS_MOST_TOKENS
-    assert waves.mid_tile_ok(waves.MID_MOST_TOKENS_FP8[2], 2, "fp8e4m3")
+    widest = gemm_decode.MID.tile_module(waves.MID_MOST_TOKENS_FP8[2], 2)
+    assert "fp8e4m3" in widest.tile_dtypes() and "fp8e4m3" not in gemm_decode.MID.tile_module(168, 2).tile_dtypes()

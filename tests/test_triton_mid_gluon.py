@@ -103,7 +103,9 @@ def test_every_tile_matches_fp64_on_odd_shapes(dtype):
     for tile in waves.gluon_mid_tiles(fp8=dtype == "fp8e4m3"):
         for stages in sorted({3, tile.deepest()}):
             # (1500, 8200, 261): 330 to 1,032 tiles, at least two per program on 132 SMs
-            for size in ((333, 1000, 520), (77, 1004, 264), (1500, 8200, 261)):
+            # fp8 also at K % 16 == 0, the operands read in place (the others go through padded copies)
+            more = ((300, 4100, 1040),) if dtype == "fp8e4m3" else ()
+            for size in ((333, 1000, 520), (77, 1004, 264), (1500, 8200, 261), *more):
                 inputs = GEMM.make_inputs(size, sum(size) + stages, DEVICE, dtype)
                 out = GEMM.make_output(inputs)
                 launch = g.GluonMidGemm(inputs, out, stages, tile=tile)

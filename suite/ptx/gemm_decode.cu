@@ -10,8 +10,8 @@
 // wgmma and of every A stage are padding. Swapped, the weight's N runs along wgmma's M (64 weight columns per
 // consumer warpgroup, read transposed from B's N-major box; fp8: B is given N x K, so its rows are wgmma's K-major A
 // as they are) and the tokens along wgmma's N (BLOCK_T = 8..256 by 8; fp8: 8, 16, 32 or 64, the mid-M build's
-// 64..FP8_MID_MOST_TOKENS by 8): every row of every wgmma is real weight, and a token tile pads M to a multiple of 8, not of wgmma's 64 (the
-// mid-M tiles: M = 341 runs four token tiles of 88 rows where the tile rungs run three of 128).
+// 64..FP8_MID_MOST_TOKENS by 8): every row of every wgmma is real weight, and a token tile pads M to a multiple of 8,
+// not of wgmma's 64 (the mid-M tiles: M = 341 runs four token tiles of 88 rows where the tile rungs run three of 128).
 //
 //   units:  (weight tile of BW = 64 x CONSUMERS x W_TILES columns, token tile of BLOCK_T rows, split), split-major,
 //           then weight tile, then token tile (the token tiles of one weight tile are neighbours: they read the same
@@ -233,6 +233,7 @@ __global__ void __launch_bounds__(
                     const float* __restrict__ scale_b) {
     // the mid-M build (TAIL) promotes fp8 in pairs where its tiles hold two partials: its pace is the tensor pipe's
     using T = DecodeTile<BLOCK_T, CONSUMERS, K_ATOMS, E, promote_in_pairs<E, TAIL, BLOCK_T>(), W_TILES>;
+    static_assert(!E::PROMOTE || TAIL || BLOCK_T <= 64, "fp8's tiles past 64 tokens are the mid-M build's (TAIL)");
     static_assert(STAGES >= 2 && STAGES <= 8, "STAGES must be in 2..8");
     extern __shared__ __align__(1024) unsigned char smem_raw[];
     using Smem = DecodeSmem<STAGES, T>;

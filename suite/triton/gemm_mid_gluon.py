@@ -360,9 +360,10 @@ class SwappedMid(TritonModule):
     dtypes = DTYPES
     fp8_accumulation = FP8_ACCUMULATION
     sass_requires = HOPPER_SASS
-    # compute-sanitizer: edge tiles in M and N and a K tile cut short; more tiles than SMs (264 of the plan's 192 x 128
-    # on 132), so programs walk two tiles and reuse their slabs behind TMA stores
-    sanitize_sizes = ((333, 1000, 520), (1500, 4100, 136))
+    # compute-sanitizer: edge tiles in M and N and a K tile cut short; more tiles than SMs (at 16 bits 264 of the plan's
+    # 192 x 128 on 132), so programs walk two tiles and reuse their slabs behind TMA stores; a two-piece tile at every
+    # type (16 bits: 256 weight columns by 64 + 16 tokens; fp8: 128 by 128 + 32, the weight through registers)
+    sanitize_sizes = ((333, 1000, 520), (1500, 4100, 136), (300, 8192, 1040))
     sanitizer_blind_spots: ClassVar[dict[str, str]] = {"racecheck": RACECHECK_BLIND}
 
     def kernel_names(self, stages: int) -> tuple[str, ...]:
