@@ -147,9 +147,10 @@ def _consumer(c0_desc, c1_desc, ring, slabs, scales, M, N, K, C: gl.constexpr, C
         for kt in range(gl.cdiv(K, BLOCK_K)):
             # wait for the TMA bytes of this stage (its ready barrier's phase for this lap)
             mbarrier.wait(ready.index(smem_read_stage), lap)
-            w_box = w_ring.index(smem_read_stage * CONSUMERS + C)  # [WEIGHT_COLS, BLOCK_K] (fp8's K-major box)
+            # fp8: [WEIGHT_COLS, BLOCK_K], B's K-major box as it is; 16 bits: B's K x N box, read transposed
+            w_box = w_ring.index(smem_read_stage * CONSUMERS + C)
             if not FP8:
-                w_box = w_box.permute((1, 0))  # B's K x N box read transposed
+                w_box = w_box.permute((1, 0))
             if FP8:
                 x0_box = x0_ring.index(smem_read_stage).permute((1, 0))
                 if REGISTER_A:
