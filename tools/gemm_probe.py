@@ -65,6 +65,14 @@ def fp8_problem(m: int, n: int, k: int):
     )
 
 
+def problem(m: int, n: int, k: int, dtype: str):
+    """(inputs, c, reference, cuBLAS writing c) at ``dtype``: fp16_problem's operands as (a, b), or fp8_problem's."""
+    if dtype == "fp8e4m3":
+        return fp8_problem(m, n, k)
+    a, b, c, ref, cublas = fp16_problem(m, n, k)
+    return (a, b), c, ref, cublas
+
+
 def med(fn) -> float:
     return statistics.median(do_bench(fn, warmup=25, rep=100, return_mode="all"))
 

@@ -19,7 +19,7 @@ import torch
 from suite import waves
 from suite.ptx import gemm_auto
 from suite.ptx import gemm_decode as g
-from tools.gemm_probe import build_all, fp8_problem, fp16_problem, probe, shapes_from_argv
+from tools.gemm_probe import build_all, probe, problem, shapes_from_argv
 
 # the weak band of the seed-1 fp16 sweep on the H100, the mid-M kernel's own band, and shapes it lost at before
 SHAPES = (
@@ -91,11 +91,7 @@ def main() -> None:
     failed = build_all(modules | rungs)
     torch.manual_seed(0)
     for m, n, k in shapes:
-        if fp8:
-            inputs, c, ref, cublas = fp8_problem(m, n, k)
-        else:
-            a, b, c, ref, cublas = fp16_problem(m, n, k)
-            inputs = (a, b)
+        inputs, c, ref, cublas = problem(m, n, k, dtype)
         rule = g.mid_plan(m, n, k, sms, dtype=dtype)
         candidates = []  # (label, build key, make_launch, note(launcher))
         for t, c_, w in sorted(tiles):

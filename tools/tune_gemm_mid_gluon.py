@@ -27,7 +27,7 @@ from suite import gemm_rule, waves
 from suite.model_shapes import sweep_shapes
 from suite.triton import gemm_mid_gluon as g
 from suite.triton.gemm_auto import KERNEL as AUTO
-from tools.gemm_probe import checked_ratio, fp8_problem, fp16_problem, probe, shapes_from_argv
+from tools.gemm_probe import checked_ratio, fp16_problem, probe, problem, shapes_from_argv
 
 GLUON_MID = "mid-m swap-ab gluon ws"
 
@@ -54,11 +54,7 @@ def band(dtype: str) -> None:
     shapes = sorted({s for seed in seeds for s in sweep_shapes(seed, 48) if 64 <= s[0] <= most_m})
     rows = []
     for m, n, k in shapes_from_argv(tuple(shapes)):
-        if fp8:
-            inputs, c, ref, cublas = fp8_problem(m, n, k)
-        else:
-            a, b, c, ref, cublas = fp16_problem(m, n, k)
-            inputs = (a, b)
+        inputs, c, ref, cublas = problem(m, n, k, dtype)
         # what triton:auto runs without the band: its pick among the rule's other choices
         others = [ch for ch in gemm_rule.choices("triton", m, n, k, dtype, sms) if ch.kernel != GLUON_MID]
         other, kernel, stages = AUTO.pick_among(others, (m, n, k), dtype)
