@@ -53,6 +53,7 @@ from dataclasses import dataclass
 
 from suite.waves import (
     MID_FIXED_TOKENS,
+    MID_FP8_PAIRS_MOST_TOKENS,
     MID_MOST_TOKENS,
     MIN_K_TILES_PER_SPLIT,
     gluon_mid_plan,
@@ -75,12 +76,15 @@ PTX_MID_M = 1024  # up to here the PTX mid-M kernel is weighed against the tile 
 # at most an eighth, and the rungs' own waves decide
 PTX_MID_STAGES = 5  # the deepest ring every mid-M tile of this band fits (suite.waves.mid_deepest): its plan at 5 is
 # the model's first choice (the wide tile, which fits 4, is weighed only past suite.waves.MID_WIDE_LEAST_M >= PTX_MID_M)
-# fp8: the mid-M kernel's promoted tiles that the model weighs (two consumer warpgroups, 64 tokens up to
-# suite.waves.MID_MODEL_MOST_TOKENS_FP8, promoted in pairs) run where their modelled walk takes at most this share of
-# the split tail's: the model leaves out the adds of each K stage's sum into registers, so a tile must be modelled
-# ahead by a margin (fitted on fp8 shapes of sweep seeds 3 and 4)
+# fp8: the mid-M kernel's promoted tiles (two consumer warpgroups, 64-160 tokens) run where their modelled walk takes
+# at most this share of the split tail's: the model leaves out the adds of each K stage's sum into registers, so a
+# tile must be modelled ahead by a margin (fitted on fp8 shapes of sweep seeds 3 and 4)
 PTX_MID_FP8_RATIO = 0.95
-PTX_MID_FP8_DEEP_TOKENS = 88  # fp8 token tiles up to here take 6 stages, wider ones 5 (fitted on the same shapes)
+# fp8 ring depths: tiles promoted in pairs (up to suite.waves.MID_FP8_PAIRS_MOST_TOKENS) keep a second stage's group
+# in flight, and past PTX_MID_FP8_DEEP_TOKENS their sixth stage costs more than it hides: 5; the rest take 6, the
+# one-partial tiles past the pairs because each stage's group is awaited before its adds, so that the ring alone covers
+# the loads' latency (fitted with tools/tune_gemm_mid.py --dtype fp8e4m3 on fp8 shapes of sweep seeds 3-5)
+PTX_MID_FP8_DEEP_TOKENS = 88
 TRITON_MID_M = MID_MOST_TOKENS  # Triton's mid-M kernel: one token tile of at most this many rows, against any weight
 # ... and at 16 bits up to here, where 128x256 tiles are fewer than TRITON_MID_WAVES waves: its token tiles (pieces
 # and waves modelled, suite.waves.mid_token_rows) fill the SMs better than 128-row tiles that pad M; with more tiles
@@ -294,7 +298,9 @@ def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
         return rest
     block_t, consumers, w_tiles = mid_tile(m, n, k, sms, dtype=dtype)
     assert w_tiles == 1, (m, n, k)  # no wide tile in this band (MID_WIDE_LEAST_M): every tile here fits 5 stages
-    stages = (6 if block_t <= PTX_MID_FP8_DEEP_TOKENS else 5) if fp8 else PTX_MID_STAGES
+    stages = PTX_MID_STAGES
+    if fp8:
+        stages = 5 if PTX_MID_FP8_DEEP_TOKENS < block_t <= MID_FP8_PAIRS_MOST_TOKENS else 6
     mid = Choice(
         "mid-m swap-ab tma+wgmma",
         stages,

@@ -141,10 +141,6 @@ MID_MOST_TOKENS_FOR = {2: MID_MOST_TOKENS, 3: 128}
 # stage's adds covered by the other consumer's wgmma; three consumer warpgroups at no tile of 64 or more
 MID_FP8_PAIRS_MOST_TOKENS = 104
 MID_MOST_TOKENS_FP8 = {2: 160}
-# The model weighs the fp8 tiles promoted in pairs, on which suite.gemm_rule.PTX_MID_FP8_RATIO was fitted; the build's
-# one-partial tiles past them run where a tile is forced (suite.ptx.gemm_decode.MidModule.tile_module, mid_plan's
-# block_t, tools/tune_gemm_mid.py)
-MID_MODEL_MOST_TOKENS_FP8 = MID_FP8_PAIRS_MOST_TOKENS
 MID_LEAST_TOKENS = 64
 MID_DEEPEST = 6  # its deepest ring (suite.ptx.gemm_decode.MID_STAGES)
 MID_SMEM = 227 * 1024  # an SM's shared memory for one block
@@ -205,19 +201,17 @@ def mid_deepest(block_t: int, boxes: int) -> int:
 
 def mid_token_tiles(m: int, consumers: int, dtype: str = "fp16") -> list[int]:
     """The token tiles (rows) the mid-M rule weighs at ``consumers`` and ``dtype``: M over 1, 2, ... tiles, rounded
-    up to 8, within the build's bounds (fp8: the model's, MID_MODEL_MOST_TOKENS_FP8) (tiles of the least where M is
-    smaller, or where no split of M falls within them; none where ``consumers`` has no tile at ``dtype``)."""
+    up to 8, within the build's bounds (``mid_tile_ok``): tiles of the least where M is smaller or no split of M falls
+    within them, none where ``consumers`` has no tile at ``dtype``."""
     if not mid_tile_ok(MID_LEAST_TOKENS, consumers, dtype):
         return []
     if m <= MID_LEAST_TOKENS:
         return [MID_LEAST_TOKENS]
-    most = MID_MODEL_MOST_TOKENS_FP8 if dtype == "fp8e4m3" else MID_MOST_TOKENS
     rows, tiles = [], 1
     while (t := (-(-m // tiles) + 7) // 8 * 8) >= MID_LEAST_TOKENS:
-        if mid_tile_ok(t, consumers, dtype) and t <= most and t not in rows:
+        if mid_tile_ok(t, consumers, dtype) and t not in rows:
             rows.append(t)
         tiles += 1
-    # M past the most tokens but split below the least (fp8: 105-127): tiles of the least, the last one partly empty
     return rows or [MID_LEAST_TOKENS]
 
 

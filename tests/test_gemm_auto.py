@@ -229,16 +229,18 @@ def test_the_ptx_mid_m_kernel_runs_where_its_model_beats_the_tile_rungs():
 @pytest.mark.parametrize(
     "shape, block_t, stages",
     [
-        ((143, 10240, 11008), 72, 6),
         ((176, 24576, 28672), 88, 6),
-        ((355, 7168, 36864), 96, 5),
-        ((389, 16384, 29568), 104, 5),
+        ((195, 6144, 11008), 104, 5),
+        ((355, 7168, 36864), 120, 6),
+        ((143, 10240, 11008), 144, 6),
+        ((291, 6144, 11008), 152, 6),
     ],
 )
 def test_the_ptx_mid_m_kernel_runs_at_fp8_below_its_fitted_ratio(shape, block_t, stages):
     """PTX at fp8, in the mid-M band: the mid-M kernel's promoted tiles (two consumer warpgroups) first where its
-    modelled walk is at most PTX_MID_FP8_RATIO of the split tail's, 6 stages up to PTX_MID_FP8_DEEP_TOKENS tokens,
-    5 above (depths the fp8 build makes); the fp8 model sees the fp8 tile, not the 16-bit one."""
+    modelled walk is at most PTX_MID_FP8_RATIO of the split tail's, 6 stages up to PTX_MID_FP8_DEEP_TOKENS tokens and
+    past the pairs' MID_FP8_PAIRS_MOST_TOKENS (one partial), 5 between (depths the fp8 build makes); the fp8 model
+    sees the fp8 tile, not the 16-bit one."""
     from suite import waves
     from suite.ptx import gemm_decode
 
@@ -252,7 +254,7 @@ def test_the_ptx_mid_m_kernel_runs_at_fp8_below_its_fitted_ratio(shape, block_t,
     assert "fp8e4m3" in gemm_decode.MID.dtypes and stages in gemm_decode.MID.stages
 
 
-@pytest.mark.parametrize("shape", [(425, 22016, 11008), (622, 7168, 13824), (220, 6144, 16384), (193, 12288, 3072)])
+@pytest.mark.parametrize("shape", [(215, 36864, 16384), (622, 7168, 13824), (220, 6144, 16384), (193, 12288, 3072)])
 def test_the_ptx_mid_m_kernel_stays_out_at_fp8_above_its_ratio_or_below_its_k(shape):
     """Where the fp8 model's ratio passes PTX_MID_FP8_RATIO, or K is under MID_LEAST_K, fp8 runs the tile rungs."""
     assert gemm_rule.choices("ptx", *shape, "fp8e4m3", sms=132) == gemm_rule._ptx_tiles(*shape, "fp8e4m3", 132)

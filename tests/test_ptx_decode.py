@@ -92,8 +92,10 @@ def test_mid_token_tiles_pad_m_to_8_rows_per_tile_not_to_the_rungs_128():
     assert waves.mid_token_tiles(341, 2) == [176, 120, 88, 72, 64]
     assert waves.mid_token_tiles(341, 3) == [120, 88, 72, 64]
     assert waves.mid_token_tiles(129, 2) == [136, 72] and waves.mid_token_tiles(20, 3) == [64]
-    # fp8 (104 tokens at most): 105-127 rows fall between one tile and two tiles of 64 or more: two tiles of 64
-    assert waves.mid_token_tiles(109, 2, "fp8e4m3") == [64] and waves.mid_token_tiles(104, 2, "fp8e4m3") == [104]
+    # fp8: every tile the build takes (160 tokens at most), those past the pairs' 104 included
+    assert waves.mid_token_tiles(109, 2, "fp8e4m3") == [112] and waves.mid_token_tiles(104, 2, "fp8e4m3") == [104]
+    assert waves.mid_token_tiles(315, 2, "fp8e4m3") == [160, 112, 80, 64]
+    assert waves.mid_token_tiles(161, 2, "fp8e4m3") == [88]
     for m in range(1, 3000, 7):
         rows = waves.mid_token_tiles(m, 2, "fp8e4m3")
         assert rows and all(waves.mid_tile_ok(t, 2, "fp8e4m3") for t in rows), m
@@ -574,7 +576,7 @@ def test_the_fp8_mid_m_token_bounds_are_the_kernels():
     source = (Path(gemm_decode.__file__).parent / "gemm_decode.cu").read_text()
     assert f"constexpr int FP8_PAIRS_MOST_TOKENS = {waves.MID_FP8_PAIRS_MOST_TOKENS};" in source
     assert f"constexpr int FP8_MID_MOST_TOKENS = {waves.MID_MOST_TOKENS_FP8[2]};" in source
-    # the model weighs the tiles in pairs only: forced, the build takes the wider ones, up to its most
-    assert max(max(waves.mid_token_tiles(m, 2, "fp8e4m3")) for m in range(1, 400)) == waves.MID_FP8_PAIRS_MOST_TOKENS
+    # the model weighs every tile the build takes, the one-partial tiles past the pairs' most included
+    assert max(max(waves.mid_token_tiles(m, 2, "fp8e4m3")) for m in range(1, 400)) == waves.MID_MOST_TOKENS_FP8[2]
     widest = gemm_decode.MID.tile_module(waves.MID_MOST_TOKENS_FP8[2], 2)
     assert "fp8e4m3" in widest.tile_dtypes() and "fp8e4m3" not in gemm_decode.MID.tile_module(168, 2).tile_dtypes()

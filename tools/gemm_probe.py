@@ -1,16 +1,22 @@
 """What the GEMM probes (tools/tune_gemm_ptx.py, tools/tune_gemm_mid.py, tools/probe_triton_tiles.py) share: the
 shapes given on the command line, every candidate module built once, in parallel threads, before anything is timed
 (NVRTC releases the GIL; a module compiled on a candidate's first call would hold the GPU idle for it), and each
-candidate checked against torch, then timed between two cuBLAS timings (its ratio is against their mean)."""
+candidate checked against torch, then timed between two cuBLAS timings (its ratio is against their mean), each timed
+as the suite times a row (``med``), so that a probe's ratios and a suite run's agree."""
 
 from __future__ import annotations
 
 import statistics
 import sys
+import time
 from concurrent.futures import ThreadPoolExecutor
 
 import torch
-from triton.testing import do_bench
+
+from suite.driver.measure import _burst, capture_graph
+
+BURSTS = 8  # bursts of BURST_MS of GPU time each, a rest of twice a burst's time before each (the suite's pacing)
+BURST_MS = 10.0
 
 
 def shapes_from_argv(default: tuple) -> tuple:
@@ -74,7 +80,19 @@ def problem(m: int, n: int, k: int, dtype: str):
 
 
 def med(fn) -> float:
-    return statistics.median(do_bench(fn, warmup=25, rep=100, return_mode="all"))
+    """``fn``'s median milliseconds, timed as the suite's default timer does (suite.driver.measure): one call captured
+    into a CUDA graph and replayed, the L2 emptied by reading 256 MB before each call (no dirty lines left for the
+    call to write back: do_bench's own flush, a write, adds their write-back to short calls and pulls every ratio
+    towards 1), in short bursts with rests between them."""
+    fn()
+    torch.cuda.synchronize()
+    graph = capture_graph(fn)
+    samples = []
+    for _ in range(BURSTS):
+        started = time.perf_counter()
+        samples += _burst(graph.replay, BURST_MS, "read")
+        time.sleep(2 * (time.perf_counter() - started))
+    return statistics.median(samples)
 
 
 def checked_ratio(make_launch, c: torch.Tensor, ref: torch.Tensor, k: int, cublas) -> tuple[float | None, object]:

@@ -4,8 +4,9 @@
 mean), beside the tile the rule picks. Every candidate is checked against torch before it is timed. With --rungs, the
 registered PTX tile rungs (the auto row's other candidates) at every depth too, as the mid-M kernel's competition. Used
 to fit ``mid_plan``'s model and the auto rule's mid-M band; not part of the suite's results. ``--dtype fp8e4m3``: fp8
-against promoted cuBLAS, two consumer warpgroups, every token tile the build takes (those past the model's, promoted
-with one partial, too), at unjudged fp8 shapes of sweep seeds 3-5: the data to weigh those tiles in the model.
+against promoted cuBLAS, two consumer warpgroups, every token tile the build takes (promoted in pairs up to 104 tokens,
+with one partial past them), at unjudged fp8 shapes of sweep seeds 3-5: the data that fitted the fp8 ring depths
+(suite.gemm_rule.PTX_MID_FP8_DEEP_TOKENS).
 
 Run from the repository root:
 PYTHONPATH=. python3 tools/tune_gemm_mid.py [--rungs] [--dtype fp8e4m3] [--shape MxNxK ...]"""
@@ -62,21 +63,12 @@ def tile_module(block_t: int, consumers: int, w_tiles: int = 1, dtype: str = "fp
     return module
 
 
-def token_tiles(m: int, consumers: int, dtype: str) -> list[int]:
-    """The token tiles timed at M: the model's (``mid_token_tiles``), and at fp8 every split of M over 1, 2, ... tiles
-    (rounded up to 8) that the build takes, past the model's most too."""
-    tiles = set(waves.mid_token_tiles(m, consumers, dtype))
-    if dtype == "fp8e4m3":
-        tiles |= {t for i in range(1, 9) if waves.mid_tile_ok(t := (-(-m // i) + 7) // 8 * 8, consumers, dtype)}
-    return sorted(tiles)
-
-
 def main() -> None:
     dtype = sys.argv[sys.argv.index("--dtype") + 1] if "--dtype" in sys.argv else "fp16"
     fp8 = dtype == "fp8e4m3"
     shapes = shapes_from_argv(FP8_SHAPES if fp8 else SHAPES)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    tiles = {(t, c, 1) for m, _, _ in shapes for c in waves.MID_CONSUMERS for t in token_tiles(m, c, dtype)}
+    tiles = {(t, c, 1) for m, _, _ in shapes for c in waves.MID_CONSUMERS for t in waves.mid_token_tiles(m, c, dtype)}
     wide = waves.MID_WIDE_CONSUMERS  # two m64 weight tiles per consumer warpgroup: 256 weight rows on two
     tiles |= {
         (t, wide, 2)
@@ -95,7 +87,7 @@ def main() -> None:
         rule = g.mid_plan(m, n, k, sms, dtype=dtype)
         candidates = []  # (label, build key, make_launch, note(launcher))
         for t, c_, w in sorted(tiles):
-            if t not in token_tiles(m, c_, dtype):
+            if t not in waves.mid_token_tiles(m, c_, dtype):
                 continue
             module = modules[(t, c_, w)]
             ruled = (t, c_, w) == (rule.block_t, rule.consumers, rule.w_tiles)
