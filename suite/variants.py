@@ -371,7 +371,7 @@ GEMM_VARIANTS = (
         "tiles by 8 that divide M nearly exactly on its N (M = 341: four of 88 where the tile rungs compute 384 rows), "
         "the tile of the fastest modelled walk (suite.waves.mid_tile; past 1024 tokens at 16 bits also 256 weight "
         "columns, two m64 tiles per warpgroup, 4 deep), 4-6 deep rings of 128 bytes of K (fp8: tiles "
-        "up to 104 tokens, promoted in pairs of K stages; forced, up to 160 with one partial), persistent waves "
+        "up to 104 tokens promoted in pairs of K stages, up to 160 with one partial), persistent waves "
         "then a split tail (suite.ptx.gemm_decode.mid_plan)",
     ),
     (

@@ -201,17 +201,23 @@ def mid_deepest(block_t: int, boxes: int) -> int:
 
 def mid_token_tiles(m: int, consumers: int, dtype: str = "fp16") -> list[int]:
     """The token tiles (rows) the mid-M rule weighs at ``consumers`` and ``dtype``: M over 1, 2, ... tiles, rounded
-    up to 8, within the build's bounds (``mid_tile_ok``): tiles of the least where M is smaller or no split of M falls
-    within them, none where ``consumers`` has no tile at ``dtype``."""
+    up to 8, within the build's bounds (``mid_tile_ok``); at fp8 the one-partial tiles (past
+    MID_FP8_PAIRS_MOST_TOKENS) only where M takes two or more of them: alone, one token tile leaves the tile count to
+    the weight's tiles and the split tail's fix-up to fill the SMs, and the tiles in pairs ran as fast or faster there
+    (M = 131-143, tools/tune_gemm_mid.py --dtype fp8e4m3). Tiles of the least where M is smaller or no split of M falls
+    within them; none where ``consumers`` has no tile at ``dtype``."""
     if not mid_tile_ok(MID_LEAST_TOKENS, consumers, dtype):
         return []
     if m <= MID_LEAST_TOKENS:
         return [MID_LEAST_TOKENS]
     rows, tiles = [], 1
     while (t := (-(-m // tiles) + 7) // 8 * 8) >= MID_LEAST_TOKENS:
-        if mid_tile_ok(t, consumers, dtype) and t not in rows:
+        alone = dtype == "fp8e4m3" and tiles == 1 and t > MID_FP8_PAIRS_MOST_TOKENS
+        if mid_tile_ok(t, consumers, dtype) and not alone and t not in rows:
             rows.append(t)
         tiles += 1
+    # fp8, M = 105-127: past the one tile in pairs and short of two tiles of the least: tiles of the least, the last
+    # one partly empty
     return rows or [MID_LEAST_TOKENS]
 
 

@@ -92,10 +92,11 @@ def test_mid_token_tiles_pad_m_to_8_rows_per_tile_not_to_the_rungs_128():
     assert waves.mid_token_tiles(341, 2) == [176, 120, 88, 72, 64]
     assert waves.mid_token_tiles(341, 3) == [120, 88, 72, 64]
     assert waves.mid_token_tiles(129, 2) == [136, 72] and waves.mid_token_tiles(20, 3) == [64]
-    # fp8: every tile the build takes (160 tokens at most), those past the pairs' 104 included
-    assert waves.mid_token_tiles(109, 2, "fp8e4m3") == [112] and waves.mid_token_tiles(104, 2, "fp8e4m3") == [104]
+    # fp8: every tile the build takes (160 tokens at most), those past the pairs' 104 only where M takes two or more
     assert waves.mid_token_tiles(315, 2, "fp8e4m3") == [160, 112, 80, 64]
-    assert waves.mid_token_tiles(161, 2, "fp8e4m3") == [88]
+    assert waves.mid_token_tiles(143, 2, "fp8e4m3") == [72] and waves.mid_token_tiles(104, 2, "fp8e4m3") == [104]
+    # 105-127 rows: past one tile in pairs and short of two tiles of 64 or more: two tiles of 64
+    assert waves.mid_token_tiles(109, 2, "fp8e4m3") == [64]
     for m in range(1, 3000, 7):
         rows = waves.mid_token_tiles(m, 2, "fp8e4m3")
         assert rows and all(waves.mid_tile_ok(t, 2, "fp8e4m3") for t in rows), m
@@ -326,7 +327,7 @@ MID_FP8_EDGES = [
     ((300, 8192, 2064), None, (160, 2)),
     ((129, 1000, 2064), None, (72, 2)),
     ((40, 260, 1040), None, (64, 2)),
-    ((109, 3000, 1040), None, (64, 2)),  # between one tile's most tokens and two tiles' least: two of 64
+    ((109, 3000, 1040), None, (64, 2)),  # past one tile in pairs (104), short of two of 64: two of 64
 ]
 
 
@@ -363,13 +364,24 @@ def test_mid_matches_fp64_at_the_edges_bit_reproducibly(stages, dtype):
 
 def test_the_sanitizer_sees_every_kind_of_mid_m_walk():
     """At every depth, the mid-M sanitizer sizes take both widths, a three-consumer tile above 64 tokens (the
-    producer's registers handed over), and whole waves followed by a split tail."""
+    producer's registers handed over), and whole waves followed by a split tail; at fp8, tiles promoted in pairs and
+    with one partial, each with a split tail."""
     for stages in gemm_decode.MID.stages:
         plans = [gemm_decode.mid_plan(*size, 132, stages) for size in gemm_decode.MID.sanitize_sizes]
         assert {p.consumers for p in plans} == {2, 3}, stages
         assert any(p.consumers == 3 and p.block_t > 64 and p.splits > 1 for p in plans), stages
         assert any(p.consumers == 3 and p.splits == 1 for p in plans), stages
         assert any(p.tiles_w * p.tiles_t > 132 and p.splits > 1 for p in plans), stages
+        fp8 = [
+            gemm_decode.mid_plan(*size, 132, stages, dtype="fp8e4m3")
+            for size in gemm_decode.MID.sanitize_sizes
+            if not gemm_decode.refusal(size, "fp8e4m3")
+        ]
+        for pairs in (True, False):
+            assert any((p.block_t <= waves.MID_FP8_PAIRS_MOST_TOKENS) == pairs and p.splits > 1 for p in fp8), (
+                stages,
+                pairs,
+            )
 
 
 def test_without_a_gpu_a_mid_m_row_is_described_by_the_tile_its_depth_takes(monkeypatch):

@@ -14,9 +14,7 @@ from concurrent.futures import ThreadPoolExecutor
 import torch
 
 from suite.driver.measure import _burst, capture_graph
-
-BURSTS = 8  # bursts of BURST_MS of GPU time each, a rest of twice a burst's time before each (the suite's pacing)
-BURST_MS = 10.0
+from suite.driver.timing import BURST
 
 
 def shapes_from_argv(default: tuple) -> tuple:
@@ -80,18 +78,23 @@ def problem(m: int, n: int, k: int, dtype: str):
 
 
 def med(fn) -> float:
-    """``fn``'s median milliseconds, timed as the suite's default timer does (suite.driver.measure): one call captured
-    into a CUDA graph and replayed, the L2 emptied by reading 256 MB before each call (no dirty lines left for the
-    call to write back: do_bench's own flush, a write, adds their write-back to short calls and pulls every ratio
-    towards 1), in short bursts with rests between them."""
+    """``fn``'s median milliseconds, sampled as the suite's burst timer samples a row (suite.driver.measure, without its
+    NVML cool-down and retaken bursts): one call captured into a CUDA graph and replayed (eagerly where it cannot be
+    captured), the L2 emptied by reading 256 MB before each call (do_bench's own flush, a write, leaves dirty lines
+    that a short call then writes back, pulling every ratio towards 1), BURST.max_batches bursts of BURST.batch_ms of
+    GPU time, a rest of twice a burst's time between them."""
     fn()
     torch.cuda.synchronize()
-    graph = capture_graph(fn)
-    samples = []
-    for _ in range(BURSTS):
+    try:
+        call = capture_graph(fn).replay
+    except Exception:  # noqa: BLE001 - timed eagerly, as the suite times a call it cannot capture
+        call = fn
+    samples, spent = [], 0.0
+    for _ in range(BURST.max_batches):
+        time.sleep(2 * spent)  # none before the first
         started = time.perf_counter()
-        samples += _burst(graph.replay, BURST_MS, "read")
-        time.sleep(2 * (time.perf_counter() - started))
+        samples += _burst(call, BURST.batch_ms, "read")
+        spent = time.perf_counter() - started
     return statistics.median(samples)
 
 

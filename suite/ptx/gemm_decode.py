@@ -480,10 +480,11 @@ class MidModule(DecodeModule):
     # M = 129 (two token tiles, an edge weight tile, a K remainder); M = 300 (a split tail) with a ring that wraps; the
     # split tail after whole waves (300 tiles of 128 x 104); N % 8 != 0 (a padded B) and one token tile of 96; the
     # producer's registers handed over: three consumers, four token tiles of 88 in one wave and two of 104 with a split
-    # tail; two consumers, two token tiles of 136. fp8 (K % 16: only the third and the last): 208 x 19200 (fp8's
-    # tiles: two token tiles of 104, two whole waves and a split tail) and 156 x 8192 x 1040 (two token tiles of 80,
-    # 128 tiles, no split); the wide tile (16 bits, 4 stages): twelve token tiles of 112 (the last 17 rows) on 256
-    # weight columns, an edge weight tile (2600 = 10 x 256 + 40)
+    # tail; two consumers, two token tiles of 136. fp8 (K % 16: the third, eighth and ninth): 208 x 19200 (fp8's
+    # tiles: two token tiles of 104, two whole waves and a split tail), 156 x 8192 x 1040 (two token tiles of 80,
+    # 128 tiles, no split) and 300 x 19200 x 1040 (two token tiles of 152, promoted with one partial, with a split
+    # tail; 16 bits: the same tile); the wide tile (16 bits, 4 stages): twelve token tiles of 112 (the last 17 rows)
+    # on 256 weight columns, an edge weight tile (2600 = 10 x 256 + 40)
     sanitize_sizes = (
         (129, 1000, 520),
         (300, 520, 4104),
@@ -493,6 +494,7 @@ class MidModule(DecodeModule):
         (200, 6144, 520),
         (260, 8192, 520),
         (156, 8192, 1040),
+        (300, 19200, 1040),
         (1249, 2600, 520),
     )
 
@@ -627,8 +629,8 @@ class MidModule(DecodeModule):
 
     def config(self) -> str:
         return (
-            "swapped mid-M: 128 or 192 weight columns on wgmma's M, 64-208 tokens by 8 on its N (fp8: 64-104, "
-            "promoted in pairs of K stages, forced up to 160 with one partial; 16-bit: also 256 columns x 64-192 "
+            "swapped mid-M: 128 or 192 weight columns on wgmma's M, 64-208 tokens by 8 on its N (fp8: 128 columns x "
+            "64-104 tokens promoted in pairs of K stages, 112-160 with one partial; 16-bit: also 256 columns x 64-192 "
             "tokens, two weight tiles per consumer; "
             "the fastest modelled walk, mid_plan), one 128-byte row of K per stage, "
             "persistent waves then a split tail"
