@@ -63,12 +63,21 @@ def tile_module(block_t: int, consumers: int, w_tiles: int = 1, dtype: str = "fp
     return module
 
 
+def token_tiles(m: int, consumers: int, dtype: str) -> list[int]:
+    """The token tiles timed at M: the model's (``mid_token_tiles``), and at fp8 every split of M over 1, 2, ... tiles
+    (rounded up to 8) that the build takes, the one-partial tile that the model leaves out where M takes one too."""
+    tiles = set(waves.mid_token_tiles(m, consumers, dtype))
+    if dtype == "fp8e4m3":
+        tiles |= {t for i in range(1, 9) if waves.mid_tile_ok(t := (-(-m // i) + 7) // 8 * 8, consumers, dtype)}
+    return sorted(tiles)
+
+
 def main() -> None:
     dtype = sys.argv[sys.argv.index("--dtype") + 1] if "--dtype" in sys.argv else "fp16"
     fp8 = dtype == "fp8e4m3"
     shapes = shapes_from_argv(FP8_SHAPES if fp8 else SHAPES)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
-    tiles = {(t, c, 1) for m, _, _ in shapes for c in waves.MID_CONSUMERS for t in waves.mid_token_tiles(m, c, dtype)}
+    tiles = {(t, c, 1) for m, _, _ in shapes for c in waves.MID_CONSUMERS for t in token_tiles(m, c, dtype)}
     wide = waves.MID_WIDE_CONSUMERS  # two m64 weight tiles per consumer warpgroup: 256 weight rows on two
     tiles |= {
         (t, wide, 2)
@@ -87,7 +96,7 @@ def main() -> None:
         rule = g.mid_plan(m, n, k, sms, dtype=dtype)
         candidates = []  # (label, build key, make_launch, note(launcher))
         for t, c_, w in sorted(tiles):
-            if t not in waves.mid_token_tiles(m, c_, dtype):
+            if t not in token_tiles(m, c_, dtype):
                 continue
             module = modules[(t, c_, w)]
             ruled = (t, c_, w) == (rule.block_t, rule.consumers, rule.w_tiles)
