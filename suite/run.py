@@ -674,7 +674,9 @@ def _run(args, argv, prestarted, opts, on_gpu, shard, gpus, out: Path, resume: d
         from suite.driver import profile
 
         try:
-            meta["profile"] = profile.add_profiles(rows, on_gpu, seed=args.seed, progress=not args.no_progress)
+            meta["profile"] = profile.add_profiles(
+                rows, on_gpu, seed=args.seed, progress=not args.no_progress, plugins=tuple(args.plugin or ())
+            )
         except profile.Unavailable as e:
             meta["profile"] = f"not taken: {e}"
             print(profile.notice(e, WIDTH), file=sys.stderr)

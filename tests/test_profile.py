@@ -301,6 +301,37 @@ def test_profile_pass_with_a_fake_ncu(tmp_path, monkeypatch):
     assert "profile" not in rows[3]
 
 
+def test_the_worker_loads_the_runs_plugins(tmp_path, monkeypatch):
+    """A run's --plugin modules reach the worker under ncu, before the rows that may name their variants."""
+    argv_file = _fake_ncu(tmp_path, monkeypatch, _sample_with_ranges([0, 1, 1, 2, 2, 2, 2]))
+    profile.add_profiles(_gemm_rows(), on_gpu=True, progress=False, plugins=("a_plugin.py", "b.module"))
+    worker = json.loads(argv_file.read_text())
+    worker = worker[worker.index("suite.driver.profile_worker") + 1 :]
+    assert worker[4:8] == ["--plugin", "a_plugin.py", "--plugin", "b.module"]
+    assert worker[8:10] == ["gemm", "4096x4096x4096"]
+
+
+def test_the_worker_knows_a_plugins_variant_only_with_the_plugin():
+    """The example plugin's variant is unknown to a worker without --plugin, and known with it (no GPU: the worker
+    then stops at its GPU check; on a GPU it launches the row)."""
+    row = ["vector", "2^12", "cuda:plugin prefetch@2"]
+    plugin = str(Path(__file__).with_name("plugins") / "example_plugin.py")
+    runs = {
+        with_plugin: subprocess.run(
+            [sys.executable, "-m", "suite.driver.profile_worker", *(["--plugin", plugin] if with_plugin else []), *row],
+            capture_output=True,
+            text=True,
+            timeout=300,
+        )
+        for with_plugin in (False, True)
+    }
+    assert runs[False].returncode == 2 and "unknown vector variant" in runs[False].stderr
+    assert "unknown" not in runs[True].stderr
+    assert runs[True].returncode == (0 if HAS_GPU else 2), runs[True].stderr
+    if not HAS_GPU:
+        assert "needs a CUDA GPU" in runs[True].stderr
+
+
 def test_an_extra_metric_ncu_refuses_is_dropped_for_the_rest_of_the_run(tmp_path, monkeypatch):
     """An ncu that does not know the shared-memory throughput metric: the first group is profiled again without it
     (the other extras still asked), the next is asked without it, every row gets its profile (no smem figure), and the

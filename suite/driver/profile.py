@@ -425,8 +425,10 @@ def profile_group(
     timeout_s: float | None = None,
     dtype: str = "",
     extras: tuple[str, ...] = EXTRA_METRICS,
+    plugins: tuple[str, ...] = (),
 ) -> tuple[str, ...]:
-    """Profile ``rows`` (all of one problem and shape) in one worker process under ncu and set each row's
+    """Profile ``rows`` (all of one problem and shape) in one worker process under ncu, which loads ``plugins`` (the
+    run's --plugin modules, whose variants may be among the rows) first, and set each row's
     ``profile``: the profile object, or {"error": why} for a row whose kernel ncu did not profile. The ``extras``
     (of EXTRA_METRICS) are asked for too; where ncu refuses a metric name, once more without the extras it named (all
     of them if it named none of them). Returns the extras collected. Raises Unavailable when ncu cannot profile at all
@@ -447,6 +449,7 @@ def profile_group(
                 ncu,
                 ["--seed", str(10_000 + seed), "--manifest", str(manifest_path)]
                 + (["--dtype", name] if name else [])
+                + [arg for plugin in plugins for arg in ("--plugin", plugin)]
                 + [problem, shape, *items],
                 extras=extras,
             )
@@ -543,8 +546,11 @@ def group_timeout() -> float | None:
     return seconds
 
 
-def add_profiles(rows: list[dict], on_gpu: bool, seed: int = 0, progress: bool = True) -> str:
-    """Profile every timed, valid row (see the module docstring); return the run metadata's line about it. Raises
+def add_profiles(
+    rows: list[dict], on_gpu: bool, seed: int = 0, progress: bool = True, plugins: tuple[str, ...] = ()
+) -> str:
+    """Profile every timed, valid row (see the module docstring), the workers loading ``plugins`` (the run's --plugin
+    modules) first; return the run metadata's line about it. Raises
     Unavailable (one line) when nothing can be profiled here; rows are then left without a profile."""
     if not on_gpu:
         raise Unavailable("no CUDA GPU here: nothing was timed, so nothing is profiled")
@@ -564,7 +570,15 @@ def add_profiles(rows: list[dict], on_gpu: bool, seed: int = 0, progress: bool =
             )
         try:
             extras = profile_group(
-                ncu, problem, shape, group, seed, timeout_s=group_timeout(), dtype=dtype, extras=extras
+                ncu,
+                problem,
+                shape,
+                group,
+                seed,
+                timeout_s=group_timeout(),
+                dtype=dtype,
+                extras=extras,
+                plugins=plugins,
             )
         except Unavailable as e:
             if progress:

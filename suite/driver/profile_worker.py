@@ -48,14 +48,22 @@ def main(argv=None) -> int:
     p.add_argument("--seed", type=int, default=10_000)
     p.add_argument("--manifest", type=Path, help="where to write what was launched (JSON), row by row")
     p.add_argument("--dtype", help="the problem's dtype (suite.problems.DType name; default: the problem's first)")
+    p.add_argument(
+        "--plugin", action="append", default=[], metavar="MODULE", help="a module to import first (as suite.run's)"
+    )
     p.add_argument("problem")
     p.add_argument("size")
     p.add_argument("rows", nargs="+", metavar="ROW")
     args = p.parse_args(argv)
 
+    from suite.plugins import PluginError, load_plugins
     from suite.problems import PROBLEMS
     from suite.registry import variants
 
+    try:
+        load_plugins(args.plugin)
+    except PluginError as e:
+        p.error(str(e))
     if args.problem not in PROBLEMS:
         p.error(f"unknown problem {args.problem!r}; known: {', '.join(PROBLEMS)}")
     problem = PROBLEMS[args.problem]
