@@ -31,7 +31,8 @@ tools/tune_gemm_mid.py and tools/tune_gemm_mid_triton.py, include the seed-1 fp1
   SMs idle, so K is split over blocks of smaller tiles (PTX: 64x128 while M <= 256 and those tiles fit one wave, else
   128x128);
 - otherwise the split tail: persistent, warp-specialized waves of whole tiles (the epilogue overlaps the next
-  tile's mainloop), then the last, partial wave's tiles cut into shares of K (``tail_rounds``). PTX weighs 128x256
+  tile's mainloop), then the last, partial wave's tiles cut into shares of K (``tail_rounds``; PTX's shares run in
+  several rounds where that wave is more than half full and the model finds them faster). PTX weighs 128x256
   tiles against 128x192 ones by the rounds each walk takes (above one tile row of M); Triton takes it where the
   tail is split or M <= 128, its persistent kernel otherwise;
 - Triton at fp8 on sm_90a, M >= ``TRITON_GLUON_FP8_M`` with a wave of 128x256 tiles or more: the Gluon
@@ -60,6 +61,7 @@ from suite.waves import (
     mid_tile,
     mid_time,
     mid_token_rows,
+    tail_share_rounds,
     tail_split_count,
     triton_mid_ring_fits,
 )
@@ -190,11 +192,12 @@ def k_tiles(k: int, dtype: str) -> int:
     return math.ceil(k / (128 if dtype == "fp8e4m3" else 64))
 
 
-def tail_rounds(tiles: int, k_tiles: int, sms: int) -> float:
+def tail_rounds(tiles: int, k_tiles: int, sms: int, rounds: bool = False) -> float:
     """How long the split tail walks ``tiles`` output tiles, in rounds of one whole tile on every SM: its whole
-    waves, then the last, partial wave's share of a tile (a whole tile where that wave is not split)."""
-    splits = tail_split_count(tiles, k_tiles, sms, TAIL_MIN_K_TILES)
-    return tiles // sms + (1 / splits if tiles % sms else 0)
+    waves, then the last, partial wave's shares of a tile (a whole tile where that wave is not split). ``rounds``:
+    the PTX rungs' walk, whose shares may take several rounds (suite.waves.tail_split_count)."""
+    splits = tail_split_count(tiles, k_tiles, sms, TAIL_MIN_K_TILES, rounds)
+    return tiles // sms + (tail_share_rounds(tiles % sms, sms, splits) if tiles % sms else 0)
 
 
 def _check(backend: str, m: int, n: int, k: int, dtype: str, sms: int) -> None:
@@ -227,7 +230,8 @@ def _ptx_tail(m: int, n: int, k: int, dtype: str, sms: int, narrow: bool, lead: 
     pace); the persistent TMA-store rung behind them. ``lead``: why the regime came here, before the note's figures."""
     kt = k_tiles(k, dtype)
     t256, t192 = _tiles(m, n, 128, 256), _tiles(m, n, 128, 192)
-    r256, r192 = tail_rounds(t256, kt, sms), tail_rounds(t192, kt, sms) * 192 / 256 / NARROW_TILE_RATE
+    r256 = tail_rounds(t256, kt, sms, rounds=True)
+    r192 = tail_rounds(t192, kt, sms, rounds=True) * 192 / 256 / NARROW_TILE_RATE
     # 3 deep where the output is large (4096 x 4096 or more) or one tile row holds M, else 4 (fp8: always 4)
     stages = 4 if dtype == "fp8e4m3" or (m > 128 and m * n < 4096 * 4096) else 3
     wide = Choice(
@@ -256,7 +260,8 @@ def ptx_mid_ratio(m: int, n: int, k: int, sms: int, dtype: str = "fp16") -> floa
     fix-up term is the mid-M model's own, fitted with it, and the rungs' side is always the split tail's rounds, as
     ``_ptx_tail`` weighs them, whichever rung the rule would run; the comparison's thresholds were fitted with
     exactly these two sides (1 at 16 bits, with tools/tune_gemm_mid.py --rungs; PTX_MID_FP8_RATIO at fp8, with suite
-    runs of the mid-M kernel and the split tail)."""
+    runs of the mid-M kernel and the split tail), the rungs' tail in one round of shares as it then was (their shares
+    in several rounds came later, and this comparison has not been fitted against them)."""
     kt = k_tiles(k, dtype)
     t256, t192 = _tiles(m, n, 128, 256), _tiles(m, n, 128, 192)
     rounds = tail_rounds(t256, kt, sms)

@@ -59,19 +59,42 @@ def wave_split_count(tiles: int, k_tiles: int, sms: int, min_k_tiles: int, max_s
 # The split tail: the fix-up's cost per contributor, in K tiles of the mainloop (the last unit reads each other
 # unit's fp32 partial tile back from L2 on one SM: about 1.5 K tiles of a 128 x 256 tile's MMAs)
 TAIL_FIXUP_K_TILES = 1.5
+# ... and with its shares in several rounds, the least modelled saving, in whole tiles' time, for which it splits a
+# tail of more than half the slots: the model leaves out each share's fp32 partial store and the extra units' ring
+# turnovers, which several rounds of shares multiply, so a split must be modelled ahead by a margin
+TAIL_ROUNDS_LEAST_SAVING = 0.2
 
 
-def tail_split_count(tiles: int, k_tiles: int, slots: int, min_k_tiles: int) -> int:
+def tail_split_count(tiles: int, k_tiles: int, slots: int, min_k_tiles: int, rounds: bool = False) -> int:
     """The split tail's rule (both backends): how many shares of K each tile of the last, partial wave gets, R = tiles
     % slots of them (all the tiles where fewer than the slots), so that that wave lasts a share of a tile instead of
     a whole one. As many as the slots hold (R x splits <= slots), every share at least ``min_k_tiles`` K tiles, and
     no more than the fix-up repays: about sqrt(K tiles / TAIL_FIXUP_K_TILES) (a share's K tiles fall as 1 / splits,
-    the fix-up's reads grow with splits). 1: no tail, or no room for two shares of each of its tiles."""
+    the fix-up's reads grow with splits). 1: no tail, or no room for two shares of each of its tiles.
+
+    ``rounds`` (a walk that deals the tail's shares round robin, several per block: the PTX tile rungs'): after a
+    whole wave or more, where two shares of each tail tile do not fit the slots (R > slots / 2), the count, within
+    the same bounds of K, whose shares' rounds (``tail_share_rounds``) and fix-up (TAIL_FIXUP_K_TILES per share past
+    one) take the fewest K tiles' time, where that saves TAIL_ROUNDS_LEAST_SAVING of a tile or more (else 1); a tail
+    of 80 tiles after two waves of 132 at 48 K tiles: 3 shares each, 240 shares in two rounds, two thirds of a tile
+    where the unsplit tail takes one. (With fewer tiles than slots, split-K's kernels are the rule's alternative.)"""
     tail = tiles % slots
     if not tail:
         return 1
     repaid = max(1, round(math.sqrt(k_tiles / TAIL_FIXUP_K_TILES)))
-    return max(1, min(slots // tail, k_tiles // min_k_tiles, repaid))
+    one_round = max(1, min(slots // tail, k_tiles // min_k_tiles, repaid))
+    if not rounds or one_round > 1 or tiles < slots:
+        return one_round
+    counts = range(1, max(1, min(k_tiles // min_k_tiles, repaid)) + 1)
+    cost = {s: tail_share_rounds(tail, slots, s) * k_tiles + TAIL_FIXUP_K_TILES * (s - 1) for s in counts}
+    best = min(counts, key=lambda s: (cost[s], s))
+    return best if cost[best] <= (1 - TAIL_ROUNDS_LEAST_SAVING) * k_tiles else 1
+
+
+def tail_share_rounds(tail: int, slots: int, splits: int) -> float:
+    """How long ``tail`` tiles cut into ``splits`` shares of K each take on ``slots`` blocks dealt them round robin,
+    in whole tiles' time: ceil(tail x splits / slots) rounds of 1 / splits of a tile."""
+    return -(-tail * splits // slots) / splits
 
 
 # The mid-M builds of both backends (128 < M < a few hundred tokens, computed swapped: the weight on the MMA's M, the

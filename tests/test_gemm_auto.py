@@ -33,7 +33,10 @@ GLUON_MID = "mid-m swap-ab gluon ws"
         ("ptx", (341, 6144, 4096), "fp16", "128x192 split-tail tma-store tma+wgmma"),
         ("ptx", (341, 6144, 11008), "fp16", "mid-m swap-ab tma+wgmma"),  # 4 token tiles of 88: one wave of 128
         ("ptx", (2048, 8192, 8192), "fp16", "128x256 split-tail tma-store tma+wgmma"),
-        ("ptx", (529, 10240, 4096), "fp16", "128x192 split-tail tma-store tma+wgmma"),  # 2 waves + 6 split
+        # 200 128x256 tiles: a wave, then 68 in 7 shares each over 4 rounds (1.57 tiles' time), where 270 128x192
+        # tiles take 2 waves and 6 split (2.14 of theirs)
+        ("ptx", (529, 10240, 4096), "fp16", "128x256 split-tail tma-store tma+wgmma"),
+        ("ptx", (692, 15360, 4096), "fp16", "128x192 split-tail tma-store tma+wgmma"),  # 3 waves, 84 in 3 shares
         ("ptx", (529, 10240, 11008), "fp16", "mid-m swap-ab tma+wgmma"),  # 3 token tiles of 184
         ("ptx", (2049, 22016, 24576), "bf16", "128x256 split-tail tma-store tma+wgmma"),  # 11 waves + 10 split
         ("ptx", (71, 37888, 24576), "fp16", "128x256 split-tail tma-store tma+wgmma"),  # one tile row
@@ -274,7 +277,9 @@ def test_triton_mid_m_rings_deepen_for_small_token_tiles(m, stages):
     assert stages in gemm_mid.STAGES
 
 
-@pytest.mark.parametrize("tiles, k_tiles", [(1462, 384), (72, 172), (300, 384), (264, 100), (200, 172), (5, 3)])
+@pytest.mark.parametrize(
+    "tiles, k_tiles", [(1462, 384), (72, 172), (300, 384), (264, 100), (200, 172), (5, 3), (344, 48), (3552, 172)]
+)
 def test_the_rules_rounds_are_the_split_tails_walk(tiles, k_tiles):
     """tail_rounds counts the walk both kernels plan: their whole waves, then one share of a tile where they split
     the tail (the same share count, from the same minimum of K tiles per share), a whole tile where they do not."""
@@ -288,6 +293,11 @@ def test_the_rules_rounds_are_the_split_tails_walk(tiles, k_tiles):
     whole, tail = divmod(tiles, 132)
     assert gemm_rule.tail_rounds(tiles, k_tiles, 132) == pytest.approx(whole + (1 / splits if tail else 0))
     assert (splits > 1) == (0 < tail <= 66 and k_tiles >= 8)  # room for two shares of every tail tile
+    # the PTX rungs' walk (rounds): its shares dealt round robin, ceil(tail x shares / 132) rounds of a share each
+    _, shares = gemm_tma.split_tail_plan(tiles, k_tiles, 132, rounds=True)
+    rounds = -(-tail * shares // 132) / shares if tail else 0
+    assert gemm_rule.tail_rounds(tiles, k_tiles, 132, rounds=True) == pytest.approx(whole + rounds)
+    assert shares == splits or (tail > 66 and rounds <= 0.8)  # a thick tail split only where it saves a fifth
 
 
 def test_the_split_tail_is_chosen_only_where_it_fills_the_sms():
@@ -303,7 +313,7 @@ def test_the_split_tail_is_chosen_only_where_it_fills_the_sms():
         width = 192 if choice.kernel.startswith("128x192") else 256
         tiles = -(-m // 128) * -(-n // width)
         k_tiles = gemm_rule.k_tiles(k, dtype)
-        splits = _tail_shares(tiles, k_tiles)
+        splits = _tail_shares(tiles, k_tiles)  # (in one round: a thicker tail's rounds do not fill the SMs better)
         split_k_waves = -(-m // 128) * -(-n // 128) > 132
         assert tiles >= gemm_rule.FILL * 132 or splits > 1 or split_k_waves, (dtype, m, n, k, choice.line())
         if "every tile at once" in choice.why:

@@ -108,7 +108,8 @@ def test_fp8_pairs_rungs_match_fp64_at_the_edges(rung):
 
 
 # On a GPU: M = 1, M not a multiple of 8, N not a multiple of 16, K below one K tile, a split remainder, more splits
-# than K tiles (empty splits), a stream-K range that starts and ends inside tiles.
+# than K tiles (empty splits), a stream-K range that starts and ends inside tiles, a split tail's shares in several
+# rounds.
 EDGES = [
     ((1, 300, 1040), None),
     ((13, 264, 80), None),
@@ -118,6 +119,8 @@ EDGES = [
     ((129, 257, 272), 7),
     ((300, 264, 1040), None),  # two tile rows of the 256-row tile, the second mostly past M
     ((1700, 2600, 1040), None),  # 154 tiles of 128x256 on an H100 / H200: a whole wave, then a split tail of 22
+    ((1000, 6600, 3072), None),  # 208 of 128x256 there: a whole wave, then 76 in 5 shares each over three rounds
+    ((1300, 2600, 1040), 3),  # 121 of 128x256, forced: 363 shares over 132 blocks, three rounds, no whole wave
 ]
 
 

@@ -113,16 +113,17 @@ def stream_k_model(tiles, k_tiles, grid):
 
 
 def split_tail_model(tiles, k_tiles, splits, grid):
-    """Whole tiles round-robin for tiles // grid whole waves; then block c takes share c // R of tail tile c % R (R =
-    tiles % grid, while c < R x splits), K cut as split-K cuts it; tail tile t's contributors write t x splits + j."""
+    """Whole tiles round-robin for tiles // grid whole waves; then the R x splits tail units (R = tiles % grid)
+    round-robin too, block c taking units c, c + grid, ..., unit v being share v // R of tail tile v % R, K cut as
+    split-K cuts it; tail tile t's contributors write t x splits + j."""
     dp = tiles // grid * grid
     tail = tiles - dp
     base, extra = divmod(k_tiles, splits)
     walks = {}
     for c in range(grid):
         units = [(t, 0, k_tiles, 1, 0, (0,)) for t in range(c, dp, grid)]
-        if c < tail * splits:
-            t, split = c % tail, c // tail
+        for v in range(c, tail * splits, grid):
+            t, split = v % tail, v // tail
             slots = tuple(t * splits + j for j in range(splits))
             units.append((dp + t, split * base + min(split, extra), base + (split < extra), splits, split, slots))
         walks[c] = units
@@ -175,14 +176,16 @@ def test_split_tail_walks_the_documented_deal(walk):
     cases = []
     for tiles, k in SHAPES:
         for slots in (4, 64, 132):
-            grid, splits = split_tail_plan(tiles, k, slots)
-            cases.append((4, tiles, k, splits, grid))
-            tail = tiles % slots
-            for forced in (2, 3, k + 1):  # forced counts (tests): shares of one K tile or none, shares past K
-                if tail and tail * forced <= slots:
+            for rounds in (False, True):
+                grid, splits = split_tail_plan(tiles, k, slots, rounds=rounds)
+                cases.append((4, tiles, k, splits, grid))
+            # forced counts (tests, probes): shares of one K tile or none, shares past K, tails in several rounds
+            for forced in (2, 3, k + 1):
+                if tiles % slots:
                     grid, splits = split_tail_plan(tiles, k, slots, forced)  # the grid the launcher takes
                     cases.append((4, tiles, k, splits, grid))
     assert any(c[3] > 1 for c in cases) and any(c[3] == 1 for c in cases)
+    assert any((c[1] % c[4]) * c[3] > c[4] for c in cases)  # several units of the tail on some block
     for (_, tiles, k, splits, grid), got in zip(cases, walk(cases), strict=True):
         tail = tiles % grid
         check_deal(got, tiles, k, max(1, tail * splits))
@@ -199,11 +202,34 @@ def test_split_tail_plan_splits_only_a_thin_last_wave():
     assert split_tail_plan(264, 172, 132) == (132, 1)  # whole waves: nothing to split
     assert split_tail_plan(10, 6, 132) == (10, 1)  # K too short to split (fewer than 2 x 4 K tiles)
     assert split_tail_plan(1, 1, 132, splits=3) == (3, 3)  # forced (tests): 3 shares of one K tile, two empty
-    with pytest.raises(ValueError, match="must fit the 132 block slots"):
-        split_tail_plan(100, 64, 132, splits=2)
+    assert split_tail_plan(100, 64, 132, splits=2) == (132, 2)  # forced past the slots: 200 shares in two rounds
+    with pytest.raises(ValueError, match="one share of K or more"):
+        split_tail_plan(100, 64, 132, splits=0)
     for tiles, k, slots in ((1462, 384, 132), (144, 172, 132), (32, 128, 132), (7, 40, 4)):
         grid, splits = split_tail_plan(tiles, k, slots)
         assert grid <= slots and (tiles % grid) * splits <= grid and splits * 4 <= max(k, 4)
+
+
+def test_split_tail_in_rounds_only_where_two_shares_do_not_fit_and_it_pays():
+    """The rungs' plan (rounds): a last wave more than half full is split in shares dealt in several rounds where the
+    model saves a fifth of a tile or more; a thinner one keeps its one round of shares, as without rounds."""
+    from suite.ptx.gemm_tma import split_tail_plan
+    from suite.waves import TAIL_FIXUP_K_TILES, tail_share_rounds
+
+    assert split_tail_plan(344, 48, 132, rounds=True) == (132, 3)  # 80 tiles left: 240 shares, two rounds of a third
+    assert split_tail_plan(344, 48, 132) == (132, 1)
+    assert split_tail_plan(200, 172, 132, rounds=True) == (132, 7)  # 68 left: 476 shares in 4 rounds of a seventh
+    assert split_tail_plan(3552, 172, 132, rounds=True) == (132, 1)  # 120 left: any split saves too little
+    assert split_tail_plan(80, 48, 132, rounds=True) == (80, 1)  # fewer tiles than slots: one round (split-K's regime)
+    for tiles, k in ((1462, 384), (144, 172), (32, 128), (264, 172), (10, 6)):  # one round, or none: as before
+        assert split_tail_plan(tiles, k, 132, rounds=True) == split_tail_plan(tiles, k, 132)
+    for tiles in range(133, 264):
+        _, splits = split_tail_plan(tiles, 48, 132, rounds=True)
+        tail = tiles - 132
+        if splits > 1:
+            saved = 48 - (tail_share_rounds(tail, 132, splits) * 48 + TAIL_FIXUP_K_TILES * (splits - 1))
+            assert tail * 2 > 132 or splits <= 132 // tail
+            assert saved >= 0.2 * 48, (tiles, splits)
 
 
 def test_split_tiles_walks_the_documented_deal(walk):

@@ -5,9 +5,12 @@ tile) and the tile the rule picks is marked. It fitted TRITON_MID_PIECE_TOKENS a
 (suite.gemm_rule.TRITON_MID_WIDE_M, TRITON_MID_WAVES). Every candidate is checked against torch before it is timed
 (tools/gemm_probe.py). Not part of the suite's results.
 
-Run from the repository root: PYTHONPATH=. python3 tools/tune_gemm_mid_triton.py [--shape MxNxK ...]"""
+Run from the repository root: PYTHONPATH=. python3 tools/tune_gemm_mid_triton.py [--tiles T,T,...] [--shape MxNxK ...]
+(--tiles: only these token tiles, beside the rule's)"""
 
 from __future__ import annotations
+
+import sys
 
 import torch
 
@@ -47,12 +50,20 @@ def forced(block_t: int) -> type[gemm_mid.MidGemm]:
     return Forced
 
 
+def wanted_tiles() -> set[int] | None:
+    """``--tiles T,T,...``: only these token tiles (the rule's is timed too), else every tile."""
+    if "--tiles" not in sys.argv:
+        return None
+    return {int(t) for t in sys.argv[sys.argv.index("--tiles") + 1].split(",")}
+
+
 def main() -> None:
+    only = wanted_tiles()
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     for m, n, k in shapes_from_argv(SHAPES):
         a, b, c, ref, cublas = fp16_problem(m, n, k)
         rule = waves.mid_token_rows(m, n, k, sms)
-        tiles = sorted({*range(16, waves.MID_MOST_TOKENS + 1, 16), waves.MID_WIDE_TOKENS, rule})
+        tiles = sorted({*(only or (*range(16, waves.MID_MOST_TOKENS + 1, 16), waves.MID_WIDE_TOKENS)), rule})
         rule_time = waves.triton_mid_time(m, n, k, sms, rule)
         candidates = []
         for block_t in tiles:

@@ -1,6 +1,7 @@
 """Time GEMM schedules that are not registered rows at the sweep's weakest shapes (the mid-M band, where the output
 tiles are one to two waves), each between two cuBLAS timings (its ratio is against their mean). Candidates: the
-registered PTX rows the rule picks there; the split tail on 128x256, 128x192 and 128x128 tiles; PTX split-K at
+registered PTX rows the rule picks there; the split tail on 128x256, 128x192 and 128x128 tiles, and on the first
+two at forced share counts (the last wave's shares in one round or several); PTX split-K at
 forced split counts (how many splits a wave-aware split count would need) and on 128x256 and 128x192 tiles;
 stream-K with the persistent rung's policies (warpgroup index in uniform registers, tile rows in groups of 16); the
 Triton split-K at forced split counts and its split tail. Every candidate is checked against torch before it is
@@ -32,6 +33,7 @@ SHAPES = (
     (4000, 3000, 1000),
 )
 SPLIT_COUNTS = (1, 2, 3, 4, 6, 8, 11)
+TAIL_SHARES = (1, 2, 3, 4, 5, 7)  # forced shares of each tile of the split tail's last wave
 
 
 def candidates(quick: bool) -> list[tuple[str, g.Config | str, int, int | None]]:
@@ -66,6 +68,10 @@ def candidates(quick: bool) -> list[tuple[str, g.Config | str, int, int | None]]
     tail128 = dataclasses.replace(tail, block_n=128, stages=(4, 5, 6), uniform_warpgroup=False)
     rows += [(f"128x256 split-tail s{st}", tail, st, None) for st in (3, 4)]
     rows += [("128x192 split-tail s4", tail192, 4, None)]
+    # ... and at forced share counts (1: the tail whole), the tail's shares in one round or several: the data for
+    # suite.waves.TAIL_ROUNDS_LEAST_SAVING
+    rows += [(f"128x256 split-tail s4 x{s}", tail, 4, s) for s in TAIL_SHARES]
+    rows += [(f"128x192 split-tail s4 x{s}", tail192, 4, s) for s in TAIL_SHARES]
     rows += [(f"128x128 split-tail s{st}", tail128, st, None) for st in (4, 6)]
     rows += [(f"triton split-k s4 x{s}", "triton split-k", 4, s) for s in (None, *SPLIT_COUNTS)]
     rows += [(f"triton split-tail s{st}", "triton split-tail", st, None) for st in (3, 4)]

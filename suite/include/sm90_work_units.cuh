@@ -101,11 +101,15 @@ struct StreamK {
 
 // Data-parallel waves, then the tail split in K: with G persistent blocks, the first (tiles / G) x G tiles are whole
 // units dealt round-robin (block c takes c, c + G, ...); the R = tiles % G tiles left, which would make a last wave
-// that keeps only R of the G blocks busy, are each cut into `splits` shares of K (the launcher's count, R x splits
-// <= G), one unit per block: block c takes share c / R of tail tile c % R (split-major, as SplitTiles: the blocks
-// that run together read the same K range, so each panel of B and A is read from HBM once and shared in L2, where
-// stream-K's ranges start anywhere in K). The last round then lasts 1 / splits of a tile. A tail tile's contributors
-// write slots (its place in the tail) x splits + share; splits = 1: the plain persistent walk.
+// that keeps only R of the G blocks busy, are each cut into `splits` shares of K (the launcher's count), R x splits
+// units dealt round-robin too: block c takes units c, c + G, ..., unit v being share v / R of tail tile v % R
+// (split-major, as SplitTiles: the blocks that run together read the same K range, so each panel of B and A is read
+// from HBM once and shared in L2, where stream-K's ranges start anywhere in K). Where R x splits <= G (a thin last
+// wave) that is one unit per block and the last round lasts 1 / splits of a tile; a thicker one takes
+// ceil(R x splits / G) rounds of 1 / splits (R = 80 of G = 132 in 3 shares: two rounds of a third, not a whole
+// round). The fix-up never waits (the last contributor to arrive sums), so a tile's shares may run in different
+// rounds. A tail tile's contributors write slots (its place in the tail) x splits + share; splits = 1: the plain
+// persistent walk.
 struct SplitTail {
     int tiles, num_k_tiles, splits, block, grid;
     int dp_tiles;  // whole waves of tiles, done whole before the tail
@@ -114,21 +118,22 @@ struct SplitTail {
         dp_tiles = tiles / grid * grid;
     }
     PIPESUITE_HD WorkUnit whole_tile(int tile) const { return {tile, 0, num_k_tiles, 1, 0, 0, 0, 0}; }
-    // this block's share of the tail, or the end of its walk
-    PIPESUITE_HD WorkUnit tail_unit() const {
+    // unit v of the tail's tiles x splits (SplitTiles' split-major deal; slots (its place in the tail) x splits), or
+    // the end of the block's walk past the last unit
+    PIPESUITE_HD WorkUnit tail_unit(int v) const {
         const int tail = tiles - dp_tiles;
-        if (block >= tail * splits) return end_of_walk();
-        // the tail's tiles x splits, split-major, as SplitTiles deals them; slots (its place in the tail) x splits
-        WorkUnit u = SplitTiles<false>{tail, num_k_tiles, splits, block, grid}.unit(block);
+        if (v >= tail * splits) return end_of_walk();
+        WorkUnit u = SplitTiles<false>{tail, num_k_tiles, splits, block, grid}.unit(v);
         u.slot_base = u.tile * splits;
         u.slot_step = 1;
         u.tile += dp_tiles;
         return u;
     }
-    PIPESUITE_HD WorkUnit first_unit() const { return block < dp_tiles ? whole_tile(block) : tail_unit(); }
+    PIPESUITE_HD WorkUnit first_unit() const { return block < dp_tiles ? whole_tile(block) : tail_unit(block); }
     PIPESUITE_HD WorkUnit next_unit(const WorkUnit& done) const {
-        if (done.tile >= dp_tiles) return end_of_walk();  // the tail unit was the block's last
+        if (done.tile >= dp_tiles)  // a tail unit: the block's next one, G units on (unit number = split x R + tile)
+            return tail_unit(done.index * (tiles - dp_tiles) + (done.tile - dp_tiles) + grid);
         const int tile = done.tile + grid;
-        return tile < dp_tiles ? whole_tile(tile) : tail_unit();
+        return tile < dp_tiles ? whole_tile(tile) : tail_unit(block);
     }
 };

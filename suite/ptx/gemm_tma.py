@@ -304,19 +304,21 @@ def split_count(tiles: int, k_tiles: int, slots: int, streaming: bool = False, s
     return max(1, min(fill, enough))
 
 
-def split_tail_plan(tiles: int, k_tiles: int, slots: int, splits: int | None = None) -> tuple[int, int]:
+def split_tail_plan(
+    tiles: int, k_tiles: int, slots: int, splits: int | None = None, rounds: bool = False
+) -> tuple[int, int]:
     """The split tail's (grid, splits): where the last, partial wave's tiles get two or more shares of K each
-    (suite.waves.tail_split_count, or ``splits`` forced), every slot, or the tiles x splits blocks that fewer tiles
-    than slots need (no block launched idle); otherwise the plain persistent walk (suite.waves' balanced grid), one
-    split. The kernel takes its whole waves (tiles // grid x grid) and tail from the grid. ValueError where forced
-    splits of the tail do not fit the slots."""
+    (suite.waves.tail_split_count, with ``rounds`` its shares in several rounds where two of each do not fit the
+    slots; or ``splits`` forced), every slot, or the tiles x splits blocks that fewer tiles than slots need (no block
+    launched idle); otherwise the plain persistent walk (suite.waves' balanced grid), one split. The kernel takes its
+    whole waves (tiles // grid x grid) and tail from the grid, and deals the tail's shares round robin."""
     if splits is None:
-        splits = tail_split_count(tiles, k_tiles, slots, MIN_K_TILES_PER_SPLIT)
-    elif splits < 1 or (tiles % slots) * splits > slots:
-        raise ValueError(f"splits={splits}: the tail's {tiles % slots} tiles x splits must fit the {slots} block slots")
+        splits = tail_split_count(tiles, k_tiles, slots, MIN_K_TILES_PER_SPLIT, rounds)
+    elif splits < 1:
+        raise ValueError(f"splits={splits}: the tail's tiles take one share of K or more")
     if splits < 2 or tiles % slots == 0:  # whole waves only: nothing to split
         return persistent_grid(tiles, slots), 1
-    return (slots if tiles >= slots else tiles * splits), splits
+    return min(slots, (tiles % slots) * splits) if tiles < slots else slots, splits
 
 
 class TmaGemm(NvrtcModule):
@@ -558,7 +560,7 @@ class Gemm(SplitLaunch):
             self.grid = min(sms * blocks_per_sm, tiles * k_tiles)
             slots = 2 * self.grid
         elif config.schedule == "split-tail":  # ``splits``: tests force one
-            self.grid, self.splits = split_tail_plan(tiles, k_tiles, sms * blocks_per_sm, splits)
+            self.grid, self.splits = split_tail_plan(tiles, k_tiles, sms * blocks_per_sm, splits, rounds=True)
             slots = (tiles % self.grid) * self.splits if self.splits > 1 else 0
         else:
             # persistent: the wave rule (suite.waves: the fewest programs that take as many rounds as every slot)
@@ -610,10 +612,10 @@ class Gemm(SplitLaunch):
         if config.schedule == "stream-k":
             note += f", {tiles * k_tiles} MAC iterations over {self.grid} blocks"
         if config.schedule == "split-tail" and self.splits > 1:
-            tail = tiles % self.grid
+            tail, shares = tiles % self.grid, -(-(tiles % self.grid) * self.splits // self.grid)
             note += (
                 f", {tiles - tail} tiles in {tiles // self.grid} whole waves of {self.grid}, then {tail} x "
-                f"{self.splits} splits of {k_tiles} K tiles"
+                f"{self.splits} splits of {k_tiles} K tiles" + (f" in {shares} rounds" if shares > 1 else "")
             )
         elif config.schedule in ("tiles", "split-tail") and config.persistent:  # the persistent walk
             note += grid_note(tiles, sms * blocks_per_sm, self.grid)
