@@ -27,8 +27,9 @@
 //                   share the last tiles' multiply-add iterations evenly; a block's range may start or end inside a
 //                   tile.
 //   SCHED_SPLIT_TAIL: persistent blocks take whole tiles in data-parallel waves; the tiles of the last, partial wave
-//                   are each split into `splits` equal shares of K (the launcher's count), one block each, so the
-//                   last round lasts a share of a tile instead of a whole one.
+//                   are each split into `splits` equal shares of K (the launcher's count), dealt round robin, so the
+//                   last round lasts a share of a tile instead of a whole one (or, where the shares outnumber the
+//                   blocks, a few rounds of a share each).
 // A unit that covers a tile's whole K range stores C directly. Otherwise:
 //   split-K: each split stores its fp32 partial, unscaled, into its own M x N slice of the workspace, and a second
 //            kernel (split_k_reduce, launched after it on the same stream) sums the slices in K order from zero,
