@@ -365,14 +365,15 @@ class TmaGemm(NvrtcModule):
         # columns, whose directly stored last 16 are half past C's edge; a 256-row tile: a second tile row, mostly
         # past M; a persistent TMA-store walk over more tiles than the H200's 132 SMs (at least 153: each block that
         # takes a second tile reuses the C staging); the split tail after a whole wave (153 tiles: 21 left, each in 3
-        # shares of its 17 K tiles, fp8 in 2 of 9)
+        # shares of its 17 K tiles, fp8 in 2 of 9), and after one with more than half the SMs' tiles left (208 tiles:
+        # 76 left in 3 shares of 24 K tiles, two rounds of shares; fp8's 12 K tiles leave them whole)
         self.sanitize_sizes = (
             ((130, 250, 40), (256, 512, 1024), (13, 264, 1040))
             + (((1100, 4104, 144),) if config.persistent and config.tma_store else ())
             + (((64, 512, 4112),) if config.schedule != "tiles" else ())
             + (((13, 424, 1040),) if config.tma_store and config.block_n % 64 else ())
             + (((300, 264, 1040),) if config.block_m > 128 else ())
-            + (((1100, 4104, 1040),) if config.schedule == "split-tail" else ())
+            + (((1100, 4104, 1040), (1000, 26 * config.block_n - 56, 1536)) if config.schedule == "split-tail" else ())
         )
 
     def defines(self) -> tuple[str, ...]:
