@@ -31,7 +31,7 @@ tools/tune_gemm_mid.py and tools/tune_gemm_mid_triton.py, include the seed-1 fp1
   SMs idle, so K is split over blocks of smaller tiles (PTX: 64x128 while M <= 256 and those tiles fit one wave, else
   128x128);
 - otherwise the split tail: persistent, warp-specialized waves of whole tiles (the epilogue overlaps the next
-  tile's mainloop), then the last, partial wave's tiles cut into shares of K (``tail_rounds``; PTX's shares run in
+  tile's mainloop), then the last, partial wave's tiles cut into shares of K (``tail_rounds``; the shares run in
   several rounds where that wave is more than half full and the model finds them faster). PTX weighs 128x256
   tiles against 128x192 ones by the rounds each walk takes (above one tile row of M); Triton takes it where the
   tail is split or M <= 128, its persistent kernel otherwise;
@@ -133,6 +133,11 @@ TRITON_GLUON_MID_MOST_K = 20480
 TRITON_GLUON_MID_FP8_M = (TRITON_TINY_M_FP8 + 1, 560)
 TAIL_MIN_K_TILES = MIN_K_TILES_PER_SPLIT  # the split tail's shares hold this many K tiles at least, as the kernels'
 NARROW_TILE_RATE = 0.97  # a 128x192 tile's MMA rate against a 128x256 one's (fewer MACs per operand byte)
+# Triton: the split tail's shares in several rounds (a last wave more than half full) only up to this many whole waves
+# before it. The split tail runs on the stream-K kernel, a few percent slower per tile than the persistent kernel
+# that takes the unsplit walk (at 950 x 11008 x 3072, the same tiles walked the same way: 0.81 against 0.84 of
+# cuBLAS), and several rounds save a fifth to a half of one round: over more waves the slower tiles cost more
+TRITON_TAIL_ROUNDS_MOST_WAVES = 2
 
 PTX = "ptx"
 TRITON = "triton"
@@ -417,13 +422,16 @@ def _triton_tiles(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) ->
     # the split tail on the split-K and stream-K kernels' tile (gemm_splitk.tile_for): 64 rows up to M = 64
     bm = 64 if m <= 64 else 128
     tiles = _tiles(m, n, bm, 256)
-    shares = tail_split_count(tiles, k_tiles(k, dtype), sms, TAIL_MIN_K_TILES)
+    shares = tail_split_count(tiles, k_tiles(k, dtype), sms, TAIL_MIN_K_TILES, rounds=True)  # the launcher's
+    share_rounds = -(-(tiles % sms) * shares // sms)
     tail = Choice(
         "split-tail desc",
         3,
         f"M={m}, {tiles} {bm}x256 tiles >= {sms} SMs: whole waves, "
         + (
-            f"then the last wave's {tiles % sms} tiles in {shares} share{'s' if shares > 1 else ''} of K (split tail)"
+            f"then the last wave's {tiles % sms} tiles in {shares} share{'s' if shares > 1 else ''} of K"
+            + (f" over {share_rounds} rounds" if share_rounds > 1 else "")
+            + " (split tail)"
             if tiles % sms
             else "no tail (the split tail's walk)"
         ),
@@ -442,7 +450,10 @@ def _triton_tiles(m: int, n: int, k: int, dtype: str, sms: int, hopper: bool) ->
             f"M={m} > {TRITON_SPLIT_M}, {t256} 128x256 tiles, {dtype} on sm_90a: Gluon warp-specialized persistent",
         )
         return (gluon, host)
-    if shares > 1:  # a tail to split: the split tail; else its walk is the persistent kernel's, which is faster
+    # a tail to split: the split tail (a tail whose shares take several rounds only after at most
+    # TRITON_TAIL_ROUNDS_MOST_WAVES whole waves); else its walk is the persistent kernel's, which is faster
+    one_round = tail_split_count(tiles, k_tiles(k, dtype), sms, TAIL_MIN_K_TILES) > 1
+    if shares > 1 and (one_round or tiles // sms <= TRITON_TAIL_ROUNDS_MOST_WAVES):
         return (tail, host, fallback)
     return (host, fallback)
 

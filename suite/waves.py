@@ -72,7 +72,8 @@ def tail_split_count(tiles: int, k_tiles: int, slots: int, min_k_tiles: int, rou
     no more than the fix-up repays: about sqrt(K tiles / TAIL_FIXUP_K_TILES) (a share's K tiles fall as 1 / splits,
     the fix-up's reads grow with splits). 1: no tail, or no room for two shares of each of its tiles.
 
-    ``rounds`` (a walk that deals the tail's shares round robin, several per block: the PTX tile rungs'): after a
+    ``rounds`` (a walk that deals the tail's shares round robin, several per block: the PTX tile rungs' and the
+    Triton split tail's, not the mid-M builds', whose models weigh one round): after a
     whole wave or more, where two shares of each tail tile do not fit the slots (R > slots / 2), the count, within
     the same bounds of K, whose shares' rounds (``tail_share_rounds``) and fix-up (TAIL_FIXUP_K_TILES per share past
     one) take the fewest K tiles' time, where that saves TAIL_ROUNDS_LEAST_SAVING of a tile or more (else 1); a tail

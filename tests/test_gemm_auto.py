@@ -63,7 +63,8 @@ GLUON_MID = "mid-m swap-ab gluon ws"
         ("triton", (300, 8192, 4096), "bf16", "split-k desc"),  # K too short for mid-M
         ("triton", (300, 8192, 8192), "bf16", "mid-m swap-ab desc"),  # 96 128x256 tiles < 2 waves
         ("triton", (300, 8192, 8192), "fp8e4m3", "split-k desc"),  # fp8's mid-M band ends at one token tile
-        ("triton", (425, 22016, 11008), "bf16", "128x256x64 desc persistent host"),  # 344 tiles: 2.6 waves
+        # 344 tiles: 2 waves, then 80 in 3 shares each over 2 rounds (past half the SMs: several rounds)
+        ("triton", (425, 22016, 11008), "bf16", "split-tail desc"),
         ("triton", (1024, 8192, 8192), "fp16", "mid-m swap-ab desc"),  # 256 tiles, 256-row token tiles
         ("triton", (1024, 4096, 8192), "fp16", "mid-m swap-ab desc"),
         ("triton", (1025, 4096, 8192), "fp16", "split-tail desc"),  # past TRITON_MID_WIDE_M, 144 tiles

@@ -189,6 +189,9 @@ TAIL_CASES = [
     ("tall tiles in 2 shares", 130, 300, 9, 7),  # 3 x 2 shares of 10 K tiles (fp8: 4 tiles, whole)
     ("a whole wave, then 1 tile in 3 shares", 300, 300, 12, 5),  # 6 tiles on 5 programs, 13 K tiles: 4, 4 and 5
     ("K shares of unequal length", 13, 300, 10, 5),  # 2 tiles of 64 x 256 x 2 shares of 11 K tiles: 5 and 6
+    # 8 tiles of 64 x 256 on 5 programs, 25 K tiles: a whole wave, then 3 in 3 shares each, 9 stream-K programs over
+    # the 5 launched, two rounds of shares (fp8: 13 K tiles, the 3 whole)
+    ("a whole wave, then 3 tiles in 3 shares over 2 rounds", 13, 2048, 24, 5),
 ]
 
 
@@ -226,6 +229,27 @@ def test_split_tail_schedule_deals_whole_waves_then_k_aligned_shares():
     assert gemm_streamk.split_tail_schedule(1462, 384, 132).sk_programs == 10 * 13  # 11 waves, 10 tiles x 13
     assert gemm_streamk.split_tail_schedule(200, 172, 132).sk_programs == 68  # 68 tiles left: whole, one each
     assert gemm_streamk.split_tail_schedule(264, 172, 132).sk_programs == 132  # whole waves: the last one whole
+
+
+def test_split_tail_in_rounds_deals_more_stream_k_programs_than_the_sms():
+    """With rounds (the split tail's launcher): a tail of more than half the SMs after a whole wave is cut in the
+    share count suite.waves gives, each share one stream-K program within one tile, K-aligned as in one round; the
+    launched programs stay one per SM and walk them in turn (gemm_parts.walk_unit); one round where it fits, as
+    without rounds."""
+    for tiles, k_tiles, sms in ((344, 48, 132), (200, 172, 132), (8, 25, 5)):
+        s = gemm_streamk.split_tail_schedule(tiles, k_tiles, sms, rounds=True)
+        splits = s.sk_programs // s.sk_tiles
+        assert splits == waves.tail_split_count(tiles, k_tiles, sms, gemm_splitk.MIN_K_TILES_PER_SPLIT, rounds=True)
+        assert s.programs == sms < s.sk_programs and s.dp_tiles == tiles // sms * sms, s
+        for q in range(s.sk_programs):
+            first, end = s.first_iter(q), s.first_iter(q + 1)
+            assert first // k_tiles == (end - 1) // k_tiles == q // splits
+            assert first % k_tiles == (q % splits) * k_tiles // splits
+    assert gemm_streamk.split_tail_schedule(344, 48, 132, rounds=True).sk_programs == 80 * 3
+    for tiles, k_tiles in ((1462, 384), (144, 172), (32, 128), (264, 172), (100, 64)):
+        assert gemm_streamk.split_tail_schedule(tiles, k_tiles, 132, rounds=True) == gemm_streamk.split_tail_schedule(
+            tiles, k_tiles, 132
+        )
 
 
 # ---------------------------------------------------------------------------------------------------------------
@@ -386,11 +410,14 @@ def test_sanitizer_sizes_exercise_the_fix_up():
     assert gemm_streamk.stream_k_schedule(-(-m // 128), -(-n // 256), -(-k // 64), H200_SMS).group_m == 1
     m, n, k = gemm_streamk.KERNEL.sanitize_sizes[-1]
     assert gemm_streamk.stream_k_schedule(-(-m // 128), -(-n // 256), -(-k // 64), H200_SMS).dp_tiles > 0
-    tails = []  # the split tail's: shares of K on both sizes, one after a whole wave
+    tails = []  # the split tail's (its launcher's, rounds): shares of K on every size, one after a whole wave, one
+    # with more shares than programs (two rounds of them)
     for m, n, k in gemm_streamk.SPLIT_TAIL.sanitize_sizes:
         bm, bn, bk, _ = gemm_splitk.tile_for("fp16", m)
-        tails.append(gemm_streamk.split_tail_schedule(-(-m // bm) * -(-n // bn), -(-k // bk), H200_SMS))
+        tiles = -(-m // bm) * -(-n // bn)
+        tails.append(gemm_streamk.split_tail_schedule(tiles, -(-k // bk), H200_SMS, rounds=True))
     assert all(t.sk_programs > t.sk_tiles for t in tails) and any(t.dp_tiles for t in tails), tails
+    assert any(t.sk_programs > t.programs for t in tails), tails
     for size in (gemm_decode.KERNEL.sanitize_sizes[0], gemm_decode.KERNEL.faults[0].size):
         p = gemm_decode.plan("fp16", *size, H200_SMS)
         assert p.splits > 1 and -(-size[2] // p.block_k) % p.splits, (size, p)

@@ -41,7 +41,7 @@ import triton.language as tl
 
 from suite.triton.compiled import kernel_info
 from suite.triton.gemm_desc import ELEMENT_BYTES, count, dtype_config, num_sms, rings_that_fit
-from suite.triton.gemm_parts import part_slot, store_tile, walk_start, walk_unit
+from suite.triton.gemm_parts import store_tile, walk_start, walk_unit
 from suite.triton.gemm_splitk import TwoPassModule, epilogue_kwargs
 from suite.triton.gemm_streamk import FAULT_FIXUP_FIRST, Schedule, StreamKGemm, split_tail_schedule
 from suite.waves import (
@@ -192,12 +192,12 @@ def mid_kernel(
 
     # -- this program's units: its whole tiles round robin, then its share of the tail (gemm_parts.walk_unit); the
     #    token tiles of one weight tile are neighbours in the walk (up to GROUP_M of them): it streams once --
-    unit, dp_units, it, end, first_tile, tiles_t, tiles_w, k_tiles, sched = walk_start(
+    unit, dp_units, it, end, sk_program, tiles_t, tiles_w, k_tiles, sched = walk_start(
         T, W, K, BLOCK_T, BLOCK_W, BLOCK_K, num_programs, dp_tiles, sk_programs, sk_iters
     )
     while (unit < dp_units) | (it < end):
-        walk = (unit, dp_units, it, end, tiles_t, tiles_w, k_tiles, sched)
-        tile, t0, w0, k_first, k_last, it, unit = walk_unit(*walk, BLOCK_T, BLOCK_W, GROUP_M)
+        walk = (unit, dp_units, it, end, sk_program, tiles_t, tiles_w, k_tiles, sched)
+        tile, t0, w0, k_first, k_last, part, it, end, sk_program, unit = walk_unit(*walk, BLOCK_T, BLOCK_W, GROUP_M)
 
         # -- MAINLOOP: the weight box and the pieces' token boxes through the ring; one wgmma chain per piece on
         #    the same weight stage, the weight on wgmma's M side: each accumulator is C^T's [BLOCK_W, piece] --
@@ -226,7 +226,7 @@ def mid_kernel(
         whole = (k_first == 0) & (k_last == k_tiles)
         slot = workspace
         if SHARED:
-            slot = workspace + part_slot(tile, dp_tiles, first_tile) * (BLOCK_T * BLOCK_W)
+            slot = workspace + part * (BLOCK_T * BLOCK_W)
         _put(acc0, c, slot, t0, 0, w0, T, W, stride_cm, whole, scale_a, scale_b, T0, BLOCK_W, OUT_DTYPE, SCALED, SHARED)
         if T1:
             _put(

@@ -66,16 +66,18 @@ def walk_start(
 ):
     """Where this persistent program starts its walk of a stream-K schedule (gemm_streamk.Schedule: its programs,
     data-parallel tiles, stream-K programs and iterations) over M x N x K in BLOCK_M x BLOCK_N tiles and BLOCK_K
-    steps: the walk's state, (its first unit, 0; this program's data-parallel tiles; its stream-K range [it, end)
-    (empty past the stream-K programs); the range's first tile (counted from the data-parallel tiles, for
-    ``part_slot``); the tile grid and its K tiles; the schedule as one tuple), for ``walk_unit``."""
+    steps: the walk's state, (its first unit, 0; this program's data-parallel tiles; the range [it, end) of its first
+    stream-K program (empty past the stream-K programs); that stream-K program, this program's own id (where the
+    stream-K programs outnumber the launched ones, the split tail's shares in several rounds, it walks stream-K
+    programs id, id + num_programs, ... in turn); the tile grid and its K tiles; the schedule as one tuple), for
+    ``walk_unit``."""
     pid = tl.program_id(0)
     dp_units = tl.cdiv(tl.maximum(dp_tiles - pid, 0), num_programs)
     k_tiles = tl.cdiv(K, BLOCK_K)
     it, end = stream_k_range(pid.to(tl.int64), sk_iters, sk_programs)
     it, end = it.to(tl.int32), end.to(tl.int32)
     sched = (num_programs, dp_tiles, sk_programs, sk_iters)
-    return 0, dp_units, it, end, it // k_tiles, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), k_tiles, sched
+    return 0, dp_units, it, end, pid, tl.cdiv(M, BLOCK_M), tl.cdiv(N, BLOCK_N), k_tiles, sched
 
 
 @triton.jit
@@ -84,6 +86,7 @@ def walk_unit(
     dp_units,
     it,
     end,
+    sk_program,
     tiles_m,
     tiles_n,
     k_tiles,
@@ -93,27 +96,29 @@ def walk_unit(
     GROUP_M: tl.constexpr,
 ):
     """This program's unit ``unit`` of its walk (``walk_start``'s state): its data-parallel tiles first, whole and
-    round robin (``unit`` < ``dp_units``), then the units of its stream-K range [it, end). Returns (the tile, its
-    first row and column of C (``tile_coords``), its K tiles [k_first, k_last), the range's next iteration, the
-    next unit)."""
-    num_programs, dp_tiles = sched[0], sched[1]
+    round robin (``unit`` < ``dp_units``), then the units of its stream-K programs' ranges, [it, end) of
+    ``sk_program``'s first. Returns (the tile, its first row and column of C (``tile_coords``), its K tiles [k_first,
+    k_last), the workspace slot of its part where it covers the tile in part (64-bit, to be scaled by the tile's
+    elements: 2 x the stream-K program for the first tile of its range, one more for its last, a range holding at most
+    two partial tiles), then the walk's next state: the range's next iteration and end, the stream-K program they
+    belong to (where this range is done, the next of this program's: num_programs on), the next unit)."""
+    num_programs, dp_tiles, sk_programs, sk_iters = sched[0], sched[1], sched[2], sched[3]
     tile = tl.program_id(0) + unit * num_programs
     k_first = k_tiles * 0
     k_last = k_tiles
+    slot = sk_program.to(tl.int64) * 0
     if unit >= dp_units:
         t, k_first, k_last = stream_k_unit(it, end, k_tiles)
         tile = dp_tiles + t
+        first, _ = stream_k_range(sk_program.to(tl.int64), sk_iters, sk_programs)
+        slot = sk_program.to(tl.int64) * 2 + (t != (first // k_tiles).to(tl.int32)).to(tl.int64)
         it += k_last - k_first
+        if it >= end:  # the range is done: this program's next stream-K program's (empty past the last)
+            sk_program += num_programs
+            next_it, next_end = stream_k_range(sk_program.to(tl.int64), sk_iters, sk_programs)
+            it, end = next_it.to(tl.int32), next_end.to(tl.int32)
     m0, n0 = tile_coords(tile, tiles_m, tiles_n, BLOCK_M, BLOCK_N, GROUP_M)
-    return tile, m0, n0, k_first, k_last, it, unit + 1
-
-
-@triton.jit
-def part_slot(tile, dp_tiles, first_tile):
-    """The workspace slot of this program's part of a shared tile: 2 x its program id for the first tile of its
-    stream-K range (``first_tile``, counted from ``dp_tiles``), one more for its last (a range holds at most two
-    partial tiles); 64-bit, to be scaled by the tile's elements."""
-    return (tl.program_id(0) * 2 + (tile - dp_tiles != first_tile).to(tl.int32)).to(tl.int64)
+    return tile, m0, n0, k_first, k_last, slot, it, end, sk_program, unit + 1
 
 
 # -- the main loop -------------------------------------------------------------------------------------------------

@@ -15,7 +15,8 @@ One iteration is one K tile of one output tile (a BLOCK_K step of the mainloop).
   (program p: [p S / P, (p + 1) S / P));
 * **the walk**: a program takes its range tile by tile; a tile it covers whole it stores to C, a tile it covers in
   part it stores as an fp32 partial into its own workspace slot (slot 0 for the first tile of its range, slot 1 for
-  the last: a range holds at most two partial tiles);
+  the last: a range holds at most two partial tiles); where the ranges outnumber the programs (the split tail's
+  shares in several rounds), a program takes the ranges p, p + programs, ... in turn, each with its two slots;
 * **fix-up pass** (``streamk_fixup_kernel``, launched after it on the same stream, counted in the time): for each
   tile that several programs covered (always contiguous programs, p_first..p_last), the partials are added in program
   order, scaled (fp8), cast and stored to C. The programs covering a tile follow from the range formula alone, so the
@@ -43,7 +44,6 @@ from suite.triton.gemm_desc import GROUP_M, count, dtype_config, num_sms, stage_
 from suite.triton.gemm_parts import (
     add_in_order,
     mac_loop,
-    part_slot,
     store_tile,
     tile_coords,
     walk_start,
@@ -146,14 +146,17 @@ def stream_k_schedule(tiles_m: int, tiles_n: int, k_tiles: int, sms: int) -> Sch
     return lockstep_schedule(tiles_m, tiles_n, k_tiles, sms) or schedule(tiles_m * tiles_n, k_tiles, sms)
 
 
-def split_tail_schedule(tiles: int, k_tiles: int, sms: int) -> Schedule:
+def split_tail_schedule(tiles: int, k_tiles: int, sms: int, rounds: bool = False) -> Schedule:
     """The split tail, as a stream-K schedule: every whole wave of tiles dealt round robin, then each tile of the
-    last, partial wave cut into ``splits`` equal shares of K (suite.waves.tail_split_count), one program each
-    (sk_programs = tail x splits: program p's range is share p % splits of tail tile p // splits, so the programs
-    that run together read the same K range of B, where stream-K's ranges start anywhere in K). One share each
-    (no room for two): the tail's tiles whole, one program each (a whole last wave when tiles % sms == 0)."""
+    last, partial wave cut into ``splits`` equal shares of K (suite.waves.tail_split_count), one stream-K program
+    each (sk_programs = tail x splits: stream-K program q's range is share q % splits of tail tile q // splits, so
+    the programs that run together read the same K range of B, where stream-K's ranges start anywhere in K). One
+    share each (no room for two): the tail's tiles whole, one program each (a whole last wave when tiles % sms ==
+    0). ``rounds`` (the split tail's own launcher; the mid-M kernel's model weighs one round): after a whole wave, a
+    tail of more than half the SMs may be cut into more shares than the SMs, each launched program walking the
+    stream-K programs id, id + sms, ... (gemm_parts.walk_unit): ceil(sk_programs / sms) rounds of a share."""
     tail = tiles % sms or min(tiles, sms)
-    splits = tail_split_count(tiles, k_tiles, sms, MIN_K_TILES_PER_SPLIT)
+    splits = tail_split_count(tiles, k_tiles, sms, MIN_K_TILES_PER_SPLIT, rounds)
     dp_tiles = tiles - tail
     sk_programs = tail * splits
     return Schedule(tiles, k_tiles, sms if dp_tiles else sk_programs, dp_tiles, sk_programs, tail * k_tiles)
@@ -204,20 +207,20 @@ def streamk_kernel(
     # -- this program's units, one main loop for all (a second instance of fp8's promoted main loop does not fit
     #    in registers beside the first): its data-parallel tiles, whole and round robin, then its contiguous range
     #    of stream-K iterations (empty past sk_programs), one unit per tile it touches --
-    unit, dp_units, it, end, first_tile, tiles_m, tiles_n, k_tiles, sched = walk_start(
+    unit, dp_units, it, end, sk_program, tiles_m, tiles_n, k_tiles, sched = walk_start(
         M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, num_programs, dp_tiles, sk_programs, sk_iters
     )
     while (unit < dp_units) | (it < end):
-        walk = (unit, dp_units, it, end, tiles_m, tiles_n, k_tiles, sched)
-        tile, m0, n0, k_first, k_last, it, unit = walk_unit(*walk, BLOCK_M, BLOCK_N, GROUP_M)
+        walk = (unit, dp_units, it, end, sk_program, tiles_m, tiles_n, k_tiles, sched)
+        tile, m0, n0, k_first, k_last, part, it, end, sk_program, unit = walk_unit(*walk, BLOCK_M, BLOCK_N, GROUP_M)
         acc = mac_loop(a_desc, b_desc, m0, n0, k_first, k_last, BLOCK_M, BLOCK_N, BLOCK_K, B_K_MAJOR)
         if (k_first == 0) & (k_last == k_tiles):  # the whole tile: no one else touches it
             c_ptrs, inside = _c_tile(c, m0, n0, M, N, stride_cm, BLOCK_M, BLOCK_N)
             store_tile(c_ptrs, acc, inside, scale_a, scale_b, OUT_DTYPE, SCALED)
         elif SHARED:  # (never taken when no tile is shared: then there is no workspace to compile this against)
-            # a part: into this program's slot (0 for its range's first tile, 1 for its last), whole tile, for
-            # the fix-up pass
-            slot = part_slot(tile, dp_tiles, first_tile) * (BLOCK_M * BLOCK_N)
+            # a part: into its stream-K program's slot (0 for its range's first tile, 1 for its last), whole tile,
+            # for the fix-up pass
+            slot = part * (BLOCK_M * BLOCK_N)
             offs = tl.arange(0, BLOCK_M)[:, None] * BLOCK_N + tl.arange(0, BLOCK_N)[None, :]
             tl.store(workspace + slot + offs, acc)
 
@@ -332,7 +335,9 @@ class StreamKGemm(TwoPassGemm):
 class SplitTailGemm(StreamKGemm):
     """The split tail (split_tail_schedule) through the stream-K kernel and its fix-up pass."""
 
-    rule = staticmethod(lambda tiles_m, tiles_n, k_tiles, sms: split_tail_schedule(tiles_m * tiles_n, k_tiles, sms))
+    rule = staticmethod(
+        lambda tiles_m, tiles_n, k_tiles, sms: split_tail_schedule(tiles_m * tiles_n, k_tiles, sms, rounds=True)
+    )
 
 
 # streamk_kernel + streamk_fixup_kernel for the registry. compute-sanitizer: tiles shared by several programs, ranges
@@ -342,5 +347,7 @@ class SplitTailGemm(StreamKGemm):
 # 19 x 15 = 285 tiles of 128 x 256)
 KERNEL = TwoPassModule(StreamKGemm, sanitize_sizes=((200, 300, 1000), (300, 2996, 1000), (2432, 3840, 136)))
 # The split tail's sanitizer sizes, on 132 SMs: 6 tiles of 128 x 256 each in 3 shares of K (300 x 300 x 1000: no
-# whole wave), and a whole wave then 21 tiles in 3 shares (1100 x 4104 x 1040: 9 x 17 = 153 tiles; fp8, 2 shares)
-SPLIT_TAIL = TwoPassModule(SplitTailGemm, sanitize_sizes=((300, 300, 1000), (1100, 4104, 1040)))
+# whole wave), a whole wave then 21 tiles in 3 shares (1100 x 4104 x 1040: 9 x 17 = 153 tiles; fp8, 2 shares), and
+# a whole wave then 76 tiles in 3 shares over two rounds (1000 x 6600 x 1536: 8 x 26 = 208 tiles; fp8's 12 K tiles
+# leave them whole)
+SPLIT_TAIL = TwoPassModule(SplitTailGemm, sanitize_sizes=((300, 300, 1000), (1100, 4104, 1040), (1000, 6600, 1536)))
