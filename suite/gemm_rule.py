@@ -34,7 +34,8 @@ tools/tune_gemm_mid.py and tools/tune_gemm_mid_triton.py, include the seed-1 fp1
   tile's mainloop), then the last, partial wave's tiles cut into shares of K (``tail_rounds``; the shares run in
   several rounds where that wave is more than half full and the model finds them faster). PTX weighs 128x256
   tiles against 128x192 ones by the rounds each walk takes (above one tile row of M); Triton takes it where the
-  tail is split or M <= 128, its persistent kernel otherwise;
+  tail is split (in several rounds only after at most ``TRITON_TAIL_ROUNDS_MOST_WAVES`` whole waves) or M <= 128,
+  its persistent kernel otherwise;
 - Triton at fp8 on sm_90a, M >= ``TRITON_GLUON_FP8_M`` with a wave of 128x256 tiles or more: the Gluon
   warp-specialized persistent kernel (each K tile's sum promoted in registers, the epilogue under the next tile's
   mainloop), or its stream-K form where the last wave of tiles is partial and at most ``TRITON_GLUON_SK_LAST_WAVE``
@@ -133,10 +134,12 @@ TRITON_GLUON_MID_MOST_K = 20480
 TRITON_GLUON_MID_FP8_M = (TRITON_TINY_M_FP8 + 1, 560)
 TAIL_MIN_K_TILES = MIN_K_TILES_PER_SPLIT  # the split tail's shares hold this many K tiles at least, as the kernels'
 NARROW_TILE_RATE = 0.97  # a 128x192 tile's MMA rate against a 128x256 one's (fewer MACs per operand byte)
-# Triton: the split tail's shares in several rounds (a last wave more than half full) only up to this many whole waves
-# before it. The split tail runs on the stream-K kernel, a few percent slower per tile than the persistent kernel
-# that takes the unsplit walk (at 950 x 11008 x 3072, the same tiles walked the same way: 0.81 against 0.84 of
-# cuBLAS), and several rounds save a fifth to a half of one round: over more waves the slower tiles cost more
+# Triton: the split tail is taken over the persistent kernel for a tail whose shares take several rounds (a last wave
+# more than half full) only up to this many whole waves before it. The split tail runs on the stream-K kernel, a few
+# percent slower per tile than the persistent kernel that takes the unsplit walk (at 950 x 11008 x 3072, the same
+# tiles walked the same way: 0.81 against 0.84 of cuBLAS), and several rounds save a fifth to a half of one round:
+# over more waves the slower tiles cost more. (Where the split tail is taken for other reasons, M <= 128, its
+# launcher walks such a tail in rounds whatever the waves: the same kernel, faster.)
 TRITON_TAIL_ROUNDS_MOST_WAVES = 2
 
 PTX = "ptx"
@@ -200,7 +203,7 @@ def k_tiles(k: int, dtype: str) -> int:
 def tail_rounds(tiles: int, k_tiles: int, sms: int, rounds: bool = False) -> float:
     """How long the split tail walks ``tiles`` output tiles, in rounds of one whole tile on every SM: its whole
     waves, then the last, partial wave's shares of a tile (a whole tile where that wave is not split). ``rounds``:
-    the PTX rungs' walk, whose shares may take several rounds (suite.waves.tail_split_count)."""
+    the launchers' walk, whose shares may take several rounds (suite.waves.tail_split_count)."""
     splits = tail_split_count(tiles, k_tiles, sms, TAIL_MIN_K_TILES, rounds)
     return tiles // sms + (tail_share_rounds(tiles % sms, sms, splits) if tiles % sms else 0)
 
@@ -316,7 +319,7 @@ def _ptx(m: int, n: int, k: int, dtype: str, sms: int) -> tuple[Choice, ...]:
         stages,
         f"{TALL_M // 2} < M={m} <= {PTX_MID_M}, K={k} >= {MID_LEAST_K}: swapped, {block_t}-token tiles (x "
         f"{-(-m // block_t)}) on {64 * consumers} weight columns, modelled at {ratio:.2f} of the tile rungs' "
-        "split tail",
+        "split tail in one round",
     )
     return (mid, *(_as_fallback(c) for c in rest))
 

@@ -300,9 +300,9 @@ GEMM_VARIANTS = (
         "suite.ptx.gemm_tma:KERNELS[128x256 split-tail]",
         needs_sm90a,
         ("llm", "long-k", "sweep"),
-        "the persistent TMA-store rung, its last, partial wave split in K: where that wave would keep at most half "
-        "of the SMs busy, each of its tiles is cut into 2 or more shares of K (k-aligned: blocks that run together "
-        "read the same K range of B), so the last round lasts a share of a tile",
+        "the persistent TMA-store rung, its last, partial wave split in K: each of its tiles cut into 2 or more "
+        "shares of K (k-aligned: blocks that run together read the same K range of B), so the last round lasts a "
+        "share of a tile, or, where that wave holds more than half the SMs' tiles, a few rounds of a share each",
     ),
     (
         "ptx",
@@ -450,8 +450,9 @@ GEMM_VARIANTS = (
         gpu_or_interpreter,
         ("llm", "long-k", "sweep"),
         "the split tail through the stream-K kernel: whole waves of tiles round robin, then each tile of the last, "
-        "partial wave in equal shares of K, one program each, k-aligned (programs that run together read the "
-        "same K range of B); shared tiles summed in K order by the fix-up pass",
+        "partial wave in equal shares of K, k-aligned (programs that run together read the same K range of B), one "
+        "program each or, where that wave holds more than half the SMs' tiles, a few in turn; shared tiles summed "
+        "in K order by the fix-up pass",
     ),
     (
         "triton",

@@ -33,7 +33,7 @@ GLUON_MID = "mid-m swap-ab gluon ws"
         ("ptx", (341, 6144, 4096), "fp16", "128x192 split-tail tma-store tma+wgmma"),
         ("ptx", (341, 6144, 11008), "fp16", "mid-m swap-ab tma+wgmma"),  # 4 token tiles of 88: one wave of 128
         ("ptx", (2048, 8192, 8192), "fp16", "128x256 split-tail tma-store tma+wgmma"),
-        # 200 128x256 tiles: a wave, then 68 in 7 shares each over 4 rounds (1.57 tiles' time), where 270 128x192
+        # 200 128x256 tiles: a wave, then 68 in 5 shares each over 3 rounds (1.60 tiles' time), where 270 128x192
         # tiles take 2 waves and 6 split (2.14 of theirs)
         ("ptx", (529, 10240, 4096), "fp16", "128x256 split-tail tma-store tma+wgmma"),
         ("ptx", (692, 15360, 4096), "fp16", "128x192 split-tail tma-store tma+wgmma"),  # 3 waves, 84 in 3 shares
@@ -78,6 +78,10 @@ GLUON_MID = "mid-m swap-ab gluon ws"
         ("triton", (230, 7168, 36864), "fp8e4m3", "split-k desc"),
         ("triton", (623, 15360, 24576), "fp16", "split-tail desc"),  # 2 waves, then 36 tiles in 3 shares
         ("triton", (707, 27648, 29568), "fp16", "128x256x64 desc persistent host"),  # a tail of 120: not split
+        # 2 waves, then 80 tiles in 3 shares over 2 rounds; after 15 waves, 92 tiles whose rounds would save less than
+        # the stream-K kernel's slower tiles cost (TRITON_TAIL_ROUNDS_MOST_WAVES)
+        ("triton", (950, 11008, 3072), "fp16", "split-tail desc"),
+        ("triton", (4734, 14336, 8192), "fp16", "128x256x64 desc persistent host"),
         ("triton", (4096, 4096, 4096), "fp16", "128x256x64 desc persistent host"),
         ("triton", (4096, 4096, 4096), "fp8e4m3", "128x256x64 gluon ws persistent"),
         ("triton", (623, 15360, 24576), "fp8e4m3", "128x256x64 gluon ws stream-k"),  # 300 tiles: 36 in the last wave
@@ -283,7 +287,8 @@ def test_triton_mid_m_rings_deepen_for_small_token_tiles(m, stages):
 )
 def test_the_rules_rounds_are_the_split_tails_walk(tiles, k_tiles):
     """tail_rounds counts the walk both kernels plan: their whole waves, then one share of a tile where they split
-    the tail (the same share count, from the same minimum of K tiles per share), a whole tile where they do not."""
+    the tail (the same share count, from the same minimum of K tiles per share), a whole tile where they do not; with
+    rounds (the launchers'), the rounds of shares they deal."""
     from suite.ptx import gemm_tma
     from suite.triton import gemm_splitk, gemm_streamk
 
@@ -294,8 +299,11 @@ def test_the_rules_rounds_are_the_split_tails_walk(tiles, k_tiles):
     whole, tail = divmod(tiles, 132)
     assert gemm_rule.tail_rounds(tiles, k_tiles, 132) == pytest.approx(whole + (1 / splits if tail else 0))
     assert (splits > 1) == (0 < tail <= 66 and k_tiles >= 8)  # room for two shares of every tail tile
-    # the PTX rungs' walk (rounds): its shares dealt round robin, ceil(tail x shares / 132) rounds of a share each
+    # the launchers' walk (rounds): its shares dealt round robin, ceil(tail x shares / 132) rounds of a share each,
+    # the same count in both backends
     _, shares = gemm_tma.split_tail_plan(tiles, k_tiles, 132, rounds=True)
+    schedule = gemm_streamk.split_tail_schedule(tiles, k_tiles, 132, rounds=True)
+    assert schedule.sk_programs == schedule.sk_tiles * shares
     rounds = -(-tail * shares // 132) / shares if tail else 0
     assert gemm_rule.tail_rounds(tiles, k_tiles, 132, rounds=True) == pytest.approx(whole + rounds)
     assert shares == splits or (tail > 66 and rounds <= 0.8)  # a thick tail split only where it saves a fifth

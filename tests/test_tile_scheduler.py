@@ -223,6 +223,19 @@ def test_split_tail_in_rounds_only_where_two_shares_do_not_fit_and_it_pays():
     assert split_tail_plan(80, 48, 132, rounds=True) == (80, 1)  # fewer tiles than slots: one round (split-K's regime)
     for tiles, k in ((1462, 384), (144, 172), (32, 128), (264, 172), (10, 6)):  # one round, or none: as before
         assert split_tail_plan(tiles, k, 132, rounds=True) == split_tail_plan(tiles, k, 132)
+    # the rungs' sanitizer sizes hold one whose shares take two rounds on 132 SMs (memcheck and racecheck see it)
+    from suite.ptx.gemm_tma import KERNELS
+
+    for name in ("128x256 split-tail", "128x192 split-tail"):
+        config = KERNELS[name].gemm_config
+        plans = [
+            (
+                tiles := -(-m // config.block_m) * -(-n // config.block_n),
+                *split_tail_plan(tiles, -(-k // 64), 132, rounds=True),
+            )
+            for m, n, k in KERNELS[name].sanitize_sizes
+        ]
+        assert any((tiles % grid) * splits > grid for tiles, grid, splits in plans), (name, plans)
     for tiles in range(133, 264):
         _, splits = split_tail_plan(tiles, 48, 132, rounds=True)
         tail = tiles - 132

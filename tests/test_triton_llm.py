@@ -189,8 +189,8 @@ TAIL_CASES = [
     ("tall tiles in 2 shares", 130, 300, 9, 7),  # 3 x 2 shares of 10 K tiles (fp8: 4 tiles, whole)
     ("a whole wave, then 1 tile in 3 shares", 300, 300, 12, 5),  # 6 tiles on 5 programs, 13 K tiles: 4, 4 and 5
     ("K shares of unequal length", 13, 300, 10, 5),  # 2 tiles of 64 x 256 x 2 shares of 11 K tiles: 5 and 6
-    # 8 tiles of 64 x 256 on 5 programs, 25 K tiles: a whole wave, then 3 in 3 shares each, 9 stream-K programs over
-    # the 5 launched, two rounds of shares (fp8: 13 K tiles, the 3 whole)
+    # 8 tiles of 64 x 256 on 5 programs, 25 K tiles (fp8 too): a whole wave, then 3 in 3 shares each, 9 stream-K
+    # programs over the 5 launched, two rounds of shares
     ("a whole wave, then 3 tiles in 3 shares over 2 rounds", 13, 2048, 24, 5),
 ]
 

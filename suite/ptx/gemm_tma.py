@@ -186,10 +186,11 @@ CONFIGS: dict[str, Config] = {
     # row holds all of M, so each byte of B (the weight) is read from HBM once, while the 128-row tiles' two tile rows
     # read each B panel at two different places in K (stream-K's ranges cross tile boundaries) and so twice
     "256x128 stream-k": Config(128, 2, True, False, (3, 4), block_m=256, schedule="stream-k", dtypes=DTYPES),
-    # the top rung with its last, partial wave split in K: where at most half the SMs have a tile for the last round
-    # (tiles % SMs), each of those tiles is cut into 2 or more shares of K (as many as the SMs hold, at most about
-    # sqrt(K tiles / 1.5)), k-aligned (the blocks that run together read the same K range), so the round lasts a
-    # share of a tile; otherwise it is the top rung's walk
+    # the top rung with its last, partial wave split in K: each of the tiles of the last round (tiles % SMs) cut into
+    # 2 or more shares of K (as many as the SMs hold, at most about sqrt(K tiles / 1.5)), k-aligned (the blocks that
+    # run together read the same K range), so the round lasts a share of a tile; where more than half the SMs have a
+    # tile for it, shares in a few rounds if the model finds them faster (suite.waves.tail_split_count); otherwise
+    # it is the top rung's walk
     "128x256 split-tail": Config(
         **_TWO_WG,
         persistent=True,
@@ -200,8 +201,8 @@ CONFIGS: dict[str, Config] = {
         group_m=16,
         uniform_warpgroup=True,
     ),
-    # the same on the 16-bit 128x192 rung: where 128x256 tiles would leave a thin last wave that the split cannot
-    # reach (more than half the SMs busy in it), the narrower tile's waves fall differently
+    # the same on the 16-bit 128x192 rung: where 128x256 tiles leave a last wave that their split tail walks slowly,
+    # the narrower tile's waves fall differently
     "128x192 split-tail": Config(
         192, 2, True, True, (3, 4), schedule="split-tail", dtypes=("fp16", "bf16"), group_m=16
     ),

@@ -27,9 +27,9 @@ Tiles (``gemm_splitk.tile_for``): 64 or 128 rows (M <= 64 or not) by 256 columns
 ``num_stages`` deep; fp8 takes B as N x K and computes ``tl.dot(a, b.T)`` in two halves of N, each K tile's sum promoted
 into fp32 (gemm_parts.mac_loop), its scales applied once per tile, to the sum. Each program walks its data-parallel
 tiles and its stream-K units through one main loop: a second instance of fp8's promoted loop does not fit in registers
-beside the first. The workspace [programs, 2, BLOCK_M, BLOCK_N] fp32 is sized from the shape by each launcher and
-belongs to it alone. ``tl.dot`` expresses all of it (the partial tiles are plain stores, their ordering the stream's),
-so no Gluon."""
+beside the first. The workspace [stream-K programs, 2, BLOCK_M, BLOCK_N] fp32 is sized from the shape by each launcher
+and belongs to it alone. ``tl.dot`` expresses all of it (the partial tiles are plain stores, their ordering the
+stream's), so no Gluon."""
 
 from __future__ import annotations
 
@@ -175,7 +175,7 @@ def _c_tile(c, m0, n0, M, N, stride_cm, BLOCK_M: tl.constexpr, BLOCK_N: tl.const
 
 @triton.jit
 def streamk_kernel(
-    # A and B: descriptors built on the host; C and the fp32 workspace [programs, 2, BLOCK_M, BLOCK_N]: pointers
+    # A and B: descriptors built on the host; C and the fp32 workspace [sk_programs, 2, BLOCK_M, BLOCK_N]: pointers
     a_desc,
     b_desc,
     c,
@@ -205,8 +205,9 @@ def streamk_kernel(
     SHARED: tl.constexpr,  # some tile is shared by several programs: parts go to the workspace (else it is None)
 ):
     # -- this program's units, one main loop for all (a second instance of fp8's promoted main loop does not fit
-    #    in registers beside the first): its data-parallel tiles, whole and round robin, then its contiguous range
-    #    of stream-K iterations (empty past sk_programs), one unit per tile it touches --
+    #    in registers beside the first): its data-parallel tiles, whole and round robin, then the contiguous range
+    #    of stream-K iterations of each of its stream-K programs (itself; where they outnumber the programs, itself,
+    #    itself + num_programs, ...; empty past sk_programs), one unit per tile a range touches --
     unit, dp_units, it, end, sk_program, tiles_m, tiles_n, k_tiles, sched = walk_start(
         M, N, K, BLOCK_M, BLOCK_N, BLOCK_K, num_programs, dp_tiles, sk_programs, sk_iters
     )
@@ -227,7 +228,7 @@ def streamk_kernel(
 
 @triton.jit
 def streamk_fixup_kernel(
-    # the fp32 workspace [programs, 2, BLOCK_M, BLOCK_N], C, and the schedule's table (Schedule.fixup_table, int32)
+    # the fp32 workspace [sk_programs, 2, BLOCK_M, BLOCK_N], C, and the schedule's table (Schedule.fixup_table, int32)
     workspace,
     c,
     table,
@@ -300,7 +301,12 @@ class StreamKGemm(TwoPassGemm):
             + (f" ({s.sk_programs // tiles_m} per tile row, rows in lockstep)" if s.group_m == 1 else "")
             + f", {s.dp_tiles} of {count(tiles, 'tile')} data-parallel, then "
             f"{count(s.sk_iters, 'iteration')} "
-            f"({count(s.sk_tiles, 'tile')} x {count(s.k_tiles, 'K tile')}) shared, "
+            f"({count(s.sk_tiles, 'tile')} x {count(s.k_tiles, 'K tile')}) shared"
+            + (
+                f" by {s.sk_programs} stream-K programs in {-(-s.sk_programs // s.programs)} rounds, "
+                if s.sk_programs > s.programs
+                else ", "
+            )
             + (
                 f"tiles shared by up to {s.cover} programs summed in program order by a fix-up pass"
                 if self.fixups
