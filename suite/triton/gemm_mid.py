@@ -115,7 +115,9 @@ def plan(dtype: str, m: int, n: int, k: int, sms: int, stages: int | None = None
     block_t = mid_token_rows(m, n, k, sms, dtype, stages)
     tiles_t, tiles_w = -(-m // block_t), -(-n // BLOCK_W)
     k_tiles = -(-k // block_k_for(dtype))
-    return Plan(block_t, tiles_t, tiles_w, split_tail_schedule(tiles_t * tiles_w, k_tiles, sms))
+    schedule = split_tail_schedule(tiles_t * tiles_w, k_tiles, sms)  # one round: the model's, and mid_kernel's walk
+    assert schedule.sk_programs <= schedule.programs, schedule
+    return Plan(block_t, tiles_t, tiles_w, schedule)
 
 
 @triton.jit
@@ -197,7 +199,10 @@ def mid_kernel(
     )
     while (unit < dp_units) | (it < end):
         walk = (unit, dp_units, it, end, sk_program, tiles_t, tiles_w, k_tiles, sched)
-        tile, t0, w0, k_first, k_last, part, it, end, sk_program, unit = walk_unit(*walk, BLOCK_T, BLOCK_W, GROUP_M)
+        # (one stream-K program per program: plan's schedule is the split tail in one round, ROUNDS off)
+        tile, t0, w0, k_first, k_last, part, it, end, sk_program, unit = walk_unit(
+            *walk, BLOCK_T, BLOCK_W, GROUP_M, ROUNDS=False
+        )
 
         # -- MAINLOOP: the weight box and the pieces' token boxes through the ring; one wgmma chain per piece on
         #    the same weight stage, the weight on wgmma's M side: each accumulator is C^T's [BLOCK_W, piece] --

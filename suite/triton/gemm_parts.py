@@ -94,6 +94,7 @@ def walk_unit(
     BLOCK_M: tl.constexpr,
     BLOCK_N: tl.constexpr,
     GROUP_M: tl.constexpr,
+    ROUNDS: tl.constexpr = True,
 ):
     """This program's unit ``unit`` of its walk (``walk_start``'s state): its data-parallel tiles first, whole and
     round robin (``unit`` < ``dp_units``), then the units of its stream-K programs' ranges, [it, end) of
@@ -101,7 +102,8 @@ def walk_unit(
     k_last), the workspace slot of its part where it covers the tile in part (64-bit, to be scaled by the tile's
     elements: 2 x the stream-K program for the first tile of its range, one more for its last, a range holding at most
     two partial tiles), then the walk's next state: the range's next iteration and end, the stream-K program they
-    belong to (where this range is done, the next of this program's: num_programs on), the next unit)."""
+    belong to (where this range is done, the next of this program's: num_programs on; ROUNDS off, a kernel whose
+    schedules never hold more stream-K programs than programs, their one range), the next unit)."""
     num_programs, dp_tiles, sk_programs, sk_iters = sched[0], sched[1], sched[2], sched[3]
     tile = tl.program_id(0) + unit * num_programs
     k_first = k_tiles * 0
@@ -113,7 +115,7 @@ def walk_unit(
         first, _ = stream_k_range(sk_program.to(tl.int64), sk_iters, sk_programs)
         slot = sk_program.to(tl.int64) * 2 + (t != (first // k_tiles).to(tl.int32)).to(tl.int64)
         it += k_last - k_first
-        if it >= end:  # the range is done: this program's next stream-K program's (empty past the last)
+        if ROUNDS and it >= end:  # the range is done: this program's next stream-K program's (empty past the last)
             sk_program += num_programs
             next_it, next_end = stream_k_range(sk_program.to(tl.int64), sk_iters, sk_programs)
             it, end = next_it.to(tl.int32), next_end.to(tl.int32)
