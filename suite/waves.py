@@ -73,12 +73,12 @@ def tail_split_count(tiles: int, k_tiles: int, slots: int, min_k_tiles: int, rou
     the fix-up's reads grow with splits). 1: no tail, or no room for two shares of each of its tiles.
 
     ``rounds`` (a walk that deals the tail's shares round robin, several per block: the PTX tile rungs' and the
-    Triton split tail's, not the mid-M builds', whose models weigh one round): after a
-    whole wave or more, where two shares of each tail tile do not fit the slots (R > slots / 2), the count, within
-    the same bounds of K, whose shares' rounds (``tail_share_rounds``) and fix-up (TAIL_FIXUP_K_TILES per share past
-    one) take the fewest K tiles' time, where that saves TAIL_ROUNDS_LEAST_SAVING of a tile or more (else 1); a tail
-    of 80 tiles after two waves of 132 at 48 K tiles: 3 shares each, 240 shares in two rounds, two thirds of a tile
-    where the unsplit tail takes one. (With fewer tiles than slots, split-K's kernels are the rule's alternative.)"""
+    Triton split tail's, not the mid-M builds', whose models weigh one round): after a whole wave or more, where two
+    shares of each tail tile do not fit the slots (R > slots / 2), the count, within the same bounds of K, whose
+    shares' rounds (``tail_share_rounds``) and fix-up (TAIL_FIXUP_K_TILES per share past one) take the fewest K
+    tiles' time, where that saves TAIL_ROUNDS_LEAST_SAVING of a tile or more (else 1); a tail of 80 tiles after two
+    waves of 132 at 48 K tiles: 3 shares each, 240 shares in two rounds, two thirds of a tile where the unsplit tail
+    takes one. (With fewer tiles than slots, split-K's kernels are the rule's alternative.)"""
     tail = tiles % slots
     if not tail:
         return 1
