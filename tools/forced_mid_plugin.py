@@ -15,23 +15,21 @@ from __future__ import annotations
 
 import os
 
-from suite import waves
-from suite.ptx.gemm_decode import MidModule
 from suite.registration import needs_sm90a, register_kernel
+from tools.tune_gemm_mid import tile_module
 
 DEFAULT = "256x160,256x192,128x160"
-# weight rows -> (consumer warpgroups, m64 weight tiles per consumer, the depths tried)
-LAYOUTS = {128: (2, 1, (4, 5, 6)), 192: (3, 1, (4, 5, 6)), 256: (2, 2, (3, 4))}
+LAYOUTS = {128: (2, 1), 192: (3, 1), 256: (2, 2)}  # weight rows -> (consumer warpgroups, m64 weight tiles per consumer)
 
 
-def forced_tile(weight_rows: int, tokens: int) -> MidModule:
-    """The mid-M build of one tile, at the depths of LAYOUTS that its ring fits in an SM's shared memory."""
+def forced_tile(weight_rows: int, tokens: int):
+    """The mid-M build of one tile (the probe's, tools/tune_gemm_mid.tile_module: the depths its ring fits), at every
+    dtype the tile takes."""
     if weight_rows not in LAYOUTS:
         raise ValueError(f"{weight_rows} weight rows: the mid-M tiles have {sorted(LAYOUTS)}")
-    consumers, w_tiles, depths = LAYOUTS[weight_rows]
-    module = MidModule((tokens, consumers), w_tiles=w_tiles)
-    boxes = consumers * w_tiles
-    module.stages = tuple(s for s in depths if waves.mid_ring_bytes(tokens, boxes, s) <= waves.MID_SMEM)
+    module = tile_module(tokens, *LAYOUTS[weight_rows])
+    module.dtypes = type(module).dtypes  # the probe's build holds one dtype: every one, less those the tile lacks
+    module.dtypes = module.tile_dtypes()
     return module
 
 
